@@ -1,0 +1,22 @@
+"""pqe: a parallel dataframe and SQL query engine.
+
+SQL (parsed by sqlglot) or DataFrame calls build one logical plan; the optimizer rewrites it;
+the physical planner partitions it; Dask runs it (threads by default, or dask.distributed);
+every partition's work is Arrow kernels.
+"""
+
+from __future__ import annotations
+
+from .context import Context
+from .dataframe import DataFrame
+from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError, Error,
+                     ExecutionError, InternalError, SQLSyntaxError, TypeMismatchError,
+                     UnknownColumnError, UnknownTableError, UnsupportedError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Context", "DataFrame", "Error", "SQLSyntaxError", "BindError", "UnknownTableError",
+    "UnknownColumnError", "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError",
+    "UnsupportedError", "ExecutionError", "CatalogError", "InternalError",
+]

@@ -1,0 +1,115 @@
+"""`pqe.Context`: the catalog, the scheduler, and the entry points (`sql`, `table`, ...)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pyarrow as pa
+
+from .catalog import Catalog, MemoryTable, ParquetTable
+from .dataframe import DataFrame
+from .errors import CatalogError, Error, SQLSyntaxError, UnsupportedError
+from .execution.scheduler import Executor
+from .physical.planner import PlannerConfig
+from .plan import builder as B
+
+_EXPLAIN = re.compile(r"^\s*explain(\s+analyze)?\s+", re.I)
+
+
+class Context:
+    """Where tables are registered and queries run.
+
+    scheduler: None/"threads" (Dask's threaded scheduler, the default), "sync" (one thread,
+    for debugging), or a "tcp://host:port" dask.distributed scheduler; client: an existing
+    `distributed.Client`. partitions: how many partitions to split work into (default: two
+    per thread, fewer for small data).
+    """
+
+    def __init__(self, scheduler: str | None = None, *, client: Any = None,
+                 partitions: int | None = None, threads: int | None = None):
+        self.catalog = Catalog()
+        self._executor = Executor(scheduler, client, threads)
+        if partitions is not None and partitions < 1:
+            raise Error("partitions must be at least 1")
+        self._partitions = partitions
+
+    def _planner_config(self) -> PlannerConfig:
+        if self._partitions is not None:
+            return PlannerConfig(target_partitions=self._partitions, min_partition_rows=1)
+        return PlannerConfig(target_partitions=2 * self._executor.parallelism)
+
+    # ---- registration --------------------------------------------------------------------
+
+    def register_parquet(self, name: str, path: str | os.PathLike | list) -> None:
+        """A Parquet file, directory (recursive, hive partitions), glob, or list of files."""
+        self.catalog.register(name, ParquetTable(path))
+
+    def register_arrow(self, name: str, data: Any) -> None:
+        """A pyarrow Table or RecordBatchReader, or anything with `__arrow_c_stream__`."""
+        if isinstance(data, pa.RecordBatchReader):
+            data = data.read_all()
+        elif isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        elif not isinstance(data, pa.Table):
+            if hasattr(data, "__arrow_c_stream__"):
+                data = pa.table(data)
+            else:
+                raise CatalogError(
+                    f"register_arrow needs a pyarrow Table or an Arrow stream, got {type(data).__name__}")
+        self.catalog.register(name, MemoryTable(data))
+
+    def register_pandas(self, name: str, df: Any) -> None:
+        try:
+            table = pa.Table.from_pandas(df, preserve_index=False)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise CatalogError(f"cannot convert pandas DataFrame {name!r} to Arrow: {e}") from e
+        self.catalog.register(name, MemoryTable(table))
+
+    def deregister(self, name: str) -> None:
+        if not self.catalog.drop(name):
+            raise CatalogError(f"table {name!r} does not exist")
+
+    def tables(self) -> list[str]:
+        return self.catalog.names()
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def table(self, name: str) -> DataFrame:
+        real, provider = self.catalog.lookup(name)
+        return DataFrame(self, B.scan(real, provider))
+
+    def sql(self, query: str) -> DataFrame:
+        """Run SQL: returns a lazy DataFrame for a query (statements run at once)."""
+        if not isinstance(query, str):
+            raise SQLSyntaxError(f"SQL must be a string, got {type(query).__name__}")
+        m = _EXPLAIN.match(query)
+        if m:
+            df = self.sql(query[m.end():])
+            text = df.explain(analyze=bool(m.group(1)))
+            lines = pa.table({"plan": text.split("\n")})
+            return DataFrame(self, B.scan("explain", MemoryTable(lines)))
+        from .sql.binder import Binder
+        from .sql.parser import parse
+        from sqlglot import exp
+
+        statements = parse(query)
+        if not statements:
+            raise SQLSyntaxError("empty statement")
+        result = None
+        for stmt in statements:
+            if isinstance(stmt, (exp.Query, exp.Values)):
+                result = DataFrame(self, Binder(self.catalog, query).bind_query(stmt))
+            else:
+                raise UnsupportedError(f"{stmt.key.upper()} statements are not supported yet")
+        return result
+
+    def close(self) -> None:
+        self._executor.close()
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

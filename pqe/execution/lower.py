@@ -1,0 +1,164 @@
+"""Physical plan -> Dask task graph.
+
+Like dask-expr's lowering: partition-local operators are fused, so a chain such as
+scan -> filter/project -> broadcast-join probe -> partial aggregate becomes one task per
+partition; only exchanges (hash split + per-partition concatenation), broadcasts and gathers
+create new tasks. Keys are `(name, i)` with `name` a hash of the work, so the same plan always
+yields the same graph, and identical subplans (a CTE used twice) are computed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from dataclasses import dataclass
+
+from ..errors import InternalError
+from ..physical import plan as P
+from . import ops as O
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A partition not yet made into a task: ops to run over task inputs."""
+
+    ops: tuple
+    inputs: tuple
+
+    def then(self, op: O.Op) -> Pending:
+        return Pending(self.ops + (op,), self.inputs)
+
+
+class Lowering:
+    def __init__(self) -> None:
+        self.graph: dict = {}
+        self.tasks_per_label: dict[str, int] = {}
+
+    # ---- graph construction ----------------------------------------------------------------
+
+    def materialize(self, parts: list[Pending], label: str) -> list:
+        """Emit one task per pending partition; returns their keys."""
+        token = hashlib.sha1(repr([(p.ops, p.inputs) for p in parts]).encode()).hexdigest()[:16]
+        name = f"{label}-{token}"
+        keys = []
+        for i, p in enumerate(parts):
+            # a pending that only forwards one existing task needs no task of its own
+            if len(p.ops) == 1 and isinstance(p.ops[0], O.Concat) and len(p.inputs) == 1:
+                keys.append(p.inputs[0])
+                continue
+            key = (name, i)
+            if key not in self.graph:
+                pipe = O.Pipeline(p.ops, f"{label} partition {i}")
+                self.graph[key] = (O.run_pipeline, pipe, *p.inputs)
+                self.tasks_per_label[label] = self.tasks_per_label.get(label, 0) + 1
+            keys.append(key)
+        return keys
+
+    def _one(self, parts: list[Pending], label: str):
+        if len(parts) != 1:
+            raise InternalError(f"{label} expected one partition, got {len(parts)}")
+        return self.materialize(parts, label)[0]
+
+    # ---- nodes ---------------------------------------------------------------------------
+
+    def lower(self, node: P.PhysicalPlan) -> list[Pending]:
+        method = getattr(self, "_" + type(node).__name__.lower())
+        parts = method(node)
+        if len(parts) != node.n:
+            raise InternalError(f"{type(node).__name__} lowered to {len(parts)} partitions, "
+                                f"planned {node.n}")
+        return parts
+
+    def _scanexec(self, node: P.ScanExec):
+        out = tuple(f.id for f in node.schema)
+        return [Pending((O.ReadParquet(provider=node.provider, units=units, columns=node.columns,
+                                       filters=node.filters, out_ids=out),), ())
+                for units in node.parts]
+
+    def _memoryscanexec(self, node: P.MemoryScanExec):
+        out = tuple(f.id for f in node.schema)
+        return [Pending((O.ReadMemory(provider=node.provider, offset=off, length=length,
+                                      columns=node.columns, filters=node.filters, out_ids=out),), ())
+                for off, length in node.slices]
+
+    def _valuesexec(self, node: P.ValuesExec):
+        return [Pending((O.MakeValues(rows=node.rows, fields=node.schema),), ())]
+
+    def _projectexec(self, node: P.ProjectExec):
+        op = O.FilterProject(predicate=node.predicate, exprs=node.exprs,
+                             out_ids=tuple(f.id for f in node.schema))
+        return [p.then(op) for p in self.lower(node.input)]
+
+    def _broadcast_key(self, node: P.PhysicalPlan):
+        return self._one(self.lower(node), "broadcast")
+
+    def _hashjoinexec(self, node: P.HashJoinExec):
+        left = self.lower(node.left)
+        out = tuple(f.id for f in node.schema)
+        if node.mode == "broadcast" or node.right.n == 1:
+            build = self._broadcast_key(node.right)
+            builds = [build] * len(left)
+        else:
+            builds = self.materialize(self.lower(node.right), "build")
+        parts = []
+        for p, b in zip(left, builds, strict=True):
+            op = O.HashJoin(build=len(p.inputs), kind=node.kind, left_keys=node.left_keys,
+                            right_keys=node.right_keys, filter=node.filter, out_ids=out,
+                            null_aware=node.null_aware)
+            parts.append(Pending(p.ops + (op,), p.inputs + (b,)))
+        return parts
+
+    def _nestedloopjoinexec(self, node: P.NestedLoopJoinExec):
+        left = self.lower(node.left)
+        build = self._broadcast_key(node.right)
+        out = tuple(f.id for f in node.schema)
+        return [Pending(p.ops + (O.NestedLoopJoin(build=len(p.inputs), kind=node.kind,
+                                                  filter=node.filter, out_ids=out),),
+                        p.inputs + (build,)) for p in left]
+
+    def _aggregateexec(self, node: P.AggregateExec):
+        op = O.Aggregate(mode=node.mode, group=node.group, aggs=node.aggs)
+        return [p.then(op) for p in self.lower(node.input)]
+
+    def _exchangeexec(self, node: P.ExchangeExec):
+        parts = self.lower(node.input)
+        if node.mode == "gather":
+            if len(parts) == 1:
+                return parts
+            keys = self.materialize(parts, "partition")
+            return [Pending((O.Concat(indices=tuple(range(len(keys)))),), tuple(keys))]
+        split_op = O.HashSplit(keys=node.keys, n=node.n)
+        split_keys = self.materialize([p.then(split_op) for p in parts], "shuffle-split")
+        outputs = []
+        for j in range(node.n):
+            pieces = []
+            for sk in split_keys:
+                gk = (f"{sk[0]}-get", sk[1], j)
+                self.graph[gk] = (operator.getitem, sk, j)
+                pieces.append(gk)
+            outputs.append(Pending((O.Concat(indices=tuple(range(len(pieces)))),), tuple(pieces)))
+        return outputs
+
+    def _sortexec(self, node: P.SortExec):
+        op = O.Sort(keys=node.keys, fetch=node.fetch)
+        return [p.then(op) for p in self.lower(node.input)]
+
+    def _limitexec(self, node: P.LimitExec):
+        op = O.Limit(fetch=node.fetch, offset=node.offset)
+        return [p.then(op) for p in self.lower(node.input)]
+
+    def _unionexec(self, node: P.UnionExec):
+        out = []
+        for child in node.inputs:
+            out += self.lower(child)
+        return out
+
+    def _singlerowexec(self, node: P.SingleRowExec):
+        return [p.then(O.SingleRow()) for p in self.lower(node.input)]
+
+
+def lower(plan: P.PhysicalPlan) -> tuple[dict, list]:
+    """The Dask graph of a physical plan and the keys of its output partitions."""
+    low = Lowering()
+    keys = low.materialize(low.lower(plan), "result")
+    return low.graph, keys

@@ -1,0 +1,171 @@
+"""Hash aggregation kernels (Acero `aggregate` node), in two phases.
+
+Each aggregate states its partial state columns, how states combine, and how the final value
+is computed: count -> count (combine: sum); sum -> sum (sum); avg -> sum + count (sums, then
+divide); min/max -> min/max; stddev/variance -> count, sum, sum of squares. A partial table
+has the group keys then the state columns; `final` accepts the concatenation of any number of
+partial tables (and is itself a valid partial, so reductions can be trees).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.acero as ac
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..errors import InternalError
+
+# fn -> list of (state suffix, partial kernel, final kernel)
+_STATES = {
+    "count_star": [("", "count_all", "sum")],
+    "count": [("", "count", "sum")],
+    "sum": [("", "sum", "sum")],
+    "avg": [(".s", "sum", "sum"), (".c", "count", "sum")],
+    "min": [("", "min", "min")],
+    "max": [("", "max", "max")],
+    "any_value": [("", "first", "first")],
+    "bool_and": [("", "all", "all")],
+    "bool_or": [("", "any", "any")],
+    "stddev_samp": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+    "stddev_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+    "var_samp": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+    "var_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+}
+
+_FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
+
+
+def state_names(spec) -> list[str]:
+    return [spec.out + suffix for suffix, _, _ in _STATES[spec.fn]]
+
+
+def _options(kernel: str):
+    if kernel in ("count",):
+        return pc.CountOptions(mode="only_valid")
+    if kernel in ("sum", "min", "max", "all", "any"):
+        return pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+    return None
+
+
+def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
+    decl = ac.Declaration.from_sequence([
+        ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
+        ac.Declaration("aggregate", ac.AggregateNodeOptions(aggs, keys=keys)),
+    ])
+    return decl.to_table(use_threads=False)
+
+
+def _agg_entry(col, kernel: str, out: str, grouped: bool):
+    name = ("hash_" + kernel) if grouped else kernel
+    target = [] if kernel == "count_all" else col
+    return (target, name, _options(kernel), out)
+
+
+def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
+    """Per-partition states: group keys then state columns."""
+    grouped = bool(group)
+    prep = {}
+    entries = []
+    for s in specs:
+        for (suffix, kernel, _), name in zip(_STATES[s.fn], state_names(s), strict=True):
+            col = s.arg
+            if s.fn in _FLOAT_STATE or (s.fn == "avg" and kernel == "sum" and not T.is_decimal(s.arg_dtype)):
+                fcol = f"{s.arg}.f64"
+                if fcol not in prep:
+                    prep[fcol] = pc.cast(table.column(s.arg), pa.float64())
+                col = fcol
+            if kernel == "sum_sq":
+                sq = f"{s.arg}.sq"
+                if sq not in prep:
+                    f = prep[f"{s.arg}.f64"]
+                    prep[sq] = pc.multiply(f, f)
+                col, kernel = sq, "sum"
+            entries.append(_agg_entry(col, kernel, name, grouped))
+    if prep:
+        for name, arr in prep.items():
+            table = table.append_column(name, arr)
+    out = _run(table, list(group), entries)
+    return out.select(list(group) + [e[3] for e in entries])
+
+
+def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
+    """Combine states (of one or many partials) into final values."""
+    grouped = bool(group)
+    entries = []
+    for s in specs:
+        for (suffix, _, kernel), name in zip(_STATES[s.fn], state_names(s), strict=True):
+            entries.append(_agg_entry(name, kernel, name, grouped))
+    combined = _run(table, list(group), entries)
+    cols = [combined.column(g) for g in group]
+    names = list(group)
+    for s in specs:
+        cols.append(_finish(combined, s))
+        names.append(s.out)
+    return pa.Table.from_arrays(cols, names=names)
+
+
+def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
+    """States of many partials -> states (a tree-reduction step)."""
+    grouped = bool(group)
+    entries = []
+    for s in specs:
+        for (suffix, _, kernel), name in zip(_STATES[s.fn], state_names(s), strict=True):
+            entries.append(_agg_entry(name, kernel, name, grouped))
+    out = _run(table, list(group), entries)
+    return out.select(list(group) + [e[3] for e in entries])
+
+
+def single(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
+    return final(partial(table, group, specs), group, specs)
+
+
+def _finish(t: pa.Table, s):
+    dtype = s.dtype
+    if s.fn in ("count", "count_star"):
+        return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
+    if s.fn == "avg":
+        total, count = t.column(s.out + ".s"), t.column(s.out + ".c")
+        num = pc.cast(total, pa.float64())
+        den = pc.cast(count, pa.float64())
+        zero = pc.equal(count, 0)
+        return pc.if_else(zero, pa.scalar(None, pa.float64()),
+                          pc.divide(num, pc.if_else(zero, 1.0, den)))
+    if s.fn in _FLOAT_STATE:
+        total = t.column(s.out + ".s")
+        sq = t.column(s.out + ".q")
+        n = pc.cast(t.column(s.out + ".c"), pa.float64())
+        mean_sq = pc.divide(pc.multiply(total, total), pc.if_else(pc.equal(n, 0), 1.0, n))
+        m2 = pc.max_element_wise(pc.subtract(sq, mean_sq), 0.0)
+        pop = s.fn.endswith("_pop")
+        den = n if pop else pc.subtract(n, 1.0)
+        bad = pc.less_equal(den, 0.0)
+        var = pc.if_else(bad, pa.scalar(None, pa.float64()),
+                         pc.divide(m2, pc.if_else(bad, 1.0, den)))
+        return pc.sqrt(var) if s.fn.startswith("stddev") else var
+    col = t.column(s.out)
+    if col.type != dtype:
+        try:
+            col = pc.cast(col, dtype)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InternalError(f"aggregate {s.fn} produced {col.type}, expected {dtype}: {e}") from e
+    return col
+
+
+def state_types(spec) -> list[pa.DataType]:
+    """Arrow types of a spec's state columns (for empty partials)."""
+    out = []
+    for suffix, kernel, _ in _STATES[spec.fn]:
+        if kernel in ("count_all", "count"):
+            out.append(pa.int64())
+        elif spec.fn in _FLOAT_STATE or (spec.fn == "avg" and not T.is_decimal(spec.arg_dtype)):
+            out.append(pa.float64())
+        elif kernel == "sum":
+            at = spec.arg_dtype
+            out.append(pa.decimal128(38, at.scale) if T.is_decimal(at) else
+                       (pa.int64() if T.is_integer(at) or T.is_boolean(at) else pa.float64()))
+        elif spec.fn in ("bool_and", "bool_or"):
+            out.append(pa.bool_())
+        else:
+            out.append(spec.arg_dtype)
+    return out

@@ -1,0 +1,678 @@
+"""Compile pqe expressions to Arrow compute expressions, and evaluate them.
+
+One dispatch table (`_CALLS`) maps every scalar function of `pqe.plan.functions` to an
+`pyarrow.compute.Expression` builder. Compiled expressions run inside Acero (filter, project,
+hash-join residual filters) and in pyarrow.dataset scans (filter pushdown). SQL semantics the
+Arrow kernels do not have are expressed here: division by zero gives NULL, integer arithmetic
+is overflow-checked, IN follows three-valued logic, decimal products keep within 38 digits.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.acero as ac
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..errors import InternalError, UnsupportedError
+from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal
+from . import udfs  # noqa: F401  (registers pqe_* functions)
+
+E = pc.Expression
+_call = E._call
+field = pc.field
+
+
+def scalar(value, dtype: pa.DataType) -> E:
+    if T.is_null(dtype):
+        return pc.scalar(pa.scalar(None, pa.null()))
+    return pc.scalar(pa.scalar(value, dtype))
+
+
+def null_of(dtype: pa.DataType) -> E:
+    return pc.scalar(pa.scalar(None, dtype))
+
+
+class Compiler:
+    """pqe Expr -> pc.Expression. `cast_fields` maps column ids whose stored type differs
+    from the engine type (string_view files) to the engine type, for dataset filters;
+    `rename` maps column ids to the field names of the data (file column names in scans)."""
+
+    def __init__(self, cast_fields: dict[str, pa.DataType] | None = None,
+                 rename: dict[str, str] | None = None):
+        self.cast_fields = cast_fields or {}
+        self.rename = rename or {}
+
+    def __call__(self, e: Expr) -> E:
+        return self.compile(e)
+
+    def compile(self, e: Expr) -> E:
+        if isinstance(e, ColumnRef):
+            f = field(self.rename.get(e.id, e.id))
+            want = self.cast_fields.get(e.id)
+            return f.cast(want) if want is not None else f
+        if isinstance(e, Literal):
+            return scalar(e.value, e.dtype)
+        if isinstance(e, Call):
+            fn = _CALLS.get(e.fn)
+            if fn is None:
+                raise UnsupportedError(f"function {e.fn} has no kernel")
+            return fn(self, e)
+        if isinstance(e, Cast):
+            return _cast(self, e)
+        if isinstance(e, Case):
+            return _case(self, e)
+        if isinstance(e, InList):
+            return _in_list(self, e)
+        raise InternalError(f"cannot compile {type(e).__name__} ({e})")
+
+
+# ---- arithmetic ----------------------------------------------------------------------------------
+
+
+def _is_int(t): return T.is_integer(t)
+
+
+def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
+    """Decimal operands, narrowed so Arrow's product precision (p1 + p2 + 1) stays <= 38."""
+    a, b = e.args
+    ta, tb = a.dtype, b.dtype
+    ca, cb = c(a), c(b)
+    if e.fn == "multiply" and ta.precision + tb.precision + 1 > T.MAX_DECIMAL_PRECISION:
+        budget = T.MAX_DECIMAL_PRECISION - 1
+        # shrink the wider operand first, never below its scale + 1 digit
+        pa_, pb_ = ta.precision, tb.precision
+        while pa_ + pb_ > budget:
+            if pa_ >= pb_ and pa_ > ta.scale + 1:
+                pa_ -= 1
+            elif pb_ > tb.scale + 1:
+                pb_ -= 1
+            else:
+                break
+        if pa_ != ta.precision:
+            ca = ca.cast(pa.decimal128(pa_, ta.scale))
+        if pb_ != tb.precision:
+            cb = cb.cast(pa.decimal128(pb_, tb.scale))
+    return ca, cb
+
+
+def _arith(name: str) -> Callable[[Compiler, Call], E]:
+    def build(c: Compiler, e: Call) -> E:
+        a, b = e.args
+        if T.is_temporal(e.dtype) or T.is_interval(a.dtype) or T.is_interval(b.dtype):
+            return _temporal_arith(c, e)
+        if pa.types.is_date(a.dtype) and pa.types.is_date(b.dtype):  # date - date = days
+            return _call("subtract", [c(a).cast(pa.int32()), c(b).cast(pa.int32())]).cast(T.INT64)
+        if _is_int(e.dtype):
+            return _call(name + "_checked", [c(a), c(b)])
+        if T.is_decimal(e.dtype):
+            ca, cb = _decimal_operands(c, e)
+            out = _call(name, [ca, cb])
+            return out.cast(e.dtype)
+        return _call(name, [c(a), c(b)])
+    return build
+
+
+def _temporal_arith(c: Compiler, e: Call) -> E:
+    a, b = e.args
+    if e.fn == "multiply":  # interval * integer
+        iv, n = (a, b) if T.is_interval(a.dtype) else (b, a)
+        if not isinstance(iv, Literal):
+            raise UnsupportedError("multiplying a non-constant interval is not supported")
+        if isinstance(n, Literal):
+            v = iv.value
+            k = n.value
+            return scalar(None if k is None else pa.MonthDayNano(
+                [v.months * k, v.days * k, v.nanoseconds * k]), T.INTERVAL)
+        raise UnsupportedError("INTERVAL (expression) is only supported with constants")
+    if e.fn == "add" and T.is_temporal(b.dtype):
+        a, b = b, a
+    sign = -1 if e.fn == "subtract" else 1
+    if T.is_integer(b.dtype):  # date +/- n days
+        days = c(b) if sign == 1 else _call("negate_checked", [c(b)])
+        return _add_days(c(a), days, a.dtype)
+    if not isinstance(b, Literal):
+        raise UnsupportedError("date arithmetic needs a constant INTERVAL")
+    if b.value is None:
+        return null_of(e.dtype)
+    months, days, nanos = b.value.months * sign, b.value.days * sign, b.value.nanoseconds * sign
+    out = c(a)
+    if pa.types.is_date(a.dtype):
+        if nanos:
+            raise UnsupportedError("adding a time interval to a DATE is not supported; cast to TIMESTAMP")
+        if months:
+            out = _call("pqe_add_months", [out, scalar(months, T.INT64)])
+        if days:
+            out = _add_days(out, scalar(days, T.INT64), a.dtype)
+        return out
+    # timestamp
+    if months:
+        date_part = out.cast(pa.date32())
+        tod = _call("subtract", [out, date_part.cast(a.dtype)])
+        out = _call("add", [_call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(a.dtype), tod])
+    total = days * 86_400 * 10**9 + nanos
+    if total:
+        unit = a.dtype.unit
+        per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
+        out = _call("add", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
+    return out
+
+
+def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
+    if pa.types.is_date(dtype):
+        as_int = date_expr.cast(pa.int32()).cast(pa.int64())
+        return _call("add_checked", [as_int, days]).cast(pa.int32()).cast(pa.date32())
+    unit = dtype.unit
+    per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400 * 10**9}[unit]
+    dur = _call("multiply_checked", [days, scalar(per_day, T.INT64)]).cast(pa.duration(unit))
+    return _call("add", [date_expr, dur])
+
+
+def _zero_to_null(x: E, dtype: pa.DataType) -> E:
+    zero = scalar(0, dtype) if not T.is_decimal(dtype) else scalar(decimal.Decimal(0), dtype)
+    return _call("if_else", [_call("equal", [x, zero]), null_of(dtype), x])
+
+
+def _divide(c: Compiler, e: Call) -> E:
+    a, b = e.args
+    denom = _zero_to_null(c(b), b.dtype)
+    if _is_int(e.dtype):
+        return _call("divide_checked", [c(a), denom])  # truncates toward zero
+    return _call("divide", [c(a), denom])
+
+
+def _modulo(c: Compiler, e: Call) -> E:
+    a, b = e.args
+    ca, cb = c(a), _zero_to_null(c(b), b.dtype)
+    if _is_int(e.dtype):
+        q = _call("divide_checked", [ca, cb])
+        return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
+    if T.is_decimal(e.dtype):
+        fa, fb = ca.cast(T.FLOAT64), cb.cast(T.FLOAT64)
+        q = _call("trunc", [_call("divide", [fa, fb])])
+        return _call("subtract", [fa, _call("multiply", [q, fb])]).cast(e.dtype, safe=False)
+    q = _call("trunc", [_call("divide", [ca, cb])])
+    return _call("subtract", [ca, _call("multiply", [q, cb])])
+
+
+def _negate(c: Compiler, e: Call) -> E:
+    (a,) = e.args
+    if T.is_interval(a.dtype):
+        if isinstance(a, Literal) and a.value is not None:
+            v = a.value
+            return scalar(pa.MonthDayNano([-v.months, -v.days, -v.nanoseconds]), T.INTERVAL)
+        raise UnsupportedError("negating a non-constant interval is not supported")
+    return _call("negate_checked" if _is_int(e.dtype) else "negate", [c(a)])
+
+
+# ---- comparison and logic ----------------------------------------------------------------------
+
+_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+        "ge": "greater_equal"}
+
+
+def _compare(c: Compiler, e: Call) -> E:
+    a, b = e.args
+    return _call(_CMP[e.fn], [c(a), c(b)])
+
+
+def _distinct(c: Compiler, e: Call) -> E:
+    a, b = e.args
+    ca, cb = c(a), c(b)
+    differs = _call("coalesce", [_call("not_equal", [ca, cb]),
+                                 _call("xor", [_call("is_null", [ca]), _call("is_null", [cb])])])
+    if e.fn == "is_not_distinct_from":
+        return _call("invert", [differs])
+    return differs
+
+
+def _logic(name):
+    def build(c, e):
+        return _call(name, [c(a) for a in e.args])
+    return build
+
+
+def _is_true(c, e):
+    return _call("coalesce", [c(e.args[0]), scalar(False, T.BOOLEAN)])
+
+
+def _is_false(c, e):
+    return _call("coalesce", [_call("invert", [c(e.args[0])]), scalar(False, T.BOOLEAN)])
+
+
+def _const_text(e: Expr, what: str) -> str:
+    if not (isinstance(e, Literal) and (e.value is None or isinstance(e.value, str))):
+        raise UnsupportedError(f"{what} must be a constant string")
+    return e.value
+
+
+def _like(c, e):
+    a, p = e.args
+    pattern = _const_text(p, "LIKE pattern")
+    if pattern is None:
+        return null_of(T.BOOLEAN)
+    return _call("match_like", [c(a)], pc.MatchSubstringOptions(pattern, ignore_case=e.fn == "ilike"))
+
+
+def _substring_match(kernel):
+    def build(c, e):
+        a, p = e.args
+        pattern = _const_text(p, f"{e.fn} argument")
+        if pattern is None:
+            return null_of(T.BOOLEAN)
+        return _call(kernel, [c(a)], pc.MatchSubstringOptions(pattern))
+    return build
+
+
+# ---- text --------------------------------------------------------------------------------------
+
+
+def _const_int(e: Expr, what: str) -> int | None:
+    if not (isinstance(e, Literal) and (e.value is None or isinstance(e.value, int))):
+        raise UnsupportedError(f"{what} must be a constant integer")
+    return e.value
+
+
+def _substring(c, e):
+    s = c(e.args[0])
+    start = _const_int(e.args[1], "SUBSTRING start")
+    length = _const_int(e.args[2], "SUBSTRING length") if len(e.args) > 2 else None
+    if start is None or (len(e.args) > 2 and length is None):
+        return null_of(T.TEXT)
+    if length is not None and length < 0:
+        raise UnsupportedError("negative SUBSTRING length")
+    begin = max(start, 1) - 1
+    if length is None:
+        return _call("utf8_slice_codeunits", [s], pc.SliceOptions(begin))
+    stop = start - 1 + length
+    if stop <= begin:
+        return _call("if_else", [_call("is_null", [s]), null_of(T.TEXT), scalar("", T.TEXT)])
+    return _call("utf8_slice_codeunits", [s], pc.SliceOptions(begin, stop))
+
+
+def _text_unary(kernel):
+    def build(c, e):
+        return _call(kernel, [c(e.args[0])])
+    return build
+
+
+def _length(c, e):
+    return _call("utf8_length", [c(e.args[0])]).cast(T.INT64)
+
+
+def _trim(kernel_ws, kernel_chars):
+    def build(c, e):
+        if len(e.args) == 1:
+            return _call(kernel_ws, [c(e.args[0])])
+        chars = _const_text(e.args[1], "TRIM characters")
+        if chars is None:
+            return null_of(T.TEXT)
+        return _call(kernel_chars, [c(e.args[0])], pc.TrimOptions(chars))
+    return build
+
+
+def _replace(c, e):
+    s, old, new = e.args
+    a, b = _const_text(old, "REPLACE pattern"), _const_text(new, "REPLACE replacement")
+    if a is None or b is None:
+        return null_of(T.TEXT)
+    if a == "":
+        return c(s)
+    return _call("replace_substring", [c(s)], pc.ReplaceSubstringOptions(a, b))
+
+
+def _regexp_replace(c, e):
+    s, old, new = e.args
+    a, b = _const_text(old, "pattern"), _const_text(new, "replacement")
+    if a is None or b is None:
+        return null_of(T.TEXT)
+    b = b.replace("\\", "\\\\") if "\\" not in b else b
+    return _call("replace_substring_regex", [c(s)], pc.ReplaceSubstringOptions(a, b, max_replacements=1))
+
+
+def _position(c, e):
+    s, sub = e.args
+    pattern = _const_text(sub, "POSITION substring")
+    if pattern is None:
+        return null_of(T.INT64)
+    found = _call("find_substring", [c(s)], pc.MatchSubstringOptions(pattern)).cast(T.INT64)
+    return _call("add", [found, scalar(1, T.INT64)])
+
+
+def _concat(c, e):
+    args = [c(a) for a in e.args]
+    return _call("binary_join_element_wise", args + [scalar("", T.TEXT)],
+                 pc.JoinOptions(null_handling="emit_null"))
+
+
+def _split_part(c, e):
+    s, d, n = e.args
+    delim = _const_text(d, "SPLIT_PART delimiter")
+    k = _const_int(n, "SPLIT_PART index")
+    if delim is None or k is None:
+        return null_of(T.TEXT)
+    if k <= 0:
+        raise UnsupportedError("SPLIT_PART index must be positive")
+    return _call("pqe_split_part", [c(s), scalar(delim, T.TEXT), scalar(k, T.INT64)])
+
+
+def _left_right(c, e):
+    s, n = e.args
+    k = _const_int(n, f"{e.fn.upper()} length")
+    if k is None:
+        return null_of(T.TEXT)
+    if e.fn == "left":
+        opts = pc.SliceOptions(0, k) if k >= 0 else pc.SliceOptions(0, k)
+        return _call("utf8_slice_codeunits", [c(s)], opts)
+    if k == 0:
+        return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(0, 0))
+    return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(-k) if k > 0 else pc.SliceOptions(-k))
+
+
+def _pad(kernel):
+    def build(c, e):
+        s, n, *rest = e.args
+        k = _const_int(n, "pad length")
+        fill = _const_text(rest[0], "pad string") if rest else " "
+        if k is None or fill is None:
+            return null_of(T.TEXT)
+        padded = _call(kernel, [c(s)], pc.PadOptions(k, fill[:1] or " "))
+        return _call("utf8_slice_codeunits", [padded], pc.SliceOptions(0, k))
+    return build
+
+
+def _repeat(c, e):
+    s, n = e.args
+    return _call("binary_repeat", [c(s), c(n)])
+
+
+# ---- math --------------------------------------------------------------------------------------
+
+
+def _round(c, e):
+    x = c(e.args[0])
+    nd = _const_int(e.args[1], "ROUND digits") if len(e.args) > 1 else 0
+    if nd is None:
+        return null_of(e.dtype)
+    if T.is_integer(e.dtype) and nd >= 0:
+        return x
+    return _call("round", [x], pc.RoundOptions(nd, "half_towards_infinity"))
+
+
+def _floor_ceil(c, e):
+    out = _call(e.fn, [c(e.args[0])])
+    return out.cast(e.dtype) if out is not None else out
+
+
+def _float_unary(kernel):
+    def build(c, e):
+        x = c(e.args[0])
+        if kernel in ("sqrt", "ln", "log10", "log2"):
+            bad = _call("less" if kernel == "sqrt" else "less_equal", [x, scalar(0.0, T.FLOAT64)])
+            return _call("if_else", [bad, null_of(T.FLOAT64), _call(kernel, [x])])
+        return _call(kernel, [x])
+    return build
+
+
+def _sign(c, e):
+    return _call("sign", [c(e.args[0])]).cast(T.INT64)
+
+
+def _abs(c, e):
+    return _call("abs_checked" if T.is_integer(e.dtype) else "abs", [c(e.args[0])])
+
+
+def _power(c, e):
+    return _call("power", [c(a) for a in e.args])
+
+
+# ---- conditional ---------------------------------------------------------------------------------
+
+
+def _coalesce(c, e):
+    if len(e.args) == 1:
+        return c(e.args[0])
+    return _call("coalesce", [c(a) for a in e.args])
+
+
+def _nullif(c, e):
+    a, b = e.args
+    ca = c(a)
+    same = _call("coalesce", [_call("equal", [ca, c(b)]), scalar(False, T.BOOLEAN)])
+    return _call("if_else", [same, null_of(e.dtype), ca])
+
+
+def _greatest(kernel):
+    def build(c, e):
+        return _call(kernel, [c(a) for a in e.args], pc.ElementWiseAggregateOptions(skip_nulls=True))
+    return build
+
+
+def _case(c: Compiler, e: Case) -> E:
+    conds = [c(w) for w, _ in e.whens]
+    values = [c(t) for _, t in e.whens]
+    names = [f"c{i}" for i in range(len(conds))]
+    cond_struct = _call("make_struct", conds, pc.MakeStructOptions(names))
+    return _call("case_when", [cond_struct, *values, c(e.else_)])
+
+
+def _in_list(c: Compiler, e: InList) -> E:
+    arg = c(e.arg)
+    consts = [v for v in e.values if isinstance(v, Literal)]
+    others = [v for v in e.values if not isinstance(v, Literal)]
+    has_null = any(v.value is None for v in consts)
+    parts = []
+    vals = [v.value for v in consts if v.value is not None]
+    if vals:
+        value_set = pa.array(vals, type=e.arg.dtype)
+        match = _call("is_in", [arg], pc.SetLookupOptions(value_set, skip_nulls=True))
+        # NULL input is unknown, not FALSE
+        parts.append(_call("if_else", [_call("is_null", [arg]), null_of(T.BOOLEAN), match]))
+    for v in others:
+        parts.append(_call("equal", [arg, c(v)]))
+    if has_null:
+        parts.append(null_of(T.BOOLEAN))
+    if not parts:
+        out = scalar(False, T.BOOLEAN)
+    else:
+        out = parts[0]
+        for p in parts[1:]:
+            out = _call("or_kleene", [out, p])
+    return _call("invert", [out]) if e.negated else out
+
+
+# ---- casts -------------------------------------------------------------------------------------
+
+
+def _cast(c: Compiler, e: Cast) -> E:
+    src, dst = e.arg.dtype, e.dtype
+    x = c(e.arg)
+    if src == dst:
+        return x
+    if T.is_null(src):
+        return null_of(dst)
+    if e.try_:
+        return _try_cast(x, src, dst)
+    if (T.is_floating(src) or T.is_decimal(src)) and T.is_integer(dst):
+        # SQL rounds to the nearest integer (Arrow would refuse to truncate)
+        return _call("round", [x.cast(T.FLOAT64) if T.is_decimal(src) else x],
+                     pc.RoundOptions(0, "half_towards_infinity")).cast(dst)
+    if T.is_decimal(src) and T.is_decimal(dst) and dst.scale < src.scale:
+        return _call("round", [x], pc.RoundOptions(dst.scale, "half_towards_infinity")).cast(dst)
+    if T.is_floating(src) and T.is_decimal(dst):
+        rounded = _call("round", [x], pc.RoundOptions(dst.scale, "half_towards_infinity"))
+        return rounded.cast(dst)
+    if T.is_text(src) and T.is_boolean(dst):
+        low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
+        truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(["true", "t", "1", "yes", "y", "on"])))
+        return _call("if_else", [_call("is_null", [x]), null_of(T.BOOLEAN), truthy])
+    if T.is_text(src) and (T.is_numeric(dst) or T.is_temporal(dst)):
+        return _call("utf8_trim_whitespace", [x]).cast(dst)
+    if T.is_boolean(src) and T.is_text(dst):
+        return _call("if_else", [x, scalar("true", T.TEXT), scalar("false", T.TEXT)])
+    if pa.types.is_timestamp(src) and pa.types.is_date(dst):
+        return x.cast(dst, safe=False)
+    return x.cast(dst)
+
+
+_NUMERIC_RE = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+_INT_RE = r"^\s*[+-]?\d+\s*$"
+
+
+def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
+    """TRY_CAST: NULL where the value does not convert (validated vectorially, not per row)."""
+    if T.is_text(src) and (T.is_numeric(dst)):
+        pattern = _INT_RE if T.is_integer(dst) else _NUMERIC_RE
+        ok = _call("match_substring_regex", [x], pc.MatchSubstringOptions(pattern))
+        safe = _call("if_else", [ok, x, scalar("0", T.TEXT)])
+        conv = _call("utf8_trim_whitespace", [safe]).cast(dst)
+        return _call("if_else", [ok, conv, null_of(dst)])
+    if T.is_text(src) and pa.types.is_date(dst):
+        parsed = _call("strptime", [_call("utf8_trim_whitespace", [x])],
+                       pc.StrptimeOptions("%Y-%m-%d", "s", error_is_null=True))
+        return parsed.cast(dst)
+    return x.cast(dst, safe=False)
+
+
+# ---- dates ---------------------------------------------------------------------------------------
+
+_EXTRACT = {"year": "year", "month": "month", "day": "day", "quarter": "quarter",
+            "hour": "hour", "minute": "minute", "second": "second", "doy": "day_of_year",
+            "week": "iso_week", "isoyear": "iso_year", "millisecond": "millisecond",
+            "microsecond": "microsecond"}
+
+
+def _extract(part):
+    def build(c, e):
+        x = c(e.args[0])
+        if part == "dow":
+            return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=True, week_start=7)).cast(T.INT64)
+        if part == "isodow":
+            return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=False, week_start=1)).cast(T.INT64)
+        if part == "epoch":
+            ts = x.cast(pa.timestamp("s")) if pa.types.is_date(e.args[0].dtype) else x.cast(pa.timestamp("s"), safe=False)
+            return ts.cast(T.INT64)
+        kernel = _EXTRACT.get(part)
+        if kernel is None:
+            raise UnsupportedError(f"EXTRACT({part}) is not supported")
+        return _call(kernel, [x]).cast(T.INT64)
+    return build
+
+
+def _date_trunc(c, e):
+    part = _const_text(e.args[0], "DATE_TRUNC part")
+    units = {"year": "year", "quarter": "quarter", "month": "month", "week": "week",
+             "day": "day", "hour": "hour", "minute": "minute", "second": "second"}
+    if part is None or part.lower() not in units:
+        raise UnsupportedError(f"DATE_TRUNC('{part}') is not supported")
+    unit = units[part.lower()]
+    opts = pc.RoundTemporalOptions(1, unit, week_starts_monday=True)
+    return _call("floor_temporal", [c(e.args[1])], opts)
+
+
+def _date_diff(c, e):
+    part = _const_text(e.args[0], "DATE_DIFF part")
+    kern = {"day": "days_between", "week": "weeks_between", "month": "month_interval_between",
+            "year": "years_between", "quarter": "quarters_between", "hour": "hours_between",
+            "minute": "minutes_between", "second": "seconds_between"}.get((part or "").lower())
+    if kern is None:
+        raise UnsupportedError(f"DATE_DIFF('{part}') is not supported")
+    a, b = c(e.args[1]), c(e.args[2])
+    if kern == "month_interval_between":
+        return _call("add", [_call("multiply", [_call("years_between", [a, b]), scalar(12, T.INT64)]),
+                             _call("subtract", [_call("month", [b]), _call("month", [a])])]).cast(T.INT64)
+    return _call(kern, [a, b]).cast(T.INT64)
+
+
+def _current_date(c, e):
+    return scalar(datetime.date.today(), T.DATE)
+
+
+def _current_timestamp(c, e):
+    return scalar(datetime.datetime.now(), T.TIMESTAMP)
+
+
+def _pi(c, e):
+    import math
+    return scalar(math.pi, T.FLOAT64)
+
+
+_CALLS: dict[str, Callable[[Compiler, Call], E]] = {
+    "add": _arith("add"), "subtract": _arith("subtract"), "multiply": _arith("multiply"),
+    "divide": _divide, "modulo": _modulo, "negate": _negate,
+    **{k: _compare for k in _CMP},
+    "is_distinct_from": _distinct, "is_not_distinct_from": _distinct,
+    "and": _logic("and_kleene"), "or": _logic("or_kleene"), "not": _logic("invert"),
+    "is_null": lambda c, e: _call("is_null", [c(e.args[0])]),
+    "is_not_null": lambda c, e: _call("is_valid", [c(e.args[0])]),
+    "is_true": _is_true, "is_false": _is_false,
+    "like": _like, "ilike": _like,
+    "starts_with": _substring_match("starts_with"), "ends_with": _substring_match("ends_with"),
+    "contains": _substring_match("match_substring"),
+    "regexp_matches": _substring_match("match_substring_regex"),
+    "concat": _concat, "substring": _substring,
+    "upper": _text_unary("utf8_upper"), "lower": _text_unary("utf8_lower"),
+    "reverse": _text_unary("utf8_reverse"),
+    "trim": _trim("utf8_trim_whitespace", "utf8_trim"),
+    "ltrim": _trim("utf8_ltrim_whitespace", "utf8_ltrim"),
+    "rtrim": _trim("utf8_rtrim_whitespace", "utf8_rtrim"),
+    "length": _length, "replace": _replace, "position": _position,
+    "split_part": _split_part, "left": _left_right, "right": _left_right,
+    "lpad": _pad("utf8_lpad"), "rpad": _pad("utf8_rpad"), "repeat": _repeat,
+    "regexp_replace": _regexp_replace,
+    "abs": _abs, "round": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
+    "sqrt": _float_unary("sqrt"), "exp": _float_unary("exp"), "ln": _float_unary("ln"),
+    "log10": _float_unary("log10"), "log2": _float_unary("log2"),
+    "sin": _float_unary("sin"), "cos": _float_unary("cos"), "tan": _float_unary("tan"),
+    "asin": _float_unary("asin"), "acos": _float_unary("acos"), "atan": _float_unary("atan"),
+    "power": _power, "atan2": lambda c, e: _call("atan2", [c(a) for a in e.args]), "pi": _pi,
+    "coalesce": _coalesce, "nullif": _nullif,
+    "greatest": _greatest("max_element_wise"), "least": _greatest("min_element_wise"),
+    **{f"extract_{p}": _extract(p) for p in
+       ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute", "second",
+        "millisecond", "microsecond", "epoch", "isodow", "isoyear")},
+    "date_trunc": _date_trunc, "date_diff": _date_diff,
+    "current_date": _current_date, "current_timestamp": _current_timestamp,
+}
+
+
+# ---- evaluation ----------------------------------------------------------------------------------
+
+
+def project(table: pa.Table, exprs: list[E], names: list[str],
+            predicate: E | None = None) -> pa.Table:
+    """Filter then project a table through one Acero plan."""
+    decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table))]
+    if predicate is not None:
+        decls.append(ac.Declaration("filter", ac.FilterNodeOptions(predicate)))
+    decls.append(ac.Declaration("project", ac.ProjectNodeOptions(exprs, names)))
+    return ac.Declaration.from_sequence(decls).to_table(use_threads=False)
+
+
+def filter_table(table: pa.Table, predicate: E) -> pa.Table:
+    decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
+             ac.Declaration("filter", ac.FilterNodeOptions(predicate))]
+    return ac.Declaration.from_sequence(decls).to_table(use_threads=False)
+
+
+_ONE_ROW = pa.table({"__one": pa.array([0], pa.int8())})
+
+
+def evaluate_constant(e: Expr) -> Literal:
+    """Evaluate an expression without column references to a literal (constant folding)."""
+    out = project(_ONE_ROW, [Compiler()(e)], ["v"])
+    value = out.column(0)[0]
+    return Literal(_py(value), e.dtype)
+
+
+def _py(s: pa.Scalar):
+    if isinstance(s, pa.MonthDayNanoIntervalScalar):
+        return s.value
+    v = s.as_py()
+    if isinstance(v, datetime.datetime) and v.tzinfo is None:
+        return v
+    return v

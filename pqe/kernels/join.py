@@ -1,0 +1,127 @@
+"""Join kernels: Acero hash join (with residual filter), null-aware anti join, nested loop.
+
+Column names are plan-unique ids, so the two inputs never collide and no suffixes are needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.acero as ac
+import pyarrow.compute as pc
+
+from .expressions import filter_table
+
+_ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
+               "full": "full outer", "semi": "left semi", "anti": "left anti"}
+
+
+def _source(t: pa.Table) -> ac.Declaration:
+    return ac.Declaration("table_source", ac.TableSourceNodeOptions(t))
+
+
+def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
+              residual, out_ids, null_aware: bool = False) -> pa.Table:
+    """`residual` is a compiled pc.Expression over columns of both sides, or None."""
+    if null_aware:
+        return _null_aware_anti(left, right, left_keys, right_keys, out_ids)
+    if kind in ("semi", "anti") and right.num_rows == 0:
+        return (left if kind == "anti" else left.slice(0, 0)).select(list(out_ids))
+    opts = ac.HashJoinNodeOptions(_ACERO_KIND[kind], list(left_keys), list(right_keys),
+                                  filter_expression=residual)
+    decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
+    out = decl.to_table(use_threads=False)
+    return out.select(list(out_ids))
+
+
+def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
+    """x NOT IN (subquery): no rows if the subquery yields a NULL; a NULL x is dropped unless
+    the subquery is empty."""
+    if right.num_rows == 0:
+        return left.select(list(out_ids))
+    if any(right.column(k).null_count for k in right_keys):
+        return left.slice(0, 0).select(list(out_ids))
+    mask = None
+    for k in left_keys:
+        valid = pc.is_valid(left.column(k))
+        mask = valid if mask is None else pc.and_(mask, valid)
+    left = left.filter(mask)
+    opts = ac.HashJoinNodeOptions("left anti", list(left_keys), list(right_keys))
+    decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
+    return decl.to_table(use_threads=False).select(list(out_ids))
+
+
+BLOCK_PAIRS = 1 << 20
+
+
+def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_ids) -> pa.Table:
+    """Every left row against every right row, in blocks of at most BLOCK_PAIRS pairs."""
+    nl, nr = left.num_rows, right.num_rows
+    left_ids = [i for i in left.column_names]
+    right_ids = [i for i in right.column_names]
+    if kind in ("semi", "anti") and residual is None:
+        keep = (nr > 0) == (kind == "semi")
+        return (left if keep else left.slice(0, 0)).select(list(out_ids))
+    if residual is None and nr == 1 and kind in ("inner", "left"):
+        zeros = pa.array(np.zeros(nl, dtype=np.int64))
+        cols = {c: left.column(c) for c in left_ids}
+        for c in right_ids:
+            cols[c] = right.column(c).take(zeros)
+        return pa.table(cols).select(list(out_ids))
+    matched_left = []
+    pieces = []
+    block = max(1, BLOCK_PAIRS // max(nr, 1))
+    for start in range(0, nl, block):
+        stop = min(nl, start + block)
+        rows = stop - start
+        li = np.repeat(np.arange(start, stop, dtype=np.int64), nr)
+        ri = np.tile(np.arange(nr, dtype=np.int64), rows)
+        pairs = {c: left.column(c).take(pa.array(li)) for c in left_ids}
+        for c in right_ids:
+            pairs[c] = right.column(c).take(pa.array(ri))
+        pairs["__li"] = pa.array(li)
+        pairs["__ri"] = pa.array(ri)
+        t = pa.table(pairs)
+        if residual is not None:
+            t = filter_table(t, residual)
+        matched_left.append(t.column("__li"))
+        pieces.append(t)
+    if pieces:
+        all_pairs = pa.concat_tables(pieces)
+        matched = pc.unique(all_pairs.column("__li").combine_chunks())
+    else:
+        all_pairs = None
+        matched = pa.array([], pa.int64())
+    if kind == "semi":
+        return left.take(pc.sort_indices(matched)).select(list(out_ids))
+    if kind == "anti":
+        mask = pc.invert(pc.is_in(pa.array(np.arange(nl, dtype=np.int64)), value_set=matched))
+        return left.filter(mask).select(list(out_ids))
+    out = all_pairs.select(list(out_ids)) if all_pairs is not None else _empty(left, right, out_ids)
+    if kind in ("left", "full"):
+        mask = pc.invert(pc.is_in(pa.array(np.arange(nl, dtype=np.int64)), value_set=matched))
+        lost = left.filter(mask)
+        out = pa.concat_tables([out, _pad(lost, right, out_ids)], promote_options="default")
+    if kind == "full":
+        rmatched = pc.unique(all_pairs.column("__ri").combine_chunks()) if all_pairs is not None \
+            else pa.array([], pa.int64())
+        rmask = pc.invert(pc.is_in(pa.array(np.arange(nr, dtype=np.int64)), value_set=rmatched))
+        lost = right.filter(rmask)
+        out = pa.concat_tables([out, _pad(lost, left, out_ids)], promote_options="default")
+    return out
+
+
+def _empty(left, right, out_ids):
+    fields = [left.schema.field(c) if c in left.column_names else right.schema.field(c) for c in out_ids]
+    return pa.schema(fields).empty_table()
+
+
+def _pad(rows: pa.Table, other: pa.Table, out_ids) -> pa.Table:
+    """`rows` with NULL columns for `other`'s columns, in out_ids order."""
+    cols = []
+    for c in out_ids:
+        if c in rows.column_names:
+            cols.append(rows.column(c))
+        else:
+            cols.append(pa.nulls(rows.num_rows, other.schema.field(c).type))
+    return pa.Table.from_arrays(cols, names=list(out_ids))

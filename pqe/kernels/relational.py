@@ -1,0 +1,164 @@
+"""Partition kernels: hash split for exchanges, concatenation, sort, top-N, limit, values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..errors import ExecutionError
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+def _int_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    t = col.type
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        col = pc.cast(col, pa.int32())
+    elif pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_duration(t):
+        col = pc.cast(col, pa.int64())
+    elif pa.types.is_boolean(t):
+        col = pc.cast(col, pa.int8())
+    elif T.is_decimal(t) or T.is_floating(t):
+        col = pc.cast(col, pa.float64())
+        if col.null_count:
+            col = pc.fill_null(col, 0.0)
+        return col.to_numpy().view(np.uint64) if isinstance(col, pa.Array) else \
+            np.asarray(col.combine_chunks().to_numpy()).view(np.uint64)
+    if col.null_count:
+        col = pc.fill_null(col, 0)
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
+
+
+def _text_values(col) -> np.ndarray:
+    """A hash of each string from its length and its first and last 8 bytes (any function of
+    the content is a valid partitioning hash; this one costs O(rows), not O(bytes))."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if col.null_count:
+        col = pc.fill_null(col, "")
+    col = col.cast(pa.large_string()) if pa.types.is_string(col.type) else col
+    n = len(col)
+    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)[col.offset: col.offset + n + 1]
+    data = col.buffers()[2]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
+    if data.size == 0:
+        data = np.zeros(1, np.uint8)
+    start, end = offsets[:-1], offsets[1:]
+    length = (end - start).astype(np.uint64)
+    k = np.arange(8, dtype=np.int64)
+    head_idx = np.minimum(start[:, None] + k, np.maximum(end[:, None] - 1, start[:, None]))
+    tail_idx = np.maximum(end[:, None] - 8 + k, start[:, None])
+    head_idx = np.clip(head_idx, 0, data.size - 1)
+    tail_idx = np.clip(tail_idx, 0, data.size - 1)
+    valid_head = (start[:, None] + k) < end[:, None]
+    valid_tail = (end[:, None] - 8 + k) >= start[:, None]
+    head = np.where(valid_head, data[head_idx], 0).astype(np.uint64)
+    tail = np.where(valid_tail, data[tail_idx], 0).astype(np.uint64)
+    shifts = (np.arange(8, dtype=np.uint64) * np.uint64(8))
+    h1 = (head << shifts).sum(axis=1, dtype=np.uint64)
+    h2 = (tail << shifts).sum(axis=1, dtype=np.uint64)
+    return _mix(h1 ^ _mix(h2 + length))
+
+
+def hash_buckets(table: pa.Table, keys: tuple[str, ...], n: int) -> np.ndarray:
+    h = np.zeros(table.num_rows, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in keys:
+            col = table.column(k)
+            v = _text_values(col) if T.is_text(col.type) else _int_values(col)
+            h = _mix((h * _MIX) ^ v)
+        return (h % np.uint64(n)).astype(np.uint16 if n < 65536 else np.uint32)
+
+
+def hash_split(table: pa.Table, keys: tuple[str, ...], n: int) -> list[pa.Table]:
+    """Rows of `table` in n tables by hash of the key columns."""
+    if n == 1:
+        return [table]
+    if table.num_rows == 0:
+        return [table] * n
+    buckets = hash_buckets(table, keys, n)
+    order = np.argsort(buckets, kind="stable")  # radix sort for small integer types
+    counts = np.bincount(buckets, minlength=n)
+    ordered = table.take(pa.array(order))
+    out, start = [], 0
+    for c in counts:
+        out.append(ordered.slice(start, int(c)))
+        start += int(c)
+    return out
+
+
+def concat(tables: list[pa.Table]) -> pa.Table:
+    """Concatenate partition tables (same columns; nullability differences are ignored)."""
+    tables = [t for t in tables if t is not None]
+    if len(tables) == 1:
+        return tables[0]
+    first = tables[0].schema
+    schema = pa.schema([pa.field(f.name, f.type) for f in first])
+    fixed = []
+    for t in tables:
+        if t.schema != schema:
+            if [f.type for f in t.schema] != list(schema.types):
+                try:
+                    t = t.cast(schema)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise ExecutionError(f"partitions disagree on types: {e}") from e
+            else:
+                t = pa.Table.from_arrays(t.columns, schema=schema)
+        fixed.append(t)
+    return pa.concat_tables(fixed)
+
+
+def sort(table: pa.Table, keys, fetch: int | None) -> pa.Table:
+    """keys: (id, ascending, nulls_first) triples."""
+    if table.num_rows <= 1:
+        return table
+    sort_keys = [(k, "ascending" if asc else "descending", "at_start" if nf else "at_end")
+                 for k, asc, nf in keys]
+    if fetch is not None and fetch < table.num_rows and not any(
+            table.column(k).null_count for k, _, _ in keys) and fetch * 4 < table.num_rows:
+        top = table.take(pc.select_k_unstable(table, fetch, [(k, o) for k, o, _ in sort_keys]))
+        return top.take(pc.sort_indices(top, sort_keys=sort_keys))
+    idx = pc.sort_indices(table, sort_keys=sort_keys)
+    if fetch is not None:
+        idx = idx.slice(0, fetch)
+    return table.take(idx)
+
+
+def limit(table: pa.Table, fetch: int | None, offset: int) -> pa.Table:
+    if fetch is None:
+        return table.slice(offset)
+    return table.slice(offset, fetch)
+
+
+def single_row(table: pa.Table) -> pa.Table:
+    if table.num_rows > 1:
+        raise ExecutionError("more than one row returned by a subquery used as an expression")
+    return table
+
+
+def values(rows, fields) -> pa.Table:
+    from .expressions import evaluate_constant
+    from ..plan.expr import Literal
+
+    cols = []
+    for j, f in enumerate(fields):
+        vals = []
+        for r in rows:
+            e = r[j]
+            if not isinstance(e, Literal):
+                e = evaluate_constant(e)
+            vals.append(e.value)
+        t = f.dtype if not T.is_null(f.dtype) else pa.null()
+        cols.append(pa.array(vals, type=t))
+    return pa.Table.from_arrays(cols, names=[f.id for f in fields])

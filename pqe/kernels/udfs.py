@@ -1,0 +1,88 @@
+"""Vectorized scalar functions Arrow lacks, registered with pyarrow.compute.
+
+Registered functions can be called from Acero expressions like built-in kernels. Each is
+implemented with whole-array numpy/pyarrow operations (never a Python loop over rows) and is
+registered once per process, on import (so workers register them when they unpickle a task).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_DOC = {"summary": "", "description": ""}
+
+
+def _register(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str) -> None:
+    try:
+        pc.get_function(name)
+        return  # already registered in this process
+    except KeyError:
+        pass
+    except pa.ArrowKeyError:
+        pass
+    pc.register_scalar_function(fn, name, {"summary": summary, "description": summary},
+                                in_types, out_type)
+
+
+def _to_numpy(arr, dtype):
+    """Values as numpy (nulls filled) plus the validity mask (None when no nulls)."""
+    if isinstance(arr, pa.Scalar):
+        arr = pa.array([arr.as_py()], type=arr.type)
+    valid = None
+    if arr.null_count:
+        valid = pc.is_valid(arr)
+        arr = pc.fill_null(arr, pa.scalar(0, arr.type) if not pa.types.is_date(arr.type)
+                           else pa.scalar(0, pa.int32()).cast(arr.type))
+    return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
+
+
+def add_months_days(ctx, dates, months):
+    """date32 + n months (end-of-month clamped, as PostgreSQL and DuckDB do)."""
+    n = len(dates) if not isinstance(dates, pa.Scalar) else 1
+    d, v1 = _to_numpy(dates, "datetime64[D]")
+    m, v2 = _to_numpy(months, "int64")
+    if m.shape[0] == 1 and n > 1:
+        m = np.broadcast_to(m, (n,))
+    month_start = d.astype("datetime64[M]")
+    day = (d - month_start.astype("datetime64[D]")).astype("int64")
+    target = month_start + m.astype("timedelta64[M]")
+    days_in = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
+               - target.astype("datetime64[D]")).astype("int64")
+    out = target.astype("datetime64[D]") + np.minimum(day, days_in - 1).astype("timedelta64[D]")
+    mask = None
+    for v in (v1, v2):
+        if v is not None:
+            mask = v if mask is None else pc.and_(mask, v)
+    result = pa.array(out.astype("datetime64[D]"), type=pa.date32())
+    if mask is not None:
+        result = pc.if_else(mask, result, pa.scalar(None, pa.date32()))
+    return result
+
+
+_register("pqe_add_months", add_months_days, {"date": pa.date32(), "months": pa.int64()},
+          pa.date32(), "Add a number of months to a date")
+
+
+def split_part(ctx, strings, delims, index):
+    """SPLIT_PART(s, delim, n): the n-th (1-based) piece, '' when out of range.
+    Delimiter and n are constants (checked when the expression is compiled)."""
+    delim = delims.as_py() if isinstance(delims, pa.Scalar) else delims[0].as_py()
+    k = index.as_py() if isinstance(index, pa.Scalar) else index[0].as_py()
+    if isinstance(strings, pa.Scalar):
+        strings = pa.array([strings.as_py()], pa.string())
+    if not delim:
+        out = strings if k == 1 else pa.array([""] * len(strings), pa.string())
+        return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))
+    parts = pc.split_pattern(strings, pattern=delim)
+    idx = k - 1
+    ok = pc.greater(pc.list_value_length(parts), idx)
+    safe = pc.if_else(ok, parts, pa.scalar([""] * (idx + 1), pa.list_(pa.string())))
+    out = pc.if_else(ok, pc.list_element(safe, idx), "")
+    return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))
+
+
+_register("pqe_split_part", split_part,
+          {"s": pa.string(), "delim": pa.string(), "n": pa.int64()}, pa.string(),
+          "The n-th part of a string split on a delimiter")

@@ -1,0 +1,74 @@
+"""The logical optimizer: a declared sequence of rules and a driver.
+
+Each rule is a pure function `LogicalPlan -> LogicalPlan` in its own module. The driver runs
+the sequence until the plan stops changing (at most `MAX_PASSES` times), checks after every
+rule that the output schema is unchanged, and names the rule when one breaks an invariant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import Error, InternalError
+from ..plan.logical import LogicalPlan
+from .decorrelate import decorrelate
+from .distinct_aggregates import rewrite_distinct_aggregates
+from .extract_join_keys import extract_join_keys
+from .join_reorder import join_reorder
+from .push_down_filter import push_down_filter
+from .push_down_projection import push_down_projection
+from .simplify import simplify
+
+Rule = Callable[[LogicalPlan], LogicalPlan]
+
+# Ordering constraints:
+# - decorrelate first: the other rules do not look inside subquery expressions.
+# - simplify before pushdown: folded constants and factored ORs push further.
+# - push_down_filter before extract_join_keys: WHERE equalities must reach the joins first.
+# - join_reorder after both: it needs keys to connect inputs and pushed filters to estimate.
+# - push_down_projection last (FINAL_RULES): it runs once, on the final join order.
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("decorrelate", decorrelate),
+    ("rewrite_distinct_aggregates", rewrite_distinct_aggregates),
+    ("simplify", simplify),
+    ("push_down_filter", push_down_filter),
+    ("extract_join_keys", extract_join_keys),
+    ("join_reorder", join_reorder),
+)
+FINAL_RULES: tuple[tuple[str, Rule], ...] = (
+    ("push_down_projection", push_down_projection),
+)
+MAX_PASSES = 4
+
+
+def _signature(plan: LogicalPlan):
+    return [(f.id, f.dtype) for f in plan.schema]
+
+
+def _apply(name: str, rule: Rule, plan: LogicalPlan) -> LogicalPlan:
+    before = _signature(plan)
+    try:
+        out = rule(plan)
+    except Error:
+        raise
+    except Exception as e:  # a rule crashing is a bug in pqe
+        raise InternalError(f"optimizer rule {name} failed: {type(e).__name__}: {e}") from e
+    if _signature(out) != before:
+        raise InternalError(f"optimizer rule {name} changed the output schema")
+    return out
+
+
+def optimize(plan: LogicalPlan, rules=RULES, final_rules=FINAL_RULES,
+             max_passes: int = MAX_PASSES) -> LogicalPlan:
+    for _ in range(max_passes):
+        start = plan
+        for name, rule in rules:
+            plan = _apply(name, rule, plan)
+        if plan == start:
+            break
+    for name, rule in final_rules:
+        plan = _apply(name, rule, plan)
+    return plan
+
+
+__all__ = ["optimize", "RULES", "FINAL_RULES"]

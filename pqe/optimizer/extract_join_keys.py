@@ -1,0 +1,47 @@
+"""Rule: turn equalities in a join condition into hash-join keys.
+
+`a = b` with `a` over the left input only and `b` over the right only (or the reverse)
+becomes a key pair; what remains of the condition stays as the join's residual filter. This is
+what keeps TPC-H's comma joins (`FROM a, b WHERE a.x = b.y`) from being cross products once
+predicate pushdown has moved the WHERE clause into the joins.
+"""
+
+from __future__ import annotations
+
+from ..plan.expr import Call, Expr, and_, column_ids, conjuncts
+from ..plan.logical import Join, LogicalPlan, transform_up
+
+
+def extract_join_keys(plan: LogicalPlan) -> LogicalPlan:
+    return transform_up(plan, _rule)
+
+
+def _rule(node: LogicalPlan) -> LogicalPlan | None:
+    if not isinstance(node, Join) or node.filter is None or node.null_aware:
+        return None
+    lids, rids = set(node.left.column_ids), set(node.right.column_ids)
+    keys = list(node.on)
+    rest: list[Expr] = []
+    for c in conjuncts(node.filter):
+        pair = _key_pair(c, lids, rids)
+        if pair is not None and pair not in keys:
+            keys.append(pair)
+        elif pair is None:
+            rest.append(c)
+    if len(keys) == len(node.on):
+        return None
+    return Join(node.left, node.right, node.kind, tuple(keys), and_(rest), node.null_aware)
+
+
+def _key_pair(c: Expr, lids: set[str], rids: set[str]) -> tuple[Expr, Expr] | None:
+    if not (isinstance(c, Call) and c.fn == "eq"):
+        return None
+    a, b = c.args
+    ia, ib = column_ids(a), column_ids(b)
+    if not ia or not ib or a.dtype != b.dtype:
+        return None
+    if ia <= lids and ib <= rids:
+        return (a, b)
+    if ia <= rids and ib <= lids:
+        return (b, a)
+    return None

@@ -1,0 +1,92 @@
+"""Rule: read and carry only the columns a query needs.
+
+Walking down from the root with the set of column ids each node's parent needs: projections
+drop unused expressions (and disappear when they become a pass-through), aggregates drop
+unused aggregate calls, joins ask each side only for the columns above them plus their keys
+and filter, and scans record the surviving columns as their projection, so the Parquet reader
+decodes nothing else.
+"""
+
+from __future__ import annotations
+
+from ..plan.expr import ColumnRef, column_ids, column_ids_all
+from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
+                            SingleRow, Sort, Union, Values)
+
+
+def push_down_projection(plan: LogicalPlan) -> LogicalPlan:
+    return _prune(plan, list(plan.column_ids))
+
+
+def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
+    """Return a plan producing at least `required` (ids, in this order where it matters)."""
+    need = set(required)
+    if isinstance(plan, Scan):
+        keep = [i for i, f in enumerate(plan.fields) if f.id in need]
+        if not keep:
+            keep = [_narrowest(plan)]
+        proj = tuple(keep)
+        if proj == plan.projection:
+            return plan
+        return Scan(plan.table, plan.provider, plan.fields, proj, plan.filters)
+    if isinstance(plan, Values):
+        keep = [i for i, f in enumerate(plan.fields) if f.id in need] or [0]
+        if len(keep) == len(plan.fields):
+            return plan
+        return Values(tuple(plan.fields[i] for i in keep),
+                      tuple(tuple(r[i] for i in keep) for r in plan.rows))
+    if isinstance(plan, Project):
+        pairs = [(e, f) for e, f in zip(plan.exprs, plan.fields, strict=True) if f.id in need]
+        if not pairs:
+            pairs = [(plan.exprs[0], plan.fields[0])]
+        child_need = column_ids_all(e for e, _ in pairs)
+        child = _prune(plan.input, _ordered(plan.input, child_need))
+        if [f.id for _, f in pairs] == list(child.column_ids) and all(
+                isinstance(e, ColumnRef) and e.field == f for e, f in pairs):
+            return child  # pure pass-through
+        return Project(child, tuple(e for e, _ in pairs), tuple(f for _, f in pairs))
+    if isinstance(plan, Filter):
+        child_need = need | column_ids(plan.predicate)
+        child = _prune(plan.input, _ordered(plan.input, child_need))
+        return Filter(child, plan.predicate)
+    if isinstance(plan, Join):
+        cond = column_ids_all([e for pair in plan.on for e in pair])
+        if plan.filter is not None:
+            cond |= column_ids(plan.filter)
+        want = need | cond
+        left = _prune(plan.left, _ordered(plan.left, want))
+        right = _prune(plan.right, _ordered(plan.right, want))
+        return Join(left, right, plan.kind, plan.on, plan.filter, plan.null_aware)
+    if isinstance(plan, Aggregate):
+        pairs = [(a, f) for a, f in zip(plan.aggs, plan.agg_fields, strict=True) if f.id in need]
+        exprs = list(plan.group) + [a for a, _ in pairs]
+        child = _prune(plan.input, _ordered(plan.input, column_ids_all(exprs)))
+        return Aggregate(child, plan.group, plan.group_fields, tuple(a for a, _ in pairs),
+                         tuple(f for _, f in pairs))
+    if isinstance(plan, Sort):
+        child_need = need | column_ids_all(k.expr for k in plan.keys)
+        return Sort(_prune(plan.input, _ordered(plan.input, child_need)), plan.keys, plan.fetch)
+    if isinstance(plan, (Limit, SingleRow)):
+        return plan.with_children((_prune(plan.children()[0], required),))
+    if isinstance(plan, Union):
+        positions = [i for i, f in enumerate(plan.fields) if f.id in need] or [0]
+        inputs = []
+        for child in plan.inputs:
+            ids = [child.schema[i].id for i in positions]
+            pruned = _prune(child, ids)
+            if list(pruned.column_ids) != ids:
+                pruned = Project(pruned, tuple(ColumnRef(pruned.field(i)) for i in ids),
+                                 tuple(pruned.field(i) for i in ids))
+            inputs.append(pruned)
+        return Union(tuple(inputs), tuple(plan.fields[i] for i in positions))
+    return plan.with_children(tuple(_prune(k, list(k.column_ids)) for k in plan.children()))
+
+
+def _ordered(plan: LogicalPlan, ids: set[str]) -> list[str]:
+    return [i for i in plan.column_ids if i in ids]
+
+
+def _narrowest(scan: Scan) -> int:
+    from ..plan.stats import type_width
+
+    return min(range(len(scan.fields)), key=lambda i: (type_width(scan.fields[i].dtype), i))

@@ -1,0 +1,98 @@
+"""Rule: simplify expressions.
+
+- constant folding: a call whose arguments are all literals is evaluated once, with the same
+  kernels execution uses (`date '1998-12-01' - interval '68' day` becomes a DATE literal);
+- boolean identities: `x AND TRUE` -> x, `x OR TRUE` -> TRUE, `NOT NOT x` -> x;
+- common conjuncts pulled out of OR: `(a AND b) OR (a AND c)` -> `a AND (b OR c)`, which
+  exposes join keys and scan filters hidden in disjunctions (TPC-H Q19);
+- filters that are always TRUE disappear.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .. import types as T
+from ..errors import Error
+from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, Literal,
+                         and_, conjuncts, disjuncts, or_, transform)
+from ..plan.logical import Filter, LogicalPlan, map_expressions, transform_up
+
+_NOT_FOLDABLE = frozenset({"current_timestamp"})
+
+
+def simplify(plan: LogicalPlan) -> LogicalPlan:
+    def rule(node: LogicalPlan) -> LogicalPlan | None:
+        node = map_expressions(node, simplify_expr)
+        if isinstance(node, Filter) and node.predicate == TRUE:
+            return node.input
+        return node
+
+    return transform_up(plan, rule)
+
+
+def simplify_expr(e: Expr) -> Expr:
+    return transform(e, _simplify_node)
+
+
+def _is_bool(e: Expr, value: bool) -> bool:
+    return isinstance(e, Literal) and e.value is value
+
+
+def _simplify_node(e: Expr) -> Expr | None:
+    if isinstance(e, Call):
+        if e.fn == "and":
+            parts = conjuncts(e)
+            if any(_is_bool(p, False) for p in parts):
+                return FALSE
+            kept = [p for p in parts if not _is_bool(p, True)]
+            if len(kept) != len(parts):
+                return and_(kept) or TRUE
+            return None
+        if e.fn == "or":
+            parts = disjuncts(e)
+            if any(_is_bool(p, True) for p in parts):
+                return TRUE
+            kept = [p for p in parts if not _is_bool(p, False)]
+            if not kept:
+                return FALSE
+            factored = _factor_or(kept)
+            if factored is not None:
+                return factored
+            if len(kept) != len(parts):
+                return or_(kept)
+            return None
+        if e.fn == "not" and isinstance(e.args[0], Call) and e.args[0].fn == "not":
+            return e.args[0].args[0]
+    if isinstance(e, (Call, Cast, Case, InList)) and not isinstance(e, AggCall):
+        if isinstance(e, Call) and e.fn in _NOT_FOLDABLE:
+            return None
+        kids = e.children()
+        if all(isinstance(k, Literal) for k in kids):
+            return _fold(e)
+    return None
+
+
+def _fold(e: Expr) -> Expr | None:
+    from ..kernels.expressions import evaluate_constant
+
+    if T.is_null(e.dtype):
+        return Literal(None, T.NULL)
+    try:
+        return evaluate_constant(e)
+    except (Error, pa.ArrowException, ValueError, TypeError, OverflowError):
+        return None  # leave it: evaluation reports the error with context at run time
+
+
+def _factor_or(parts: list[Expr]) -> Expr | None:
+    """(a AND b) OR (a AND c) -> a AND (b OR c)."""
+    if len(parts) < 2:
+        return None
+    sets = [conjuncts(p) for p in parts]
+    common = [c for c in sets[0] if all(c in s for s in sets[1:])]
+    if not common:
+        return None
+    rests = [[c for c in s if c not in common] for s in sets]
+    if any(not r for r in rests):
+        return and_(common)  # one disjunct is just the common part: the OR is implied
+    return and_([*common, or_(and_(r) for r in rests)])

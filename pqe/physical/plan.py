@@ -1,0 +1,310 @@
+"""Physical plan nodes: partitioned operators with a stated output distribution.
+
+Every node knows its number of output partitions (`n`) and how rows are distributed over them
+(`dist`): `Hash(keys)` (rows with equal key values share a partition), `Single` (one
+partition), or `Any`. Exchanges (`ExchangeExec`) are the only nodes that move rows between
+partitions; everything else runs partition by partition and is fused into one task per
+partition when lowered to Dask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import types as T
+from ..plan.explain import format_expr
+from ..plan.expr import Expr, Field
+
+
+@dataclass(frozen=True)
+class Dist:
+    kind: str  # "hash" | "single" | "any"
+    keys: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"hash({', '.join(self.keys)})" if self.kind == "hash" else self.kind
+
+
+ANY = Dist("any")
+SINGLE = Dist("single")
+
+
+@dataclass(frozen=True)
+class AggSpec:
+    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*))."""
+
+    fn: str
+    arg: str | None
+    out: str
+    dtype: object  # pa.DataType of the final value
+    arg_dtype: object = None
+
+
+@dataclass(eq=False)
+class PhysicalPlan:
+    schema: tuple[Field, ...]
+    n: int
+    dist: Dist
+
+    def children(self) -> tuple[PhysicalPlan, ...]:
+        return ()
+
+    def describe(self, names: dict[str, str]) -> str:
+        return type(self).__name__
+
+
+def _cols(ids, names) -> str:
+    return ", ".join(names.get(i, i) for i in ids)
+
+
+def _expr(e: Expr) -> str:
+    return format_expr(e)
+
+
+@dataclass(eq=False)
+class ScanExec(PhysicalPlan):
+    """Reads a Parquet table: `parts[i]` are the row groups of partition i; `columns` are
+    (file column, id) pairs; `filters` are applied inside the reader (pyarrow.dataset, with
+    row-group pruning by statistics)."""
+
+    table: str = ""
+    provider: object = None
+    columns: tuple[tuple[str, str], ...] = ()
+    filters: tuple[Expr, ...] = ()
+    parts: tuple[tuple, ...] = ()
+    total_units: int = 0
+    kept_units: int = 0
+
+    def describe(self, names):
+        cols = ", ".join(c for c, _ in self.columns)
+        out = f"ParquetScan: {self.table} columns=[{cols}]"
+        if self.filters:
+            out += " filters=[" + ", ".join(_expr(f) for f in self.filters) + "]"
+        out += f" row_groups={self.kept_units}/{self.total_units}"
+        return out
+
+
+@dataclass(eq=False)
+class MemoryScanExec(PhysicalPlan):
+    """Reads slices of an in-memory Arrow table."""
+
+    table: str = ""
+    provider: object = None
+    columns: tuple[tuple[str, str], ...] = ()
+    filters: tuple[Expr, ...] = ()
+    slices: tuple[tuple[int, int], ...] = ()
+
+    def describe(self, names):
+        cols = ", ".join(c for c, _ in self.columns)
+        out = f"MemoryScan: {self.table} columns=[{cols}]"
+        if self.filters:
+            out += " filters=[" + ", ".join(_expr(f) for f in self.filters) + "]"
+        return out
+
+
+@dataclass(eq=False)
+class ValuesExec(PhysicalPlan):
+    rows: tuple[tuple[Expr, ...], ...] = ()
+
+    def describe(self, names):
+        return f"Values: {len(self.rows)} rows"
+
+
+@dataclass(eq=False)
+class ProjectExec(PhysicalPlan):
+    """Filter (optional) then project, per partition."""
+
+    input: PhysicalPlan = None
+    exprs: tuple[Expr, ...] = ()
+    predicate: Expr | None = None
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        parts = []
+        if self.predicate is not None:
+            parts.append(f"Filter: {_expr(self.predicate)}")
+        items = []
+        for e, f in zip(self.exprs, self.schema, strict=True):
+            text = _expr(e)
+            items.append(text if text in (f.name, f.display) else f"{text} AS {f.name}")
+        parts.append(f"Project: {', '.join(items)}")
+        return " -> ".join(parts)
+
+
+@dataclass(eq=False)
+class HashJoinExec(PhysicalPlan):
+    """Hash join (Acero), building a hash table on the right input. mode 'broadcast': the
+    right input is gathered and every left partition probes it; 'partitioned': both inputs
+    are hash-partitioned on the keys and partition i joins with partition i."""
+
+    left: PhysicalPlan = None
+    right: PhysicalPlan = None
+    kind: str = "inner"
+    left_keys: tuple[str, ...] = ()
+    right_keys: tuple[str, ...] = ()
+    filter: Expr | None = None
+    mode: str = "broadcast"
+    null_aware: bool = False
+
+    def children(self):
+        return (self.left, self.right)
+
+    def describe(self, names):
+        keys = ", ".join(f"{names.get(a, a)} = {names.get(b, b)}"
+                         for a, b in zip(self.left_keys, self.right_keys, strict=True))
+        out = f"HashJoin[{self.mode}]: {self.kind} on=[{keys}]"
+        if self.filter is not None:
+            out += f" filter={_expr(self.filter)}"
+        if self.null_aware:
+            out += " null_aware"
+        return out
+
+
+@dataclass(eq=False)
+class NestedLoopJoinExec(PhysicalPlan):
+    """Join without equality keys: every left partition against the whole (broadcast) right."""
+
+    left: PhysicalPlan = None
+    right: PhysicalPlan = None
+    kind: str = "inner"
+    filter: Expr | None = None
+
+    def children(self):
+        return (self.left, self.right)
+
+    def describe(self, names):
+        out = f"NestedLoopJoin[broadcast]: {self.kind}"
+        if self.filter is not None:
+            out += f" filter={_expr(self.filter)}"
+        return out
+
+
+@dataclass(eq=False)
+class AggregateExec(PhysicalPlan):
+    """Hash aggregate over column ids. mode 'partial' emits per-partition states, 'final'
+    combines states, 'single' does both in one step."""
+
+    input: PhysicalPlan = None
+    mode: str = "single"
+    group: tuple[str, ...] = ()
+    aggs: tuple[AggSpec, ...] = ()
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        g = _cols(self.group, names)
+        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
+        return f"Aggregate[{self.mode}]: groupBy=[{g}] aggr=[{a}]"
+
+
+@dataclass(eq=False)
+class ExchangeExec(PhysicalPlan):
+    """Moves rows between partitions: 'hash' repartitions on `keys` into `n` partitions,
+    'gather' concatenates all partitions into one."""
+
+    input: PhysicalPlan = None
+    mode: str = "gather"
+    keys: tuple[str, ...] = ()
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        if self.mode == "hash":
+            return f"Exchange[hash({_cols(self.keys, names)})]: {self.input.n} -> {self.n}"
+        return f"Exchange[gather]: {self.input.n} -> 1"
+
+
+@dataclass(eq=False)
+class SortExec(PhysicalPlan):
+    """Sorts each partition (keys are (id, ascending, nulls_first)); `fetch` keeps the top N."""
+
+    input: PhysicalPlan = None
+    keys: tuple[tuple[str, bool, bool], ...] = ()
+    fetch: int | None = None
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        keys = ", ".join(f"{names.get(i, i)} {'ASC' if asc else 'DESC'} NULLS "
+                         f"{'FIRST' if nf else 'LAST'}" for i, asc, nf in self.keys)
+        kind = "TopN" if self.fetch is not None else "Sort"
+        return f"{kind}: {keys}" + (f" fetch={self.fetch}" if self.fetch is not None else "")
+
+
+@dataclass(eq=False)
+class LimitExec(PhysicalPlan):
+    input: PhysicalPlan = None
+    fetch: int | None = None
+    offset: int = 0
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        return f"Limit: fetch={self.fetch} offset={self.offset}"
+
+
+@dataclass(eq=False)
+class UnionExec(PhysicalPlan):
+    inputs: tuple[PhysicalPlan, ...] = ()
+
+    def children(self):
+        return self.inputs
+
+    def describe(self, names):
+        return "Union"
+
+
+@dataclass(eq=False)
+class SingleRowExec(PhysicalPlan):
+    """Fails when its (single) input partition has more than one row."""
+
+    input: PhysicalPlan = None
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        return "SingleRowCheck"
+
+
+def display_names(plan: PhysicalPlan) -> dict[str, str]:
+    """id -> display name for every column in the plan (ambiguous names get #k suffixes)."""
+    out: dict[str, str] = {}
+    used: dict[str, int] = {}
+
+    def rec(p: PhysicalPlan):
+        for c in p.children():
+            rec(c)
+        for f in p.schema:
+            if f.id in out:
+                continue
+            base = f.display
+            k = used.get(base, 0)
+            used[base] = k + 1
+            out[f.id] = base if k == 0 else f"{base}#{k + 1}"
+
+    rec(plan)
+    return out
+
+
+def format_physical(plan: PhysicalPlan) -> str:
+    names = display_names(plan)
+    lines: list[str] = []
+
+    def rec(p: PhysicalPlan, depth: int):
+        lines.append("  " * depth + f"{p.describe(names)} [partitions={p.n}]")
+        for c in p.children():
+            rec(c, depth + 1)
+
+    rec(plan, 0)
+    return "\n".join(lines)
+
+
+__all__ = [name for name in dir() if name.endswith("Exec")] + [
+    "PhysicalPlan", "Dist", "ANY", "SINGLE", "AggSpec", "format_physical", "T", "field"]

@@ -1,0 +1,372 @@
+"""Logical plan -> partitioned physical plan.
+
+Decisions made here, each visible in EXPLAIN:
+- scan partitions: Parquet row groups pruned by the pushed filters' statistics, grouped into
+  partitions balanced by row count (sized to data and `target_partitions`);
+- join strategy: broadcast the build side when building it once per probe partition costs less
+  than hash-partitioning both sides, otherwise hash-partition both (skipping an exchange when
+  an input is already partitioned on the keys); the smaller input of an inner join is built;
+- aggregation: single-phase when the input is one partition or already partitioned on the
+  group keys, otherwise partial -> exchange -> final, gathering into one partition when few
+  groups are expected and hash-partitioning on the group keys when many are;
+- sort and limit: per partition first (top-N when there is a LIMIT), then merged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from .. import types as T
+from ..catalog import MemoryTable, ParquetTable, ScanUnit
+from ..errors import InternalError, UnsupportedError
+from ..plan import builder as B
+from ..plan import logical as L
+from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids_all)
+from ..plan.stats import Estimator
+from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Dist, ExchangeExec, HashJoinExec,
+                   LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
+                   ScanExec, SingleRowExec, SortExec, UnionExec, ValuesExec)
+
+
+@dataclass
+class PlannerConfig:
+    target_partitions: int = 2
+    min_partition_rows: int = 250_000
+    shuffle_cost: float = 0.5  # per row, relative to inserting a row into a hash table
+    gather_groups: int = 200_000
+
+
+class PhysicalPlanner:
+    def __init__(self, config: PlannerConfig):
+        self.cfg = config
+        self.est = Estimator()
+
+    def plan(self, node: L.LogicalPlan) -> PhysicalPlan:
+        method = getattr(self, "_" + type(node).__name__.lower(), None)
+        if method is None:
+            raise UnsupportedError(f"no physical operator for {type(node).__name__}")
+        return method(node)
+
+    # ---- sources -----------------------------------------------------------------------------
+
+    def _partition_count(self, rows: int, units: int) -> int:
+        if units <= 1:
+            return 1
+        by_size = max(1, math.ceil(rows / max(1, self.cfg.min_partition_rows)))
+        return max(1, min(units, self.cfg.target_partitions, by_size))
+
+    def _scan(self, node: L.Scan) -> PhysicalPlan:
+        need = {f.id for f in node.schema} | column_ids_all(node.filters)
+        columns = tuple((f.name, f.id) for f in node.fields if f.id in need)
+        provider = node.provider
+        if isinstance(provider, ParquetTable):
+            return self._parquet_scan(node, provider, columns)
+        if isinstance(provider, MemoryTable):
+            rows = provider.table.num_rows
+            n = self._partition_count(rows, rows)
+            step = math.ceil(rows / n) if rows else 0
+            slices = tuple((i * step, max(0, min(step, rows - i * step))) for i in range(n)) or ((0, 0),)
+            return MemoryScanExec(node.schema, len(slices), ANY, node.table, provider, columns,
+                                  node.filters, slices)
+        raise UnsupportedError(f"cannot scan {type(provider).__name__}")
+
+    def _parquet_scan(self, node: L.Scan, provider: ParquetTable, columns) -> PhysicalPlan:
+        units = provider.units()
+        total = len(units)
+        if node.filters:
+            units = _prune_units(provider, node, units)
+        rows = sum(u.num_rows for u in units)
+        n = self._partition_count(rows, len(units))
+        parts = _balance(units, n) if units else ((),)
+        return ScanExec(node.schema, len(parts), ANY, node.table, provider, columns,
+                        node.filters, parts, total, len(units))
+
+    def _values(self, node: L.Values) -> PhysicalPlan:
+        return ValuesExec(node.schema, 1, SINGLE, node.rows)
+
+    # ---- per-partition operators ----------------------------------------------------------
+
+    def _filter(self, node: L.Filter) -> PhysicalPlan:
+        child = self.plan(node.input)
+        exprs = tuple(ColumnRef(f) for f in node.schema)
+        return ProjectExec(node.schema, child.n, child.dist, child, exprs, node.predicate)
+
+    def _project(self, node: L.Project) -> PhysicalPlan:
+        if isinstance(node.input, L.Filter):
+            child = self.plan(node.input.input)
+            pred = node.input.predicate
+        else:
+            child = self.plan(node.input)
+            pred = None
+        dist = _project_dist(child.dist, node.exprs, node.fields)
+        return ProjectExec(node.schema, child.n, dist, child, node.exprs, pred)
+
+    def _project_columns(self, child: PhysicalPlan, extra: list[tuple[Expr, Field]],
+                         keep: tuple[Field, ...] | None = None) -> PhysicalPlan:
+        """Child's columns (or `keep`) plus computed columns."""
+        base = keep if keep is not None else child.schema
+        exprs = tuple(ColumnRef(f) for f in base) + tuple(e for e, _ in extra)
+        fields = tuple(base) + tuple(f for _, f in extra)
+        return ProjectExec(fields, child.n, _project_dist(child.dist, exprs, fields), child, exprs, None)
+
+    # ---- joins -------------------------------------------------------------------------------
+
+    def _key_columns(self, child: PhysicalPlan, keys: list[Expr]):
+        ids, extra = [], []
+        for k in keys:
+            if isinstance(k, ColumnRef):
+                ids.append(k.id)
+            else:
+                f = B.new_field("join_key", k.dtype, k.nullable)
+                extra.append((k, f))
+                ids.append(f.id)
+        if extra:
+            child = self._project_columns(child, extra)
+        return child, tuple(ids)
+
+    def _gather(self, child: PhysicalPlan) -> PhysicalPlan:
+        if child.n == 1:
+            return child
+        return ExchangeExec(child.schema, 1, SINGLE, child, "gather")
+
+    def _hash(self, child: PhysicalPlan, keys: tuple[str, ...], n: int) -> PhysicalPlan:
+        if child.dist.kind == "hash" and child.n == n and child.dist.keys == keys:
+            return child
+        return ExchangeExec(child.schema, n, Dist("hash", keys), child, "hash", keys)
+
+    def _join(self, node: L.Join) -> PhysicalPlan:
+        left, right = self.plan(node.left), self.plan(node.right)
+        kind = node.kind
+        lrows, rrows = self.est.rows(node.left), self.est.rows(node.right)
+        if not node.on:
+            return self._nested_loop(node, left, right, lrows, rrows)
+        left, lkeys = self._key_columns(left, [a for a, _ in node.on])
+        right, rkeys = self._key_columns(right, [b for _, b in node.on])
+        swapped = False
+        if kind == "right" or (kind == "inner" and rrows > lrows):
+            left, right, lkeys, rkeys, lrows, rrows = right, left, rkeys, lkeys, rrows, lrows
+            kind = "left" if kind == "right" else kind
+            swapped = True
+        schema = node.schema
+        if left.n == 1 and right.n == 1:
+            return HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
+                                node.filter, "partitioned", node.null_aware)
+        can_broadcast = kind in ("inner", "left", "semi", "anti")
+        left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
+        broadcast_cost = rrows * left.n
+        shuffle_rows = (0 if left_ready else lrows) + rrows
+        partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows
+        if node.null_aware or (can_broadcast and broadcast_cost <= partitioned_cost):
+            out_dist = left.dist if not swapped else ANY
+            return HashJoinExec(schema, left.n, out_dist, left, self._gather(right), kind,
+                                lkeys, rkeys, node.filter, "broadcast", node.null_aware)
+        n = left.n if left_ready else max(self.cfg.target_partitions, 1)
+        hk = _hash_positions(lkeys, left)
+        lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
+        rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
+        dist = Dist("hash", tuple(lkeys[i] for i in hk)) if kind in ("inner", "left", "semi", "anti") else ANY
+        return HashJoinExec(schema, n, dist, lh, rh, kind, lkeys, rkeys, node.filter,
+                            "partitioned", node.null_aware)
+
+    def _nested_loop(self, node, left, right, lrows, rrows) -> PhysicalPlan:
+        kind = node.kind
+        schema = node.schema
+        if kind == "right":
+            left, right = right, left
+            kind = "left"
+        elif kind == "inner" and rrows > lrows and left.n == 1:
+            left, right = right, left
+        if kind == "full":
+            left = self._gather(left)
+        return NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
+                                  left, self._gather(right), kind, node.filter)
+
+    # ---- aggregation ---------------------------------------------------------------------------
+
+    def _aggregate(self, node: L.Aggregate) -> PhysicalPlan:
+        child = self.plan(node.input)
+        pre: list[tuple[Expr, Field]] = []
+        group_ids = []
+        for e, f in zip(node.group, node.group_fields, strict=True):
+            pre.append((e, f))
+            group_ids.append(f.id)
+        specs = []
+        arg_cache: dict[Expr, str] = {}
+
+        def column_for(e: Expr) -> str:
+            if e in arg_cache:
+                return arg_cache[e]
+            f = B.new_field("agg_arg", e.dtype, e.nullable)
+            pre.append((e, f))
+            arg_cache[e] = f.id
+            return f.id
+
+        for a, f in zip(node.aggs, node.agg_fields, strict=True):
+            fn, arg = _agg_input(a)
+            arg_id = column_for(arg) if arg is not None else None
+            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None))
+        if not pre:  # count(*) with no group keys and no arguments: keep one column
+            f0 = child.schema[0]
+            pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))
+        exprs = tuple(e for e, _ in pre)
+        fields = tuple(f for _, f in pre)
+        projected = ProjectExec(fields, child.n, _project_dist(child.dist, exprs, fields),
+                                child, exprs, None)
+        group = tuple(group_ids)
+        aggs = tuple(specs)
+        schema = node.schema
+        if projected.n == 1:
+            return AggregateExec(schema, 1, projected.dist, projected, "single", group, aggs)
+        if group and projected.dist.kind == "hash" and set(projected.dist.keys) <= set(group):
+            return AggregateExec(schema, projected.n, projected.dist, projected, "single", group, aggs)
+        partial_fields = tuple(Field(c, c, pa.null()) for c in _state_columns(group, aggs))
+        partial = AggregateExec(partial_fields, projected.n, ANY, projected, "partial", group, aggs)
+        groups = self.est.rows(node)
+        if not group or groups <= self.cfg.gather_groups:
+            return AggregateExec(schema, 1, SINGLE, self._gather(partial), "final", group, aggs)
+        hk = tuple(group[i] for i in _hash_positions(group, projected))
+        n = max(self.cfg.target_partitions, 1)
+        ex = ExchangeExec(partial_fields, n, Dist("hash", hk), partial, "hash", hk)
+        return AggregateExec(schema, n, Dist("hash", hk), ex, "final", group, aggs)
+
+    # ---- ordering ------------------------------------------------------------------------------
+
+    def _sort(self, node: L.Sort) -> PhysicalPlan:
+        child = self.plan(node.input)
+        extra, keys = [], []
+        for k in node.keys:
+            if isinstance(k.expr, ColumnRef):
+                keys.append((k.expr.id, k.ascending, k.nulls_first))
+            else:
+                f = B.new_field("sort_key", k.expr.dtype)
+                extra.append((k.expr, f))
+                keys.append((f.id, k.ascending, k.nulls_first))
+        if extra:
+            child = self._project_columns(child, extra)
+        keys = tuple(keys)
+        out: PhysicalPlan
+        if child.n > 1:
+            local = SortExec(child.schema, child.n, child.dist, child, keys, node.fetch)
+            out = SortExec(child.schema, 1, SINGLE, self._gather(local), keys, node.fetch)
+        else:
+            out = SortExec(child.schema, 1, SINGLE, child, keys, node.fetch)
+        if extra:
+            out = ProjectExec(node.schema, 1, SINGLE, out,
+                              tuple(ColumnRef(f) for f in node.schema), None)
+        return out
+
+    def _limit(self, node: L.Limit) -> PhysicalPlan:
+        child = self.plan(node.input)
+        if child.n > 1 and node.fetch is not None:
+            child = LimitExec(child.schema, child.n, child.dist, child, node.fetch + node.offset, 0)
+        child = self._gather(child)
+        return LimitExec(node.schema, 1, SINGLE, child, node.fetch, node.offset)
+
+    def _union(self, node: L.Union) -> PhysicalPlan:
+        kids = []
+        for child_node in node.inputs:
+            child = self.plan(child_node)
+            exprs = tuple(ColumnRef(f) for f in child.schema)
+            kids.append(ProjectExec(node.schema, child.n, ANY, child, exprs, None))
+        return UnionExec(node.schema, sum(k.n for k in kids), ANY, tuple(kids))
+
+    def _singlerow(self, node: L.SingleRow) -> PhysicalPlan:
+        child = self._gather(self.plan(node.input))
+        return SingleRowExec(node.schema, 1, SINGLE, child)
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+def _agg_input(a: AggCall) -> tuple[str, Expr | None]:
+    """Physical aggregate function and its single input expression (FILTER folded in)."""
+    fn = a.fn
+    arg = a.args[0] if a.args else None
+    if a.filter is not None:
+        if arg is None:
+            fn, arg = "count", Literal(1, T.INT64)
+        arg = Case(((a.filter, arg),), Literal(None, arg.dtype), arg.dtype)
+    if a.distinct:
+        raise InternalError("DISTINCT aggregate reached the physical planner")
+    return fn, arg
+
+
+def _state_columns(group, aggs) -> list[str]:
+    from ..kernels.aggregate import state_names
+
+    return list(group) + [c for s in aggs for c in state_names(s)]
+
+
+def _project_dist(dist: Dist, exprs, fields) -> Dist:
+    if dist.kind != "hash":
+        return dist
+    mapping = {}
+    for e, f in zip(exprs, fields, strict=True):
+        if isinstance(e, ColumnRef) and e.id not in mapping:
+            mapping[e.id] = f.id
+    if all(k in mapping for k in dist.keys):
+        return Dist("hash", tuple(mapping[k] for k in dist.keys))
+    return ANY
+
+
+def _hashable_type(t: pa.DataType) -> bool:
+    return T.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or T.is_boolean(t)
+
+
+def _hash_positions(keys, plan: PhysicalPlan) -> list[int]:
+    """Which keys to hash on: the integer-like ones when there are some (any subset of the keys
+    is a valid partitioning, and integers hash fastest), else all."""
+    types = {f.id: f.dtype for f in plan.schema}
+    ints = [i for i, k in enumerate(keys) if _hashable_type(types.get(k, pa.null()))]
+    return ints or list(range(len(keys)))
+
+
+def _hash_keys(keys, plan):
+    return tuple(keys[i] for i in _hash_positions(keys, plan))
+
+
+def _balance(units: list[ScanUnit], n: int) -> tuple[tuple[ScanUnit, ...], ...]:
+    """Split units (in order) into n contiguous runs of similar row counts."""
+    total = sum(u.num_rows for u in units)
+    target = total / n if n else total
+    parts, cur, acc = [], [], 0
+    for i, u in enumerate(units):
+        cur.append(u)
+        acc += u.num_rows
+        remaining_units = len(units) - i - 1
+        remaining_parts = n - len(parts) - 1
+        if remaining_parts > 0 and (acc >= target * (len(parts) + 1) or remaining_units == remaining_parts):
+            parts.append(tuple(cur))
+            cur = []
+    if cur:
+        parts.append(tuple(cur))
+    return tuple(parts)
+
+
+def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) -> list[ScanUnit]:
+    """Drop row groups whose statistics prove the pushed filters false."""
+    from ..kernels.scan import pruning_expression
+
+    expr = pruning_expression(provider, node.filters, {f.id: f.name for f in node.fields})
+    if expr is None:
+        return units
+    keep: list[ScanUnit] = []
+    by_path: dict[str, set[int]] = {}
+    for frag in provider.dataset.get_fragments():
+        try:
+            sub = frag.subset(filter=expr, schema=provider.dataset.schema)
+            by_path[frag.path] = {rg.id for rg in sub.row_groups}
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            by_path[frag.path] = None
+    for u in units:
+        ids = by_path.get(u.fragment.path)
+        if ids is None or any(r in ids for r in u.row_groups):
+            keep.append(u)
+    return keep
+
+
+def plan_physical(plan: L.LogicalPlan, config: PlannerConfig) -> PhysicalPlan:
+    return PhysicalPlanner(config).plan(plan)

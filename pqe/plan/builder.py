@@ -1,0 +1,317 @@
+"""The one plan builder behind both SQL and the DataFrame API.
+
+It makes typed expressions (resolving functions, inserting implicit casts) and plan nodes
+(assigning fresh column ids), so a query written either way yields the same plan.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import itertools
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from .. import types as T
+from ..errors import BindError, TypeMismatchError
+from . import functions as F
+from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Literal,
+                   SortKey, and_, conjuncts)
+from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
+                      Values)
+
+_IDS = itertools.count(1)
+
+
+def fresh_id(name: str) -> str:
+    """A process-unique column id (also the column's name in intermediate Arrow tables)."""
+    return f"{name}#{next(_IDS)}"
+
+
+def new_field(name: str, dtype: pa.DataType, nullable: bool = True,
+              qualifier: str | None = None) -> Field:
+    return Field(fresh_id(name), name, dtype, nullable, qualifier)
+
+
+# ---- expressions -------------------------------------------------------------------------------
+
+
+def cast(e: Expr, dtype: pa.DataType, try_: bool = False) -> Expr:
+    if e.dtype == dtype and not try_:
+        return e
+    if isinstance(e, Literal) and e.value is None:
+        return Literal(None, dtype)
+    if isinstance(e, Literal) and not try_:
+        folded = _cast_literal(e, dtype)
+        if folded is not None:
+            return folded
+    return Cast(e, dtype, try_)
+
+
+def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
+    """Fold casts of literals whose result is certain (keeps plans and EXPLAIN readable)."""
+    v = e.value
+    try:
+        if T.is_decimal(dtype) and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
+            q = decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+            if len(q.as_tuple().digits) <= dtype.precision:
+                return Literal(q, dtype)
+            return None
+        if T.is_floating(dtype) and isinstance(v, (int, decimal.Decimal, float)) and not isinstance(v, bool):
+            return Literal(float(v), dtype)
+        if T.is_integer(dtype) and isinstance(v, int) and not isinstance(v, bool):
+            info = pa.scalar(v, dtype)  # raises when out of range
+            return Literal(info.as_py(), dtype)
+        if pa.types.is_date(dtype) and isinstance(v, str):
+            return Literal(datetime.date.fromisoformat(v.strip()), dtype)
+        if pa.types.is_timestamp(dtype) and isinstance(v, str):
+            return Literal(datetime.datetime.fromisoformat(v.strip()), dtype)
+        if pa.types.is_timestamp(dtype) and type(v) is datetime.date:
+            return Literal(datetime.datetime(v.year, v.month, v.day), dtype)
+        if T.is_text(dtype) and isinstance(v, str):
+            return Literal(v, dtype)
+    except (ValueError, OverflowError, pa.ArrowInvalid, decimal.InvalidOperation):
+        return None
+    return None
+
+
+def _coerce(e: Expr, want: pa.DataType | None) -> Expr:
+    return e if want is None else cast(e, want)
+
+
+def _nullable(fdef: F.FunctionDef, args: Sequence[Expr]) -> bool:
+    if fdef.nulls == "never":
+        return False
+    if fdef.nulls == "custom":
+        return True
+    return any(a.nullable for a in args)
+
+
+def _string_literal_to(e: Expr, other: Expr) -> Expr:
+    """A string literal compared with a typed value takes that type ('1995-01-01' -> DATE)."""
+    if (isinstance(e, Literal) and isinstance(e.value, str) and not T.is_text(other.dtype)
+            and not T.is_null(other.dtype)):
+        folded = _cast_literal(e, other.dtype)
+        if folded is None:
+            raise TypeMismatchError(
+                f"cannot convert '{e.value}' to {T.type_name(other.dtype)}")
+        return folded
+    return e
+
+
+def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
+    """A scalar function call, type-checked, with implicit casts inserted."""
+    name = F.canonical(fn)
+    fdef = F.SCALAR.get(name)
+    if fdef is None:
+        if name in F.AGGREGATE:
+            raise BindError(f"aggregate function {(display or fn).upper()} is not allowed here")
+        raise BindError(f"unknown function {(display or fn).upper()}")
+    F.check_arity(fdef, len(args), display or fn)
+    if name in F.COMPARISONS:
+        a, b = args
+        args = (_string_literal_to(a, b), _string_literal_to(b, a))
+    if name in ("add", "subtract") and len(args) == 2:
+        a, b = args
+        if isinstance(b, Literal) and isinstance(b.value, str) and T.is_temporal(a.dtype):
+            args = (a, cast(b, T.INTERVAL))
+    wants, ret = fdef.resolve(name, [a.dtype for a in args])
+    wants = list(wants) + [None] * (len(args) - len(wants))
+    coerced = tuple(_coerce(a, w) for a, w in zip(args, wants, strict=True))
+    return Call(name, coerced, ret, _nullable(fdef, coerced))
+
+
+def compare(op: str, a: Expr, b: Expr) -> Expr:
+    return call(op, a, b)
+
+
+def not_(e: Expr) -> Expr:
+    return call("not", e)
+
+
+def and_all(parts: Sequence[Expr]) -> Expr | None:
+    for p in parts:
+        if not (T.is_boolean(p.dtype) or T.is_null(p.dtype)):
+            raise TypeMismatchError(f"AND operand must be BOOLEAN, not {T.type_name(p.dtype)}")
+    return and_(cast(p, T.BOOLEAN) for p in parts)
+
+
+def case(whens: Sequence[tuple[Expr, Expr]], else_: Expr | None) -> Expr:
+    results = [t for _, t in whens] + ([else_] if else_ is not None else [])
+    dtype = T.NULL
+    for r in results:
+        nxt = T.common_type(dtype, r.dtype)
+        if nxt is None:
+            raise TypeMismatchError(
+                "CASE branches have no common type: "
+                + ", ".join(T.type_name(r.dtype) for r in results))
+        dtype = nxt
+    conds = []
+    for w, _ in whens:
+        if not (T.is_boolean(w.dtype) or T.is_null(w.dtype)):
+            raise TypeMismatchError(f"CASE WHEN condition is {T.type_name(w.dtype)}, not BOOLEAN")
+        conds.append(cast(w, T.BOOLEAN))
+    pairs = tuple((c, cast(t, dtype)) for c, (_, t) in zip(conds, whens, strict=True))
+    other = cast(else_ if else_ is not None else Literal(None, dtype), dtype)
+    return Case(pairs, other, dtype)
+
+
+def in_list(arg: Expr, values: Sequence[Expr], negated: bool = False) -> Expr:
+    values = [_string_literal_to(v, arg) for v in values]
+    dtype = arg.dtype
+    for v in values:
+        nxt = T.common_type(dtype, v.dtype)
+        if nxt is None:
+            raise TypeMismatchError(
+                f"IN list value of type {T.type_name(v.dtype)} does not match "
+                f"{T.type_name(arg.dtype)}")
+        dtype = nxt
+    return InList(cast(arg, dtype), tuple(cast(v, dtype) for v in values), negated)
+
+
+def between(arg: Expr, low: Expr, high: Expr, negated: bool = False) -> Expr:
+    e = call("and", compare("ge", arg, low), compare("le", arg, high))
+    return not_(e) if negated else e
+
+
+def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
+                   filter: Expr | None = None, display: str | None = None) -> AggCall:
+    name = F.canonical(fn)
+    if name == "count" and not args:
+        name = "count_star"
+    fdef = F.AGGREGATE.get(name)
+    if fdef is None:
+        raise BindError(f"unknown aggregate function {(display or fn).upper()}")
+    F.check_arity(fdef, len(args), display or fn)
+    wants, ret = fdef.resolve(name, [a.dtype for a in args])
+    coerced = tuple(_coerce(a, w) for a, w in zip(args, wants, strict=True))
+    if filter is not None:
+        filter = cast(filter, T.BOOLEAN)
+    if name in ("min", "max", "any_value", "bool_and", "bool_or") :
+        distinct = False  # DISTINCT does not change these
+    return AggCall(name, coerced, ret, distinct, filter)
+
+
+# ---- plans -------------------------------------------------------------------------------------
+
+
+def scan(table: str, provider, qualifier: str | None = None) -> Scan:
+    q = qualifier or table
+    fields = tuple(new_field(f.name, f.type, f.nullable, q) for f in provider.schema)
+    return Scan(table, provider, fields)
+
+
+def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> Values:
+    if not rows:
+        raise BindError("VALUES needs at least one row")
+    width = len(rows[0])
+    for r in rows:
+        if len(r) != width:
+            raise BindError("VALUES rows have different numbers of columns")
+    types = []
+    for j in range(width):
+        t = T.NULL
+        for r in rows:
+            nxt = T.common_type(t, r[j].dtype)
+            if nxt is None:
+                raise TypeMismatchError(f"VALUES column {j + 1} mixes incompatible types")
+            t = nxt
+        types.append(t)
+    fields = tuple(
+        new_field(names[j], types[j], any(r[j].nullable for r in rows)) for j in range(width))
+    cast_rows = tuple(tuple(cast(r[j], types[j]) for j in range(width)) for r in rows)
+    return Values(fields, cast_rows)
+
+
+def filter(plan: LogicalPlan, predicate: Expr) -> LogicalPlan:
+    if not (T.is_boolean(predicate.dtype) or T.is_null(predicate.dtype)):
+        raise TypeMismatchError(
+            f"filter condition must be BOOLEAN, not {T.type_name(predicate.dtype)}")
+    return Filter(plan, cast(predicate, T.BOOLEAN))
+
+
+def project(plan: LogicalPlan, items: Sequence[tuple[Expr, str]],
+            qualifier: str | None = None) -> Project:
+    exprs, fields, seen = [], [], set()
+    for e, name in items:
+        if (isinstance(e, ColumnRef) and e.field.name == name and e.id not in seen
+                and (qualifier is None or e.field.qualifier == qualifier)):
+            f = e.field
+        else:
+            f = new_field(name, e.dtype, e.nullable, qualifier)
+        seen.add(f.id)
+        exprs.append(e)
+        fields.append(f)
+    return Project(plan, tuple(exprs), tuple(fields))
+
+
+def join(left: LogicalPlan, right: LogicalPlan, kind: str = "inner",
+         on: Sequence[tuple[Expr, Expr]] = (), filter: Expr | None = None,
+         null_aware: bool = False) -> Join:
+    pairs = []
+    for lk, rk in on:
+        common = T.common_type(lk.dtype, rk.dtype)
+        if common is None:
+            raise TypeMismatchError(
+                f"cannot join {T.type_name(lk.dtype)} with {T.type_name(rk.dtype)}")
+        pairs.append((cast(lk, common), cast(rk, common)))
+    return Join(left, right, kind, tuple(pairs), filter, null_aware)
+
+
+def aggregate(plan: LogicalPlan, group: Sequence[tuple[Expr, str]],
+              aggs: Sequence[tuple[AggCall, str]]) -> Aggregate:
+    gfields, gexprs = [], []
+    for e, name in group:
+        gexprs.append(e)
+        gfields.append(new_field(name, e.dtype, e.nullable))
+    afields = [new_field(name, a.dtype, a.nullable) for a, name in aggs]
+    return Aggregate(plan, tuple(gexprs), tuple(gfields), tuple(a for a, _ in aggs),
+                     tuple(afields))
+
+
+def distinct(plan: LogicalPlan) -> Aggregate:
+    return aggregate(plan, [(ColumnRef(f), f.name) for f in plan.schema], [])
+
+
+def sort(plan: LogicalPlan, keys: Sequence[SortKey], fetch: int | None = None) -> Sort:
+    return Sort(plan, tuple(keys), fetch)
+
+
+def limit(plan: LogicalPlan, fetch: int | None, offset: int = 0) -> Limit:
+    return Limit(plan, fetch, offset)
+
+
+def union_all(plans: Sequence[LogicalPlan]) -> Union:
+    """UNION ALL with positional column matching; columns take the common type."""
+    width = len(plans[0].schema)
+    for p in plans:
+        if len(p.schema) != width:
+            raise BindError(
+                f"set operation inputs have {len(plans[0].schema)} and {len(p.schema)} columns")
+    types = []
+    for j in range(width):
+        t = T.NULL
+        for p in plans:
+            nxt = T.common_type(t, p.schema[j].dtype)
+            if nxt is None:
+                raise TypeMismatchError(
+                    f"set operation column {j + 1} mixes {T.type_name(t)} and "
+                    f"{T.type_name(p.schema[j].dtype)}")
+            t = nxt
+        types.append(T.INT32 if T.is_null(t) else t)
+    inputs = []
+    for p in plans:
+        if all(f.dtype == t for f, t in zip(p.schema, types, strict=True)):
+            inputs.append(p)
+        else:
+            inputs.append(project(p, [(cast(ColumnRef(f), t), f.name)
+                                       for f, t in zip(p.schema, types, strict=True)]))
+    fields = tuple(
+        new_field(plans[0].schema[j].name, types[j],
+                  any(p.schema[j].nullable for p in plans)) for j in range(width))
+    return Union(tuple(inputs), fields)
+
+
+def split_conjuncts(predicate: Expr | None) -> list[Expr]:
+    return conjuncts(predicate)

@@ -1,0 +1,166 @@
+"""Deterministic text for expressions and logical plans (EXPLAIN, golden tests, messages).
+
+Columns print by their display name (`qualifier.name`); internal ids never appear, so the text
+does not depend on how many queries ran before.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pyarrow as pa
+
+from .. import types as T
+from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, InList, Literal, OuterRef,
+                   SortKey, SubqueryExpr)
+
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
+          "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+          "and": "AND", "or": "OR", "like": "LIKE", "ilike": "ILIKE",
+          "is_distinct_from": "IS DISTINCT FROM", "is_not_distinct_from": "IS NOT DISTINCT FROM"}
+
+
+def format_literal(value, dtype: pa.DataType) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, datetime.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, datetime.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if T.is_interval(dtype):
+        months, days, nanos = value.months, value.days, value.nanoseconds
+        parts = []
+        if months:
+            parts.append(f"{months} months")
+        if days:
+            parts.append(f"{days} days")
+        if nanos or not parts:
+            parts.append(f"{nanos / 1e9:g} seconds")
+        return f"INTERVAL '{' '.join(parts)}'"
+    return repr(value)
+
+
+def format_expr(e: Expr) -> str:
+    if isinstance(e, ColumnRef):
+        return e.field.display
+    if isinstance(e, OuterRef):
+        return f"outer({e.field.display})"
+    if isinstance(e, Literal):
+        return format_literal(e.value, e.dtype)
+    if isinstance(e, Call):
+        if e.fn in _INFIX and len(e.args) == 2:
+            a, b = (format_expr(x) for x in e.args)
+            return f"({a} {_INFIX[e.fn]} {b})"
+        if e.fn == "not":
+            return f"NOT {format_expr(e.args[0])}"
+        if e.fn == "negate":
+            return f"-{format_expr(e.args[0])}"
+        if e.fn == "is_null":
+            return f"{format_expr(e.args[0])} IS NULL"
+        if e.fn == "is_not_null":
+            return f"{format_expr(e.args[0])} IS NOT NULL"
+        if e.fn.startswith("extract_"):
+            return f"EXTRACT({e.fn[8:]} FROM {format_expr(e.args[0])})"
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, Cast):
+        kw = "TRY_CAST" if e.try_ else "CAST"
+        return f"{kw}({format_expr(e.arg)} AS {T.type_name(e.dtype)})"
+    if isinstance(e, Case):
+        whens = " ".join(f"WHEN {format_expr(w)} THEN {format_expr(t)}" for w, t in e.whens)
+        return f"CASE {whens} ELSE {format_expr(e.else_)} END"
+    if isinstance(e, InList):
+        op = "NOT IN" if e.negated else "IN"
+        return f"{format_expr(e.arg)} {op} ({', '.join(format_expr(v) for v in e.values)})"
+    if isinstance(e, AggCall):
+        name = "count" if e.fn == "count_star" else e.fn
+        args = "*" if e.fn == "count_star" else ", ".join(format_expr(a) for a in e.args)
+        if e.distinct:
+            args = "DISTINCT " + args
+        out = f"{name}({args})"
+        if e.filter is not None:
+            out += f" FILTER (WHERE {format_expr(e.filter)})"
+        return out
+    if isinstance(e, SubqueryExpr):
+        if e.kind == "exists":
+            return ("NOT " if e.negated else "") + "EXISTS(<subquery>)"
+        if e.kind == "in":
+            op = "NOT IN" if e.negated else "IN"
+            return f"{format_expr(e.arg)} {op} (<subquery>)"
+        return "(<scalar subquery>)"
+    return repr(e)
+
+
+def format_sort_key(k: SortKey) -> str:
+    return (f"{format_expr(k.expr)} {'ASC' if k.ascending else 'DESC'} "
+            f"NULLS {'FIRST' if k.nulls_first else 'LAST'}")
+
+
+def _named(e: Expr, f) -> str:
+    text = format_expr(e)
+    if isinstance(e, ColumnRef) and e.field.name == f.name:
+        return text
+    return f"{text} AS {f.name}"
+
+
+def describe_node(plan) -> str:
+    """One line describing a logical node (without its children)."""
+    from . import logical as L
+
+    if isinstance(plan, L.Scan):
+        cols = ", ".join(f.name for f in plan.schema)
+        out = f"Scan: {plan.table} [{cols}]"
+        if plan.filters:
+            out += " filters=[" + ", ".join(format_expr(f) for f in plan.filters) + "]"
+        return out
+    if isinstance(plan, L.Values):
+        return f"Values: {len(plan.rows)} rows [{', '.join(f.name for f in plan.fields)}]"
+    if isinstance(plan, L.Filter):
+        return f"Filter: {format_expr(plan.predicate)}"
+    if isinstance(plan, L.Project):
+        items = ", ".join(_named(e, f) for e, f in zip(plan.exprs, plan.fields, strict=True))
+        return f"Projection: {items}"
+    if isinstance(plan, L.Join):
+        parts = []
+        if plan.on:
+            parts.append("on=[" + ", ".join(
+                f"{format_expr(a)} = {format_expr(b)}" for a, b in plan.on) + "]")
+        if plan.filter is not None:
+            parts.append(f"filter={format_expr(plan.filter)}")
+        if plan.null_aware:
+            parts.append("null_aware")
+        kind = plan.kind if (plan.on or plan.filter is not None or plan.kind != "inner") else "cross"
+        return f"Join({kind})" + (": " + " ".join(parts) if parts else "")
+    if isinstance(plan, L.Aggregate):
+        g = ", ".join(_named(e, f) for e, f in zip(plan.group, plan.group_fields, strict=True))
+        a = ", ".join(f"{format_expr(e)} AS {f.name}"
+                      for e, f in zip(plan.aggs, plan.agg_fields, strict=True))
+        return f"Aggregate: groupBy=[{g}] aggr=[{a}]"
+    if isinstance(plan, L.Sort):
+        keys = ", ".join(format_sort_key(k) for k in plan.keys)
+        return f"Sort: {keys}" + (f" fetch={plan.fetch}" if plan.fetch is not None else "")
+    if isinstance(plan, L.Limit):
+        return f"Limit: fetch={plan.fetch} offset={plan.offset}"
+    if isinstance(plan, L.Union):
+        return f"Union: [{', '.join(f.name for f in plan.fields)}]"
+    if isinstance(plan, L.SingleRow):
+        return "SingleRow"
+    return type(plan).__name__
+
+
+def format_plan(plan, indent: int = 0) -> str:
+    lines: list[str] = []
+
+    def rec(p, depth):
+        lines.append("  " * depth + describe_node(p))
+        for c in p.children():
+            rec(c, depth + 1)
+
+    rec(plan, indent)
+    return "\n".join(lines)

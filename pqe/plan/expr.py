@@ -1,0 +1,378 @@
+"""Bound, typed scalar expressions: pqe's own expression nodes (never sqlglot ASTs).
+
+Every node is a frozen, slotted dataclass: hashable, comparable, safe to share between plans.
+Columns are referenced by a plan-unique `id` (also the column name in intermediate Arrow
+tables); `name` is only for display. Scalar functions are `Call(fn, args)` with `fn` a name in
+`pqe.plan.functions`; the execution layer compiles them through one dispatch table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from .. import types as T
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .logical import LogicalPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One output column of a plan node."""
+
+    id: str
+    name: str
+    dtype: pa.DataType
+    nullable: bool = True
+    qualifier: str | None = None
+
+    @property
+    def display(self) -> str:
+        return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
+
+    def with_nullable(self, nullable: bool) -> Field:
+        return self if self.nullable == nullable else replace(self, nullable=nullable)
+
+
+class Expr:
+    """Base of bound expressions."""
+
+    __slots__ = ()
+
+    dtype: pa.DataType
+
+    @property
+    def nullable(self) -> bool:
+        return True
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return self
+
+    def __str__(self) -> str:
+        from .explain import format_expr
+
+        return format_expr(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRef(Expr):
+    field: Field
+
+    @property
+    def id(self) -> str:
+        return self.field.id
+
+    @property
+    def dtype(self) -> pa.DataType:  # type: ignore[override]
+        return self.field.dtype
+
+    @property
+    def nullable(self) -> bool:
+        return self.field.nullable
+
+
+@dataclass(frozen=True, slots=True)
+class OuterRef(Expr):
+    """A column of an enclosing query, referenced from inside a correlated subquery."""
+
+    field: Field
+
+    @property
+    def id(self) -> str:
+        return self.field.id
+
+    @property
+    def dtype(self) -> pa.DataType:  # type: ignore[override]
+        return self.field.dtype
+
+    @property
+    def nullable(self) -> bool:
+        return self.field.nullable
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Expr):
+    value: Any
+    dtype: pa.DataType
+
+    @property
+    def nullable(self) -> bool:
+        return self.value is None
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """A scalar function or operator; `fn` names an entry of `pqe.plan.functions`."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: pa.DataType
+    is_nullable: bool = True
+
+    @property
+    def nullable(self) -> bool:
+        return self.is_nullable
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return replace(self, args=tuple(children))
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    arg: Expr
+    dtype: pa.DataType
+    try_: bool = False
+
+    @property
+    def nullable(self) -> bool:
+        return self.try_ or self.arg.nullable
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return replace(self, arg=children[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Case(Expr):
+    """Searched CASE: the first `when` that is TRUE picks its `then`; else `else_` (or NULL)."""
+
+    whens: tuple[tuple[Expr, Expr], ...]
+    else_: Expr
+    dtype: pa.DataType
+
+    @property
+    def nullable(self) -> bool:
+        return any(t.nullable for _, t in self.whens) or self.else_.nullable
+
+    def children(self) -> tuple[Expr, ...]:
+        out: list[Expr] = []
+        for w, t in self.whens:
+            out += [w, t]
+        out.append(self.else_)
+        return tuple(out)
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        n = len(self.whens)
+        whens = tuple((children[2 * i], children[2 * i + 1]) for i in range(n))
+        return replace(self, whens=whens, else_=children[2 * n])
+
+
+@dataclass(frozen=True, slots=True)
+class InList(Expr):
+    """`arg [NOT] IN (v1, v2, ...)` with SQL three-valued semantics."""
+
+    arg: Expr
+    values: tuple[Expr, ...]
+    negated: bool = False
+    dtype: pa.DataType = field(default=T.BOOLEAN)
+
+    @property
+    def nullable(self) -> bool:
+        return self.arg.nullable or any(v.nullable for v in self.values)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg, *self.values)
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return replace(self, arg=children[0], values=tuple(children[1:]))
+
+
+@dataclass(frozen=True, slots=True)
+class AggCall(Expr):
+    """An aggregate function call; lives only in `Aggregate` nodes."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: pa.DataType
+    distinct: bool = False
+    filter: Expr | None = None
+
+    @property
+    def nullable(self) -> bool:
+        return self.fn not in ("count", "count_star")
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args + ((self.filter,) if self.filter is not None else ())
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        n = len(self.args)
+        return replace(self, args=tuple(children[:n]),
+                       filter=children[n] if self.filter is not None else None)
+
+
+@dataclass(frozen=True, slots=True)
+class SubqueryExpr(Expr):
+    """A subquery used as an expression; removed by the decorrelation rule before execution.
+
+    kind: 'scalar' (value of a one-column, at most one-row query), 'exists', or 'in'
+    (`arg [NOT] IN (query)`).
+    """
+
+    kind: str
+    plan: LogicalPlan
+    dtype: pa.DataType
+    arg: Expr | None = None
+    negated: bool = False
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,) if self.arg is not None else ()
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return replace(self, arg=children[0]) if children else self
+
+
+@dataclass(frozen=True, slots=True)
+class SortKey:
+    expr: Expr
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree helpers
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Pre-order traversal (does not enter subquery plans)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(reversed(e.children()))
+
+
+def transform(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Bottom-up rewrite: `fn` returns a replacement or None to keep the node."""
+    kids = expr.children()
+    if kids:
+        new_kids = tuple(transform(k, fn) for k in kids)
+        if any(a is not b for a, b in zip(new_kids, kids, strict=True)):
+            expr = expr.with_children(new_kids)
+    out = fn(expr)
+    return expr if out is None else out
+
+
+def column_ids(expr: Expr) -> set[str]:
+    return {e.id for e in walk(expr) if isinstance(e, ColumnRef)}
+
+
+def column_ids_all(exprs: Iterable[Expr]) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        out |= column_ids(e)
+    return out
+
+
+def has_subquery(expr: Expr) -> bool:
+    return any(isinstance(e, SubqueryExpr) for e in walk(expr))
+
+
+def has_outer_ref(expr: Expr) -> bool:
+    return any(isinstance(e, OuterRef) for e in walk(expr))
+
+
+def is_aggregate(expr: Expr) -> bool:
+    return any(isinstance(e, AggCall) for e in walk(expr))
+
+
+def replace_columns(expr: Expr, mapping: dict[str, Expr]) -> Expr:
+    """Substitute column references by id."""
+    if not mapping:
+        return expr
+
+    def fn(e: Expr) -> Expr | None:
+        if isinstance(e, ColumnRef):
+            return mapping.get(e.id)
+        return None
+
+    return transform(expr, fn)
+
+
+def conjuncts(expr: Expr | None) -> list[Expr]:
+    """Split a predicate on AND."""
+    if expr is None:
+        return []
+    if isinstance(expr, Call) and expr.fn == "and":
+        return [c for a in expr.args for c in conjuncts(a)]
+    return [expr]
+
+
+def disjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, Call) and expr.fn == "or":
+        return [c for a in expr.args for c in disjuncts(a)]
+    return [expr]
+
+
+def _fold(fn: str, parts: list[Expr]) -> Expr:
+    out = parts[0]
+    for p in parts[1:]:
+        out = Call(fn, (out, p), T.BOOLEAN, out.nullable or p.nullable)
+    return out
+
+
+def and_(parts: Iterable[Expr]) -> Expr | None:
+    """AND of the parts (None for no parts), dropping duplicates and TRUE literals."""
+    uniq: list[Expr] = []
+    for p in parts:
+        if isinstance(p, Literal) and p.value is True:
+            continue
+        if p not in uniq:
+            uniq.append(p)
+    if not uniq:
+        return None
+    return _fold("and", uniq)
+
+
+def or_(parts: Iterable[Expr]) -> Expr:
+    uniq: list[Expr] = []
+    for p in parts:
+        if p not in uniq:
+            uniq.append(p)
+    return _fold("or", uniq)
+
+
+def lit(value: Any, dtype: pa.DataType | None = None) -> Literal:
+    """A literal with an inferred type (int -> BIGINT, float -> DOUBLE, str -> VARCHAR...)."""
+    import datetime
+    import decimal
+
+    if dtype is not None:
+        return Literal(value, dtype)
+    if value is None:
+        return Literal(None, T.NULL)
+    if isinstance(value, bool):
+        return Literal(value, T.BOOLEAN)
+    if isinstance(value, int):
+        return Literal(value, T.INT64 if -(2**63) <= value < 2**63 else T.decimal(38, 0))
+    if isinstance(value, float):
+        return Literal(value, T.FLOAT64)
+    if isinstance(value, decimal.Decimal):
+        sign, digits, exp = value.as_tuple()
+        scale = max(0, -int(exp))
+        precision = max(len(digits), scale, 1)
+        return Literal(value, T.decimal(precision, scale))
+    if isinstance(value, str):
+        return Literal(value, T.TEXT)
+    if isinstance(value, bytes):
+        return Literal(value, T.BINARY)
+    if isinstance(value, datetime.datetime):
+        return Literal(value, T.TIMESTAMP)
+    if isinstance(value, datetime.date):
+        return Literal(value, T.DATE)
+    raise TypeError(f"cannot make a literal from {type(value).__name__}")
+
+
+TRUE = Literal(True, T.BOOLEAN)
+FALSE = Literal(False, T.BOOLEAN)

@@ -1,0 +1,388 @@
+"""Signatures of scalar and aggregate functions: argument coercion and result types.
+
+One table for the whole engine: the SQL binder and the DataFrame API resolve calls here (so an
+unknown function or a wrong argument fails at bind time, naming the function), and the
+execution layer has one kernel per name (a test checks the two tables agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from .. import types as T
+from ..errors import BindError, TypeMismatchError
+
+Resolver = Callable[[str, Sequence[pa.DataType]], tuple[Sequence[pa.DataType | None], pa.DataType]]
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDef:
+    name: str
+    min_args: int
+    max_args: int | None
+    resolve: Resolver
+    # "propagate": NULL in any argument gives NULL; "never": result is never NULL;
+    # "custom": the result can be NULL whatever the arguments (e.g. NULLIF, division by zero).
+    nulls: str = "propagate"
+
+
+SCALAR: dict[str, FunctionDef] = {}
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_distinct_from",
+                         "is_not_distinct_from"})
+AGGREGATE: dict[str, FunctionDef] = {}
+# SQL spellings that map onto a canonical name.
+ALIASES = {
+    "char_length": "length", "character_length": "length", "len": "length",
+    "strpos": "position", "instr": "position", "substr": "substring", "ceiling": "ceil",
+    "pow": "power", "mod": "modulo", "lcase": "lower", "ucase": "upper",
+    "stddev": "stddev_samp", "variance": "var_samp", "std": "stddev_samp",
+    "avg": "avg", "mean": "avg", "ln": "ln", "log": "log10", "ifnull": "coalesce", "nvl": "coalesce",
+    "every": "bool_and", "bool_and": "bool_and", "bool_or": "bool_or",
+    "arbitrary": "any_value", "first": "any_value",
+    "regexp_like": "regexp_matches", "datediff": "date_diff", "datetrunc": "date_trunc",
+}
+
+
+def _register(table: dict[str, FunctionDef], name: str, lo: int, hi: int | None,
+              resolve: Resolver, nulls: str = "propagate") -> None:
+    table[name] = FunctionDef(name, lo, hi, resolve, nulls)
+
+
+def _fail(fn: str, types: Sequence[pa.DataType]) -> TypeMismatchError:
+    args = ", ".join(T.type_name(t) for t in types)
+    return TypeMismatchError(f"no function {fn}({args}): wrong argument types")
+
+
+# ---- resolvers -------------------------------------------------------------------------------
+
+
+def _arith(fn: str, ts: Sequence[pa.DataType]):
+    a, b = ts
+    # date +/- integer days, date +/- interval, date - date
+    if fn in ("add", "subtract"):
+        if T.is_temporal(a) and (T.is_interval(b) or T.is_integer(b)):
+            return (None, None), a
+        if fn == "add" and T.is_temporal(b) and (T.is_interval(a) or T.is_integer(a)):
+            return (None, None), b
+        if fn == "subtract" and pa.types.is_date(a) and pa.types.is_date(b):
+            return (None, None), T.INT64
+        if T.is_interval(a) and T.is_interval(b):
+            return (None, None), T.INTERVAL
+    if fn == "multiply" and (T.is_interval(a) and T.is_integer(b) or T.is_interval(b) and T.is_integer(a)):
+        return (None, None), T.INTERVAL
+    out = T.arithmetic_type(fn, a, b)
+    if T.is_null(out):
+        return (None, None), T.NULL
+    if T.is_integer(out):
+        return (T.INT64, T.INT64), out
+    if T.is_floating(out):
+        return (T.FLOAT64, T.FLOAT64), out
+    if fn == "modulo":
+        return (out, out), out
+    # decimal add/subtract/multiply: operands keep their own (decimal) types
+    return (T.as_decimal(a), T.as_decimal(b)), out
+
+
+def _negate(fn, ts):
+    (a,) = ts
+    if T.is_integer(a):
+        return (T.INT64,), T.INT64
+    if T.is_numeric(a) or T.is_interval(a) or T.is_null(a):
+        return (None,), a
+    raise _fail(fn, ts)
+
+
+def _compare(fn, ts):
+    a, b = ts
+    common = T.common_type(a, b)
+    if common is None:
+        raise TypeMismatchError(
+            f"cannot compare {T.type_name(a)} with {T.type_name(b)}")
+    return (common, common), T.BOOLEAN
+
+
+def _logical(fn, ts):
+    for t in ts:
+        if not (T.is_boolean(t) or T.is_null(t)):
+            raise TypeMismatchError(
+                f"argument of {fn.upper()} must be BOOLEAN, not {T.type_name(t)}")
+    return tuple(T.BOOLEAN for _ in ts), T.BOOLEAN
+
+
+def _is_null(fn, ts):
+    return (None,), T.BOOLEAN
+
+
+def _text_args(n_text: int, ret: pa.DataType, rest: Sequence[pa.DataType] = ()):
+    def resolve(fn, ts):
+        for t in ts[:n_text]:
+            if not (T.is_text(t) or T.is_null(t)):
+                raise _fail(fn, ts)
+        casts = [T.TEXT] * min(n_text, len(ts)) + list(rest)[: max(0, len(ts) - n_text)]
+        for t, want in zip(ts[n_text:], rest, strict=False):
+            if want == T.INT64 and not (T.is_integer(t) or T.is_null(t)):
+                raise _fail(fn, ts)
+        return casts, ret
+    return resolve
+
+
+def _substring(fn, ts):
+    if not (T.is_text(ts[0]) or T.is_null(ts[0])):
+        raise _fail(fn, ts)
+    for t in ts[1:]:
+        if not (T.is_integer(t) or T.is_null(t)):
+            raise _fail(fn, ts)
+    return [T.TEXT] + [T.INT64] * (len(ts) - 1), T.TEXT
+
+
+def _concat(fn, ts):
+    # || and concat() accept any types, rendering them as text (PostgreSQL behaviour)
+    return [T.TEXT] * len(ts), T.TEXT
+
+
+def _same_as_common(fn, ts):
+    common = ts[0]
+    for t in ts[1:]:
+        nxt = T.common_type(common, t)
+        if nxt is None:
+            raise TypeMismatchError(
+                f"{fn.upper()} arguments have no common type: "
+                + ", ".join(T.type_name(t) for t in ts))
+        common = nxt
+    return [common] * len(ts), common
+
+
+def _numeric_same(fn, ts):
+    (a, *rest) = ts
+    if not (T.is_numeric(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    for t in rest:
+        if not (T.is_integer(t) or T.is_null(t)):
+            raise _fail(fn, ts)
+    if T.is_null(a):
+        a = T.FLOAT64
+    if fn == "abs" and T.is_integer(a):
+        a = T.INT64
+    return [a] + [T.INT64] * len(rest), a
+
+
+def _round(fn, ts):
+    a = ts[0]
+    if not (T.is_numeric(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    if len(ts) > 1 and not (T.is_integer(ts[1]) or T.is_null(ts[1])):
+        raise _fail(fn, ts)
+    out = T.FLOAT64 if T.is_null(a) else (T.INT64 if T.is_integer(a) else a)
+    return [out] + [T.INT64] * (len(ts) - 1), out
+
+
+def _floor_ceil(fn, ts):
+    (a,) = ts
+    if T.is_integer(a):
+        return (T.INT64,), T.INT64
+    if T.is_decimal(a):
+        return (a,), T.decimal(a.precision, 0)
+    if T.is_floating(a) or T.is_null(a):
+        return (T.FLOAT64,), T.FLOAT64
+    raise _fail(fn, ts)
+
+
+def _float_math(fn, ts):
+    for t in ts:
+        if not (T.is_numeric(t) or T.is_null(t)):
+            raise _fail(fn, ts)
+    return [T.FLOAT64] * len(ts), T.FLOAT64
+
+
+def _sign(fn, ts):
+    (a,) = ts
+    if not (T.is_numeric(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    return (T.FLOAT64 if not T.is_integer(a) else T.INT64,), T.INT64
+
+
+def _extract(fn, ts):
+    (a,) = ts
+    if not (T.is_temporal(a) or T.is_null(a)):
+        raise TypeMismatchError(f"EXTRACT needs a DATE or TIMESTAMP, not {T.type_name(a)}")
+    return (None,), T.INT64
+
+
+def _date_trunc(fn, ts):
+    part, a = ts
+    if not T.is_text(part) or not (T.is_temporal(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    return (T.TEXT, None), a
+
+
+def _date_diff(fn, ts):
+    part, a, b = ts
+    if not T.is_text(part) or not (T.is_temporal(a) and T.is_temporal(b)):
+        raise _fail(fn, ts)
+    common = T.common_type(a, b)
+    return (T.TEXT, common, common), T.INT64
+
+
+def _const(ret: pa.DataType):
+    def resolve(fn, ts):
+        return (), ret
+    return resolve
+
+
+def _nullif(fn, ts):
+    casts, common = _same_as_common(fn, ts)
+    return casts, common
+
+
+def _like(fn, ts):
+    for t in ts:
+        if not (T.is_text(t) or T.is_null(t)):
+            raise TypeMismatchError(
+                f"{fn.upper()} needs text arguments, not {T.type_name(t)}")
+    return [T.TEXT] * len(ts), T.BOOLEAN
+
+
+def _regexp_replace(fn, ts):
+    return _text_args(3, T.TEXT, [T.TEXT])(fn, ts)
+
+
+# arithmetic and comparison operators
+for _op in ("add", "subtract", "multiply"):
+    _register(SCALAR, _op, 2, 2, _arith)
+_register(SCALAR, "divide", 2, 2, _arith, nulls="custom")  # x / 0 is NULL
+_register(SCALAR, "modulo", 2, 2, _arith, nulls="custom")
+_register(SCALAR, "negate", 1, 1, _negate)
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _register(SCALAR, _op, 2, 2, _compare)
+_register(SCALAR, "is_distinct_from", 2, 2, _compare, nulls="never")
+_register(SCALAR, "is_not_distinct_from", 2, 2, _compare, nulls="never")
+_register(SCALAR, "and", 2, 2, _logical)
+_register(SCALAR, "or", 2, 2, _logical)
+_register(SCALAR, "not", 1, 1, _logical)
+_register(SCALAR, "is_null", 1, 1, _is_null, nulls="never")
+_register(SCALAR, "is_not_null", 1, 1, _is_null, nulls="never")
+_register(SCALAR, "is_true", 1, 1, _logical, nulls="never")
+_register(SCALAR, "is_false", 1, 1, _logical, nulls="never")
+_register(SCALAR, "like", 2, 2, _like)
+_register(SCALAR, "ilike", 2, 2, _like)
+_register(SCALAR, "regexp_matches", 2, 2, _like)
+_register(SCALAR, "starts_with", 2, 2, _like)
+_register(SCALAR, "ends_with", 2, 2, _like)
+_register(SCALAR, "contains", 2, 2, _like)
+# text
+_register(SCALAR, "concat", 1, None, _concat)
+_register(SCALAR, "substring", 2, 3, _substring)
+_register(SCALAR, "upper", 1, 1, _text_args(1, T.TEXT))
+_register(SCALAR, "lower", 1, 1, _text_args(1, T.TEXT))
+_register(SCALAR, "trim", 1, 2, _text_args(2, T.TEXT))
+_register(SCALAR, "ltrim", 1, 2, _text_args(2, T.TEXT))
+_register(SCALAR, "rtrim", 1, 2, _text_args(2, T.TEXT))
+_register(SCALAR, "length", 1, 1, _text_args(1, T.INT64))
+_register(SCALAR, "replace", 3, 3, _text_args(3, T.TEXT))
+_register(SCALAR, "position", 2, 2, _text_args(2, T.INT64))
+_register(SCALAR, "split_part", 3, 3, _text_args(2, T.TEXT, [T.INT64]))
+_register(SCALAR, "reverse", 1, 1, _text_args(1, T.TEXT))
+_register(SCALAR, "left", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
+_register(SCALAR, "right", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
+_register(SCALAR, "lpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]))
+_register(SCALAR, "rpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]))
+_register(SCALAR, "repeat", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
+_register(SCALAR, "regexp_replace", 3, 3, _regexp_replace)
+# math
+_register(SCALAR, "abs", 1, 1, _numeric_same)
+_register(SCALAR, "round", 1, 2, _round)
+_register(SCALAR, "floor", 1, 1, _floor_ceil)
+_register(SCALAR, "ceil", 1, 1, _floor_ceil)
+_register(SCALAR, "sign", 1, 1, _sign)
+for _fn in ("sqrt", "exp", "ln", "log10", "log2", "sin", "cos", "tan", "asin", "acos", "atan"):
+    _register(SCALAR, _fn, 1, 1, _float_math, nulls="custom")
+_register(SCALAR, "power", 2, 2, _float_math)
+_register(SCALAR, "atan2", 2, 2, _float_math)
+_register(SCALAR, "pi", 0, 0, _const(T.FLOAT64))
+# conditional
+_register(SCALAR, "coalesce", 1, None, _same_as_common, nulls="custom")
+_register(SCALAR, "nullif", 2, 2, _nullif, nulls="custom")
+_register(SCALAR, "greatest", 1, None, _same_as_common)
+_register(SCALAR, "least", 1, None, _same_as_common)
+# date/time
+for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute",
+              "second", "millisecond", "microsecond", "epoch", "isodow", "isoyear"):
+    _register(SCALAR, f"extract_{_part}", 1, 1, _extract)
+_register(SCALAR, "date_trunc", 2, 2, _date_trunc)
+_register(SCALAR, "date_diff", 3, 3, _date_diff)
+_register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never")
+_register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never")
+
+
+# ---- aggregates --------------------------------------------------------------------------------
+
+
+def _agg_count(fn, ts):
+    return [None] * len(ts), T.INT64
+
+
+def _agg_sum(fn, ts):
+    (a,) = ts
+    if T.is_integer(a) or T.is_boolean(a):
+        return (T.INT64,), T.INT64
+    if T.is_decimal(a):
+        return (a,), T.decimal(38, a.scale)
+    if T.is_floating(a) or T.is_null(a):
+        return (T.FLOAT64,), T.FLOAT64
+    raise _fail(fn, ts)
+
+
+def _agg_avg(fn, ts):
+    (a,) = ts
+    if T.is_numeric(a) or T.is_null(a):
+        return (None,), T.FLOAT64
+    raise _fail(fn, ts)
+
+
+def _agg_minmax(fn, ts):
+    (a,) = ts
+    return (None,), T.INT64 if T.is_null(a) else a
+
+
+def _agg_stat(fn, ts):
+    (a,) = ts
+    if T.is_numeric(a) or T.is_null(a):
+        return (T.FLOAT64,), T.FLOAT64
+    raise _fail(fn, ts)
+
+
+def _agg_bool(fn, ts):
+    return _logical(fn, ts)
+
+
+_register(AGGREGATE, "count_star", 0, 0, _agg_count, nulls="never")
+_register(AGGREGATE, "count", 1, 1, _agg_count, nulls="never")
+_register(AGGREGATE, "sum", 1, 1, _agg_sum)
+_register(AGGREGATE, "avg", 1, 1, _agg_avg)
+_register(AGGREGATE, "min", 1, 1, _agg_minmax)
+_register(AGGREGATE, "max", 1, 1, _agg_minmax)
+_register(AGGREGATE, "any_value", 1, 1, _agg_minmax)
+for _fn in ("stddev_samp", "stddev_pop", "var_samp", "var_pop"):
+    _register(AGGREGATE, _fn, 1, 1, _agg_stat)
+_register(AGGREGATE, "bool_and", 1, 1, _agg_bool)
+_register(AGGREGATE, "bool_or", 1, 1, _agg_bool)
+
+
+def canonical(name: str) -> str:
+    name = name.lower()
+    return ALIASES.get(name, name)
+
+
+def lookup(name: str, aggregate: bool = False) -> FunctionDef | None:
+    return (AGGREGATE if aggregate else SCALAR).get(canonical(name))
+
+
+def check_arity(fdef: FunctionDef, n: int, display: str) -> None:
+    if n < fdef.min_args or (fdef.max_args is not None and n > fdef.max_args):
+        want = (str(fdef.min_args) if fdef.min_args == fdef.max_args
+                else f"{fdef.min_args} or more" if fdef.max_args is None
+                else f"{fdef.min_args} to {fdef.max_args}")
+        raise BindError(f"function {display.upper()} takes {want} arguments, got {n}")

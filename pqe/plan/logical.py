@@ -1,0 +1,381 @@
+"""Logical plan nodes: frozen, slotted dataclasses with a cached schema and invariant checks.
+
+Each node states which SQL it implements. Children are reached through `children()` and
+replaced with `with_children()`, so rules can be written generically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from .. import types as T
+from ..errors import InternalError
+from .expr import AggCall, ColumnRef, Expr, Field, SortKey, column_ids, walk
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..catalog import TableProvider
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+
+
+class LogicalPlan:
+    __slots__ = ()
+
+    schema: tuple[Field, ...]
+
+    def children(self) -> tuple[LogicalPlan, ...]:
+        return ()
+
+    def with_children(self, children: tuple[LogicalPlan, ...]) -> LogicalPlan:
+        return self
+
+    def expressions(self) -> tuple[Expr, ...]:
+        """The expressions this node evaluates (for column-usage analysis)."""
+        return ()
+
+    @property
+    def column_ids(self) -> tuple[str, ...]:
+        return tuple(f.id for f in self.schema)
+
+    def field(self, column_id: str) -> Field:
+        for f in self.schema:
+            if f.id == column_id:
+                return f
+        raise InternalError(f"column {column_id} not in {type(self).__name__} schema")
+
+    def __str__(self) -> str:
+        from .explain import format_plan
+
+        return format_plan(self)
+
+
+def _set_schema(node: LogicalPlan, schema: tuple[Field, ...]) -> None:
+    object.__setattr__(node, "schema", schema)
+
+
+def _check_refs(node: LogicalPlan, exprs, available: set[str]) -> None:
+    for e in exprs:
+        for sub in walk(e):
+            if isinstance(sub, ColumnRef) and sub.id not in available:
+                raise InternalError(
+                    f"{type(node).__name__} references column {sub.field.display} "
+                    f"({sub.id}) that its input does not produce")
+
+
+@dataclass(frozen=True, slots=True)
+class Scan(LogicalPlan):
+    """FROM table: reads `provider`; `projection` (column positions) and `filters` are pushed in
+    by the optimizer."""
+
+    table: str
+    provider: TableProvider
+    fields: tuple[Field, ...]
+    projection: tuple[int, ...] | None = None
+    filters: tuple[Expr, ...] = ()
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        cols = self.fields if self.projection is None else tuple(
+            self.fields[i] for i in self.projection)
+        _set_schema(self, cols)
+        _check_refs(self, self.filters, {f.id for f in self.fields})
+
+    def expressions(self):
+        return self.filters
+
+
+@dataclass(frozen=True, slots=True)
+class Values(LogicalPlan):
+    """VALUES (...), (...): rows of constant expressions (also the one-row input of SELECT 1)."""
+
+    fields: tuple[Field, ...]
+    rows: tuple[tuple[Expr, ...], ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        for row in self.rows:
+            if len(row) != len(self.fields):
+                raise InternalError("VALUES row width does not match its schema")
+        _set_schema(self, self.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter(LogicalPlan):
+    """WHERE / HAVING: keep rows where `predicate` is TRUE."""
+
+    input: LogicalPlan
+    predicate: Expr
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if not (T.is_boolean(self.predicate.dtype) or T.is_null(self.predicate.dtype)):
+            raise InternalError(f"filter predicate is {T.type_name(self.predicate.dtype)}")
+        _check_refs(self, [self.predicate], set(self.input.column_ids))
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+    def expressions(self):
+        return (self.predicate,)
+
+
+@dataclass(frozen=True, slots=True)
+class Project(LogicalPlan):
+    """SELECT list: output column i is `exprs[i]`, described by `fields[i]`."""
+
+    input: LogicalPlan
+    exprs: tuple[Expr, ...]
+    fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.exprs) != len(self.fields):
+            raise InternalError("projection expressions and fields differ in length")
+        ids = [f.id for f in self.fields]
+        if len(set(ids)) != len(ids):
+            raise InternalError(f"projection produces duplicate column ids: {ids}")
+        _check_refs(self, self.exprs, set(self.input.column_ids))
+        _set_schema(self, self.fields)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+    def expressions(self):
+        return self.exprs
+
+
+@dataclass(frozen=True, slots=True)
+class Join(LogicalPlan):
+    """JOIN of every kind. `on` holds equi-join key pairs (left expr, right expr); `filter` the
+    rest of the join condition. semi/anti output only the left columns. `null_aware` marks the
+    anti join of NOT IN: a NULL on either side of the key makes the comparison unknown."""
+
+    left: LogicalPlan
+    right: LogicalPlan
+    kind: str = "inner"
+    on: tuple[tuple[Expr, Expr], ...] = ()
+    filter: Expr | None = None
+    null_aware: bool = False
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.kind not in JOIN_KINDS:
+            raise InternalError(f"unknown join kind {self.kind}")
+        lids, rids = set(self.left.column_ids), set(self.right.column_ids)
+        if lids & rids:
+            raise InternalError(f"join inputs share column ids {sorted(lids & rids)}")
+        for lk, rk in self.on:
+            _check_refs(self, [lk], lids)
+            _check_refs(self, [rk], rids)
+            if lk.dtype != rk.dtype:
+                raise InternalError(
+                    f"join key types differ: {T.type_name(lk.dtype)} vs {T.type_name(rk.dtype)}")
+        if self.filter is not None:
+            _check_refs(self, [self.filter], lids | rids)
+        left, right = self.left.schema, self.right.schema
+        if self.kind in ("semi", "anti"):
+            _set_schema(self, left)
+            return
+        if self.kind in ("left", "full"):
+            right = tuple(f.with_nullable(True) for f in right)
+        if self.kind in ("right", "full"):
+            left = tuple(f.with_nullable(True) for f in left)
+        _set_schema(self, left + right)
+
+    def children(self):
+        return (self.left, self.right)
+
+    def with_children(self, children):
+        return replace(self, left=children[0], right=children[1])
+
+    def expressions(self):
+        out = [e for pair in self.on for e in pair]
+        if self.filter is not None:
+            out.append(self.filter)
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate(LogicalPlan):
+    """GROUP BY `group` computing `aggs`; output: group columns then aggregate columns.
+    With no group keys it yields exactly one row."""
+
+    input: LogicalPlan
+    group: tuple[Expr, ...]
+    group_fields: tuple[Field, ...]
+    aggs: tuple[AggCall, ...]
+    agg_fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.group) != len(self.group_fields) or len(self.aggs) != len(self.agg_fields):
+            raise InternalError("aggregate expressions and fields differ in length")
+        for a in self.aggs:
+            if not isinstance(a, AggCall):
+                raise InternalError(f"aggregate list holds a non-aggregate {a}")
+        _check_refs(self, self.group + self.aggs, set(self.input.column_ids))
+        _set_schema(self, self.group_fields + self.agg_fields)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+    def expressions(self):
+        return self.group + self.aggs
+
+
+@dataclass(frozen=True, slots=True)
+class Sort(LogicalPlan):
+    """ORDER BY; with `fetch` it is a top-N (ORDER BY ... LIMIT n)."""
+
+    input: LogicalPlan
+    keys: tuple[SortKey, ...]
+    fetch: int | None = None
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        _check_refs(self, [k.expr for k in self.keys], set(self.input.column_ids))
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+    def expressions(self):
+        return tuple(k.expr for k in self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Limit(LogicalPlan):
+    """LIMIT / OFFSET."""
+
+    input: LogicalPlan
+    fetch: int | None
+    offset: int = 0
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Union(LogicalPlan):
+    """UNION ALL of inputs with positionally matching columns (DISTINCT is an Aggregate on top)."""
+
+    inputs: tuple[LogicalPlan, ...]
+    fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        for p in self.inputs:
+            if len(p.schema) != len(self.fields):
+                raise InternalError("UNION inputs differ in width")
+            for a, b in zip(p.schema, self.fields, strict=True):
+                if a.dtype != b.dtype:
+                    raise InternalError(
+                        f"UNION input column {a.display} is {T.type_name(a.dtype)}, "
+                        f"expected {T.type_name(b.dtype)}")
+        _set_schema(self, self.fields)
+
+    def children(self):
+        return self.inputs
+
+    def with_children(self, children):
+        return replace(self, inputs=tuple(children))
+
+
+@dataclass(frozen=True, slots=True)
+class SingleRow(LogicalPlan):
+    """Checks that a scalar subquery yields at most one row (an error otherwise)."""
+
+    input: LogicalPlan
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def walk_plan(plan: LogicalPlan):
+    """Pre-order traversal of plan nodes."""
+    stack = [plan]
+    while stack:
+        p = stack.pop()
+        yield p
+        stack.extend(reversed(p.children()))
+
+
+def transform_up(plan: LogicalPlan, fn) -> LogicalPlan:
+    """Bottom-up rewrite: fn(node) returns a replacement or None."""
+    kids = plan.children()
+    if kids:
+        new = tuple(transform_up(k, fn) for k in kids)
+        if any(a is not b for a, b in zip(new, kids, strict=True)):
+            plan = plan.with_children(new)
+    out = fn(plan)
+    return plan if out is None else out
+
+
+def referenced_ids(plan: LogicalPlan) -> set[str]:
+    out: set[str] = set()
+    for e in plan.expressions():
+        out |= column_ids(e)
+    return out
+
+
+def map_expressions(plan: LogicalPlan, fn) -> LogicalPlan:
+    """The node with `fn` applied to each of its own expressions (children untouched)."""
+    from .expr import AggCall, SortKey
+
+    if isinstance(plan, Filter):
+        new = fn(plan.predicate)
+        return plan if new is plan.predicate else replace(plan, predicate=new)
+    if isinstance(plan, Project):
+        exprs = tuple(fn(e) for e in plan.exprs)
+        return plan if all(a is b for a, b in zip(exprs, plan.exprs, strict=True)) else replace(plan, exprs=exprs)
+    if isinstance(plan, Scan):
+        filters = tuple(fn(e) for e in plan.filters)
+        return plan if all(a is b for a, b in zip(filters, plan.filters, strict=True)) else replace(plan, filters=filters)
+    if isinstance(plan, Join):
+        on = tuple((fn(a), fn(b)) for a, b in plan.on)
+        filt = fn(plan.filter) if plan.filter is not None else None
+        if filt is plan.filter and all(x is y for p, q in zip(on, plan.on, strict=True) for x, y in zip(p, q, strict=True)):
+            return plan
+        return replace(plan, on=on, filter=filt)
+    if isinstance(plan, Aggregate):
+        group = tuple(fn(e) for e in plan.group)
+        aggs = []
+        for a in plan.aggs:
+            new = a.with_children(tuple(fn(c) for c in a.children()))
+            aggs.append(new if isinstance(new, AggCall) else a)
+        return replace(plan, group=group, aggs=tuple(aggs))
+    if isinstance(plan, Sort):
+        keys = tuple(SortKey(fn(k.expr), k.ascending, k.nulls_first) for k in plan.keys)
+        return replace(plan, keys=keys)
+    return plan

@@ -1,0 +1,282 @@
+"""Cardinality estimates from table statistics, feeding join order and join strategy.
+
+Row counts and min/max come from Parquet footers; filter selectivity is interpolated from
+min/max for range predicates on numbers and dates, and taken from distinct-count estimates for
+equalities. Estimates only steer plan choices, never answers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from .. import types as T
+from .expr import Call, Cast, ColumnRef, Expr, InList, Literal, conjuncts
+from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, SingleRow,
+                      Sort, Union, Values)
+
+DEFAULT_SELECTIVITY = 0.25
+EQ_SELECTIVITY = 0.1
+RANGE_SELECTIVITY = 1 / 3
+LIKE_SELECTIVITY = 0.1
+
+
+@dataclass
+class ColumnEstimate:
+    ndv: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+def _as_number(v) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float, decimal.Decimal)):
+        return float(v)
+    if isinstance(v, datetime.datetime):
+        return v.timestamp() / 86400.0
+    if isinstance(v, datetime.date):
+        return float(v.toordinal() - 719163)  # days since epoch, as date32
+    return None
+
+
+def type_width(t: pa.DataType) -> int:
+    """Rough bytes per value, for size estimates."""
+    if T.is_text(t) or pa.types.is_binary(t):
+        return 24
+    if T.is_decimal(t):
+        return 16
+    try:
+        return max(1, t.bit_width // 8)
+    except ValueError:
+        return 16
+
+
+class Estimator:
+    """Memoized row and column estimates for one plan."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, float] = {}
+        self._cols: dict[int, dict[str, ColumnEstimate]] = {}
+        self._keep: list[LogicalPlan] = []  # keep nodes alive so id() keys stay unique
+
+    # ---- rows ------------------------------------------------------------------------------
+
+    def rows(self, plan: LogicalPlan) -> float:
+        key = id(plan)
+        if key not in self._rows:
+            self._keep.append(plan)
+            self._rows[key] = max(1.0, self._compute_rows(plan))
+        return self._rows[key]
+
+    def bytes(self, plan: LogicalPlan) -> float:
+        width = sum(type_width(f.dtype) for f in plan.schema) or 8
+        return self.rows(plan) * width
+
+    def _compute_rows(self, plan: LogicalPlan) -> float:
+        if isinstance(plan, Scan):
+            n = plan.provider.statistics().num_rows
+            base = float(n) if n is not None else 1e6
+            # distinct counts are capped by the unfiltered row count while the pushed-in
+            # filters' selectivity is worked out
+            self._rows[id(plan)] = max(1.0, base)
+            return base * self.selectivity(plan.filters, plan)
+        if isinstance(plan, Values):
+            return float(len(plan.rows))
+        if isinstance(plan, Filter):
+            return self.rows(plan.input) * self.selectivity(conjuncts(plan.predicate), plan.input)
+        if isinstance(plan, (Project, Sort, SingleRow)):
+            n = self.rows(plan.input)
+            if isinstance(plan, Sort) and plan.fetch is not None:
+                n = min(n, plan.fetch)
+            if isinstance(plan, SingleRow):
+                n = 1.0
+            return n
+        if isinstance(plan, Limit):
+            n = self.rows(plan.input)
+            return n if plan.fetch is None else min(n, plan.fetch)
+        if isinstance(plan, Aggregate):
+            if not plan.group:
+                return 1.0
+            n = self.rows(plan.input)
+            groups = 1.0
+            for g in plan.group:
+                est = self.column(plan.input, g)
+                groups *= est.ndv if est.ndv else max(1.0, n / 10)
+            return min(n, groups)
+        if isinstance(plan, Union):
+            return sum(self.rows(p) for p in plan.inputs)
+        if isinstance(plan, Join):
+            return self._join_rows(plan)
+        return 1e6
+
+    def join_rows(self, left: LogicalPlan, right: LogicalPlan,
+                  on: tuple[tuple[Expr, Expr], ...]) -> float:
+        """Inner equi-join output: |L||R| / max(ndv(lk), ndv(rk)) for the most selective key."""
+        nl, nr = self.rows(left), self.rows(right)
+        if not on:
+            return nl * nr
+        best = nl * nr
+        for lk, rk in on:
+            dl = self.column(left, lk).ndv or nl
+            dr = self.column(right, rk).ndv or nr
+            best = min(best, nl * nr / max(dl, dr, 1.0))
+        return best
+
+    def _join_rows(self, plan: Join) -> float:
+        nl = self.rows(plan.left)
+        if plan.kind in ("semi", "anti"):
+            inner = self.join_rows(plan.left, plan.right, plan.on)
+            frac = min(1.0, inner / nl) if plan.on else 0.5
+            return nl * (frac if plan.kind == "semi" else max(0.1, 1 - frac))
+        n = self.join_rows(plan.left, plan.right, plan.on)
+        if plan.filter is not None:
+            n *= self.selectivity(conjuncts(plan.filter), plan)
+        if plan.kind in ("left", "full"):
+            n = max(n, nl)
+        if plan.kind in ("right", "full"):
+            n = max(n, self.rows(plan.right))
+        return n
+
+    # ---- columns ---------------------------------------------------------------------------
+
+    def column(self, plan: LogicalPlan, expr: Expr) -> ColumnEstimate:
+        while isinstance(expr, Cast):
+            expr = expr.arg
+        if not isinstance(expr, ColumnRef):
+            return ColumnEstimate()
+        cols = self._columns(plan)
+        est = cols.get(expr.id, ColumnEstimate())
+        rows = self.rows(plan)
+        if est.ndv is not None and est.ndv > rows:
+            est = ColumnEstimate(rows, est.min, est.max)
+        return est
+
+    def _columns(self, plan: LogicalPlan) -> dict[str, ColumnEstimate]:
+        key = id(plan)
+        if key in self._cols:
+            return self._cols[key]
+        self._keep.append(plan)
+        out: dict[str, ColumnEstimate] = {}
+        if isinstance(plan, Scan):
+            stats = plan.provider.statistics()
+            n = stats.num_rows
+            for f in plan.fields:
+                cs = stats.columns.get(f.name)
+                if cs is None:
+                    continue
+                lo, hi = _as_number(cs.min), _as_number(cs.max)
+                ndv = cs.distinct_count
+                if ndv is None and lo is not None and hi is not None and n:
+                    if T.is_integer(f.dtype) or pa.types.is_date(f.dtype):
+                        ndv = min(n, hi - lo + 1)
+                    elif T.is_decimal(f.dtype):
+                        ndv = min(n, (hi - lo) * 10 ** f.dtype.scale + 1)
+                out[f.id] = ColumnEstimate(ndv, lo, hi)
+        elif isinstance(plan, Project):
+            inner = self._columns(plan.input)
+            for e, f in zip(plan.exprs, plan.fields, strict=True):
+                base = e
+                while isinstance(base, Cast):
+                    base = base.arg
+                if isinstance(base, ColumnRef) and base.id in inner:
+                    out[f.id] = inner[base.id]
+        elif isinstance(plan, Aggregate):
+            inner = self._columns(plan.input)
+            for e, f in zip(plan.group, plan.group_fields, strict=True):
+                if isinstance(e, ColumnRef) and e.id in inner:
+                    out[f.id] = inner[e.id]
+        else:
+            for child in plan.children():
+                out.update(self._columns(child))
+        self._cols[key] = out
+        return out
+
+    # ---- selectivity -----------------------------------------------------------------------
+
+    def selectivity(self, predicates, plan: LogicalPlan) -> float:
+        s = 1.0
+        for p in predicates:
+            s *= self._selectivity(p, plan)
+        return s
+
+    def _selectivity(self, e: Expr, plan: LogicalPlan) -> float:
+        if isinstance(e, Literal):
+            return 1.0 if e.value is True else 0.0
+        if isinstance(e, InList):
+            eq = self._eq_selectivity(e.arg, plan)
+            s = min(1.0, eq * len(e.values))
+            return 1 - s if e.negated else s
+        if not isinstance(e, Call):
+            return DEFAULT_SELECTIVITY
+        fn = e.fn
+        if fn == "and":
+            return self.selectivity(e.args, plan)
+        if fn == "or":
+            a, b = (self._selectivity(x, plan) for x in e.args)
+            return a + b - a * b
+        if fn == "not":
+            return 1 - self._selectivity(e.args[0], plan)
+        if fn in ("eq", "ne", "lt", "le", "gt", "ge"):
+            col, lit, flipped = self._col_lit(e)
+            if col is None:
+                return EQ_SELECTIVITY if fn == "eq" else DEFAULT_SELECTIVITY
+            if fn == "eq":
+                return self._eq_selectivity(col, plan)
+            if fn == "ne":
+                return 1 - self._eq_selectivity(col, plan)
+            return self._range_selectivity(col, lit, fn, flipped, plan)
+        if fn in ("like", "ilike", "starts_with", "ends_with", "contains", "regexp_matches"):
+            return LIKE_SELECTIVITY
+        if fn == "is_null":
+            return 0.05 if e.args[0].nullable else 0.0
+        if fn == "is_not_null":
+            return 0.95 if e.args[0].nullable else 1.0
+        return DEFAULT_SELECTIVITY
+
+    @staticmethod
+    def _col_lit(e: Call):
+        a, b = e.args
+        strip = lambda x: x.arg if isinstance(x, Cast) else x  # noqa: E731
+        a, b = strip(a), strip(b)
+        if isinstance(a, ColumnRef) and isinstance(b, Literal):
+            return a, b, False
+        if isinstance(b, ColumnRef) and isinstance(a, Literal):
+            return b, a, True
+        return None, None, False
+
+    def _column_in(self, plan: LogicalPlan, col: Expr) -> ColumnEstimate:
+        """Column estimate for a predicate evaluated at `plan` (a join's condition is looked up
+        in the input that produces the column, so the join's own size is not needed)."""
+        if isinstance(plan, Join):
+            base = col.arg if isinstance(col, Cast) else col
+            if isinstance(base, ColumnRef):
+                side = plan.left if base.id in set(plan.left.column_ids) else plan.right
+                return self.column(side, col)
+        return self.column(plan, col)
+
+    def _eq_selectivity(self, col: Expr, plan: LogicalPlan) -> float:
+        est = self._column_in(plan, col)
+        if est.ndv:
+            return min(1.0, 1.0 / est.ndv)
+        return EQ_SELECTIVITY
+
+    def _range_selectivity(self, col, lit, fn, flipped, plan) -> float:
+        est = self._column_in(plan, col)
+        v = _as_number(lit.value)
+        if est.min is None or est.max is None or v is None or est.max <= est.min:
+            return RANGE_SELECTIVITY
+        if flipped:
+            fn = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}[fn]
+        frac = (v - est.min) / (est.max - est.min)
+        frac = min(1.0, max(0.0, frac))
+        s = frac if fn in ("lt", "le") else 1 - frac
+        return min(1.0, max(s, 1e-4))
+
+
+def log_rows(n: float) -> float:
+    return math.log10(max(n, 1.0))

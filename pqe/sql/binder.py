@@ -1,0 +1,986 @@
+"""Bind sqlglot ASTs to pqe logical plans.
+
+sqlglot does what it does well first: `qualify` resolves every column to its table alias,
+expands `*`, pushes derived-table column aliases inward and expands GROUP BY ordinals and
+alias references. The binder then walks the qualified AST and builds the plan through
+`pqe.plan.builder`, the same builder the DataFrame API uses.
+
+Subqueries become `SubqueryExpr` nodes (with `OuterRef`s for correlated columns); the
+decorrelation rule turns them into semi/anti/left joins. sqlglot's own `unnest_subqueries` is
+not used: it rewrites EXISTS into LEFT JOIN + IS NULL and non-equality correlation into
+ARRAY_AGG/ARRAY_ANY, which loses the semi/anti joins and NOT IN's NULL semantics pqe needs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
+
+from .. import types as T
+from ..catalog import Catalog, TableProvider
+from ..errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Error,
+                      TypeMismatchError, UnknownColumnError, UnknownTableError,
+                      UnsupportedError, suggest)
+from ..plan import builder as B
+from ..plan.expr import (AggCall, ColumnRef, Expr, Field, Literal, OuterRef, SortKey,
+                         SubqueryExpr, column_ids, lit)
+from ..plan.logical import LogicalPlan, Project
+from .parser import PQEDialect, node_position
+
+
+@dataclass
+class View:
+    """A named query stored in the catalog; bound afresh at each use."""
+
+    sql: str
+    column_names: tuple[str, ...] | None = None
+
+
+class Scope:
+    """Names visible while binding one SELECT: table alias -> column name -> field."""
+
+    def __init__(self, parent: Scope | None = None):
+        self.parent = parent
+        self.tables: dict[str, dict[str, list[Field]]] = {}
+
+    def add(self, alias: str, fields: list[tuple[str, Field]]) -> None:
+        cols: dict[str, list[Field]] = {}
+        for name, f in fields:
+            cols.setdefault(name, []).append(f)
+        self.tables[alias] = cols
+
+    def lookup(self, table: str | None, column: str) -> Expr | None:
+        scope, depth = self, 0
+        while scope is not None:
+            hit = scope._find(table, column)
+            if hit is not None:
+                return ColumnRef(hit) if depth == 0 else OuterRef(hit)
+            scope, depth = scope.parent, depth + 1
+        return None
+
+    def _find(self, table: str | None, column: str) -> Field | None:
+        if table is not None:
+            cols = self.tables.get(table)
+            if cols is None or column not in cols:
+                return None
+            hits = cols[column]
+        else:
+            hits = [f for cols in self.tables.values() for f in cols.get(column, [])]
+        if len(hits) > 1:
+            where = f"{table}." if table else ""
+            raise AmbiguousColumnError(f"column reference '{where}{column}' is ambiguous")
+        return hits[0] if hits else None
+
+    def all_names(self) -> list[str]:
+        out = []
+        scope = self
+        while scope is not None:
+            for alias, cols in scope.tables.items():
+                out += list(cols) + [f"{alias}.{c}" for c in cols]
+            scope = scope.parent
+        return out
+
+
+@dataclass
+class _AggContext:
+    """State for binding expressions above an Aggregate (SELECT, HAVING, ORDER BY)."""
+
+    from_scope: Scope
+    groups: list[tuple[Expr, Field]]
+    aggs: list[tuple[AggCall, Field]]
+
+
+_INTERVAL_UNITS = {
+    "year": (12, 0, 0), "years": (12, 0, 0), "quarter": (3, 0, 0), "quarters": (3, 0, 0),
+    "month": (1, 0, 0), "months": (1, 0, 0), "mon": (1, 0, 0), "mons": (1, 0, 0),
+    "week": (0, 7, 0), "weeks": (0, 7, 0), "day": (0, 1, 0), "days": (0, 1, 0),
+    "hour": (0, 0, 3600 * 10**9), "hours": (0, 0, 3600 * 10**9),
+    "minute": (0, 0, 60 * 10**9), "minutes": (0, 0, 60 * 10**9),
+    "second": (0, 0, 10**9), "seconds": (0, 0, 10**9),
+    "millisecond": (0, 0, 10**6), "milliseconds": (0, 0, 10**6),
+    "microsecond": (0, 0, 10**3), "microseconds": (0, 0, 10**3),
+}
+
+_BINARY = {
+    exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide",
+    exp.Mod: "modulo", exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le",
+    exp.GT: "gt", exp.GTE: "ge", exp.And: "and", exp.Or: "or",
+    exp.NullSafeEQ: "is_not_distinct_from", exp.NullSafeNEQ: "is_distinct_from",
+    exp.DPipe: "concat",
+}
+
+# sqlglot function classes -> (pqe function, argument keys in order)
+_FUNCS: dict[type, tuple[str, tuple[str, ...]]] = {
+    exp.Upper: ("upper", ("this",)), exp.Lower: ("lower", ("this",)),
+    exp.Length: ("length", ("this",)), exp.Abs: ("abs", ("this",)),
+    exp.Round: ("round", ("this", "decimals")), exp.Ceil: ("ceil", ("this",)),
+    exp.Floor: ("floor", ("this",)), exp.Sign: ("sign", ("this",)),
+    exp.Sqrt: ("sqrt", ("this",)), exp.Ln: ("ln", ("this",)), exp.Exp: ("exp", ("this",)),
+    exp.Pow: ("power", ("this", "expression")),
+    exp.Coalesce: ("coalesce", ("this", "expressions")),
+    exp.Nullif: ("nullif", ("this", "expression")),
+    exp.Greatest: ("greatest", ("this", "expressions")),
+    exp.Least: ("least", ("this", "expressions")),
+    exp.StrPosition: ("position", ("this", "substr")),
+    exp.Replace: ("replace", ("this", "expression", "replacement")),
+    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
+    exp.Left: ("left", ("this", "expression")), exp.Right: ("right", ("this", "expression")),
+    exp.Concat: ("concat", ("expressions",)),
+    exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
+    exp.RegexpLike: ("regexp_matches", ("this", "expression")),
+    exp.StartsWith: ("starts_with", ("this", "expression")),
+    exp.Reverse: ("reverse", ("this",)),
+    exp.Repeat: ("repeat", ("this", "times")),
+    exp.Pad: ("lpad", ("this", "expression", "fill_pattern")),
+    exp.Mod: ("modulo", ("this", "expression")),
+    exp.CurrentDate: ("current_date", ()), exp.CurrentTimestamp: ("current_timestamp", ()),
+}
+
+_AGGS: dict[type, str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.AnyValue: "any_value",
+}
+
+
+def _is_agg_node(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Filter):
+        return _is_agg_node(node.this)
+    if isinstance(node, exp.Anonymous):
+        from ..plan import functions as F
+        return F.canonical(node.name) in F.AGGREGATE
+    return isinstance(node, exp.AggFunc)
+
+
+def _find_aggs(node: exp.Expression) -> list[exp.Expression]:
+    """Aggregate calls in an expression, not looking into subqueries or inside other aggs."""
+    out: list[exp.Expression] = []
+
+    def rec(n):
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Exists)):
+            return
+        if isinstance(n, exp.Window):
+            raise UnsupportedError("window functions (OVER) are not supported yet")
+        if _is_agg_node(n):
+            out.append(n)
+            return
+        for child in n.iter_expressions():
+            rec(child)
+
+    rec(node)
+    return out
+
+
+class Binder:
+    """Binds one statement's query against a catalog snapshot."""
+
+    def __init__(self, catalog: Catalog, sql: str = ""):
+        self.catalog = catalog
+        self.sql = sql
+        self.ctes: list[dict[str, tuple[LogicalPlan, list[str]]]] = []
+        self.providers: dict[str, TableProvider] = {}
+        self.keys: dict[str, dict[str, str]] = {}  # table -> sqlglot column key -> real name
+
+    # ---- entry ---------------------------------------------------------------------------
+
+    def bind_query(self, node: exp.Expression) -> LogicalPlan:
+        """A query AST -> a plan whose final Project names the output columns."""
+        node = self._qualify(node)
+        plan, _ = self.query(node, None)
+        return plan
+
+    # ---- qualification -----------------------------------------------------------------------
+
+    def _cte_names(self, node: exp.Expression) -> set[str]:
+        return {c.alias_or_name for c in node.find_all(exp.CTE)}
+
+    def _qualify(self, node: exp.Expression) -> exp.Expression:
+        cte_names = self._cte_names(node)
+        schema: dict[str, dict[str, str]] = {}
+        for table in node.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier):
+                raise UnsupportedError(f"table expression {table.sql()} is not supported yet")
+            name = table.name
+            if name in cte_names and not table.args.get("db"):
+                continue
+            if table.args.get("db") or table.args.get("catalog"):
+                raise UnsupportedError(f"qualified table names ({table.sql()}) are not supported")
+            quoted = table.this.quoted
+            try:
+                real, entry = self.catalog.lookup(name, exact=quoted)
+            except UnknownTableError as e:
+                pos = node_position(self.sql, table)
+                raise UnknownTableError(str(e) + _at(pos)) from None
+            table.set("this", exp.to_identifier(real, quoted=True))
+            if real in schema:
+                continue
+            cols = self._columns_of(real, entry)
+            keys = _column_keys([c for c, _ in cols])
+            self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
+            schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
+        # quoted column names are exact: map them to the key qualify will look for
+        real_to_key = {}
+        for table_keys in self.keys.values():
+            for k, real in table_keys.items():
+                real_to_key.setdefault(real, k)
+        for ident in node.find_all(exp.Identifier):
+            if ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
+                if ident.name in real_to_key:
+                    ident.set("this", real_to_key[ident.name])
+                else:
+                    ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
+        _name_unaliased_projections(node)
+        try:
+            return qualify(node, schema=MappingSchema(schema, normalize=False),
+                           dialect=PQEDialect, validate_qualify_columns=True,
+                           quote_identifiers=True, identify=True)
+        except OptimizeError as e:
+            raise self._qualify_error(str(e), schema) from None
+
+    def _columns_of(self, real: str, entry) -> list[tuple[str, str]]:
+        if isinstance(entry, TableProvider):
+            return [(f.name, T.type_name(f.type)) for f in entry.schema]
+        if isinstance(entry, View):
+            plan = self._bind_view(real, entry)
+            return [(f.name, T.type_name(f.dtype)) for f in plan.schema]
+        raise UnsupportedError(f"catalog entry {real!r} cannot be queried")
+
+    def _qualify_error(self, msg: str, schema) -> Error:
+        m = re.search(r"Column '([^']*)' could not be resolved(?:.*?Line: (\d+), Col: (\d+))?", msg)
+        if m:
+            col = m.group(1).replace("\x00", "")
+            cands = [c for cols in schema.values() for c in cols]
+            where = ""
+            if m.group(2):
+                line, endcol = int(m.group(2)), int(m.group(3))
+                where = f" at line {line}, column {max(1, endcol - len(col) + 1)}"
+            return UnknownColumnError(f"column '{col}' does not exist{where}{suggest(col, cands)}")
+        if "Ambiguous" in msg or "ambiguous" in msg:
+            return AmbiguousColumnError(msg.split(". Line")[0].replace("\x00", ""))
+        return BindError(msg.split("\n")[0].replace("\x00", ""))
+
+    def _bind_view(self, name: str, view: View) -> LogicalPlan:
+        from .parser import parse
+
+        stmts = parse(view.sql)
+        plan = Binder(self.catalog, view.sql).bind_query(stmts[0])
+        if view.column_names:
+            if len(view.column_names) != len(plan.schema):
+                raise BindError(f"view {name} names {len(view.column_names)} columns "
+                                f"but its query produces {len(plan.schema)}")
+            plan = B.project(plan, [(ColumnRef(f), n)
+                                    for f, n in zip(plan.schema, view.column_names, strict=True)])
+        return plan
+
+    # ---- queries -------------------------------------------------------------------------------
+
+    def query(self, node: exp.Expression, outer: Scope | None) -> tuple[LogicalPlan, list[str]]:
+        with_ = node.args.get("with_")
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise UnsupportedError("WITH RECURSIVE is not supported yet")
+            frame: dict[str, tuple[LogicalPlan, list[str]]] = {}
+            self.ctes.append(frame)
+            try:
+                for cte in with_.expressions:
+                    plan, names = self.query(cte.this, outer)
+                    frame[cte.alias_or_name] = (plan, names)
+                return self._query_body(node, outer)
+            finally:
+                self.ctes.pop()
+        return self._query_body(node, outer)
+
+    def _query_body(self, node, outer):
+        if isinstance(node, exp.Select):
+            return self.select(node, outer)
+        if isinstance(node, exp.Subquery):
+            plan, names = self.query(node.this, outer)
+            return self._order_limit_outer(node, plan, names, outer)
+        if isinstance(node, exp.SetOperation):
+            return self.set_operation(node, outer)
+        if isinstance(node, exp.Values):
+            plan = self.values(node, outer)
+            return plan, [f.name for f in plan.schema]
+        raise UnsupportedError(f"{type(node).__name__.upper()} statement is not supported here")
+
+    def _order_limit_outer(self, node, plan, names, outer):
+        """ORDER BY / LIMIT attached to a parenthesized query or a set operation."""
+        order = node.args.get("order")
+        if order is not None:
+            scope = Scope(outer)
+            scope.add("", [(n, f) for n, f in zip(names, plan.schema, strict=True)])
+            keys = []
+            for o in order.expressions:
+                e = self._output_ref(o.this, plan, names)
+                if e is None:
+                    e = self.expr(o.this, scope)
+                keys.append(self._sort_key(o, e))
+            plan = B.sort(plan, keys)
+        plan = self._limit(node, plan)
+        return plan, names
+
+    def set_operation(self, node: exp.SetOperation, outer):
+        left, lnames = self.query(node.this, outer)
+        right, _ = self.query(node.expression, outer)
+        distinct = node.args.get("distinct", True)
+        if isinstance(node, exp.Union):
+            plan = B.union_all([left, right])
+            if distinct:
+                plan = B.distinct(plan)
+        else:
+            raise UnsupportedError(f"{node.key.upper()} is not supported yet")
+        plan = B.project(plan, [(ColumnRef(f), n) for f, n in zip(plan.schema, lnames, strict=True)])
+        return self._order_limit_outer(node, plan, lnames, outer)
+
+    def values(self, node: exp.Values, outer) -> LogicalPlan:
+        scope = Scope(outer)
+        rows = []
+        for tup in node.expressions:
+            items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+            rows.append([self.expr(e, scope) for e in items])
+        width = len(rows[0]) if rows else 0
+        alias = node.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None and alias.columns else []
+        names += [f"col{i + 1}" for i in range(len(names), width)]
+        return B.values(names[:width], rows)
+
+    # ---- SELECT --------------------------------------------------------------------------------
+
+    def select(self, sel: exp.Select, outer: Scope | None):
+        scope = Scope(outer)
+        plan = self.from_clause(sel, scope)
+        where = sel.args.get("where")
+        if where is not None:
+            pred = self.expr(where.this, scope, clause="WHERE")
+            plan = B.filter(plan, pred)
+
+        items = list(sel.expressions)
+        having = sel.args.get("having")
+        order = sel.args.get("order")
+        group = sel.args.get("group")
+        agg_nodes: list[exp.Expression] = []
+        for it in items:
+            agg_nodes += _find_aggs(it)
+        if having is not None:
+            agg_nodes += _find_aggs(having.this)
+        if order is not None:
+            for o in order.expressions:
+                agg_nodes += _find_aggs(o.this)
+
+        agg_ctx = None
+        if group is not None or agg_nodes:
+            plan, agg_ctx = self.aggregate(plan, scope, group, agg_nodes)
+            if having is not None:
+                pred = self.expr(having.this, scope, agg=agg_ctx, clause="HAVING")
+                plan = B.filter(plan, pred)
+        elif having is not None:
+            raise AggregateMisuseError("HAVING needs GROUP BY or an aggregate")
+
+        # SELECT list
+        bound: list[tuple[Expr, str]] = []
+        for it in items:
+            if isinstance(it, exp.Star):
+                raise BindError("SELECT * needs a FROM clause")
+            name = it.alias_or_name
+            target = it.this if isinstance(it, exp.Alias) else it
+            bound.append((self.expr(target, scope, agg=agg_ctx, clause="SELECT"), name))
+
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on"):
+            raise UnsupportedError("DISTINCT ON is not supported yet")
+
+        # ORDER BY: keys may name output columns, or be expressions over the input
+        extra: list[tuple[Expr, str]] = []
+        keys: list[tuple[exp.Ordered, Expr | int]] = []
+        if order is not None:
+            out_names = [n for _, n in bound]
+            for o in order.expressions:
+                ref = self._output_index(o.this, out_names, bound)
+                if ref is not None:
+                    keys.append((o, ref))
+                    continue
+                e = self.expr(o.this, scope, agg=agg_ctx, clause="ORDER BY")
+                match = next((i for i, (b, _) in enumerate(bound) if b == e), None)
+                if match is not None:
+                    keys.append((o, match))
+                    continue
+                if distinct is not None:
+                    raise BindError("for SELECT DISTINCT, ORDER BY expressions must appear in "
+                                    "the select list")
+                extra.append((e, f"__order{len(extra)}"))
+                keys.append((o, len(bound) + len(extra) - 1))
+
+        proj = B.project(plan, bound + extra)
+        plan = proj
+        if distinct is not None:
+            plan = B.distinct(plan)
+        if keys:
+            sort_keys = [self._sort_key(o, ColumnRef(plan.schema[i])) for o, i in keys]
+            plan = B.sort(plan, sort_keys)
+        plan = self._limit(sel, plan)
+        if extra:
+            plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[: len(bound)]])
+        return plan, [n for _, n in bound]
+
+    def _output_index(self, node, out_names, bound) -> int | None:
+        """ORDER BY 2 / ORDER BY alias -> index into the select list."""
+        if isinstance(node, exp.Literal) and not node.is_string:
+            try:
+                k = int(node.this)
+            except ValueError:
+                return None
+            if not 1 <= k <= len(bound):
+                raise BindError(f"ORDER BY position {k} is not in the select list")
+            return k - 1
+        if isinstance(node, exp.Column) and not node.table:
+            hits = [i for i, n in enumerate(out_names) if n == node.name]
+            if len(hits) == 1:
+                return hits[0]
+            if len(hits) > 1 and len({bound[i][0] for i in hits}) == 1:
+                return hits[0]
+            if len(hits) > 1:
+                raise AmbiguousColumnError(f"ORDER BY '{node.name}' is ambiguous")
+        return None
+
+    def _output_ref(self, node, plan, names) -> Expr | None:
+        idx = None
+        if isinstance(node, exp.Literal) and not node.is_string:
+            idx = int(node.this) - 1
+        elif isinstance(node, exp.Column) and not node.table and node.name in names:
+            idx = names.index(node.name)
+        if idx is None:
+            return None
+        if not 0 <= idx < len(plan.schema):
+            raise BindError(f"ORDER BY position {idx + 1} is not in the select list")
+        return ColumnRef(plan.schema[idx])
+
+    def _sort_key(self, o: exp.Ordered, e: Expr) -> SortKey:
+        desc = bool(o.args.get("desc"))
+        nulls_first = o.args.get("nulls_first")
+        if nulls_first is None:
+            nulls_first = desc
+        return SortKey(e, not desc, bool(nulls_first))
+
+    def _limit(self, node, plan):
+        limit = node.args.get("limit")
+        offset = node.args.get("offset")
+        if limit is None and offset is None:
+            return plan
+        fetch = self._int_clause(limit.expression if limit is not None else None, "LIMIT")
+        skip = self._int_clause(offset.expression if offset is not None else None, "OFFSET") or 0
+        from ..plan.logical import Sort
+
+        if isinstance(plan, Sort) and fetch is not None and plan.fetch is None:
+            plan = B.sort(plan.input, plan.keys, fetch + skip)
+            if skip == 0:
+                return plan
+        return B.limit(plan, fetch, skip)
+
+    def _int_clause(self, node, what: str) -> int | None:
+        if node is None:
+            return None
+        e = self.expr(node, Scope())
+        if isinstance(e, Literal) and e.value is None:
+            return None
+        if not (isinstance(e, Literal) and isinstance(e.value, int) and not isinstance(e.value, bool)):
+            raise BindError(f"{what} must be a constant integer")
+        if e.value < 0:
+            raise BindError(f"{what} must not be negative")
+        return e.value
+
+    # ---- FROM ----------------------------------------------------------------------------------
+
+    def from_clause(self, sel: exp.Select, scope: Scope) -> LogicalPlan:
+        from_ = sel.args.get("from_")
+        if from_ is None:
+            if sel.args.get("joins"):
+                raise BindError("JOIN without FROM")
+            return B.values(["dummy"], [[lit(0)]])
+        plan = self.source(from_.this, scope)
+        for j in sel.args.get("joins") or []:
+            plan = self.join(plan, j, scope)
+        return plan
+
+    def join(self, left: LogicalPlan, j: exp.Join, scope: Scope) -> LogicalPlan:
+        side = (j.args.get("side") or "").upper()
+        kind = (j.args.get("kind") or "").upper()
+        if kind in ("SEMI", "ANTI"):
+            raise UnsupportedError(f"{kind} JOIN syntax is not supported; use EXISTS")
+        if j.args.get("using"):
+            raise UnsupportedError("JOIN ... USING is not supported yet; use ON")
+        right = self.source(j.this, scope)
+        jkind = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
+        on = j.args.get("on")
+        cond = None
+        if on is not None:
+            cond = self.expr(on, scope, clause="ON")
+            if not (T.is_boolean(cond.dtype) or T.is_null(cond.dtype)):
+                raise TypeMismatchError(f"JOIN condition must be BOOLEAN, not {T.type_name(cond.dtype)}")
+            cond = B.cast(cond, T.BOOLEAN)
+        elif jkind != "inner":
+            raise BindError(f"{side} JOIN needs an ON condition")
+        return B.join(left, right, jkind, (), cond)
+
+    def source(self, node: exp.Expression, scope: Scope) -> LogicalPlan:
+        alias = node.alias_or_name
+        if isinstance(node, exp.Table):
+            name = node.name
+            cte = self._find_cte(name)
+            if cte is not None:
+                plan, names = cte
+                plan = B.project(plan, [(ColumnRef(f), n)
+                                        for f, n in zip(plan.schema, names, strict=True)],
+                                 qualifier=alias)
+                scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
+                return plan
+            real, entry = self.catalog.lookup(name, exact=True)
+            if isinstance(entry, View):
+                plan = self._bind_view(real, entry)
+                plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema],
+                                 qualifier=alias)
+                keys = _column_keys([f.name for f in plan.schema])
+                scope.add(alias, list(zip(keys, plan.schema, strict=True)))
+                return plan
+            plan = B.scan(real, entry, alias)
+            keys = _column_keys([f.name for f in plan.schema])
+            scope.add(alias, list(zip(keys, plan.schema, strict=True)))
+            return plan
+        if isinstance(node, exp.Subquery):
+            plan, names = self.query(node.this, scope.parent)
+            cols = node.args.get("alias").columns if node.args.get("alias") else []
+            if cols:
+                names = [c.name for c in cols] + names[len(cols):]
+            scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
+            return plan
+        if isinstance(node, exp.Values):
+            plan = self.values(node, scope.parent)
+            scope.add(alias or "values", [(f.name, f) for f in plan.schema])
+            return plan
+        raise UnsupportedError(f"{node.key.upper()} in FROM is not supported yet")
+
+    def _find_cte(self, name: str):
+        for frame in reversed(self.ctes):
+            if name in frame:
+                return frame[name]
+        return None
+
+    # ---- GROUP BY --------------------------------------------------------------------------------
+
+    def aggregate(self, plan, scope, group, agg_nodes):
+        groups: list[tuple[Expr, Field]] = []
+        gitems: list[tuple[Expr, str]] = []
+        if group is not None:
+            if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+                raise UnsupportedError("ROLLUP / CUBE / GROUPING SETS are not supported yet")
+            for g in group.expressions:
+                e = self.expr(g, scope, clause="GROUP BY")
+                if any(e == x for x, _ in gitems):
+                    continue
+                name = g.name if isinstance(g, exp.Column) else g.sql()
+                gitems.append((e, name))
+        aitems: list[tuple[AggCall, str]] = []
+        for node in agg_nodes:
+            a = self.agg_call(node, scope)
+            if not any(a == x for x, _ in aitems):
+                aitems.append((a, node.sql()))
+        agg = B.aggregate(plan, gitems, aitems)
+        groups = [(e, f) for (e, _), f in zip(gitems, agg.group_fields, strict=True)]
+        aggs = [(a, f) for (a, _), f in zip(aitems, agg.agg_fields, strict=True)]
+        return agg, _AggContext(scope, groups, aggs)
+
+    def agg_call(self, node: exp.Expression, scope: Scope) -> AggCall:
+        filt = None
+        if isinstance(node, exp.Filter):
+            filt = self.expr(node.expression.this, scope, clause="FILTER")
+            node = node.this
+        distinct = False
+        if isinstance(node, exp.Anonymous):
+            name = node.name
+            arg_nodes = list(node.expressions)
+        else:
+            name = _AGGS.get(type(node))
+            if name is None:
+                raise UnsupportedError(f"aggregate function {node.sql_name()} is not supported yet")
+            this = node.this
+            if isinstance(this, exp.Distinct):
+                distinct = True
+                arg_nodes = list(this.expressions)
+            elif this is None or isinstance(this, exp.Star):
+                arg_nodes = []
+            else:
+                arg_nodes = [this] + list(node.args.get("expressions") or [])
+        for a in arg_nodes:
+            if _find_aggs(a):
+                raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")
+        args = [self.expr(a, scope, clause="aggregate argument") for a in arg_nodes]
+        if name == "count" and distinct and len(args) > 1:
+            raise UnsupportedError("COUNT(DISTINCT a, b) is not supported")
+        return B.aggregate_call(name, args, distinct, filt, display=name)
+
+    # ---- expressions ---------------------------------------------------------------------------
+
+    def expr(self, node: exp.Expression, scope: Scope, agg: _AggContext | None = None,
+             clause: str = "") -> Expr:
+        if agg is not None:
+            hit = self._post_agg(node, agg)
+            if hit is not None:
+                return hit
+        elif _is_agg_node(node):
+            raise AggregateMisuseError(f"aggregate functions are not allowed in {clause or 'this context'}: {node.sql()}")
+        rec: Callable[[exp.Expression], Expr] = lambda n: self.expr(n, scope, agg, clause)  # noqa: E731
+        return self._expr(node, scope, rec)
+
+    def _post_agg(self, node: exp.Expression, agg: _AggContext) -> Expr | None:
+        """Above an Aggregate: aggregates and GROUP BY expressions become column references."""
+        if _is_agg_node(node):
+            a = self.agg_call(node, agg.from_scope)
+            for x, f in agg.aggs:
+                if x == a:
+                    return ColumnRef(f)
+            raise AggregateMisuseError(f"aggregate {node.sql()} is not available here")
+        if isinstance(node, (exp.Subquery, exp.Exists)) or _find_aggs(node):
+            return None
+        if isinstance(node, exp.Literal):
+            return None
+        try:
+            e = self.expr(node, agg.from_scope)
+        except Error:
+            return None
+        for x, f in agg.groups:
+            if x == e:
+                return ColumnRef(f)
+        if not column_ids(e):
+            return e
+        if isinstance(node, exp.Column):
+            raise AggregateMisuseError(
+                f"column '{node.sql().replace(chr(34), '')}' must appear in the GROUP BY "
+                f"clause or be used in an aggregate function")
+        return None
+
+    def _expr(self, node: exp.Expression, scope: Scope, rec) -> Expr:
+        t = type(node)
+        if t is exp.Column:
+            return self._column(node, scope)
+        if t is exp.Paren:
+            return rec(node.this)
+        if t is exp.Literal:
+            return _literal(node)
+        if t is exp.Boolean:
+            return lit(bool(node.this))
+        if t is exp.Null:
+            return Literal(None, T.NULL)
+        if t in _BINARY:
+            fn = _BINARY[t]
+            a, b = rec(node.this), rec(node.expression)
+            if fn in ("add", "subtract", "multiply", "modulo"):
+                a, b = _narrow_int_literal(a, b), _narrow_int_literal(b, a)
+            return B.call(fn, a, b)
+        if t is exp.Neg:
+            inner = rec(node.this)
+            if isinstance(inner, Literal) and isinstance(inner.value, (int, float, decimal.Decimal)) \
+                    and not isinstance(inner.value, bool):
+                return Literal(-inner.value, inner.dtype)
+            return B.call("negate", inner)
+        if t is exp.Not:
+            inner = node.this
+            return B.not_(rec(inner))
+        if t is exp.Is:
+            target = node.expression
+            arg = rec(node.this)
+            if isinstance(target, exp.Null):
+                return B.call("is_null", arg)
+            if isinstance(target, exp.Boolean):
+                return B.call("is_true" if target.this else "is_false", arg)
+            raise UnsupportedError(f"IS {target.sql()} is not supported")
+        if t in (exp.Like, exp.ILike):
+            e = B.call("like" if t is exp.Like else "ilike", rec(node.this), rec(node.expression))
+            return B.not_(e) if node.args.get("negate") else e
+        if t is exp.Escape:
+            like = node.this
+            esc = rec(node.expression)
+            if not (isinstance(esc, Literal) and isinstance(esc.value, str) and len(esc.value) == 1):
+                raise BindError("ESCAPE must be a single character")
+            pattern = rec(like.expression)
+            if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+                raise UnsupportedError("LIKE ... ESCAPE needs a constant pattern")
+            fixed = _rewrite_escape(pattern.value, esc.value)
+            e = B.call("like" if isinstance(like, exp.Like) else "ilike", rec(like.this),
+                       Literal(fixed, T.TEXT))
+            return B.not_(e) if like.args.get("negate") else e
+        if t is exp.In:
+            arg = rec(node.this)
+            query = node.args.get("query")
+            if query is not None:
+                sub = query.this if isinstance(query, exp.Subquery) else query
+                plan, _ = self.query(sub, scope)
+                if len(plan.schema) != 1:
+                    raise BindError(f"subquery in IN returns {len(plan.schema)} columns, expected 1")
+                sub_t = plan.schema[0].dtype
+                common = T.common_type(arg.dtype, sub_t)
+                if common is None:
+                    raise TypeMismatchError(f"IN subquery: cannot compare {T.type_name(arg.dtype)} "
+                                            f"with {T.type_name(sub_t)}")
+                return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), False)
+            if node.args.get("unnest") or node.args.get("field"):
+                raise UnsupportedError(f"{node.sql()} is not supported")
+            return B.in_list(arg, [rec(v) for v in node.expressions])
+        if t is exp.Between:
+            return B.between(rec(node.this), rec(node.args["low"]), rec(node.args["high"]))
+        if t is exp.Case:
+            operand = node.this
+            whens = []
+            op = rec(operand) if operand is not None else None
+            for i in node.args.get("ifs") or []:
+                cond = rec(i.this)
+                if op is not None:
+                    cond = B.compare("eq", op, cond)
+                whens.append((cond, rec(i.args["true"])))
+            default = node.args.get("default")
+            return B.case(whens, rec(default) if default is not None else None)
+        if t is exp.If:
+            return B.case([(rec(node.this), rec(node.args["true"]))],
+                          rec(node.args["false"]) if node.args.get("false") else None)
+        if t in (exp.Cast, exp.TryCast):
+            to = _sql_type(node.args["to"])
+            arg = rec(node.this)
+            if t is exp.Cast and isinstance(arg, Literal) and isinstance(arg.value, str) \
+                    and not T.is_text(to):
+                folded = B._cast_literal(arg, to)
+                if folded is None:
+                    if T.is_interval(to):
+                        return _interval_literal(arg.value, None)
+                    raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
+                return folded
+            return B.cast(arg, to, try_=(t is exp.TryCast or bool(node.args.get("safe"))))
+        if t is exp.Interval:
+            return self._interval(node, rec)
+        if t is exp.Extract:
+            part = node.this.name.lower() if isinstance(node.this, (exp.Var, exp.Identifier)) \
+                else str(node.this.this).lower()
+            part = {"years": "year", "months": "month", "days": "day", "dayofweek": "dow",
+                    "dayofyear": "doy", "hours": "hour", "minutes": "minute",
+                    "seconds": "second"}.get(part, part)
+            return B.call(f"extract_{part}", rec(node.expression), display=f"EXTRACT({part})")
+        if t is exp.Substring:
+            args = [rec(node.this)]
+            if node.args.get("start") is not None:
+                args.append(rec(node.args["start"]))
+            else:
+                args.append(lit(1))
+            if node.args.get("length") is not None:
+                args.append(rec(node.args["length"]))
+            return B.call("substring", *args)
+        if t is exp.Trim:
+            pos = (node.args.get("position") or "BOTH").upper()
+            fn = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[pos]
+            args = [rec(node.this)]
+            if node.args.get("expression") is not None:
+                args.append(rec(node.expression))
+            return B.call(fn, *args)
+        if t is exp.DateTrunc:
+            unit = node.args["unit"]
+            unit_text = unit.name if isinstance(unit, (exp.Literal, exp.Var)) else unit.sql()
+            return B.call("date_trunc", lit(unit_text.lower()), rec(node.this))
+        if t in (exp.Exists,):
+            plan, _ = self.query(node.this, scope)
+            return SubqueryExpr("exists", plan, T.BOOLEAN)
+        if t is exp.Subquery:
+            plan, _ = self.query(node.this, scope)
+            if len(plan.schema) != 1:
+                raise BindError(f"scalar subquery returns {len(plan.schema)} columns, expected 1")
+            return SubqueryExpr("scalar", plan, plan.schema[0].dtype)
+        if t is exp.Anonymous:
+            from ..plan import functions as F
+            name = F.canonical(node.name)
+            if name == "date_part" and len(node.expressions) == 2:
+                part = rec(node.expressions[0])
+                if isinstance(part, Literal) and isinstance(part.value, str):
+                    return B.call(f"extract_{part.value.lower()}", rec(node.expressions[1]))
+            args = [rec(a) for a in node.expressions]
+            return B.call(name, *args, display=node.name)
+        if t in _FUNCS:
+            fn, keys = _FUNCS[t]
+            args = []
+            for k in keys:
+                v = node.args.get(k)
+                if v is None:
+                    continue
+                if isinstance(v, list):
+                    args += [rec(x) for x in v]
+                else:
+                    args.append(rec(v))
+            return B.call(fn, *args, display=node.sql_name())
+        if t is exp.Star:
+            raise BindError("* is not allowed here")
+        if t is exp.Window:
+            raise UnsupportedError("window functions (OVER) are not supported yet")
+        if isinstance(node, exp.Func):
+            raise UnsupportedError(f"function {node.sql_name()} is not supported yet")
+        raise UnsupportedError(f"expression {node.key.upper()} ({node.sql()[:60]}) is not supported yet")
+
+    def _column(self, node: exp.Column, scope: Scope) -> Expr:
+        table = node.table or None
+        name = node.name
+        hit = scope.lookup(table, name)
+        if hit is None:
+            pos = node_position(self.sql, node)
+            shown = (f"{table}." if table else "") + name.replace("\x00", "")
+            raise UnknownColumnError(
+                f"column '{shown}' does not exist{_at(pos)}{suggest(name, scope.all_names())}")
+        return hit
+
+    def _interval(self, node: exp.Interval, rec) -> Expr:
+        value = node.this
+        unit = node.args.get("unit")
+        unit_text = None
+        if unit is not None:
+            unit_text = unit.name if isinstance(unit, (exp.Var, exp.Literal)) else unit.sql()
+        v = rec(value) if value is not None else None
+        if not isinstance(v, Literal) or v.value is None:
+            if unit_text is None:
+                raise UnsupportedError("INTERVAL needs a constant")
+            # INTERVAL (expr) DAY -> expr * INTERVAL '1' DAY
+            return B.call("multiply", B.cast(v, T.INT64), _interval_literal("1", unit_text))
+        return _interval_literal(str(v.value), unit_text)
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+def _at(pos) -> str:
+    return f" at line {pos[0]}, column {pos[1]}" if pos else ""
+
+
+def _column_keys(names: list[str]) -> list[str]:
+    """The names sqlglot sees: lower case unless two columns differ only by case."""
+    lowered = [n.lower() for n in names]
+    counts: dict[str, int] = {}
+    for n in lowered:
+        counts[n] = counts.get(n, 0) + 1
+    return [lo if counts[lo] == 1 else n for n, lo in zip(names, lowered, strict=True)]
+
+
+def _name_unaliased_projections(node: exp.Expression) -> None:
+    """Give unaliased select expressions their SQL text as name (as DuckDB does), before
+    qualify would name them _col_N."""
+    for sel in node.find_all(exp.Select):
+        new = []
+        changed = False
+        for e in sel.expressions:
+            if isinstance(e, (exp.Alias, exp.Column, exp.Star)) or (
+                    isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+                new.append(e)
+                continue
+            name = e.sql(dialect=PQEDialect)
+            if len(name) > 64:
+                new.append(e)
+                continue
+            new.append(exp.alias_(e, exp.to_identifier(name, quoted=True), copy=False))
+            changed = True
+        if changed:
+            sel.set("expressions", new)
+
+
+def _literal(node: exp.Literal) -> Literal:
+    text = node.this
+    if node.is_string:
+        return Literal(text, T.TEXT)
+    try:
+        if re.fullmatch(r"[+-]?\d+", text):
+            return lit(int(text))
+        if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", text):
+            d = decimal.Decimal(text)
+            sign, digits, exp_ = d.as_tuple()
+            scale = max(0, -int(exp_))
+            precision = max(len(digits), scale + 1)
+            if precision > T.MAX_DECIMAL_PRECISION:
+                return Literal(float(d), T.FLOAT64)
+            return Literal(d, pa.decimal128(precision, scale))
+        return Literal(float(text), T.FLOAT64)
+    except (ValueError, decimal.InvalidOperation):
+        raise BindError(f"invalid number {text!r}") from None
+
+
+def _narrow_int_literal(e: Expr, other: Expr) -> Expr:
+    """An integer literal meeting a DECIMAL takes the narrowest decimal type (DuckDB's rule),
+    so `1 - l_discount` stays DECIMAL(16,2) instead of widening to 22 digits."""
+    if (isinstance(e, Literal) and isinstance(e.value, int) and not isinstance(e.value, bool)
+            and T.is_decimal(other.dtype)):
+        digits = len(str(abs(e.value)))
+        if digits <= T.MAX_DECIMAL_PRECISION:
+            return Literal(decimal.Decimal(e.value), pa.decimal128(digits, 0))
+    return e
+
+
+def _rewrite_escape(pattern: str, esc: str) -> str:
+    """Rewrite a LIKE pattern with a custom escape character to backslash escapes."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == esc and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append("\\" + nxt if nxt in "%_\\" else nxt)
+            i += 2
+            continue
+        if ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _sql_type(dt: exp.DataType) -> pa.DataType:
+    text = dt.sql(dialect=PQEDialect)
+    try:
+        return T.parse_type(text)
+    except Error:
+        pass
+    base = dt.this.name if hasattr(dt.this, "name") else str(dt.this)
+    try:
+        return T.parse_type(base.lower().replace("_", " "))
+    except Error:
+        raise UnsupportedError(f"type {text} is not supported") from None
+
+
+def _interval_literal(text: str, unit: str | None) -> Literal:
+    """INTERVAL '3' MONTH, INTERVAL '68 days', INTERVAL '1 day 2 hours'."""
+    months = days = nanos = 0
+    s = text.strip().lower()
+    if unit is not None:
+        s = f"{s} {unit.lower()}"
+    tokens = s.replace(",", " ").split()
+    if len(tokens) % 2 != 0:
+        raise BindError(f"invalid interval '{text}'")
+    for i in range(0, len(tokens), 2):
+        try:
+            n = decimal.Decimal(tokens[i])
+        except decimal.InvalidOperation:
+            raise BindError(f"invalid interval '{text}'") from None
+        u = _INTERVAL_UNITS.get(tokens[i + 1])
+        if u is None:
+            raise BindError(f"invalid interval unit '{tokens[i + 1]}'")
+        if n != int(n) and u[2] == 0:
+            raise BindError(f"fractional interval '{text}' is not supported")
+        months += int(n) * u[0]
+        days += int(n) * u[1]
+        nanos += int(n * u[2])
+    return Literal(pa.MonthDayNano([months, days, nanos]), T.INTERVAL)
+
+
+def date_literal(value: str) -> Literal:
+    return Literal(datetime.date.fromisoformat(value), T.DATE)
+
+
+__all__ = ["Binder", "View", "PQEDialect", "Project"]

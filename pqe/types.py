@@ -1,0 +1,231 @@
+"""pqe's type system: Arrow data types, with SQL typing rules on top.
+
+Logical types are `pyarrow.DataType` objects. Text is always `pa.string()` inside the engine:
+scans and in-memory tables normalize `string_view`, `large_string` and dictionary-encoded text
+once, at the edge, so no kernel ever meets a `string_view` (pyarrow lacks many kernels for it).
+
+Decimal rules follow DuckDB (precision capped at 38, scale kept); division involving a decimal or
+a float yields DOUBLE; integer arithmetic is done in BIGINT and integer division truncates.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+from .errors import TypeMismatchError, UnsupportedError
+
+MAX_DECIMAL_PRECISION = 38
+
+BOOLEAN = pa.bool_()
+INT8, INT16, INT32, INT64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
+FLOAT32, FLOAT64 = pa.float32(), pa.float64()
+TEXT = pa.string()
+BINARY = pa.binary()
+DATE = pa.date32()
+TIMESTAMP = pa.timestamp("us")
+INTERVAL = pa.month_day_nano_interval()
+NULL = pa.null()
+
+_INT_RANK = {pa.int8(): 1, pa.int16(): 2, pa.int32(): 3, pa.int64(): 4,
+             pa.uint8(): 2, pa.uint16(): 3, pa.uint32(): 4, pa.uint64(): 5}
+_INT_DECIMAL_DIGITS = {pa.int8(): 3, pa.int16(): 5, pa.int32(): 10, pa.int64(): 19,
+                       pa.uint8(): 3, pa.uint16(): 5, pa.uint32(): 10, pa.uint64(): 20}
+
+
+def is_integer(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t)
+
+
+def is_floating(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def is_decimal(t: pa.DataType) -> bool:
+    return pa.types.is_decimal(t)
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    return is_integer(t) or is_floating(t) or is_decimal(t)
+
+
+def is_text(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t)
+            or pa.types.is_string_view(t))
+
+
+def is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_date(t) or pa.types.is_timestamp(t)
+
+
+def is_boolean(t: pa.DataType) -> bool:
+    return pa.types.is_boolean(t)
+
+
+def is_null(t: pa.DataType) -> bool:
+    return pa.types.is_null(t)
+
+
+def is_interval(t: pa.DataType) -> bool:
+    return pa.types.is_interval(t)
+
+
+def normalize(t: pa.DataType) -> pa.DataType:
+    """The engine-internal type for a type found in user data (text -> `string`)."""
+    if is_text(t):
+        return TEXT
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return BINARY
+    if pa.types.is_dictionary(t):
+        return normalize(t.value_type)
+    if pa.types.is_date64(t):
+        return DATE
+    if pa.types.is_decimal(t) and not isinstance(t, pa.Decimal128Type):
+        if t.precision <= MAX_DECIMAL_PRECISION:
+            return pa.decimal128(t.precision, t.scale)
+        return FLOAT64
+    if pa.types.is_float16(t):
+        return FLOAT32
+    return t
+
+
+def normalize_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, normalize(f.type), f.nullable) for f in schema])
+
+
+def decimal(precision: int, scale: int) -> pa.DataType:
+    precision = min(max(precision, 1), MAX_DECIMAL_PRECISION)
+    scale = min(max(scale, 0), precision)
+    return pa.decimal128(precision, scale)
+
+
+def as_decimal(t: pa.DataType) -> pa.DataType:
+    """The decimal type that holds every value of an integer or decimal type exactly."""
+    if is_decimal(t):
+        return t
+    if is_integer(t):
+        return pa.decimal128(_INT_DECIMAL_DIGITS[t], 0)
+    raise TypeMismatchError(f"cannot treat {type_name(t)} as DECIMAL")
+
+
+def _wider_int(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    rank = max(_INT_RANK.get(a, 4), _INT_RANK.get(b, 4))
+    return {1: INT8, 2: INT16, 3: INT32}.get(rank, INT64)
+
+
+def _decimal_union(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    a, b = as_decimal(a), as_decimal(b)
+    scale = max(a.scale, b.scale)
+    integral = max(a.precision - a.scale, b.precision - b.scale)
+    return decimal(integral + scale, scale)
+
+
+def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type both sides are cast to for comparison, UNION, CASE, COALESCE; None if none."""
+    if a == b:
+        return a
+    if is_null(a):
+        return b
+    if is_null(b):
+        return a
+    if is_integer(a) and is_integer(b):
+        return _wider_int(a, b)
+    if is_numeric(a) and is_numeric(b):
+        if is_floating(a) or is_floating(b):
+            return FLOAT64
+        return _decimal_union(a, b)
+    if is_text(a) and is_text(b):
+        return TEXT
+    if is_temporal(a) and is_temporal(b):
+        return TIMESTAMP if (pa.types.is_timestamp(a) or pa.types.is_timestamp(b)) else DATE
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return TIMESTAMP
+    return None
+
+
+def arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Result type of `a op b` for op in add, subtract, multiply, divide, modulo."""
+    if is_null(a) or is_null(b):
+        other = b if is_null(a) else a
+        return NULL if is_null(other) else arithmetic_type(op, other, other)
+    if is_integer(a) and is_integer(b):
+        return INT64
+    if is_numeric(a) and is_numeric(b):
+        if is_floating(a) or is_floating(b) or op == "divide":
+            return FLOAT64
+        a, b = as_decimal(a), as_decimal(b)
+        if op in ("add", "subtract"):
+            scale = max(a.scale, b.scale)
+            return decimal(max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale)
+        if op == "multiply":
+            if a.scale + b.scale > MAX_DECIMAL_PRECISION:
+                return FLOAT64
+            return decimal(a.precision + b.precision, a.scale + b.scale)
+        if op == "modulo":
+            return _decimal_union(a, b)
+    raise TypeMismatchError(
+        f"cannot apply {op} to {type_name(a)} and {type_name(b)}")
+
+
+_SQL_NAMES = {
+    pa.bool_(): "BOOLEAN", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT", pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT",
+    pa.uint32(): "UINTEGER", pa.uint64(): "UBIGINT", pa.float32(): "REAL",
+    pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.binary(): "BLOB", pa.date32(): "DATE",
+    pa.null(): "NULL", pa.month_day_nano_interval(): "INTERVAL",
+}
+
+
+def type_name(t: pa.DataType) -> str:
+    """SQL spelling of a type, for messages, DESCRIBE and EXPLAIN."""
+    if t in _SQL_NAMES:
+        return _SQL_NAMES[t]
+    if is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz is None else "TIMESTAMPTZ"
+    if is_text(t):
+        return "VARCHAR"
+    return str(t).upper()
+
+
+_NAMED = {
+    "boolean": BOOLEAN, "bool": BOOLEAN,
+    "tinyint": INT8, "int1": INT8, "int8": INT64,  # PostgreSQL: int8 is BIGINT
+    "smallint": INT16, "int2": INT16, "int16": INT16,
+    "integer": INT32, "int": INT32, "int4": INT32, "int32": INT32, "signed": INT64,
+    "bigint": INT64, "int64": INT64, "long": INT64,
+    "real": FLOAT32, "float4": FLOAT32, "float32": FLOAT32,
+    "double": FLOAT64, "float": FLOAT64, "float8": FLOAT64, "float64": FLOAT64,
+    "double precision": FLOAT64,
+    "varchar": TEXT, "text": TEXT, "string": TEXT, "char": TEXT, "bpchar": TEXT,
+    "character": TEXT, "character varying": TEXT, "nvarchar": TEXT, "nchar": TEXT,
+    "utf8": TEXT, "str": TEXT,
+    "blob": BINARY, "bytea": BINARY, "binary": BINARY, "varbinary": BINARY,
+    "date": DATE, "date32": DATE,
+    "timestamp": TIMESTAMP, "datetime": TIMESTAMP, "timestamp without time zone": TIMESTAMP,
+    "interval": INTERVAL,
+    "decimal": pa.decimal128(18, 3), "numeric": pa.decimal128(18, 3),
+}
+
+_DECIMAL_RE = re.compile(r"^\s*(decimal|numeric|dec)\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*$", re.I)
+
+
+def parse_type(spec: str | pa.DataType) -> pa.DataType:
+    """A type from an Arrow type or a SQL/Arrow spelling ('BIGINT', 'decimal(15,2)', 'string')."""
+    if isinstance(spec, pa.DataType):
+        return normalize(spec)
+    text = spec.strip()
+    m = _DECIMAL_RE.match(text)
+    if m:
+        precision = int(m.group(2))
+        scale = int(m.group(3) or 0)
+        if not 1 <= precision <= MAX_DECIMAL_PRECISION or scale > precision:
+            raise TypeMismatchError(f"invalid decimal type {text!r}")
+        return pa.decimal128(precision, scale)
+    key = re.sub(r"\s*\(\s*\d+\s*\)\s*$", "", text.lower())  # VARCHAR(25) -> varchar
+    key = re.sub(r"\s+", " ", key)
+    if key in _NAMED:
+        return _NAMED[key]
+    raise UnsupportedError(f"unknown or unsupported type {spec!r}")
