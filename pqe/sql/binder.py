@@ -881,7 +881,7 @@ def _name_unaliased_projections(node: exp.Expression) -> None:
                     isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
                 new.append(e)
                 continue
-            name = e.sql(dialect=PQEDialect)
+            name = e.sql(dialect=PQEDialect, normalize_functions="lower")
             if len(name) > 64:
                 new.append(e)
                 continue
