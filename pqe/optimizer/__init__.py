@@ -17,6 +17,7 @@ from .extract_join_keys import extract_join_keys
 from .join_reorder import join_reorder
 from .push_down_filter import push_down_filter
 from .push_down_projection import push_down_projection
+from .push_down_semi_join import push_down_semi_join
 from .simplify import simplify
 
 Rule = Callable[[LogicalPlan], LogicalPlan]
@@ -25,6 +26,8 @@ Rule = Callable[[LogicalPlan], LogicalPlan]
 # - decorrelate first: the other rules do not look inside subquery expressions.
 # - simplify before pushdown: folded constants and factored ORs push further.
 # - push_down_filter before extract_join_keys: WHERE equalities must reach the joins first.
+# - push_down_semi_join after extract_join_keys (it reads the keys) and before join_reorder,
+#   which then sees the semi join as the filtered input it is.
 # - join_reorder after both: it needs keys to connect inputs and pushed filters to estimate.
 # - push_down_projection last (FINAL_RULES): it runs once, on the final join order.
 RULES: tuple[tuple[str, Rule], ...] = (
@@ -33,6 +36,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("simplify", simplify),
     ("push_down_filter", push_down_filter),
     ("extract_join_keys", extract_join_keys),
+    ("push_down_semi_join", push_down_semi_join),
     ("join_reorder", join_reorder),
 )
 FINAL_RULES: tuple[tuple[str, Rule], ...] = (

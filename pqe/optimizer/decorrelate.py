@@ -156,7 +156,7 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
     if not nullable:
         return Join(outer, inner, "anti", (), and_([eq, *corr]))
     if not corr:
-        return Join(outer, inner, "anti", (), eq, null_aware=True)
+        return Join(outer, inner, "anti", ((arg, value),), None, null_aware=True)
     # correlated NOT IN: a row is dropped when some inner row compares TRUE or UNKNOWN
     maybe = B.not_(B.call("is_false", eq))
     return Join(outer, inner, "anti", (), and_([*corr, maybe]))

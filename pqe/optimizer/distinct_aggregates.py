@@ -1,38 +1,109 @@
-"""Rule: DISTINCT aggregates as a distinct pre-aggregation (no per-group sets).
+"""Rule: DISTINCT aggregates as distinct pre-aggregations (no per-group sets).
 
 `SELECT k, count(DISTINCT x) ... GROUP BY k` becomes an aggregate over `GROUP BY k, x`
-followed by `count(x) GROUP BY k`: both phases are ordinary two-phase hash aggregates, so
-memory stays bounded by the number of (k, x) pairs per partition.
+followed by `count(x) GROUP BY k`: both are ordinary two-phase hash aggregates, so memory stays
+bounded by the number of (k, x) pairs per partition.
+
+With several DISTINCT arguments (or DISTINCT next to plain aggregates), each argument gets its
+own pre-aggregation, plain aggregates one more aggregate, and the results are joined back on
+the group keys (NULL keys match each other, as GROUP BY puts them in one group). Every branch
+groups the same rows by the same keys, so the branches have the same groups and an inner join
+on the keys is exact. `agg(DISTINCT x) FILTER (WHERE c)` is `agg(DISTINCT CASE WHEN c THEN x
+END)`, since NULLs are ignored.
 """
 
 from __future__ import annotations
 
-from ..errors import UnsupportedError
+import datetime
+
+import pyarrow as pa
+
+from .. import types as T
 from ..plan import builder as B
-from ..plan.expr import AggCall, ColumnRef
-from ..plan.logical import Aggregate, LogicalPlan, transform_up
+from ..plan.expr import AggCall, Case, ColumnRef, Expr, Literal
+from ..plan.logical import Aggregate, Join, LogicalPlan, Project, transform_up
 
 
 def rewrite_distinct_aggregates(plan: LogicalPlan) -> LogicalPlan:
     return transform_up(plan, _rule)
 
 
+def _unfiltered(a: AggCall) -> AggCall:
+    if a.filter is None:
+        return a
+    arg = a.args[0]
+    masked = Case(((a.filter, arg),), Literal(None, arg.dtype), arg.dtype)
+    return AggCall(a.fn, (masked,), a.dtype, a.distinct, None)
+
+
 def _rule(node: LogicalPlan) -> LogicalPlan | None:
     if not isinstance(node, Aggregate) or not any(a.distinct for a in node.aggs):
         return None
-    args = {a.args for a in node.aggs}
-    if not all(a.distinct for a in node.aggs) or len(args) != 1 or any(
-            a.filter is not None for a in node.aggs):
-        raise UnsupportedError(
-            "DISTINCT aggregates are supported when every aggregate of the query is DISTINCT "
-            "over the same argument, without FILTER (for now)")
-    (arg_tuple,) = args
-    if len(arg_tuple) != 1:
-        raise UnsupportedError("DISTINCT aggregates over several arguments are not supported")
-    (arg,) = arg_tuple
-    inner_group = [(g, f.name) for g, f in zip(node.group, node.group_fields, strict=True)]
-    inner = B.aggregate(node.input, inner_group + [(arg, "distinct_arg")], [])
-    key_refs = tuple(ColumnRef(f) for f in inner.group_fields[: len(node.group)])
-    value = ColumnRef(inner.group_fields[-1])
-    aggs = tuple(AggCall(a.fn, (value,), a.dtype, False, None) for a in node.aggs)
-    return Aggregate(inner, key_refs, node.group_fields, aggs, node.agg_fields)
+    branches: dict[tuple[Expr, ...], list[int]] = {}
+    plain: list[int] = []
+    aggs = [(_unfiltered(a) if a.distinct else a) for a in node.aggs]
+    for i, a in enumerate(aggs):
+        if a.distinct:
+            branches.setdefault(a.args, []).append(i)
+        else:
+            plain.append(i)
+    parts: list[Aggregate] = []
+    for arg_tuple, idxs in branches.items():
+        (arg,) = arg_tuple
+        first = not parts
+        inner = B.aggregate(node.input, [(g, f.name) for g, f in
+                                         zip(node.group, node.group_fields, strict=True)]
+                            + [(arg, "distinct_arg")], [])
+        keys = tuple(ColumnRef(f) for f in inner.group_fields[: len(node.group)])
+        value = ColumnRef(inner.group_fields[-1])
+        gfields = node.group_fields if first else tuple(
+            B.new_field(f.name, f.dtype, f.nullable) for f in node.group_fields)
+        parts.append(Aggregate(inner, keys, gfields,
+                               tuple(AggCall(aggs[i].fn, (value,), aggs[i].dtype) for i in idxs),
+                               tuple(node.agg_fields[i] for i in idxs)))
+    if plain:
+        gfields = node.group_fields if not parts else tuple(
+            B.new_field(f.name, f.dtype, f.nullable) for f in node.group_fields)
+        parts.append(Aggregate(node.input, node.group, gfields, tuple(aggs[i] for i in plain),
+                               tuple(node.agg_fields[i] for i in plain)))
+    if len(parts) == 1:
+        return parts[0]
+    joined: LogicalPlan = parts[0]
+    for p in parts[1:]:
+        pairs = []
+        for lf, rf in zip(parts[0].group_fields, p.group_fields, strict=True):
+            pairs += _null_safe_key(ColumnRef(lf), ColumnRef(rf))
+        joined = Join(joined, p, "inner", tuple(pairs), None)
+    return Project(joined, tuple(ColumnRef(f) for f in node.schema), node.schema)
+
+
+def _sentinel(t: pa.DataType):
+    if T.is_integer(t):
+        return 0
+    if T.is_floating(t):
+        return 0.0
+    if T.is_decimal(t):
+        import decimal
+        return decimal.Decimal(0)
+    if T.is_text(t):
+        return ""
+    if T.is_boolean(t):
+        return False
+    if pa.types.is_date(t):
+        return datetime.date(1970, 1, 1)
+    if pa.types.is_timestamp(t):
+        return datetime.datetime(1970, 1, 1)
+    return None
+
+
+def _null_safe_key(a: Expr, b: Expr) -> list[tuple[Expr, Expr]]:
+    """Key pairs under which NULL equals NULL: (coalesce(a, s), coalesce(b, s)) plus
+    (a IS NULL, b IS NULL)."""
+    if not (a.nullable or b.nullable):
+        return [(a, b)]
+    s = _sentinel(a.dtype)
+    if s is None:
+        return [(a, b)]
+    lit = Literal(s, a.dtype)
+    return [(B.call("coalesce", a, lit), B.call("coalesce", b, lit)),
+            (B.call("is_null", a), B.call("is_null", b))]

@@ -172,6 +172,8 @@ class PhysicalPlanner:
                             "partitioned", node.null_aware)
 
     def _nested_loop(self, node, left, right, lrows, rrows) -> PhysicalPlan:
+        if node.null_aware:
+            raise InternalError("null-aware anti join without keys")
         kind = node.kind
         schema = node.schema
         if kind == "right":

@@ -259,6 +259,11 @@ class Binder:
         m = re.search(r"Column '([^']*)' could not be resolved(?:.*?Line: (\d+), Col: (\d+))?", msg)
         if m:
             col = m.group(1).replace("\x00", "")
+            owners = [t for t, cols in schema.items() if col in cols]
+            if len(owners) > 1:
+                return AmbiguousColumnError(
+                    f"column reference '{col}' is ambiguous: it could be "
+                    + " or ".join(f"{t}.{col}" for t in owners))
             cands = [c for cols in schema.values() for c in cols]
             where = ""
             if m.group(2):
@@ -586,13 +591,13 @@ class Binder:
                 e = self.expr(g, scope, clause="GROUP BY")
                 if any(e == x for x, _ in gitems):
                     continue
-                name = g.name if isinstance(g, exp.Column) else g.sql()
+                name = g.name if isinstance(g, exp.Column) else str(e)
                 gitems.append((e, name))
         aitems: list[tuple[AggCall, str]] = []
         for node in agg_nodes:
             a = self.agg_call(node, scope)
             if not any(a == x for x, _ in aitems):
-                aitems.append((a, node.sql()))
+                aitems.append((a, str(a)))
         agg = B.aggregate(plan, gitems, aitems)
         groups = [(e, f) for (e, _), f in zip(gitems, agg.group_fields, strict=True)]
         aggs = [(a, f) for (a, _), f in zip(aitems, agg.agg_fields, strict=True)]

@@ -1,0 +1,96 @@
+"""Bad input gets a single-line pqe.Error naming the culprit, never a raw traceback."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import pqe
+
+
+@pytest.fixture
+def ectx():
+    ctx = pqe.Context()
+    ctx.register_arrow("people", pa.table({"id": [1, 2], "name": ["a", "b"], "age": [30, 40]}))
+    ctx.register_arrow("pets", pa.table({"id": [1], "owner": [1], "name": ["rex"]}))
+    yield ctx
+    ctx.close()
+
+
+def test_syntax_error_has_line_and_column(ectx):
+    with pytest.raises(pqe.SQLSyntaxError) as e:
+        ectx.sql("select id,\n  name frm people where")
+    assert e.value.line == 2
+    assert e.value.column is not None
+    assert "line 2" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_unterminated_string(ectx):
+    with pytest.raises(pqe.SQLSyntaxError, match="unterminated"):
+        ectx.sql("select 'abc from people")
+
+
+def test_unknown_table_suggests(ectx):
+    with pytest.raises(pqe.UnknownTableError, match=r"table 'peple' does not exist.*did you mean 'people'"):
+        ectx.sql("select * from peple")
+
+
+def test_unknown_column_suggests_with_position(ectx):
+    with pytest.raises(pqe.UnknownColumnError) as e:
+        ectx.sql("select nme from people")
+    msg = str(e.value)
+    assert "'nme'" in msg and "did you mean 'name'" in msg and "line 1" in msg
+
+
+def test_ambiguous_column(ectx):
+    with pytest.raises(pqe.AmbiguousColumnError, match="ambiguous"):
+        ectx.sql("select name from people, pets where people.id = pets.owner")
+
+
+def test_type_mismatch(ectx):
+    with pytest.raises(pqe.TypeMismatchError, match="VARCHAR"):
+        ectx.sql("select name + 1 from people")
+
+
+def test_non_grouped_column(ectx):
+    with pytest.raises(pqe.AggregateMisuseError, match="must appear in the GROUP BY"):
+        ectx.sql("select name, count(*) from people group by age")
+
+
+def test_aggregate_in_where(ectx):
+    with pytest.raises(pqe.AggregateMisuseError, match="WHERE"):
+        ectx.sql("select id from people where sum(age) > 3")
+
+
+def test_unknown_function(ectx):
+    with pytest.raises(pqe.BindError, match="unknown function FROBNICATE"):
+        ectx.sql("select frobnicate(id) from people")
+
+
+def test_wrong_argument_count(ectx):
+    with pytest.raises(pqe.BindError, match="SPLIT_PART takes 3 arguments, got 2"):
+        ectx.sql("select split_part(name, 1) from people")
+    with pytest.raises(pqe.SQLSyntaxError, match="arguments"):
+        ectx.sql("select abs(id, 2) from people")
+
+
+def test_unsupported_construct_is_named(ectx):
+    with pytest.raises(pqe.UnsupportedError, match="WITH RECURSIVE"):
+        ectx.sql("with recursive r as (select 1 as n union all select n + 1 from r where n < 3) select * from r")
+
+
+def test_missing_parquet_path(ectx):
+    with pytest.raises(pqe.CatalogError, match="no such file"):
+        ectx.register_parquet("x", "/nonexistent/file.parquet")
+
+
+def test_scalar_subquery_with_several_rows(ectx):
+    with pytest.raises(pqe.ExecutionError, match="more than one row"):
+        ectx.sql("select (select id from people) from pets").to_arrow()
+
+
+def test_errors_are_pqe_errors():
+    for cls in (pqe.SQLSyntaxError, pqe.BindError, pqe.UnknownTableError, pqe.UnsupportedError,
+                pqe.ExecutionError, pqe.CatalogError, pqe.InternalError):
+        assert issubclass(cls, pqe.Error)

@@ -1,0 +1,79 @@
+"""EXPLAIN: deterministic text, pinned as golden files (PQE_UPDATE_GOLDEN=1 rewrites them),
+and the facts the plans must show for TPC-H Q3 and Q5."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import TPCH_QUERIES, register_tpch, tpch_query
+
+import pqe
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def ctx4(tpch_dir):
+    ctx = register_tpch(pqe.Context(partitions=4), tpch_dir)
+    yield ctx
+    ctx.close()
+
+
+@pytest.mark.parametrize("query", TPCH_QUERIES)
+def test_explain_matches_golden(ctx4, query):
+    text = ctx4.sql(tpch_query(query)).explain() + "\n"
+    path = GOLDEN / f"tpch_{query}.explain"
+    if os.environ.get("PQE_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}: run with PQE_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"plan changed; rerun with PQE_UPDATE_GOLDEN=1 if intended ({path})"
+
+
+def test_explain_is_deterministic_across_contexts(tpch_dir):
+    texts = set()
+    for _ in range(2):
+        ctx = register_tpch(pqe.Context(partitions=4), tpch_dir)
+        texts.add(ctx.sql(tpch_query("q5")).explain())
+        ctx.close()
+    assert len(texts) == 1
+
+
+def _physical(ctx, q):
+    text = ctx.sql(tpch_query(q)).explain()
+    return text[text.index("== Physical Plan =="):]
+
+
+def test_q3_plan_shows_pushdown_strategies_and_partitions(ctx4):
+    phys = _physical(ctx4, "q3")
+    # projection and filter pushed into each scan
+    assert ("ParquetScan: lineitem columns=[l_orderkey, l_extendedprice, l_discount, l_shipdate] "
+            "filters=[(lineitem.l_shipdate > DATE '1995-03-15')]") in phys
+    assert "ParquetScan: customer columns=[c_custkey, c_mktsegment] filters=[(customer.c_mktsegment = 'BUILDING')]" in phys
+    assert "filters=[(orders.o_orderdate < DATE '1995-03-15')]" in phys
+    # a join strategy for each join, and partition counts on every operator
+    assert phys.count("HashJoin[") == 2
+    assert all("[partitions=" in line for line in phys.splitlines()[1:])
+    assert "lineitem" in phys and "[partitions=4]" in phys
+    assert "TopN:" in phys and "fetch=10" in phys
+    assert "NestedLoopJoin" not in phys
+
+
+def test_q5_plan_has_no_cross_product(ctx4):
+    phys = _physical(ctx4, "q5")
+    assert phys.count("HashJoin[") == 5
+    assert "NestedLoopJoin" not in phys
+    assert "filters=[(region.r_name = 'AFRICA')]" in phys
+    assert ("filters=[(orders.o_orderdate >= DATE '1994-01-01'), "
+            "(orders.o_orderdate < DATE '1995-01-01')]") in phys
+
+
+def test_sql_explain_statement(ctx4):
+    out = ctx4.sql("EXPLAIN " + tpch_query("q6")).to_arrow()
+    lines = out.column("plan").to_pylist()
+    assert lines[0] == "== Logical Plan =="
+    assert any(line.startswith("ParquetScan: lineitem") or "ParquetScan: lineitem" in line for line in lines)
+    analyzed = ctx4.sql("EXPLAIN ANALYZE " + tpch_query("q6")).to_arrow().column("plan").to_pylist()
+    assert any(line.startswith("rows=1 ") for line in analyzed)

@@ -1,0 +1,300 @@
+"""Each optimizer rule alone, on small plans built from SQL (binder output is the input)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pyarrow as pa
+import pytest
+
+import pqe
+from pqe.errors import InternalError
+from pqe.optimizer import optimize
+from pqe.optimizer.decorrelate import decorrelate
+from pqe.optimizer.distinct_aggregates import rewrite_distinct_aggregates
+from pqe.optimizer.extract_join_keys import extract_join_keys
+from pqe.optimizer.join_reorder import join_reorder
+from pqe.optimizer.push_down_filter import push_down_filter
+from pqe.optimizer.push_down_projection import push_down_projection
+from pqe.optimizer.push_down_semi_join import push_down_semi_join
+from pqe.optimizer.simplify import simplify
+from pqe.plan import logical as L
+from pqe.plan.expr import Literal, SubqueryExpr, walk
+from pqe.plan.explain import format_plan
+
+
+@pytest.fixture(scope="module")
+def octx():
+    ctx = pqe.Context()
+    n = 1000
+    ctx.register_arrow("big", pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "k": pa.array([i % 10 for i in range(n)], pa.int64()),
+        "v": pa.array([float(i) for i in range(n)]),
+        "s": pa.array([f"s{i % 7}" for i in range(n)]),
+    }))
+    ctx.register_arrow("small", pa.table({
+        "k": pa.array(range(10), pa.int64()),
+        "name": pa.array([f"n{i}" for i in range(10)]),
+    }, schema=pa.schema([pa.field("k", pa.int64(), nullable=False), ("name", pa.string())])))
+    ctx.register_arrow("tiny", pa.table({
+        "name": pa.array(["n1", "n2"]),
+        "w": pa.array([1, None], pa.int64()),
+    }))
+    yield ctx
+    ctx.close()
+
+
+def bound(ctx, sql) -> L.LogicalPlan:
+    return ctx.sql(sql).logical_plan()
+
+
+def nodes(plan, cls):
+    return [p for p in L.walk_plan(plan) if isinstance(p, cls)]
+
+
+# ---- simplify ------------------------------------------------------------------------------
+
+
+def test_simplify_folds_date_arithmetic(octx):
+    plan = simplify(bound(octx, "select id from big where date '1998-12-01' - interval '68' day > date '1998-01-01'"))
+    # the whole predicate is constant TRUE: the filter disappears
+    assert not nodes(plan, L.Filter)
+
+
+def test_simplify_folds_to_date_literal(octx):
+    plan = simplify(bound(octx, "select date '1996-08-01' + interval '3' month as d from big"))
+    (proj,) = [p for p in nodes(plan, L.Project) if p.fields[0].name == "d"]
+    assert proj.exprs[0] == Literal(datetime.date(1996, 11, 1), pa.date32())
+
+
+def test_simplify_factors_common_conjuncts_out_of_or(octx):
+    plan = simplify(bound(octx, "select id from big where (k = 1 and v > 2) or (k = 1 and v < 0)"))
+    (f,) = nodes(plan, L.Filter)
+    text = str(f.predicate)
+    assert text.startswith("((big.k = 1) AND"), text
+    assert text.count("big.k = 1") == 1
+
+
+def test_simplify_boolean_identities(octx):
+    plan = simplify(bound(octx, "select id from big where (k = 1 or false) and true and not not (v > 1)"))
+    (f,) = nodes(plan, L.Filter)
+    assert str(f.predicate) == "((big.k = 1) AND (big.v > 1.0))"
+
+
+# ---- filter pushdown -----------------------------------------------------------------------
+
+
+def test_push_down_filter_through_projection_into_scan(octx):
+    plan = push_down_filter(bound(octx, "select x from (select id + 1 as x, k from big) t where k = 3"))
+    (scan,) = nodes(plan, L.Scan)
+    assert [str(f) for f in scan.filters] == ["(big.k = 3)"]
+    assert not nodes(plan, L.Filter)
+
+
+def test_push_down_filter_splits_over_inner_join(octx):
+    plan = push_down_filter(bound(
+        octx, "select big.id from big, small where big.k = small.k and small.name = 'n1' and big.v > 5"))
+    scans = {s.table: s for s in nodes(plan, L.Scan)}
+    assert [str(f) for f in scans["small"].filters] == ["(small.name = 'n1')"]
+    assert [str(f) for f in scans["big"].filters] == ["(big.v > 5.0)"]
+    (join,) = nodes(plan, L.Join)
+    assert str(join.filter) == "(big.k = small.k)"
+
+
+def test_push_down_filter_left_join_rules(octx):
+    plan = push_down_filter(bound(
+        octx, "select big.id from big left join small on big.k = small.k and small.name = 'n1' "
+              "and big.v > 1 where small.name is null and big.id < 10"))
+    scans = {s.table: s for s in nodes(plan, L.Scan)}
+    # ON predicate on the null-supplying side goes into it; WHERE on the preserved side too
+    assert [str(f) for f in scans["small"].filters] == ["(small.name = 'n1')"]
+    assert [str(f) for f in scans["big"].filters] == ["(big.id < 10)"]
+    (join,) = nodes(plan, L.Join)
+    # ON predicate on the preserved side stays in the join; WHERE on the null side stays above
+    assert "(big.v > 1.0)" in str(join.filter)
+    (f,) = nodes(plan, L.Filter)
+    assert str(f.predicate) == "small.name IS NULL"
+
+
+def test_push_down_filter_through_aggregate_only_on_group_keys(octx):
+    plan = push_down_filter(bound(
+        octx, "select k, s from (select k, sum(v) as s from big group by k) t where k = 2 and s > 10"))
+    (scan,) = nodes(plan, L.Scan)
+    assert [str(f) for f in scan.filters] == ["(big.k = 2)"]
+    (f,) = nodes(plan, L.Filter)
+    assert "> 10" in str(f.predicate)
+
+
+def test_push_down_filter_stops_at_limit(octx):
+    plan = push_down_filter(bound(octx, "select id from (select id from big limit 5) t where id > 2"))
+    (scan,) = nodes(plan, L.Scan)
+    assert scan.filters == ()
+    assert nodes(plan, L.Filter)
+
+
+def test_push_down_filter_derives_per_side_filters_from_or(octx):
+    plan = push_down_filter(bound(
+        octx, "select big.id from big, small where big.k = small.k and "
+              "((small.name = 'n1' and big.v > 1) or (small.name = 'n2' and big.v < 0))"))
+    scans = {s.table: s for s in nodes(plan, L.Scan)}
+    assert [str(f) for f in scans["small"].filters] == ["((small.name = 'n1') OR (small.name = 'n2'))"]
+    assert [str(f) for f in scans["big"].filters] == ["((big.v > 1.0) OR (big.v < 0.0))"]
+
+
+# ---- join keys and order -------------------------------------------------------------------
+
+
+def test_extract_join_keys(octx):
+    plan = extract_join_keys(push_down_filter(bound(
+        octx, "select big.id from big, small where big.k = small.k and big.id > small.k")))
+    (join,) = nodes(plan, L.Join)
+    assert [(str(a), str(b)) for a, b in join.on] == [("big.k", "small.k")]
+    assert str(join.filter) == "(big.id > small.k)"
+
+
+def test_join_reorder_never_builds_cross_product_when_keys_exist(octx):
+    # FROM order puts the two unconnected tables (big, tiny) next to each other
+    sql = ("select big.id from big, tiny, small "
+           "where big.k = small.k and small.name = tiny.name")
+    plan = join_reorder(extract_join_keys(push_down_filter(bound(octx, sql))))
+    joins = nodes(plan, L.Join)
+    assert len(joins) == 2
+    assert all(j.on for j in joins), format_plan(plan)
+    # the connected small pair (tiny, small) is joined first; big (largest) probes last
+    top = joins[0]
+    assert isinstance(top.left, L.Scan) and top.left.table == "big"
+
+
+def test_join_reorder_keeps_output_schema(octx):
+    sql = "select * from tiny, small, big where big.k = small.k and small.name = tiny.name"
+    before = push_down_filter(bound(octx, sql))
+    after = join_reorder(extract_join_keys(before))
+    assert after.column_ids == before.column_ids
+
+
+# ---- subqueries ----------------------------------------------------------------------------
+
+
+def _no_subqueries(plan):
+    return not any(isinstance(x, SubqueryExpr) for p in L.walk_plan(plan)
+                   for e in p.expressions() for x in walk(e))
+
+
+def test_decorrelate_exists_and_not_exists(octx):
+    plan = decorrelate(bound(octx, "select id from big where exists (select 1 from small where small.k = big.k) "
+                                   "and not exists (select 1 from tiny where tiny.name = big.s)"))
+    kinds = sorted(j.kind for j in nodes(plan, L.Join))
+    assert kinds == ["anti", "semi"]
+    assert _no_subqueries(plan)
+
+
+def test_decorrelate_in_and_null_aware_not_in(octx):
+    plan = decorrelate(bound(octx, "select id from big where k in (select k from small) "
+                                   "and id not in (select w from tiny)"))
+    joins = {j.kind: j for j in nodes(plan, L.Join)}
+    assert set(joins) == {"semi", "anti"}
+    assert joins["anti"].null_aware  # tiny.w is nullable
+    assert not joins["semi"].null_aware
+
+
+def test_decorrelate_not_in_on_non_nullable_is_plain_anti(octx):
+    # big.k is nullable in its schema but small.k is not; both must be NOT NULL for a plain anti
+    plan = decorrelate(bound(octx, "select id from big where id not in (select k from small) "
+                                   "and id is not null"))
+    (j,) = nodes(plan, L.Join)
+    assert j.null_aware  # big.id is declared nullable
+    plan = decorrelate(bound(octx, "select name from small where k not in (select k from small s2)"))
+    (j,) = nodes(plan, L.Join)
+    assert j.kind == "anti" and not j.null_aware
+
+
+def test_decorrelate_correlated_scalar_becomes_grouped_left_join(octx):
+    plan = decorrelate(bound(octx, "select id from big where v > (select avg(v) from big b2 where b2.k = big.k)"))
+    joins = nodes(plan, L.Join)
+    assert [j.kind for j in joins] == ["left"]
+    aggs = nodes(plan, L.Aggregate)
+    assert len(aggs) == 1 and len(aggs[0].group) == 1
+    assert _no_subqueries(plan)
+
+
+def test_decorrelate_count_subquery_gets_empty_value(octx):
+    plan = decorrelate(bound(octx, "select id, (select count(*) from small where small.k = big.id) as c from big"))
+    text = format_plan(plan)
+    assert "CASE WHEN" in text and "THEN" in text
+
+
+def test_decorrelate_uncorrelated_scalar_checks_single_row(octx):
+    plan = decorrelate(bound(octx, "select id from big where k = (select k from small where name = 'n3')"))
+    assert nodes(plan, L.SingleRow)
+    plan = decorrelate(bound(octx, "select id from big where v > (select max(v) from big)"))
+    assert not nodes(plan, L.SingleRow)  # an aggregate yields one row by construction
+
+
+def test_push_down_semi_join_below_inner_join(octx):
+    plan = bound(octx, "select big.id from big, small where big.k = small.k "
+                       "and big.id in (select w from tiny)")
+    plan = push_down_semi_join(extract_join_keys(push_down_filter(decorrelate(plan))))
+    (semi,) = [j for j in nodes(plan, L.Join) if j.kind == "semi"]
+    assert isinstance(semi.left, L.Scan) and semi.left.table == "big"
+    (inner,) = [j for j in nodes(plan, L.Join) if j.kind == "inner"]
+    assert semi in (inner.left, inner.right)
+
+
+# ---- aggregates and projections ------------------------------------------------------------
+
+
+def test_distinct_aggregate_becomes_two_aggregates(octx):
+    plan = rewrite_distinct_aggregates(bound(octx, "select k, count(distinct s) from big group by k"))
+    aggs = nodes(plan, L.Aggregate)
+    assert len(aggs) == 2
+    outer, inner = aggs
+    assert not any(a.distinct for a in outer.aggs)
+    assert len(inner.group) == 2 and not inner.aggs
+
+
+def test_push_down_projection_reads_only_needed_columns(octx):
+    plan = push_down_projection(bound(octx, "select k from big where v > 1"))
+    (scan,) = nodes(plan, L.Scan)
+    assert [f.name for f in scan.schema] == ["k", "v"]
+
+
+def test_push_down_projection_drops_unused_aggregates(octx):
+    plan = push_down_projection(bound(octx, "select k from (select k, sum(v) as sv, max(s) as ms from big group by k) t"))
+    (agg,) = nodes(plan, L.Aggregate)
+    assert agg.aggs == ()
+    (scan,) = nodes(plan, L.Scan)
+    assert [f.name for f in scan.schema] == ["k"]
+
+
+def test_push_down_projection_keeps_a_column_for_count_star(octx):
+    plan = push_down_projection(bound(octx, "select count(*) from big"))
+    (scan,) = nodes(plan, L.Scan)
+    assert len(scan.schema) == 1
+
+
+# ---- driver --------------------------------------------------------------------------------
+
+
+def test_driver_reaches_fixpoint_and_is_idempotent(octx):
+    plan = optimize(bound(octx, "select big.id from big, small where big.k = small.k and small.name = 'n1'"))
+    assert optimize(plan) == plan
+
+
+def test_driver_names_a_rule_that_breaks_the_schema(octx):
+    def bad_rule(plan):
+        return L.Project(plan, (plan.children()[0] and Literal(1, pa.int64()),),
+                         (plan.schema[0].__class__("x#0", "x", pa.int64()),))
+
+    with pytest.raises(InternalError, match="bad_rule"):
+        optimize(bound(octx, "select id from big"), rules=(("bad_rule", bad_rule),))
+
+
+def test_several_distinct_aggregates_join_branches_on_null_safe_keys(octx):
+    plan = rewrite_distinct_aggregates(bound(
+        octx, "select k, count(distinct s), sum(distinct v), max(v) from big group by k"))
+    joins = nodes(plan, L.Join)
+    assert len(joins) == 2  # three branches: distinct s, distinct v, plain max
+    assert all(j.kind == "inner" for j in joins)
+    # big.k is nullable: keys compare through coalesce + IS NULL
+    assert any("coalesce" in str(a) for j in joins for a, _ in j.on)
