@@ -177,6 +177,56 @@ class ParquetTable(TableProvider):
         return stats
 
 
+class CsvTable(TableProvider):
+    """CSV file(s): one partition per file. `schema` maps column names to types (others are
+    inferred); empty fields are NULL."""
+
+    kind = "csv"
+
+    def __init__(self, path, schema: dict | None = None, delimiter: str = ",",
+                 header: bool = True, filesystem: Any = None):
+        import pyarrow.csv as pcsv
+
+        super().__init__()
+        self.path = path
+        types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
+        fmt = ds.CsvFileFormat(
+            parse_options=pcsv.ParseOptions(delimiter=delimiter),
+            read_options=pcsv.ReadOptions(autogenerate_column_names=not header),
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True))
+        try:
+            sources = ParquetTable._expand(path, filesystem)
+            dataset = ds.dataset(sources, format=fmt, filesystem=filesystem)
+        except CatalogError:
+            raise
+        except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
+            raise CatalogError(f"cannot read CSV data at {path!s}: {str(e).splitlines()[0]}") from e
+        unknown = set(types) - set(dataset.schema.names)
+        if unknown:
+            raise CatalogError(f"schema names columns not in {path!s}: {sorted(unknown)}")
+        self.physical_schema = dataset.schema
+        self.schema = T.normalize_schema(dataset.schema)
+        self.dataset = dataset if self.schema == dataset.schema else ds.dataset(
+            sources, format=fmt, filesystem=filesystem, schema=self.schema)
+        self._units: list[ScanUnit] | None = None
+
+    def describe(self) -> str:
+        return f"csv:{self.path}"
+
+    def units(self) -> list[ScanUnit]:
+        if self._units is None:
+            units = []
+            for frag in self.dataset.get_fragments():
+                size = os.path.getsize(frag.path) if os.path.exists(frag.path) else 1 << 20
+                units.append(ScanUnit(frag, (), max(1, size // 64), size))
+            self._units = units
+        return self._units
+
+    def statistics(self) -> TableStats:
+        units = self.units()
+        return TableStats(sum(u.num_rows for u in units), sum(u.num_bytes for u in units))
+
+
 class MemoryTable(TableProvider):
     """An Arrow table held in memory (never modified: text is normalized per partition)."""
 
@@ -222,6 +272,11 @@ class Catalog:
                 return False
             del self._tables[key]
             return True
+
+    def find(self, name: str, exact: bool = False) -> str | None:
+        """The stored name matching `name` (exactly, or case-insensitively), or None."""
+        with self._lock:
+            return self._find(name, exact)
 
     def _find(self, name: str, exact: bool) -> str | None:
         if name in self._tables:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .catalog import Catalog, MemoryTable, ParquetTable
+from .catalog import Catalog, CsvTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
 from .errors import CatalogError, Error, SQLSyntaxError, UnsupportedError
 from .execution.scheduler import Executor
@@ -46,6 +46,12 @@ class Context:
         """A Parquet file, directory (recursive, hive partitions), glob, or list of files."""
         self.catalog.register(name, ParquetTable(path))
 
+    def register_csv(self, name: str, path: str | os.PathLike | list, schema: dict | None = None,
+                     delimiter: str = ",", header: bool = True) -> None:
+        """CSV file(s); `schema` maps column names to types ("int64", "DECIMAL(10,2)", pyarrow
+        types); columns not named are inferred. Empty fields are NULL."""
+        self.catalog.register(name, CsvTable(path, schema, delimiter, header))
+
     def register_arrow(self, name: str, data: Any) -> None:
         """A pyarrow Table or RecordBatchReader, or anything with `__arrow_c_stream__`."""
         if isinstance(data, pa.RecordBatchReader):
@@ -77,8 +83,12 @@ class Context:
     # ---- queries -------------------------------------------------------------------------
 
     def table(self, name: str) -> DataFrame:
-        real, provider = self.catalog.lookup(name)
-        return DataFrame(self, B.scan(real, provider))
+        real, entry = self.catalog.lookup(name)
+        from .sql.binder import View
+
+        if isinstance(entry, View):
+            return self.sql(f'SELECT * FROM "{real}"')
+        return DataFrame(self, B.scan(real, entry))
 
     def sql(self, query: str) -> DataFrame:
         """Run SQL: returns a lazy DataFrame for a query (statements run at once)."""
@@ -94,15 +104,17 @@ class Context:
         from .sql.parser import parse
         from sqlglot import exp
 
-        statements = parse(query)
-        if not statements:
+        from .sql import statements as S
+
+        parsed = parse(query)
+        if not parsed:
             raise SQLSyntaxError("empty statement")
         result = None
-        for stmt in statements:
+        for stmt in parsed:
             if isinstance(stmt, (exp.Query, exp.Values)):
                 result = DataFrame(self, Binder(self.catalog, query).bind_query(stmt))
             else:
-                raise UnsupportedError(f"{stmt.key.upper()} statements are not supported yet")
+                result = S.execute(self, stmt, query)
         return result
 
     def close(self) -> None:

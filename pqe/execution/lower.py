@@ -71,7 +71,7 @@ class Lowering:
 
     def _scanexec(self, node: P.ScanExec):
         out = tuple(f.id for f in node.schema)
-        return [Pending((O.ReadParquet(provider=node.provider, units=units, columns=node.columns,
+        return [Pending((O.ReadFiles(provider=node.provider, units=units, columns=node.columns,
                                        filters=node.filters, out_ids=out),), ())
                 for units in node.parts]
 

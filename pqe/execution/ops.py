@@ -41,16 +41,16 @@ class Op:
         raise NotImplementedError
 
 
-class ReadParquet(Op):
+class ReadFiles(Op):
     label = "scan"
     _fields = ("provider", "units", "columns", "filters", "out_ids")
 
     def __repr__(self):
-        return (f"ReadParquet({self.provider.token}, {self.units!r}, {self.columns!r}, "
+        return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
                 f"{self.filters!r}, {self.out_ids!r})")
 
     def run(self, data, inputs):
-        return scan.read_parquet(self.provider, self.units, self.columns, self.filters, self.out_ids)
+        return scan.read_files(self.provider, self.units, self.columns, self.filters, self.out_ids)
 
 
 class ReadMemory(Op):

@@ -41,10 +41,10 @@ def pruning_expression(provider, filters: tuple[Expr, ...], names: dict[str, str
     return Compiler(_text_casts(provider, names), rename=names)(pred)
 
 
-def read_parquet(provider, units, columns: tuple[tuple[str, str], ...],
-                 filters: tuple[Expr, ...], out_ids: tuple[str, ...]) -> pa.Table:
-    """Read some row groups of a Parquet table: file columns `columns` ((name, id) pairs),
-    filtered, renamed to ids, restricted to `out_ids`."""
+def read_files(provider, units, columns: tuple[tuple[str, str], ...],
+               filters: tuple[Expr, ...], out_ids: tuple[str, ...]) -> pa.Table:
+    """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
+    `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`."""
     names = {cid: name for name, cid in columns}
     expr = pruning_expression(provider, filters, names)
     read_cols = [name for name, _ in columns]
@@ -52,10 +52,11 @@ def read_parquet(provider, units, columns: tuple[tuple[str, str], ...],
     tables = []
     for frag, row_groups in _by_fragment(units):
         try:
-            sub = frag.subset(row_group_ids=list(row_groups))
+            sub = frag.subset(row_group_ids=list(row_groups)) if row_groups else frag
             t = sub.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=False)
         except (OSError, pa.ArrowException) as e:
-            raise ExecutionError(f"reading {frag.path} (row groups {list(row_groups)}): {e}") from e
+            where = f" (row groups {list(row_groups)})" if row_groups else ""
+            raise ExecutionError(f"reading {frag.path}{where}: {str(e).splitlines()[0]}") from e
         tables.append(t)
     if not tables:
         empty = pa.schema([pa.field(cid, provider.schema.field(name).type) for name, cid in columns])
@@ -93,4 +94,4 @@ def read_memory(provider, offset: int, length: int, columns, filters, out_ids) -
     return t.select(list(out_ids))
 
 
-__all__ = ["read_parquet", "read_memory", "pruning_expression", "T"]
+__all__ = ["read_files", "read_memory", "pruning_expression", "T"]

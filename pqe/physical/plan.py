@@ -63,7 +63,7 @@ def _expr(e: Expr) -> str:
 
 @dataclass(eq=False)
 class ScanExec(PhysicalPlan):
-    """Reads a Parquet table: `parts[i]` are the row groups of partition i; `columns` are
+    """Reads Parquet (or CSV) files: `parts[i]` are the row groups of partition i; `columns` are
     (file column, id) pairs; `filters` are applied inside the reader (pyarrow.dataset, with
     row-group pruning by statistics)."""
 
@@ -77,10 +77,12 @@ class ScanExec(PhysicalPlan):
 
     def describe(self, names):
         cols = ", ".join(c for c, _ in self.columns)
-        out = f"ParquetScan: {self.table} columns=[{cols}]"
+        kind = "ParquetScan" if self.provider.kind == "parquet" else "CsvScan"
+        out = f"{kind}: {self.table} columns=[{cols}]"
         if self.filters:
             out += " filters=[" + ", ".join(_expr(f) for f in self.filters) + "]"
-        out += f" row_groups={self.kept_units}/{self.total_units}"
+        unit = "row_groups" if self.provider.kind == "parquet" else "files"
+        out += f" {unit}={self.kept_units}/{self.total_units}"
         return out
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import types as T
-from ..catalog import MemoryTable, ParquetTable, ScanUnit
+from ..catalog import CsvTable, MemoryTable, ParquetTable, ScanUnit
 from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
 from ..plan import logical as L
@@ -62,8 +62,8 @@ class PhysicalPlanner:
         need = {f.id for f in node.schema} | column_ids_all(node.filters)
         columns = tuple((f.name, f.id) for f in node.fields if f.id in need)
         provider = node.provider
-        if isinstance(provider, ParquetTable):
-            return self._parquet_scan(node, provider, columns)
+        if isinstance(provider, (ParquetTable, CsvTable)):
+            return self._file_scan(node, provider, columns)
         if isinstance(provider, MemoryTable):
             rows = provider.table.num_rows
             n = self._partition_count(rows, rows)
@@ -73,10 +73,10 @@ class PhysicalPlanner:
                                   node.filters, slices)
         raise UnsupportedError(f"cannot scan {type(provider).__name__}")
 
-    def _parquet_scan(self, node: L.Scan, provider: ParquetTable, columns) -> PhysicalPlan:
+    def _file_scan(self, node: L.Scan, provider, columns) -> PhysicalPlan:
         units = provider.units()
         total = len(units)
-        if node.filters:
+        if node.filters and isinstance(provider, ParquetTable):
             units = _prune_units(provider, node, units)
         rows = sum(u.num_rows for u in units)
         n = self._partition_count(rows, len(units))

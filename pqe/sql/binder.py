@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -188,7 +189,7 @@ class Binder:
         self.catalog = catalog
         self.sql = sql
         self.ctes: list[dict[str, tuple[LogicalPlan, list[str]]]] = []
-        self.providers: dict[str, TableProvider] = {}
+        self.adhoc: dict[str, TableProvider] = {}  # read_parquet(...) and 'file.parquet' sources
         self.keys: dict[str, dict[str, str]] = {}  # table -> sqlglot column key -> real name
 
     # ---- entry ---------------------------------------------------------------------------
@@ -208,20 +209,25 @@ class Binder:
         cte_names = self._cte_names(node)
         schema: dict[str, dict[str, str]] = {}
         for table in node.find_all(exp.Table):
-            if not isinstance(table.this, exp.Identifier):
-                raise UnsupportedError(f"table expression {table.sql()} is not supported yet")
-            name = table.name
-            if name in cte_names and not table.args.get("db"):
-                continue
-            if table.args.get("db") or table.args.get("catalog"):
-                raise UnsupportedError(f"qualified table names ({table.sql()}) are not supported")
-            quoted = table.this.quoted
-            try:
-                real, entry = self.catalog.lookup(name, exact=quoted)
-            except UnknownTableError as e:
-                pos = node_position(self.sql, table)
-                raise UnknownTableError(str(e) + _at(pos)) from None
-            table.set("this", exp.to_identifier(real, quoted=True))
+            adhoc = self._table_function(table)
+            if adhoc is not None:
+                real, entry = adhoc
+                table.set("this", exp.to_identifier(real, quoted=True))
+            else:
+                if not isinstance(table.this, exp.Identifier):
+                    raise UnsupportedError(f"table expression {table.sql()} is not supported yet")
+                name = table.name
+                if name in cte_names and not table.args.get("db"):
+                    continue
+                if table.args.get("db") or table.args.get("catalog"):
+                    raise UnsupportedError(f"qualified table names ({table.sql()}) are not supported")
+                quoted = table.this.quoted
+                try:
+                    real, entry = self.catalog.lookup(name, exact=quoted)
+                except UnknownTableError as e:
+                    pos = node_position(self.sql, table)
+                    raise UnknownTableError(str(e) + _at(pos)) from None
+                table.set("this", exp.to_identifier(real, quoted=True))
             if real in schema:
                 continue
             cols = self._columns_of(real, entry)
@@ -246,6 +252,38 @@ class Binder:
                            quote_identifiers=True, identify=True)
         except OptimizeError as e:
             raise self._qualify_error(str(e), schema) from None
+
+    def _table_function(self, table: exp.Table) -> tuple[str, TableProvider] | None:
+        """read_parquet('glob'), read_csv('path'), or FROM 'file.parquet' -> an ad-hoc table."""
+        from ..catalog import CsvTable, ParquetTable
+
+        fn = table.this
+        path = None
+        kind = None
+        if isinstance(fn, exp.ReadParquet) or (isinstance(fn, exp.Anonymous) and fn.name.lower() in ("read_parquet", "parquet_scan")):
+            kind, args = "parquet", list(fn.expressions)
+        elif isinstance(fn, exp.ReadCSV) or (isinstance(fn, exp.Anonymous) and fn.name.lower() in ("read_csv", "read_csv_auto")):
+            kind = "csv"
+            args = [fn.this] + list(fn.expressions) if isinstance(fn, exp.ReadCSV) else list(fn.expressions)
+        elif isinstance(fn, exp.Identifier) and fn.quoted and not self.catalog.find(fn.name, exact=True) \
+                and _looks_like_path(fn.name):
+            path = fn.name
+            kind = "csv" if path.lower().endswith((".csv", ".csv.gz", ".tsv")) else "parquet"
+            args = []
+        else:
+            return None
+        if path is None:
+            if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+                raise BindError(f"{kind} table function needs a constant path")
+            path = args[0].name
+        key = f"__{kind}:{path}"
+        if key not in self.adhoc:
+            self.adhoc[key] = ParquetTable(path) if kind == "parquet" else CsvTable(path)
+        if not table.alias:
+            stem = os.path.basename(path).split(".")[0] or kind
+            alias = stem if isinstance(fn, exp.Identifier) else f"read_{kind}"
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        return key, self.adhoc[key]
 
     def _columns_of(self, real: str, entry) -> list[tuple[str, str]]:
         if isinstance(entry, TableProvider):
@@ -548,7 +586,10 @@ class Binder:
                                  qualifier=alias)
                 scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
                 return plan
-            real, entry = self.catalog.lookup(name, exact=True)
+            if name in self.adhoc:
+                real, entry = name, self.adhoc[name]
+            else:
+                real, entry = self.catalog.lookup(name, exact=True)
             if isinstance(entry, View):
                 plan = self._bind_view(real, entry)
                 plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema],
@@ -756,7 +797,7 @@ class Binder:
             return B.case([(rec(node.this), rec(node.args["true"]))],
                           rec(node.args["false"]) if node.args.get("false") else None)
         if t in (exp.Cast, exp.TryCast):
-            to = _sql_type(node.args["to"])
+            to = sql_type(node.args["to"])
             arg = rec(node.this)
             if t is exp.Cast and isinstance(arg, Literal) and isinstance(arg.value, str) \
                     and not T.is_text(to):
@@ -862,6 +903,12 @@ class Binder:
 # ---- helpers -------------------------------------------------------------------------------------
 
 
+def _looks_like_path(name: str) -> bool:
+    low = name.lower()
+    return ("/" in name or "*" in name or "://" in name
+            or low.endswith((".parquet", ".csv", ".csv.gz", ".tsv", ".pq")))
+
+
 def _at(pos) -> str:
     return f" at line {pos[0]}, column {pos[1]}" if pos else ""
 
@@ -946,7 +993,7 @@ def _rewrite_escape(pattern: str, esc: str) -> str:
     return "".join(out)
 
 
-def _sql_type(dt: exp.DataType) -> pa.DataType:
+def sql_type(dt: exp.DataType) -> pa.DataType:
     text = dt.sql(dialect=PQEDialect)
     try:
         return T.parse_type(text)
