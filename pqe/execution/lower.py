@@ -153,6 +153,10 @@ class Lowering:
             out += self.lower(child)
         return out
 
+    def _windowexec(self, node: P.WindowExec):
+        op = O.Window(partition=node.partition, order=node.order, specs=node.specs)
+        return [p.then(op) for p in self.lower(node.input)]
+
     def _singlerowexec(self, node: P.SingleRowExec):
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]
 

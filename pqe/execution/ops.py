@@ -132,6 +132,16 @@ class Aggregate(Op):
         return fn(data, self.group, self.aggs)
 
 
+class Window(Op):
+    label = "window"
+    _fields = ("partition", "order", "specs")
+
+    def run(self, data, inputs):
+        from ..kernels.window import compute
+
+        return compute(data, self.partition, self.order, self.specs)
+
+
 class HashSplit(Op):
     label = "split"
     _fields = ("keys", "n")

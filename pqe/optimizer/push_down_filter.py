@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..plan.expr import (ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts, or_,
                          replace_columns)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
-                            SingleRow, Sort, Union, Values)
+                            SingleRow, Sort, Union, Values, Window)
 
 
 def push_down_filter(plan: LogicalPlan) -> LogicalPlan:
@@ -67,6 +67,15 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
                 keep.append(p)
         new = plan.with_children((_push(plan.input, down),))
         return _wrap(new, keep)
+    if isinstance(plan, Window):
+        # a predicate on columns every call partitions by removes whole window partitions
+        common = None
+        for c in plan.calls:
+            ids = {p.id for p in c.partition_by if isinstance(p, ColumnRef)}
+            common = ids if common is None else common & ids
+        down = [p for p in preds if column_ids(p) and column_ids(p) <= (common or set())]
+        keep = [p for p in preds if p not in down]
+        return _wrap(plan.with_children((_push(plan.input, down),)), keep)
     if isinstance(plan, Sort) and plan.fetch is None:
         return Sort(_push(plan.input, preds), plan.keys, plan.fetch)
     if isinstance(plan, Union):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..plan.expr import ColumnRef, column_ids, column_ids_all
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
-                            SingleRow, Sort, Union, Values)
+                            SingleRow, Sort, Union, Values, Window)
 
 
 def push_down_projection(plan: LogicalPlan) -> LogicalPlan:
@@ -63,6 +63,14 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
         child = _prune(plan.input, _ordered(plan.input, column_ids_all(exprs)))
         return Aggregate(child, plan.group, plan.group_fields, tuple(a for a, _ in pairs),
                          tuple(f for _, f in pairs))
+    if isinstance(plan, Window):
+        pairs = [(c, f) for c, f in zip(plan.calls, plan.fields, strict=True) if f.id in need]
+        in_ids = set(plan.input.column_ids)
+        child_need = (need & in_ids) | column_ids_all(c for c, _ in pairs)
+        child = _prune(plan.input, _ordered(plan.input, child_need))
+        if not pairs:
+            return child
+        return Window(child, tuple(c for c, _ in pairs), tuple(f for _, f in pairs))
     if isinstance(plan, Sort):
         child_need = need | column_ids_all(k.expr for k in plan.keys)
         return Sort(_prune(plan.input, _ordered(plan.input, child_need)), plan.keys, plan.fetch)

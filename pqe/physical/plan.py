@@ -263,6 +263,30 @@ class UnionExec(PhysicalPlan):
 
 
 @dataclass(eq=False)
+class WindowExec(PhysicalPlan):
+    """Window functions within each partition (rows of one window partition never span two
+    partitions: the input is hash-partitioned on the PARTITION BY keys, or gathered)."""
+
+    input: PhysicalPlan = None
+    partition: tuple[str, ...] = ()
+    order: tuple[tuple[str, bool, bool], ...] = ()
+    specs: tuple = ()
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        parts = ", ".join(f"{s.fn}({_cols(s.args, names)})" for s in self.specs)
+        out = f"Window: {parts}"
+        if self.partition:
+            out += f" partitionBy=[{_cols(self.partition, names)}]"
+        if self.order:
+            out += " orderBy=[" + ", ".join(
+                f"{names.get(i, i)} {'ASC' if a else 'DESC'}" for i, a, _ in self.order) + "]"
+        return out
+
+
+@dataclass(eq=False)
 class SingleRowExec(PhysicalPlan):
     """Fails when its (single) input partition has more than one row."""
 

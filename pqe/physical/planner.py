@@ -28,7 +28,7 @@ from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
-                   ScanExec, SingleRowExec, SortExec, UnionExec, ValuesExec)
+                   ScanExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec)
 
 
 @dataclass
@@ -274,6 +274,59 @@ class PhysicalPlanner:
             exprs = tuple(ColumnRef(f) for f in child.schema)
             kids.append(ProjectExec(node.schema, child.n, ANY, child, exprs, None))
         return UnionExec(node.schema, sum(k.n for k in kids), ANY, tuple(kids))
+
+    def _window(self, node: L.Window) -> PhysicalPlan:
+        from ..kernels.window import Bound, WindowSpec
+
+        current = self.plan(node.input)
+        groups: dict[tuple, list[tuple]] = {}
+        for call, f in zip(node.calls, node.fields, strict=True):
+            key = (call.partition_by, call.order_by)
+            groups.setdefault(key, []).append((call, f))
+        for (pby, oby), items in groups.items():
+            extra: list[tuple[Expr, Field]] = []
+            cache: dict[Expr, str] = {}
+
+            def column(e: Expr) -> str:
+                if isinstance(e, ColumnRef):
+                    return e.id
+                if e not in cache:
+                    f = B.new_field("window_input", e.dtype, e.nullable)
+                    extra.append((e, f))
+                    cache[e] = f.id
+                return cache[e]
+
+            pids = tuple(column(e) for e in pby)
+            order = tuple((column(k.expr), k.ascending, k.nulls_first) for k in oby)
+            specs = []
+            for call, f in items:
+                args = tuple(column(a) for a in call.args)
+                frame = call.frame
+                if frame is None:
+                    mode, start, end = "range", Bound("unbounded_preceding"), Bound(
+                        "current" if oby else "unbounded_following")
+                else:
+                    mode = frame.mode
+                    start = Bound(frame.start.kind, frame.start.offset)
+                    end = Bound(frame.end.kind, frame.end.offset)
+                specs.append(WindowSpec(call.fn, args, f.id, f.dtype, mode, start, end,
+                                        bool(oby), tuple(call.consts)))
+            if extra:
+                current = self._project_columns(current, extra)
+            if pids:
+                hk = tuple(pids[i] for i in _hash_positions(pids, current))
+                if not (current.dist.kind == "hash" and set(current.dist.keys) <= set(pids)
+                        and current.dist.keys):
+                    current = self._hash(current, hk, max(self.cfg.target_partitions, 1)
+                                         if current.n > 1 else 1)
+            else:
+                current = self._gather(current)
+            fields = tuple(f for _, f in items)
+            current = WindowExec(current.schema + fields, current.n, current.dist, current,
+                                 pids, order, tuple(specs))
+        exprs = tuple(ColumnRef(f) for f in node.schema)
+        return ProjectExec(node.schema, current.n, _project_dist(current.dist, exprs, node.schema),
+                           current, exprs, None)
 
     def _singlerow(self, node: L.SingleRow) -> PhysicalPlan:
         child = self._gather(self.plan(node.input))

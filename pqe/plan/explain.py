@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import types as T
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, InList, Literal, OuterRef,
-                   SortKey, SubqueryExpr)
+                   SortKey, SubqueryExpr, WindowCall)
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
           "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -87,6 +87,23 @@ def format_expr(e: Expr) -> str:
         if e.filter is not None:
             out += f" FILTER (WHERE {format_expr(e.filter)})"
         return out
+    if isinstance(e, WindowCall):
+        args = ", ".join(format_expr(a) for a in e.args)
+        if e.consts:
+            args = ", ".join(x for x in [args, *map(repr, e.consts)] if x)
+        over = []
+        if e.partition_by:
+            over.append("PARTITION BY " + ", ".join(format_expr(p) for p in e.partition_by))
+        if e.order_by:
+            over.append("ORDER BY " + ", ".join(format_sort_key(k) for k in e.order_by))
+        if e.frame is not None:
+            def b(x):
+                return {"unbounded_preceding": "UNBOUNDED PRECEDING", "current": "CURRENT ROW",
+                        "unbounded_following": "UNBOUNDED FOLLOWING"}.get(
+                    x.kind, f"{x.offset} {x.kind.upper()}")
+            over.append(f"{e.frame.mode.upper()} BETWEEN {b(e.frame.start)} AND {b(e.frame.end)}")
+        name = "count" if e.fn == "count_star" else e.fn
+        return f"{name}({args or ('*' if e.fn == 'count_star' else '')}) OVER ({' '.join(over)})"
     if isinstance(e, SubqueryExpr):
         if e.kind == "exists":
             return ("NOT " if e.negated else "") + "EXISTS(<subquery>)"
@@ -151,6 +168,9 @@ def describe_node(plan) -> str:
         return f"Union: [{', '.join(f.name for f in plan.fields)}]"
     if isinstance(plan, L.SingleRow):
         return "SingleRow"
+    if isinstance(plan, L.Window):
+        calls = ", ".join(f"{format_expr(c)} AS {f.name}" for c, f in zip(plan.calls, plan.fields, strict=True))
+        return f"Window: {calls}"
     return type(plan).__name__
 
 

@@ -213,6 +213,54 @@ class AggCall(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class SortKey:
+    expr: Expr
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FrameBound:
+    """kind: unbounded_preceding | preceding | current | following | unbounded_following."""
+
+    kind: str
+    offset: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    mode: str  # "rows" | "range"
+    start: FrameBound
+    end: FrameBound
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCall(Expr):
+    """`fn(args) OVER (PARTITION BY ... ORDER BY ... frame)`; lives only in `Window` nodes.
+    `frame` None means the SQL default (RANGE UNBOUNDED PRECEDING TO CURRENT ROW with ORDER BY,
+    the whole partition without). `consts` holds constant arguments (ntile buckets, lag offset
+    and default, nth_value n)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    partition_by: tuple[Expr, ...]
+    order_by: tuple[SortKey, ...]
+    frame: Frame | None
+    dtype: pa.DataType
+    consts: tuple = ()
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args + self.partition_by + tuple(k.expr for k in self.order_by)
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        a, p = len(self.args), len(self.partition_by)
+        keys = tuple(SortKey(e, k.ascending, k.nulls_first)
+                     for e, k in zip(children[a + p:], self.order_by, strict=True))
+        return replace(self, args=tuple(children[:a]), partition_by=tuple(children[a:a + p]),
+                       order_by=keys)
+
+
+@dataclass(frozen=True, slots=True)
 class SubqueryExpr(Expr):
     """A subquery used as an expression; removed by the decorrelation rule before execution.
 
@@ -231,13 +279,6 @@ class SubqueryExpr(Expr):
 
     def with_children(self, children: tuple[Expr, ...]) -> Expr:
         return replace(self, arg=children[0]) if children else self
-
-
-@dataclass(frozen=True, slots=True)
-class SortKey:
-    expr: Expr
-    ascending: bool = True
-    nulls_first: bool = False
 
 
 # ---------------------------------------------------------------------------------------------

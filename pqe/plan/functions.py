@@ -371,6 +371,35 @@ _register(AGGREGATE, "bool_and", 1, 1, _agg_bool)
 _register(AGGREGATE, "bool_or", 1, 1, _agg_bool)
 
 
+# ---- window-only functions ------------------------------------------------------------------
+
+WINDOW: dict[str, FunctionDef] = {}
+
+
+def _win_int(fn, ts):
+    return [None] * len(ts), T.INT64
+
+
+def _win_float(fn, ts):
+    return [None] * len(ts), T.FLOAT64
+
+
+def _win_value(fn, ts):
+    return [None] * len(ts), ts[0] if not T.is_null(ts[0]) else T.INT64
+
+
+for _fn in ("row_number", "rank", "dense_rank"):
+    _register(WINDOW, _fn, 0, 0, _win_int, nulls="never")
+_register(WINDOW, "ntile", 1, 1, _win_int)
+_register(WINDOW, "percent_rank", 0, 0, _win_float, nulls="never")
+_register(WINDOW, "cume_dist", 0, 0, _win_float, nulls="never")
+_register(WINDOW, "lag", 1, 3, _win_value)
+_register(WINDOW, "lead", 1, 3, _win_value)
+_register(WINDOW, "first_value", 1, 1, _win_value)
+_register(WINDOW, "last_value", 1, 1, _win_value)
+_register(WINDOW, "nth_value", 2, 2, _win_value)
+
+
 def canonical(name: str) -> str:
     name = name.lower()
     return ALIASES.get(name, name)

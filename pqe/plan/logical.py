@@ -303,6 +303,31 @@ class Union(LogicalPlan):
 
 
 @dataclass(frozen=True, slots=True)
+class Window(LogicalPlan):
+    """Window functions: the input's columns plus one column per call (`fields[i]`)."""
+
+    input: LogicalPlan
+    calls: tuple[Expr, ...]
+    fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.calls) != len(self.fields):
+            raise InternalError("window calls and fields differ in length")
+        _check_refs(self, self.calls, set(self.input.column_ids))
+        _set_schema(self, self.input.schema + self.fields)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+    def expressions(self):
+        return self.calls
+
+
+@dataclass(frozen=True, slots=True)
 class SingleRow(LogicalPlan):
     """Checks that a scalar subquery yields at most one row (an error otherwise)."""
 
@@ -378,4 +403,7 @@ def map_expressions(plan: LogicalPlan, fn) -> LogicalPlan:
     if isinstance(plan, Sort):
         keys = tuple(SortKey(fn(k.expr), k.ascending, k.nulls_first) for k in plan.keys)
         return replace(plan, keys=keys)
+    if isinstance(plan, Window):
+        calls = tuple(c.with_children(tuple(fn(x) for x in c.children())) for c in plan.calls)
+        return replace(plan, calls=calls)
     return plan

@@ -32,9 +32,9 @@ from ..errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Err
                       TypeMismatchError, UnknownColumnError, UnknownTableError,
                       UnsupportedError, suggest)
 from ..plan import builder as B
-from ..plan.expr import (AggCall, ColumnRef, Expr, Field, Literal, OuterRef, SortKey,
-                         SubqueryExpr, column_ids, lit)
-from ..plan.logical import LogicalPlan, Project
+from ..plan.expr import (AggCall, ColumnRef, Expr, Field, Frame, FrameBound, Literal, OuterRef,
+                         SortKey, SubqueryExpr, WindowCall, column_ids, lit)
+from ..plan.logical import LogicalPlan, Project, Window
 from .parser import PQEDialect, node_position
 
 
@@ -163,6 +163,23 @@ def _is_agg_node(node: exp.Expression) -> bool:
     return isinstance(node, exp.AggFunc)
 
 
+def _find_windows(node: exp.Expression) -> list[exp.Window]:
+    """Window function calls in an expression (not inside subqueries)."""
+    out: list[exp.Window] = []
+
+    def rec(n):
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Exists)):
+            return
+        if isinstance(n, exp.Window):
+            out.append(n)
+            return
+        for child in n.iter_expressions():
+            rec(child)
+
+    rec(node)
+    return out
+
+
 def _find_aggs(node: exp.Expression) -> list[exp.Expression]:
     """Aggregate calls in an expression, not looking into subqueries or inside other aggs."""
     out: list[exp.Expression] = []
@@ -171,7 +188,19 @@ def _find_aggs(node: exp.Expression) -> list[exp.Expression]:
         if isinstance(n, (exp.Subquery, exp.Select, exp.Exists)):
             return
         if isinstance(n, exp.Window):
-            raise UnsupportedError("window functions (OVER) are not supported yet")
+            # the window's own function is not a GROUP BY aggregate, but its arguments,
+            # PARTITION BY and ORDER BY may hold some: rank() OVER (ORDER BY sum(x))
+            func = n.this
+            if isinstance(func, exp.Filter):
+                func = func.this
+            for child in func.iter_expressions() if isinstance(func, exp.Expression) else []:
+                rec(child)
+            for child in n.args.get("partition_by") or []:
+                rec(child)
+            if n.args.get("order") is not None:
+                for o in n.args["order"].expressions:
+                    rec(o.this)
+            return
         if _is_agg_node(n):
             out.append(n)
             return
@@ -190,6 +219,7 @@ class Binder:
         self.sql = sql
         self.ctes: list[dict[str, tuple[LogicalPlan, list[str]]]] = []
         self.adhoc: dict[str, TableProvider] = {}  # read_parquet(...) and 'file.parquet' sources
+        self._window_refs: dict[int, Expr] = {}  # window call AST node -> its output column
         self.keys: dict[str, dict[str, str]] = {}  # table -> sqlglot column key -> real name
 
     # ---- entry ---------------------------------------------------------------------------
@@ -429,6 +459,16 @@ class Binder:
         elif having is not None:
             raise AggregateMisuseError("HAVING needs GROUP BY or an aggregate")
 
+        # window functions run after GROUP BY / HAVING, before the SELECT list
+        win_nodes: list[exp.Window] = []
+        for it in items:
+            win_nodes += _find_windows(it)
+        if order is not None:
+            for o in order.expressions:
+                win_nodes += _find_windows(o.this)
+        if win_nodes:
+            plan = self.windows(plan, scope, agg_ctx, win_nodes, sel)
+
         # SELECT list
         bound: list[tuple[Expr, str]] = []
         for it in items:
@@ -474,6 +514,85 @@ class Binder:
         if extra:
             plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[: len(bound)]])
         return plan, [n for _, n in bound]
+
+    def windows(self, plan, scope, agg_ctx, nodes: list[exp.Window], sel: exp.Select) -> LogicalPlan:
+        """A Window node computing every window call; the calls' AST nodes then bind to its
+        output columns."""
+        named = {}
+        for w in sel.args.get("windows") or []:
+            named[w.this.name] = w
+        calls: list[WindowCall] = []
+        refs: list[tuple[exp.Window, int]] = []
+        for node in nodes:
+            call = self.window_call(node, scope, agg_ctx, named)
+            if call not in calls:
+                calls.append(call)
+            refs.append((node, calls.index(call)))
+        fields = tuple(B.new_field(str(c.fn), c.dtype) for c in calls)
+        window = Window(plan, tuple(calls), fields)
+        for node, i in refs:
+            self._window_refs[id(node)] = ColumnRef(fields[i])
+        return window
+
+    def window_call(self, node: exp.Window, scope, agg_ctx, named) -> WindowCall:
+        from ..plan import functions as F
+
+        spec = node
+        base = None
+        if node.args.get("alias") is not None or isinstance(node.this, exp.Identifier):
+            ref = node.args.get("alias") or node.this
+            base = named.get(ref.name)
+            if base is None:
+                raise BindError(f"window '{ref.name}' is not defined")
+        partition = (base.args.get("partition_by") if base is not None else None) or []
+        partition = list(node.args.get("partition_by") or partition)
+        order = node.args.get("order") or (base.args.get("order") if base is not None else None)
+        frame_spec = node.args.get("spec") or (base.args.get("spec") if base is not None else None)
+        func = spec.this
+        filt = None
+        if isinstance(func, exp.Filter):
+            filt = func.expression.this
+            func = func.this
+        rec = lambda n: self.expr(n, scope, agg=agg_ctx, clause="window")  # noqa: E731
+        pby = tuple(rec(p) for p in partition)
+        oby = tuple(self._sort_key(o, rec(o.this)) for o in (order.expressions if order else []))
+        frame = _frame(frame_spec) if frame_spec is not None else None
+        name = _WINDOW_FUNCS.get(type(func))
+        consts: tuple = ()
+        if name is not None or (isinstance(func, exp.Anonymous) and F.canonical(func.name) in F.WINDOW):
+            name = name or F.canonical(func.name)
+            raw = [v for k, v in func.args.items() if v is not None and not isinstance(v, bool)]
+            raw = [x for v in raw for x in (v if isinstance(v, list) else [v])]
+            args = [rec(a) for a in raw]
+            fdef = F.WINDOW[name]
+            F.check_arity(fdef, len(args), name)
+            value_args, consts = _window_consts(name, args)
+            _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
+            if name in ("lag", "lead") and len(consts) > 1 and consts[1] is not None:
+                consts = (consts[0], B.cast(args[2], dtype).value if isinstance(B.cast(args[2], dtype), Literal) else consts[1])
+            if filt is not None:
+                raise UnsupportedError(f"FILTER on {name} is not supported")
+            return WindowCall(name, tuple(value_args), pby, oby, frame, dtype, consts)
+        if _is_agg_node(func):
+            agg = self.agg_call(func, scope, rec=lambda n, clause: self.expr(
+                n, scope, agg=agg_ctx, clause=clause))
+            if agg.distinct:
+                raise UnsupportedError("DISTINCT in window aggregates is not supported")
+            args = agg.args
+            if agg.filter is not None:
+                args = (B.case([(agg.filter, args[0] if args else lit(1))], None),)
+                if not agg.args:
+                    agg = AggCall("count", args, T.INT64)
+            if filt is not None:
+                f = B.cast(rec(filt), T.BOOLEAN)
+                if args:
+                    args = (B.case([(f, args[0])], None),)
+                else:
+                    args = (B.case([(f, lit(1))], None),)
+                    agg = AggCall("count", args, T.INT64)
+            fn = agg.fn
+            return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype)
+        raise UnsupportedError(f"window function {func.sql()} is not supported")
 
     def _output_index(self, node, out_names, bound) -> int | None:
         """ORDER BY 2 / ORDER BY alias -> index into the select list."""
@@ -644,10 +763,15 @@ class Binder:
         aggs = [(a, f) for (a, _), f in zip(aitems, agg.agg_fields, strict=True)]
         return agg, _AggContext(scope, groups, aggs)
 
-    def agg_call(self, node: exp.Expression, scope: Scope) -> AggCall:
+    def agg_call(self, node: exp.Expression, scope: Scope, rec=None) -> AggCall:
+        """An aggregate call; arguments bind in `scope` (or through `rec`, for window
+        aggregates, whose arguments may hold GROUP BY aggregates: sum(sum(x)) OVER ())."""
+        window = rec is not None
+        if rec is None:
+            rec = lambda n, clause: self.expr(n, scope, clause=clause)  # noqa: E731
         filt = None
         if isinstance(node, exp.Filter):
-            filt = self.expr(node.expression.this, scope, clause="FILTER")
+            filt = rec(node.expression.this, "FILTER")
             node = node.this
         distinct = False
         if isinstance(node, exp.Anonymous):
@@ -666,9 +790,9 @@ class Binder:
             else:
                 arg_nodes = [this] + list(node.args.get("expressions") or [])
         for a in arg_nodes:
-            if _find_aggs(a):
+            if not window and _find_aggs(a):
                 raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")
-        args = [self.expr(a, scope, clause="aggregate argument") for a in arg_nodes]
+        args = [rec(a, "aggregate argument") for a in arg_nodes]
         if name == "count" and distinct and len(args) > 1:
             raise UnsupportedError("COUNT(DISTINCT a, b) is not supported")
         return B.aggregate_call(name, args, distinct, filt, display=name)
@@ -677,6 +801,11 @@ class Binder:
 
     def expr(self, node: exp.Expression, scope: Scope, agg: _AggContext | None = None,
              clause: str = "") -> Expr:
+        hit = self._window_refs.get(id(node))
+        if hit is not None:
+            return hit
+        if isinstance(node, exp.Window):
+            raise BindError(f"window functions are not allowed in {clause or 'this context'}")
         if agg is not None:
             hit = self._post_agg(node, agg)
             if hit is not None:
@@ -694,7 +823,7 @@ class Binder:
                 if x == a:
                     return ColumnRef(f)
             raise AggregateMisuseError(f"aggregate {node.sql()} is not available here")
-        if isinstance(node, (exp.Subquery, exp.Exists)) or _find_aggs(node):
+        if isinstance(node, (exp.Subquery, exp.Exists)) or _find_aggs(node) or node.find(exp.Window):
             return None
         if isinstance(node, exp.Literal):
             return None
@@ -901,6 +1030,59 @@ class Binder:
 
 
 # ---- helpers -------------------------------------------------------------------------------------
+
+
+_WINDOW_FUNCS = {
+    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+    exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
+    exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
+    exp.LastValue: "last_value", exp.NthValue: "nth_value",
+}
+
+
+def _window_consts(name: str, args: list[Expr]) -> tuple[list[Expr], tuple]:
+    """Split constant arguments (ntile n, lag offset/default, nth_value n) from value ones."""
+    def const(e: Expr, what: str):
+        if not isinstance(e, Literal):
+            raise UnsupportedError(f"{name.upper()} {what} must be a constant")
+        return e.value
+
+    if name == "ntile":
+        return [], (const(args[0], "bucket count"),)
+    if name in ("lag", "lead"):
+        offset = const(args[1], "offset") if len(args) > 1 else 1
+        default = const(args[2], "default") if len(args) > 2 else None
+        return [args[0]], (offset, default)
+    if name == "nth_value":
+        return [args[0]], (const(args[1], "position"),)
+    return list(args), ()
+
+
+def _frame(spec: exp.WindowSpec) -> Frame:
+    mode = (spec.args.get("kind") or "range").lower()
+    if mode not in ("rows", "range"):
+        raise UnsupportedError(f"{mode.upper()} window frames are not supported")
+
+    def bound(value, side) -> FrameBound:
+        text = value.name if isinstance(value, exp.Expression) else str(value)
+        if isinstance(value, str) or (isinstance(value, exp.Var)):
+            up = text.upper()
+            if up == "UNBOUNDED":
+                return FrameBound("unbounded_preceding" if (side or "").lower() == "preceding"
+                                  else "unbounded_following")
+            if up in ("CURRENT ROW", "CURRENT"):
+                return FrameBound("current")
+        if isinstance(value, exp.Literal) and not value.is_string:
+            n = decimal.Decimal(value.this)
+            if n < 0:
+                raise BindError("window frame offsets must not be negative")
+            return FrameBound((side or "preceding").lower(), int(n) if n == int(n) else n)
+        raise UnsupportedError(f"window frame bound {text} is not supported")
+
+    start = bound(spec.args.get("start"), spec.args.get("start_side"))
+    end_value = spec.args.get("end")
+    end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
+    return Frame(mode, start, end)
 
 
 def _looks_like_path(name: str) -> bool:

@@ -1,0 +1,341 @@
+"""Window function kernels over one partition of rows.
+
+The rows are sorted by (PARTITION BY keys, ORDER BY keys); segment (window partition) and peer
+group boundaries come from comparing neighbouring rows; every function is then index
+arithmetic on whole arrays:
+
+- ranking: row_number, rank, dense_rank, percent_rank, cume_dist, ntile from segment and
+  peer-group starts;
+- navigation: lag/lead/first_value/last_value/nth_value as `take` at computed positions;
+- aggregates over frames (ROWS or RANGE, any bounds): each row's frame is an index range
+  [start, end); sum/count/avg are differences of prefix sums (exact integers for integers and
+  decimals), min/max use a sparse table over value ranks (so any orderable type works).
+"""
+
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..errors import ExecutionError, UnsupportedError
+
+
+@dataclass(frozen=True)
+class Bound:
+    kind: str  # "unbounded_preceding" | "preceding" | "current" | "following" | "unbounded_following"
+    offset: object = None
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """One window function over column ids (arguments already computed into columns)."""
+
+    fn: str
+    args: tuple[str, ...]
+    out: str
+    dtype: object
+    mode: str = "range"  # frame mode: "rows" | "range"
+    start: Bound = Bound("unbounded_preceding")
+    end: Bound = Bound("current")
+    has_order: bool = False
+    consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
+
+
+# ---- boundaries ----------------------------------------------------------------------------
+
+
+def _changed(col) -> np.ndarray:
+    """changed[i] is True when row i differs from row i - 1 (NULLs equal each other)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    n = len(col)
+    out = np.zeros(n, dtype=bool)
+    if n <= 1:
+        out[:1] = True
+        return out
+    a, b = col.slice(1), col.slice(0, n - 1)
+    ne = pc.fill_null(pc.not_equal(a, b), False)
+    nulls = pc.xor(pc.is_null(a), pc.is_null(b))
+    out[1:] = pc.or_(ne, nulls).to_numpy(zero_copy_only=False)
+    out[0] = True
+    return out
+
+
+def _starts(flags: np.ndarray) -> np.ndarray:
+    """For each row, the index of the first row of its group (groups start where flags)."""
+    idx = np.arange(len(flags))
+    return np.maximum.accumulate(np.where(flags, idx, 0))
+
+
+def _ends(flags: np.ndarray) -> np.ndarray:
+    """For each row, the index one past the last row of its group."""
+    n = len(flags)
+    nxt = np.append(flags[1:], True)
+    idx = np.arange(n)
+    last = np.where(nxt, idx, n)
+    return np.minimum.accumulate(last[::-1])[::-1] + 1
+
+
+# ---- numeric helpers -----------------------------------------------------------------------
+
+
+def _decimal_to_int(arr: pa.Array) -> np.ndarray:
+    """Unscaled values of a decimal128 array with precision <= 18 (nulls as 0)."""
+    arr = pc.fill_null(arr, decimal.Decimal(0))
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)
+    return words[2 * arr.offset: 2 * (arr.offset + len(arr)): 2].copy()
+
+
+def _int_to_decimal(values: np.ndarray, dtype: pa.DataType, valid: np.ndarray | None) -> pa.Array:
+    hi = values >> 63
+    data = np.empty(2 * len(values), dtype=np.int64)
+    data[0::2], data[1::2] = values, hi
+    arr = pa.Array.from_buffers(dtype, len(values), [None, pa.py_buffer(data.tobytes())])
+    if valid is not None:
+        arr = pc.if_else(pa.array(valid), arr, pa.scalar(None, dtype))
+    return arr
+
+
+def _prefix(values: np.ndarray) -> np.ndarray:
+    out = np.empty(len(values) + 1, dtype=np.result_type(values.dtype, np.int64) if values.dtype.kind in "iu" else values.dtype)
+    out[0] = 0
+    np.cumsum(values, out=out[1:])
+    return out
+
+
+def _sparse_min(ranks: np.ndarray, fs: np.ndarray, fe: np.ndarray, fn) -> np.ndarray:
+    """Range-minimum (or maximum) of ranks over [fs, fe) for every row; ranges must be
+    non-empty. Sparse table: O(n log n)."""
+    n = len(ranks)
+    levels = [ranks]
+    k = 1
+    while (1 << k) <= n:
+        prev = levels[-1]
+        half = 1 << (k - 1)
+        levels.append(fn(prev[:-half], prev[half:]) if len(prev) > half else prev[:0])
+        k += 1
+    length = fe - fs
+    lg = np.floor(np.log2(np.maximum(length, 1))).astype(np.int64)
+    out = np.empty(len(fs), dtype=ranks.dtype)
+    for level in np.unique(lg):
+        sel = lg == level
+        tab = levels[level]
+        a = tab[fs[sel]]
+        b = tab[fe[sel] - (1 << level)]
+        out[sel] = fn(a, b)
+    return out
+
+
+# ---- frames --------------------------------------------------------------------------------
+
+
+def _frame(spec: WindowSpec, idx, seg_start, seg_end, peer_start, peer_end, order_col):
+    if not spec.has_order and spec.mode == "range":
+        return seg_start, seg_end  # no ORDER BY: the whole partition
+
+    def bound(b: Bound, is_start: bool):
+        if b.kind == "unbounded_preceding":
+            return seg_start
+        if b.kind == "unbounded_following":
+            return seg_end
+        if b.kind == "current":
+            if spec.mode == "rows":
+                return idx if is_start else idx + 1
+            return peer_start if is_start else peer_end
+        if spec.mode == "rows":
+            off = int(b.offset)
+            pos = idx - off if b.kind == "preceding" else idx + off
+            pos = pos if is_start else pos + 1
+            return np.clip(pos, seg_start, seg_end)
+        return _range_offset(b, is_start, order_col, seg_start, seg_end)
+
+    fs, fe = bound(spec.start, True), bound(spec.end, False)
+    return fs, np.maximum(fe, fs)  # empty frames have end == start
+
+
+def _range_offset(b: Bound, is_start, order_col, seg_start, seg_end):
+    """RANGE n PRECEDING/FOLLOWING over a numeric or date ORDER BY key, segment by segment."""
+    if order_col is None:
+        raise UnsupportedError("RANGE with an offset needs exactly one ORDER BY key")
+    t = order_col.type
+    if not (T.is_numeric(t) or pa.types.is_date(t)) or order_col.null_count:
+        raise UnsupportedError("RANGE with an offset needs a numeric or date ORDER BY key without NULLs")
+    vals = pc.cast(order_col, pa.float64() if not pa.types.is_date(t) else pa.int32()).to_numpy(
+        zero_copy_only=False).astype(np.float64)
+    off = float(b.offset)
+    target = vals - off if b.kind == "preceding" else vals + off
+    out = np.empty(len(vals), dtype=np.int64)
+    starts = np.unique(seg_start)
+    for s in starts:  # one numpy search per window partition
+        e = seg_end[s]
+        seg = vals[s:e]
+        tgt = target[s:e]
+        if is_start:
+            out[s:e] = s + np.searchsorted(seg, tgt, side="left")
+        else:
+            out[s:e] = s + np.searchsorted(seg, tgt, side="right")
+    return out
+
+
+# ---- evaluation ------------------------------------------------------------------------------
+
+
+def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str, bool, bool], ...],
+            specs: tuple[WindowSpec, ...]) -> pa.Table:
+    """Append window columns; rows come out sorted by partition keys then order keys."""
+    n = table.num_rows
+    sort_keys = [(k, "ascending", "at_end") for k in partition] + [
+        (k, "ascending" if asc else "descending", "at_start" if nf else "at_end")
+        for k, asc, nf in order]
+    if sort_keys and n > 1:
+        table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+    idx = np.arange(n, dtype=np.int64)
+    seg_flags = np.zeros(n, dtype=bool)
+    if n:
+        seg_flags[0] = True
+    for k in partition:
+        seg_flags |= _changed(table.column(k))
+    peer_flags = seg_flags.copy()
+    for k, _, _ in order:
+        peer_flags |= _changed(table.column(k))
+    seg_start, seg_end = _starts(seg_flags), _ends(seg_flags)
+    peer_start, peer_end = _starts(peer_flags), _ends(peer_flags)
+    order_col = None
+    if len(order) == 1:
+        col = table.column(order[0][0])
+        order_col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if not order[0][1]:  # DESC: offsets count the other way
+            order_col = None if not T.is_numeric(col.type) else pc.negate(pc.cast(order_col, pa.float64()))
+    ctx = dict(idx=idx, seg_start=seg_start, seg_end=seg_end, peer_start=peer_start,
+               peer_end=peer_end, peer_flags=peer_flags, seg_flags=seg_flags, order_col=order_col)
+    for spec in specs:
+        col = _evaluate(table, spec, ctx)
+        if col.type != spec.dtype:
+            col = pc.cast(col, spec.dtype)
+        table = table.append_column(spec.out, col)
+    return table
+
+
+def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
+    idx, seg_start, seg_end = c["idx"], c["seg_start"], c["seg_end"]
+    fn = spec.fn
+    if fn == "row_number":
+        return pa.array(idx - seg_start + 1)
+    if fn in ("rank", "percent_rank", "cume_dist", "dense_rank"):
+        rank = c["peer_start"] - seg_start + 1
+        if fn == "rank":
+            return pa.array(rank)
+        size = (seg_end - seg_start).astype(np.float64)
+        if fn == "percent_rank":
+            return pa.array(np.where(size > 1, (rank - 1) / np.maximum(size - 1, 1), 0.0))
+        if fn == "cume_dist":
+            return pa.array((c["peer_end"] - seg_start) / size)
+        groups = np.cumsum(c["peer_flags"])
+        return pa.array(groups - groups[seg_start] + 1)
+    if fn == "ntile":
+        buckets = int(spec.consts[0])
+        if buckets <= 0:
+            raise ExecutionError("NTILE argument must be positive")
+        size = seg_end - seg_start
+        pos = idx - seg_start
+        q, r = size // buckets, size % buckets
+        big = r * (q + 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tile = np.where(pos < big, pos // np.maximum(q + 1, 1),
+                            r + (pos - big) // np.maximum(q, 1))
+        return pa.array(tile + 1)
+    if fn in ("lag", "lead"):
+        offset = int(spec.consts[0]) if spec.consts else 1
+        default = spec.consts[1] if len(spec.consts) > 1 else None
+        j = idx - offset if fn == "lag" else idx + offset
+        valid = (j >= seg_start) & (j < seg_end)
+        return _take_or(table.column(spec.args[0]), j, valid, default, spec.dtype)
+    fs, fe = _frame(spec, idx, seg_start, seg_end, c["peer_start"], c["peer_end"], c["order_col"])
+    nonempty = fe > fs
+    if fn == "first_value":
+        return _take_or(table.column(spec.args[0]), fs, nonempty, None, spec.dtype)
+    if fn == "last_value":
+        return _take_or(table.column(spec.args[0]), fe - 1, nonempty, None, spec.dtype)
+    if fn == "nth_value":
+        k = int(spec.consts[0])
+        pos = fs + k - 1
+        return _take_or(table.column(spec.args[0]), pos, (pos < fe) & (k >= 1), None, spec.dtype)
+    if fn == "count_star":
+        return pa.array(fe - fs)
+    return _frame_aggregate(table.column(spec.args[0]), spec, fs, fe)
+
+
+def _take_or(col, positions, valid, default, dtype) -> pa.Array:
+    safe = np.where(valid, positions, 0)
+    if len(col) == 0:
+        return pa.nulls(0, dtype)
+    vals = pc.take(col, pa.array(safe))
+    fill = pa.scalar(default, dtype) if default is not None else pa.scalar(None, vals.type)
+    return pc.if_else(pa.array(valid), vals, fill)
+
+
+def _frame_aggregate(col, spec: WindowSpec, fs, fe) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    fn = spec.fn
+    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+    counts = _prefix(valid.astype(np.int64))
+    cnt = counts[fe] - counts[fs]
+    if fn == "count":
+        return pa.array(cnt)
+    has = cnt > 0
+    t = col.type
+    if fn in ("sum", "avg"):
+        if T.is_decimal(t) and t.precision <= 18:
+            ps = _prefix(_decimal_to_int(col))
+            total = ps[fe] - ps[fs]
+            if fn == "avg":
+                mean = total / np.maximum(cnt, 1) / 10 ** t.scale
+                return pc.if_else(pa.array(has), pa.array(mean), pa.scalar(None, pa.float64()))
+            return _int_to_decimal(total, pa.decimal128(38, t.scale), has)
+        if T.is_integer(t) or T.is_boolean(t):
+            vals = pc.fill_null(pc.cast(col, pa.int64()), 0).to_numpy(zero_copy_only=False)
+            ps = _prefix(vals)
+            total = ps[fe] - ps[fs]
+            if fn == "avg":
+                return pc.if_else(pa.array(has), pa.array(total / np.maximum(cnt, 1)), pa.scalar(None, pa.float64()))
+            return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.int64()))
+        if T.is_decimal(t):  # wide decimals: exact with Python integers
+            scaled = [int(v.scaleb(t.scale)) if v is not None else 0 for v in col.to_pylist()]
+            ps = np.concatenate([[0], np.cumsum(np.array(scaled, dtype=object))])
+            total = ps[fe] - ps[fs]
+            if fn == "avg":
+                return pa.array([float(x) / m / 10 ** t.scale if m else None for x, m in zip(total, cnt)], pa.float64())
+            out_t = pa.decimal128(38, t.scale)
+            return pa.array([decimal.Decimal(int(x)).scaleb(-t.scale) if h else None for x, h in zip(total, has)], out_t)
+        vals = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        ps = _prefix(vals)
+        total = ps[fe] - ps[fs]
+        if fn == "avg":
+            total = total / np.maximum(cnt, 1)
+        return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.float64()))
+    if fn in ("min", "max", "bool_and", "bool_or"):
+        ranks = pc.rank(col, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense").to_numpy(
+            zero_copy_only=False).astype(np.int64)
+        use_min = fn in ("min", "bool_and")
+        big = np.iinfo(np.int64).max
+        ranks = np.where(valid, ranks, big if use_min else -1)
+        if len(ranks) == 0:
+            return pa.nulls(0, spec.dtype)
+        safe_fs = np.where(fe > fs, fs, 0)
+        safe_fe = np.where(fe > fs, fe, 1)
+        best = _sparse_min(ranks, safe_fs, safe_fe, np.minimum if use_min else np.maximum)
+        ok = has & (fe > fs)
+        # value with that rank: first occurrence of each rank
+        order = np.argsort(ranks, kind="stable")
+        sorted_ranks = ranks[order]
+        pos = order[np.searchsorted(sorted_ranks, np.where(ok, best, sorted_ranks[0]))]
+        return _take_or(col, pos, ok, None, col.type)
+    raise UnsupportedError(f"window function {fn} is not supported")
