@@ -14,11 +14,6 @@ END)`, since NULLs are ignored.
 
 from __future__ import annotations
 
-import datetime
-
-import pyarrow as pa
-
-from .. import types as T
 from ..plan import builder as B
 from ..plan.expr import AggCall, Case, ColumnRef, Expr, Literal
 from ..plan.logical import Aggregate, Join, LogicalPlan, Project, transform_up
@@ -72,38 +67,6 @@ def _rule(node: LogicalPlan) -> LogicalPlan | None:
     for p in parts[1:]:
         pairs = []
         for lf, rf in zip(parts[0].group_fields, p.group_fields, strict=True):
-            pairs += _null_safe_key(ColumnRef(lf), ColumnRef(rf))
+            pairs += B.null_safe_key(ColumnRef(lf), ColumnRef(rf))
         joined = Join(joined, p, "inner", tuple(pairs), None)
     return Project(joined, tuple(ColumnRef(f) for f in node.schema), node.schema)
-
-
-def _sentinel(t: pa.DataType):
-    if T.is_integer(t):
-        return 0
-    if T.is_floating(t):
-        return 0.0
-    if T.is_decimal(t):
-        import decimal
-        return decimal.Decimal(0)
-    if T.is_text(t):
-        return ""
-    if T.is_boolean(t):
-        return False
-    if pa.types.is_date(t):
-        return datetime.date(1970, 1, 1)
-    if pa.types.is_timestamp(t):
-        return datetime.datetime(1970, 1, 1)
-    return None
-
-
-def _null_safe_key(a: Expr, b: Expr) -> list[tuple[Expr, Expr]]:
-    """Key pairs under which NULL equals NULL: (coalesce(a, s), coalesce(b, s)) plus
-    (a IS NULL, b IS NULL)."""
-    if not (a.nullable or b.nullable):
-        return [(a, b)]
-    s = _sentinel(a.dtype)
-    if s is None:
-        return [(a, b)]
-    lit = Literal(s, a.dtype)
-    return [(B.call("coalesce", a, lit), B.call("coalesce", b, lit)),
-            (B.call("is_null", a), B.call("is_null", b))]

@@ -315,3 +315,63 @@ def union_all(plans: Sequence[LogicalPlan]) -> Union:
 
 def split_conjuncts(predicate: Expr | None) -> list[Expr]:
     return conjuncts(predicate)
+
+
+def null_safe_key(a: Expr, b: Expr) -> list[tuple[Expr, Expr]]:
+    """Join key pairs under which NULL equals NULL (GROUP BY and set-operation semantics):
+    (coalesce(a, s), coalesce(b, s)) plus (a IS NULL, b IS NULL) for nullable sides."""
+    if not (a.nullable or b.nullable):
+        return [(a, b)]
+    s = _sentinel(a.dtype)
+    if s is None:
+        return [(a, b)]
+    lit_s = Literal(s, a.dtype)
+    return [(call("coalesce", a, lit_s), call("coalesce", b, lit_s)),
+            (call("is_null", a), call("is_null", b))]
+
+
+def _sentinel(t: pa.DataType):
+    if T.is_integer(t):
+        return 0
+    if T.is_floating(t):
+        return 0.0
+    if T.is_decimal(t):
+        return decimal.Decimal(0)
+    if T.is_text(t):
+        return ""
+    if T.is_boolean(t):
+        return False
+    if pa.types.is_date(t):
+        return datetime.date(1970, 1, 1)
+    if pa.types.is_timestamp(t):
+        return datetime.datetime(1970, 1, 1)
+    if pa.types.is_binary(t):
+        return b""
+    return None
+
+
+def set_operation(kind: str, left: LogicalPlan, right: LogicalPlan, all_: bool) -> LogicalPlan:
+    """INTERSECT / EXCEPT [ALL] as semi / anti joins on every column, NULLs matching NULLs.
+    With ALL, rows are numbered within their duplicates on both sides (row_number over all
+    columns) and the number joins too: row k survives if the other side has k copies."""
+    from .expr import WindowCall
+    from .logical import Window
+
+    unified = union_all([left, right])
+    left, right = unified.inputs
+    if all_:
+        numbered = []
+        for side in (left, right):
+            cols = tuple(ColumnRef(f) for f in side.schema)
+            call_ = WindowCall("row_number", (), cols, (), None, T.INT64)
+            numbered.append(Window(side, (call_,), (new_field("dup", T.INT64, False),)))
+        left, right = numbered
+    pairs = []
+    for lf, rf in zip(left.schema, right.schema, strict=True):
+        pairs += null_safe_key(ColumnRef(lf), ColumnRef(rf))
+    joined: LogicalPlan = join(left, right, "semi" if kind == "intersect" else "anti", pairs)
+    if all_:
+        width = len(left.schema) - 1
+        joined = project(joined, [(ColumnRef(f), f.name) for f in left.schema[:width]])
+        return joined
+    return distinct(joined)

@@ -98,6 +98,7 @@ class _AggContext:
     from_scope: Scope
     groups: list[tuple[Expr, Field]]
     aggs: list[tuple[AggCall, Field]]
+    grouping_id: Field | None = None
 
 
 _INTERVAL_UNITS = {
@@ -154,9 +155,16 @@ _AGGS: dict[type, str] = {
 }
 
 
+def _is_grouping_call(node: exp.Expression) -> bool:
+    return (isinstance(node, exp.Anonymous) and node.name.lower() in ("grouping", "grouping_id")) \
+        or type(node).__name__ == "Grouping"
+
+
 def _is_agg_node(node: exp.Expression) -> bool:
     if isinstance(node, exp.Filter):
         return _is_agg_node(node.this)
+    if _is_grouping_call(node):
+        return True
     if isinstance(node, exp.Anonymous):
         from ..plan import functions as F
         return F.canonical(node.name) in F.AGGREGATE
@@ -264,6 +272,7 @@ class Binder:
             keys = _column_keys([c for c, _ in cols])
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
+        _name_unaliased_projections(node)
         # quoted column names are exact: map them to the key qualify will look for
         real_to_key = {}
         for table_keys in self.keys.values():
@@ -275,7 +284,6 @@ class Binder:
                     ident.set("this", real_to_key[ident.name])
                 else:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
-        _name_unaliased_projections(node)
         try:
             return qualify(node, schema=MappingSchema(schema, normalize=False),
                            dialect=PQEDialect, validate_qualify_columns=True,
@@ -411,7 +419,8 @@ class Binder:
             if distinct:
                 plan = B.distinct(plan)
         else:
-            raise UnsupportedError(f"{node.key.upper()} is not supported yet")
+            kind = "intersect" if isinstance(node, exp.Intersect) else "except"
+            plan = B.set_operation(kind, left, right, all_=not distinct)
         plan = B.project(plan, [(ColumnRef(f), n) for f, n in zip(plan.schema, lnames, strict=True)])
         return self._order_limit_outer(node, plan, lnames, outer)
 
@@ -678,8 +687,8 @@ class Binder:
         kind = (j.args.get("kind") or "").upper()
         if kind in ("SEMI", "ANTI"):
             raise UnsupportedError(f"{kind} JOIN syntax is not supported; use EXISTS")
-        if j.args.get("using"):
-            raise UnsupportedError("JOIN ... USING is not supported yet; use ON")
+        if j.args.get("using") or j.args.get("method"):
+            raise UnsupportedError(f"JOIN {j.args.get('method') or 'USING'} form is not supported here")
         right = self.source(j.this, scope)
         jkind = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
         on = j.args.get("on")
@@ -744,24 +753,96 @@ class Binder:
     def aggregate(self, plan, scope, group, agg_nodes):
         groups: list[tuple[Expr, Field]] = []
         gitems: list[tuple[Expr, str]] = []
+        sets = None
         if group is not None:
-            if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
-                raise UnsupportedError("ROLLUP / CUBE / GROUPING SETS are not supported yet")
-            for g in group.expressions:
-                e = self.expr(g, scope, clause="GROUP BY")
-                if any(e == x for x, _ in gitems):
-                    continue
-                name = g.name if isinstance(g, exp.Column) else str(e)
-                gitems.append((e, name))
+            gitems, sets = self._grouping(group, scope)
         aitems: list[tuple[AggCall, str]] = []
         for node in agg_nodes:
+            if _is_grouping_call(node):
+                continue
             a = self.agg_call(node, scope)
             if not any(a == x for x, _ in aitems):
                 aitems.append((a, str(a)))
+        if sets is not None:
+            return self._grouping_sets(plan, scope, gitems, aitems, sets)
         agg = B.aggregate(plan, gitems, aitems)
         groups = [(e, f) for (e, _), f in zip(gitems, agg.group_fields, strict=True)]
         aggs = [(a, f) for (a, _), f in zip(aitems, agg.agg_fields, strict=True)]
         return agg, _AggContext(scope, groups, aggs)
+
+    def _grouping(self, group: exp.Group, scope: Scope):
+        """GROUP BY items -> unique expressions, and the grouping sets (lists of indices into
+        them) when ROLLUP / CUBE / GROUPING SETS appear (None for a plain GROUP BY)."""
+        gitems: list[tuple[Expr, str]] = []
+
+        def index(node) -> int:
+            e = self.expr(node, scope, clause="GROUP BY")
+            for i, (x, _) in enumerate(gitems):
+                if x == e:
+                    return i
+            name = node.name if isinstance(node, exp.Column) else str(e)
+            gitems.append((e, name))
+            return len(gitems) - 1
+
+        def items_of(node) -> list[int]:
+            if isinstance(node, exp.Tuple):
+                return [index(x) for x in node.expressions]
+            if isinstance(node, exp.Paren):
+                return items_of(node.this)
+            return [index(node)]
+
+        factors: list[list[list[int]]] = []  # cross product of per-item set lists
+        has_sets = False
+        for g in group.expressions:
+            if isinstance(g, exp.Rollup):
+                has_sets = True
+                cols = [items_of(x) for x in g.expressions]
+                factors.append([sum(cols[:k], []) for k in range(len(cols), -1, -1)])
+            elif isinstance(g, exp.Cube):
+                has_sets = True
+                cols = [items_of(x) for x in g.expressions]
+                subsets = []
+                for mask in range((1 << len(cols)) - 1, -1, -1):
+                    subsets.append(sum((c for k, c in enumerate(cols) if mask >> (len(cols) - 1 - k) & 1), []))
+                factors.append(subsets)
+            elif isinstance(g, exp.GroupingSets):
+                has_sets = True
+                factors.append([items_of(x) if not (isinstance(x, exp.Tuple) and not x.expressions)
+                                else [] for x in g.expressions])
+            else:
+                factors.append([[index(g)]])
+        for key in ("rollup", "cube", "grouping_sets"):
+            if group.args.get(key):
+                raise UnsupportedError(f"GROUP BY {key.upper()} form is not supported")
+        if not has_sets:
+            return gitems, None
+        sets: list[list[int]] = [[]]
+        for options in factors:
+            sets = [a + [i for i in b if i not in a] for a in sets for b in options]
+        return gitems, sets
+
+    def _grouping_sets(self, plan, scope, gitems, aitems, sets):
+        """One aggregate per grouping set, padded with NULLs for the keys it does not group
+        by, tagged with a grouping id (bit k set when key k is not grouped), UNION ALL."""
+        n = len(gitems)
+        branches = []
+        for s_ in sets:
+            agg = B.aggregate(plan, [gitems[i] for i in s_], aitems)
+            items = []
+            for i, (e, name) in enumerate(gitems):
+                if i in s_:
+                    items.append((ColumnRef(agg.group_fields[s_.index(i)]), name))
+                else:
+                    items.append((Literal(None, e.dtype), name))
+            gid = sum(1 << (n - 1 - i) for i in range(n) if i not in s_)
+            items.append((lit(gid), "grouping_id"))
+            items += [(ColumnRef(f), f.name) for f in agg.agg_fields]
+            branches.append(B.project(agg, items))
+        union = B.union_all(branches)
+        fields = union.schema
+        groups = [(e, f) for (e, _), f in zip(gitems, fields[:n], strict=True)]
+        aggs = [(a, f) for (a, _), f in zip(aitems, fields[n + 1:], strict=True)]
+        return union, _AggContext(scope, groups, aggs, fields[n])
 
     def agg_call(self, node: exp.Expression, scope: Scope, rec=None) -> AggCall:
         """An aggregate call; arguments bind in `scope` (or through `rec`, for window
@@ -817,6 +898,8 @@ class Binder:
 
     def _post_agg(self, node: exp.Expression, agg: _AggContext) -> Expr | None:
         """Above an Aggregate: aggregates and GROUP BY expressions become column references."""
+        if _is_grouping_call(node):
+            return self._grouping_value(node, agg)
         if _is_agg_node(node):
             a = self.agg_call(node, agg.from_scope)
             for x, f in agg.aggs:
@@ -841,6 +924,24 @@ class Binder:
                 f"column '{node.sql().replace(chr(34), '')}' must appear in the GROUP BY "
                 f"clause or be used in an aggregate function")
         return None
+
+    def _grouping_value(self, node: exp.Expression, agg: _AggContext) -> Expr:
+        """GROUPING(a, b): bit per argument, 1 when that key is not grouped in the row's set."""
+        args = node.expressions if isinstance(node, exp.Anonymous) else (
+            [node.this] + list(node.expressions) if node.this is not None else list(node.expressions))
+        exprs = [g for g, _ in agg.groups]
+        out: Expr = lit(0)
+        n = len(exprs)
+        for k, a in enumerate(args):
+            e = self.expr(a, agg.from_scope)
+            if e not in exprs:
+                raise AggregateMisuseError(f"GROUPING argument {a.sql()} is not a GROUP BY expression")
+            pos = exprs.index(e)
+            if agg.grouping_id is None:
+                continue  # plain GROUP BY: every key is grouped
+            bit = B.call("modulo", B.call("divide", ColumnRef(agg.grouping_id), lit(1 << (n - 1 - pos))), lit(2))
+            out = B.call("add", out, B.call("multiply", bit, lit(1 << (len(args) - 1 - k))))
+        return out
 
     def _expr(self, node: exp.Expression, scope: Scope, rec) -> Expr:
         t = type(node)
@@ -1111,8 +1212,12 @@ def _name_unaliased_projections(node: exp.Expression) -> None:
         new = []
         changed = False
         for e in sel.expressions:
-            if isinstance(e, (exp.Alias, exp.Column, exp.Star)) or (
-                    isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+            if isinstance(e, exp.Column) and isinstance(e.this, exp.Identifier) and e.this.quoted:
+                # a quoted name is exact: it names the output column as written
+                new.append(exp.alias_(e, exp.to_identifier(e.this.name, quoted=True), copy=False))
+                changed = True
+                continue
+            if isinstance(e, (exp.Alias, exp.Column, exp.Star)):
                 new.append(e)
                 continue
             name = e.sql(dialect=PQEDialect, normalize_functions="lower")
