@@ -112,10 +112,15 @@ class Context:
         result = None
         for stmt in parsed:
             if isinstance(stmt, (exp.Query, exp.Values)):
-                result = DataFrame(self, Binder(self.catalog, query).bind_query(stmt))
+                result = DataFrame(self, self._binder(query).bind_query(stmt))
             else:
                 result = S.execute(self, stmt, query)
         return result
+
+    def _binder(self, sql: str):
+        from .sql.binder import Binder
+
+        return Binder(self.catalog, sql, run=lambda plan: DataFrame(self, plan).to_arrow())
 
     def close(self) -> None:
         self._executor.close()

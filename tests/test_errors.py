@@ -76,8 +76,16 @@ def test_wrong_argument_count(ectx):
 
 
 def test_unsupported_construct_is_named(ectx):
-    with pytest.raises(pqe.UnsupportedError, match="WITH RECURSIVE"):
-        ectx.sql("with recursive r as (select 1 as n union all select n + 1 from r where n < 3) select * from r")
+    with pytest.raises(pqe.UnsupportedError, match="DISTINCT ON"):
+        ectx.sql("select distinct on (age) name from people")
+
+
+def test_runaway_recursive_cte(ectx, monkeypatch):
+    from pqe.sql.binder import Binder
+
+    monkeypatch.setattr(Binder, "MAX_RECURSION", 20)
+    with pytest.raises(pqe.ExecutionError, match="did not finish after 20 iterations"):
+        ectx.sql("with recursive r(n) as (select 1 union all select n + 1 from r) select * from r")
 
 
 def test_missing_parquet_path(ectx):

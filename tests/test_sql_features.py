@@ -32,6 +32,12 @@ QUERIES = [
     "select a, count(*) from t join u using (a, b) group by a",
     "select * from t left join u using (a, b)",
     "select * from (values (1, 'a'), (2, null)) as v(n, s)",
+    "with recursive r(n) as (select 1 union all select n + 1 from r where n < 50) select sum(n), count(*) from r",
+    "with recursive r(n) as (select 1 union select n % 7 + 1 from r) select n from r order by n",
+    "with recursive fib(a, b) as (select 0::bigint, 1::bigint union all select b, a + b from fib where b < 1000) "
+    "select a from fib",
+    "with recursive walk(a, depth) as (select a, 0 from t where a = 1 union all "
+    "select u.a + 1, depth + 1 from walk join u on walk.a = u.a where depth < 3) select * from walk",
 ]
 
 

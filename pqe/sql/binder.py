@@ -29,7 +29,7 @@ from sqlglot.schema import MappingSchema
 from .. import types as T
 from ..catalog import Catalog, TableProvider
 from ..errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Error,
-                      TypeMismatchError, UnknownColumnError, UnknownTableError,
+                      ExecutionError, TypeMismatchError, UnknownColumnError, UnknownTableError,
                       UnsupportedError, suggest)
 from ..plan import builder as B
 from ..plan.expr import (AggCall, ColumnRef, Expr, Field, Frame, FrameBound, Literal, OuterRef,
@@ -222,9 +222,13 @@ def _find_aggs(node: exp.Expression) -> list[exp.Expression]:
 class Binder:
     """Binds one statement's query against a catalog snapshot."""
 
-    def __init__(self, catalog: Catalog, sql: str = ""):
+    # a recursive CTE stops with an error after this many iterations
+    MAX_RECURSION = 10_000
+
+    def __init__(self, catalog: Catalog, sql: str = "", run=None):
         self.catalog = catalog
         self.sql = sql
+        self.run = run  # LogicalPlan -> pa.Table, for WITH RECURSIVE
         self.ctes: list[dict[str, tuple[LogicalPlan, list[str]]]] = []
         self.adhoc: dict[str, TableProvider] = {}  # read_parquet(...) and 'file.parquet' sources
         self._window_refs: dict[int, Expr] = {}  # window call AST node -> its output column
@@ -368,18 +372,68 @@ class Binder:
     def query(self, node: exp.Expression, outer: Scope | None) -> tuple[LogicalPlan, list[str]]:
         with_ = node.args.get("with_")
         if with_ is not None:
-            if with_.args.get("recursive"):
-                raise UnsupportedError("WITH RECURSIVE is not supported yet")
+            recursive = bool(with_.args.get("recursive"))
             frame: dict[str, tuple[LogicalPlan, list[str]]] = {}
             self.ctes.append(frame)
             try:
                 for cte in with_.expressions:
-                    plan, names = self.query(cte.this, outer)
-                    frame[cte.alias_or_name] = (plan, names)
+                    name = cte.alias_or_name
+                    if recursive and _self_referencing(cte):
+                        frame[name] = self._recursive_cte(cte, outer, frame)
+                    else:
+                        frame[name] = self.query(cte.this, outer)
                 return self._query_body(node, outer)
             finally:
                 self.ctes.pop()
         return self._query_body(node, outer)
+
+    def _recursive_cte(self, cte: exp.CTE, outer, frame) -> tuple[LogicalPlan, list[str]]:
+        """WITH RECURSIVE: run the anchor, then the recursive term over the rows the previous
+        step produced, until a step produces no (new) rows."""
+        import pyarrow as pa
+
+        from ..catalog import MemoryTable
+
+        name = cte.alias_or_name
+        body = cte.this
+        if not isinstance(body, exp.Union):
+            raise UnsupportedError(f"recursive CTE {name} must be <anchor> UNION [ALL] <recursive term>")
+        if self.run is None:
+            raise UnsupportedError("WITH RECURSIVE needs a Context to run in")
+        distinct = bool(body.args.get("distinct"))
+        anchor, names = self.query(body.this, outer)
+        schema = pa.schema([pa.field(n, f.dtype) for n, f in zip(names, anchor.schema, strict=True)])
+
+        def materialize(plan) -> pa.Table:
+            t = self.run(plan)
+            return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(t.columns, schema, strict=True)],
+                                        schema=schema)
+
+        def as_plan(table: pa.Table) -> LogicalPlan:
+            return B.scan(name, MemoryTable(table))
+
+        rows = materialize(B.distinct(anchor) if distinct else anchor)
+        parts = [rows]
+        working = rows
+        for _ in range(self.MAX_RECURSION):
+            frame[name] = (as_plan(working), names)
+            step, _ = self.query(body.expression.copy(), outer)
+            if len(step.schema) != len(names):
+                raise BindError(f"recursive term of {name} has {len(step.schema)} columns, "
+                                f"expected {len(names)}")
+            step = B.union_all([as_plan(working.slice(0, 0)), step])  # cast to the anchor's types
+            if distinct:
+                seen = as_plan(pa.concat_tables(parts))
+                step = B.set_operation("except", step, seen, all_=False)
+            new = materialize(step)
+            if new.num_rows == 0:
+                break
+            parts.append(new)
+            working = new
+        else:
+            raise ExecutionError(f"recursive CTE {name} did not finish after "
+                                 f"{self.MAX_RECURSION} iterations")
+        return as_plan(pa.concat_tables(parts)), names
 
     def _query_body(self, node, outer):
         if isinstance(node, exp.Select):
@@ -1184,6 +1238,11 @@ def _frame(spec: exp.WindowSpec) -> Frame:
     end_value = spec.args.get("end")
     end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
     return Frame(mode, start, end)
+
+
+def _self_referencing(cte: exp.CTE) -> bool:
+    name = cte.alias_or_name
+    return any(t.name == name for t in cte.this.find_all(exp.Table))
 
 
 def _looks_like_path(name: str) -> bool:

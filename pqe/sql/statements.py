@@ -146,7 +146,7 @@ def _create(ctx: Context, stmt: exp.Create, sql: str) -> DataFrame:
 def _run_query(ctx: Context, query: exp.Expression, sql: str) -> pa.Table:
     from ..dataframe import DataFrame
 
-    return DataFrame(ctx, Binder(ctx.catalog, sql).bind_query(query)).to_arrow()
+    return DataFrame(ctx, ctx._binder(sql).bind_query(query)).to_arrow()
 
 
 def _memory_table(ctx: Context, target: exp.Expression) -> tuple[str, MemoryTable]:
