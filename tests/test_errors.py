@@ -98,6 +98,12 @@ def test_scalar_subquery_with_several_rows(ectx):
         ectx.sql("select (select id from people) from pets").to_arrow()
 
 
+def test_correlated_scalar_subquery_with_several_rows(ectx):
+    ectx.register_arrow("more_pets", pa.table({"owner": [1, 1], "name": ["a", "b"]}))
+    with pytest.raises(pqe.ExecutionError, match="more than one row"):
+        ectx.sql("select (select name from more_pets m where m.owner = people.id) from people").to_arrow()
+
+
 def test_errors_are_pqe_errors():
     for cls in (pqe.SQLSyntaxError, pqe.BindError, pqe.UnknownTableError, pqe.UnsupportedError,
                 pqe.ExecutionError, pqe.CatalogError, pqe.InternalError):

@@ -637,6 +637,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
         "millisecond", "microsecond", "epoch", "isodow", "isoyear")},
     "date_trunc": _date_trunc, "date_diff": _date_diff,
     "current_date": _current_date, "current_timestamp": _current_timestamp,
+    "pqe_assert_single_row": lambda c, e: _call("pqe_assert_single_row", [c(e.args[0])]),
 }
 
 

@@ -86,3 +86,16 @@ def split_part(ctx, strings, delims, index):
 _register("pqe_split_part", split_part,
           {"s": pa.string(), "delim": pa.string(), "n": pa.int64()}, pa.string(),
           "The n-th part of a string split on a delimiter")
+
+
+def assert_single_row(ctx, counts):
+    """TRUE everywhere, or an error when some group of a scalar subquery has several rows."""
+    if isinstance(counts, pa.Scalar):
+        counts = pa.array([counts.as_py()], pa.int64())
+    if len(counts) and (pc.max(counts).as_py() or 0) > 1:
+        raise pa.ArrowInvalid("more than one row returned by a subquery used as an expression")
+    return pa.array(np.ones(len(counts), dtype=bool))
+
+
+_register("pqe_assert_single_row", assert_single_row, {"n": pa.int64()}, pa.bool_(),
+          "Check that a scalar subquery yields at most one row per outer row")

@@ -11,6 +11,12 @@
                                      -> left join with q grouped by the correlated columns;
                                         COUNT-like results get their empty-input value when
                                         no group matches (the "count bug").
+- any other correlated subquery, and EXISTS / IN used as values (SELECT list, OR, CASE)
+                                     -> the domain method: D = the distinct outer values the
+                                        subquery depends on; q is evaluated for every d in D
+                                        at once (D joined in under q's filters, added to its
+                                        GROUP BY), and the result is left-joined back on D.
+                                        EXISTS / IN become "mark" columns with SQL's NULL rules.
 
 Runs first: every later rule assumes plans without `SubqueryExpr` and `OuterRef`.
 """
@@ -21,7 +27,7 @@ from .. import types as T
 from ..errors import UnsupportedError
 from ..plan import builder as B
 from ..plan import functions as F
-from ..plan.expr import (AggCall, Call, Case, ColumnRef, Expr, Literal, OuterRef,
+from ..plan.expr import (AggCall, Call, Case, ColumnRef, Expr, Field, Literal, OuterRef,
                          SubqueryExpr, and_, column_ids, conjuncts, has_outer_ref,
                          has_subquery, transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
@@ -42,6 +48,10 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
             new_input, e = _replace_scalars(new_input, e)
             exprs.append(e)
         return Project(new_input, tuple(exprs), node.fields)
+    if isinstance(node, Join) and node.filter is not None and has_subquery(node.filter) \
+            and node.kind == "inner":
+        # ON (... subquery ...) of an inner join is a filter above the join
+        return _rewrite(Filter(Join(node.left, node.right, "inner", node.on, None), node.filter))
     for e in node.expressions():
         if has_subquery(e):
             raise UnsupportedError(
@@ -52,23 +62,34 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
 def _filter(node: Filter) -> LogicalPlan:
     plan = node.input
     keep: list[Expr] = []
+    width = len(plan.schema)
     for c in conjuncts(node.predicate):
         negated = False
         inner = c
         if isinstance(c, Call) and c.fn == "not" and isinstance(c.args[0], SubqueryExpr) \
                 and c.args[0].kind in ("exists", "in"):
             negated, inner = True, c.args[0]
-        if isinstance(inner, SubqueryExpr) and inner.kind == "exists":
-            plan = _exists_join(plan, inner, negated != inner.negated)
-        elif isinstance(inner, SubqueryExpr) and inner.kind == "in":
-            plan = _in_join(plan, inner, negated != inner.negated)
+        joined = None
+        if isinstance(inner, SubqueryExpr) and inner.kind in ("exists", "in"):
+            try:
+                if inner.kind == "exists":
+                    joined = _exists_join(plan, inner, negated != inner.negated)
+                else:
+                    joined = _in_join(plan, inner, negated != inner.negated)
+            except UnsupportedError:
+                joined = None  # correlation the semi-join form cannot take: use a mark
+        if joined is not None:
+            plan = joined
         elif has_subquery(c):
             plan, c = _replace_scalars(plan, c)
             keep.append(c)
         else:
             keep.append(c)
     pred = and_(keep)
-    return Filter(plan, pred) if pred is not None else plan
+    out = Filter(plan, pred) if pred is not None else plan
+    if len(out.schema) != width:  # mark joins added columns: keep the node's schema
+        out = Project(out, tuple(ColumnRef(f) for f in node.schema), node.schema)
+    return out
 
 
 # ---- correlation pull-up -----------------------------------------------------------------------
@@ -166,13 +187,21 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
 
 
 def _replace_scalars(plan: LogicalPlan, e: Expr) -> tuple[LogicalPlan, Expr]:
+    """Replace every subquery in `e` by a column of joins added to `plan`."""
     subs = [x for x in walk(e) if isinstance(x, SubqueryExpr)]
     mapping: dict[int, Expr] = {}
     for s in subs:
-        if s.kind != "scalar":
-            raise UnsupportedError(
-                f"{s.kind.upper()} subqueries are only supported as AND-ed WHERE conditions")
-        plan, value = _scalar_join(plan, s)
+        if s.kind == "scalar":
+            try:
+                plan, value = _scalar_join(plan, s)
+            except UnsupportedError:
+                plan, value = _domain_scalar(plan, s)
+        elif s.kind == "exists":
+            plan, value = _exists_mark(plan, s)
+        else:
+            plan, value = _in_mark(plan, s)
+        if s.negated:
+            value = B.not_(value)
         mapping[id(s)] = value
     return plan, transform(e, lambda x: mapping.get(id(x)))
 
@@ -245,6 +274,174 @@ def _empty_value(value_expr: Expr, agg: Aggregate) -> Expr | None:
     for a, f in zip(agg.aggs, agg.agg_fields, strict=True):
         mapping[f.id] = Literal(0, f.dtype) if f.id in counts else Literal(None, f.dtype)
     return transform(value_expr, lambda x: mapping.get(x.id) if isinstance(x, ColumnRef) else None)
+
+
+# ---- the domain method -------------------------------------------------------------------------
+
+
+def _outer_refs(plan: LogicalPlan) -> list:
+    seen: dict[str, object] = {}
+    for p in walk_plan(plan):
+        for e in p.expressions():
+            for x in walk(e):
+                if isinstance(x, OuterRef) and x.id not in seen:
+                    seen[x.id] = x.field
+    return list(seen.values())
+
+
+def _domain(outer: LogicalPlan, sub: LogicalPlan, extra: tuple[Expr, ...] = ()):
+    """D = DISTINCT (outer columns `sub` refers to, extra outer expressions); returns D, the
+    map outer id -> D column, the outer expressions D was made of, and D's fields."""
+    refs = _outer_refs(sub)
+    available = set(outer.column_ids)
+    for f in refs:
+        if f.id not in available:
+            raise UnsupportedError("subqueries correlated to a query two levels out are not supported yet")
+    items = [(ColumnRef(f), f.name) for f in refs] + [(x, f"arg{i}") for i, x in enumerate(extra)]
+    if not items:
+        items = [(Literal(True, T.BOOLEAN), "one")]
+    d = B.distinct(B.project(outer, items))
+    mapping = {f.id: ColumnRef(df) for f, df in zip(refs, d.schema, strict=False)}
+    return d, mapping, [x for x, _ in items], d.schema
+
+
+def _subst(e: Expr, mapping) -> Expr:
+    return transform(e, lambda x: mapping.get(x.id) if isinstance(x, OuterRef) else None)
+
+
+def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
+    """`plan` evaluated once per row of D, with D's columns added to its output."""
+    dfields = d.schema
+    if not _plan_has_outer(plan):
+        return Join(d, plan, "inner", (), None)
+    sub = lambda e: _subst(e, mapping)  # noqa: E731
+    if isinstance(plan, Filter):
+        return Filter(_attach(plan.input, d, mapping), sub(plan.predicate))
+    if isinstance(plan, Project):
+        inner = _attach(plan.input, d, mapping)
+        return Project(inner, tuple(sub(e) for e in plan.exprs) + tuple(ColumnRef(f) for f in dfields),
+                       plan.fields + dfields)
+    if isinstance(plan, Aggregate):
+        inner = _attach(plan.input, d, mapping)
+        aggs = tuple(a.with_children(tuple(sub(c) for c in a.children())) for a in plan.aggs)
+        return Aggregate(inner, tuple(sub(g) for g in plan.group) + tuple(ColumnRef(f) for f in dfields),
+                         plan.group_fields + dfields, aggs, plan.agg_fields)
+    if isinstance(plan, Sort) and plan.fetch is None:
+        return Sort(_attach(plan.input, d, mapping), plan.keys, None)
+    if isinstance(plan, Join):
+        left_outer, right_outer = _plan_has_outer(plan.left), _plan_has_outer(plan.right)
+        if right_outer and (left_outer or plan.kind != "inner"):
+            raise UnsupportedError("correlated subquery: outer references on both sides of a join")
+        filt = sub(plan.filter) if plan.filter is not None else None
+        on = tuple((sub(a), sub(b)) for a, b in plan.on)
+        if right_outer:
+            return Join(plan.left, _attach(plan.right, d, mapping), plan.kind, on, filt, plan.null_aware)
+        return Join(_attach(plan.left, d, mapping), plan.right, plan.kind, on, filt, plan.null_aware)
+    raise UnsupportedError(f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")
+
+
+def _domain_join(outer: LogicalPlan, right: LogicalPlan, outer_exprs, dfields) -> LogicalPlan:
+    pairs = []
+    for x, f in zip(outer_exprs, dfields, strict=True):
+        pairs += B.null_safe_key(x, ColumnRef(f))
+    return Join(outer, right, "left", tuple(pairs), None)
+
+
+def _marked(plan: LogicalPlan) -> tuple[LogicalPlan, Field]:
+    mark = B.new_field("matched", T.BOOLEAN, False)
+    return Project(plan, tuple(ColumnRef(f) for f in plan.schema) + (Literal(True, T.BOOLEAN),),
+                   plan.schema + (mark,)), mark
+
+
+def _domain_scalar(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+    inner = decorrelate(sub.plan)
+    d, mapping, outer_exprs, dfields = _domain(outer, inner)
+    value_field = inner.schema[0]
+    attached = _attach(inner, d, mapping)
+    dkeys = tuple(ColumnRef(f) for f in dfields)
+    empty = None
+    if _one_row(inner):
+        right = attached
+        top = inner if isinstance(inner, Project) else None
+        agg = _top_aggregate(inner)
+        if agg is not None:
+            empty = _empty_value(top.exprs[0] if top is not None else ColumnRef(agg.agg_fields[0]), agg)
+    else:
+        # at most one row per outer value: any_value + a count that must not exceed 1
+        v = B.new_field(value_field.name, value_field.dtype)
+        n = B.new_field("rows", T.INT64, False)
+        grouped = Aggregate(attached, dkeys,
+                            tuple(B.new_field(f.name, f.dtype, f.nullable) for f in dfields),
+                            (AggCall("any_value", (ColumnRef(value_field),), value_field.dtype),
+                             AggCall("count_star", (), T.INT64)), (v, n))
+        right = Filter(grouped, B.call("pqe_assert_single_row", ColumnRef(n)))
+        dfields = grouped.group_fields
+        value_field = v
+    right, mark = _marked(right)
+    joined = _domain_join(outer, right, outer_exprs, dfields)
+    value: Expr = ColumnRef(value_field)
+    if empty is not None:
+        value = Case(((ColumnRef(mark), value),), B.cast(empty, value.dtype), value.dtype)
+    return joined, value
+
+
+def _top_aggregate(plan: LogicalPlan) -> Aggregate | None:
+    p = plan
+    while isinstance(p, (Project, Filter, Sort, Limit)):
+        p = p.input
+    return p if isinstance(p, Aggregate) and not p.group else None
+
+
+def _exists_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+    inner = decorrelate(sub.plan)
+    if not _plan_has_outer(inner):
+        one = Limit(inner, 1, 0)
+        right, mark = _marked(B.project(one, [(Literal(True, T.BOOLEAN), "x")]))
+        return Join(outer, right, "left", (), None), B.call("is_not_null", ColumnRef(mark))
+    d, mapping, outer_exprs, dfields = _domain(outer, inner)
+    attached = _attach(inner, d, mapping)
+    hits = B.distinct(B.project(attached, [(ColumnRef(f), f.name) for f in dfields]))
+    right, mark = _marked(hits)
+    joined = _domain_join(outer, right, outer_exprs, hits.schema)
+    return joined, B.call("is_not_null", ColumnRef(mark))
+
+
+def _in_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+    """x IN (q) as a value: TRUE on a match; else NULL if x is NULL or q has a NULL (and q is
+    not empty); else FALSE."""
+    inner = decorrelate(sub.plan)
+    arg = sub.arg
+    y = inner.schema[0]
+    if not _plan_has_outer(inner):
+        values = B.distinct(B.project(inner, [(ColumnRef(y), y.name)]))
+        right, mark = _marked(values)
+        common = T.common_type(arg.dtype, y.dtype)
+        joined = Join(outer, right, "left", ((B.cast(arg, common), B.cast(ColumnRef(right.schema[0]), common)),), None)
+        stats = B.aggregate(inner, [], [(AggCall("count_star", (), T.INT64), "rows"),
+                                        (AggCall("count", (ColumnRef(y),), T.INT64), "values")])
+        joined = Join(joined, stats, "left", (), None)
+        rows, vals = (ColumnRef(f) for f in stats.schema)
+        unknown = B.call("or", B.call("is_null", arg), B.compare("gt", rows, vals))
+        value = B.case([(B.call("is_not_null", ColumnRef(mark)), Literal(True, T.BOOLEAN)),
+                        (B.compare("eq", rows, Literal(0, T.INT64)), Literal(False, T.BOOLEAN)),
+                        (unknown, Literal(None, T.BOOLEAN))], Literal(False, T.BOOLEAN))
+        return joined, value
+    d, mapping, outer_exprs, dfields = _domain(outer, inner, (arg,))
+    attached = _attach(inner, d, mapping)
+    xd = ColumnRef(dfields[-1])
+    cmp = B.compare("eq", xd, ColumnRef(y))
+    one = Literal(1, T.INT64)
+    hit = AggCall("count", (Case(((B.call("is_true", cmp), one),), Literal(None, T.INT64), T.INT64),), T.INT64)
+    unk = AggCall("count", (Case(((B.call("is_null", cmp), one),), Literal(None, T.INT64), T.INT64),), T.INT64)
+    counts = Aggregate(attached, tuple(ColumnRef(f) for f in dfields),
+                       tuple(B.new_field(f.name, f.dtype, f.nullable) for f in dfields), (hit, unk),
+                       (B.new_field("hits", T.INT64, False), B.new_field("unknown", T.INT64, False)))
+    joined = _domain_join(outer, counts, outer_exprs, counts.group_fields)
+    h, u = (ColumnRef(f) for f in counts.agg_fields)
+    zero = Literal(0, T.INT64)
+    value = B.case([(B.compare("gt", h, zero), Literal(True, T.BOOLEAN)),
+                    (B.compare("gt", u, zero), Literal(None, T.BOOLEAN))], Literal(False, T.BOOLEAN))
+    return joined, value
 
 
 __all__ = ["decorrelate", "AggCall"]

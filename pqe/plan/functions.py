@@ -314,6 +314,8 @@ for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "
 _register(SCALAR, "date_trunc", 2, 2, _date_trunc)
 _register(SCALAR, "date_diff", 3, 3, _date_diff)
 _register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never")
+# internal: fails the query when a correlated scalar subquery yields several rows for a row
+_register(SCALAR, "pqe_assert_single_row", 1, 1, lambda fn, ts: ((T.INT64,), T.BOOLEAN), nulls="never")
 _register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never")
 
 
