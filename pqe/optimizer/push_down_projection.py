@@ -9,7 +9,7 @@ decodes nothing else.
 
 from __future__ import annotations
 
-from ..plan.expr import ColumnRef, column_ids, column_ids_all
+from ..plan.expr import ColumnRef, Literal, column_ids, column_ids_all, replace_columns
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window)
 
@@ -44,6 +44,10 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
         if [f.id for _, f in pairs] == list(child.column_ids) and all(
                 isinstance(e, ColumnRef) and e.field == f for e, f in pairs):
             return child  # pure pass-through
+        if isinstance(child, Project):
+            merged = _merge(pairs, child)
+            if merged is not None:
+                return merged
         return Project(child, tuple(e for e, _ in pairs), tuple(f for _, f in pairs))
     if isinstance(plan, Filter):
         child_need = need | column_ids(plan.predicate)
@@ -88,6 +92,25 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
             inputs.append(pruned)
         return Union(tuple(inputs), tuple(plan.fields[i] for i in positions))
     return plan.with_children(tuple(_prune(k, list(k.column_ids)) for k in plan.children()))
+
+
+def _merge(pairs, child: Project) -> LogicalPlan | None:
+    """Project over Project -> one Project, when no computed expression would be duplicated."""
+    defs = {f.id: e for e, f in zip(child.exprs, child.fields, strict=True)}
+    uses: dict[str, int] = {}
+    for e, _ in pairs:
+        for i in column_ids(e):
+            uses[i] = uses.get(i, 0) + 1
+    for i, n in uses.items():
+        d = defs[i]
+        if n > 1 and not isinstance(d, (ColumnRef, Literal)):
+            return None
+    exprs = tuple(replace_columns(e, defs) for e, _ in pairs)
+    fields = tuple(f for _, f in pairs)
+    if [f.id for f in fields] == list(child.input.column_ids) and all(
+            isinstance(e, ColumnRef) and e.field == f for e, f in zip(exprs, fields, strict=True)):
+        return child.input
+    return Project(child.input, exprs, fields)
 
 
 def _ordered(plan: LogicalPlan, ids: set[str]) -> list[str]:
