@@ -247,6 +247,28 @@ class MemoryTable(TableProvider):
         return self._stats
 
 
+class DaskTable(TableProvider):
+    """A dask DataFrame: each of its partitions is one pqe partition (read inside the task
+    graph, never collected first)."""
+
+    kind = "dask"
+
+    def __init__(self, ddf):
+        super().__init__()
+        self.ddf = ddf
+        try:
+            meta = pa.Schema.from_pandas(ddf._meta, preserve_index=False)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise CatalogError(f"cannot map the dask DataFrame's columns to Arrow: {e}") from e
+        self.schema = T.normalize_schema(pa.schema([pa.field(f.name, f.type) for f in meta]))
+
+    def describe(self) -> str:
+        return f"dask:{self.ddf.npartitions} partitions"
+
+    def statistics(self) -> TableStats:
+        return TableStats(self.ddf.npartitions * 100_000)
+
+
 class Catalog:
     """Name -> table provider or view. Unquoted names match case-insensitively."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .catalog import Catalog, CsvTable, MemoryTable, ParquetTable
+from .catalog import Catalog, CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
 from .errors import CatalogError, Error, SQLSyntaxError, UnsupportedError
 from .execution.scheduler import Executor
@@ -73,6 +73,10 @@ class Context:
             raise CatalogError(f"cannot convert pandas DataFrame {name!r} to Arrow: {e}") from e
         self.catalog.register(name, MemoryTable(table))
 
+    def register_dask(self, name: str, ddf: Any) -> None:
+        """A dask DataFrame: its partitions are read inside pqe's task graph."""
+        self.catalog.register(name, DaskTable(ddf))
+
     def deregister(self, name: str) -> None:
         if not self.catalog.drop(name):
             raise CatalogError(f"table {name!r} does not exist")
@@ -111,11 +115,17 @@ class Context:
             raise SQLSyntaxError("empty statement")
         result = None
         for stmt in parsed:
-            if isinstance(stmt, (exp.Query, exp.Values)):
-                result = DataFrame(self, self._binder(query).bind_query(stmt))
-            else:
-                result = S.execute(self, stmt, query)
+            result = self._run_statement(stmt, query)
         return result
+
+    def _run_statement(self, stmt, query: str) -> DataFrame:
+        from sqlglot import exp
+
+        from .sql import statements as S
+
+        if isinstance(stmt, (exp.Query, exp.Values)):
+            return DataFrame(self, self._binder(query).bind_query(stmt))
+        return S.execute(self, stmt, query)
 
     def _binder(self, sql: str):
         from .sql.binder import Binder

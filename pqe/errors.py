@@ -11,10 +11,44 @@ from collections.abc import Iterable
 
 
 class Error(Exception):
-    """Base class of every error pqe raises on purpose."""
+    """Base class of every error pqe raises on purpose (also PEP 249's `Error`)."""
 
 
-class SQLSyntaxError(Error):
+class Warning(Exception):  # noqa: A001 - PEP 249 name
+    """PEP 249 Warning (pqe does not raise it)."""
+
+
+# PEP 249 hierarchy: pqe's own error classes below subclass these, so DB-API users can catch
+# ProgrammingError for bad SQL and OperationalError for failures while running.
+class InterfaceError(Error):
+    pass
+
+
+class DatabaseError(Error):
+    pass
+
+
+class DataError(DatabaseError):
+    pass
+
+
+class OperationalError(DatabaseError):
+    pass
+
+
+class IntegrityError(DatabaseError):
+    pass
+
+
+class ProgrammingError(DatabaseError):
+    pass
+
+
+class NotSupportedError(DatabaseError):
+    pass
+
+
+class SQLSyntaxError(ProgrammingError):
     """The SQL text does not parse. Carries `line`, `column` (1-based) and the offending text."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None,
@@ -22,12 +56,13 @@ class SQLSyntaxError(Error):
         self.line = line
         self.column = column
         self.text = text
+        self.message = message
         where = f" at line {line}, column {column}" if line is not None else ""
         near = f" near '{text}'" if text else ""
         super().__init__(f"syntax error{where}{near}: {message}")
 
 
-class BindError(Error):
+class BindError(ProgrammingError):
     """A name or type problem found while binding a query to the catalog."""
 
 
@@ -51,19 +86,19 @@ class AggregateMisuseError(BindError):
     pass
 
 
-class UnsupportedError(Error):
+class UnsupportedError(NotSupportedError):
     """A construct pqe does not implement; the message names it."""
 
 
-class ExecutionError(Error):
+class ExecutionError(OperationalError):
     """A failure while running a plan: names the operator, and the file or partition if known."""
 
 
-class CatalogError(Error):
+class CatalogError(ProgrammingError):
     """Registering or dropping tables failed (missing path, duplicate name, ...)."""
 
 
-class InternalError(Error):
+class InternalError(DatabaseError):
     """An invariant inside pqe broke: this is a bug in pqe."""
 
     def __init__(self, message: str):

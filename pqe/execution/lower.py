@@ -81,6 +81,14 @@ class Lowering:
                                       columns=node.columns, filters=node.filters, out_ids=out),), ())
                 for off, length in node.slices]
 
+    def _daskscanexec(self, node: P.DaskScanExec):
+        ddf = node.provider.ddf
+        self.graph.update(dict(ddf.__dask_graph__()))
+        out = tuple(f.id for f in node.schema)
+        op = O.FromPandas(provider=node.provider, columns=node.columns, filters=node.filters,
+                          out_ids=out)
+        return [Pending((op,), (key,)) for key in ddf.__dask_keys__()]
+
     def _valuesexec(self, node: P.ValuesExec):
         return [Pending((O.MakeValues(rows=node.rows, fields=node.schema),), ())]
 

@@ -66,6 +66,32 @@ class ReadMemory(Op):
                                 self.filters, self.out_ids)
 
 
+class FromPandas(Op):
+    """Start from a dask partition (task input 0)."""
+
+    label = "scan"
+    _fields = ("provider", "columns", "filters", "out_ids")
+
+    def __repr__(self):
+        return f"FromPandas({self.provider.token}, {self.columns!r}, {self.filters!r}, {self.out_ids!r})"
+
+    def run(self, data, inputs):
+        return scan.from_pandas(self.provider, inputs[0], self.columns, self.filters, self.out_ids)
+
+
+class ToPandas(Op):
+    """Finish with a pandas DataFrame with display names (for to_dask())."""
+
+    label = "to-pandas"
+    _fields = ("ids", "names", "schema")
+
+    def run(self, data, inputs):
+        t = data.select(list(self.ids)).rename_columns(list(self.names))
+        if t.schema != self.schema:
+            t = t.cast(self.schema)
+        return t.to_pandas()
+
+
 class MakeValues(Op):
     label = "values"
     _fields = ("rows", "fields")

@@ -94,4 +94,25 @@ def read_memory(provider, offset: int, length: int, columns, filters, out_ids) -
     return t.select(list(out_ids))
 
 
-__all__ = ["read_files", "read_memory", "pruning_expression", "T"]
+def from_pandas(provider, frame, columns, filters, out_ids) -> pa.Table:
+    """One dask partition (a pandas DataFrame) as an Arrow table in engine types."""
+    try:
+        t = pa.Table.from_pandas(frame[[name for name, _ in columns]], preserve_index=False)
+    except (pa.ArrowException, KeyError, TypeError, ValueError) as e:
+        raise ExecutionError(f"converting a dask partition to Arrow: {e}") from e
+    arrays = []
+    for col, (name, _) in zip(t.columns, columns, strict=True):
+        want = provider.schema.field(name).type
+        if col.type != want:
+            if pa.types.is_dictionary(col.type):
+                col = pc.cast(col, col.type.value_type)
+            col = pc.cast(col, want)
+        arrays.append(col)
+    t = pa.Table.from_arrays(arrays, names=[cid for _, cid in columns])
+    pred = and_(filters)
+    if pred is not None:
+        t = filter_table(t, Compiler()(pred))
+    return t.select(list(out_ids))
+
+
+__all__ = ["from_pandas", "read_files", "read_memory", "pruning_expression", "T"]

@@ -105,6 +105,23 @@ class MemoryScanExec(PhysicalPlan):
 
 
 @dataclass(eq=False)
+class DaskScanExec(PhysicalPlan):
+    """Reads the partitions of a dask DataFrame (its graph becomes part of the query's)."""
+
+    table: str = ""
+    provider: object = None
+    columns: tuple[tuple[str, str], ...] = ()
+    filters: tuple[Expr, ...] = ()
+
+    def describe(self, names):
+        cols = ", ".join(c for c, _ in self.columns)
+        out = f"DaskScan: {self.table} columns=[{cols}]"
+        if self.filters:
+            out += " filters=[" + ", ".join(_expr(f) for f in self.filters) + "]"
+        return out
+
+
+@dataclass(eq=False)
 class ValuesExec(PhysicalPlan):
     rows: tuple[tuple[Expr, ...], ...] = ()
 

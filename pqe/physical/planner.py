@@ -20,13 +20,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import types as T
-from ..catalog import CsvTable, MemoryTable, ParquetTable, ScanUnit
+from ..catalog import CsvTable, DaskTable, MemoryTable, ParquetTable, ScanUnit
 from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
 from ..plan import logical as L
 from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids_all)
 from ..plan.stats import Estimator
-from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Dist, ExchangeExec, HashJoinExec,
+from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
                    ScanExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec)
 
@@ -71,6 +71,9 @@ class PhysicalPlanner:
             slices = tuple((i * step, max(0, min(step, rows - i * step))) for i in range(n)) or ((0, 0),)
             return MemoryScanExec(node.schema, len(slices), ANY, node.table, provider, columns,
                                   node.filters, slices)
+        if isinstance(provider, DaskTable):
+            return DaskScanExec(node.schema, provider.ddf.npartitions, ANY, node.table, provider,
+                                columns, node.filters)
         raise UnsupportedError(f"cannot scan {type(provider).__name__}")
 
     def _file_scan(self, node: L.Scan, provider, columns) -> PhysicalPlan:

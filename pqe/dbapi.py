@@ -1,0 +1,256 @@
+"""PEP 249 (DB-API 2.0) over a pqe Context.
+
+    conn = pqe.connect()                  # a new Context (keyword arguments go to it)
+    conn = pqe.connect(context=ctx)       # wrap an existing one
+    cur = conn.cursor()
+    cur.execute("SELECT n_name FROM nation WHERE n_nationkey = ?", (7,))
+
+Parameters (`?`, qmark style) are bound as typed literals into the parsed statement — never
+pasted into the SQL text — so a value holding quotes or `'; DROP TABLE x; --` is just data.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from . import errors as E
+from .errors import (DatabaseError, DataError, Error, IntegrityError, InterfaceError,
+                     InternalError, NotSupportedError, OperationalError, ProgrammingError,
+                     Warning)
+
+apilevel = "2.0"
+threadsafety = 2  # threads may share the module and connections (not cursors)
+paramstyle = "qmark"
+
+__all__ = ["connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
+           "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
+           "OperationalError", "IntegrityError", "InternalError", "ProgrammingError",
+           "NotSupportedError", "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID"]
+
+
+def connect(context=None, **context_kwargs) -> Connection:
+    from .context import Context
+
+    if context is not None and context_kwargs:
+        raise InterfaceError("pass either context= or Context arguments, not both")
+    own = context is None
+    return Connection(context if context is not None else Context(**context_kwargs), own)
+
+
+class Connection:
+    def __init__(self, ctx, owns: bool):
+        self._ctx = ctx
+        self._owns = owns
+        self._closed = False
+
+    @property
+    def context(self):
+        return self._ctx
+
+    def _check(self):
+        if self._closed:
+            raise InterfaceError("connection is closed")
+
+    def cursor(self) -> Cursor:
+        self._check()
+        return Cursor(self)
+
+    def commit(self) -> None:
+        self._check()  # every statement takes effect at once; nothing to commit
+
+    def rollback(self) -> None:
+        self._check()
+        raise NotSupportedError("pqe has no transactions")
+
+    def close(self) -> None:
+        if not self._closed and self._owns:
+            self._ctx.close()
+        self._closed = True
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> Cursor:
+        return self.cursor().execute(sql, parameters)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Cursor:
+    arraysize = 1
+
+    def __init__(self, conn: Connection):
+        self.connection = conn
+        self._table: pa.Table | None = None
+        self._rows: list[tuple] | None = None
+        self._pos = 0
+        self.description = None
+        self.rowcount = -1
+        self._closed = False
+
+    def _check(self):
+        if self._closed:
+            raise InterfaceError("cursor is closed")
+        self.connection._check()
+
+    def close(self) -> None:
+        self._closed = True
+        self._table = self._rows = None
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> Cursor:
+        self._check()
+        if not isinstance(sql, str):
+            raise ProgrammingError("SQL must be a string")
+        statements = _bind_parameters(sql, parameters or ())
+        ctx = self.connection._ctx
+        result = None
+        for stmt in statements:
+            result = ctx._run_statement(stmt, sql)
+        table = result.to_arrow() if result is not None else pa.table({})
+        self._set_result(table)
+        return self
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]]) -> Cursor:
+        total = 0
+        for params in seq_of_parameters:
+            self.execute(sql, params)
+            total += max(self.rowcount, 0)
+        self.rowcount = total
+        return self
+
+    def _set_result(self, table: pa.Table) -> None:
+        if table.column_names == ["count"] and table.num_rows == 1:  # DML: rows affected
+            self._table = None
+            self.description = None
+            self.rowcount = table.column(0)[0].as_py()
+            self._rows = []
+            return
+        if table.column_names == ["status"] and table.num_rows == 0:  # DDL
+            self._table, self.description, self.rowcount, self._rows = None, None, -1, []
+            return
+        self._table = table
+        self._rows = None
+        self._pos = 0
+        self.rowcount = table.num_rows
+        self.description = [(f.name, _type_code(f.type), None, None, None, None, f.nullable)
+                            for f in table.schema]
+
+    def _materialize(self) -> list[tuple]:
+        if self._rows is None:
+            if self._table is None:
+                raise ProgrammingError("no result set: execute a query first")
+            cols = [c.to_pylist() for c in self._table.columns]
+            self._rows = list(zip(*cols)) if cols else []
+        return self._rows
+
+    def fetchone(self):
+        self._check()
+        rows = self._materialize()
+        if self._pos >= len(rows):
+            return None
+        self._pos += 1
+        return rows[self._pos - 1]
+
+    def fetchmany(self, size: int | None = None):
+        self._check()
+        rows = self._materialize()
+        n = self.arraysize if size is None else size
+        out = rows[self._pos:self._pos + n]
+        self._pos += len(out)
+        return out
+
+    def fetchall(self):
+        self._check()
+        rows = self._materialize()
+        out = rows[self._pos:]
+        self._pos = len(rows)
+        return out
+
+    def fetch_arrow_table(self) -> pa.Table:
+        self._check()
+        if self._table is None:
+            raise ProgrammingError("no result set: execute a query first")
+        return self._table
+
+    def setinputsizes(self, sizes) -> None:
+        pass
+
+    def setoutputsize(self, size, column=None) -> None:
+        pass
+
+    def __iter__(self):
+        while (row := self.fetchone()) is not None:
+            yield row
+
+
+def _bind_parameters(sql: str, params: Sequence[Any]):
+    """Parse, then replace each `?` by a literal node built from the parameter's value."""
+    from sqlglot import exp
+
+    from .sql.parser import parse
+
+    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
+        raise ProgrammingError("parameters must be a sequence (tuple or list)")
+    statements = parse(sql)
+    holes = [p for stmt in statements for p in stmt.find_all(exp.Placeholder)]
+    if len(holes) != len(params):
+        raise ProgrammingError(f"the statement has {len(holes)} parameters, {len(params)} given")
+    for hole, value in zip(holes, params, strict=True):
+        hole.replace(_literal(value))
+    return statements
+
+
+def _literal(value: Any):
+    from sqlglot import exp
+
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, float):
+        return exp.cast(exp.Literal.number(repr(value)), "DOUBLE")
+    if isinstance(value, decimal.Decimal):
+        return exp.Literal.number(str(value))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, datetime.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
+    if isinstance(value, datetime.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    raise ProgrammingError(f"unsupported parameter type {type(value).__name__}")
+
+
+class _TypeSet(frozenset):
+    def __eq__(self, other):
+        return other in self if isinstance(other, str) else frozenset.__eq__(self, other)
+
+    __hash__ = frozenset.__hash__
+
+
+STRING = _TypeSet({"VARCHAR"})
+BINARY = _TypeSet({"BLOB"})
+NUMBER = _TypeSet({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "REAL", "DOUBLE", "DECIMAL",
+                   "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"})
+DATETIME = _TypeSet({"DATE", "TIMESTAMP"})
+ROWID = _TypeSet()
+
+
+def _type_code(t: pa.DataType) -> str:
+    from . import types as T
+
+    name = T.type_name(t)
+    return "DECIMAL" if name.startswith("DECIMAL") else name
+
+
+Date = datetime.date
+Timestamp = datetime.datetime
+Binary = bytes
+E = E
