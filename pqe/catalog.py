@@ -83,6 +83,18 @@ class ParquetTable(TableProvider):
 
     kind = "parquet"
 
+    def __getstate__(self):
+        # tasks carry the provider to workers: only what reading needs travels
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        state["_units"] = None
+        state["_stats"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def __init__(self, path: str | os.PathLike | list, filesystem: Any = None):
         super().__init__()
         self.path = path
@@ -183,6 +195,11 @@ class CsvTable(TableProvider):
 
     kind = "csv"
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_units"] = None
+        return state
+
     def __init__(self, path, schema: dict | None = None, delimiter: str = ",",
                  header: bool = True, filesystem: Any = None):
         import pyarrow.csv as pcsv
@@ -228,9 +245,15 @@ class CsvTable(TableProvider):
 
 
 class MemoryTable(TableProvider):
-    """An Arrow table held in memory (never modified: text is normalized per partition)."""
+    """An Arrow table held in memory (never modified: text is normalized per partition).
+    Its data enters a task graph once, as a graph key, which scan tasks depend on."""
 
     kind = "memory"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["table"] = None  # the data travels in the graph, not with every task
+        return state
 
     def __init__(self, table: pa.Table):
         super().__init__()

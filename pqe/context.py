@@ -23,14 +23,16 @@ class Context:
 
     scheduler: None/"threads" (Dask's threaded scheduler, the default), "sync" (one thread,
     for debugging), or a "tcp://host:port" dask.distributed scheduler; client: an existing
-    `distributed.Client`. partitions: how many partitions to split work into (default: two
-    per thread, fewer for small data).
+    `distributed.Client`; workers (with memory_limit): start a `distributed.LocalCluster` of
+    that many worker processes, closed with the Context. partitions: how many partitions to
+    split work into (default: two per thread of the scheduler, fewer for small data).
     """
 
     def __init__(self, scheduler: str | None = None, *, client: Any = None,
+                 workers: int | None = None, memory_limit: str | int | None = None,
                  partitions: int | None = None, threads: int | None = None):
         self.catalog = Catalog()
-        self._executor = Executor(scheduler, client, threads)
+        self._executor = Executor(scheduler, client, threads, workers, memory_limit)
         if partitions is not None and partitions < 1:
             raise Error("partitions must be at least 1")
         self._partitions = partitions
@@ -131,6 +133,11 @@ class Context:
         from .sql.binder import Binder
 
         return Binder(self.catalog, sql, run=lambda plan: DataFrame(self, plan).to_arrow())
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The Dask dashboard of the cluster this Context runs on (None on threads)."""
+        return self._executor.dashboard_link
 
     def close(self) -> None:
         self._executor.close()

@@ -51,6 +51,9 @@ class NotSupportedError(DatabaseError):
 class SQLSyntaxError(ProgrammingError):
     """The SQL text does not parse. Carries `line`, `column` (1-based) and the offending text."""
 
+    def __reduce__(self):
+        return (type(self), (self.message, self.line, self.column, self.text))
+
     def __init__(self, message: str, line: int | None = None, column: int | None = None,
                  text: str | None = None):
         self.line = line
@@ -102,7 +105,11 @@ class InternalError(DatabaseError):
     """An invariant inside pqe broke: this is a bug in pqe."""
 
     def __init__(self, message: str):
+        self.detail = message
         super().__init__(f"internal error (this is a bug in pqe, please report it): {message}")
+
+    def __reduce__(self):
+        return (type(self), (self.detail,))
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str:

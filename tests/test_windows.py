@@ -78,7 +78,7 @@ def test_filter_on_partition_key_goes_below_window(wctx):
 def test_window_on_tpch(tpch_ctx, duck):
     sql = ("select o_custkey, o_orderdate, o_totalprice, "
            "rank() over (partition by o_custkey order by o_totalprice desc) r, "
-           "sum(o_totalprice) over (partition by o_custkey order by o_orderdate rows between 2 preceding and current row) s3 "
+           "sum(o_totalprice) over (partition by o_custkey order by o_orderdate, o_orderkey rows between 2 preceding and current row) s3 "
            "from orders where o_custkey < 200")
     assert_same(tpch_ctx.sql(sql).to_arrow(), duck.sql(sql).to_arrow_table())
 

@@ -77,8 +77,11 @@ class Lowering:
 
     def _memoryscanexec(self, node: P.MemoryScanExec):
         out = tuple(f.id for f in node.schema)
+        data_key = f"table-{node.provider.token}"
+        self.graph[data_key] = node.provider.table  # data enters the graph once
         return [Pending((O.ReadMemory(provider=node.provider, offset=off, length=length,
-                                      columns=node.columns, filters=node.filters, out_ids=out),), ())
+                                      columns=node.columns, filters=node.filters, out_ids=out),),
+                        (data_key,))
                 for off, length in node.slices]
 
     def _daskscanexec(self, node: P.DaskScanExec):

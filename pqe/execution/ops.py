@@ -54,6 +54,8 @@ class ReadFiles(Op):
 
 
 class ReadMemory(Op):
+    """A slice of an in-memory table; the table is task input 0 (a graph key)."""
+
     label = "scan"
     _fields = ("provider", "offset", "length", "columns", "filters", "out_ids")
 
@@ -62,8 +64,8 @@ class ReadMemory(Op):
                 f"{self.columns!r}, {self.filters!r}, {self.out_ids!r})")
 
     def run(self, data, inputs):
-        return scan.read_memory(self.provider, self.offset, self.length, self.columns,
-                                self.filters, self.out_ids)
+        return scan.read_memory(self.provider, inputs[0], self.offset, self.length,
+                                self.columns, self.filters, self.out_ids)
 
 
 class FromPandas(Op):

@@ -1,4 +1,9 @@
-"""Running task graphs: Dask's threaded scheduler (default), synchronous, or distributed."""
+"""Running task graphs: Dask's threaded scheduler (default), synchronous, or distributed.
+
+On dask.distributed, spilling, retries of lost work and the dashboard come from Dask; pqe
+only submits the graph (partitions are read inside tasks, never scattered from the client)
+and turns Dask's failures into `pqe.Error`s that name the operator.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import dask
 import dask.local
 import dask.threaded
 
-from ..errors import Error, InternalError
+from ..errors import Error, ExecutionError, InternalError
 
 
 def default_threads() -> int:
@@ -24,13 +29,23 @@ class Executor:
     """Runs graphs for one Context. The threaded scheduler shares one bounded pool across every
     query and every calling thread of the Context."""
 
-    def __init__(self, scheduler: str | None = None, client=None, threads: int | None = None):
+    def __init__(self, scheduler: str | None = None, client=None, threads: int | None = None,
+                 workers: int | None = None, memory_limit: str | int | None = None):
         self.kind = "threads"
         self.client = client
+        self.cluster = None
+        self._own_client = False
         self.threads = threads or default_threads()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
-        if client is not None:
+        if workers is not None:
+            if client is not None or scheduler not in (None, "distributed"):
+                raise Error("workers= starts a local cluster: do not combine it with "
+                            "scheduler= or client=")
+            self._start_local_cluster(workers, memory_limit, threads)
+        elif memory_limit is not None:
+            raise Error("memory_limit= applies to workers=: pass workers=N too")
+        elif client is not None:
             self.kind = "distributed"
         elif scheduler in (None, "threads", "threaded", "threading"):
             self.kind = "threads"
@@ -39,12 +54,28 @@ class Executor:
         elif isinstance(scheduler, str) and "://" in scheduler:
             from distributed import Client
 
-            self.client = Client(scheduler)
+            try:
+                self.client = Client(scheduler, timeout="20s")
+            except OSError as e:
+                raise Error(f"cannot connect to the dask scheduler at {scheduler}: {e}") from e
             self._own_client = True
             self.kind = "distributed"
         else:
             raise Error(f"unknown scheduler {scheduler!r}: use 'threads', 'sync', a "
-                        "'tcp://host:port' address, or client=")
+                        "'tcp://host:port' address, client=, or workers=")
+
+    def _start_local_cluster(self, workers: int, memory_limit, threads: int | None) -> None:
+        from distributed import Client, LocalCluster
+
+        if workers < 1:
+            raise Error("workers must be at least 1")
+        per_worker = threads or max(1, default_threads() // workers)
+        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
+                                    processes=True, memory_limit=memory_limit or "auto",
+                                    dashboard_address=":0")
+        self.client = Client(self.cluster)
+        self._own_client = True
+        self.kind = "distributed"
 
     @property
     def parallelism(self) -> int:
@@ -54,6 +85,10 @@ class Executor:
             info = self.client.scheduler_info()
             return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
         return self.threads
+
+    @property
+    def dashboard_link(self) -> str | None:
+        return self.client.dashboard_link if self.client is not None else None
 
     def pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -68,17 +103,35 @@ class Executor:
             if self.kind == "threads":
                 return list(dask.threaded.get(graph, keys, pool=self.pool(),
                                               num_workers=self.threads))
-            return list(self.client.get(graph, keys, sync=True))
+            return self._run_distributed(graph, keys)
         except Error:
             raise
         except Exception as e:  # scheduler failures that are not pqe's own errors
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
+
+    def _run_distributed(self, graph: dict, keys: list) -> list:
+        from distributed import KilledWorker
+
+        try:
+            return list(self.client.get(graph, keys, sync=True))
+        except KilledWorker as e:
+            key = e.args[0] if e.args else "?"
+            name = key[0] if isinstance(key, tuple) else str(key)
+            operator = name.rsplit("-", 1)[0]
+            raise ExecutionError(
+                f"{operator} task {key} failed on every worker that ran it (workers died, "
+                f"e.g. out of memory): raise memory_limit or use more workers") from e
+        except OSError as e:
+            raise ExecutionError(f"lost the connection to the dask cluster: {e}") from e
 
     def close(self) -> None:
         with self._lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
-        if getattr(self, "_own_client", False) and self.client is not None:
+        if self._own_client and self.client is not None:
             self.client.close()
             self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None

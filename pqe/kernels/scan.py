@@ -77,8 +77,9 @@ def _by_fragment(units):
     return groups
 
 
-def read_memory(provider, offset: int, length: int, columns, filters, out_ids) -> pa.Table:
-    t = provider.table.slice(offset, length).select([name for name, _ in columns])
+def read_memory(provider, table: pa.Table, offset: int, length: int, columns, filters,
+                out_ids) -> pa.Table:
+    t = table.slice(offset, length).select([name for name, _ in columns])
     arrays = []
     for col, (name, _) in zip(t.columns, columns, strict=True):
         want = provider.schema.field(name).type

@@ -1,0 +1,183 @@
+"""pqe on a real dask.distributed cluster: a scheduler and two workers started with the
+`dask` command-line tools, a LocalCluster, and a worker killed in the middle of a query."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import (TPCH_QUERIES, assert_same, duck_arrow, has_top_level_order, register_tpch,
+                     tpch_data, tpch_query)
+
+import pqe
+
+DASK = str(Path(sys.executable).with_name("dask"))
+pytestmark = pytest.mark.skipif(not os.path.exists(DASK), reason="dask command-line tools not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """`dask scheduler` + two `dask worker` processes on loopback."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    logdir = tmp_path_factory.mktemp("dask-logs")
+    procs = []
+
+    def start(args, name):
+        log = open(logdir / f"{name}.log", "w")
+        procs.append(subprocess.Popen([DASK, *args], stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+
+    start(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], "scheduler")
+    for i in range(2):
+        start(["worker", address, "--nthreads", "1", "--memory-limit", "2GiB", "--no-dashboard",
+               "--name", f"w{i}", "--local-directory", str(logdir / f"w{i}")], f"worker{i}")
+    from distributed import Client
+
+    client = None
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            client = Client(address, timeout="5s")
+            client.wait_for_workers(2, timeout=30)
+            break
+        except (OSError, TimeoutError):
+            time.sleep(0.5)
+    assert client is not None, "dask cluster did not start"
+    yield address, client
+    client.close()
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def remote_ctx(cluster, tpch_dir):
+    address, _ = cluster
+    ctx = register_tpch(pqe.Context(scheduler=address), tpch_dir)
+    yield ctx
+    ctx.close()
+
+
+@pytest.mark.parametrize("query", TPCH_QUERIES)
+def test_tpch_on_cli_cluster(remote_ctx, duck, query):
+    sql = tpch_query(query)
+    assert_same(remote_ctx.sql(sql).to_arrow(), duck_arrow(duck, sql), ordered=has_top_level_order(sql))
+
+
+def test_partitions_follow_cluster_threads(remote_ctx):
+    assert remote_ctx._executor.parallelism == 2
+    phys = remote_ctx.sql("select count(*) from lineitem").physical_plan()
+    assert phys.children()[0].n >= 2 or phys.n >= 1
+
+
+def test_in_memory_tables_travel_in_the_graph(remote_ctx):
+    import pyarrow as pa
+
+    remote_ctx.register_arrow("mem", pa.table({"a": list(range(1000)), "b": [i % 7 for i in range(1000)]}))
+    out = remote_ctx.sql("select b, sum(a) as s from mem group by b order by b").to_arrow()
+    assert out.column("s").to_pylist() == [sum(a for a in range(1000) if a % 7 == b) for b in range(7)]
+
+
+def test_worker_killed_mid_query_still_answers(cluster, tmp_path):
+    """SIGKILL a worker process while a multi-stage join runs: lost partitions are recomputed
+    from lineage and the answer is still right."""
+    address, client = cluster
+    root = tpch_data(0.1)
+    ctx = register_tpch(pqe.Context(scheduler=address, partitions=8), root)
+    import duckdb
+
+    from helpers import duckdb_tpch
+
+    duck = duckdb_tpch(root)
+    sql = tpch_query("q9")
+    expected = duck_arrow(duck, sql)
+    pids = client.run(os.getpid)  # worker address -> process id
+    result, error = {}, {}
+
+    def run():
+        try:
+            result["t"] = ctx.sql(sql).to_arrow()
+        except Exception as e:  # noqa: BLE001 - reported below
+            error["e"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    # wait until tasks are running on the workers, then kill one of them
+    victim = None
+    deadline = time.time() + 30
+    while time.time() < deadline and victim is None:
+        processing = client.processing()
+        busy = [w for w, tasks in processing.items() if tasks]
+        if busy:
+            victim = busy[0]
+        else:
+            time.sleep(0.01)
+    assert victim is not None, "no task started"
+    os.kill(pids[victim], signal.SIGKILL)
+    t.join(timeout=300)
+    assert not t.is_alive()
+    assert "e" not in error, error.get("e")
+    assert_same(result["t"], expected, ordered=True)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker
+    ctx.close()
+    duck.close()
+    del duckdb
+
+
+@pytest.fixture(scope="module")
+def local_cluster_ctx(tpch_dir):
+    ctx = register_tpch(pqe.Context(workers=2, memory_limit="1GiB"), tpch_dir)
+    yield ctx
+    ctx.close()
+
+
+LOCAL_QUERIES = [
+    "select l_returnflag, l_linestatus, count(*), sum(l_quantity) from lineitem "
+    "group by rollup (l_returnflag, l_linestatus)",
+    "select o_custkey, o_orderdate, rank() over (partition by o_custkey order by o_totalprice desc) r, "
+    "sum(o_totalprice) over (partition by o_custkey order by o_orderdate, o_orderkey rows between 1 preceding and current row) s "
+    "from orders where o_custkey < 300",
+    "select n_name, count(*) from customer join nation on c_nationkey = n_nationkey "
+    "group by cube (n_name) order by n_name",
+]
+
+
+@pytest.mark.parametrize("sql", LOCAL_QUERIES)
+def test_local_cluster(local_cluster_ctx, duck, sql):
+    assert_same(local_cluster_ctx.sql(sql).to_arrow(), duck_arrow(duck, sql))
+
+
+@pytest.mark.parametrize("query", ["q1", "q5", "q13", "q21"])
+def test_local_cluster_tpch(local_cluster_ctx, duck, query):
+    sql = tpch_query(query)
+    assert_same(local_cluster_ctx.sql(sql).to_arrow(), duck_arrow(duck, sql), ordered=has_top_level_order(sql))
+
+
+def test_local_cluster_closes_with_context(tpch_dir):
+    ctx = pqe.Context(workers=1, memory_limit="512MiB")
+    cluster = ctx._executor.cluster
+    assert cluster is not None and ctx.dashboard_link
+    ctx.close()
+    assert cluster.status.name in ("closed", "closing")
