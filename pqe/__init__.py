@@ -11,8 +11,8 @@ from .context import Context
 from .dataframe import DataFrame, GroupBy
 from .expressions import Expr, col, count, lit
 from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError, Error,
-                     ExecutionError, InternalError, SQLSyntaxError, TypeMismatchError,
-                     UnknownColumnError, UnknownTableError, UnsupportedError)
+                     ExecutionError, InternalError, QueryCancelled, QueryTimeout, SQLSyntaxError,
+                     TypeMismatchError, UnknownColumnError, UnknownTableError, UnsupportedError)
 
 from .dbapi import (DatabaseError, DataError, IntegrityError, InterfaceError, NotSupportedError,
                     OperationalError, ProgrammingError, Warning, apilevel, connect, paramstyle,
@@ -23,8 +23,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Context", "DataFrame", "GroupBy", "Expr", "col", "lit", "count", "Error", "SQLSyntaxError", "BindError", "UnknownTableError",
     "UnknownColumnError", "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError",
-    "UnsupportedError", "ExecutionError", "CatalogError", "InternalError",
-    "connect", "apilevel", "paramstyle", "threadsafety", "Warning", "InterfaceError",
+    "UnsupportedError", "ExecutionError", "CatalogError", "InternalError", "QueryCancelled",
+    "QueryTimeout", "connect", "apilevel", "paramstyle", "threadsafety", "Warning", "InterfaceError",
     "DatabaseError", "DataError", "OperationalError", "IntegrityError", "ProgrammingError",
     "NotSupportedError",
 ]

@@ -78,6 +78,41 @@ def _stat_value(v: Any, t: pa.DataType) -> Any:
     return None
 
 
+def _unified_schema(dataset, fragments, path) -> pa.Schema:
+    """One schema for every file of a table: identical files pass; files that differ are
+    unified when that is safe (a missing column reads as NULL, int32 widens to int64, ...);
+    otherwise the error names the two files and the column."""
+    first = dataset.schema
+    partition_fields = [f for f in first if f.name not in fragments[0].physical_schema.names]
+    schemas = []
+    for frag in fragments:
+        try:
+            schemas.append(frag.physical_schema)
+        except (OSError, pa.ArrowException) as e:
+            raise CatalogError(f"cannot read the Parquet footer of {frag.path}: "
+                               f"{str(e).splitlines()[0]}") from e
+    if all(sch.equals(schemas[0]) for sch in schemas[1:]):
+        return first
+    try:
+        unified = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        base = schemas[0]
+        for frag, sch in zip(fragments, schemas, strict=True):
+            for f in sch:
+                idx = base.get_field_index(f.name)
+                if idx >= 0 and base.field(idx).type != f.type:
+                    raise CatalogError(
+                        f"files of {path!s} disagree on column '{f.name}': "
+                        f"{fragments[0].path} has {base.field(idx).type}, {frag.path} has "
+                        f"{f.type}") from e
+        raise CatalogError(f"files of {path!s} have incompatible schemas: {e}") from e
+    for f in partition_fields:
+        if unified.get_field_index(f.name) < 0:
+            unified = unified.append(f)
+    return pa.schema([f.with_nullable(True) if any(sch.get_field_index(f.name) < 0 for sch in schemas)
+                      else f for f in unified])
+
+
 class ParquetTable(TableProvider):
     """A Parquet file, directory (recursive, hive partitions), glob, or list of paths."""
 
@@ -105,9 +140,12 @@ class ParquetTable(TableProvider):
         except CatalogError:
             raise
         except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
-            raise CatalogError(f"cannot open Parquet data at {path!s}: {e}") from e
-        self.physical_schema = dataset.schema
-        self.schema = T.normalize_schema(dataset.schema)
+            raise CatalogError(f"cannot open Parquet data at {path!s}: {str(e).splitlines()[0]}") from e
+        fragments = list(dataset.get_fragments())
+        if not fragments:
+            raise CatalogError(f"no Parquet files found at {path!s}")
+        self.physical_schema = _unified_schema(dataset, fragments, path)
+        self.schema = T.normalize_schema(self.physical_schema)
         # The dataset is reopened with engine types: reading text as `string` instead of the
         # `string_view` tpchgen-cli writes is ~5x faster and every kernel supports it.
         self.dataset = ds.dataset(sources, format="parquet", filesystem=filesystem,
@@ -115,8 +153,6 @@ class ParquetTable(TableProvider):
         self._lock = threading.Lock()
         self._units: list[ScanUnit] | None = None
         self._stats: TableStats | None = None
-        if not list(self.dataset.get_fragments()):
-            raise CatalogError(f"no Parquet files found at {path!s}")
 
     @staticmethod
     def _expand(path: Any, filesystem: Any):

@@ -70,12 +70,14 @@ class DataFrame:
 
     # ---- execution -----------------------------------------------------------------------
 
-    def _run(self, phys) -> pa.Table:
+    def _run(self, phys, timeout: float | None = None) -> pa.Table:
         from .execution.lower import lower
+        from .execution.ops import CancelToken
         from .kernels.relational import concat
 
-        graph, keys = lower(phys)
-        tables = self._ctx._executor.run(graph, keys)
+        token = CancelToken()
+        graph, keys = lower(phys, token)
+        tables = self._ctx._executor.run_cancellable(graph, keys, token, timeout)
         result = concat(tables) if tables else None
         return self._finish(result)
 
@@ -97,12 +99,15 @@ class DataFrame:
             cols.append(col)
         return pa.Table.from_arrays(cols, schema=schema)
 
-    def to_arrow(self) -> pa.Table:
-        """Run the query; the result as a pyarrow Table."""
-        return self._run(self.physical_plan())
+    def to_arrow(self, timeout: float | None = None) -> pa.Table:
+        """Run the query; the result as a pyarrow Table. Ctrl-C (KeyboardInterrupt) stops it;
+        `timeout` (seconds) raises pqe.QueryTimeout. The Context stays usable after either."""
+        return self._run(self.physical_plan(), timeout)
 
-    def to_pandas(self):
-        return self.to_arrow().to_pandas()
+    collect = to_arrow
+
+    def to_pandas(self, timeout: float | None = None):
+        return self.to_arrow(timeout).to_pandas()
 
     def to_polars(self):
         import polars as pl

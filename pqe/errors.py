@@ -97,6 +97,14 @@ class ExecutionError(OperationalError):
     """A failure while running a plan: names the operator, and the file or partition if known."""
 
 
+class QueryCancelled(OperationalError):
+    """The query was stopped: interrupted (Ctrl-C) or past its timeout."""
+
+
+class QueryTimeout(QueryCancelled):
+    """The query ran longer than its `timeout=`."""
+
+
 class CatalogError(ProgrammingError):
     """Registering or dropping tables failed (missing path, duplicate name, ...)."""
 

@@ -30,7 +30,8 @@ class Pending:
 
 
 class Lowering:
-    def __init__(self) -> None:
+    def __init__(self, token: O.CancelToken | None = None) -> None:
+        self.token = token
         self.graph: dict = {}
         self.tasks_per_label: dict[str, int] = {}
 
@@ -48,7 +49,7 @@ class Lowering:
                 continue
             key = (name, i)
             if key not in self.graph:
-                pipe = O.Pipeline(p.ops, f"{label} partition {i}")
+                pipe = O.Pipeline(p.ops, f"{label} partition {i}", self.token)
                 self.graph[key] = (O.run_pipeline, pipe, *p.inputs)
                 self.tasks_per_label[label] = self.tasks_per_label.get(label, 0) + 1
             keys.append(key)
@@ -136,7 +137,7 @@ class Lowering:
         if node.mode == "gather":
             if len(parts) == 1:
                 return parts
-            keys = self.materialize(parts, "partition")
+            keys = self.materialize(parts, "gather")
             return [Pending((O.Concat(indices=tuple(range(len(keys)))),), tuple(keys))]
         split_op = O.HashSplit(keys=node.keys, n=node.n)
         split_keys = self.materialize([p.then(split_op) for p in parts], "shuffle-split")
@@ -172,8 +173,8 @@ class Lowering:
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]
 
 
-def lower(plan: P.PhysicalPlan) -> tuple[dict, list]:
+def lower(plan: P.PhysicalPlan, token: O.CancelToken | None = None) -> tuple[dict, list]:
     """The Dask graph of a physical plan and the keys of its output partitions."""
-    low = Lowering()
+    low = Lowering(token)
     keys = low.materialize(low.lower(plan), "result")
     return low.graph, keys

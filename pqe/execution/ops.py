@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..errors import Error, ExecutionError, InternalError
+from ..errors import Error, ExecutionError, InternalError, QueryCancelled
 from ..kernels import aggregate as agg
 from ..kernels import join as joins
 from ..kernels import relational as rel
@@ -212,18 +212,38 @@ class Select(Op):
         return data.select(list(self.ids))
 
 
-class Pipeline:
-    """The ops of one task, and where it sits in the plan (for error messages)."""
+class CancelToken:
+    """Set when a query is cancelled (Ctrl-C, timeout): tasks that have not started yet stop
+    at once instead of running. Process-local: on a cluster, futures are cancelled instead."""
 
-    def __init__(self, ops: tuple[Op, ...], where: str):
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def cancel(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    def __getstate__(self):
+        return {"reason": None}
+
+
+class Pipeline:
+    """The ops of one task, where it sits in the plan (for error messages), and the
+    query's cancel token."""
+
+    def __init__(self, ops: tuple[Op, ...], where: str, token: CancelToken | None = None):
         self.ops = ops
         self.where = where
+        self.token = token
 
     def __repr__(self):
         return f"Pipeline({self.ops!r})"
 
 
 def run_pipeline(pipeline: Pipeline, *inputs):
+    token = pipeline.token
+    if token is not None and token.reason is not None:
+        raise QueryCancelled(token.reason)
     data = None
     for op in pipeline.ops:
         try:
@@ -232,6 +252,8 @@ def run_pipeline(pipeline: Pipeline, *inputs):
             raise
         except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:
             msg = str(e).split("\n")[0]
+            if msg == "overflow":
+                msg = "integer overflow (the value does not fit in BIGINT)"
             raise ExecutionError(f"{op.label} failed in {pipeline.where}: {msg}") from e
         except Exception as e:
             raise InternalError(f"{op.label} crashed in {pipeline.where}: "

@@ -15,7 +15,7 @@ import dask
 import dask.local
 import dask.threaded
 
-from ..errors import Error, ExecutionError, InternalError
+from ..errors import Error, ExecutionError, InternalError, QueryTimeout
 
 
 def default_threads() -> int:
@@ -96,6 +96,37 @@ class Executor:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pqe")
             return self._pool
 
+    def run_cancellable(self, graph: dict, keys: list, token, timeout: float | None) -> list:
+        """Run a graph; Ctrl-C or `timeout` stop it promptly. On threads, the graph runs in a
+        helper thread while the caller waits: on interrupt the caller returns at once, tasks
+        that have not started see the cancel token and stop, and the Context stays usable."""
+        if self.kind == "distributed":
+            return self._run_distributed(graph, keys, timeout)
+        box: dict = {}
+        done = threading.Event()
+
+        def target():
+            try:
+                box["result"] = self.run(graph, keys)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box["error"] = e
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=target, name="pqe-query", daemon=True)
+        worker.start()
+        try:
+            finished = done.wait(timeout)
+        except KeyboardInterrupt:
+            token.cancel("interrupted")
+            raise
+        if not finished:
+            token.cancel(f"timed out after {timeout:g} s")
+            raise QueryTimeout(f"query timed out after {timeout:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
     def run(self, graph: dict, keys: list) -> list:
         try:
             if self.kind == "sync":
@@ -109,11 +140,23 @@ class Executor:
         except Exception as e:  # scheduler failures that are not pqe's own errors
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
 
-    def _run_distributed(self, graph: dict, keys: list) -> list:
-        from distributed import KilledWorker
+    def _run_distributed(self, graph: dict, keys: list, timeout: float | None = None) -> list:
+        from distributed import KilledWorker, TimeoutError as DaskTimeout, wait
 
+        futures = None
         try:
-            return list(self.client.get(graph, keys, sync=True))
+            futures = self.client.get(graph, keys, sync=False)
+            if timeout is not None:
+                try:
+                    wait(futures, timeout=timeout)
+                except (DaskTimeout, TimeoutError):
+                    self.client.cancel(futures)
+                    raise QueryTimeout(f"query timed out after {timeout:g} s") from None
+            return list(self.client.gather(futures))
+        except KeyboardInterrupt:
+            if futures is not None:
+                self.client.cancel(futures)
+            raise
         except KilledWorker as e:
             key = e.args[0] if e.args else "?"
             name = key[0] if isinstance(key, tuple) else str(key)

@@ -14,7 +14,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import InternalError
+from ..errors import ExecutionError, InternalError
 
 # fn -> list of (state suffix, partial kernel, final kernel)
 _STATES = {
@@ -36,8 +36,16 @@ _STATES = {
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
 
+def _states(spec) -> list[tuple[str, str, str]]:
+    states = _STATES[spec.fn]
+    if spec.fn == "sum" and spec.arg_dtype is not None and T.is_integer(spec.arg_dtype):
+        # a float64 shadow sum detects int64 overflow (Arrow's integer sums wrap around)
+        states = states + [(".ovf", "sum", "sum")]
+    return states
+
+
 def state_names(spec) -> list[str]:
-    return [spec.out + suffix for suffix, _, _ in _STATES[spec.fn]]
+    return [spec.out + suffix for suffix, _, _ in _states(spec)]
 
 
 def _options(kernel: str):
@@ -68,12 +76,13 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     prep = {}
     entries = []
     for s in specs:
-        for (suffix, kernel, _), name in zip(_STATES[s.fn], state_names(s), strict=True):
+        for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
-            if s.fn in _FLOAT_STATE or (s.fn == "avg" and kernel == "sum" and not T.is_decimal(s.arg_dtype)):
+            if s.fn in _FLOAT_STATE or suffix == ".ovf" or (
+                    s.fn == "avg" and kernel == "sum" and not T.is_decimal(s.arg_dtype)):
                 fcol = f"{s.arg}.f64"
                 if fcol not in prep:
-                    prep[fcol] = pc.cast(table.column(s.arg), pa.float64())
+                    prep[fcol] = pc.cast(table.column(s.arg), pa.float64(), safe=False)
                 col = fcol
             if kernel == "sum_sq":
                 sq = f"{s.arg}.sq"
@@ -94,7 +103,7 @@ def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     grouped = bool(group)
     entries = []
     for s in specs:
-        for (suffix, _, kernel), name in zip(_STATES[s.fn], state_names(s), strict=True):
+        for (suffix, _, kernel), name in zip(_states(s), state_names(s), strict=True):
             entries.append(_agg_entry(name, kernel, name, grouped))
     combined = _run(table, list(group), entries)
     cols = [combined.column(g) for g in group]
@@ -110,7 +119,7 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     grouped = bool(group)
     entries = []
     for s in specs:
-        for (suffix, _, kernel), name in zip(_STATES[s.fn], state_names(s), strict=True):
+        for (suffix, _, kernel), name in zip(_states(s), state_names(s), strict=True):
             entries.append(_agg_entry(name, kernel, name, grouped))
     out = _run(table, list(group), entries)
     return out.select(list(group) + [e[3] for e in entries])
@@ -144,6 +153,10 @@ def _finish(t: pa.Table, s):
                          pc.divide(m2, pc.if_else(bad, 1.0, den)))
         return pc.sqrt(var) if s.fn.startswith("stddev") else var
     col = t.column(s.out)
+    if s.out + ".ovf" in t.column_names:
+        shadow = pc.max(pc.abs(t.column(s.out + ".ovf"))).as_py()
+        if shadow is not None and shadow >= 9.2e18:
+            raise ExecutionError("integer overflow in SUM: the total does not fit in BIGINT")
     if col.type != dtype:
         try:
             col = pc.cast(col, dtype)
@@ -155,8 +168,10 @@ def _finish(t: pa.Table, s):
 def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
-    for suffix, kernel, _ in _STATES[spec.fn]:
-        if kernel in ("count_all", "count"):
+    for suffix, kernel, _ in _states(spec):
+        if suffix == ".ovf":
+            out.append(pa.float64())
+        elif kernel in ("count_all", "count"):
             out.append(pa.int64())
         elif spec.fn in _FLOAT_STATE or (spec.fn == "avg" and not T.is_decimal(spec.arg_dtype)):
             out.append(pa.float64())
