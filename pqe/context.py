@@ -102,7 +102,9 @@ class Context:
             raise SQLSyntaxError(f"SQL must be a string, got {type(query).__name__}")
         m = _EXPLAIN.match(query)
         if m:
-            df = self.sql(query[m.end():])
+            # blank out the keyword (keeping newlines) so error positions stay those of `query`
+            blank = "".join(ch if ch == "\n" else " " for ch in query[:m.end()])
+            df = self.sql(blank + query[m.end():])
             text = df.explain(analyze=bool(m.group(1)))
             lines = pa.table({"plan": text.split("\n")})
             return DataFrame(self, B.scan("explain", MemoryTable(lines)))

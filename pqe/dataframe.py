@@ -70,14 +70,14 @@ class DataFrame:
 
     # ---- execution -----------------------------------------------------------------------
 
-    def _run(self, phys, timeout: float | None = None) -> pa.Table:
+    def _run(self, phys, timeout: float | None = None, cancel=None) -> pa.Table:
         from .execution.lower import lower
         from .execution.ops import CancelToken
         from .kernels.relational import concat
 
         token = CancelToken()
         graph, keys = lower(phys, token)
-        tables = self._ctx._executor.run_cancellable(graph, keys, token, timeout)
+        tables = self._ctx._executor.run_cancellable(graph, keys, token, timeout, cancel)
         result = concat(tables) if tables else None
         return self._finish(result)
 
@@ -99,10 +99,11 @@ class DataFrame:
             cols.append(col)
         return pa.Table.from_arrays(cols, schema=schema)
 
-    def to_arrow(self, timeout: float | None = None) -> pa.Table:
+    def to_arrow(self, timeout: float | None = None, cancel=None) -> pa.Table:
         """Run the query; the result as a pyarrow Table. Ctrl-C (KeyboardInterrupt) stops it;
-        `timeout` (seconds) raises pqe.QueryTimeout. The Context stays usable after either."""
-        return self._run(self.physical_plan(), timeout)
+        `timeout` (seconds) raises pqe.QueryTimeout; setting `cancel` (a threading.Event) from
+        another thread raises pqe.QueryCancelled. The Context stays usable after any of them."""
+        return self._run(self.physical_plan(), timeout, cancel)
 
     collect = to_arrow
 

@@ -11,7 +11,11 @@ from collections.abc import Iterable
 
 
 class Error(Exception):
-    """Base class of every error pqe raises on purpose (also PEP 249's `Error`)."""
+    """Base class of every error pqe raises on purpose (also PEP 249's `Error`). Errors
+    about a place in the SQL text have `line` and `column` (1-based), else None."""
+
+    line: int | None = None
+    column: int | None = None
 
 
 class Warning(Exception):  # noqa: A001 - PEP 249 name

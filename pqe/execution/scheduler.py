@@ -8,14 +8,16 @@ and turns Dask's failures into `pqe.Error`s that name the operator.
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import dask.local
 import dask.threaded
 
-from ..errors import Error, ExecutionError, InternalError, QueryTimeout
+from ..errors import Error, ExecutionError, InternalError, QueryCancelled, QueryTimeout
 
 
 def default_threads() -> int:
@@ -55,7 +57,7 @@ class Executor:
             from distributed import Client
 
             try:
-                self.client = Client(scheduler, timeout="20s")
+                self.client = Client(scheduler, timeout="10s")
             except OSError as e:
                 raise Error(f"cannot connect to the dask scheduler at {scheduler}: {e}") from e
             self._own_client = True
@@ -70,9 +72,17 @@ class Executor:
         if workers < 1:
             raise Error("workers must be at least 1")
         per_worker = threads or max(1, default_threads() // workers)
-        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
-                                    processes=True, memory_limit=memory_limit or "auto",
-                                    dashboard_address=":0")
+        # Worker processes share the terminal's process group: Ctrl-C meant for a query would
+        # kill them. They inherit SIGINT ignored from here; queries are cancelled instead.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
+                                        processes=True, memory_limit=memory_limit or "auto",
+                                        dashboard_address=":0")
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
         self.client = Client(self.cluster)
         self._own_client = True
         self.kind = "distributed"
@@ -96,12 +106,13 @@ class Executor:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pqe")
             return self._pool
 
-    def run_cancellable(self, graph: dict, keys: list, token, timeout: float | None) -> list:
+    def run_cancellable(self, graph: dict, keys: list, token, timeout: float | None,
+                        cancel: threading.Event | None = None) -> list:
         """Run a graph; Ctrl-C or `timeout` stop it promptly. On threads, the graph runs in a
         helper thread while the caller waits: on interrupt the caller returns at once, tasks
         that have not started see the cancel token and stop, and the Context stays usable."""
         if self.kind == "distributed":
-            return self._run_distributed(graph, keys, timeout)
+            return self._run_distributed(graph, keys, timeout, cancel)
         box: dict = {}
         done = threading.Event()
 
@@ -115,14 +126,19 @@ class Executor:
 
         worker = threading.Thread(target=target, name="pqe-query", daemon=True)
         worker.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            finished = done.wait(timeout)
+            # short waits: a signal delivered while the main thread waits is seen at once
+            while not done.wait(0.05):
+                if cancel is not None and cancel.is_set():
+                    token.cancel("cancelled")
+                    raise QueryCancelled("query cancelled")
+                if deadline is not None and time.monotonic() >= deadline:
+                    token.cancel(f"timed out after {timeout:g} s")
+                    raise QueryTimeout(f"query timed out after {timeout:g} s")
         except KeyboardInterrupt:
             token.cancel("interrupted")
             raise
-        if not finished:
-            token.cancel(f"timed out after {timeout:g} s")
-            raise QueryTimeout(f"query timed out after {timeout:g} s")
         if "error" in box:
             raise box["error"]
         return box["result"]
@@ -140,18 +156,26 @@ class Executor:
         except Exception as e:  # scheduler failures that are not pqe's own errors
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
 
-    def _run_distributed(self, graph: dict, keys: list, timeout: float | None = None) -> list:
+    def _run_distributed(self, graph: dict, keys: list, timeout: float | None = None,
+                         cancel: threading.Event | None = None) -> list:
         from distributed import KilledWorker, TimeoutError as DaskTimeout, wait
 
         futures = None
         try:
             futures = self.client.get(graph, keys, sync=False)
-            if timeout is not None:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
                 try:
-                    wait(futures, timeout=timeout)
+                    wait(futures, timeout=0.1)
+                    break
                 except (DaskTimeout, TimeoutError):
+                    pass
+                if cancel is not None and cancel.is_set():
                     self.client.cancel(futures)
-                    raise QueryTimeout(f"query timed out after {timeout:g} s") from None
+                    raise QueryCancelled("query cancelled")
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.client.cancel(futures)
+                    raise QueryTimeout(f"query timed out after {timeout:g} s")
             return list(self.client.gather(futures))
         except KeyboardInterrupt:
             if futures is not None:

@@ -3,7 +3,9 @@
 A file becomes a table named by its stem. A directory contributes each Parquet/CSV file in it
 and each subdirectory holding Parquet files (a `tpchgen-cli --parts` table, a partitioned
 dataset), so `pqe-sql data/tpch/sf1` opens the eight TPC-H tables. A directory whose children
-are hive partitions (`year=2024/`) is itself one table.
+are hive partitions (`year=2024/`), or whose files are all numbered parts (`lineitem.1.parquet`,
+`part-00000-….parquet`, `data_0.parquet`), is itself one table named after the directory, so
+`pqe-sql data/tpch/sf1/lineitem` opens one table, not one per part file.
 """
 
 from __future__ import annotations
@@ -58,6 +60,16 @@ def _is_hive(directory: Path) -> bool:
     return any(c.is_dir() and "=" in c.name for c in directory.iterdir())
 
 
+def _is_parts(directory: Path) -> bool:
+    """Every file is a numbered Parquet part of one dataset (and there are no subtables)."""
+    files = [c for c in directory.iterdir() if not c.name.startswith((".", "_"))]
+    if not files or any(not c.is_file() or _kind(c) != "parquet" for c in files):
+        return False
+    part = re.compile(rf"^(?:{re.escape(directory.name)}|part|data|chunk)?[._-]?\d+(?:\b|_)",
+                      re.I)
+    return all(part.match(_stem(c)) for c in files)
+
+
 def discover(paths: list[str]) -> list[Source]:
     """The tables the PATHs name, in order. Raises CatalogError for a missing path, an
     unsupported file, a directory with no data, or two tables with one name."""
@@ -72,7 +84,7 @@ def discover(paths: list[str]) -> list[Source]:
                 raise CatalogError(f"{raw}: not a Parquet or CSV file (.parquet, .csv)")
             found.append(Source(table_name(_stem(path)), path, kind))
             continue
-        if _is_hive(path):
+        if _is_hive(path) or _is_parts(path):
             found.append(Source(table_name(path.resolve().name), path, "parquet"))
             continue
         before = len(found)

@@ -226,17 +226,21 @@ class Renderer:
         lo, hi = 0, len(names) - 1
         take_left = True
         while lo <= hi:
-            i = lo if take_left else hi
-            if used + widths[i] > width and (left or right):
+            # alternate ends; when one end's next column is too wide, the other may still fit
+            for side in (take_left, not take_left):
+                i = lo if side else hi
+                if used + widths[i] <= width or not (left or right):
+                    break
+            else:
                 break
             used += widths[i]
-            if take_left:
+            if side:
                 left.append(i)
                 lo += 1
             else:
                 right.insert(0, i)
                 hi -= 1
-            take_left = not take_left
+            take_left = not side
         if lo <= hi:
             return [*left, -1, *right]
         return [*left, *right]

@@ -268,7 +268,7 @@ class Binder:
                     real, entry = self.catalog.lookup(name, exact=quoted)
                 except UnknownTableError as e:
                     pos = node_position(self.sql, table)
-                    raise UnknownTableError(str(e) + _at(pos)) from None
+                    raise _positioned(UnknownTableError(str(e) + _at(pos)), pos) from None
                 table.set("this", exp.to_identifier(real, quoted=True))
             if real in schema:
                 continue
@@ -346,10 +346,13 @@ class Binder:
                     + " or ".join(f"{t}.{col}" for t in owners))
             cands = [c for cols in schema.values() for c in cols]
             where = ""
+            pos = None
             if m.group(2):
                 line, endcol = int(m.group(2)), int(m.group(3))
-                where = f" at line {line}, column {max(1, endcol - len(col) + 1)}"
-            return UnknownColumnError(f"column '{col}' does not exist{where}{suggest(col, cands)}")
+                pos = (line, max(1, endcol - len(col) + 1))
+                where = _at(pos)
+            return _positioned(UnknownColumnError(
+                f"column '{col}' does not exist{where}{suggest(col, cands)}"), pos)
         if "Ambiguous" in msg or "ambiguous" in msg:
             return AmbiguousColumnError(msg.split(". Line")[0].replace("\x00", ""))
         return BindError(msg.split("\n")[0].replace("\x00", ""))
@@ -1165,8 +1168,8 @@ class Binder:
         if hit is None:
             pos = node_position(self.sql, node)
             shown = (f"{table}." if table else "") + name.replace("\x00", "")
-            raise UnknownColumnError(
-                f"column '{shown}' does not exist{_at(pos)}{suggest(name, scope.all_names())}")
+            raise _positioned(UnknownColumnError(
+                f"column '{shown}' does not exist{_at(pos)}{suggest(name, scope.all_names())}"), pos)
         return hit
 
     def _interval(self, node: exp.Interval, rec) -> Expr:
@@ -1249,6 +1252,12 @@ def _looks_like_path(name: str) -> bool:
     low = name.lower()
     return ("/" in name or "*" in name or "://" in name
             or low.endswith((".parquet", ".csv", ".csv.gz", ".tsv", ".pq")))
+
+
+def _positioned(err: Error, pos) -> Error:
+    if pos:
+        err.line, err.column = pos
+    return err
 
 
 def _at(pos) -> str:

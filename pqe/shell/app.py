@@ -1,0 +1,326 @@
+"""`pqe-sql`: the command line, and the Shell that runs statements and dot commands.
+
+    pqe-sql [PATH ...] [-c SQL] [-f FILE] [--mode table|csv|json|markdown]
+            [--scheduler ADDRESS | --workers N [--memory-limit SIZE]] [--debug]
+
+One Shell serves every input: the interactive prompt (repl.py), `-c`, `-f`, `.read` and piped
+stdin all come down to `run_script`/`run_sql`, so a statement behaves the same however it
+arrives. Errors are printed as one readable block (no traceback unless --debug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TextIO
+
+import pyarrow as pa
+
+import pqe
+
+from . import loader
+from .commands import Quit, ScriptFailed, ShellError, describe_table, run_dot, tables_table
+from .progress import run_query
+from .render import MODES, Renderer
+from .statements import read_script
+
+_SHOW_TABLES = re.compile(r"^\s*show\s+tables\s*;?\s*$", re.I)
+_DESCRIBE = re.compile(r'^\s*(?:describe|desc)\s+(?:table\s+)?("(?:[^"]|"")+"|[\w.]+)\s*;?\s*$',
+                       re.I)
+_EXPLAIN = re.compile(r"^\s*explain\b", re.I)
+
+
+class Shell:
+    """The state of one session (context, output mode, timer) and how statements run."""
+
+    def __init__(self, ctx: Any, renderer: Renderer, err: TextIO, debug: bool = False,
+                 progress: bool = True):
+        self.ctx = ctx
+        self.renderer = renderer
+        self.err = err
+        self.debug = debug
+        self.progress = progress
+        self.timer = False
+        self.abandoned = False  # a cancelled query may have left tasks running
+
+    # ---- running input ---------------------------------------------------------------------
+
+    def run_script(self, lines: Iterable[str], source: str | None = None) -> bool:
+        """Run dot commands and statements in order, stopping at the first error (reported
+        here). True if everything ran. `.quit` raises Quit; Ctrl-C raises KeyboardInterrupt."""
+        for item in read_script(lines):
+            where = f"{source}:{item.line}: " if source else ""
+            ok = self.run_dot(item.text, where) if item.kind == "dot" else \
+                self.run_sql(item.text, where)
+            if not ok:
+                return False
+        return True
+
+    def run_dot(self, line: str, where: str = "") -> bool:
+        try:
+            run_dot(self, line)
+            return True
+        except ScriptFailed:  # a `.read` script's error was reported where it happened
+            return False
+        except (Quit, KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported, the session goes on
+            self.report(e, prefix=where)
+            return False
+
+    def run_sql(self, sql: str, where: str = "") -> bool:
+        """Run one statement and print its result (and run time). False on error."""
+        try:
+            start = time.perf_counter()
+            table = self.query(sql)
+            elapsed = time.perf_counter() - start
+            if table is not None:
+                if table.num_rows == 0 and table.column_names == ["status"]:
+                    # the engine's answer to DDL (CREATE, DROP, ...): nothing to tabulate
+                    if self.renderer.mode == "table":
+                        self.renderer.message("OK", style="dim")
+                elif _EXPLAIN.match(sql) and table.column_names == ["plan"]:
+                    self.renderer.lines([str(x) for x in table.column(0).to_pylist()])
+                else:
+                    self.renderer.result(table)
+            if self.timer:
+                self.renderer.message(f"Run Time: {elapsed:.3f} s")
+            return True
+        except (Quit, KeyboardInterrupt, BrokenPipeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported, the session goes on
+            self.report(e, sql, prefix=where)
+            return False
+
+    def query(self, sql: str) -> pa.Table | None:
+        """The result of one statement. SHOW TABLES and DESCRIBE fall back to the shell's own
+        versions only while the engine rejects them, so the engine's versions are used as soon
+        as it has them. `ctx.sql` runs under the progress bar and Ctrl-C handling too, because
+        the engine runs statements such as CREATE TABLE AS there rather than in `to_arrow`."""
+
+        def run() -> pa.Table | None:
+            try:
+                df = self.ctx.sql(sql)
+            except (pqe.UnsupportedError, pqe.SQLSyntaxError):
+                builtin = self._builtin(sql)
+                if builtin is None:
+                    raise
+                return builtin()
+            return None if df is None else df.to_arrow()
+
+        return run_query(run, self.err, progress=self.progress)
+
+    def _builtin(self, sql: str) -> Callable[[], pa.Table] | None:
+        if _SHOW_TABLES.match(sql):
+            return lambda: tables_table(self.ctx.tables())
+        m = _DESCRIBE.match(sql)
+        if m:
+            name = m.group(1)
+            if name.startswith('"'):
+                name = name[1:-1].replace('""', '"')
+            return lambda: describe_table(self.ctx.table(name).schema)
+        return None
+
+    def explain(self, query: str) -> None:
+        """`.explain [ANALYZE] QUERY`: the plan as plain lines."""
+        if not self.run_sql(f"EXPLAIN {query}"):
+            raise ScriptFailed("explain")
+
+    # ---- errors ----------------------------------------------------------------------------
+
+    def report(self, exc: BaseException, sql: str | None = None, prefix: str = "") -> None:
+        """Print an error as one block: the message, and for errors with a position the SQL
+        line with a caret under the column. Tracebacks only with --debug."""
+        if self.debug:
+            traceback.print_exception(exc, file=self.err)
+        if isinstance(exc, (pqe.Error, ShellError)):
+            text = f"Error: {prefix}{exc}"
+        else:
+            text = (f"Internal error: {prefix}{type(exc).__name__}: {exc}"
+                    + ("" if self.debug else " (run with --debug for the traceback)"))
+        lines = [text]
+        line, column = getattr(exc, "line", None), getattr(exc, "column", None)
+        if sql is not None and isinstance(line, int) and isinstance(column, int):
+            lines += caret_lines(sql, line, column)
+        self._write_err("\n".join(lines))
+
+    def _write_err(self, text: str) -> None:
+        if self.err.isatty():
+            from rich.console import Console
+            from rich.text import Text
+
+            Console(file=self.err, highlight=False, soft_wrap=True).print(Text(text, style="red"))
+        else:
+            self.err.write(text + "\n")
+        self.err.flush()
+
+    def cancelled(self) -> None:
+        self.abandoned = True
+        self._write_err("cancelled")
+
+
+def caret_lines(sql: str, line: int, column: int, width: int = 100) -> list[str]:
+    """`LINE n: <text>` and a caret under `column` (1-based), windowed for long lines."""
+    rows = sql.split("\n")
+    if not 1 <= line <= len(rows):
+        return []
+    text = rows[line - 1].expandtabs(1)
+    col = max(1, min(column, len(text) + 1))
+    start = 0
+    if len(text) > width:
+        start = max(0, min(col - width // 2, len(text) - width))
+        text = ("…" if start else "") + text[start:start + width] + \
+            ("…" if start + width < len(text) else "")
+        col = col - start + (1 if start else 0)
+    label = f"LINE {line}: "
+    return [label + text, " " * (len(label) + col - 1) + "^"]
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="pqe-sql",
+        description="Interactive SQL over Parquet files with pqe. Each PATH (a .parquet/.csv "
+                    "file, or a directory of them and of Parquet table directories) becomes "
+                    "tables named after the files.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="data files or directories")
+    p.add_argument("-c", dest="inputs", action="append", type=lambda s: ("sql", s),
+                   metavar="SQL", help="run SQL (';'-separated statements, dot commands on "
+                                       "their own lines) and exit")
+    p.add_argument("-f", dest="inputs", action="append", type=lambda s: ("file", s),
+                   metavar="FILE", help="run the statements in FILE ('-': stdin) and exit")
+    p.add_argument("--mode", choices=MODES, default="table", help="output mode (default table)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="dask.distributed scheduler address (tcp://host:port), or "
+                            "'threads'/'sync'")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="start a local dask cluster of N worker processes")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="memory limit per worker with --workers (e.g. 4GB)")
+    p.add_argument("--debug", action="store_true", help="print tracebacks for errors")
+    args = p.parse_args(argv)
+    if args.memory_limit and args.workers is None:
+        p.error("--memory-limit needs --workers")
+    if args.workers is not None and args.workers < 1:
+        p.error("--workers must be at least 1")
+    return args
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while the Context starts: processes it spawns (a LocalCluster's workers,
+    which share the terminal's process group) inherit the disposition, so Ctrl-C cancelling
+    a query in the shell does not also interrupt the workers in the middle of a task."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def make_context(args: argparse.Namespace) -> Any:
+    """pqe.Context for the scheduler options. `workers`/`memory_limit` are passed through;
+    an engine without them gets a clear message instead of a TypeError traceback."""
+    kwargs: dict[str, Any] = {}
+    if args.scheduler:
+        kwargs["scheduler"] = args.scheduler
+    if args.workers is not None:
+        kwargs["workers"] = args.workers
+        if args.memory_limit:
+            kwargs["memory_limit"] = args.memory_limit
+    try:
+        with _sigint_ignored():
+            return pqe.Context(**kwargs)
+    except TypeError as e:
+        params = inspect.signature(pqe.Context).parameters
+        missing = [k for k in kwargs if k not in params]
+        if missing:
+            flags = ", ".join("--" + k.replace("_", "-") for k in missing)
+            raise ShellError(f"{flags}: not supported by this version of pqe "
+                             f"(pqe.Context has no {', '.join(missing)} parameter)") from e
+        raise
+
+
+def _inputs(kind: str, value: str) -> tuple[Iterable[str], str | None]:
+    if kind == "sql":
+        return value.splitlines(), None
+    if value == "-":
+        return sys.stdin, None
+    try:
+        with open(value) as f:
+            return f.read().splitlines(), value
+    except OSError as e:
+        raise ShellError(f"cannot read {value}: {e.strerror or e}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `pqe-sql` console script; returns the exit status."""
+    args = parse_args(argv)
+    renderer = Renderer(sys.stdout, args.mode)
+    ctx = None
+    try:
+        ctx = make_context(args)
+        loader.register(ctx, loader.discover(args.paths))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # startup failures: one message, status 1
+        Shell(None, renderer, sys.stderr, debug=args.debug).report(e)
+        if ctx is not None:
+            ctx.close()
+        return 1
+    shell = Shell(ctx, renderer, sys.stderr, debug=args.debug)
+    try:
+        status = _run(shell, args)
+    finally:
+        ctx.close()
+    if shell.abandoned:
+        # Tasks of a cancelled query may still be running on the engine's worker threads,
+        # which the interpreter would wait for at exit; nothing of theirs is wanted.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _run(shell: Shell, args: argparse.Namespace) -> int:
+    """-c/-f inputs in order, else piped stdin, else the interactive prompt."""
+    try:
+        if args.inputs:
+            for kind, value in args.inputs:
+                lines, source = _inputs(kind, value)
+                if not shell.run_script(lines, source=source):
+                    return 1
+            return 0
+        if not sys.stdin.isatty():
+            return 0 if shell.run_script(sys.stdin) else 1
+        from .repl import run_interactive
+
+        return run_interactive(shell)
+    except Quit:
+        return 0
+    except ShellError as e:
+        shell.report(e)
+        return 1
+    except KeyboardInterrupt:
+        shell.cancelled()
+        return 130
+    except BrokenPipeError:
+        # the reader went away (`pqe-sql ... | head`): stop quietly, as a SIGPIPE'd tool would
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

@@ -1,0 +1,210 @@
+"""Dot commands (`.tables`, `.schema`, ...): the shell's own verbs, in the style of sqlite3.
+
+A dot command is one line starting with `.`, given where a statement could start. Any
+unambiguous prefix works (`.tab` is `.tables`); an ambiguous one is answered with the
+candidates rather than a guess, since `.t` could mean `.tables` or `.timer`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from .render import MODES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app import Shell
+
+
+class ShellError(Exception):
+    """A mistake in using the shell itself (bad dot command, unreadable file): one line."""
+
+
+class ScriptFailed(ShellError):
+    """A `.read` script stopped at an error that was already reported."""
+
+
+class Quit(Exception):
+    """`.quit`/`.exit`: unwinds out of any `.read` nesting to end the session."""
+
+
+@dataclass(frozen=True)
+class DotCommand:
+    name: str
+    usage: str
+    help: str
+    run: Callable[[Shell, str], None]
+
+
+def _sql_type(t: pa.DataType) -> str:
+    try:
+        from ..types import type_name
+
+        return type_name(t)
+    except Exception:  # pragma: no cover - engine helper moved
+        return str(t).upper()
+
+
+def _quote(name: str) -> str:
+    if name.isidentifier() and name == name.lower():
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def create_table_text(name: str, schema: pa.Schema) -> str:
+    cols = [f"  {_quote(f.name)} {_sql_type(f.type)}{'' if f.nullable else ' NOT NULL'}"
+            for f in schema]
+    return f"CREATE TABLE {_quote(name)} (\n" + ",\n".join(cols) + "\n);"
+
+
+def describe_table(schema: pa.Schema) -> pa.Table:
+    """DESCRIBE's result: one row per column."""
+    return pa.table({
+        "column_name": [f.name for f in schema],
+        "column_type": [_sql_type(f.type) for f in schema],
+        "null": ["YES" if f.nullable else "NO" for f in schema],
+    })
+
+
+def tables_table(names: list[str]) -> pa.Table:
+    return pa.table({"name": pa.array(names, pa.string())})
+
+
+# ---- the commands ----------------------------------------------------------------------------
+
+
+def _tables(shell: Shell, arg: str) -> None:
+    names = shell.ctx.tables()
+    if arg:
+        names = [n for n in names if arg.lower() in n.lower()]
+    shell.renderer.result(tables_table(names))
+
+
+def _schema(shell: Shell, arg: str) -> None:
+    names = [arg] if arg else shell.ctx.tables()
+    if not names:
+        shell.renderer.message("no tables (give Parquet files or directories on the command line)")
+    texts = [create_table_text(n if not arg else _real_name(shell, n), shell.ctx.table(n).schema)
+             for n in names]
+    if texts:  # DDL text in every mode, as sqlite3 does: it is for reading, not parsing
+        shell.renderer.out.write("\n".join(texts) + "\n")
+        shell.renderer.out.flush()
+
+
+def _real_name(shell: Shell, name: str) -> str:
+    """The registered spelling of a case-insensitively matched table name."""
+    for n in shell.ctx.tables():
+        if n.lower() == name.lower():
+            return n
+    return name
+
+
+def _mode(shell: Shell, arg: str) -> None:
+    if not arg:
+        shell.renderer.message(f"mode: {shell.renderer.mode} (one of {', '.join(MODES)})")
+        return
+    hits = [m for m in MODES if m.startswith(arg.lower())]
+    if len(hits) != 1:
+        raise ShellError(f"unknown mode {arg!r}: use one of {', '.join(MODES)}")
+    shell.renderer.mode = hits[0]
+
+
+def _on_off(arg: str, what: str) -> bool:
+    value = arg.lower()
+    if value in ("on", "1", "yes", "true"):
+        return True
+    if value in ("off", "0", "no", "false"):
+        return False
+    raise ShellError(f"usage: .{what} on|off")
+
+
+def _timer(shell: Shell, arg: str) -> None:
+    if not arg:
+        shell.renderer.message(f"timer: {'on' if shell.timer else 'off'}")
+        return
+    shell.timer = _on_off(arg, "timer")
+
+
+def _maxrows(shell: Shell, arg: str) -> None:
+    if not arg:
+        shell.renderer.message(f"maxrows: {shell.renderer.max_rows} (0: no limit)")
+        return
+    try:
+        value = int(arg)
+    except ValueError:
+        raise ShellError("usage: .maxrows N (0 shows every row)") from None
+    if value < 0:
+        raise ShellError("usage: .maxrows N (0 shows every row)")
+    shell.renderer.max_rows = value
+
+
+def _read(shell: Shell, arg: str) -> None:
+    if not arg:
+        raise ShellError("usage: .read FILE")
+    path = Path(shlex.split(arg)[0]).expanduser()
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ShellError(f"cannot read {path}: {e.strerror or e}") from None
+    if not shell.run_script(text.splitlines(), source=str(path)):
+        raise ScriptFailed(str(path))
+
+
+def _explain(shell: Shell, arg: str) -> None:
+    query = arg.strip().rstrip(";").strip()
+    if not query:
+        raise ShellError("usage: .explain [ANALYZE] QUERY")
+    shell.explain(query)
+
+
+def _help(shell: Shell, arg: str) -> None:
+    width = max(len(c.usage) for c in COMMANDS.values())
+    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in COMMANDS.values()]
+    lines += ["", "Dot commands may be abbreviated (.tab is .tables).",
+              "End SQL statements with ';' (Esc Enter runs the input as it is). Tab completes;",
+              "Ctrl-C cancels a running query or clears the input; Ctrl-D exits.",
+              "SQL: SELECT ..., EXPLAIN [ANALYZE] ..., SHOW TABLES, DESCRIBE table."]
+    shell.renderer.out.write("\n".join(lines) + "\n")
+
+
+def _quit(shell: Shell, arg: str) -> None:
+    raise Quit()
+
+
+COMMANDS: dict[str, DotCommand] = {c.name: c for c in [
+    DotCommand("tables", ".tables [TEXT]", "list tables (whose names contain TEXT)", _tables),
+    DotCommand("schema", ".schema [TABLE]", "show CREATE TABLE for one table or all", _schema),
+    DotCommand("mode", ".mode [MODE]", f"output mode: {'|'.join(MODES)}", _mode),
+    DotCommand("timer", ".timer on|off", "print the run time of each statement", _timer),
+    DotCommand("maxrows", ".maxrows N", "rows shown in table mode (0: all)", _maxrows),
+    DotCommand("read", ".read FILE", "run the statements and dot commands in FILE", _read),
+    DotCommand("explain", ".explain [ANALYZE] QUERY",
+               "show the query plan (ANALYZE also runs it)", _explain),
+    DotCommand("help", ".help", "show this help", _help),
+    DotCommand("quit", ".quit", "exit (also .exit, Ctrl-D)", _quit),
+    DotCommand("exit", ".exit", "exit", _quit),
+]}
+
+
+def resolve(word: str) -> DotCommand:
+    """The command a (possibly abbreviated) name means; ShellError if none or several."""
+    name = word.lstrip(".").lower()
+    if name in COMMANDS:
+        return COMMANDS[name]
+    hits = [c for c in COMMANDS.values() if c.name.startswith(name)] if name else []
+    if len({c.run for c in hits}) == 1:  # .qu / .ex are fine: .quit and .exit are one command
+        return hits[0]
+    if hits:
+        raise ShellError(f"ambiguous command .{name}: could be "
+                         + ", ".join("." + c.name for c in hits))
+    raise ShellError(f"unknown command .{name}: enter .help for the list")
+
+
+def run_dot(shell: Shell, line: str) -> None:
+    word, _, arg = line.strip().partition(" ")
+    resolve(word).run(shell, arg.strip())
