@@ -57,16 +57,33 @@ class DataFrame:
         from .physical.plan import format_physical
 
         phys = self.physical_plan()
-        parts = ["== Logical Plan ==", format_plan(self._plan),
-                 "", "== Optimized Logical Plan ==", format_plan(self.optimized_plan()),
-                 "", "== Physical Plan ==", format_physical(phys)]
+        stats = None
         if analyze:
             start = time.perf_counter()
-            table = self._run(phys)
+            table, stats = self._run_profiled(phys)
             elapsed = time.perf_counter() - start
+        parts = ["== Logical Plan ==", format_plan(self._plan),
+                 "", "== Optimized Logical Plan ==", format_plan(self.optimized_plan()),
+                 "", "== Physical Plan ==", format_physical(phys, stats)]
+        if analyze:
             parts += ["", "== Execution ==",
-                      f"rows={table.num_rows} time={elapsed:.3f}s"]
+                      f"rows={table.num_rows} time={elapsed:.3f}s (operator times are summed "
+                      f"over partitions; on a cluster they are not collected)"]
         return "\n".join(parts)
+
+    def _run_profiled(self, phys):
+        from .execution.lower import Lowering
+        from .execution.ops import CancelToken
+        from .kernels.relational import concat
+
+        token = CancelToken(collect_stats=True)
+        low = Lowering(token)
+        keys = low.materialize(low.lower(phys), "result")
+        tables = self._ctx._executor.run_cancellable(low.graph, keys, token, None)
+        by_number = {nid: key for key, nid in low.node_ids.items()}
+        stats = {by_number[nid]: tuple(v) for nid, v in (token.stats or {}).items()
+                 if nid in by_number}
+        return self._finish(concat(tables) if tables else None), stats
 
     # ---- execution -----------------------------------------------------------------------
 

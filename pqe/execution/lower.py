@@ -32,13 +32,24 @@ class Pending:
 class Lowering:
     def __init__(self, token: O.CancelToken | None = None) -> None:
         self.token = token
+        self.node_ids: dict[int, int] = {}  # id(physical node) -> number
+        self._stack: list[int] = []
         self.graph: dict = {}
         self.tasks_per_label: dict[str, int] = {}
 
     # ---- graph construction ----------------------------------------------------------------
 
+    @staticmethod
+    def _tag(ops, nid: int) -> None:
+        for op in ops:
+            if op.node is None:
+                op.node = nid
+
     def materialize(self, parts: list[Pending], label: str) -> list:
         """Emit one task per pending partition; returns their keys."""
+        if self._stack:
+            for p in parts:
+                self._tag(p.ops, self._stack[-1])
         token = hashlib.sha1(repr([(p.ops, p.inputs) for p in parts]).encode()).hexdigest()[:16]
         name = f"{label}-{token}"
         keys = []
@@ -64,7 +75,15 @@ class Lowering:
 
     def lower(self, node: P.PhysicalPlan) -> list[Pending]:
         method = getattr(self, "_" + type(node).__name__.lower())
-        parts = method(node)
+        nid = self.node_ids.setdefault(id(node), len(self.node_ids))
+        self._stack.append(nid)
+        try:
+            parts = method(node)
+        finally:
+            self._stack.pop()
+        # tag the ops this node added (for EXPLAIN ANALYZE): those no child owns
+        for p in parts:
+            self._tag(p.ops, nid)
         if len(parts) != node.n:
             raise InternalError(f"{type(node).__name__} lowered to {len(parts)} partitions, "
                                 f"planned {node.n}")

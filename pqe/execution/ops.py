@@ -8,19 +8,25 @@ complete: task keys are hashes of it, so identical work gets identical keys.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pyarrow as pa
 
 from ..errors import Error, ExecutionError, InternalError, QueryCancelled
 from ..kernels import aggregate as agg
+from ..kernels import decimals
 from ..kernels import join as joins
 from ..kernels import relational as rel
 from ..kernels import scan
 from ..kernels.expressions import Compiler, project
+from ..plan.expr import ColumnRef
 
 
 class Op:
     label = "op"
     _fields: tuple[str, ...] = ()
+    node: int | None = None  # the physical plan node this op belongs to (EXPLAIN ANALYZE)
 
     def __init__(self, **kw):
         for k in self._fields:
@@ -31,7 +37,9 @@ class Op:
         return f"{type(self).__name__}({args})"
 
     def __getstate__(self):
-        return {k: getattr(self, k) for k in self._fields}
+        state = {k: getattr(self, k) for k in self._fields}
+        state["node"] = self.node
+        return state  # compiled expressions are rebuilt where the op runs
 
     def __setstate__(self, state):
         for k, v in state.items():
@@ -113,18 +121,66 @@ class Concat(Op):
 
 
 class FilterProject(Op):
+    """Filter then project. Decimal arithmetic runs on unscaled int64 when the inputs allow
+    (kernels.decimals), falling back to decimal128 kernels if a checked kernel overflows."""
+
     label = "project"
     _fields = ("predicate", "exprs", "out_ids")
 
-    def run(self, data, inputs):
+    def _compile(self):
         compiled = getattr(self, "_compiled", None)
         if compiled is None:
             c = Compiler()
             pred = c(self.predicate) if self.predicate is not None else None
             compiled = (pred, [c(e) for e in self.exprs])
             self._compiled = compiled
-        pred, exprs = compiled
+            self._fast = _compile_fast(self.predicate, self.exprs)
+        return compiled
+
+    def run(self, data, inputs):
+        pred, exprs = self._compile()
+        fast = self._fast
+        if fast is not None:
+            fast_pred, fast_exprs, in_cols, out_types = fast
+            try:
+                names = list(data.column_names)
+                arrays = list(data.columns)
+                for n in in_cols:  # int64 views beside the decimal128 originals
+                    arrays.append(decimals.to_unscaled(data.column(n)))
+                    names.append(decimals.unscaled_name(n))
+                viewed = pa.Table.from_arrays(arrays, names=names)
+                out = project(viewed, fast_exprs, list(self.out_ids), fast_pred)
+                if not out_types:
+                    return out
+                cols = [decimals.from_unscaled(c, out_types[i]) if i in out_types else c
+                        for i, c in enumerate(out.columns)]
+                return pa.Table.from_arrays(cols, names=out.column_names)
+            except pa.ArrowInvalid:
+                pass  # overflow in a checked int64 kernel: redo with decimal128
         return project(data, exprs, list(self.out_ids), pred)
+
+
+def _compile_fast(predicate, exprs):
+    """The int64-decimal version of a FilterProject, or None when it does not apply."""
+    every = list(exprs) + ([predicate] if predicate is not None else [])
+    if not decimals.applicable(every):
+        return None
+    cols = decimals.decimal_columns(every)
+    c = decimals.Int64DecimalCompiler(rename={i: decimals.unscaled_name(i) for i in cols})
+    plain = Compiler()
+    try:
+        pred = c(predicate) if predicate is not None else None
+        compiled, out_types = [], {}
+        for i, e in enumerate(exprs):
+            if isinstance(e, ColumnRef) or not decimals.involves_decimals(e):
+                compiled.append(plain(e))  # passes through as it is
+            else:
+                compiled.append(c(e))
+                if decimals.T.is_decimal(e.dtype):
+                    out_types[i] = e.dtype
+    except decimals.NotFast:
+        return None
+    return pred, compiled, cols, out_types
 
 
 class HashJoin(Op):
@@ -213,18 +269,35 @@ class Select(Op):
 
 
 class CancelToken:
-    """Set when a query is cancelled (Ctrl-C, timeout): tasks that have not started yet stop
-    at once instead of running. Process-local: on a cluster, futures are cancelled instead."""
+    """Per-query state shared by its tasks: set when the query is cancelled (Ctrl-C, timeout),
+    so tasks that have not started stop at once; and, for EXPLAIN ANALYZE, rows and seconds per
+    plan node. Process-local: on a cluster, futures are cancelled instead and no per-operator
+    statistics are collected."""
 
-    def __init__(self) -> None:
+    def __init__(self, collect_stats: bool = False) -> None:
         self.reason: str | None = None
+        self.stats: dict[int, list] | None = {} if collect_stats else None
+        self._lock = threading.Lock()
 
     def cancel(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
 
+    def record(self, node: int | None, seconds: float, rows: int) -> None:
+        if node is None:
+            return
+        with self._lock:
+            entry = self.stats.setdefault(node, [0, 0.0, 0])
+            entry[0] += rows
+            entry[1] += seconds
+            entry[2] += 1
+
     def __getstate__(self):
-        return {"reason": None}
+        return {"reason": None, "stats": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 class Pipeline:
@@ -244,10 +317,17 @@ def run_pipeline(pipeline: Pipeline, *inputs):
     token = pipeline.token
     if token is not None and token.reason is not None:
         raise QueryCancelled(token.reason)
+    stats = token.stats if token is not None else None
     data = None
     for op in pipeline.ops:
         try:
-            data = op.run(data, inputs)
+            if stats is None:
+                data = op.run(data, inputs)
+            else:
+                start = time.perf_counter()
+                data = op.run(data, inputs)
+                rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
+                token.record(op.node, time.perf_counter() - start, rows)
         except Error:
             raise
         except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:

@@ -14,6 +14,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
+from . import decimals
 from ..errors import ExecutionError, InternalError
 
 # fn -> list of (state suffix, partial kernel, final kernel)
@@ -70,14 +71,37 @@ def _agg_entry(col, kernel: str, out: str, grouped: bool):
     return (target, name, _options(kernel), out)
 
 
+def _int64_sum_columns(table: pa.Table, specs) -> dict[str, pa.ChunkedArray]:
+    """Decimal columns (precision <= 18) whose sums can run on unscaled int64 without
+    overflow in this partition: rows x max|value| stays below 2^63."""
+    out = {}
+    n = table.num_rows
+    for s in specs:
+        if s.fn not in ("sum", "avg") or s.arg in out or not decimals.fits_int64(s.arg_dtype):
+            continue
+        ints = decimals.to_unscaled(table.column(s.arg))
+        bound = pc.max(pc.abs(ints)).as_py() if n else 0
+        if bound is None or bound * n < 2**63:
+            out[s.arg] = ints
+    return out
+
+
 def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     """Per-partition states: group keys then state columns."""
     grouped = bool(group)
     prep = {}
     entries = []
+    fast = _int64_sum_columns(table, specs)
+    as_decimal: dict[str, pa.DataType] = {}
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
+            if kernel == "sum" and s.arg in fast and s.fn in ("sum", "avg"):
+                icol = f"{s.arg}.i64"
+                prep.setdefault(icol, fast[s.arg])
+                entries.append(_agg_entry(icol, "sum", name, grouped))
+                as_decimal[name] = pa.decimal128(38, s.arg_dtype.scale)
+                continue
             if s.fn in _FLOAT_STATE or suffix == ".ovf" or (
                     s.fn == "avg" and kernel == "sum" and not T.is_decimal(s.arg_dtype)):
                 fcol = f"{s.arg}.f64"
@@ -95,7 +119,12 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
         for name, arr in prep.items():
             table = table.append_column(name, arr)
     out = _run(table, list(group), entries)
-    return out.select(list(group) + [e[3] for e in entries])
+    out = out.select(list(group) + [e[3] for e in entries])
+    if as_decimal:  # int64 sums back to the decimal128 state type
+        cols = [decimals.from_unscaled(c, as_decimal[n]) if n in as_decimal else c
+                for n, c in zip(out.column_names, out.columns, strict=True)]
+        out = pa.Table.from_arrays(cols, names=out.column_names)
+    return out
 
 
 def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:

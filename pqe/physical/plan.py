@@ -336,12 +336,18 @@ def display_names(plan: PhysicalPlan) -> dict[str, str]:
     return out
 
 
-def format_physical(plan: PhysicalPlan) -> str:
+def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
+    """Plan text; with `stats` (id(node) -> (rows, seconds, tasks)) each line also shows the
+    rows the operator produced and the time its tasks spent in it (summed over partitions)."""
     names = display_names(plan)
     lines: list[str] = []
 
     def rec(p: PhysicalPlan, depth: int):
-        lines.append("  " * depth + f"{p.describe(names)} [partitions={p.n}]")
+        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
+        if stats is not None and id(p) in stats:
+            rows, seconds, tasks = stats[id(p)]
+            line += f" rows={rows} time={seconds:.3f}s"
+        lines.append(line)
         for c in p.children():
             rec(c, depth + 1)
 
