@@ -11,7 +11,8 @@ from .context import Context
 from .dataframe import DataFrame, GroupBy
 from .expressions import Expr, col, count, lit
 from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError, Error,
-                     ExecutionError, InternalError, QueryCancelled, QueryTimeout, SQLSyntaxError,
+                     ExecutionError, InternalError, QueryCancelled, QueryTimeout, ResourceError,
+                     SQLSyntaxError,
                      TypeMismatchError, UnknownColumnError, UnknownTableError, UnsupportedError)
 
 from .dbapi import (DatabaseError, DataError, IntegrityError, InterfaceError, NotSupportedError,
@@ -24,7 +25,7 @@ __all__ = [
     "Context", "DataFrame", "GroupBy", "Expr", "col", "lit", "count", "Error", "SQLSyntaxError", "BindError", "UnknownTableError",
     "UnknownColumnError", "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError",
     "UnsupportedError", "ExecutionError", "CatalogError", "InternalError", "QueryCancelled",
-    "QueryTimeout", "connect", "apilevel", "paramstyle", "threadsafety", "Warning", "InterfaceError",
+    "QueryTimeout", "ResourceError", "connect", "apilevel", "paramstyle", "threadsafety", "Warning", "InterfaceError",
     "DatabaseError", "DataError", "OperationalError", "IntegrityError", "ProgrammingError",
     "NotSupportedError",
 ]

@@ -30,6 +30,7 @@ class ColumnStats:
     max: Any = None
     null_count: int | None = None
     distinct_count: int | None = None
+    bytes: int = 0  # uncompressed bytes in the files (for memory estimates)
 
 
 @dataclass
@@ -111,6 +112,21 @@ def _unified_schema(dataset, fragments, path) -> pa.Schema:
             unified = unified.append(f)
     return pa.schema([f.with_nullable(True) if any(sch.get_field_index(f.name) < 0 for sch in schemas)
                       else f for f in unified])
+
+
+LOW_CARDINALITY = 1000
+
+
+def _dictionary_ndv(chunk) -> int | None:
+    """An upper bound on a text column chunk's distinct values from the size of its dictionary
+    page (5+ bytes per entry: a 4-byte length and the characters; ~16 bytes of page header),
+    or None when the chunk has no dictionary page."""
+    if not chunk.has_dictionary_page or chunk.dictionary_page_offset is None:
+        return None
+    size = chunk.data_page_offset - chunk.dictionary_page_offset
+    if size <= 0:
+        return None
+    return max(1, (size - 16) // 5)
 
 
 class ParquetTable(TableProvider):
@@ -198,6 +214,7 @@ class ParquetTable(TableProvider):
             rows += u.num_rows
             total += u.num_bytes
         # min/max/null counts per column, merged over row groups
+        dict_ndv: dict[str, int] = {}
         for frag in self.dataset.get_fragments():
             md = frag.metadata
             phys = {md.schema.column(i).name: i for i in range(md.num_columns)}
@@ -206,8 +223,17 @@ class ParquetTable(TableProvider):
                     continue
                 t = self.schema.field(name).type
                 cs = cols.setdefault(name, ColumnStats(null_count=0))
+                low_card = T.is_text(t)
                 for r in range(md.num_row_groups):
-                    st = md.row_group(r).column(phys[name]).statistics
+                    chunk = md.row_group(r).column(phys[name])
+                    cs.bytes += chunk.total_uncompressed_size
+                    if low_card:
+                        est = _dictionary_ndv(chunk)
+                        if est is None:
+                            low_card = False
+                        else:
+                            dict_ndv[name] = max(dict_ndv.get(name, 0), est)
+                    st = chunk.statistics
                     if st is None:
                         cs.null_count = None
                         continue
@@ -219,6 +245,9 @@ class ParquetTable(TableProvider):
                             cs.min = lo if cs.min is None else min(cs.min, lo)
                         if hi is not None:
                             cs.max = hi if cs.max is None else max(cs.max, hi)
+        for name, ndv in dict_ndv.items():
+            if ndv <= LOW_CARDINALITY and cols.get(name) is not None:
+                cols[name].distinct_count = ndv
         stats = TableStats(rows, total, cols)
         with self._lock:
             self._stats = stats

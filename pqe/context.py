@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .catalog import Catalog, CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
-from .errors import CatalogError, Error, SQLSyntaxError, UnsupportedError
+from .errors import CatalogError, Error, ResourceError, SQLSyntaxError, UnsupportedError
 from .execution.scheduler import Executor
 from .physical.planner import PlannerConfig
 from .plan import builder as B
@@ -30,8 +30,10 @@ class Context:
 
     def __init__(self, scheduler: str | None = None, *, client: Any = None,
                  workers: int | None = None, memory_limit: str | int | None = None,
-                 partitions: int | None = None, threads: int | None = None):
+                 partitions: int | None = None, threads: int | None = None,
+                 memory_guard: bool = True):
         self.catalog = Catalog()
+        self.memory_guard = memory_guard
         self._executor = Executor(scheduler, client, threads, workers, memory_limit)
         if partitions is not None and partitions < 1:
             raise Error("partitions must be at least 1")
@@ -131,6 +133,23 @@ class Context:
             return DataFrame(self, self._binder(query).bind_query(stmt))
         return S.execute(self, stmt, query)
 
+    def _check_memory(self, phys) -> None:
+        """On this machine's schedulers, refuse a query whose estimated memory clearly exceeds
+        what is available, instead of letting the process be killed."""
+        if not self.memory_guard or self._executor.kind == "distributed":
+            return
+        from .physical.plan import estimated_memory
+
+        need = estimated_memory(phys)
+        have = _available_memory()
+        if have is not None and need > have:
+            gib = 1 << 30
+            raise ResourceError(
+                f"this query needs about {need / gib:.1f} GiB of memory at once but only "
+                f"{have / gib:.1f} GiB is available: run it on a cluster "
+                f"(pqe.Context(workers=N, memory_limit=...) or scheduler='tcp://...'), "
+                f"or pass memory_guard=False to try anyway")
+
     def _binder(self, sql: str):
         from .sql.binder import Binder
 
@@ -149,3 +168,15 @@ class Context:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (bytes), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None

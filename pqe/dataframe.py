@@ -92,6 +92,7 @@ class DataFrame:
         from .execution.ops import CancelToken
         from .kernels.relational import concat
 
+        self._ctx._check_memory(phys)
         token = CancelToken()
         graph, keys = lower(phys, token)
         tables = self._ctx._executor.run_cancellable(graph, keys, token, timeout, cancel)

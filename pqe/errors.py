@@ -109,6 +109,10 @@ class QueryTimeout(QueryCancelled):
     """The query ran longer than its `timeout=`."""
 
 
+class ResourceError(OperationalError):
+    """The query would need more memory than this machine has available."""
+
+
 class CatalogError(ProgrammingError):
     """Registering or dropping tables failed (missing path, duplicate name, ...)."""
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import assert_same, duck_arrow, register_tpch, tpch_query
+from helpers import assert_same, duck_arrow, register_tpch, tpch_data, tpch_query
 
 import pqe
 
@@ -104,7 +104,7 @@ def test_integer_overflow_is_an_error(ctx):
 
 
 def test_eight_threads_share_one_bounded_pool(tpch_dir, duck):
-    before = {t.ident for t in threading.enumerate()}
+    before = set(threading.enumerate())  # Thread objects: idents are reused after exit
     ctx = register_tpch(pqe.Context(threads=2, partitions=4), tpch_dir)
     queries = ["q1", "q3", "q5", "q6", "q10", "q12", "q14", "q19"]
     expected = {q: duck_arrow(duck, tpch_query(q)) for q in queries}
@@ -132,7 +132,7 @@ def test_eight_threads_share_one_bounded_pool(tpch_dir, duck):
     for q, table in results.values():
         assert_same(table, expected[q])
     new_workers = [t for t in threading.enumerate()
-                   if t.ident not in before and t.name.startswith("pqe_")]
+                   if t not in before and t.name.startswith("pqe_")]
     assert 1 <= len(new_workers) <= 2, [t.name for t in new_workers]
     assert len(ctx._executor.pool()._threads) <= 2
     ctx.close()
@@ -170,3 +170,31 @@ def test_keyboard_interrupt_stops_the_query(slow_ctx):
     assert time.time() - start < 5.0  # the whole query takes 7+ s on this machine
     # the Context is still usable, and gives the right answer
     assert slow_ctx.sql("select sum(b) as s from t where a < 13").to_pylist() == [{"s": 78}]
+
+
+# ---- resource guard ----------------------------------------------------------------------------
+
+
+def test_memory_guard_refuses_with_advice(tpch_dir, monkeypatch):
+    import pqe.context as C
+
+    ctx = register_tpch(pqe.Context(partitions=2), tpch_dir)
+    sql = tpch_query("q9")
+    assert ctx.sql(sql).to_arrow().num_rows > 0  # fine with the machine's real memory
+    monkeypatch.setattr(C, "_available_memory", lambda: 64 * 1024)  # pretend: 64 KiB free
+    with pytest.raises(pqe.ResourceError, match=r"needs about .* GiB.*workers=N"):
+        ctx.sql(sql).to_arrow()
+    ctx.memory_guard = False
+    assert ctx.sql(sql).to_arrow().num_rows > 0  # the user can insist
+    ctx.close()
+
+
+def test_memory_estimate_grows_with_the_data(tpch_dir):
+    from pqe.physical.plan import estimated_memory
+
+    small = register_tpch(pqe.Context(), tpch_dir)
+    big = register_tpch(pqe.Context(), tpch_data(0.1))
+    for q in ("q3", "q9", "q18"):
+        a = estimated_memory(small.sql(tpch_query(q)).physical_plan())
+        b = estimated_memory(big.sql(tpch_query(q)).physical_plan())
+        assert 0 < a < b, (q, a, b)

@@ -45,6 +45,9 @@ class PhysicalPlan:
     schema: tuple[Field, ...]
     n: int
     dist: Dist
+    # bytes this operator holds in memory at once (builds, gathers, shuffles), estimated by
+    # the planner from statistics; 0 for operators that stream partition by partition
+    est_bytes = 0.0
 
     def children(self) -> tuple[PhysicalPlan, ...]:
         return ()
@@ -314,6 +317,15 @@ class SingleRowExec(PhysicalPlan):
 
     def describe(self, names):
         return "SingleRowCheck"
+
+
+def estimated_memory(plan: PhysicalPlan) -> float:
+    """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
+    what its operators materialize (Dask keeps results until their consumers finish)."""
+    total = plan.est_bytes
+    for c in plan.children():
+        total += estimated_memory(c)
+    return total
 
 
 def display_names(plan: PhysicalPlan) -> dict[str, str]:

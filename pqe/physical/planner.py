@@ -162,17 +162,24 @@ class PhysicalPlanner:
         broadcast_cost = rrows * left.n
         shuffle_rows = (0 if left_ready else lrows) + rrows
         partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows
+        lbytes, rbytes = self.est.bytes(node.left), self.est.bytes(node.right)
+        if swapped:
+            lbytes, rbytes = rbytes, lbytes
         if node.null_aware or (can_broadcast and broadcast_cost <= partitioned_cost):
             out_dist = left.dist if not swapped else ANY
-            return HashJoinExec(schema, left.n, out_dist, left, self._gather(right), kind,
-                                lkeys, rkeys, node.filter, "broadcast", node.null_aware)
+            out = HashJoinExec(schema, left.n, out_dist, left, self._gather(right), kind,
+                               lkeys, rkeys, node.filter, "broadcast", node.null_aware)
+            out.est_bytes = rbytes * 2  # the build table and its hash table
+            return out
         n = left.n if left_ready else max(self.cfg.target_partitions, 1)
         hk = _hash_positions(lkeys, left)
         lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
         rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
         dist = Dist("hash", tuple(lkeys[i] for i in hk)) if kind in ("inner", "left", "semi", "anti") else ANY
-        return HashJoinExec(schema, n, dist, lh, rh, kind, lkeys, rkeys, node.filter,
-                            "partitioned", node.null_aware)
+        out = HashJoinExec(schema, n, dist, lh, rh, kind, lkeys, rkeys, node.filter,
+                           "partitioned", node.null_aware)
+        out.est_bytes = (0 if left_ready else lbytes) + rbytes * 2
+        return out
 
     def _nested_loop(self, node, left, right, lrows, rrows) -> PhysicalPlan:
         if node.null_aware:
@@ -186,8 +193,10 @@ class PhysicalPlanner:
             left, right = right, left
         if kind == "full":
             left = self._gather(left)
-        return NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
-                                  left, self._gather(right), kind, node.filter)
+        out = NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
+                                 left, self._gather(right), kind, node.filter)
+        out.est_bytes = self.est.bytes(node.right)
+        return out
 
     # ---- aggregation ---------------------------------------------------------------------------
 
@@ -258,6 +267,7 @@ class PhysicalPlanner:
             out = SortExec(child.schema, 1, SINGLE, self._gather(local), keys, node.fetch)
         else:
             out = SortExec(child.schema, 1, SINGLE, child, keys, node.fetch)
+        out.est_bytes = self.est.bytes(node) * (1 if node.fetch is None else 0)
         if extra:
             out = ProjectExec(node.schema, 1, SINGLE, out,
                               tuple(ColumnRef(f) for f in node.schema), None)
@@ -327,6 +337,7 @@ class PhysicalPlanner:
             fields = tuple(f for _, f in items)
             current = WindowExec(current.schema + fields, current.n, current.dist, current,
                                  pids, order, tuple(specs))
+            current.est_bytes = self.est.bytes(node.input) * 2  # shuffled, then sorted
         exprs = tuple(ColumnRef(f) for f in node.schema)
         return ProjectExec(node.schema, current.n, _project_dist(current.dist, exprs, node.schema),
                            current, exprs, None)
@@ -427,4 +438,7 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) ->
 
 
 def plan_physical(plan: L.LogicalPlan, config: PlannerConfig) -> PhysicalPlan:
-    return PhysicalPlanner(config).plan(plan)
+    planner = PhysicalPlanner(config)
+    out = planner.plan(plan)
+    out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
+    return out

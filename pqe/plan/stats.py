@@ -17,7 +17,7 @@ import pyarrow as pa
 from .. import types as T
 from .expr import Call, Cast, ColumnRef, Expr, InList, Literal, conjuncts
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, SingleRow,
-                      Sort, Union, Values)
+                      Sort, Union, Values, walk_plan)
 
 DEFAULT_SELECTIVITY = 0.25
 EQ_SELECTIVITY = 0.1
@@ -74,8 +74,26 @@ class Estimator:
         return self._rows[key]
 
     def bytes(self, plan: LogicalPlan) -> float:
-        width = sum(type_width(f.dtype) for f in plan.schema) or 8
+        """Estimated size of the plan's output in memory (Arrow), in bytes."""
+        widths = self._widths(plan)
+        width = sum(widths.get(f.id, type_width(f.dtype)) for f in plan.schema) or 8
         return self.rows(plan) * width
+
+    def _widths(self, plan: LogicalPlan) -> dict[str, float]:
+        """Average bytes per value of columns read from files (Parquet metadata), by id."""
+        out: dict[str, float] = {}
+        for p in walk_plan(plan):
+            if isinstance(p, Scan):
+                st = p.provider.statistics()
+                if not st.num_rows:
+                    continue
+                for f in p.fields:
+                    cs = st.columns.get(f.name)
+                    if cs is not None and cs.bytes:
+                        # Arrow holds strings with 4-byte offsets beside the characters
+                        extra = 4 if T.is_text(f.dtype) else 0
+                        out[f.id] = cs.bytes / st.num_rows + extra
+        return out
 
     def _compute_rows(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
