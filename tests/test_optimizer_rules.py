@@ -298,3 +298,23 @@ def test_several_distinct_aggregates_join_branches_on_null_safe_keys(octx):
     assert all(j.kind == "inner" for j in joins)
     # big.k is nullable: keys compare through coalesce + IS NULL
     assert any("coalesce" in str(a) for j in joins for a, _ in j.on)
+
+
+def test_join_reorder_scales_to_many_inputs():
+    """A 40-way chain join (as in SQLite's select5.test) plans quickly and without any cross
+    product, even when the FROM clause lists unconnected tables next to each other."""
+    import time
+
+    ctx = pqe.Context()
+    n = 40
+    for i in range(n):
+        ctx.register_arrow(f"t{i}", pa.table({f"a{i}": list(range(10)), f"b{i}": [(k * 7 + i) % 10 for k in range(10)]}))
+    order = list(range(0, n, 2)) + list(range(1, n, 2))
+    conds = " AND ".join(f"b{i} = a{i + 1}" for i in range(n - 1))
+    sql = f"SELECT a0 FROM {', '.join(f't{i}' for i in order)} WHERE {conds} AND a0 = 3"
+    start = time.time()
+    plan = optimize(ctx.sql(sql).logical_plan())
+    assert time.time() - start < 5
+    joins = nodes(plan, L.Join)
+    assert len(joins) == n - 1 and all(j.on for j in joins)
+    assert ctx.sql(sql).to_arrow().num_rows == 1

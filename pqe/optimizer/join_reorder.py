@@ -17,7 +17,7 @@ from ..plan.logical import Filter, Join, LogicalPlan, Project
 from ..plan.stats import Estimator
 from .extract_join_keys import _rule as _keys
 
-MAX_GREEDY_INPUTS = 16
+MAX_GREEDY_INPUTS = 256
 
 
 def join_reorder(plan: LogicalPlan) -> LogicalPlan:
@@ -57,25 +57,34 @@ def _flatten(plan: LogicalPlan, leaves: list[LogicalPlan], conds: list[Expr]) ->
 
 
 def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> LogicalPlan:
-    items = [(leaf, set(leaf.column_ids)) for leaf in leaves]
+    """Greedy operator ordering over the join graph: only inputs linked by a condition are
+    candidates (O(edges) per step, so 64-way joins plan quickly); unlinked inputs are cross
+    joined, smallest first, only when nothing linked is left."""
+    items: list[tuple[LogicalPlan, set[str]]] = [(leaf, set(leaf.column_ids)) for leaf in leaves]
     pending = list(conds)
     while len(items) > 1:
+        owner: dict[str, int] = {}
+        for k, (_, ids) in enumerate(items):
+            for i in ids:
+                owner[i] = k
+        pairs: set[tuple[int, int]] = set()
+        for c in pending:
+            touched = {owner[i] for i in column_ids(c) if i in owner}
+            if len(touched) == 2:
+                pairs.add(tuple(sorted(touched)))
         best = None
-        for i in range(len(items)):
-            for j in range(i + 1, len(items)):
-                (pi, ii), (pj, ij) = items[i], items[j]
-                union = ii | ij
-                usable = [c for c in pending
-                          if column_ids(c) <= union and not column_ids(c) <= ii
-                          and not column_ids(c) <= ij]
-                # probe (left) = larger estimated input
-                left, right = (pi, pj) if est.rows(pi) >= est.rows(pj) else (pj, pi)
-                cand = Join(left, right, "inner", (), and_(usable))
-                keyed = _keys(cand) or cand
-                connected = bool(keyed.on)
-                score = (not connected, est.rows(keyed), i, j)
-                if best is None or score < best[0]:
-                    best = (score, i, j, keyed, usable)
+        for i, j in sorted(pairs):
+            joined, used = _candidate(items[i], items[j], pending, est)
+            if not joined.on:
+                continue
+            score = (est.rows(joined), i, j)
+            if best is None or score < best[0]:
+                best = (score, i, j, joined, used)
+        if best is None:  # nothing linked by keys: cross join the two smallest inputs
+            order = sorted(range(len(items)), key=lambda k: (est.rows(items[k][0]), k))
+            i, j = sorted(order[:2])
+            joined, used = _candidate(items[i], items[j], pending, est)
+            best = (None, i, j, joined, used)
         _, i, j, joined, used = best
         pending = [c for c in pending if c not in used]
         items = [it for k, it in enumerate(items) if k not in (i, j)]
@@ -83,3 +92,14 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
     plan = items[0][0]
     rest = and_(pending)
     return Filter(plan, rest) if rest is not None else plan
+
+
+def _candidate(a, b, pending, est: Estimator):
+    (pa_, ia), (pb, ib) = a, b
+    union = ia | ib
+    usable = [c for c in pending if column_ids(c) <= union
+              and not column_ids(c) <= ia and not column_ids(c) <= ib]
+    # probe (left) = the larger estimated input
+    left, right = (pa_, pb) if est.rows(pa_) >= est.rows(pb) else (pb, pa_)
+    cand = Join(left, right, "inner", (), and_(usable))
+    return _keys(cand) or cand, usable
