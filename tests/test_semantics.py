@@ -71,6 +71,10 @@ QUERIES = [
     "select a, exists (select 1 from t2) e, exists (select 1 from t2 where a > 1000) f from t1",
     "select a from t1 where exists (select count(*) from t2 where t2.a = t1.a having count(*) > 1)",
     "select (select count(*) from t3 where t3.k between t1.a - 1 and t1.a + 1) from t1",
+    # non-equi correlated EXISTS: a nested-loop semi join (kept the wrong rows once)
+    "select b from t1 where exists (select 1 from t1 as x where x.b < t1.b)",
+    "select b from t1 where not exists (select 1 from t1 as x where x.b < t1.b)",
+    "select (select count(*) from t1 as x where x.b < t1.b) from t1 order by 1",
     # joins
     "select t1.a, t2.x from t1 left join t2 on t1.a = t2.a and t2.x <> 'one'",
     "select t1.a, t2.x from t1 right join t2 on t1.a = t2.a",

@@ -93,7 +93,8 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
         all_pairs = None
         matched = pa.array([], pa.int64())
     if kind == "semi":
-        return left.take(pc.sort_indices(matched)).select(list(out_ids))
+        rows = np.sort(matched.to_numpy(zero_copy_only=False))  # keep the left order
+        return left.take(pa.array(rows, pa.int64())).select(list(out_ids))
     if kind == "anti":
         mask = pc.invert(pc.is_in(pa.array(np.arange(nl, dtype=np.int64)), value_set=matched))
         return left.filter(mask).select(list(out_ids))

@@ -1292,7 +1292,8 @@ def _name_unaliased_projections(node: exp.Expression) -> None:
             if len(name) > 64:
                 new.append(e)
                 continue
-            new.append(exp.alias_(e, exp.to_identifier(name, quoted=True), copy=False))
+            # (exp.alias_ would put the name on a Subquery itself; qualify needs an Alias)
+            new.append(exp.Alias(this=e, alias=exp.to_identifier(name, quoted=True)))
             changed = True
         if changed:
             sel.set("expressions", new)
