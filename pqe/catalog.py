@@ -329,10 +329,32 @@ class MemoryTable(TableProvider):
     def describe(self) -> str:
         return f"memory:{self.table.num_rows} rows"
 
+    # exact distinct counts up to this many rows (cheap next to any query over the table)
+    EXACT_NDV_ROWS = 1_000_000
+
     def statistics(self) -> TableStats:
         if self._stats is None:
-            self._stats = TableStats(self.table.num_rows, self.table.nbytes)
+            self._stats = self._compute_stats()
         return self._stats
+
+    def _compute_stats(self) -> TableStats:
+        import pyarrow.compute as pc
+
+        t = self.table
+        cols: dict[str, ColumnStats] = {}
+        for f, col in zip(t.schema, t.columns, strict=True):
+            typ = T.normalize(f.type)
+            cs = ColumnStats(null_count=col.null_count, bytes=col.nbytes)
+            try:
+                if T.is_numeric(typ) or T.is_temporal(typ):
+                    mm = pc.min_max(col)
+                    cs.min, cs.max = mm["min"].as_py(), mm["max"].as_py()
+                if t.num_rows <= self.EXACT_NDV_ROWS:
+                    cs.distinct_count = pc.count_distinct(col, mode="only_valid").as_py()
+            except (pa.ArrowException, TypeError, ValueError):
+                pass  # statistics only steer plans
+            cols[f.name] = cs
+        return TableStats(t.num_rows, t.nbytes, cols)
 
 
 class DaskTable(TableProvider):

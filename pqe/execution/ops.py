@@ -130,11 +130,12 @@ class FilterProject(Op):
     def _compile(self):
         compiled = getattr(self, "_compiled", None)
         if compiled is None:
+            # tasks of one op run in several threads: publish _fast before _compiled
             c = Compiler()
             pred = c(self.predicate) if self.predicate is not None else None
             compiled = (pred, [c(e) for e in self.exprs])
-            self._compiled = compiled
             self._fast = _compile_fast(self.predicate, self.exprs)
+            self._compiled = compiled
         return compiled
 
     def run(self, data, inputs):

@@ -61,6 +61,8 @@ class Compiler:
             fn = _CALLS.get(e.fn)
             if fn is None:
                 raise UnsupportedError(f"function {e.fn} has no kernel")
+            if e.args and all(T.is_null(a.dtype) for a in e.args) and e.fn not in _NULL_AWARE:
+                return null_of(e.dtype if not T.is_null(e.dtype) else T.BOOLEAN)
             return fn(self, e)
         if isinstance(e, Cast):
             return _cast(self, e)
@@ -210,6 +212,10 @@ def _negate(c: Compiler, e: Call) -> E:
 
 
 # ---- comparison and logic ----------------------------------------------------------------------
+
+# functions whose result is not simply NULL when every argument is NULL
+_NULL_AWARE = {"is_null", "is_not_null", "is_true", "is_false", "coalesce", "is_distinct_from",
+               "is_not_distinct_from", "concat"}
 
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
         "ge": "greater_equal"}

@@ -63,6 +63,8 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
         return Join(left, right, plan.kind, plan.on, plan.filter, plan.null_aware)
     if isinstance(plan, Aggregate):
         pairs = [(a, f) for a, f in zip(plan.aggs, plan.agg_fields, strict=True) if f.id in need]
+        if not pairs and not plan.group and plan.aggs:
+            pairs = [(plan.aggs[0], plan.agg_fields[0])]  # keeps its one output row
         exprs = list(plan.group) + [a for a, _ in pairs]
         child = _prune(plan.input, _ordered(plan.input, column_ids_all(exprs)))
         return Aggregate(child, plan.group, plan.group_fields, tuple(a for a, _ in pairs),

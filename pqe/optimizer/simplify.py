@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from .. import types as T
 from ..errors import Error
+from ..plan import builder as B
 from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, Literal,
                          and_, conjuncts, disjuncts, or_, transform)
 from ..plan.logical import Filter, LogicalPlan, map_expressions, transform_up
@@ -70,7 +71,51 @@ def _simplify_node(e: Expr) -> Expr | None:
         kids = e.children()
         if all(isinstance(k, Literal) for k in kids):
             return _fold(e)
+        if isinstance(e, Call) and e.fn in _COMPARE:
+            return _unwrap_cast(e)
+        if isinstance(e, InList):
+            return _unwrap_cast_in_list(e)
     return None
+
+
+_COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _widening(c: Cast) -> bool:
+    """CAST(x AS t) that keeps every value of x exactly (and so its order)."""
+    src, dst = c.arg.dtype, c.dtype
+    if T.is_integer(src) and T.is_integer(dst):
+        return T.common_type(src, dst) == dst
+    if T.is_decimal(dst) and (T.is_integer(src) or T.is_decimal(src)):
+        s = T.as_decimal(src)
+        return dst.scale >= s.scale and dst.precision - dst.scale >= s.precision - s.scale
+    return False
+
+
+def _unwrap_cast(e: Call) -> Expr | None:
+    """CAST(col AS wider) <op> literal -> col <op> literal-in-col's-type, when exact: the
+    column is compared as it is (no per-row cast, and scans can use statistics)."""
+    a, b = e.args
+    for x, y, flip in ((a, b, False), (b, a, True)):
+        if isinstance(x, Cast) and not x.try_ and isinstance(y, Literal) and _widening(x):
+            lit = B.literal_as(y, x.arg.dtype)
+            if lit is None:
+                continue
+            args = (lit, x.arg) if flip else (x.arg, lit)
+            return Call(e.fn, args, e.dtype, e.is_nullable)
+    return None
+
+
+def _unwrap_cast_in_list(e: InList) -> Expr | None:
+    x = e.arg
+    if not (isinstance(x, Cast) and not x.try_ and _widening(x)) or not all(
+            isinstance(v, Literal) for v in e.values):
+        return None
+    values = [B.literal_as(v, x.arg.dtype) if v.value is not None else Literal(None, x.arg.dtype)
+              for v in e.values]
+    if any(v is None for v in values):
+        return None
+    return InList(x.arg, tuple(values), e.negated)
 
 
 def _fold(e: Expr) -> Expr | None:

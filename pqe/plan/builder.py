@@ -88,6 +88,44 @@ def _nullable(fdef: F.FunctionDef, args: Sequence[Expr]) -> bool:
     return any(a.nullable for a in args)
 
 
+def literal_as(value_expr: Literal, dtype: pa.DataType) -> Literal | None:
+    """The literal in `dtype` when that represents its value exactly (else None), so a
+    comparison can cast the literal instead of every value of a column."""
+    v = value_expr.value
+    if v is None or isinstance(v, bool):
+        return None
+    if T.is_integer(dtype) and isinstance(v, int):
+        try:
+            pa.scalar(v, dtype)
+        except (pa.ArrowInvalid, OverflowError):
+            return None
+        return Literal(v, dtype)
+    if T.is_integer(dtype) and isinstance(v, decimal.Decimal) and v == v.to_integral_value():
+        return literal_as(Literal(int(v), T.INT64), dtype)
+    if T.is_decimal(dtype) and isinstance(v, (int, decimal.Decimal)):
+        d = decimal.Decimal(v)
+        q = d.quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+        if q != d or len(q.as_tuple().digits) > dtype.precision:
+            return None
+        return Literal(q, dtype)
+    if T.is_floating(dtype) and isinstance(v, (int, decimal.Decimal)) and not T.is_floating(value_expr.dtype):
+        f = float(v)
+        if decimal.Decimal(f) == decimal.Decimal(v):
+            return Literal(f, dtype)
+    return None
+
+
+def _unwrap_literal_comparison(a: Expr, b: Expr) -> tuple[Expr, Expr] | None:
+    """column <op> literal: give the literal the column's type when exact."""
+    for x, y, flip in ((a, b, False), (b, a, True)):
+        if isinstance(y, Literal) and not isinstance(x, Literal) and x.dtype != y.dtype \
+                and (T.is_numeric(x.dtype)):
+            converted = literal_as(y, x.dtype)
+            if converted is not None:
+                return (converted, x) if flip else (x, converted)
+    return None
+
+
 def _string_literal_to(e: Expr, other: Expr) -> Expr:
     """A string literal compared with a typed value takes that type ('1995-01-01' -> DATE)."""
     if (isinstance(e, Literal) and isinstance(e.value, str) and not T.is_text(other.dtype)
@@ -109,9 +147,16 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
             raise BindError(f"aggregate function {(display or fn).upper()} is not allowed here")
         raise BindError(f"unknown function {(display or fn).upper()}")
     F.check_arity(fdef, len(args), display or fn)
+    if name == "nullif":
+        # NULLIF(a, b) = CASE WHEN a = b THEN NULL ELSE a END: the type of `a` (PostgreSQL)
+        a, b = args
+        return case([(compare("eq", a, b), Literal(None, T.NULL))], a)
     if name in F.COMPARISONS:
         a, b = args
         args = (_string_literal_to(a, b), _string_literal_to(b, a))
+        unwrapped = _unwrap_literal_comparison(*args)
+        if unwrapped is not None:
+            args = unwrapped
     if name in ("add", "subtract") and len(args) == 2:
         a, b = args
         if isinstance(b, Literal) and isinstance(b.value, str) and T.is_temporal(a.dtype):
@@ -119,6 +164,9 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     wants, ret = fdef.resolve(name, [a.dtype for a in args])
     wants = list(wants) + [None] * (len(args) - len(wants))
     coerced = tuple(_coerce(a, w) for a, w in zip(args, wants, strict=True))
+    if fdef.nulls == "propagate" and name not in ("and", "or") and any(
+            isinstance(a, Literal) and a.value is None for a in coerced):
+        return Literal(None, ret)  # NULL in, NULL out: no kernel needed (NULL < NULL, ...)
     return Call(name, coerced, ret, _nullable(fdef, coerced))
 
 

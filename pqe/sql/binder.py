@@ -786,6 +786,15 @@ class Binder:
             keys = _column_keys([f.name for f in plan.schema])
             scope.add(alias, list(zip(keys, plan.schema, strict=True)))
             return plan
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table) \
+                and node.this.args.get("joins"):
+            # a parenthesized join: FROM (a CROSS JOIN b)
+            inner = node.this.copy()
+            joins = inner.args.pop("joins")
+            plan = self.source(inner, scope)
+            for j in joins:
+                plan = self.join(plan, j, scope)
+            return plan
         if isinstance(node, exp.Subquery):
             plan, names = self.query(node.this, scope.parent)
             cols = node.args.get("alias").columns if node.args.get("alias") else []
