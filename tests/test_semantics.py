@@ -181,3 +181,27 @@ def test_decimal_precision_is_capped_not_an_error(ctx):
                 "from li group by p, dc, tx order by charge").to_arrow()
     assert r.column("charge").to_pylist() == [D("919.020000"), D("102010.914000")]
     assert r.schema.field("charge").type == pa.decimal128(38, 6)
+
+
+def test_semi_and_anti_join_with_small_preserved_side(duck_small):
+    """A small left side against a big right side: the left is hashed and the right streams
+    through it (HashJoin[build_left]), with residual filters and duplicate left rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    big = pa.table({"k": pa.array(rng.integers(0, 500, 60_000)), "v": pa.array(rng.integers(0, 50, 60_000))})
+    small = pa.table({"k": pa.array([1, 1, 2, 3, 700, None, 42], pa.int64()),
+                      "v": pa.array([5, 5, 60, None, 1, 2, 3], pa.int64())})
+    ctx = pqe.Context(partitions=4)
+    ctx.register_arrow("big", big)
+    ctx.register_arrow("small", small)
+    duck_small.register("big", big)
+    duck_small.register("small", small)
+    for sql in ["select k, v from small where exists (select 1 from big where big.k = small.k and big.v <> small.v)",
+                "select k, v from small where not exists (select 1 from big where big.k = small.k and big.v > small.v)",
+                "select k, v from small where k in (select k from big where v < 3)",
+                "select k, v from small where not exists (select 1 from big where big.k = small.k)"]:
+        df = ctx.sql(sql)
+        assert "HashJoin[build_left]" in df.explain(), sql
+        assert_same(df.to_arrow(), duck_small.sql(sql).to_arrow_table())
+    ctx.close()

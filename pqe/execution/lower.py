@@ -124,6 +124,8 @@ class Lowering:
         return self._one(self.lower(node), "broadcast")
 
     def _hashjoinexec(self, node: P.HashJoinExec):
+        if node.mode == "build_left":
+            return self._build_left_semi(node)
         left = self.lower(node.left)
         out = tuple(f.id for f in node.schema)
         if node.mode == "broadcast" or node.right.n == 1:
@@ -138,6 +140,21 @@ class Lowering:
                             null_aware=node.null_aware)
             parts.append(Pending(p.ops + (op,), p.inputs + (b,)))
         return parts
+
+    def _build_left_semi(self, node: P.HashJoinExec):
+        """Small left side, big right side: hash the left once per right partition, stream the
+        right partitions through it (no shuffle), then keep the left rows matched anywhere."""
+        (left,) = self.lower(node.left)
+        build = self.materialize([left.then(O.AddRowIds())], "build")[0]
+        matches = []
+        for p in self.lower(node.right):
+            op = O.MatchBuildRows(build=len(p.inputs), probe_keys=node.right_keys,
+                                  build_keys=node.left_keys, filter=node.filter)
+            matches.append(Pending(p.ops + (op,), p.inputs + (build,)))
+        keys = self.materialize(matches, "semi-match")
+        final = O.SemiFromIds(kind=node.kind, out_ids=tuple(f.id for f in node.schema),
+                              build=0, matches=tuple(range(1, len(keys) + 1)))
+        return [Pending((final,), (build, *keys))]
 
     def _nestedloopjoinexec(self, node: P.NestedLoopJoinExec):
         left = self.lower(node.left)

@@ -198,6 +198,41 @@ class HashJoin(Op):
                                self.right_keys, residual, self.out_ids, self.null_aware)
 
 
+class AddRowIds(Op):
+    label = "row-ids"
+    _fields = ()
+
+    def run(self, data, inputs):
+        return joins.with_row_ids(data)
+
+
+class MatchBuildRows(Op):
+    """Semi/anti join with a small preserved side: the running table (a partition of the big
+    side) probes a hash table of the small side (task input `build`); emits matched ids."""
+
+    label = "join"
+    _fields = ("build", "probe_keys", "build_keys", "filter")
+
+    def run(self, data, inputs):
+        residual = getattr(self, "_residual", None)
+        if residual is None and self.filter is not None:
+            residual = self._residual = Compiler()(self.filter)
+        return joins.matched_row_ids(data, inputs[self.build], self.probe_keys, self.build_keys,
+                                     residual)
+
+
+class SemiFromIds(Op):
+    """Start from input `build` (the small side with row ids) and the matched ids in the
+    inputs `matches` (one per partition of the big side)."""
+
+    label = "join"
+    _fields = ("kind", "out_ids", "build", "matches")
+
+    def run(self, data, inputs):
+        return joins.semi_from_ids(inputs[self.build], [inputs[i] for i in self.matches],
+                                   self.kind, self.out_ids)
+
+
 class NestedLoopJoin(Op):
     label = "nljoin"
     _fields = ("build", "kind", "filter", "out_ids")

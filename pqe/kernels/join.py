@@ -51,6 +51,33 @@ def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
     return decl.to_table(use_threads=False).select(list(out_ids))
 
 
+ROW_ID = "__pqe_row_id"
+
+
+def with_row_ids(table: pa.Table) -> pa.Table:
+    return table.append_column(ROW_ID, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
+def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, residual) -> pa.Table:
+    """Ids of the (small) build rows that match some row of this (big) probe partition."""
+    if probe.num_rows == 0 or build.num_rows == 0:
+        return pa.table({ROW_ID: pa.array([], pa.int64())})
+    opts = ac.HashJoinNodeOptions("right semi", list(probe_keys), list(build_keys),
+                                  filter_expression=residual)
+    decl = ac.Declaration("hashjoin", opts, inputs=[_source(probe), _source(build)])
+    return decl.to_table(use_threads=False).select([ROW_ID])
+
+
+def semi_from_ids(left: pa.Table, matched: list[pa.Table], kind: str, out_ids) -> pa.Table:
+    """The semi (or anti) join result from the ids of left rows matched anywhere."""
+    ids = [t.column(ROW_ID) for t in matched if t.num_rows]
+    hit = pc.unique(pa.chunked_array(ids, pa.int64()).combine_chunks()) if ids else pa.array([], pa.int64())
+    mask = pc.is_in(left.column(ROW_ID), value_set=hit)
+    if kind == "anti":
+        mask = pc.invert(mask)
+    return left.filter(mask).select(list(out_ids))
+
+
 BLOCK_PAIRS = 1 << 20
 
 

@@ -159,7 +159,9 @@ class ProjectExec(PhysicalPlan):
 class HashJoinExec(PhysicalPlan):
     """Hash join (Acero), building a hash table on the right input. mode 'broadcast': the
     right input is gathered and every left partition probes it; 'partitioned': both inputs
-    are hash-partitioned on the keys and partition i joins with partition i."""
+    are hash-partitioned on the keys and partition i joins with partition i; 'build_left'
+    (semi/anti only): the small left input is gathered and hashed, each right partition
+    probes it, and the left rows matched in any partition are kept (or dropped)."""
 
     left: PhysicalPlan = None
     right: PhysicalPlan = None

@@ -36,6 +36,7 @@ class PlannerConfig:
     target_partitions: int = 2
     min_partition_rows: int = 250_000
     shuffle_cost: float = 0.5  # per row, relative to inserting a row into a hash table
+    probe_cost: float = 0.3  # probing a hash table with a row, relative to inserting one
     gather_groups: int = 200_000
 
 
@@ -159,12 +160,22 @@ class PhysicalPlanner:
                                 node.filter, "partitioned", node.null_aware)
         can_broadcast = kind in ("inner", "left", "semi", "anti")
         left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
-        broadcast_cost = rrows * left.n
+        # costs in "hash table inserts": a build row costs 1 (once per probing partition),
+        # a probe row PROBE_COST, a shuffled row shuffle_cost
+        probe = self.cfg.probe_cost
+        broadcast_cost = rrows * left.n + lrows * probe
         shuffle_rows = (0 if left_ready else lrows) + rrows
-        partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows
+        partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows + lrows * probe
         lbytes, rbytes = self.est.bytes(node.left), self.est.bytes(node.right)
         if swapped:
             lbytes, rbytes = rbytes, lbytes
+        if kind in ("semi", "anti") and not node.null_aware and right.n > 1 \
+                and lrows * right.n + rrows * probe < min(broadcast_cost, partitioned_cost):
+            # small preserved side: hash it, stream the big side through it, no shuffle
+            out = HashJoinExec(schema, 1, SINGLE, self._gather(left), right, kind, lkeys, rkeys,
+                               node.filter, "build_left")
+            out.est_bytes = lbytes * 2
+            return out
         if node.null_aware or (can_broadcast and broadcast_cost <= partitioned_cost):
             out_dist = left.dist if not swapped else ANY
             out = HashJoinExec(schema, left.n, out_dist, left, self._gather(right), kind,
