@@ -92,7 +92,8 @@ class Lowering:
     def _scanexec(self, node: P.ScanExec):
         out = tuple(f.id for f in node.schema)
         return [Pending((O.ReadFiles(provider=node.provider, units=units, columns=node.columns,
-                                       filters=node.filters, out_ids=out),), ())
+                                     filters=node.filters, out_ids=out,
+                                     dict_columns=node.dict_columns),), ())
                 for units in node.parts]
 
     def _memoryscanexec(self, node: P.MemoryScanExec):

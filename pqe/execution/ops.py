@@ -51,14 +51,15 @@ class Op:
 
 class ReadFiles(Op):
     label = "scan"
-    _fields = ("provider", "units", "columns", "filters", "out_ids")
+    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
-                f"{self.filters!r}, {self.out_ids!r})")
+                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r})")
 
     def run(self, data, inputs):
-        return scan.read_files(self.provider, self.units, self.columns, self.filters, self.out_ids)
+        return scan.read_files(self.provider, self.units, self.columns, self.filters,
+                               self.out_ids, self.dict_columns)
 
 
 class ReadMemory(Op):

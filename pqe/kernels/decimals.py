@@ -226,3 +226,35 @@ def applicable(exprs: list[Expr]) -> bool:
 
 __all__ = ["to_unscaled", "from_unscaled", "Int64DecimalCompiler", "NotFast", "applicable",
            "decimal_columns", "fits_int64", "Case"]
+
+
+def int64_filter(predicate: Expr, names: dict[str, str] | None = None):
+    """(compiled predicate over unscaled int64 views, the decimal columns it reads) when the
+    predicate compares decimal columns that fit int64, else None. `names` maps column ids to
+    the table's column names (file names in scans)."""
+    cols = decimal_columns([predicate])
+    if not cols or not all(fits_int64(x.dtype) for x in walk(predicate)
+                           if isinstance(x, ColumnRef) and T.is_decimal(x.dtype)):
+        return None
+    names = names or {}
+    rename = {i: unscaled_name(names.get(i, i)) for i in cols}
+    rename.update({i: n for i, n in names.items() if i not in cols})
+    try:
+        compiled = Int64DecimalCompiler(rename=rename)(predicate)
+    except NotFast:
+        return None
+    return compiled, tuple(names.get(i, i) for i in sorted(cols))
+
+
+def filter_int64(table: pa.Table, compiled) -> pa.Table:
+    """Filter `table` by a predicate from `int64_filter` (adds then drops the int64 views)."""
+    from .expressions import filter_table
+
+    expr, cols = compiled
+    if table.num_rows == 0:
+        return table
+    viewed = table
+    for c in cols:
+        viewed = viewed.append_column(unscaled_name(c), to_unscaled(table.column(c)))
+    out = filter_table(viewed, expr)
+    return out.select(table.column_names)

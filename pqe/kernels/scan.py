@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from .. import types as T
 from ..errors import ExecutionError
-from ..plan.expr import Expr, and_
-from .expressions import Compiler, filter_table
+from ..plan.expr import Expr, and_, column_ids
+from . import decimals
+from .expressions import Compiler, filter_table, project
 
 
 def _text_casts(provider, names: dict[str, str]) -> dict[str, pa.DataType]:
@@ -42,21 +44,45 @@ def pruning_expression(provider, filters: tuple[Expr, ...], names: dict[str, str
 
 
 def read_files(provider, units, columns: tuple[tuple[str, str], ...],
-               filters: tuple[Expr, ...], out_ids: tuple[str, ...]) -> pa.Table:
+               filters: tuple[Expr, ...], out_ids: tuple[str, ...],
+               dict_columns: tuple[str, ...] = ()) -> pa.Table:
     """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
-    `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`."""
+    `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`.
+
+    `dict_columns` are low-cardinality text columns that only filters use: they are read as
+    dictionaries (no strings are materialized) and each filter on one of them is evaluated
+    once per distinct value, then mapped to the rows through the dictionary indices."""
     names = {cid: name for name, cid in columns}
-    expr = pruning_expression(provider, filters, names)
+    dict_ids = {cid for name, cid in columns if name in dict_columns}
+    dict_filters = [f for f in filters if column_ids(f) & dict_ids]
+    rest = [f for f in filters if not column_ids(f) & dict_ids]
+    # decimal comparisons run after reading, on unscaled int64 (Arrow's decimal128 kernels are
+    # slow) and on the rows the dictionary filters kept; the others run inside the scanner
+    decimal_filters = [f for f in rest if decimals.int64_filter(f, names) is not None]
+    plain_filters = tuple(f for f in rest if f not in decimal_filters)
+    expr = pruning_expression(provider, plain_filters, names)
     read_cols = [name for name, _ in columns]
     schema = provider.dataset.schema
+    fmt = None
+    if dict_columns:
+        schema = _dictionary_schema(schema, dict_columns)
+        fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=list(dict_columns)))
     tables = []
     for frag, row_groups in _by_fragment(units):
         try:
-            sub = frag.subset(row_group_ids=list(row_groups)) if row_groups else frag
+            if fmt is not None:
+                sub = fmt.make_fragment(frag.path, frag.filesystem, frag.partition_expression,
+                                        row_groups=list(row_groups))
+            else:
+                sub = frag.subset(row_group_ids=list(row_groups)) if row_groups else frag
             t = sub.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=False)
         except (OSError, pa.ArrowException) as e:
             where = f" (row groups {list(row_groups)})" if row_groups else ""
             raise ExecutionError(f"reading {frag.path}{where}: {str(e).splitlines()[0]}") from e
+        if dict_filters:
+            t = _filter_by_dictionary(t, dict_filters, names)
+        for f in decimal_filters:
+            t = decimals.filter_int64(t, decimals.int64_filter(f, names))
         tables.append(t)
     if not tables:
         empty = pa.schema([pa.field(cid, provider.schema.field(name).type) for name, cid in columns])
@@ -65,6 +91,29 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
         t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         t = t.rename_columns([cid for _, cid in columns])
     return t.select(list(out_ids))
+
+
+def _dictionary_schema(schema: pa.Schema, dict_columns) -> pa.Schema:
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string()), f.nullable)
+                      if f.name in dict_columns else f for f in schema])
+
+
+def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str]) -> pa.Table:
+    """Apply filters that each read one dictionary column: evaluate each on the dictionary's
+    values, then look the results up by index (NULL indices and unknown results drop)."""
+    mask = None
+    for f in filters:
+        (cid,) = column_ids(f)
+        col = t.column(names[cid])
+        compiled = Compiler(rename={cid: "v"})(f)
+        parts = []
+        for chunk in col.chunks:
+            verdict = project(pa.table({"v": chunk.dictionary}), [compiled], ["m"]).column(0)
+            verdict = pc.fill_null(verdict.combine_chunks(), False)
+            parts.append(pc.fill_null(pc.take(verdict, chunk.indices), False))
+        m = pa.chunked_array(parts, pa.bool_()) if parts else pa.chunked_array([], pa.bool_())
+        mask = m if mask is None else pc.and_(mask, m)
+    return t.filter(mask) if mask is not None else t
 
 
 def _by_fragment(units):

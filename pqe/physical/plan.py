@@ -77,6 +77,7 @@ class ScanExec(PhysicalPlan):
     parts: tuple[tuple, ...] = ()
     total_units: int = 0
     kept_units: int = 0
+    dict_columns: tuple[str, ...] = ()  # filter-only text columns read as dictionaries
 
     def describe(self, names):
         cols = ", ".join(c for c, _ in self.columns)

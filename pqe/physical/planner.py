@@ -24,7 +24,7 @@ from ..catalog import CsvTable, DaskTable, MemoryTable, ParquetTable, ScanUnit
 from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
 from ..plan import logical as L
-from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids_all)
+from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids, column_ids_all)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
@@ -85,8 +85,9 @@ class PhysicalPlanner:
         rows = sum(u.num_rows for u in units)
         n = self._partition_count(rows, len(units))
         parts = _balance(units, n) if units else ((),)
+        dict_cols = _dictionary_columns(node, provider) if isinstance(provider, ParquetTable) else ()
         return ScanExec(node.schema, len(parts), ANY, node.table, provider, columns,
-                        node.filters, parts, total, len(units))
+                        node.filters, parts, total, len(units), dict_cols)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
         return ValuesExec(node.schema, 1, SINGLE, node.rows)
@@ -406,6 +407,27 @@ def _hash_positions(keys, plan: PhysicalPlan) -> list[int]:
 
 def _hash_keys(keys, plan):
     return tuple(keys[i] for i in _hash_positions(keys, plan))
+
+
+def _dictionary_columns(node: L.Scan, provider: ParquetTable) -> tuple[str, ...]:
+    """Low-cardinality text columns that only the scan's filters read, each filter touching
+    one of them alone: reading them as dictionaries skips materializing their strings."""
+    out_ids = {f.id for f in node.schema}
+    stats = provider.statistics().columns
+    phys = provider.physical_schema
+    chosen = []
+    for f in node.fields:
+        if f.id in out_ids or not T.is_text(f.dtype):
+            continue
+        cs = stats.get(f.name)
+        if cs is None or cs.distinct_count is None:
+            continue
+        if phys.get_field_index(f.name) < 0:  # a hive partition column
+            continue
+        users = [x for x in node.filters if f.id in column_ids(x)]
+        if users and all(column_ids(x) == {f.id} for x in users):
+            chosen.append(f.name)
+    return tuple(chosen)
 
 
 def _balance(units: list[ScanUnit], n: int) -> tuple[tuple[ScanUnit, ...], ...]:
