@@ -140,6 +140,7 @@ class ParquetTable(TableProvider):
         state.pop("_lock", None)
         state["_units"] = None
         state["_stats"] = None
+        state.pop("_ranges", None)
         return state
 
     def __setstate__(self, state):
@@ -200,6 +201,37 @@ class ParquetTable(TableProvider):
                         units.append(ScanUnit(frag, (i,), rg.num_rows, rg.total_byte_size))
                 self._units = units
             return self._units
+
+    def unit_ranges(self, column: str) -> dict | None:
+        """ScanUnit -> (min, max) of an integer or date column from row-group statistics
+        (None for units without them); None when the column has no statistics at all."""
+        with self._lock:
+            cache = self.__dict__.setdefault("_ranges", {})
+            if column in cache:
+                return cache[column]
+        out: dict = {}
+        found = False
+        for u in self.units():
+            md = u.fragment.metadata
+            idx = md.schema.to_arrow_schema().get_field_index(column)
+            rng = None
+            if idx >= 0:
+                lo = hi = None
+                for r in u.row_groups:
+                    st = md.row_group(r).column(idx).statistics
+                    if st is None or not st.has_min_max:
+                        lo = None
+                        break
+                    lo = st.min if lo is None else min(lo, st.min)
+                    hi = st.max if hi is None else max(hi, st.max)
+                if lo is not None:
+                    rng = (lo, hi)
+                    found = True
+            out[u] = rng
+        result = out if found else None
+        with self._lock:
+            self.__dict__["_ranges"][column] = result
+        return result
 
     def statistics(self) -> TableStats:
         with self._lock:

@@ -81,9 +81,13 @@ class Lowering:
             parts = method(node)
         finally:
             self._stack.pop()
-        # tag the ops this node added (for EXPLAIN ANALYZE): those no child owns
+        # tag the ops this node added (for EXPLAIN ANALYZE): those no child owns; the last
+        # of them in each partition produces the node's output rows
         for p in parts:
             self._tag(p.ops, nid)
+            own = [op for op in p.ops if op.node == nid]
+            if own:
+                own[-1].counts_rows = True
         if len(parts) != node.n:
             raise InternalError(f"{type(node).__name__} lowered to {len(parts)} partitions, "
                                 f"planned {node.n}")

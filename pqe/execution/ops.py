@@ -27,6 +27,7 @@ class Op:
     label = "op"
     _fields: tuple[str, ...] = ()
     node: int | None = None  # the physical plan node this op belongs to (EXPLAIN ANALYZE)
+    counts_rows = False  # its output is the node's output (EXPLAIN ANALYZE rows)
 
     def __init__(self, **kw):
         for k in self._fields:
@@ -39,6 +40,7 @@ class Op:
     def __getstate__(self):
         state = {k: getattr(self, k) for k in self._fields}
         state["node"] = self.node
+        state["counts_rows"] = self.counts_rows
         return state  # compiled expressions are rebuilt where the op runs
 
     def __setstate__(self, state):
@@ -363,7 +365,9 @@ def run_pipeline(pipeline: Pipeline, *inputs):
             else:
                 start = time.perf_counter()
                 data = op.run(data, inputs)
-                rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
+                rows = 0
+                if op.counts_rows:
+                    rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
                 token.record(op.node, time.perf_counter() - start, rows)
         except Error:
             raise

@@ -9,6 +9,7 @@ partial tables (and is itself a valid partial, so reductions can be trees).
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.acero as ac
 import pyarrow.compute as pc
@@ -86,8 +87,99 @@ def _int64_sum_columns(table: pa.Table, specs) -> dict[str, pa.ChunkedArray]:
     return out
 
 
+def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table | None:
+    """Partial states by reducing runs of equal keys with numpy, when the partition is sorted
+    on its single integer or date group key (data clustered by the key, like lineitem by
+    l_orderkey): ~15x cheaper than hashing. None when this does not apply."""
+    if len(group) != 1 or table.num_rows < 2:
+        return None
+    key = table.column(group[0])
+    kt = key.type
+    if key.null_count or not (pa.types.is_integer(kt) or pa.types.is_date(kt)):
+        return None
+    for s in specs:
+        if s.fn not in ("count_star", "count", "sum", "avg", "min", "max"):
+            return None
+        if s.arg_dtype is not None and not (T.is_integer(s.arg_dtype) or T.is_floating(s.arg_dtype)
+                                            or decimals.fits_int64(s.arg_dtype)):
+            return None
+    k = np.asarray((key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key)
+                   .cast(pa.int64() if pa.types.is_integer(kt) else pa.int32())
+                   .to_numpy(zero_copy_only=False))
+    if not (k[1:] >= k[:-1]).all():
+        return None
+    n = len(k)
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    cols = {group[0]: pa.array(k[starts]).cast(kt)}
+    cache: dict = {}
+
+    def values(s):
+        if s.arg not in cache:
+            col = table.column(s.arg)
+            if T.is_decimal(s.arg_dtype):
+                col = decimals.to_unscaled(col)
+            col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            valid = (np.ones(n, bool) if not col.null_count
+                     else pc.is_valid(col).to_numpy(zero_copy_only=False))
+            cache[s.arg] = (col, valid)
+        return cache[s.arg]
+
+    for s in specs:
+        names = state_names(s)
+        types = state_types(s)
+        if s.fn == "count_star":
+            cols[names[0]] = pa.array(sizes, pa.int64())
+            continue
+        col, valid = values(s)
+        counts = np.add.reduceat(valid.astype(np.int64), starts)
+        if s.fn == "count":
+            cols[names[0]] = pa.array(counts, pa.int64())
+            continue
+        has = counts > 0
+        if s.fn in ("sum", "avg"):
+            integral = pa.types.is_integer(col.type)
+            v = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64 if integral else np.float64)
+            if integral and n and np.abs(v).max() * n >= 2**63:
+                return None  # might overflow int64: the hash path checks it
+            total = np.add.reduceat(v, starts)
+            if T.is_decimal(s.arg_dtype):
+                arr = decimals.from_unscaled(pa.array(total), types[0])
+                arr = pc.if_else(pa.array(has), arr, pa.scalar(None, types[0]))
+            else:
+                arr = pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.array(total).type))
+            if arr.type != types[0]:
+                arr = arr.cast(types[0])
+            cols[names[0]] = arr
+            if s.fn == "avg":
+                cols[names[1]] = pa.array(counts, pa.int64())
+            elif len(names) > 1:  # the overflow shadow of integer sums
+                cols[names[1]] = pa.array(total.astype(np.float64))
+            continue
+        # min / max
+        v = col.to_numpy(zero_copy_only=False) if not col.null_count else None
+        if v is None:
+            if pa.types.is_integer(col.type):
+                info = np.iinfo(np.dtype(col.type.to_pandas_dtype()))
+                fill = info.max if s.fn == "min" else info.min
+            else:
+                fill = np.inf if s.fn == "min" else -np.inf
+            v = col.fill_null(fill).to_numpy(zero_copy_only=False)
+        red = (np.minimum if s.fn == "min" else np.maximum).reduceat(v, starts)
+        arr = pa.array(red)
+        if T.is_decimal(s.arg_dtype):
+            arr = decimals.from_unscaled(arr, s.arg_dtype)
+        elif arr.type != types[0]:
+            arr = arr.cast(types[0])
+        cols[names[0]] = pc.if_else(pa.array(has), arr, pa.scalar(None, types[0]))
+    return pa.table(cols)
+
+
 def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     """Per-partition states: group keys then state columns."""
+    fast = _sorted_segments(table, group, specs)
+    if fast is not None:
+        return fast
     grouped = bool(group)
     prep = {}
     entries = []

@@ -18,11 +18,22 @@ from ..plan.expr import Expr, Field
 
 @dataclass(frozen=True)
 class Dist:
-    kind: str  # "hash" | "single" | "any"
+    """kind "hash": rows are in partition hash(keys) % n (two inputs hashed alike are
+    co-partitioned); "clustered": rows with equal keys never span two partitions (disjoint key
+    ranges per partition, from Parquet statistics); "single"; "any"."""
+
+    kind: str
     keys: tuple[str, ...] = ()
 
+    def groups_within(self, columns) -> bool:
+        """Do rows that agree on `columns` always share a partition?"""
+        return (self.kind in ("hash", "clustered") and bool(self.keys)
+                and set(self.keys) <= set(columns)) or self.kind == "single"
+
     def __str__(self) -> str:
-        return f"hash({', '.join(self.keys)})" if self.kind == "hash" else self.kind
+        if self.kind in ("hash", "clustered"):
+            return f"{self.kind}({', '.join(self.keys)})"
+        return self.kind
 
 
 ANY = Dist("any")

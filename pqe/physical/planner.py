@@ -37,6 +37,9 @@ class PlannerConfig:
     min_partition_rows: int = 250_000
     shuffle_cost: float = 0.5  # per row, relative to inserting a row into a hash table
     probe_cost: float = 0.3  # probing a hash table with a row, relative to inserting one
+    # build_left only when the preserved side is surely small (its estimate is often a scan
+    # count, the other side's an aggregate's guess)
+    build_left_rows: int = 500_000
     gather_groups: int = 200_000
 
 
@@ -86,7 +89,8 @@ class PhysicalPlanner:
         n = self._partition_count(rows, len(units))
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider) if isinstance(provider, ParquetTable) else ()
-        return ScanExec(node.schema, len(parts), ANY, node.table, provider, columns,
+        dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
+        return ScanExec(node.schema, len(parts), dist, node.table, provider, columns,
                         node.filters, parts, total, len(units), dict_cols)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
@@ -171,6 +175,7 @@ class PhysicalPlanner:
         if swapped:
             lbytes, rbytes = rbytes, lbytes
         if kind in ("semi", "anti") and not node.null_aware and right.n > 1 \
+                and lrows <= self.cfg.build_left_rows \
                 and lrows * right.n + rrows * probe < min(broadcast_cost, partitioned_cost):
             # small preserved side: hash it, stream the big side through it, no shuffle
             out = HashJoinExec(schema, 1, SINGLE, self._gather(left), right, kind, lkeys, rkeys,
@@ -246,7 +251,7 @@ class PhysicalPlanner:
         schema = node.schema
         if projected.n == 1:
             return AggregateExec(schema, 1, projected.dist, projected, "single", group, aggs)
-        if group and projected.dist.kind == "hash" and set(projected.dist.keys) <= set(group):
+        if group and projected.dist.groups_within(group):
             return AggregateExec(schema, projected.n, projected.dist, projected, "single", group, aggs)
         partial_fields = tuple(Field(c, c, pa.null()) for c in _state_columns(group, aggs))
         partial = AggregateExec(partial_fields, projected.n, ANY, projected, "partial", group, aggs)
@@ -340,8 +345,7 @@ class PhysicalPlanner:
                 current = self._project_columns(current, extra)
             if pids:
                 hk = tuple(pids[i] for i in _hash_positions(pids, current))
-                if not (current.dist.kind == "hash" and set(current.dist.keys) <= set(pids)
-                        and current.dist.keys):
+                if not current.dist.groups_within(pids):
                     current = self._hash(current, hk, max(self.cfg.target_partitions, 1)
                                          if current.n > 1 else 1)
             else:
@@ -382,14 +386,14 @@ def _state_columns(group, aggs) -> list[str]:
 
 
 def _project_dist(dist: Dist, exprs, fields) -> Dist:
-    if dist.kind != "hash":
+    if dist.kind not in ("hash", "clustered"):
         return dist
     mapping = {}
     for e, f in zip(exprs, fields, strict=True):
         if isinstance(e, ColumnRef) and e.id not in mapping:
             mapping[e.id] = f.id
     if all(k in mapping for k in dist.keys):
-        return Dist("hash", tuple(mapping[k] for k in dist.keys))
+        return Dist(dist.kind, tuple(mapping[k] for k in dist.keys))
     return ANY
 
 
@@ -407,6 +411,30 @@ def _hash_positions(keys, plan: PhysicalPlan) -> list[int]:
 
 def _hash_keys(keys, plan):
     return tuple(keys[i] for i in _hash_positions(keys, plan))
+
+
+def _clustering(node: L.Scan, provider, parts) -> Dist:
+    """Clustered(k) when the partitions hold disjoint, increasing ranges of an output column
+    k by the row groups' min/max (data written sorted or clustered by k, like TPC-H's keys):
+    a GROUP BY k or PARTITION BY k then needs no exchange."""
+    if not isinstance(provider, ParquetTable):
+        return ANY
+    for f in node.schema:
+        if not (T.is_integer(f.dtype) or pa.types.is_date(f.dtype)):
+            continue
+        ranges = provider.unit_ranges(f.name)
+        if ranges is None:
+            continue
+        bounds = []
+        for units in parts:
+            los = [ranges[u] for u in units]
+            if not los or any(r is None for r in los):
+                break
+            bounds.append((min(r[0] for r in los), max(r[1] for r in los)))
+        else:
+            if all(bounds[i][1] < bounds[i + 1][0] for i in range(len(bounds) - 1)):
+                return Dist("clustered", (f.id,))
+    return ANY
 
 
 def _dictionary_columns(node: L.Scan, provider: ParquetTable) -> tuple[str, ...]:
