@@ -164,6 +164,8 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     wants, ret = fdef.resolve(name, [a.dtype for a in args])
     wants = list(wants) + [None] * (len(args) - len(wants))
     coerced = tuple(_coerce(a, w) for a, w in zip(args, wants, strict=True))
+    if name == "coalesce" and isinstance(coerced[0], Literal) and coerced[0].value is not None:
+        return coerced[0]  # the first argument is never NULL: the rest are never read
     if fdef.nulls == "propagate" and name not in ("and", "or") and any(
             isinstance(a, Literal) and a.value is None for a in coerced):
         return Literal(None, ret)  # NULL in, NULL out: no kernel needed (NULL < NULL, ...)

@@ -80,7 +80,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     """(line number, text) of every non-comment line; blank lines become ''."""
     out: list[tuple[int, str]] = []
     for no, raw in enumerate(text.split("\n"), start=1):
-        line = raw[:-1] if raw.endswith("\r") else raw
+        line = raw.removesuffix("\r")
         if not line.strip():
             out.append((no, ""))
         elif line.startswith("#"):

@@ -6,8 +6,7 @@ SQLite's C API *according to the column's type letter*, not the value's own type
 - ``I``: ``sqlite3_column_int`` then ``printf("%d")``. A real is truncated toward zero (clamped
   to the 64-bit range), text is parsed for a leading integer (``'12abc'`` -> 12, ``'abc'`` -> 0),
   and the 64-bit result is narrowed to a C ``int`` (low 32 bits, two's complement).
-- ``R``: ``sqlite3_column_double`` then SQLite's own ``printf("%.3f")``, which rounds half away
-  from zero by adding 0.0005 and prints ``0.000`` (not ``-0.000``) for negative zero.
+- ``R``: ``sqlite3_column_double`` then SQLite's own ``printf("%.3f")`` (see `format_real_3`).
 - ``T``: ``sqlite3_column_text``: integers as ``%lld``, reals as ``%!.15g`` (always with a
   decimal point, ``1.0``), ``''`` as ``(empty)``, and every byte outside ``' '..'~'`` as ``@``.
 - SQL NULL is ``NULL`` whatever the letter.
@@ -31,7 +30,6 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INT_PREFIX = re.compile(r"^\s*([+-]?\d+)")
 _REAL_PREFIX = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
-_ROUNDER_3 = 0.5 * 0.1 * 0.1 * 0.1  # how SQLite's printf builds its rounding term for %.3f
 
 
 def _as_sqlite(value: Any) -> Any:
@@ -91,16 +89,19 @@ def sqlite_real(value: Any) -> float:
 
 
 def format_real_3(r: float) -> str:
-    """SQLite's ``printf("%.3f")`` (not glibc's: ties round away from zero, -0.0 is 0.000)."""
+    """SQLite's ``printf("%.3f")``, which differs from C's in three ways: ties round half up
+    (on the exact decimal value of the double), at most 16 significant digits are produced
+    (the rest print as 0, so 2**63 is 9223372036854776000.000), and -0.0 prints as 0.000."""
     if math.isnan(r):
         return "NaN"
     if math.isinf(r):
         return "Inf" if r > 0 else "-Inf"
-    negative = r < 0.0
-    scaled = abs(r) + _ROUNDER_3
-    # Digits are extracted from the rounded value by truncation; Decimal(float) is exact.
-    digits = decimal.Decimal(scaled).quantize(decimal.Decimal("0.001"), rounding=decimal.ROUND_DOWN)
-    return ("-" if negative else "") + f"{digits:f}"
+    exact = decimal.Decimal(abs(r))  # exact value of the double
+    places = -3
+    if exact:
+        places = max(places, exact.adjusted() - 15)
+    rounded = exact.quantize(decimal.Decimal(1).scaleb(places), rounding=decimal.ROUND_HALF_UP)
+    return ("-" if r < 0.0 else "") + f"{rounded:.3f}"
 
 
 def format_real_text(r: float) -> str:
@@ -109,7 +110,7 @@ def format_real_text(r: float) -> str:
         return "NaN"
     if math.isinf(r):
         return "Inf" if r > 0 else "-Inf"
-    s = "%.15g" % r
+    s = f"{r:.15g}"
     if "e" in s:
         mantissa, exponent = s.split("e")
         if "." not in mantissa:
@@ -130,7 +131,7 @@ def render_value(value: Any, type_char: str) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     if type_char == "I":
-        return "%d" % sqlite_int(value)
+        return str(sqlite_int(value))
     if type_char == "R":
         return format_real_3(sqlite_real(value))
     if type_char == "T":

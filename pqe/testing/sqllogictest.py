@@ -9,22 +9,30 @@ on purpose; anything else is a bug worth fixing first.
 Python API: `run_file` / `run_paths` return `FileResult` objects. CLI::
 
     python -m pqe.testing.sqllogictest FILE_OR_DIR... [-v] [--max-failures N] [--summary]
+        [-j N] [--timeout S] [--json PATH]
 
-See `slt_parser` for the script grammar and `slt_values` for how values are rendered.
+prints each file's pass rate (records passed / records run, queries and statements apart);
+``--summary`` groups the failures of all files by normalized error message (`slt_summary`) to
+show what to implement next; ``-v`` prints every failure; ``--max-failures N`` stops a file
+after N failed records; ``-j N`` runs files in N memory-capped worker processes
+(`slt_isolated`). See `slt_parser` for the script grammar and `slt_values` for how values are
+rendered; `sqlite_engine` runs the same scripts on SQLite to validate the runner.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .slt_isolated import DEFAULT_MEMORY_LIMIT_GB, ProgressFile, limit_memory, run_many_isolated
 from .slt_parser import ExpectedHash, Record, parse_file
+from .slt_results import Failure, FileResult, SlowRecord, result_to_dict
 from .slt_values import hash_values, render_rows, sort_values
 
 DEFAULT_HASH_THRESHOLD = 8
@@ -45,125 +53,36 @@ class Engine(Protocol):
 EngineFactory = Callable[[], Engine]
 
 
-@dataclass
-class Counts:
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-
-    @property
-    def run(self) -> int:
-        return self.passed + self.failed
-
-    def add(self, other: Counts) -> None:
-        self.passed += other.passed
-        self.failed += other.failed
-        self.skipped += other.skipped
-
-
-@dataclass
-class Failure:
-    """One failed record. ``error`` is set when the engine raised (``error_type`` names the
-    exception class); otherwise ``expected``/``got`` show the mismatch described by ``message``."""
-
-    path: str
-    line: int
-    kind: str  # "statement" | "query" | "invalid"
-    sql: str
-    message: str
-    error_type: str | None = None
-    error: str | None = None
-    crash: bool = False
-    traceback: str | None = None
-    expected: list[str] | str | None = None
-    got: list[str] | str | None = None
-
-    def location(self) -> str:
-        return f"{self.path}:{self.line}"
-
-    def describe(self, max_values: int = 20) -> str:
-        """A multi-line human-readable report of this failure."""
-        lines = [f"{self.location()}: {self.kind} failed{' (CRASH)' if self.crash else ''}",
-                 _indent(self.sql), f"  -> {self.message}"]
-        for name, vals in (("expected", self.expected), ("got", self.got)):
-            if vals is None:
-                continue
-            if isinstance(vals, str):
-                lines.append(f"  {name}: {vals}")
-            else:
-                shown = ", ".join(vals[:max_values]) + (" ..." if len(vals) > max_values else "")
-                lines.append(f"  {name} ({len(vals)} values): {shown}")
-        if self.crash and self.traceback:
-            lines.append(_indent(self.traceback.rstrip(), "    | "))
-        return "\n".join(lines)
-
-
-@dataclass
-class SlowRecord:
-    path: str
-    line: int
-    kind: str
-    sql: str
-    seconds: float
-
-
-@dataclass
-class FileResult:
-    """Counts and failures of one script. ``halted_at`` is the line of a ``halt`` that stopped
-    it; ``stopped_early`` is set when --max-failures cut the run short."""
-
-    path: str
-    statements: Counts = field(default_factory=Counts)
-    queries: Counts = field(default_factory=Counts)
-    crashes: int = 0
-    invalid: int = 0
-    failures: list[Failure] = field(default_factory=list)
-    slow: list[SlowRecord] = field(default_factory=list)
-    halted_at: int | None = None
-    stopped_early: bool = False
-    seconds: float = 0.0
-
-    @property
-    def total(self) -> Counts:
-        c = Counts()
-        c.add(self.statements)
-        c.add(self.queries)
-        c.failed += self.invalid
-        return c
-
-    @property
-    def pass_rate(self) -> float:
-        """Records passed / records run (statements and queries; skipped records excluded)."""
-        t = self.total
-        return t.passed / t.run if t.run else 0.0
-
-    def summary_line(self) -> str:
-        t, q, s = self.total, self.queries, self.statements
-        extra = []
-        if t.skipped:
-            extra.append(f"{t.skipped} skipped")
-        if self.crashes:
-            extra.append(f"{self.crashes} crashes")
-        if self.invalid:
-            extra.append(f"{self.invalid} invalid records")
-        if self.halted_at is not None:
-            extra.append(f"halted at line {self.halted_at}")
-        if self.stopped_early:
-            extra.append("stopped at --max-failures")
-        tail = f"; {', '.join(extra)}" if extra else ""
-        return (f"{self.path}: {100 * self.pass_rate:.1f}% ({t.passed}/{t.run} records; "
-                f"queries {q.passed}/{q.run}, statements {s.passed}/{s.run}{tail}) "
-                f"in {self.seconds:.1f}s")
-
-
-def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line for line in text.splitlines())
-
-
 def _is_query_text(sql: str) -> bool:
     """Whether a statement's SQL is a query, which a lazy engine only runs when fetched."""
     head = sql.lstrip().lstrip("(").lstrip()
     return head[:6].upper() in ("SELECT", "VALUES") or head[:4].upper() == "WITH"
+
+
+def _crash_origin(exc: BaseException) -> str:
+    """Where a crash comes from: the innermost frame inside pqe (not pqe.testing) and, if
+    different, the frame that raised, e.g. ``pqe/sql/binder.py:_qualify -> qualify_columns.py:
+    _select_by_pos``. Used to group crashes, whose messages are often data-dependent."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+
+    def short(fs: traceback.FrameSummary, keep_pkg: bool) -> str:
+        path = fs.filename.replace("\\", "/")
+        if keep_pkg and "/pqe/" in path:
+            path = "pqe/" + path.rsplit("/pqe/", 1)[1]
+        else:
+            path = path.rsplit("/", 1)[-1]
+        return f"{path}:{fs.name}"
+
+    own = [fs for fs in frames if "/pqe/" in fs.filename.replace("\\", "/")
+           and "/pqe/testing/" not in fs.filename.replace("\\", "/")]
+    last = frames[-1]
+    if not own:
+        return short(last, False)
+    if own[-1] is last:
+        return short(last, True)
+    return f"{short(own[-1], True)} -> {short(last, False)}"
 
 
 def _pqe_error_class() -> type[BaseException] | None:
@@ -178,8 +97,9 @@ class _FileRun:
     """State of one script run: the engine, the hash threshold and the label hashes."""
 
     def __init__(self, path: str, engine: Engine, engine_name: str, slow_seconds: float,
-                 error_class: type[BaseException] | None):
+                 error_class: type[BaseException] | None, record_timeout: float | None = None):
         self.engine = engine
+        self.record_timeout = record_timeout
         self.engine_name = engine_name
         self.slow_seconds = slow_seconds
         self.error_class = error_class
@@ -198,10 +118,19 @@ class _FileRun:
         crash = self.error_class is None or not isinstance(exc, self.error_class)
         text = str(exc).strip() or type(exc).__name__
         first = text.splitlines()[0]
+        tb, origin = None, None
         if crash:
             self.result.crashes += 1
+            tb, origin = traceback.format_exc(), _crash_origin(exc)
         self._fail(rec, first, error_type=type(exc).__name__, error=text, crash=crash,
-                   traceback=traceback.format_exc() if crash else None)
+                   traceback=tb, origin=origin)
+
+    def _fetch(self, result: Any) -> Any:
+        """``result.to_arrow()``, with the per-record timeout when one is set (pqe's
+        ``to_arrow(timeout=)`` raises pqe.QueryTimeout, an ordinary failure)."""
+        if self.record_timeout is None:
+            return result.to_arrow()
+        return result.to_arrow(timeout=self.record_timeout)
 
     # ---- records ---------------------------------------------------------------------------
 
@@ -209,7 +138,7 @@ class _FileRun:
         try:
             out = self.engine.sql(rec.sql)
             if out is not None and _is_query_text(rec.sql) and hasattr(out, "to_arrow"):
-                out.to_arrow()
+                self._fetch(out)
         except Exception as exc:  # noqa: BLE001 - every engine failure is data for the report
             crash = self.error_class is None or not isinstance(exc, self.error_class)
             if rec.expect_error and not crash:
@@ -224,7 +153,7 @@ class _FileRun:
 
     def query(self, rec: Record) -> bool:
         try:
-            table = self.engine.sql(rec.sql).to_arrow()
+            table = self._fetch(self.engine.sql(rec.sql))
         except Exception as exc:  # noqa: BLE001
             self._exception(rec, exc)
             return False
@@ -277,9 +206,12 @@ class _FileRun:
         else:
             self.labels[rec.label] = hash_values(rec.expected)
 
-    def run(self, records: Iterable[Record], max_failures: int | None) -> FileResult:
+    def run(self, records: Iterable[Record], max_failures: int | None,
+            on_record: Callable[[int], None] | None = None) -> FileResult:
         res = self.result
         for rec in records:
+            if on_record is not None:
+                on_record(rec.line)
             if rec.skipped_for(self.engine_name):
                 if rec.kind == "statement":
                     res.statements.skipped += 1
@@ -313,32 +245,31 @@ class _FileRun:
         return res
 
 
-def _default_factory() -> Engine:
-    import pqe
-
-    return pqe.Context()
-
-
 def run_file(path: str | Path, engine_factory: EngineFactory | None = None, *,
              engine_name: str = DEFAULT_ENGINE_NAME, max_failures: int | None = None,
              slow_seconds: float = DEFAULT_SLOW_SECONDS,
-             error_class: type[BaseException] | None | str = "pqe") -> FileResult:
+             error_class: type[BaseException] | None | str = "pqe",
+             record_timeout: float | None = None,
+             on_record: Callable[[int], None] | None = None) -> FileResult:
     """Run one script against a fresh engine from ``engine_factory`` (default ``pqe.Context``).
 
     engine_name: what ``skipif``/``onlyif`` compare against. max_failures: stop the file after
     this many failed records (the rest is neither run nor counted). slow_seconds: records that
     take at least this long are listed in ``FileResult.slow``. error_class: exceptions of this
     class are engine errors, anything else is a crash ("pqe": ``pqe.Error``; None: everything
-    is a crash).
+    is a crash). record_timeout: seconds a query may run (passed to ``to_arrow(timeout=)``;
+    pqe stops tasks that have not started, a running operator finishes in the background).
+    on_record: called with each record's line number before it runs.
     """
     if error_class == "pqe":
         error_class = _pqe_error_class()
     script = parse_file(path)
     start = time.perf_counter()
-    engine = (engine_factory or _default_factory)()
+    engine = (engine_factory or _factory(None, None))()
     try:
-        run = _FileRun(str(path), engine, engine_name, slow_seconds, error_class)  # type: ignore[arg-type]
-        result = run.run(script.records, max_failures)
+        run = _FileRun(str(path), engine, engine_name, slow_seconds,
+                       error_class, record_timeout)  # type: ignore[arg-type]
+        result = run.run(script.records, max_failures, on_record)
     finally:
         close = getattr(engine, "close", None)
         if callable(close):
@@ -385,28 +316,59 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--engine-name", default=DEFAULT_ENGINE_NAME,
                     help="name matched by skipif/onlyif (default: pqe)")
     ap.add_argument("--slow", type=float, default=DEFAULT_SLOW_SECONDS, metavar="SECONDS",
-                    help="report records slower than this")
+                    help="report records slower than this (default 1)")
+    ap.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                    help="per-record timeout (pqe's to_arrow(timeout=)); a timeout is a failure")
     ap.add_argument("--scheduler", default=None, help="pqe.Context scheduler (threads, sync)")
     ap.add_argument("--partitions", type=int, default=None, help="pqe.Context partitions")
-    ap.add_argument("--emulate-ddl", action="store_true",
-                    help="preview only: run CREATE TABLE/INSERT/DROP in the runner (Arrow tables "
-                         "registered in pqe) so queries can be tested before pqe has DDL")
+    ap.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
+                    help="run files in N worker processes (memory-capped, so a runaway query "
+                         "cannot kill the run); 0 = in this process (default)")
+    ap.add_argument("--memory-limit-gb", type=float, default=None, metavar="GB",
+                    help="cap the address space of the process running the files "
+                         f"(default with --jobs: {DEFAULT_MEMORY_LIMIT_GB:g})")
+    ap.add_argument("--json", default=None, metavar="PATH", help="write all results as JSON")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # JSON output path
+    ap.add_argument("--progress", default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
+
+
+def _factory(scheduler: str | None, partitions: int | None) -> EngineFactory:
+    def make() -> Engine:
+        import pqe
+
+        return pqe.Context(scheduler, partitions=partitions)
+
+    return make
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """Run exactly one file and write its result as JSON (see `slt_isolated`)."""
+    if args.memory_limit_gb:
+        limit_memory(args.memory_limit_gb)
+    progress = ProgressFile(args.progress) if args.progress else None
+    try:
+        r = run_file(args.paths[0], _factory(args.scheduler, args.partitions),
+                     engine_name=args.engine_name, max_failures=args.max_failures,
+                     slow_seconds=args.slow, record_timeout=args.timeout, on_record=progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    Path(args.worker).write_text(json.dumps(result_to_dict(r)))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.worker:
+        return _worker(args)
     from .slt_summary import format_summary, totals_line
 
-    def factory() -> Engine:
-        import pqe
-
-        ctx = pqe.Context(args.scheduler, partitions=args.partitions)
-        if args.emulate_ddl:
-            from .ddl_shim import DDLShim
-
-            return DDLShim(ctx)
-        return ctx
+    files = collect_files(args.paths)
+    missing = [f for f in files if not f.exists()]
+    if missing:
+        print(f"no such file: {', '.join(map(str, missing))}", file=sys.stderr)
+        return 2
 
     def report(r: FileResult) -> None:
         print(r.summary_line(), flush=True)
@@ -417,23 +379,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  slow: {s.path}:{s.line} {s.kind} took {s.seconds:.2f}s: "
                   f"{s.sql.splitlines()[0][:100]}", flush=True)
 
-    files = collect_files(args.paths)
-    missing = [f for f in files if not f.exists()]
-    if missing:
-        print(f"no such file: {', '.join(map(str, missing))}", file=sys.stderr)
-        return 2
-    results = []
-    for f in files:
-        r = run_file(f, factory, engine_name=args.engine_name, max_failures=args.max_failures,
-                     slow_seconds=args.slow)
-        report(r)
-        results.append(r)
+    if args.jobs > 0:
+        worker_args = ["--engine-name", args.engine_name, "--slow", str(args.slow)]
+        for opt, val in (("--scheduler", args.scheduler), ("--partitions", args.partitions),
+                         ("--max-failures", args.max_failures), ("--timeout", args.timeout)):
+            if val is not None:
+                worker_args += [opt, str(val)]
+        results = run_many_isolated(files, jobs=args.jobs, on_result=report,
+                                    worker_args=worker_args,
+                                    memory_limit_gb=args.memory_limit_gb or DEFAULT_MEMORY_LIMIT_GB)
+    else:
+        if args.memory_limit_gb:
+            limit_memory(args.memory_limit_gb)
+        results = run_paths(files, _factory(args.scheduler, args.partitions), on_result=report,
+                            engine_name=args.engine_name, max_failures=args.max_failures,
+                            slow_seconds=args.slow, record_timeout=args.timeout)
     if len(results) > 1:
         print(totals_line(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps([result_to_dict(r) for r in results], indent=1))
     if args.summary:
         print()
         print(format_summary(results, top=args.top))
-    return 0 if all(r.total.failed == 0 for r in results) else 1
+    return 0 if all(r.total.failed == 0 and not r.aborted for r in results) else 1
 
 
 if __name__ == "__main__":
