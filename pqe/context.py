@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .catalog import Catalog, CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
-from .errors import CatalogError, Error, ResourceError, SQLSyntaxError, UnsupportedError
+from .errors import CatalogError, Error, ResourceError, SQLSyntaxError
 from .execution.scheduler import Executor
 from .physical.planner import PlannerConfig
 from .plan import builder as B
@@ -110,11 +110,8 @@ class Context:
             text = df.explain(analyze=bool(m.group(1)))
             lines = pa.table({"plan": text.split("\n")})
             return DataFrame(self, B.scan("explain", MemoryTable(lines)))
-        from .sql.binder import Binder
         from .sql.parser import parse
-        from sqlglot import exp
 
-        from .sql import statements as S
 
         parsed = parse(query)
         if not parsed:

@@ -224,7 +224,7 @@ def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     grouped = bool(group)
     entries = []
     for s in specs:
-        for (suffix, _, kernel), name in zip(_states(s), state_names(s), strict=True):
+        for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True):
             entries.append(_agg_entry(name, kernel, name, grouped))
     combined = _run(table, list(group), entries)
     cols = [combined.column(g) for g in group]
@@ -240,7 +240,7 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     grouped = bool(group)
     entries = []
     for s in specs:
-        for (suffix, _, kernel), name in zip(_states(s), state_names(s), strict=True):
+        for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True):
             entries.append(_agg_entry(name, kernel, name, grouped))
     out = _run(table, list(group), entries)
     return out.select(list(group) + [e[3] for e in entries])

@@ -271,7 +271,7 @@ def _empty_value(value_expr: Expr, agg: Aggregate) -> Expr | None:
     if not (refs & counts) and not non_strict:
         return None
     mapping = {}
-    for a, f in zip(agg.aggs, agg.agg_fields, strict=True):
+    for f in agg.agg_fields:
         mapping[f.id] = Literal(0, f.dtype) if f.id in counts else Literal(None, f.dtype)
     return transform(value_expr, lambda x: mapping.get(x.id) if isinstance(x, ColumnRef) else None)
 

@@ -317,7 +317,7 @@ class PhysicalPlanner:
             extra: list[tuple[Expr, Field]] = []
             cache: dict[Expr, str] = {}
 
-            def column(e: Expr) -> str:
+            def column(e: Expr, extra=extra, cache=cache) -> str:
                 if isinstance(e, ColumnRef):
                     return e.id
                 if e not in cache:
