@@ -18,7 +18,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import errors as E
 from .errors import (DatabaseError, DataError, Error, IntegrityError, InterfaceError,
                      InternalError, NotSupportedError, OperationalError, ProgrammingError,
                      Warning)
@@ -253,4 +252,3 @@ def _type_code(t: pa.DataType) -> str:
 Date = datetime.date
 Timestamp = datetime.datetime
 Binary = bytes
-E = E

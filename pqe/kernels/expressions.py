@@ -372,11 +372,11 @@ def _left_right(c, e):
     if k is None:
         return null_of(T.TEXT)
     if e.fn == "left":
-        opts = pc.SliceOptions(0, k) if k >= 0 else pc.SliceOptions(0, k)
-        return _call("utf8_slice_codeunits", [c(s)], opts)
+        # negative k keeps all but the last |k| characters (PostgreSQL)
+        return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(0, k))
     if k == 0:
         return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(0, 0))
-    return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(-k) if k > 0 else pc.SliceOptions(-k))
+    return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(-k))
 
 
 def _pad(kernel):
