@@ -129,19 +129,7 @@ def _by_fragment(units):
 def read_memory(provider, table: pa.Table, offset: int, length: int, columns, filters,
                 out_ids) -> pa.Table:
     t = table.slice(offset, length).select([name for name, _ in columns])
-    arrays = []
-    for col, (name, _) in zip(t.columns, columns, strict=True):
-        want = provider.schema.field(name).type
-        if col.type != want:
-            if pa.types.is_dictionary(col.type):
-                col = pc.cast(col, col.type.value_type)
-            col = pc.cast(col, want)
-        arrays.append(col)
-    t = pa.Table.from_arrays(arrays, names=[cid for _, cid in columns])
-    pred = and_(filters)
-    if pred is not None:
-        t = filter_table(t, Compiler()(pred))
-    return t.select(list(out_ids))
+    return _to_engine(provider, t, columns, filters, out_ids)
 
 
 def from_pandas(provider, frame, columns, filters, out_ids) -> pa.Table:
@@ -150,6 +138,11 @@ def from_pandas(provider, frame, columns, filters, out_ids) -> pa.Table:
         t = pa.Table.from_pandas(frame[[name for name, _ in columns]], preserve_index=False)
     except (pa.ArrowException, KeyError, TypeError, ValueError) as e:
         raise ExecutionError(f"converting a dask partition to Arrow: {e}") from e
+    return _to_engine(provider, t, columns, filters, out_ids)
+
+
+def _to_engine(provider, t: pa.Table, columns, filters, out_ids) -> pa.Table:
+    """Cast user columns to the provider's engine types, rename to column ids, filter."""
     arrays = []
     for col, (name, _) in zip(t.columns, columns, strict=True):
         want = provider.schema.field(name).type
