@@ -61,8 +61,11 @@ class Expr:
         return format_expr(self)
 
 
-@dataclass(frozen=True, slots=True)
-class ColumnRef(Expr):
+class _FieldRef(Expr):
+    """A reference to a column described by `self.field`."""
+
+    __slots__ = ()
+
     field: Field
 
     @property
@@ -79,22 +82,17 @@ class ColumnRef(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class OuterRef(Expr):
+class ColumnRef(_FieldRef):
+    """A column of this query's input."""
+
+    field: Field
+
+
+@dataclass(frozen=True, slots=True)
+class OuterRef(_FieldRef):
     """A column of an enclosing query, referenced from inside a correlated subquery."""
 
     field: Field
-
-    @property
-    def id(self) -> str:
-        return self.field.id
-
-    @property
-    def dtype(self) -> pa.DataType:  # type: ignore[override]
-        return self.field.dtype
-
-    @property
-    def nullable(self) -> bool:
-        return self.field.nullable
 
 
 @dataclass(frozen=True, slots=True)
