@@ -219,31 +219,21 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     return out
 
 
-def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
-    """Combine states (of one or many partials) into final values."""
-    grouped = bool(group)
-    entries = []
-    for s in specs:
-        for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True):
-            entries.append(_agg_entry(name, kernel, name, grouped))
-    combined = _run(table, list(group), entries)
-    cols = [combined.column(g) for g in group]
-    names = list(group)
-    for s in specs:
-        cols.append(_finish(combined, s))
-        names.append(s.out)
-    return pa.Table.from_arrays(cols, names=names)
-
-
 def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     """States of many partials -> states (a tree-reduction step)."""
     grouped = bool(group)
-    entries = []
-    for s in specs:
-        for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True):
-            entries.append(_agg_entry(name, kernel, name, grouped))
+    entries = [_agg_entry(name, kernel, name, grouped)
+               for s in specs
+               for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True)]
     out = _run(table, list(group), entries)
     return out.select(list(group) + [e[3] for e in entries])
+
+
+def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
+    """Combine states (of one or many partials) into final values."""
+    combined = combine(table, group, specs)
+    cols = [combined.column(g) for g in group] + [_finish(combined, s) for s in specs]
+    return pa.Table.from_arrays(cols, names=list(group) + [s.out for s in specs])
 
 
 def single(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
