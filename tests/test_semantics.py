@@ -171,6 +171,25 @@ def test_string_view_parquet_columns(tmp_path, ctx):
     assert r.to_pylist() == [{"s": "BUILDING", "n": 2}, {"s": None, "n": 1}]
 
 
+def test_low_cardinality_text_read_as_dictionary(tmp_path, ctx):
+    """Dictionary-encoded text columns are read as dictionaries: NULL rows still satisfy IS NULL,
+    filters across two columns still see text, and returned columns are plain text."""
+    t = pa.table({"s": pa.array(["A", "B", None, "A", None, "C"], pa.string_view()),
+                  "u": pa.array(["A", "X", "Y", "A", None, "C"], pa.string_view()),
+                  "v": pa.array([1, 2, 3, 4, 5, 6], pa.int64())})
+    path = tmp_path / "dict.parquet"
+    pq.write_table(t, path, row_group_size=4)
+    ctx.register_parquet("d", str(path))
+    plan = ctx.sql("select s, v from d").explain()
+    assert "dictionary=[s]" in plan, plan
+    assert ctx.sql("select count(*) as n from d where s is null").to_pylist() == [{"n": 2}]
+    assert ctx.sql("select sum(v) as n from d where s is not null and s <> 'B'").to_pylist() == [{"n": 11}]
+    assert ctx.sql("select v from d where s = u order by v").to_pylist() == [{"v": 1}, {"v": 4}, {"v": 6}]
+    r = ctx.sql("select s, count(*) as n from d group by s order by s").to_arrow()
+    assert r.schema.field("s").type == pa.string()
+    assert r.to_pylist() == [{"s": "A", "n": 2}, {"s": "B", "n": 1}, {"s": "C", "n": 1}, {"s": None, "n": 2}]
+
+
 def test_decimal_precision_is_capped_not_an_error(ctx):
     """l_extendedprice * (1 - l_discount) * (1 + l_tax) needs 49 digits by Arrow's rules."""
     t = pa.table({"p": pa.array([D("104949.50"), D("901.00")], pa.decimal128(15, 2)),

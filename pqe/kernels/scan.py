@@ -49,12 +49,14 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
     `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`.
 
-    `dict_columns` are low-cardinality text columns that only filters use: they are read as
-    dictionaries (no strings are materialized) and each filter on one of them is evaluated
-    once per distinct value, then mapped to the rows through the dictionary indices."""
+    `dict_columns` are low-cardinality text columns read as dictionaries: a filter on one of
+    them alone is evaluated once per distinct value and mapped to the rows through the
+    dictionary indices; the ones in `out_ids` are decoded to text after all filters, so only
+    the surviving rows are materialized."""
     names = {cid: name for name, cid in columns}
     dict_ids = {cid for name, cid in columns if name in dict_columns}
-    dict_filters = [f for f in filters if column_ids(f) & dict_ids]
+    dict_filters = [f for f in filters if len(column_ids(f)) == 1 and column_ids(f) <= dict_ids]
+    mixed = [f for f in filters if f not in dict_filters and column_ids(f) & dict_ids]
     rest = [f for f in filters if not column_ids(f) & dict_ids]
     # decimal comparisons run after reading, on unscaled int64 (Arrow's decimal128 kernels are
     # slow) and on the rows the dictionary filters kept; the others run inside the scanner
@@ -86,11 +88,21 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
         tables.append(t)
     if not tables:
         empty = pa.schema([pa.field(cid, provider.schema.field(name).type) for name, cid in columns])
-        t = empty.empty_table()
-    else:
-        t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        t = t.rename_columns([cid for _, cid in columns])
+        return empty.empty_table().select(list(out_ids))
+    t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    t = t.rename_columns([cid for _, cid in columns])
+    keep = set(out_ids) | {c for f in mixed for c in column_ids(f)}
+    t = _decode_dictionaries(t, [cid for cid in dict_ids if cid in keep], provider, names)
+    if mixed:
+        t = filter_table(t, Compiler()(and_(mixed)))
     return t.select(list(out_ids))
+
+
+def _decode_dictionaries(t: pa.Table, ids, provider, names) -> pa.Table:
+    for cid in ids:
+        i = t.schema.get_field_index(cid)
+        t = t.set_column(i, cid, pc.cast(t.column(i), provider.schema.field(names[cid]).type))
+    return t
 
 
 def _dictionary_schema(schema: pa.Schema, dict_columns) -> pa.Schema:
@@ -100,7 +112,8 @@ def _dictionary_schema(schema: pa.Schema, dict_columns) -> pa.Schema:
 
 def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str]) -> pa.Table:
     """Apply filters that each read one dictionary column: evaluate each on the dictionary's
-    values, then look the results up by index (NULL indices and unknown results drop)."""
+    values plus one NULL (the verdict for NULL rows, `s IS NULL` being true there), then look
+    the results up by index; unknown results drop the row."""
     mask = None
     for f in filters:
         (cid,) = column_ids(f)
@@ -108,9 +121,13 @@ def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str
         compiled = Compiler(rename={cid: "v"})(f)
         parts = []
         for chunk in col.chunks:
-            verdict = project(pa.table({"v": chunk.dictionary}), [compiled], ["m"]).column(0)
+            values = pa.concat_arrays([chunk.dictionary, pa.nulls(1, chunk.dictionary.type)])
+            verdict = project(pa.table({"v": values}), [compiled], ["m"]).column(0)
             verdict = pc.fill_null(verdict.combine_chunks(), False)
-            parts.append(pc.fill_null(pc.take(verdict, chunk.indices), False))
+            indices = chunk.indices
+            if indices.null_count:
+                indices = pc.fill_null(indices, pa.scalar(len(chunk.dictionary), indices.type))
+            parts.append(pc.take(verdict, indices))
         m = pa.chunked_array(parts, pa.bool_()) if parts else pa.chunked_array([], pa.bool_())
         mask = m if mask is None else pc.and_(mask, m)
     return t.filter(mask) if mask is not None else t

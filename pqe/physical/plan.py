@@ -88,7 +88,7 @@ class ScanExec(PhysicalPlan):
     parts: tuple[tuple, ...] = ()
     total_units: int = 0
     kept_units: int = 0
-    dict_columns: tuple[str, ...] = ()  # filter-only text columns read as dictionaries
+    dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
 
     def describe(self, names):
         cols = ", ".join(c for c, _ in self.columns)
@@ -96,6 +96,8 @@ class ScanExec(PhysicalPlan):
         out = f"{kind}: {self.table} columns=[{cols}]"
         if self.filters:
             out += " filters=[" + ", ".join(_expr(f) for f in self.filters) + "]"
+        if self.dict_columns:
+            out += " dictionary=[" + ", ".join(self.dict_columns) + "]"
         unit = "row_groups" if self.provider.kind == "parquet" else "files"
         out += f" {unit}={self.kept_units}/{self.total_units}"
         return out
