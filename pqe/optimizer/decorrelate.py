@@ -27,11 +27,11 @@ from .. import types as T
 from ..errors import UnsupportedError
 from ..plan import builder as B
 from ..plan import functions as F
-from ..plan.expr import (AggCall, Call, Case, ColumnRef, Expr, Field, Literal, OuterRef,
-                         SubqueryExpr, and_, column_ids, conjuncts, has_outer_ref,
-                         has_subquery, transform, walk)
+from ..plan.expr import (AggCall, Call, Case, ColumnRef, Expr, Field, Literal, OuterRef, SortKey,
+                         SubqueryExpr, WindowCall, and_, column_ids, conjuncts,
+                         has_outer_ref, has_subquery, transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
-                            Sort, transform_up, walk_plan)
+                            Sort, Window, transform_up, walk_plan)
 
 
 def decorrelate(plan: LogicalPlan) -> LogicalPlan:
@@ -44,10 +44,13 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
     if isinstance(node, Project) and any(has_subquery(e) for e in node.exprs):
         new_input = node.input
         exprs = []
+        done: dict[SubqueryExpr, Expr] = {}
         for e in node.exprs:
-            new_input, e = _replace_scalars(new_input, e)
+            new_input, e = _replace_scalars(new_input, e, done)
             exprs.append(e)
         return Project(new_input, tuple(exprs), node.fields)
+    if isinstance(node, Aggregate) and any(has_subquery(e) for e in node.expressions()):
+        return _aggregate_inputs(node)
     if isinstance(node, Join) and node.filter is not None and has_subquery(node.filter) \
             and node.kind == "inner":
         # ON (... subquery ...) of an inner join is a filter above the join
@@ -59,9 +62,30 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
     return None
 
 
+def _aggregate_inputs(node: Aggregate) -> LogicalPlan:
+    """Subqueries in GROUP BY keys or aggregate arguments (count((SELECT ...))) are computed
+    in a projection below the Aggregate, which then reads their columns."""
+    lifted: list[tuple[Expr, Field]] = []
+
+    def lift(e: Expr) -> Expr:
+        if not has_subquery(e):
+            return e
+        f = B.new_field("agg_arg", e.dtype, e.nullable)
+        lifted.append((e, f))
+        return ColumnRef(f)
+
+    group = tuple(lift(g) for g in node.group)
+    aggs = tuple(a.with_children(tuple(lift(c) for c in a.children())) for a in node.aggs)
+    base = node.input.schema
+    proj = Project(node.input, tuple(ColumnRef(f) for f in base) + tuple(e for e, _ in lifted),
+                   base + tuple(f for _, f in lifted))
+    return Aggregate(_rewrite(proj) or proj, group, node.group_fields, aggs, node.agg_fields)
+
+
 def _filter(node: Filter) -> LogicalPlan:
     plan = node.input
     keep: list[Expr] = []
+    done: dict[SubqueryExpr, Expr] = {}
     width = len(plan.schema)
     for c in conjuncts(node.predicate):
         negated = False
@@ -81,7 +105,7 @@ def _filter(node: Filter) -> LogicalPlan:
         if joined is not None:
             plan = joined
         elif has_subquery(c):
-            plan, c = _replace_scalars(plan, c)
+            plan, c = _replace_scalars(plan, c, done)
             keep.append(c)
         else:
             keep.append(c)
@@ -95,8 +119,11 @@ def _filter(node: Filter) -> LogicalPlan:
 # ---- correlation pull-up -----------------------------------------------------------------------
 
 
-def _unouter(e: Expr) -> Expr:
-    return transform(e, lambda x: ColumnRef(x.field) if isinstance(x, OuterRef) else None)
+def _unouter(e: Expr, available: set[str] | None = None) -> Expr:
+    """OuterRefs to columns of `available` (all when None) as plain column references; refs
+    to a query further out stay OuterRefs, for the enclosing level to decorrelate."""
+    return transform(e, lambda x: ColumnRef(x.field) if isinstance(x, OuterRef)
+                     and (available is None or x.id in available) else None)
 
 
 def _plan_has_outer(plan: LogicalPlan) -> bool:
@@ -133,7 +160,8 @@ def _pull(plan: LogicalPlan) -> tuple[LogicalPlan, list[Expr]]:
         return Join(left, right, "inner", plan.on, rest), lp + rp + corr
     if isinstance(plan, Join) and plan.kind in ("left", "semi", "anti") and not _plan_has_outer(plan.right):
         left, lp = _pull(plan.left)
-        if has_outer_ref(plan.filter) if plan.filter is not None else False:
+        if (plan.filter is not None and has_outer_ref(plan.filter)) \
+                or any(has_outer_ref(a) or has_outer_ref(b) for a, b in plan.on):
             raise UnsupportedError("outer references in an outer join condition are not supported")
         return Join(left, plan.right, plan.kind, plan.on, plan.filter, plan.null_aware), lp
     raise UnsupportedError(
@@ -154,10 +182,22 @@ def _strip_project(plan: LogicalPlan) -> LogicalPlan:
     return plan.input if isinstance(plan, Project) else plan
 
 
+def _exists_body(plan: LogicalPlan) -> LogicalPlan:
+    """What decides EXISTS (q): q without its SELECT list, ORDER BY, or a LIMIT of 1 or more."""
+    while True:
+        if isinstance(plan, Project) or (isinstance(plan, Sort) and (plan.fetch is None or plan.fetch > 0)):
+            plan = plan.input
+        elif isinstance(plan, Limit) and plan.offset == 0 and (plan.fetch is None or plan.fetch > 0):
+            plan = plan.input
+        else:
+            return plan
+
+
 def _exists_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPlan:
     inner = decorrelate(sub.plan)
-    inner, corr = _pull(_strip_project(inner))
-    cond = and_(_unouter(c) for c in corr)
+    inner, corr = _pull(_exists_body(inner))
+    available = set(outer.column_ids)
+    cond = and_(_unouter(c, available) for c in corr)
     return Join(outer, inner, "anti" if negated else "semi", (), cond)
 
 
@@ -170,7 +210,8 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
         common = T.common_type(arg.dtype, value.dtype)
         arg, value = B.cast(arg, common), B.cast(value, common)
     eq = B.compare("eq", arg, value)
-    corr = [_unouter(c) for c in corr]
+    available = set(outer.column_ids)
+    corr = [_unouter(c, available) for c in corr]
     if not negated:
         return Join(outer, inner, "semi", (), and_([eq, *corr]))
     nullable = arg.nullable or value.nullable
@@ -186,11 +227,14 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
 # ---- scalar subqueries ---------------------------------------------------------------------------
 
 
-def _replace_scalars(plan: LogicalPlan, e: Expr) -> tuple[LogicalPlan, Expr]:
-    """Replace every subquery in `e` by a column of joins added to `plan`."""
-    subs = [x for x in walk(e) if isinstance(x, SubqueryExpr)]
-    mapping: dict[int, Expr] = {}
-    for s in subs:
+def _replace_scalars(plan: LogicalPlan, e: Expr,
+                     done: dict[SubqueryExpr, Expr]) -> tuple[LogicalPlan, Expr]:
+    """Replace every subquery in `e` by a column of joins added to `plan`. `done` holds the
+    subqueries already joined into `plan` (rewrites such as NULLIF, BETWEEN and simple CASE
+    repeat an operand): each distinct subquery is joined once and its column reused."""
+    for s in dict.fromkeys(x for x in walk(e) if isinstance(x, SubqueryExpr)):
+        if s in done:
+            continue
         if s.kind == "scalar":
             try:
                 plan, value = _scalar_join(plan, s)
@@ -202,8 +246,8 @@ def _replace_scalars(plan: LogicalPlan, e: Expr) -> tuple[LogicalPlan, Expr]:
             plan, value = _in_mark(plan, s)
         if s.negated:
             value = B.not_(value)
-        mapping[id(s)] = value
-    return plan, transform(e, lambda x: mapping.get(id(x)))
+        done[s] = value
+    return plan, transform(e, lambda x: done.get(x) if isinstance(x, SubqueryExpr) else None)
 
 
 def _one_row(plan: LogicalPlan) -> bool:
@@ -231,15 +275,18 @@ def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Ex
         raise UnsupportedError("outer references in a scalar subquery's result expression")
     body, corr = _pull(agg.input)
     pairs: list[tuple[Expr, Expr]] = []
+    available = set(outer.column_ids)
     for c in corr:
         if not (isinstance(c, Call) and c.fn == "eq"):
             raise UnsupportedError(
                 "correlated scalar subqueries are supported with equality correlation only")
         a, b = c.args
+        # keys referring further out than `outer` stay OuterRefs: the enclosing level
+        # decorrelates the join they end up in
         if has_outer_ref(a) and not has_outer_ref(b) and not column_ids(a):
-            pairs.append((_unouter(a), b))
+            pairs.append((_unouter(a, available), b))
         elif has_outer_ref(b) and not has_outer_ref(a) and not column_ids(b):
-            pairs.append((_unouter(b), a))
+            pairs.append((_unouter(b, available), a))
         else:
             raise UnsupportedError("correlation predicate mixes inner and outer columns")
     group_fields = tuple(B.new_field("corr_key", k.dtype, k.nullable) for _, k in pairs)
@@ -328,6 +375,14 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
                          plan.group_fields + dfields, aggs, plan.agg_fields)
     if isinstance(plan, Sort) and plan.fetch is None:
         return Sort(_attach(plan.input, d, mapping), plan.keys, None)
+    if isinstance(plan, Sort):
+        return _top_n_per_domain(_attach(plan.input, d, mapping), dfields, plan.keys, plan.fetch, 0)
+    if isinstance(plan, Limit):
+        inner = _attach(plan.input, d, mapping)
+        keys: tuple[SortKey, ...] = ()
+        if isinstance(inner, Sort):  # ORDER BY ... LIMIT: the order ranks within each d
+            inner, keys = inner.input, inner.keys
+        return _top_n_per_domain(inner, dfields, keys, plan.fetch, plan.offset)
     if isinstance(plan, Join):
         left_outer, right_outer = _plan_has_outer(plan.left), _plan_has_outer(plan.right)
         if right_outer and (left_outer or plan.kind != "inner"):
@@ -338,6 +393,20 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
             return Join(plan.left, _attach(plan.right, d, mapping), plan.kind, on, filt, plan.null_aware)
         return Join(_attach(plan.left, d, mapping), plan.right, plan.kind, on, filt, plan.null_aware)
     raise UnsupportedError(f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")
+
+
+def _top_n_per_domain(plan: LogicalPlan, dfields, keys, fetch: int | None,
+                      offset: int) -> LogicalPlan:
+    """LIMIT / OFFSET applied per row of D: row_number() over (PARTITION BY D ORDER BY keys)."""
+    rn = B.new_field("row_number", T.INT64, False)
+    call = WindowCall("row_number", (), tuple(ColumnRef(f) for f in dfields), tuple(keys),
+                      None, T.INT64)
+    ranked = Window(plan, (call,), (rn,))
+    conds = [B.compare("gt", ColumnRef(rn), Literal(offset, T.INT64))]
+    if fetch is not None:
+        conds.append(B.compare("le", ColumnRef(rn), Literal(offset + fetch, T.INT64)))
+    kept = Filter(ranked, and_(conds))
+    return Project(kept, tuple(ColumnRef(f) for f in plan.schema), plan.schema)
 
 
 def _domain_join(outer: LogicalPlan, right: LogicalPlan, outer_exprs, dfields) -> LogicalPlan:
@@ -393,7 +462,7 @@ def _top_aggregate(plan: LogicalPlan) -> Aggregate | None:
 
 
 def _exists_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
-    inner = decorrelate(sub.plan)
+    inner = _exists_body(decorrelate(sub.plan))
     if not _plan_has_outer(inner):
         one = Limit(inner, 1, 0)
         right, mark = _marked(B.project(one, [(Literal(True, T.BOOLEAN), "x")]))

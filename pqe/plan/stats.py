@@ -130,6 +130,9 @@ class Estimator:
             return sum(self.rows(p) for p in plan.inputs)
         if isinstance(plan, Join):
             return self._join_rows(plan)
+        kids = plan.children()
+        if len(kids) == 1:  # Window and other row-preserving nodes
+            return self.rows(kids[0])
         return 1e6
 
     def join_rows(self, left: LogicalPlan, right: LogicalPlan,

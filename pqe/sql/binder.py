@@ -18,7 +18,7 @@ import decimal
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from sqlglot import exp
@@ -33,8 +33,8 @@ from ..errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Err
                       UnsupportedError, suggest)
 from ..plan import builder as B
 from ..plan.expr import (AggCall, ColumnRef, Expr, Field, Frame, FrameBound, Literal, OuterRef,
-                         SortKey, SubqueryExpr, WindowCall, column_ids, lit)
-from ..plan.logical import LogicalPlan, Project, Window
+                         SortKey, SubqueryExpr, WindowCall, column_ids, lit, transform)
+from ..plan.logical import LogicalPlan, Project, Window, map_expressions, transform_up
 from .parser import PQEDialect, node_position
 
 
@@ -58,6 +58,13 @@ class Scope:
         for name, f in fields:
             cols.setdefault(name, []).append(f)
         self.tables[alias] = cols
+
+    def refresh(self, fields: tuple[Field, ...]) -> None:
+        """Take the given versions of known columns (an outer join makes a side nullable)."""
+        by_id = {f.id: f for f in fields}
+        for cols in self.tables.values():
+            for name, fs in cols.items():
+                cols[name] = [by_id.get(f.id, f) for f in fs]
 
     def lookup(self, table: str | None, column: str) -> Expr | None:
         scope, depth = self, 0
@@ -99,6 +106,7 @@ class _AggContext:
     groups: list[tuple[Expr, Field]]
     aggs: list[tuple[AggCall, Field]]
     grouping_id: Field | None = None
+    by_node: dict[int, Field] = field(default_factory=dict)  # id(aggregate AST node) -> column
 
 
 _INTERVAL_UNITS = {
@@ -169,6 +177,37 @@ def _is_agg_node(node: exp.Expression) -> bool:
         from ..plan import functions as F
         return F.canonical(node.name) in F.AGGREGATE
     return isinstance(node, exp.AggFunc)
+
+
+def _map_outer_refs(plan: LogicalPlan, fn: Callable[[OuterRef], Expr | None]) -> LogicalPlan:
+    """`plan` with fn applied to every OuterRef, in nested subqueries too (None keeps it)."""
+    def on_expr(e: Expr) -> Expr:
+        def visit(x: Expr) -> Expr | None:
+            if isinstance(x, OuterRef):
+                return fn(x)
+            if isinstance(x, SubqueryExpr):
+                inner = _map_outer_refs(x.plan, fn)
+                return None if inner is x.plan else replace(x, plan=inner)
+            return None
+        return transform(e, visit)
+
+    def node(p: LogicalPlan) -> LogicalPlan | None:
+        out = map_expressions(p, on_expr)
+        return None if out is p else out
+
+    return transform_up(plan, node)
+
+
+def _is_comma(j: exp.Join) -> bool:
+    """`FROM a, b`: a join with no kind, side or condition."""
+    return not any(j.args.get(k) for k in ("kind", "side", "on", "using", "method"))
+
+
+def _cross_all(plans: list[LogicalPlan]) -> LogicalPlan:
+    out = plans[0]
+    for p in plans[1:]:
+        out = B.join(out, p, "inner", (), None)
+    return out
 
 
 def _find_windows(node: exp.Expression) -> list[exp.Window]:
@@ -517,13 +556,12 @@ class Binder:
                 agg_nodes += _find_aggs(o.this)
 
         agg_ctx = None
-        if group is not None or agg_nodes:
+        if group is not None or agg_nodes or having is not None:
+            # HAVING alone makes the query grouped too: one group of all rows (PostgreSQL)
             plan, agg_ctx = self.aggregate(plan, scope, group, agg_nodes)
             if having is not None:
                 pred = self.expr(having.this, scope, agg=agg_ctx, clause="HAVING")
                 plan = B.filter(plan, pred)
-        elif having is not None:
-            raise AggregateMisuseError("HAVING needs GROUP BY or an aggregate")
 
         # window functions run after GROUP BY / HAVING, before the SELECT list
         win_nodes: list[exp.Window] = []
@@ -734,19 +772,35 @@ class Binder:
             if sel.args.get("joins"):
                 raise BindError("JOIN without FROM")
             return B.values(["dummy"], [[lit(0)]])
-        plan = self.source(from_.this, scope)
-        for j in sel.args.get("joins") or []:
-            plan = self.join(plan, j, scope)
-        return plan
+        return self._joins(self.source(from_.this, scope), sel.args.get("joins") or [], scope)
 
-    def join(self, left: LogicalPlan, j: exp.Join, scope: Scope) -> LogicalPlan:
+    def _joins(self, first: LogicalPlan, joins: list[exp.Join], scope: Scope) -> LogicalPlan:
+        # a comma binds looser than JOIN: `a, b RIGHT JOIN c ON ...` is a x (b RIGHT JOIN c)
+        items = [first]
+        for j in joins:
+            if _is_comma(j):
+                items.append(self.source(j.this, scope))
+                continue
+            right = self.source(j.this, scope)
+            jkind, cond = self._join_condition(j, scope)
+            left = items[-1]
+            if cond is not None and len(items) > 1 and \
+                    not column_ids(cond) <= set(left.column_ids) | set(right.column_ids):
+                # ON reads an earlier comma item (which PostgreSQL rejects): join left-deep
+                left = _cross_all(items)
+                items = [left]
+            items[-1] = B.join(left, right, jkind, (), cond)
+            if jkind != "inner":
+                scope.refresh(items[-1].schema)
+        return _cross_all(items)
+
+    def _join_condition(self, j: exp.Join, scope: Scope) -> tuple[str, Expr | None]:
         side = (j.args.get("side") or "").upper()
         kind = (j.args.get("kind") or "").upper()
         if kind in ("SEMI", "ANTI"):
             raise UnsupportedError(f"{kind} JOIN syntax is not supported; use EXISTS")
         if j.args.get("using") or j.args.get("method"):
             raise UnsupportedError(f"JOIN {j.args.get('method') or 'USING'} form is not supported here")
-        right = self.source(j.this, scope)
         jkind = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
         on = j.args.get("on")
         cond = None
@@ -757,7 +811,7 @@ class Binder:
             cond = B.cast(cond, T.BOOLEAN)
         elif jkind != "inner":
             raise BindError(f"{side} JOIN needs an ON condition")
-        return B.join(left, right, jkind, (), cond)
+        return jkind, cond
 
     def source(self, node: exp.Expression, scope: Scope) -> LogicalPlan:
         alias = node.alias_or_name
@@ -791,10 +845,7 @@ class Binder:
             # a parenthesized join: FROM (a CROSS JOIN b)
             inner = node.this.copy()
             joins = inner.args.pop("joins")
-            plan = self.source(inner, scope)
-            for j in joins:
-                plan = self.join(plan, j, scope)
-            return plan
+            return self._joins(self.source(inner, scope), joins, scope)
         if isinstance(node, exp.Subquery):
             plan, names = self.query(node.this, scope.parent)
             cols = node.args.get("alias").columns if node.args.get("alias") else []
@@ -823,18 +874,31 @@ class Binder:
         if group is not None:
             gitems, sets = self._grouping(group, scope)
         aitems: list[tuple[AggCall, str]] = []
+        positions: dict[int, int] = {}  # id(AST node) -> index into aitems
         for node in agg_nodes:
             if _is_grouping_call(node):
                 continue
             a = self.agg_call(node, scope)
-            if not any(a == x for x, _ in aitems):
+            i = next((k for k, (x, _) in enumerate(aitems) if a == x), None)
+            if i is None:
+                i = len(aitems)
                 aitems.append((a, str(a)))
+            positions[id(node)] = i
+        if not aitems and (not gitems or (sets is not None and [] in sets)):
+            # HAVING without GROUP BY or aggregates still yields one group of all rows;
+            # a COUNT(*) nobody reads keeps that row through every layer
+            aitems.append((B.aggregate_call("count_star", [], False, None, display="count"), "count(*)"))
         if sets is not None:
-            return self._grouping_sets(plan, scope, gitems, aitems, sets)
-        agg = B.aggregate(plan, gitems, aitems)
-        groups = [(e, f) for (e, _), f in zip(gitems, agg.group_fields, strict=True)]
-        aggs = [(a, f) for (a, _), f in zip(aitems, agg.agg_fields, strict=True)]
-        return agg, _AggContext(scope, groups, aggs)
+            plan, ctx = self._grouping_sets(plan, scope, gitems, aitems, sets)
+        else:
+            plan = B.aggregate(plan, gitems, aitems)
+            groups = [(e, f) for (e, _), f in zip(gitems, plan.group_fields, strict=True)]
+            aggs = [(a, f) for (a, _), f in zip(aitems, plan.agg_fields, strict=True)]
+            ctx = _AggContext(scope, groups, aggs)
+        # an aggregate whose argument holds a subquery binds to a new plan each time, so it
+        # is found again by its AST node rather than by equality
+        ctx.by_node.update({k: ctx.aggs[i][1] for k, i in positions.items()})
+        return plan, ctx
 
     def _grouping(self, group: exp.Group, scope: Scope):
         """GROUP BY items -> unique expressions, and the grouping sets (lists of indices into
@@ -875,6 +939,8 @@ class Binder:
                 has_sets = True
                 factors.append([items_of(x) if not (isinstance(x, exp.Tuple) and not x.expressions)
                                 else [] for x in g.expressions])
+            elif isinstance(g, exp.Tuple) and not g.expressions:
+                factors.append([[]])  # GROUP BY (): the empty grouping set
             else:
                 factors.append([[index(g)]])
         for key in ("rollup", "cube", "grouping_sets"):
@@ -960,13 +1026,37 @@ class Binder:
         elif _is_agg_node(node):
             raise AggregateMisuseError(f"aggregate functions are not allowed in {clause or 'this context'}: {node.sql()}")
         rec: Callable[[exp.Expression], Expr] = lambda n: self.expr(n, scope, agg, clause)  # noqa: E731
-        return self._expr(node, scope, rec)
+        out = self._expr(node, scope, rec)
+        if agg is not None and isinstance(out, SubqueryExpr):
+            out = replace(out, plan=self._above_aggregate(out.plan, agg))
+        return out
+
+    def _above_aggregate(self, plan: LogicalPlan, agg: _AggContext) -> LogicalPlan:
+        """A subquery bound in the FROM scope but evaluated above the Aggregate: its outer
+        references to GROUP BY columns now read the group's output column; any other column
+        of the FROM scope is not available after grouping."""
+        grouped = {x.id: f for x, f in agg.groups if isinstance(x, ColumnRef)}
+        ungrouped = {f.id for cols in agg.from_scope.tables.values()
+                     for fs in cols.values() for f in fs} - grouped.keys()
+
+        def outer(ref: OuterRef) -> Expr | None:
+            if ref.id in grouped:
+                return OuterRef(grouped[ref.id])
+            if ref.id in ungrouped:
+                raise AggregateMisuseError(
+                    f"column '{ref.field.display}' must appear in the GROUP BY clause or be "
+                    f"used in an aggregate function")
+            return None
+
+        return _map_outer_refs(plan, outer)
 
     def _post_agg(self, node: exp.Expression, agg: _AggContext) -> Expr | None:
         """Above an Aggregate: aggregates and GROUP BY expressions become column references."""
         if _is_grouping_call(node):
             return self._grouping_value(node, agg)
         if _is_agg_node(node):
+            if id(node) in agg.by_node:
+                return ColumnRef(agg.by_node[id(node)])
             a = self.agg_call(node, agg.from_scope)
             for x, f in agg.aggs:
                 if x == a:
