@@ -139,3 +139,40 @@ def test_memory_guard_does_not_refuse_windows_over_empty_tables(ctx):
     sql = ("SELECT NULL FROM (SELECT row_number() OVER (ORDER BY x) FROM empty), "
            "(SELECT 'x', 'A' EXCEPT ALL SELECT NULL, CAST(x AS VARCHAR) FROM empty)")
     assert rows(ctx, sql) == []
+
+
+# ---- quantified comparisons: x op ANY / ALL (q) -------------------------------------------
+
+@pytest.mark.parametrize("values", [[2, 4], [2, None], [], [None, None]],
+                         ids=["values", "with-null", "empty", "all-null"])
+def test_any_all_match_duckdb(values):
+    """Every comparison with ANY and ALL, uncorrelated and correlated, as a value, a filter
+    and a negated filter, against DuckDB: NULLs in x and in the subquery, and an empty one."""
+    duckdb = pytest.importorskip("duckdb")
+    t = pa.table({"x": pa.array([1, 2, 3, None, 5], pa.int64()), "g": [1, 1, 2, 2, 3]})
+    s = pa.table({"y": pa.array(values, pa.int64()),
+                  "g": pa.array([1, 2][:len(values)] if values != [None, None] else [1, 3], pa.int64())})
+    con = duckdb.connect()
+    con.register("t", t)
+    con.register("s", s)
+    ctx = pqe.Context(partitions=2)
+    ctx.register_arrow("t", t)
+    ctx.register_arrow("s", s)
+    checked = 0
+    for op in ["=", "<>", "<", "<=", ">", ">="]:
+        for q in ["ANY", "ALL"]:
+            for corr in ["", " WHERE s.g = t.g"]:
+                sub = f"x {op} {q} (SELECT y FROM s{corr})"
+                for sql in [f"SELECT x, {sub} AS r FROM t ORDER BY x",
+                            f"SELECT x FROM t WHERE {sub} ORDER BY x",
+                            f"SELECT x FROM t WHERE NOT ({sub}) ORDER BY x"]:
+                    assert ctx.sql(sql).to_pylist() == con.sql(sql).to_arrow_table().to_pylist(), sql
+                    checked += 1
+    assert checked == 72
+
+
+def test_any_all_explain_and_errors(ctx):
+    text = ctx.sql("SELECT x FROM pair WHERE x > ALL (SELECT c FROM one)").explain()
+    assert "NOT (pair.x <= ANY (<subquery>))" in text
+    with pytest.raises(pqe.Error, match="1 columns|expected 1"):
+        ctx.sql("SELECT x FROM pair WHERE x > ANY (SELECT c, c FROM one)").to_arrow()

@@ -209,7 +209,10 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
     if value.dtype != arg.dtype:
         common = T.common_type(arg.dtype, value.dtype)
         arg, value = B.cast(arg, common), B.cast(value, common)
-    eq = B.compare("eq", arg, value)
+    if sub.op != "eq" and not corr:
+        # x < ANY (q) as a join would compare every pair: the mark form needs q's min/max
+        raise UnsupportedError("uncorrelated comparison with ANY / ALL")
+    eq = B.compare(sub.op, arg, value)
     available = set(outer.column_ids)
     corr = [_unouter(c, available) for c in corr]
     if not negated:
@@ -481,6 +484,8 @@ def _in_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
     inner = decorrelate(sub.plan)
     arg = sub.arg
     y = inner.schema[0]
+    if not _plan_has_outer(inner) and sub.op != "eq":
+        return _compare_any_mark(outer, inner, arg, sub.op)
     if not _plan_has_outer(inner):
         values = B.distinct(B.project(inner, [(ColumnRef(y), y.name)]))
         right, mark = _marked(values)
@@ -498,7 +503,7 @@ def _in_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
     d, mapping, outer_exprs, dfields = _domain(outer, inner, (arg,))
     attached = _attach(inner, d, mapping)
     xd = ColumnRef(dfields[-1])
-    cmp = B.compare("eq", xd, ColumnRef(y))
+    cmp = B.compare(sub.op, xd, ColumnRef(y))
     one = Literal(1, T.INT64)
     hit = AggCall("count", (Case(((B.call("is_true", cmp), one),), Literal(None, T.INT64), T.INT64),), T.INT64)
     unk = AggCall("count", (Case(((B.call("is_null", cmp), one),), Literal(None, T.INT64), T.INT64),), T.INT64)
@@ -511,6 +516,31 @@ def _in_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
     value = B.case([(B.compare("gt", h, zero), Literal(True, T.BOOLEAN)),
                     (B.compare("gt", u, zero), Literal(None, T.BOOLEAN))], Literal(False, T.BOOLEAN))
     return joined, value
+
+
+def _compare_any_mark(outer: LogicalPlan, inner: LogicalPlan, arg: Expr,
+                      op: str) -> tuple[LogicalPlan, Expr]:
+    """Uncorrelated `x op ANY (q)`, op not '=', from one row of q's statistics: TRUE when x
+    compares TRUE with q's min (for > and >=), max (for < and <=) or either (for <>); else
+    FALSE for an empty q; else NULL when x or some value of q is NULL; else FALSE."""
+    y = ColumnRef(inner.schema[0])
+    stats = B.aggregate(inner, [], [(AggCall("min", (y,), y.dtype), "min"),
+                                    (AggCall("max", (y,), y.dtype), "max"),
+                                    (AggCall("count_star", (), T.INT64), "rows"),
+                                    (AggCall("count", (y,), T.INT64), "values")])
+    lo, hi, rows, vals = (B.cast(ColumnRef(f), arg.dtype) if i < 2 else ColumnRef(f)
+                          for i, f in enumerate(stats.schema))
+    if op in ("gt", "ge"):
+        hit = B.compare(op, arg, lo)
+    elif op in ("lt", "le"):
+        hit = B.compare(op, arg, hi)
+    else:
+        hit = B.call("or", B.compare("ne", arg, lo), B.compare("ne", arg, hi))
+    unknown = B.call("or", B.call("is_null", arg), B.compare("gt", rows, vals))
+    value = B.case([(B.compare("eq", rows, Literal(0, T.INT64)), Literal(False, T.BOOLEAN)),
+                    (B.call("is_true", hit), Literal(True, T.BOOLEAN)),
+                    (unknown, Literal(None, T.BOOLEAN))], Literal(False, T.BOOLEAN))
+    return Join(outer, stats, "left", (), None), value
 
 
 __all__ = ["decorrelate", "AggCall"]

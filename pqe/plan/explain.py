@@ -107,9 +107,12 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, SubqueryExpr):
         if e.kind == "exists":
             return ("NOT " if e.negated else "") + "EXISTS(<subquery>)"
-        if e.kind == "in":
+        if e.kind == "in" and e.op == "eq":
             op = "NOT IN" if e.negated else "IN"
             return f"{format_expr(e.arg)} {op} (<subquery>)"
+        if e.kind == "in":
+            text = f"{format_expr(e.arg)} {_COMPARISON_TEXT[e.op]} ANY (<subquery>)"
+            return f"NOT ({text})" if e.negated else text
         return "(<scalar subquery>)"
     return repr(e)
 
@@ -184,3 +187,6 @@ def format_plan(plan, indent: int = 0) -> str:
 
     rec(plan, indent)
     return "\n".join(lines)
+
+
+_COMPARISON_TEXT = {"eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

@@ -263,7 +263,8 @@ class SubqueryExpr(Expr):
     """A subquery used as an expression; removed by the decorrelation rule before execution.
 
     kind: 'scalar' (value of a one-column, at most one-row query), 'exists', or 'in'
-    (`arg [NOT] IN (query)`).
+    (`[NOT] (arg op ANY (query))`, op a comparison: 'eq' is IN; `x > ALL (q)` is stored as
+    NOT (x <= ANY (q)), which has the same three-valued answer).
     """
 
     kind: str
@@ -271,6 +272,7 @@ class SubqueryExpr(Expr):
     dtype: pa.DataType
     arg: Expr | None = None
     negated: bool = False
+    op: str = "eq"
 
     def children(self) -> tuple[Expr, ...]:
         return (self.arg,) if self.arg is not None else ()

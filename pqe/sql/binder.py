@@ -109,6 +109,8 @@ class _AggContext:
     by_node: dict[int, Field] = field(default_factory=dict)  # id(aggregate AST node) -> column
 
 
+_NEGATED_COMPARISON = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+
 _INTERVAL_UNITS = {
     "year": (12, 0, 0), "years": (12, 0, 0), "quarter": (3, 0, 0), "quarters": (3, 0, 0),
     "month": (1, 0, 0), "months": (1, 0, 0), "mon": (1, 0, 0), "mons": (1, 0, 0),
@@ -1111,6 +1113,8 @@ class Binder:
             return lit(bool(node.this))
         if t is exp.Null:
             return Literal(None, T.NULL)
+        if t in _BINARY and isinstance(node.expression, (exp.Any, exp.All)):
+            return self._quantified(node, scope, rec)
         if t in _BINARY:
             fn = _BINARY[t]
             a, b = rec(node.this), rec(node.expression)
@@ -1259,6 +1263,27 @@ class Binder:
         if isinstance(node, exp.Func):
             raise UnsupportedError(f"function {node.sql_name()} is not supported yet")
         raise UnsupportedError(f"expression {node.key.upper()} ({node.sql()[:60]}) is not supported yet")
+
+    def _quantified(self, node: exp.Expression, scope: Scope, rec) -> Expr:
+        """`x op ANY (q)` / `x op ALL (q)`; ALL is NOT (x negated-op ANY (q))."""
+        op = _BINARY[type(node)]
+        quant = node.expression
+        if op not in _NEGATED_COMPARISON:
+            raise BindError(f"{quant.key.upper()} needs a comparison: {node.sql()}")
+        query = quant.this.this if isinstance(quant.this, exp.Subquery) else quant.this
+        if not isinstance(query, exp.Query):
+            raise UnsupportedError(f"{quant.key.upper()} over a non-subquery is not supported: {node.sql()}")
+        arg = rec(node.this)
+        plan, _ = self.query(query, scope)
+        if len(plan.schema) != 1:
+            raise BindError(f"subquery in {quant.key.upper()} returns {len(plan.schema)} columns, expected 1")
+        common = T.common_type(arg.dtype, plan.schema[0].dtype)
+        if common is None:
+            raise TypeMismatchError(f"{quant.key.upper()} subquery: cannot compare {T.type_name(arg.dtype)} "
+                                    f"with {T.type_name(plan.schema[0].dtype)}")
+        if isinstance(quant, exp.All):
+            return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), True, _NEGATED_COMPARISON[op])
+        return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), False, op)
 
     def _column(self, node: exp.Column, scope: Scope) -> Expr:
         table = node.table or None
