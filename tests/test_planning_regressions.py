@@ -176,3 +176,16 @@ def test_any_all_explain_and_errors(ctx):
     assert "NOT (pair.x <= ANY (<subquery>))" in text
     with pytest.raises(pqe.Error, match="1 columns|expected 1"):
         ctx.sql("SELECT x FROM pair WHERE x > ANY (SELECT c, c FROM one)").to_arrow()
+
+
+def test_rpad_pads_on_the_right(ctx):
+    assert rows(ctx, "SELECT lpad('ab', 5, 'x'), rpad('ab', 5, 'x'), rpad('7', 3, '0')") == \
+        [("xxxab", "abxxx", "700")]
+
+
+def test_insert_of_an_unconvertible_value_is_a_pqe_error():
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE items (id BIGINT, qty BIGINT)")
+    with pytest.raises(pqe.Error, match="'many' is not a valid BIGINT"):
+        ctx.sql("INSERT INTO items (id, qty) VALUES (6, 'many')")
+    assert ctx.sql("SELECT count(*) AS n FROM items").to_pylist() == [{"n": 0}]

@@ -152,7 +152,7 @@ _FUNCS: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.StartsWith: ("starts_with", ("this", "expression")),
     exp.Reverse: ("reverse", ("this",)),
     exp.Repeat: ("repeat", ("this", "times")),
-    exp.Pad: ("lpad", ("this", "expression", "fill_pattern")),
+    exp.Pad: ("lpad", ("this", "expression", "fill_pattern")),  # rpad when not is_left
     exp.Mod: ("modulo", ("this", "expression")),
     exp.CurrentDate: ("current_date", ()), exp.CurrentTimestamp: ("current_timestamp", ()),
 }
@@ -1246,6 +1246,8 @@ class Binder:
             return B.call(name, *args, display=node.name)
         if t in _FUNCS:
             fn, keys = _FUNCS[t]
+            if t is exp.Pad and not node.args.get("is_left"):
+                fn = "rpad"
             args = []
             for k in keys:
                 v = node.args.get(k)

@@ -249,7 +249,11 @@ def _constant_rows(ctx: Context, values: exp.Values, types: list[pa.DataType]) -
             want = types[j] if j < len(types) else e.dtype
             e = B.cast(e, want) if not T.is_null(want) else e
             if not isinstance(e, Literal):
-                e = evaluate_constant(e)
+                try:
+                    e = evaluate_constant(e)
+                except pa.ArrowException as err:
+                    raise ExecutionError(f"INSERT: {node.sql()} is not a valid "
+                                         f"{T.type_name(want)}: {str(err).splitlines()[0]}") from err
             columns[j].append(e.value)
     arrays = []
     for j, vals in enumerate(columns):
