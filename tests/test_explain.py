@@ -70,6 +70,23 @@ def test_q5_plan_has_no_cross_product(ctx4):
             "(orders.o_orderdate < DATE '1995-01-01')]") in phys
 
 
+def test_q15_view_used_twice_is_computed_once(ctx4):
+    """The revenue view feeds both the join and the max() subquery: one physical subtree, so
+    lineitem is scanned once (the Dask tasks have the same keys)."""
+    from pqe.physical.plan import ScanExec
+
+    phys = ctx4.sql(tpch_query("q15")).physical_plan()
+    seen, stack = [], [phys]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ScanExec) and node.table == "lineitem":
+            seen.append(node)
+        stack.extend(node.children())
+    assert len(seen) == 2 and seen[0] is seen[1]
+    expected = ctx4.sql(tpch_query("q15")).to_pylist()
+    assert len(expected) == 1 and expected[0]["total_revenue"] > 0
+
+
 def test_sql_explain_statement(ctx4):
     out = ctx4.sql("EXPLAIN " + tpch_query("q6")).to_arrow()
     lines = out.column("plan").to_pylist()

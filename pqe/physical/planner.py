@@ -47,12 +47,20 @@ class PhysicalPlanner:
     def __init__(self, config: PlannerConfig):
         self.cfg = config
         self.est = Estimator()
+        self._memo: dict[L.LogicalPlan, PhysicalPlan] = {}
 
     def plan(self, node: L.LogicalPlan) -> PhysicalPlan:
+        # equal logical subtrees (a CTE or view used twice: Q15's revenue) get one physical
+        # node, so their tasks have the same keys and run once
+        hit = self._memo.get(node)
+        if hit is not None:
+            return hit
         method = getattr(self, "_" + type(node).__name__.lower(), None)
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
-        return method(node)
+        out = method(node)
+        self._memo[node] = out
+        return out
 
     # ---- sources -----------------------------------------------------------------------------
 
