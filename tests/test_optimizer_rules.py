@@ -318,3 +318,14 @@ def test_join_reorder_scales_to_many_inputs():
     joins = nodes(plan, L.Join)
     assert len(joins) == n - 1 and all(j.on for j in joins)
     assert ctx.sql(sql).to_arrow().num_rows == 1
+
+
+def test_correlated_aggregate_is_reduced_to_the_outer_keys(octx):
+    """Semi-join reduction: when the outer keys come from one filtered table, the correlated
+    aggregate only reads body rows with those keys (TPC-H Q17, Q20); with an unfiltered outer
+    table nothing would be removed, so the plan stays as it was."""
+    sql = "select id from big where k = 3 and v > (select avg(v) from big b2 where b2.id = big.id)"
+    plan = decorrelate(bound(octx, sql))
+    assert [j.kind for j in nodes(plan, L.Join)] == ["left", "semi"]
+    plan = decorrelate(bound(octx, "select id from big where v > (select avg(v) from big b2 where b2.k = big.k)"))
+    assert [j.kind for j in nodes(plan, L.Join)] == ["left"]

@@ -87,6 +87,9 @@ def _filter(node: Filter) -> LogicalPlan:
     keep: list[Expr] = []
     done: dict[SubqueryExpr, Expr] = {}
     width = len(plan.schema)
+    # conjuncts that may pre-filter the outer keys a correlated aggregate is computed for
+    hints = [c for c in conjuncts(node.predicate) if not has_outer_ref(c) and
+             all(not _plan_has_outer(x.plan) for x in walk(c) if isinstance(x, SubqueryExpr))]
     for c in conjuncts(node.predicate):
         negated = False
         inner = c
@@ -105,7 +108,7 @@ def _filter(node: Filter) -> LogicalPlan:
         if joined is not None:
             plan = joined
         elif has_subquery(c):
-            plan, c = _replace_scalars(plan, c, done)
+            plan, c = _replace_scalars(plan, c, done, hints)
             keep.append(c)
         else:
             keep.append(c)
@@ -230,8 +233,8 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
 # ---- scalar subqueries ---------------------------------------------------------------------------
 
 
-def _replace_scalars(plan: LogicalPlan, e: Expr,
-                     done: dict[SubqueryExpr, Expr]) -> tuple[LogicalPlan, Expr]:
+def _replace_scalars(plan: LogicalPlan, e: Expr, done: dict[SubqueryExpr, Expr],
+                     hints: list[Expr] = ()) -> tuple[LogicalPlan, Expr]:
     """Replace every subquery in `e` by a column of joins added to `plan`. `done` holds the
     subqueries already joined into `plan` (rewrites such as NULLIF, BETWEEN and simple CASE
     repeat an operand): each distinct subquery is joined once and its column reused."""
@@ -240,7 +243,7 @@ def _replace_scalars(plan: LogicalPlan, e: Expr,
             continue
         if s.kind == "scalar":
             try:
-                plan, value = _scalar_join(plan, s)
+                plan, value = _scalar_join(plan, s, hints)
             except UnsupportedError:
                 plan, value = _domain_scalar(plan, s)
         elif s.kind == "exists":
@@ -263,7 +266,8 @@ def _one_row(plan: LogicalPlan) -> bool:
     return isinstance(p, Aggregate) and not p.group
 
 
-def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr,
+                 hints: list[Expr] = ()) -> tuple[LogicalPlan, Expr]:
     inner = decorrelate(sub.plan)
     if not _plan_has_outer(inner):
         right = inner if _one_row(inner) else SingleRow(inner)
@@ -292,6 +296,7 @@ def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Ex
             pairs.append((_unouter(b, available), a))
         else:
             raise UnsupportedError("correlation predicate mixes inner and outer columns")
+    body = _reduce_to_outer_keys(body, outer, pairs, hints)
     group_fields = tuple(B.new_field("corr_key", k.dtype, k.nullable) for _, k in pairs)
     grouped = Aggregate(body, tuple(k for _, k in pairs), group_fields, agg.aggs, agg.agg_fields)
     keys = tuple(ColumnRef(f) for f in group_fields)
@@ -309,6 +314,32 @@ def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Ex
         matched = B.call("is_not_null", ColumnRef(group_fields[0]))
         value = Case(((matched, value),), B.cast(empty, value.dtype), value.dtype)
     return joined, value
+
+
+def _reduce_to_outer_keys(body: LogicalPlan, outer: LogicalPlan, pairs, hints) -> LogicalPlan:
+    """Semi-join reduction (a magic set): when the outer keys all come from one table, the
+    correlated aggregate needs only body rows whose keys are among that table's keys after
+    its own filters (`hints` restricted to it). Done when that is estimated to keep under a
+    quarter of the body: Q17 aggregates ~6k lineitem rows instead of 6M."""
+    from ..plan.logical import Scan
+    from ..plan.stats import Estimator
+
+    ids = column_ids_of([o for o, _ in pairs])
+    if not ids or any(has_outer_ref(o) for o, _ in pairs):
+        return body
+    source = next((p for p in walk_plan(outer) if isinstance(p, Scan)
+                   and ids <= {f.id for f in p.schema}), None)
+    if source is None:
+        return body
+    own = {f.id for f in source.schema}
+    local = [h for h in hints if column_ids(h) and column_ids(h) <= own]
+    keys_plan = Filter(source, and_(local)) if local else source
+    keys = B.distinct(B.project(keys_plan, [(o, f"key{i}") for i, (o, _) in enumerate(pairs)]))
+    keys = decorrelate(keys)
+    on = tuple((inner, ColumnRef(f)) for (_, inner), f in zip(pairs, keys.schema, strict=True))
+    reduced = Join(body, keys, "semi", on, None)
+    est = Estimator()
+    return reduced if est.rows(reduced) * 4 < est.rows(body) else body
 
 
 def _empty_value(value_expr: Expr, agg: Aggregate) -> Expr | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import types as T
-from .expr import Call, Cast, ColumnRef, Expr, InList, Literal, conjuncts
+from .expr import Call, Cast, ColumnRef, Expr, InList, Literal, column_ids, conjuncts
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, SingleRow,
                       Sort, Union, Values, walk_plan)
 
@@ -137,26 +137,49 @@ class Estimator:
 
     def join_rows(self, left: LogicalPlan, right: LogicalPlan,
                   on: tuple[tuple[Expr, Expr], ...]) -> float:
-        """Inner equi-join output: |L||R| / max(ndv(lk), ndv(rk)) for the most selective key."""
+        """Inner equi-join output: |L||R| / max(ndv(L keys), ndv(R keys)), the distinct count
+        of a composite key taken as the product of its parts' (independence), capped by the
+        side's rows."""
         nl, nr = self.rows(left), self.rows(right)
         if not on:
             return nl * nr
-        best = nl * nr
+        dl = dr = 1.0
         for lk, rk in on:
-            dl = self.column(left, lk).ndv or nl
-            dr = self.column(right, rk).ndv or nr
-            best = min(best, nl * nr / max(dl, dr, 1.0))
-        return best
+            dl *= self.column(left, lk).ndv or nl
+            dr *= self.column(right, rk).ndv or nr
+        return nl * nr / max(min(dl, nl), min(dr, nr), 1.0)
+
+    @staticmethod
+    def _equi_pairs(plan: Join) -> tuple[tuple[tuple[Expr, Expr], ...], list[Expr]]:
+        """The join's key pairs, including equalities between the two sides still in its
+        filter (before key extraction), and the filter's other conjuncts."""
+        pairs = list(plan.on)
+        rest = []
+        left = set(plan.left.column_ids)
+        right = set(plan.right.column_ids)
+        for c in conjuncts(plan.filter) if plan.filter is not None else ():
+            if isinstance(c, Call) and c.fn == "eq":
+                a, b = c.args
+                ia, ib = column_ids(a), column_ids(b)
+                if ia and ib and ia <= left and ib <= right:
+                    pairs.append((a, b))
+                    continue
+                if ia and ib and ia <= right and ib <= left:
+                    pairs.append((b, a))
+                    continue
+            rest.append(c)
+        return tuple(pairs), rest
 
     def _join_rows(self, plan: Join) -> float:
         nl = self.rows(plan.left)
+        on, rest = self._equi_pairs(plan)
         if plan.kind in ("semi", "anti"):
-            inner = self.join_rows(plan.left, plan.right, plan.on)
-            frac = min(1.0, inner / nl) if plan.on else 0.5
+            inner = self.join_rows(plan.left, plan.right, on)
+            frac = min(1.0, inner / nl) if on else 0.5
             return nl * (frac if plan.kind == "semi" else max(0.1, 1 - frac))
-        n = self.join_rows(plan.left, plan.right, plan.on)
-        if plan.filter is not None:
-            n *= self.selectivity(conjuncts(plan.filter), plan)
+        n = self.join_rows(plan.left, plan.right, on)
+        if rest:
+            n *= self.selectivity(rest, plan)
         if plan.kind in ("left", "full"):
             n = max(n, nl)
         if plan.kind in ("right", "full"):
