@@ -78,7 +78,7 @@ class DataFrame:
 
         token = CancelToken(collect_stats=True)
         low = Lowering(token)
-        keys = low.materialize(low.lower(phys), "result")
+        keys = low.materialize(low.lower_plan(phys), "result")
         tables = self._ctx._executor.run_cancellable(low.graph, keys, token, None)
         by_number = {nid: key for key, nid in low.node_ids.items()}
         stats = {by_number[nid]: tuple(v) for nid, v in (token.stats or {}).items()
@@ -141,7 +141,7 @@ class DataFrame:
         from .execution.lower import Lowering
 
         low = Lowering()
-        parts = low.lower(self.physical_plan())
+        parts = low.lower_plan(self.physical_plan())
         schema = self._result_schema()
         op = O.ToPandas(ids=tuple(f.id for f in self._plan.schema), names=tuple(schema.names),
                         schema=schema)

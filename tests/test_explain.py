@@ -94,3 +94,23 @@ def test_sql_explain_statement(ctx4):
     assert any(line.startswith("ParquetScan: lineitem") or "ParquetScan: lineitem" in line for line in lines)
     analyzed = ctx4.sql("EXPLAIN ANALYZE " + tpch_query("q6")).to_arrow().column("plan").to_pylist()
     assert any(line.startswith("rows=1 ") for line in analyzed)
+
+
+def test_same_scan_under_two_aliases_is_read_once(ctx4):
+    """Q21's l1 and l3 read lineitem with the same columns and filter: one scan node, whose
+    tasks are computed once (a shared node becomes tasks of its own, not fused twice)."""
+    from pqe.execution.lower import Lowering
+    from pqe.physical.plan import ScanExec
+
+    phys = ctx4.sql(tpch_query("q21")).physical_plan()
+    scans, stack = [], [phys]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ScanExec) and node.table == "lineitem":
+            scans.append(node)
+        stack.extend(node.children())
+    assert len(scans) == 3 and len({id(s) for s in scans}) == 2
+    shared = next(s for s in scans if sum(x is s for x in scans) == 2)
+    low = Lowering()
+    low.materialize(low.lower_plan(phys), "result")
+    assert low.tasks_per_label["shared"] == shared.n

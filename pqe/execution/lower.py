@@ -36,6 +36,24 @@ class Lowering:
         self._stack: list[int] = []
         self.graph: dict = {}
         self.tasks_per_label: dict[str, int] = {}
+        self._parents: dict[int, int] = {}  # id(physical node) -> number of consumers
+        self._shared: dict[int, list[Pending]] = {}
+
+    def lower_plan(self, root: P.PhysicalPlan) -> list[Pending]:
+        """The pending output partitions of a whole plan."""
+        self._count_parents(root)
+        return self.lower(root)
+
+    def _count_parents(self, root: P.PhysicalPlan) -> None:
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for child in node.children():
+                self._parents[id(child)] = self._parents.get(id(child), 0) + 1
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append(child)
 
     # ---- graph construction ----------------------------------------------------------------
 
@@ -74,6 +92,18 @@ class Lowering:
     # ---- nodes ---------------------------------------------------------------------------
 
     def lower(self, node: P.PhysicalPlan) -> list[Pending]:
+        """A node with several consumers (a view or scan the planner shared) becomes tasks of
+        its own, computed once; every consumer reads them instead of fusing a copy."""
+        if self._parents.get(id(node), 0) > 1:
+            hit = self._shared.get(id(node))
+            if hit is None:
+                keys = self.materialize(self._lower(node), "shared")
+                hit = [Pending((O.Concat(indices=(0,)),), (k,)) for k in keys]
+                self._shared[id(node)] = hit
+            return list(hit)
+        return self._lower(node)
+
+    def _lower(self, node: P.PhysicalPlan) -> list[Pending]:
         method = getattr(self, "_" + type(node).__name__.lower())
         nid = self.node_ids.setdefault(id(node), len(self.node_ids))
         self._stack.append(nid)
@@ -217,5 +247,5 @@ class Lowering:
 def lower(plan: P.PhysicalPlan, token: O.CancelToken | None = None) -> tuple[dict, list]:
     """The Dask graph of a physical plan and the keys of its output partitions."""
     low = Lowering(token)
-    keys = low.materialize(low.lower(plan), "result")
+    keys = low.materialize(low.lower_plan(plan), "result")
     return low.graph, keys

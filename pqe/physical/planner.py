@@ -24,7 +24,8 @@ from ..catalog import CsvTable, DaskTable, MemoryTable, ParquetTable, ScanUnit
 from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
 from ..plan import logical as L
-from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids, column_ids_all)
+from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids, column_ids_all,
+                         transform)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
@@ -48,6 +49,7 @@ class PhysicalPlanner:
         self.cfg = config
         self.est = Estimator()
         self._memo: dict[L.LogicalPlan, PhysicalPlan] = {}
+        self._scans: dict[tuple, PhysicalPlan] = {}
 
     def plan(self, node: L.LogicalPlan) -> PhysicalPlan:
         # equal logical subtrees (a CTE or view used twice: Q15's revenue) get one physical
@@ -71,6 +73,17 @@ class PhysicalPlanner:
         return max(1, min(units, self.cfg.target_partitions, by_size))
 
     def _scan(self, node: L.Scan) -> PhysicalPlan:
+        # the same table read with the same columns and filters under other aliases (Q21's l1
+        # and l3) is read once; later uses rename the columns
+        key = _scan_key(node)
+        hit = self._scans.get(key)
+        if hit is not None:
+            return _renamed(hit, node.schema)
+        out = self._new_scan(node)
+        self._scans[key] = out
+        return out
+
+    def _new_scan(self, node: L.Scan) -> PhysicalPlan:
         need = {f.id for f in node.schema} | column_ids_all(node.filters)
         columns = tuple((f.name, f.id) for f in node.fields if f.id in need)
         provider = node.provider
@@ -391,6 +404,23 @@ def _state_columns(group, aggs) -> list[str]:
     from ..kernels.aggregate import state_names
 
     return list(group) + [c for s in aggs for c in state_names(s)]
+
+
+def _scan_key(node: L.Scan) -> tuple:
+    """What a scan reads, independent of its column ids: provider, columns, filters by name."""
+    by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
+    filters = tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
+                    for e in node.filters)
+    return (id(node.provider), tuple(f.name for f in node.schema), filters)
+
+
+def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:
+    """`plan` with its columns under the ids of `schema` (matched by name)."""
+    if tuple(f.id for f in plan.schema) == tuple(f.id for f in schema):
+        return plan
+    by_name = {f.name: f for f in plan.schema}
+    exprs = tuple(ColumnRef(by_name[f.name]) for f in schema)
+    return ProjectExec(schema, plan.n, _project_dist(plan.dist, exprs, schema), plan, exprs, None)
 
 
 def _project_dist(dist: Dist, exprs, fields) -> Dist:
