@@ -120,9 +120,10 @@ def concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def sort(table: pa.Table, keys, fetch: int | None) -> pa.Table:
-    """keys: (id, ascending, nulls_first) triples."""
-    if table.num_rows <= 1:
-        return table
+    """keys: (id, ascending, nulls_first) triples; `fetch` keeps only the first rows (top-N),
+    also of inputs too small to need sorting (LIMIT 0 of one row is no row)."""
+    if table.num_rows <= 1 or fetch == 0:
+        return table if fetch is None else table.slice(0, fetch)
     sort_keys = [(k, "ascending" if asc else "descending", "at_start" if nf else "at_end")
                  for k, asc, nf in keys]
     if fetch is not None and fetch < table.num_rows and not any(
