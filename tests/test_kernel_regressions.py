@@ -6,6 +6,7 @@ Queries whose answer could depend on partitioning run with 1 and 3 partitions.""
 from __future__ import annotations
 
 import decimal
+import math
 
 import pyarrow as pa
 import pytest
@@ -37,6 +38,86 @@ def fails(sql: str, **tables: pa.Table) -> str:
     message = str(info.value)
     assert "\n" not in message
     return message
+
+
+# ---- 1. CAST of an integer to DECIMAL ------------------------------------------------------
+
+
+def test_cast_integer_to_decimal_checks_values_not_the_type_width():
+    """Arrow refused BIGINT -> DECIMAL(10,2) outright (BIGINT has 19 digits)."""
+    t = pa.table({"c": pa.array([10, None, -12345678], pa.int64()),
+                  "i": pa.array([-5, 7, None], pa.int32())})
+    r = run("select cast(c as decimal(10,2)) as a, cast(i as decimal(10,2)) as b, "
+            "cast(c as decimal(38,30)) as w from t", t=t)
+    assert r.schema.field("a").type == pa.decimal128(10, 2)
+    assert r.column("a").to_pylist() == [D("10.00"), None, D("-12345678.00")]
+    assert r.column("b").to_pylist() == [D("-5.00"), D("7.00"), None]
+    assert r.column("w").to_pylist()[0] == D("10." + "0" * 30)
+
+
+def test_cast_integer_overflowing_decimal_is_an_error():
+    t = pa.table({"c": pa.array([10, 12345678901], pa.int64())})
+    assert "precision" in fails("select cast(c as decimal(10,2)) from t", t=t)
+    # the int64 fast path for decimal arithmetic used to write 1000000000001.00 into (11,2)
+    assert "precision" in fails("select cast(c as decimal(10,2)) + 1.00 from t", t=t)
+
+
+def test_try_cast_numbers_gives_null_where_the_value_does_not_fit():
+    t = pa.table({"i": pa.array([10, 12345678901, None], pa.int64()),
+                  "x": pa.array([2.5, 1e300, float("nan")]),
+                  "d": pa.array([D("99.5"), D("-2.5"), None], pa.decimal128(3, 1))})
+    r = run("select try_cast(i as decimal(10,2)) as a, try_cast(x as int) as b, "
+            "try_cast(x as decimal(5,1)) as c, try_cast(d as decimal(2,0)) as e, "
+            "try_cast(i as tinyint) as f from t", t=t)
+    assert r.column("a").to_pylist() == [D("10.00"), None, None]
+    assert r.column("b").to_pylist() == [2, None, None]
+    assert r.column("c").to_pylist() == [D("2.5"), None, None]
+    assert r.column("e").to_pylist() == [None, D("-3"), None]
+    assert r.column("f").to_pylist() == [10, None, None]
+
+
+# ---- 3. CAST(DOUBLE AS integer) ------------------------------------------------------------
+
+
+def test_cast_double_to_integer_rounds_half_to_even():
+    t = pa.table({"x": pa.array([2.5, 0.5, -0.5, 10.5, -2.5, 2.7, None])})
+    r = run("select cast(x as integer) as i, cast(x as bigint) as b, cast(x as smallint) as s "
+            "from t", t=t)
+    want = [2, 0, 0, 10, -2, 3, None]
+    assert r.column("i").to_pylist() == want
+    assert r.column("b").to_pylist() == want
+    assert r.column("s").to_pylist() == want
+    assert r.schema.types == [pa.int32(), pa.int64(), pa.int16()]
+
+
+def test_cast_decimal_to_integer_rounds_half_away_from_zero_exactly():
+    """DECIMAL rounds ties away from zero (DuckDB: CAST(2.5::DECIMAL(3,1) AS INT) = 3), in
+    decimal: the old float64 detour turned ...789.5 into ...768."""
+    t = pa.table({"d": pa.array([D("2.5"), D("-2.5"), D("0.5"), D("9.5")], pa.decimal128(2, 1)),
+                  "w": pa.array([D("1234567890123456789.5"), D("-0.5"), None, D("1")],
+                                pa.decimal128(38, 1))})
+    r = run("select cast(d as int) as i, cast(w as bigint) as b, cast(d as decimal(2,0)) as n "
+            "from t", t=t)
+    assert r.column("i").to_pylist() == [3, -3, 1, 10]
+    assert r.column("b").to_pylist() == [1234567890123456790, -1, None, 1]
+    assert r.column("n").to_pylist() == [D("3"), D("-3"), D("1"), D("10")]
+
+
+def test_folded_literal_casts_round_like_column_casts():
+    """Constant folding quantized half to even: CAST(1.25 AS DECIMAL(3,1)) gave 1.2."""
+    r = run("select cast(1.25 as decimal(3,1)) as a, cast(-0.25 as decimal(3,1)) as b, "
+            "cast(0.5 as decimal(1,0)) as c")
+    assert r.to_pylist() == [{"a": D("1.3"), "b": D("-0.3"), "c": D("1")}]
+
+
+def test_text_literals_cast_to_numbers():
+    """'nan'::DOUBLE (and any text literal cast to a number) failed to bind."""
+    r = run("select '12'::int as i, ' 1.25 '::decimal(3,1) as d, '-Infinity'::double as f, "
+            "'nan'::double as n")
+    row = r.to_pylist()[0]
+    assert (row["i"], row["d"], row["f"]) == (12, D("1.3"), -math.inf)
+    assert math.isnan(row["n"])
+    assert "cannot cast 'abc' to INTEGER" in fails("select 'abc'::int")
 
 
 # ---- 5. ORDER BY ... LIMIT 0 -----------------------------------------------------------------

@@ -161,10 +161,11 @@ class Int64DecimalCompiler(Compiler):
         if T.is_decimal(src) and T.is_integer(dst):
             return _round_div(x, _pow10(src.scale)).cast(dst)
         if T.is_integer(src) and T.is_decimal(dst):
+            if dst.precision - dst.scale < T.as_decimal(src).precision:
+                raise NotFast("narrowing cast: the decimal128 path checks the range")
             return _call("multiply_checked", [x.cast(T.INT64), scalar(_pow10(dst.scale), T.INT64)])
         if T.is_floating(src) and T.is_decimal(dst):
-            scaled = _call("multiply", [x.cast(T.FLOAT64), scalar(float(_pow10(dst.scale)), T.FLOAT64)])
-            return _call("round", [scaled], pc.RoundOptions(0, "half_towards_infinity")).cast(T.INT64)
+            raise NotFast("any double may be out of range: the decimal128 path checks it")
         if T.is_null(src):
             return null_of(T.INT64)
         raise NotFast(f"cast {src} -> {dst}")

@@ -503,15 +503,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         return null_of(dst)
     if e.try_:
         return _try_cast(x, src, dst)
-    if (T.is_floating(src) or T.is_decimal(src)) and T.is_integer(dst):
-        # SQL rounds to the nearest integer (Arrow would refuse to truncate)
-        return _call("round", [x.cast(T.FLOAT64) if T.is_decimal(src) else x],
-                     pc.RoundOptions(0, "half_towards_infinity")).cast(dst)
-    if T.is_decimal(src) and T.is_decimal(dst) and dst.scale < src.scale:
-        return _call("round", [x], pc.RoundOptions(dst.scale, "half_towards_infinity")).cast(dst)
-    if T.is_floating(src) and T.is_decimal(dst):
-        rounded = _call("round", [x], pc.RoundOptions(dst.scale, "half_towards_infinity"))
-        return rounded.cast(dst)
+    if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
+        return _numeric_cast(_cast_rounding(x, src, dst), src, dst)
     if T.is_text(src) and T.is_boolean(dst):
         low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
         truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(["true", "t", "1", "yes", "y", "on"])))
@@ -523,6 +516,53 @@ def _cast(c: Compiler, e: Cast) -> E:
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
         return x.cast(dst, safe=False)
     return x.cast(dst)
+
+
+def _cast_rounding(x: E, src: pa.DataType, dst: pa.DataType) -> E:
+    """A number rounded as SQL casts it to an integer or decimal type (Arrow would refuse to
+    drop digits): DOUBLE to integer ties to even (PostgreSQL, DuckDB), DOUBLE to DECIMAL and
+    DECIMAL to fewer decimals tie away from zero. The result keeps the type of `x`, except
+    that DECIMAL rounding may widen it (see `_round_decimal`)."""
+    scale = dst.scale if T.is_decimal(dst) else 0
+    if T.is_floating(src):
+        mode = "half_to_even" if T.is_integer(dst) else "half_towards_infinity"
+        return _call("round", [x], pc.RoundOptions(scale, mode))
+    if T.is_decimal(src):
+        return _round_decimal(x, src, scale)
+    return x
+
+
+def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
+    """The checked cast of an already rounded number (see `_cast_rounding`) to an integer or
+    DECIMAL type: a value that does not fit `dst` fails. Arrow checks an integer -> DECIMAL
+    cast against the integer type's width, not its values (BIGINT has 19 digits, so even
+    10 -> DECIMAL(10,2) fails): integers go through a decimal that holds all of their type."""
+    if T.is_integer(src) and T.is_decimal(dst):
+        digits = T.as_decimal(src).precision
+        if dst.precision - dst.scale < digits:
+            x = x.cast(_decimal_type(digits + dst.scale, dst.scale))
+    return x.cast(dst)
+
+
+def _decimal_type(precision: int, scale: int) -> pa.DataType:
+    """decimal128, or decimal256 for intermediate values wider than 38 digits."""
+    if precision <= T.MAX_DECIMAL_PRECISION:
+        return pa.decimal128(precision, scale)
+    return pa.decimal256(precision, scale)
+
+
+def _round_decimal(x: E, t: pa.DataType, digits: int) -> E:
+    """`x` (DECIMAL t) rounded half away from zero to `digits` decimals (negative: to tens,
+    hundreds, ...), at scale t.scale. Arrow's decimal round keeps the precision and silently
+    wraps when the carry needs one more digit (ROUND(9.5) gave 0), so it runs one digit wider
+    (decimal256 past 38 digits); the caller's checked cast to the result type follows."""
+    if digits >= t.scale:
+        return x
+    if -digits > t.precision - t.scale:  # left of every digit t has: always 0
+        zero = scalar(decimal.Decimal(0), t)
+        return _call("if_else", [_call("is_valid", [x]), zero, null_of(t)])
+    wide = _decimal_type(t.precision + 1, t.scale)
+    return _call("round", [x.cast(wide)], pc.RoundOptions(digits, "half_towards_infinity"))
 
 
 _NUMERIC_RE = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
@@ -541,7 +581,60 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         parsed = _call("strptime", [_call("utf8_trim_whitespace", [x])],
                        pc.StrptimeOptions("%Y-%m-%d", "s", error_is_null=True))
         return parsed.cast(dst)
+    if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
+        rounded = _cast_rounding(x, src, dst)
+        t = _rounded_type(src, dst)
+        ok = _fits(rounded, t, dst)
+        if ok is None:
+            return _numeric_cast(rounded, src, dst)
+        # out-of-range values become 0 first, so the checked cast cannot fail
+        zero = scalar(decimal.Decimal(0) if T.is_decimal(t) else 0.0 if T.is_floating(t) else 0, t)
+        safe = _call("if_else", [ok, rounded, zero])
+        return _call("if_else", [ok, _numeric_cast(safe, src, dst), null_of(dst)])
     return x.cast(dst, safe=False)
+
+
+def _rounded_type(src: pa.DataType, dst: pa.DataType) -> pa.DataType:
+    """The type `_cast_rounding` gives."""
+    scale = dst.scale if T.is_decimal(dst) else 0
+    if T.is_decimal(src) and scale < src.scale:
+        if -scale > src.precision - src.scale:
+            return src
+        return _decimal_type(src.precision + 1, src.scale)
+    return src
+
+
+def _fits(x: E, t: pa.DataType, dst: pa.DataType) -> E | None:
+    """Whether each value of `x` (type t, already rounded) is in the range of `dst`, as a
+    boolean expression (NULL for NULL, false for NaN); None when every value of t fits."""
+    if T.is_integer(dst):
+        signed = pa.types.is_signed_integer(dst)
+        lo = -(2 ** (dst.bit_width - 1)) if signed else 0
+        hi = 2 ** (dst.bit_width - 1) if signed else 2 ** dst.bit_width  # exclusive
+    else:
+        hi = 10 ** (dst.precision - dst.scale)
+        lo = -hi  # DECIMAL: both bounds exclusive
+    # the bounds as values of t; where t cannot reach a bound, that side always fits
+    if T.is_floating(t):
+        low, high = scalar(float(lo), t), scalar(float(hi), t)
+    else:
+        if T.is_integer(t):
+            reach = 2 ** (t.bit_width - 1) if pa.types.is_signed_integer(t) else 2 ** t.bit_width
+            low_reach = -reach if pa.types.is_signed_integer(t) else 0
+        else:
+            reach = 10 ** (t.precision - t.scale)
+            low_reach = -reach
+        value = (lambda v: v) if T.is_integer(t) else decimal.Decimal
+        low = scalar(value(lo), t) if lo > low_reach else None
+        high = scalar(value(hi), t) if hi < reach else None
+        if low is None and high is None:
+            return None
+    parts = []
+    if low is not None:
+        parts.append(_call("greater_equal" if T.is_integer(dst) else "greater", [x, low]))
+    if high is not None:
+        parts.append(_call("less", [x, high]))
+    return parts[0] if len(parts) == 1 else _call("and_kleene", parts)
 
 
 # ---- dates ---------------------------------------------------------------------------------------

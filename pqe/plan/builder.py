@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import itertools
+import re
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -49,12 +50,36 @@ def cast(e: Expr, dtype: pa.DataType, try_: bool = False) -> Expr:
     return Cast(e, dtype, try_)
 
 
+_INT_TEXT = re.compile(r"[+-]?\d+")
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_FLOAT_TEXT = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)",
+                         re.IGNORECASE)
+
+
+def _parse_number(text: str, dtype: pa.DataType):
+    """A numeric literal written as text ('12', ' 1.5 ', 'NaN') as a value for `dtype`, or
+    None when it is not one (the caller reports it). Integers must be written as integers
+    (PostgreSQL); floats also accept nan and inf(inity), as Arrow's cast does."""
+    text = text.strip()
+    if T.is_integer(dtype):
+        return int(text) if _INT_TEXT.fullmatch(text) else None
+    if T.is_floating(dtype):
+        return float(text) if _FLOAT_TEXT.fullmatch(text) else None
+    return decimal.Decimal(text) if _NUMBER_TEXT.fullmatch(text) else None
+
+
 def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
     """Fold casts of literals whose result is certain (keeps plans and EXPLAIN readable)."""
     v = e.value
+    if isinstance(v, str) and T.is_numeric(dtype):
+        v = _parse_number(v, dtype)
+        if v is None:
+            return None
     try:
         if T.is_decimal(dtype) and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
-            q = decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+            # ties away from zero, as CAST of a column rounds (kernels.expressions)
+            q = decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-dtype.scale),
+                                            rounding=decimal.ROUND_HALF_UP)
             if len(q.as_tuple().digits) <= dtype.precision:
                 return Literal(q, dtype)
             return None
