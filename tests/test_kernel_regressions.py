@@ -76,6 +76,31 @@ def test_try_cast_numbers_gives_null_where_the_value_does_not_fit():
     assert r.column("f").to_pylist() == [10, None, None]
 
 
+# ---- 2. decimal precision above 38 ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_arithmetic_on_decimal_sums_caps_precision_at_38(partitions):
+    """SUM is DECIMAL(38,2); Arrow computes 39 digits for SUM(c) - 3 and refused it."""
+    t = pa.table({"c": pa.array([D("1.00"), None], pa.decimal128(10, 2))})
+    r = run("select sum(c) - 3 as a, sum(c) + 1.00 as b, sum(c) * 2 as m from t", partitions, t=t)
+    assert r.to_pylist() == [{"a": D("-2.00"), "b": D("2.00"), "m": D("2.00")}]
+    assert set(r.schema.types) == {pa.decimal128(38, 2)}
+
+
+def test_capped_decimal_arithmetic_is_exact_for_wide_values():
+    """Values with 36 integral digits fit DECIMAL(38,2) but no narrowed operand: the
+    operation runs on decimal256, then is checked against the result type."""
+    w = D("99999999999999999999999999999999999.95")
+    t = pa.table({"w": pa.array([w, D("-1.25")], pa.decimal128(38, 2))})
+    r = run("select w + w as s, w - 1 as d, round(w) + w as r from t", t=t)
+    assert r.column("s").to_pylist() == [D("199999999999999999999999999999999999.90"), D("-2.50")]
+    assert r.column("d").to_pylist() == [D("99999999999999999999999999999999998.95"), D("-2.25")]
+    assert r.column("r").to_pylist() == [D("199999999999999999999999999999999999.95"), D("-2.25")]
+    big = pa.table({"w": pa.array([D("9" * 36 + ".00")], pa.decimal128(38, 2))})
+    assert "precision" in fails("select w * 1000 from t", t=big)
+
+
 # ---- 3. CAST(DOUBLE AS integer) ------------------------------------------------------------
 
 

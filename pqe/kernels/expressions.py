@@ -79,27 +79,38 @@ class Compiler:
 def _is_int(t): return T.is_integer(t)
 
 
+def _arrow_decimal_precision(fn: str, pa_: int, sa: int, pb_: int, sb: int) -> int:
+    """The precision of the result of Arrow's decimal kernel for `a fn b`."""
+    if fn == "multiply":
+        return pa_ + pb_ + 1
+    return max(pa_ - sa, pb_ - sb) + max(sa, sb) + 1  # add, subtract
+
+
+_MAX_DECIMAL256_PRECISION = 76
+
+
 def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
-    """Decimal operands, narrowed so Arrow's product precision (p1 + p2 + 1) stays <= 38."""
+    """Decimal operands for Arrow's kernel. SQL caps a result at 38 digits and keeps its scale
+    (the bound type); Arrow's decimal128 kernels instead refuse a result precision above 38
+    (p1 + p2 + 1 for a product, one digit more than the wider operand for a sum). Such
+    operations run on decimal256, exactly: the checked cast to the bound type then fails only
+    when the value does not fit it. A product of two 38-digit operands needs 77 digits, one
+    more than decimal256 has: the operand with more integral digits gives up a digit (a value
+    that no longer fits fails that checked cast)."""
     a, b = e.args
-    ta, tb = a.dtype, b.dtype
+    ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
     ca, cb = c(a), c(b)
-    if e.fn == "multiply" and ta.precision + tb.precision + 1 > T.MAX_DECIMAL_PRECISION:
-        budget = T.MAX_DECIMAL_PRECISION - 1
-        # shrink the wider operand first, never below its scale + 1 digit
-        pa_, pb_ = ta.precision, tb.precision
-        while pa_ + pb_ > budget:
-            if pa_ >= pb_ and pa_ > ta.scale + 1:
-                pa_ -= 1
-            elif pb_ > tb.scale + 1:
-                pb_ -= 1
-            else:
-                break
-        if pa_ != ta.precision:
-            ca = ca.cast(pa.decimal128(pa_, ta.scale))
-        if pb_ != tb.precision:
-            cb = cb.cast(pa.decimal128(pb_, tb.scale))
-    return ca, cb
+    pa_, pb_ = ta.precision, tb.precision
+    if _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale) <= T.MAX_DECIMAL_PRECISION:
+        return ca, cb
+    while _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale) > _MAX_DECIMAL256_PRECISION:
+        if pa_ - ta.scale >= pb_ - tb.scale and pa_ > ta.scale + 1:
+            pa_ -= 1
+        elif pb_ > tb.scale + 1:
+            pb_ -= 1
+        else:
+            break
+    return ca.cast(pa.decimal256(pa_, ta.scale)), cb.cast(pa.decimal256(pb_, tb.scale))
 
 
 def _arith(name: str) -> Callable[[Compiler, Call], E]:
