@@ -164,3 +164,42 @@ def test_sort_kernel_fetch_on_one_row():
     assert rel.sort(one, [("c", True, False)], 0).num_rows == 0
     assert rel.sort(one, [("c", True, False)], 1).num_rows == 1
     assert rel.sort(one.slice(0, 0), [("c", True, False)], 0).num_rows == 0
+
+
+# ---- 6. ROUND on decimals ------------------------------------------------------------------
+
+
+def test_round_decimal_result_has_the_rounded_scale():
+    r = run("select round(1.25, 1) as a, round(1234.5, -2) as b, round(9.95, 1) as c, "
+            "round(1.25, 5) as d")
+    assert r.to_pylist() == [{"a": D("1.3"), "b": D("1200"), "c": D("10.0"), "d": D("1.25")}]
+    assert r.schema.types == [pa.decimal128(3, 1), pa.decimal128(5, 0), pa.decimal128(3, 1),
+                              pa.decimal128(3, 2)]
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["decimal128", "int64"])
+def test_round_decimal_column(fast):
+    """Both kernels: decimal128, and the int64 one decimal arithmetic in the query enables."""
+    t = pa.table({"c": pa.array([D("3.33"), D("-9.95"), D("0.05"), None], pa.decimal128(10, 2)),
+                  "a": pa.array([D("999"), D("-450"), D("5"), D("1")], pa.decimal128(3, 0))})
+    # the int64 kernel needs decimal arithmetic and no cast to text in the projection
+    first = "c + c as s" if fast else "cast(round(c) as varchar) as v"
+    r = run(f"select {first}, round(c) as r0, round(c, 1) as r1, round(c, -1) as r2, "
+            "round(a, -3) as r3, round(a, -4) as r4 from t", t=t)
+    if not fast:
+        assert r.column("v").to_pylist() == ["3", "-10", "0", None]
+    assert r.column("r0").to_pylist() == [D("3"), D("-10"), D("0"), None]
+    assert r.column("r1").to_pylist() == [D("3.3"), D("-10.0"), D("0.1"), None]
+    assert r.column("r2").to_pylist() == [D("0"), D("-10"), D("0"), None]
+    assert r.column("r3").to_pylist() == [D("1000"), D("0"), D("0"), D("0")]
+    assert r.column("r4").to_pylist() == [D("0"), D("0"), D("0"), D("0")]
+    assert [r.schema.field(n).type for n in ("r0", "r1", "r2", "r3", "r4")] == [
+        pa.decimal128(10, 0), pa.decimal128(10, 1), pa.decimal128(10, 0), pa.decimal128(4, 0),
+        pa.decimal128(3, 0)]
+
+
+def test_round_carry_does_not_wrap():
+    """Arrow's decimal round keeps the precision: ROUND(9.5) of a DECIMAL(2,1) gave 0.0."""
+    t = pa.table({"x": pa.array([D("9.5"), D("-9.5")], pa.decimal128(2, 1))})
+    assert column("select round(x) from t", t=t) == [D("10"), D("-10")]
+    assert column("select cast(x as decimal(3,0)) from t", t=t) == [D("10"), D("-10")]

@@ -174,14 +174,16 @@ class Int64DecimalCompiler(Compiler):
         arg = e.args[0]
         t = arg.dtype
         x = self(arg)
-        if e.fn == "round":
+        if e.fn == "round":  # at the scale of the result type (functions.round_type)
             digits = e.args[1].value if len(e.args) > 1 else 0
             if not isinstance(digits, int):
                 raise NotFast("round digits")
             if digits >= t.scale:
                 return x
-            k = _pow10(t.scale - max(digits, 0))
-            return _call("multiply_checked", [_round_div(x, k), scalar(k, T.INT64)])
+            if t.scale - digits > MAX_INT64_PRECISION:
+                raise NotFast("round divisor does not fit int64")
+            rounded = _round_div(x, _pow10(t.scale - digits))  # in units of 10^-digits
+            return self._rescale(rounded, digits, e.dtype.scale)
         # floor / ceil -> DECIMAL(p, 0)
         k = _pow10(t.scale)
         q = _call("divide", [x, scalar(k, T.INT64)])  # truncates toward zero

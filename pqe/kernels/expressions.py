@@ -417,6 +417,9 @@ def _round(c, e):
         return null_of(e.dtype)
     if T.is_integer(e.dtype) and nd >= 0:
         return x
+    t = e.args[0].dtype
+    if T.is_decimal(t):  # to the scale the result type has (functions.round_type)
+        return _round_decimal(x, t, nd).cast(e.dtype)
     return _call("round", [x], pc.RoundOptions(nd, "half_towards_infinity"))
 
 

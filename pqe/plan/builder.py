@@ -189,6 +189,8 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     wants, ret = fdef.resolve(name, [a.dtype for a in args])
     wants = list(wants) + [None] * (len(args) - len(wants))
     coerced = tuple(_coerce(a, w) for a, w in zip(args, wants, strict=True))
+    if fdef.refine is not None:
+        ret = fdef.refine(ret, [a.value if isinstance(a, Literal) else None for a in coerced])
     if name == "coalesce" and isinstance(coerced[0], Literal) and coerced[0].value is not None:
         return coerced[0]  # the first argument is never NULL: the rest are never read
     if fdef.nulls == "propagate" and name not in ("and", "or") and any(

@@ -27,6 +27,9 @@ class FunctionDef:
     # "propagate": NULL in any argument gives NULL; "never": result is never NULL;
     # "custom": the result can be NULL whatever the arguments (e.g. NULLIF, division by zero).
     nulls: str = "propagate"
+    # the result type refined by the values of constant arguments (None where an argument is
+    # not a constant), for types that depend on them: ROUND(DECIMAL(p, s), n) has scale n.
+    refine: Callable[[pa.DataType, Sequence[object]], pa.DataType] | None = None
 
 
 SCALAR: dict[str, FunctionDef] = {}
@@ -47,8 +50,8 @@ ALIASES = {
 
 
 def _register(table: dict[str, FunctionDef], name: str, lo: int, hi: int | None,
-              resolve: Resolver, nulls: str = "propagate") -> None:
-    table[name] = FunctionDef(name, lo, hi, resolve, nulls)
+              resolve: Resolver, nulls: str = "propagate", refine=None) -> None:
+    table[name] = FunctionDef(name, lo, hi, resolve, nulls, refine)
 
 
 def _fail(fn: str, types: Sequence[pa.DataType]) -> TypeMismatchError:
@@ -179,6 +182,26 @@ def _round(fn, ts):
     return [out] + [T.INT64] * (len(ts) - 1), out
 
 
+def round_type(t: pa.DataType, digits: int) -> pa.DataType:
+    """The type of ROUND(DECIMAL(p, s), digits), as DuckDB gives it: unchanged when nothing is
+    dropped (digits >= s), else scale max(digits, 0) (PostgreSQL: 1.25 rounds to 1.3, not
+    1.30). Dropping a decimal frees a digit for the carry (9.95 -> 10.0); with no decimals
+    to drop (s = 0, digits < 0) the carry needs one more (999 -> 1000), unless every value
+    rounds to 0 (-digits > p)."""
+    if digits >= t.scale:
+        return t
+    if t.scale == 0 and -digits <= t.precision:
+        return T.decimal(t.precision + 1, 0)
+    return T.decimal(t.precision, max(digits, 0))
+
+
+def _round_refine(ret: pa.DataType, constants: Sequence[object]) -> pa.DataType:
+    digits = constants[1] if len(constants) > 1 else 0
+    if T.is_decimal(ret) and isinstance(digits, int):
+        return round_type(ret, digits)
+    return ret  # non-constant digits: the kernel refuses them
+
+
 def _floor_ceil(fn, ts):
     (a,) = ts
     if T.is_integer(a):
@@ -293,7 +316,7 @@ _register(SCALAR, "repeat", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
 _register(SCALAR, "regexp_replace", 3, 3, _regexp_replace)
 # math
 _register(SCALAR, "abs", 1, 1, _numeric_same)
-_register(SCALAR, "round", 1, 2, _round)
+_register(SCALAR, "round", 1, 2, _round, refine=_round_refine)
 _register(SCALAR, "floor", 1, 1, _floor_ceil)
 _register(SCALAR, "ceil", 1, 1, _floor_ceil)
 _register(SCALAR, "sign", 1, 1, _sign)
