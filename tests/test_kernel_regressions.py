@@ -8,6 +8,7 @@ from __future__ import annotations
 import decimal
 import math
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -203,3 +204,59 @@ def test_round_carry_does_not_wrap():
     t = pa.table({"x": pa.array([D("9.5"), D("-9.5")], pa.decimal128(2, 1))})
     assert column("select round(x) from t", t=t) == [D("10"), D("-10")]
     assert column("select cast(x as decimal(3,0)) from t", t=t) == [D("10"), D("-10")]
+
+
+# ---- 7. decimal modulo -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["decimal128", "int64"])
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_decimal_modulo_is_exact(partitions, fast):
+    """float64 gave 3.33 for 33.30 % 3.33. Remainders are truncated (sign of the dividend);
+    % 0 is NULL, as for integers."""
+    t = pa.table({"c": pa.array([D("3.33"), D("-7.50"), D("7.50"), D("1.00"), None],
+                                pa.decimal128(10, 2)),
+                  "d": pa.array([D("3.33"), D("2.00"), D("-2.00"), D("0.00"), D("1.00")],
+                                pa.decimal128(10, 2))})
+    extra = ", c + d as s" if fast else ""
+    r = run(f"select c * 10 % c as a, 33.30 % c as b, c % d as m, c % 0.3 as k{extra} from t",
+            partitions, t=t)
+    assert r.column("a").to_pylist() == [D("0.00"), D("0.00"), D("0.00"), D("0.00"), None]
+    assert r.column("b").to_pylist() == [D("0.00"), D("3.30"), D("3.30"), D("0.30"), None]
+    assert r.column("m").to_pylist() == [D("0.00"), D("-1.50"), D("1.50"), None, None]
+    assert r.column("k").to_pylist() == [D("0.03"), D("-0.00"), D("0.00"), D("0.10"), None]
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_wide_decimal_modulo_is_exact_or_an_error(partitions):
+    """DECIMAL(38,s) operands (here a SUM) are checked at run time: exact when the unscaled
+    values have at most 18 digits, else a clear error, never a float-rounded answer."""
+    t = pa.table({"c": pa.array([D("3.33"), D("29.97")], pa.decimal128(10, 2))})
+    assert column("select sum(c) % 3.33 from t", partitions, t=t) == [D("0.00")]
+    assert column("select sum(c) % 0 from t", partitions, t=t) == [None]
+    w = pa.table({"w": pa.array([D("1e20"), D("1")], pa.decimal128(38, 1))})
+    assert "DECIMAL %" in fails("select w % 7 from t", t=w)
+
+
+def test_int64_and_decimal128_kernels_agree_on_round_and_modulo(monkeypatch):
+    """The int64 decimal kernel (used when a projection does decimal arithmetic) and the
+    decimal128 one give the same values and types for ROUND and %, on random data."""
+    rng = np.random.default_rng(3)
+    n = 2000
+
+    def decimals(scale):
+        values = rng.integers(-10**7, 10**7, n)
+        return pa.array([None if v % 17 == 0 else D(int(v)).scaleb(-scale) for v in values],
+                        pa.decimal128(12, scale))
+
+    t = pa.table({"a": decimals(2), "b": decimals(3), "z": decimals(0)})
+    exprs = [f"round(a, {k}) + a" for k in range(-6, 4)] + [
+        "round(b) - b", "round(z, -2) * 2", "a % b + a", "b % a - b", "z % a + z", "a % z + a",
+        "(a * 3) % (b + 0.001) + b", "a % 0.07 + a"]
+    sql = "select " + ", ".join(f"{e} as e{i}" for i, e in enumerate(exprs)) + " from t"
+    fast = run(sql, t=t)
+    monkeypatch.setattr("pqe.kernels.decimals.applicable", lambda exprs: False)
+    general = run(sql, t=t)
+    assert fast.schema == general.schema
+    for name in fast.column_names:
+        assert fast.column(name).to_pylist() == general.column(name).to_pylist(), name

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, walk
-from .expressions import Compiler, E, _call, null_of, scalar
+from .expressions import Compiler, E, _call, _zero_to_null, null_of, scalar
 
 MAX_INT64_PRECISION = 18
 
@@ -107,6 +107,8 @@ class Int64DecimalCompiler(Compiler):
             decimal_args = any(T.is_decimal(a.dtype) for a in e.args)
             if e.fn in ("add", "subtract", "multiply") and T.is_decimal(t):
                 return self._arith(e)
+            if e.fn == "modulo" and T.is_decimal(t):
+                return self._modulo(e)
             if decimal_args or T.is_decimal(t):
                 if e.fn in ("round", "floor", "ceil"):
                     return self._round(e)
@@ -137,6 +139,12 @@ class Int64DecimalCompiler(Compiler):
         xa = self._rescale(xa, ta.scale, t.scale)
         xb = self._rescale(xb, tb.scale, t.scale)
         return _call(e.fn + "_checked", [xa, xb])
+
+    def _modulo(self, e: Call) -> E:
+        """Both operands have the result type (the resolver casts them to it): the remainder
+        of the unscaled values, with the dividend's sign; % 0 is NULL."""
+        xa, xb = self(e.args[0]), _zero_to_null(self(e.args[1]), T.INT64)
+        return _call("subtract", [xa, _call("multiply", [_call("divide", [xa, xb]), xb])])
 
     def _as_scaled(self, e: Expr) -> E:
         """An integer or decimal operand as unscaled int64 at its own decimal scale."""

@@ -200,16 +200,60 @@ def _divide(c: Compiler, e: Call) -> E:
 
 def _modulo(c: Compiler, e: Call) -> E:
     a, b = e.args
+    if T.is_decimal(e.dtype):
+        return _decimal_modulo(c(a), c(b), e.dtype)
     ca, cb = c(a), _zero_to_null(c(b), b.dtype)
     if _is_int(e.dtype):
         q = _call("divide_checked", [ca, cb])
         return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
-    if T.is_decimal(e.dtype):
-        fa, fb = ca.cast(T.FLOAT64), cb.cast(T.FLOAT64)
-        q = _call("trunc", [_call("divide", [fa, fb])])
-        return _call("subtract", [fa, _call("multiply", [q, fb])]).cast(e.dtype, safe=False)
     q = _call("trunc", [_call("divide", [ca, cb])])
     return _call("subtract", [ca, _call("multiply", [q, cb])])
+
+
+# DECIMAL % is exact on unscaled int64 values of at most this many digits
+_MODULO_DIGITS = 18
+
+
+def _decimal_modulo(a: E, b: E, t: pa.DataType) -> E:
+    """a % b for operands of the DECIMAL type t (the resolver casts both to it), exactly: the
+    remainder of their unscaled integers, truncated toward zero so it has the dividend's sign
+    (PostgreSQL); % 0 is NULL like integer % 0 (float64 answered 3.33 for 33.30 % 3.33).
+    Unscaled values must have at most 18 digits to fit int64: always so when t does, else
+    checked at run time, failing the query rather than giving a rounded answer."""
+    if t.scale > _MODULO_DIGITS:
+        raise UnsupportedError(
+            f"% on {T.type_name(t)}: at most {_MODULO_DIGITS} decimals are supported")
+    check = None
+    if t.precision > _MODULO_DIGITS:
+        bound = scalar(decimal.Decimal(10 ** _MODULO_DIGITS).scaleb(-t.scale), t)
+        fits = [_call("less", [_call("abs", [x]), bound]) for x in (a, b)]
+        check = _call("pqe_check_modulo_operands", [_call("and_kleene", fits)])
+        # values that do not fit fail the check; 0 keeps them from failing the casts first
+        narrow = pa.decimal128(_MODULO_DIGITS, t.scale)
+        zero = scalar(decimal.Decimal(0), t)
+        a, b = (_call("if_else", [f, x, zero]).cast(narrow)
+                for f, x in zip(fits, (a, b), strict=True))
+    ua, ub = _unscaled(a, t.scale), _zero_to_null(_unscaled(b, t.scale), T.INT64)
+    rem = _call("subtract", [ua, _call("multiply", [_call("divide", [ua, ub]), ub])])
+    out = _from_unscaled(rem, t)
+    return out if check is None else _call("if_else", [check, out, null_of(t)])
+
+
+def _unscaled(x: E, scale: int) -> E:
+    """The unscaled int64 values of a DECIMAL of at most 18 digits: 3.33 -> 333."""
+    if scale:
+        ten_to_scale = scalar(decimal.Decimal(10 ** scale), pa.decimal128(scale + 1, 0))
+        x = _call("multiply", [x, ten_to_scale])
+    return x.cast(T.INT64)
+
+
+def _from_unscaled(x: E, t: pa.DataType) -> E:
+    """int64 unscaled values of at most 18 digits as DECIMAL t: 333 -> 3.33."""
+    d = x.cast(pa.decimal128(19, 0))
+    if t.scale:
+        one_unit = scalar(decimal.Decimal(1).scaleb(-t.scale), pa.decimal128(t.scale, t.scale))
+        d = _call("multiply", [d, one_unit])
+    return d.cast(t)
 
 
 def _negate(c: Compiler, e: Call) -> E:
