@@ -146,6 +146,75 @@ def test_text_literals_cast_to_numbers():
     assert "cannot cast 'abc' to INTEGER" in fails("select 'abc'::int")
 
 
+# ---- 4. -0.0 and NaN as hash keys -------------------------------------------------------------
+
+ZEROS = pa.table({"c": pa.array([0.0, -0.0]), "k": pa.array([1, 2], pa.int64())})
+NEG_ZERO = pa.table({"c": pa.array([-0.0]), "k": pa.array([1], pa.int64())})
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_negative_zero_equals_zero_in_hash_operators(partitions):
+    def q(sql):
+        return run(sql, partitions, t=ZEROS, z=NEG_ZERO).to_pylist()
+
+    assert q("select count(*) as n from t a join t b on a.c = b.c") == [{"n": 4}]
+    assert q("select c, count(*) as n from t group by c") == [{"c": 0.0, "n": 2}]
+    assert q("select count(distinct c) as n from t") == [{"n": 1}]
+    assert len(q("select distinct c from t")) == 1
+    assert len(q("select c from t union select c from t")) == 1
+    assert len(q("select c from t intersect select c from z")) == 1
+    assert q("select c from t except select 0.0") == []
+    assert q("select k from z where c in (0.0, 1.0)") == [{"k": 1}]
+    assert q("select k from z where c not in (0.0, 1.0)") == []
+    assert q("select k from t where c in ('-0.0'::double, 2.0) order by k") == [{"k": 1}, {"k": 2}]
+    assert q("select count(*) as n from t where c in (select c from z)") == [{"n": 2}]
+    assert q("select count(*) as n from t where c not in (select c from z)") == [{"n": 0}]
+    assert q("select count(*) as n from t where exists (select 1 from z where z.c = t.c)") == [
+        {"n": 2}]
+    assert q("select k, row_number() over (partition by c order by k) as r from t order by k") == [
+        {"k": 1, "r": 1}, {"k": 2, "r": 2}]
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_matching_leaves_returned_values_alone(partitions):
+    """Only the copies hashed and matched are canonical: -0.0 comes back as -0.0."""
+    def signs(sql):
+        return [math.copysign(1, v) for v in column(sql, partitions, t=ZEROS, z=NEG_ZERO)]
+
+    assert signs("select c from z") == [-1.0]
+    assert signs("select b.c from t a join z b on a.c = b.c order by a.k") == [-1.0, -1.0]
+    assert signs("select c from t where c in (0.0) order by k") == [1.0, -1.0]
+
+
+def _nan(payload: int) -> float:
+    return float(np.array([0x7FF8000000000000 | payload], np.uint64).view(np.float64)[0])
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_nans_are_one_value_in_hash_operators(partitions):
+    """DuckDB puts every NaN in one group and joins NaN with NaN; NaNs with different bits
+    (payloads, sign) used to be different keys."""
+    nans = pa.table({"c": pa.array([_nan(0), _nan(1), -_nan(0), 1.0, None]),
+                     "k": pa.array([1, 2, 3, 4, 5], pa.int64())})
+    r = run("select c, count(*) as n from t group by c order by c", partitions, t=nans).to_pylist()
+    assert [row["n"] for row in r] == [1, 3, 1] and math.isnan(r[1]["c"])
+    assert column("select count(*) from t a join t b on a.c = b.c", partitions, t=nans) == [10]
+    assert column("select k from t where c in ('nan'::double) order by k", partitions,
+                  t=nans) == [1, 2, 3]
+    assert sorted(column("select c from t except select 'nan'::double", partitions, t=nans),
+                  key=str) == [1.0, None]
+    assert column("select count(*) from (select distinct c from t) d", partitions, t=nans) == [3]
+    assert column("select row_number() over (partition by c order by k) from t order by k",
+                  partitions, t=nans) == [1, 2, 3, 1, 1]
+
+
+def test_hash_partitioning_puts_equal_float_keys_together():
+    t = pa.table({"c": pa.array([0.0, -0.0, _nan(0), _nan(5), -_nan(0)] * 20)})
+    buckets = rel.hash_buckets(t, ("c",), 7)
+    assert len(set(buckets[0::5]) | set(buckets[1::5])) == 1
+    assert len(set(buckets[2::5]) | set(buckets[3::5]) | set(buckets[4::5])) == 1
+
+
 # ---- 5. ORDER BY ... LIMIT 0 -----------------------------------------------------------------
 
 

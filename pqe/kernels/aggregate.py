@@ -15,8 +15,9 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
-from . import decimals
 from ..errors import ExecutionError, InternalError
+from . import decimals
+from .relational import canonical_floats
 
 # fn -> list of (state suffix, partial kernel, final kernel)
 _STATES = {
@@ -59,6 +60,12 @@ def _options(kernel: str):
 
 
 def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
+    """Group by `keys`, float keys canonical (relational.canonical_floats): -0.0 and 0.0 are
+    one group, so are all NaNs; the group shows the canonical value (0.0, NaN)."""
+    for k in keys:
+        col = table.column(k)
+        if T.is_floating(col.type):
+            table = table.set_column(table.schema.get_field_index(k), k, canonical_floats(col))
     decl = ac.Declaration.from_sequence([
         ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
         ac.Declaration("aggregate", ac.AggregateNodeOptions(aggs, keys=keys)),

@@ -21,6 +21,7 @@ from .. import types as T
 from ..errors import InternalError, UnsupportedError
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal
 from . import udfs  # noqa: F401  (registers pqe_* functions)
+from .relational import canonical_floats
 
 E = pc.Expression
 _call = E._call
@@ -533,7 +534,11 @@ def _in_list(c: Compiler, e: InList) -> E:
     vals = [v.value for v in consts if v.value is not None]
     if vals:
         value_set = pa.array(vals, type=e.arg.dtype)
-        match = _call("is_in", [arg], pc.SetLookupOptions(value_set, skip_nulls=True))
+        probe = arg
+        if T.is_floating(e.arg.dtype):  # is_in hashes: -0.0 must find 0.0, NaN find NaN
+            value_set = canonical_floats(value_set)
+            probe = _canonical_float(arg, e.arg.dtype)
+        match = _call("is_in", [probe], pc.SetLookupOptions(value_set, skip_nulls=True))
         # NULL input is unknown, not FALSE
         parts.append(_call("if_else", [_call("is_null", [arg]), null_of(T.BOOLEAN), match]))
     for v in others:
@@ -547,6 +552,12 @@ def _in_list(c: Compiler, e: InList) -> E:
         for p in parts[1:]:
             out = _call("or_kleene", [out, p])
     return _call("invert", [out]) if e.negated else out
+
+
+def _canonical_float(x: E, t: pa.DataType) -> E:
+    """relational.canonical_floats as an expression: -0.0 as 0.0, every NaN as one NaN."""
+    nan = scalar(float("nan"), t)
+    return _call("if_else", [_call("is_nan", [x]), nan, _call("add", [x, scalar(0.0, t)])])
 
 
 # ---- casts -------------------------------------------------------------------------------------

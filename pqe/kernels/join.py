@@ -10,7 +10,9 @@ import pyarrow as pa
 import pyarrow.acero as ac
 import pyarrow.compute as pc
 
+from .. import types as T
 from .expressions import filter_table
+from .relational import canonical_floats
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
                "full": "full outer", "semi": "left semi", "anti": "left anti"}
@@ -20,6 +22,20 @@ def _source(t: pa.Table) -> ac.Declaration:
     return ac.Declaration("table_source", ac.TableSourceNodeOptions(t))
 
 
+def _match_keys(table: pa.Table, keys) -> tuple[pa.Table, list[str]]:
+    """The table and key names to hash-join on: a float key is matched on a canonical copy
+    (-0.0 = 0.0, NaN = NaN; see relational.canonical_floats) added beside the original, which
+    is what the join outputs."""
+    names = list(keys)
+    for i, k in enumerate(keys):
+        col = table.column(k)
+        if T.is_floating(col.type):
+            names[i] = k + "\x00key"
+            if names[i] not in table.column_names:
+                table = table.append_column(names[i], canonical_floats(col))
+    return table, names
+
+
 def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
               residual, out_ids, null_aware: bool = False) -> pa.Table:
     """`residual` is a compiled pc.Expression over columns of both sides, or None."""
@@ -27,6 +43,8 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
         return _null_aware_anti(left, right, left_keys, right_keys, out_ids)
     if kind in ("semi", "anti") and right.num_rows == 0:
         return (left if kind == "anti" else left.slice(0, 0)).select(list(out_ids))
+    left, left_keys = _match_keys(left, left_keys)
+    right, right_keys = _match_keys(right, right_keys)
     opts = ac.HashJoinNodeOptions(_ACERO_KIND[kind], list(left_keys), list(right_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
@@ -45,7 +63,8 @@ def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
     for k in left_keys:
         valid = pc.is_valid(left.column(k))
         mask = valid if mask is None else pc.and_(mask, valid)
-    left = left.filter(mask)
+    left, left_keys = _match_keys(left.filter(mask), left_keys)
+    right, right_keys = _match_keys(right, right_keys)
     opts = ac.HashJoinNodeOptions("left anti", list(left_keys), list(right_keys))
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
     return decl.to_table(use_threads=False).select(list(out_ids))
@@ -62,6 +81,8 @@ def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, re
     """Ids of the (small) build rows that match some row of this (big) probe partition."""
     if probe.num_rows == 0 or build.num_rows == 0:
         return pa.table({ROW_ID: pa.array([], pa.int64())})
+    probe, probe_keys = _match_keys(probe, probe_keys)
+    build, build_keys = _match_keys(build, build_keys)
     opts = ac.HashJoinNodeOptions("right semi", list(probe_keys), list(build_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(probe), _source(build)])

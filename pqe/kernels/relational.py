@@ -19,6 +19,17 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h
 
 
+def canonical_floats(col):
+    """Float key values as hashed and matched: -0.0 as 0.0 (x + 0.0) and every NaN as one NaN.
+    SQL (and DuckDB's GROUP BY, joins, IN) puts -0.0 with 0.0 and NaN with NaN, while Arrow's
+    hash kernels compare bits. Other types are returned unchanged. Only copies made for
+    hashing and matching are canonical: the values a query returns are left as they are."""
+    if not T.is_floating(col.type):
+        return col
+    nan = pa.scalar(float("nan"), col.type)
+    return pc.if_else(pc.is_nan(col), nan, pc.add(col, pa.scalar(0.0, col.type)))
+
+
 def _int_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     t = col.type
     if pa.types.is_date32(t) or pa.types.is_time32(t):
@@ -28,7 +39,7 @@ def _int_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     elif pa.types.is_boolean(t):
         col = pc.cast(col, pa.int8())
     elif T.is_decimal(t) or T.is_floating(t):
-        col = pc.cast(col, pa.float64())
+        col = canonical_floats(pc.cast(col, pa.float64()))  # equal keys, equal bits
         if col.null_count:
             col = pc.fill_null(col, 0.0)
         return col.to_numpy().view(np.uint64) if isinstance(col, pa.Array) else \

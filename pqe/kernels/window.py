@@ -60,6 +60,9 @@ def _changed(col) -> np.ndarray:
         return out
     a, b = col.slice(1), col.slice(0, n - 1)
     ne = pc.fill_null(pc.not_equal(a, b), False)
+    if T.is_floating(col.type):  # NaN is a peer of NaN (as in GROUP BY), though NaN <> NaN
+        both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)
+        ne = pc.and_(ne, pc.invert(both_nan))
     nulls = pc.xor(pc.is_null(a), pc.is_null(b))
     out[1:] = pc.or_(ne, nulls).to_numpy(zero_copy_only=False)
     out[0] = True
