@@ -48,8 +48,11 @@ def test_comma_binds_looser_than_explicit_join(ctx):
     assert rows(ctx, "SELECT count(*) FROM empty, pair RIGHT JOIN pair AS q ON FALSE") == [(0,)]
     # pair x (empty RIGHT JOIN pair ON TRUE) = 2 x 2 rows
     assert rows(ctx, "SELECT count(*) FROM pair, empty RIGHT JOIN pair AS q ON TRUE") == [(4,)]
-    # an ON that reads an earlier comma item still works (joined left-deep)
+    # an ON that reads an earlier comma item still works for LEFT joins (joined left-deep)
     assert rows(ctx, "SELECT count(*) FROM pair p, one LEFT JOIN pair q ON q.x = p.x + one.c") == [(2,)]
+    # ... but is ambiguous for RIGHT/FULL joins (DuckDB reads it per row, PostgreSQL rejects it)
+    with pytest.raises(pqe.BindError, match="comma"):
+        ctx.sql("SELECT count(*) FROM empty e, pair FULL JOIN one ON e.x = one.c").to_arrow()
 
 
 # ---- aggregates -------------------------------------------------------------------------------
@@ -189,3 +192,28 @@ def test_insert_of_an_unconvertible_value_is_a_pqe_error():
     with pytest.raises(pqe.Error, match="'many' is not a valid BIGINT"):
         ctx.sql("INSERT INTO items (id, qty) VALUES (6, 'many')")
     assert ctx.sql("SELECT count(*) AS n FROM items").to_pylist() == [{"n": 0}]
+
+
+def test_or_of_exists_over_a_comma_join_builds_no_cross_product():
+    """TPC-DS q10/q35: the WHERE's plain conjuncts are applied before EXISTS marks are made,
+    so the marks' domains come from the joined rows, never from the FROM list's product."""
+    import numpy as np
+
+    ctx = pqe.Context()
+    ctx.register_arrow("a", pa.table({"k": np.arange(3000)}))
+    ctx.register_arrow("b", pa.table({"k2": np.arange(3000)}))
+    ctx.register_arrow("s", pa.table({"c": [1, 2]}))
+    ctx.register_arrow("t", pa.table({"c": [5]}))
+    sql = ("SELECT count(*) FROM a, b WHERE a.k = b.k2 AND (EXISTS (SELECT 1 FROM s WHERE s.c = a.k) "
+           "OR EXISTS (SELECT 1 FROM t WHERE t.c = a.k))")
+    assert "NestedLoopJoin" not in ctx.sql(sql).explain()
+    assert rows(ctx, sql) == [(3,)]
+
+
+def test_memory_estimate_of_a_nested_loop_join_counts_its_output():
+    from pqe.physical.plan import estimated_memory
+
+    ctx = pqe.Context()
+    ctx.register_arrow("a", pa.table({"k": pa.array(range(20000), pa.int64())}))
+    phys = ctx.sql("SELECT count(*) FROM a x, a y WHERE x.k < y.k").physical_plan()
+    assert estimated_memory(phys) > 20000 * 20000 * 16 * 0.1

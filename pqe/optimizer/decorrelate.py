@@ -83,14 +83,22 @@ def _aggregate_inputs(node: Aggregate) -> LogicalPlan:
 
 
 def _filter(node: Filter) -> LogicalPlan:
-    plan = node.input
+    # conjuncts without subqueries filter first: the joins and domains built below then read
+    # their result, not the raw FROM list (a comma join is a cross product until filtered)
+    plain = [c for c in conjuncts(node.predicate) if not has_subquery(c)]
+    if len(plain) == len(conjuncts(node.predicate)):
+        return node
+    plan = Filter(node.input, and_(plain)) if plain else node.input
     keep: list[Expr] = []
     done: dict[SubqueryExpr, Expr] = {}
     width = len(plan.schema)
+    base = plan  # the outer rows before any mark join: what domains are made of
     # conjuncts that may pre-filter the outer keys a correlated aggregate is computed for
     hints = [c for c in conjuncts(node.predicate) if not has_outer_ref(c) and
              all(not _plan_has_outer(x.plan) for x in walk(c) if isinstance(x, SubqueryExpr))]
     for c in conjuncts(node.predicate):
+        if not has_subquery(c):
+            continue  # applied above
         negated = False
         inner = c
         if isinstance(c, Call) and c.fn == "not" and isinstance(c.args[0], SubqueryExpr) \
@@ -107,10 +115,8 @@ def _filter(node: Filter) -> LogicalPlan:
                 joined = None  # correlation the semi-join form cannot take: use a mark
         if joined is not None:
             plan = joined
-        elif has_subquery(c):
-            plan, c = _replace_scalars(plan, c, done, hints)
-            keep.append(c)
         else:
+            plan, c = _replace_scalars(plan, c, done, hints, base)
             keep.append(c)
     pred = and_(keep)
     out = Filter(plan, pred) if pred is not None else plan
@@ -234,7 +240,8 @@ def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPla
 
 
 def _replace_scalars(plan: LogicalPlan, e: Expr, done: dict[SubqueryExpr, Expr],
-                     hints: list[Expr] = ()) -> tuple[LogicalPlan, Expr]:
+                     hints: list[Expr] = (), base: LogicalPlan | None = None
+                     ) -> tuple[LogicalPlan, Expr]:
     """Replace every subquery in `e` by a column of joins added to `plan`. `done` holds the
     subqueries already joined into `plan` (rewrites such as NULLIF, BETWEEN and simple CASE
     repeat an operand): each distinct subquery is joined once and its column reused."""
@@ -245,11 +252,11 @@ def _replace_scalars(plan: LogicalPlan, e: Expr, done: dict[SubqueryExpr, Expr],
             try:
                 plan, value = _scalar_join(plan, s, hints)
             except UnsupportedError:
-                plan, value = _domain_scalar(plan, s)
+                plan, value = _domain_scalar(plan, s, base)
         elif s.kind == "exists":
-            plan, value = _exists_mark(plan, s)
+            plan, value = _exists_mark(plan, s, base)
         else:
-            plan, value = _in_mark(plan, s)
+            plan, value = _in_mark(plan, s, base)
         if s.negated:
             value = B.not_(value)
         done[s] = value
@@ -456,9 +463,10 @@ def _marked(plan: LogicalPlan) -> tuple[LogicalPlan, Field]:
                    plan.schema + (mark,)), mark
 
 
-def _domain_scalar(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+def _domain_scalar(outer: LogicalPlan, sub: SubqueryExpr,
+                   base: LogicalPlan | None = None) -> tuple[LogicalPlan, Expr]:
     inner = decorrelate(sub.plan)
-    d, mapping, outer_exprs, dfields = _domain(outer, inner)
+    d, mapping, outer_exprs, dfields = _domain(base or outer, inner)
     value_field = inner.schema[0]
     attached = _attach(inner, d, mapping)
     dkeys = tuple(ColumnRef(f) for f in dfields)
@@ -495,13 +503,14 @@ def _top_aggregate(plan: LogicalPlan) -> Aggregate | None:
     return p if isinstance(p, Aggregate) and not p.group else None
 
 
-def _exists_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+def _exists_mark(outer: LogicalPlan, sub: SubqueryExpr,
+                 base: LogicalPlan | None = None) -> tuple[LogicalPlan, Expr]:
     inner = _exists_body(decorrelate(sub.plan))
     if not _plan_has_outer(inner):
         one = Limit(inner, 1, 0)
         right, mark = _marked(B.project(one, [(Literal(True, T.BOOLEAN), "x")]))
         return Join(outer, right, "left", (), None), B.call("is_not_null", ColumnRef(mark))
-    d, mapping, outer_exprs, dfields = _domain(outer, inner)
+    d, mapping, outer_exprs, dfields = _domain(base or outer, inner)
     attached = _attach(inner, d, mapping)
     hits = B.distinct(B.project(attached, [(ColumnRef(f), f.name) for f in dfields]))
     right, mark = _marked(hits)
@@ -509,7 +518,8 @@ def _exists_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Ex
     return joined, B.call("is_not_null", ColumnRef(mark))
 
 
-def _in_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
+def _in_mark(outer: LogicalPlan, sub: SubqueryExpr,
+             base: LogicalPlan | None = None) -> tuple[LogicalPlan, Expr]:
     """x IN (q) as a value: TRUE on a match; else NULL if x is NULL or q has a NULL (and q is
     not empty); else FALSE."""
     inner = decorrelate(sub.plan)
@@ -531,7 +541,7 @@ def _in_mark(outer: LogicalPlan, sub: SubqueryExpr) -> tuple[LogicalPlan, Expr]:
                         (B.compare("eq", rows, Literal(0, T.INT64)), Literal(False, T.BOOLEAN)),
                         (unknown, Literal(None, T.BOOLEAN))], Literal(False, T.BOOLEAN))
         return joined, value
-    d, mapping, outer_exprs, dfields = _domain(outer, inner, (arg,))
+    d, mapping, outer_exprs, dfields = _domain(base or outer, inner, (arg,))
     attached = _attach(inner, d, mapping)
     xd = ColumnRef(dfields[-1])
     cmp = B.compare(sub.op, xd, ColumnRef(y))

@@ -233,7 +233,8 @@ class PhysicalPlanner:
             left = self._gather(left)
         out = NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
                                  left, self._gather(right), kind, node.filter)
-        out.est_bytes = self.est.bytes(node.right)
+        # the broadcast side, and the output (a cross product when the filter keeps most)
+        out.est_bytes = self.est.bytes(node.right) + self.est.bytes(node)
         return out
 
     # ---- aggregation ---------------------------------------------------------------------------

@@ -788,7 +788,13 @@ class Binder:
             left = items[-1]
             if cond is not None and len(items) > 1 and \
                     not column_ids(cond) <= set(left.column_ids) | set(right.column_ids):
-                # ON reads an earlier comma item (which PostgreSQL rejects): join left-deep
+                # ON reads an earlier comma item (PostgreSQL rejects this). For inner and left
+                # joins, joining left-deep gives what a per-row (lateral) reading gives; for
+                # right and full joins the two differ, so refuse rather than guess
+                if jkind in ("right", "full"):
+                    raise BindError(f"the ON condition of a {jkind.upper()} JOIN refers to a "
+                                    f"table listed before it with a comma; use JOIN ... ON "
+                                    f"instead of the comma")
                 left = _cross_all(items)
                 items = [left]
             items[-1] = B.join(left, right, jkind, (), cond)
