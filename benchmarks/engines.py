@@ -29,6 +29,13 @@ def pkg_version(dist: str) -> str:
         return "not installed"
 
 
+def register_tpch(ctx, root: Path):
+    """Register the eight TPC-H tables of `root` in a pqe Context; returns the Context."""
+    for t in TABLES:
+        ctx.register_parquet(t, str(table_path(root, t)))
+    return ctx
+
+
 class Engine:
     """One engine, set up once over a TPC-H directory."""
 
@@ -62,9 +69,7 @@ class PqeEngine(Engine):
         super().__init__(root, threads)
         import pqe
 
-        self.ctx = pqe.Context(threads=threads)
-        for t in TABLES:
-            self.ctx.register_parquet(t, str(table_path(root, t)))
+        self.ctx = register_tpch(pqe.Context(threads=threads), root)
 
     def run(self, sql: str) -> pa.Table:
         return self.ctx.sql(sql).to_arrow()
