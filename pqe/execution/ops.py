@@ -53,15 +53,15 @@ class Op:
 
 class ReadFiles(Op):
     label = "scan"
-    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns")
+    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
-                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r})")
+                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r})")
 
     def run(self, data, inputs):
         return scan.read_files(self.provider, self.units, self.columns, self.filters,
-                               self.out_ids, self.dict_columns)
+                               self.out_ids, self.dict_columns, self.encoded)
 
 
 class ReadMemory(Op):

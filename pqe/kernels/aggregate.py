@@ -61,16 +61,29 @@ def _options(kernel: str):
 
 def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
     """Group by `keys`, float keys canonical (relational.canonical_floats): -0.0 and 0.0 are
-    one group, so are all NaNs; the group shows the canonical value (0.0, NaN)."""
+    one group, so are all NaNs; the group shows the canonical value (0.0, NaN).
+
+    Dictionary-encoded keys (low-cardinality text a scan left encoded) are grouped by their
+    indices after unifying the chunks' dictionaries, ~2x cheaper than hashing the strings;
+    the output keys are decoded."""
+    encoded = []
     for k in keys:
         col = table.column(k)
         if T.is_floating(col.type):
             table = table.set_column(table.schema.get_field_index(k), k, canonical_floats(col))
+        elif pa.types.is_dictionary(col.type):
+            encoded.append(k)
+    if encoded:
+        table = table.unify_dictionaries()
     decl = ac.Declaration.from_sequence([
         ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
         ac.Declaration("aggregate", ac.AggregateNodeOptions(aggs, keys=keys)),
     ])
-    return decl.to_table(use_threads=False)
+    out = decl.to_table(use_threads=False)
+    for k in encoded:
+        i = out.schema.get_field_index(k)
+        out = out.set_column(i, k, pc.cast(out.column(i), out.schema.field(i).type.value_type))
+    return out
 
 
 def _agg_entry(col, kernel: str, out: str, grouped: bool):

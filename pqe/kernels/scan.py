@@ -45,14 +45,15 @@ def pruning_expression(provider, filters: tuple[Expr, ...], names: dict[str, str
 
 def read_files(provider, units, columns: tuple[tuple[str, str], ...],
                filters: tuple[Expr, ...], out_ids: tuple[str, ...],
-               dict_columns: tuple[str, ...] = ()) -> pa.Table:
+               dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = ()) -> pa.Table:
     """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
     `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`.
 
     `dict_columns` are low-cardinality text columns read as dictionaries: a filter on one of
     them alone is evaluated once per distinct value and mapped to the rows through the
     dictionary indices; the ones in `out_ids` are decoded to text after all filters, so only
-    the surviving rows are materialized."""
+    the surviving rows are materialized, except `encoded` ones, returned as dictionaries to an
+    aggregate that groups by them (kernels.aggregate decodes its few output keys)."""
     names = {cid: name for name, cid in columns}
     dict_ids = {cid for name, cid in columns if name in dict_columns}
     dict_filters = [f for f in filters if len(column_ids(f)) == 1 and column_ids(f) <= dict_ids]
@@ -92,7 +93,9 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     t = t.rename_columns([cid for _, cid in columns])
     keep = set(out_ids) | {c for f in mixed for c in column_ids(f)}
-    t = _decode_dictionaries(t, [cid for cid in dict_ids if cid in keep], provider, names)
+    decode = [cid for cid in dict_ids if cid in keep
+              and (names[cid] not in encoded or any(cid in column_ids(f) for f in mixed))]
+    t = _decode_dictionaries(t, decode, provider, names)
     if mixed:
         t = filter_table(t, Compiler()(and_(mixed)))
     return t.select(list(out_ids))

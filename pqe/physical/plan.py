@@ -89,6 +89,7 @@ class ScanExec(PhysicalPlan):
     total_units: int = 0
     kept_units: int = 0
     dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
+    encoded: tuple[str, ...] = ()  # of those, the ones returned still dictionary-encoded
 
     def describe(self, names):
         cols = ", ".join(c for c, _ in self.columns)
@@ -97,7 +98,8 @@ class ScanExec(PhysicalPlan):
         if self.filters:
             out += " filters=[" + ", ".join(_expr(f) for f in self.filters) + "]"
         if self.dict_columns:
-            out += " dictionary=[" + ", ".join(self.dict_columns) + "]"
+            out += " dictionary=[" + ", ".join(
+                c + (" (encoded)" if c in self.encoded else "") for c in self.dict_columns) + "]"
         unit = "row_groups" if self.provider.kind == "parquet" else "files"
         out += f" {unit}={self.kept_units}/{self.total_units}"
         return out

@@ -15,7 +15,7 @@ Decisions made here, each visible in EXPLAIN:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -269,6 +269,7 @@ class PhysicalPlanner:
         projected = ProjectExec(fields, child.n, _project_dist(child.dist, exprs, fields),
                                 child, exprs, None)
         group = tuple(group_ids)
+        projected = _encoded_group_keys(projected, group)
         aggs = tuple(specs)
         schema = node.schema
         if projected.n == 1:
@@ -405,6 +406,41 @@ def _state_columns(group, aggs) -> list[str]:
     from ..kernels.aggregate import state_names
 
     return list(group) + [c for s in aggs for c in state_names(s)]
+
+
+def _encoded_group_keys(plan: PhysicalPlan, group: tuple[str, ...]) -> PhysicalPlan:
+    """When group keys come straight from dictionary columns of a scan below a chain of
+    per-partition projections (one fused task), have the scan return those columns still
+    encoded: the aggregate groups by dictionary indices instead of strings. A column is left
+    encoded only if nothing else in the chain reads it. The chain is copied (its nodes may be
+    shared with other consumers, which need text)."""
+    chain: list[ProjectExec] = []
+    node = plan
+    while isinstance(node, ProjectExec):
+        chain.append(node)
+        node = node.input
+    if not isinstance(node, ScanExec) or not node.dict_columns:
+        return plan
+    wanted = set(group)
+    for p in chain:  # follow the keys down through pass-through columns
+        sources, others = set(), []
+        for e, f in zip(p.exprs, p.schema, strict=True):
+            if f.id in wanted and isinstance(e, ColumnRef):
+                sources.add(e.id)
+            else:
+                others.append(e)
+        if p.predicate is not None:
+            others.append(p.predicate)
+        wanted = sources - column_ids_all(others)
+    names = {cid: name for name, cid in node.columns}
+    wanted -= column_ids_all(node.filters)
+    encoded = tuple(names[c] for c in sorted(wanted) if c in names and names[c] in node.dict_columns)
+    if not encoded:
+        return plan
+    out: PhysicalPlan = replace(node, encoded=encoded)
+    for p in reversed(chain):
+        out = replace(p, input=out)
+    return out
 
 
 def _scan_key(node: L.Scan) -> tuple:
