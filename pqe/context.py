@@ -41,7 +41,8 @@ class Context:
 
     def _planner_config(self) -> PlannerConfig:
         if self._partitions is not None:
-            return PlannerConfig(target_partitions=self._partitions, min_partition_rows=1)
+            return PlannerConfig(target_partitions=self._partitions, min_partition_rows=1,
+                                 max_partition_rows=1 << 62)
         return PlannerConfig(target_partitions=2 * self._executor.parallelism)
 
     # ---- registration --------------------------------------------------------------------

@@ -217,3 +217,25 @@ def test_memory_estimate_of_a_nested_loop_join_counts_its_output():
     ctx.register_arrow("a", pa.table({"k": pa.array(range(20000), pa.int64())}))
     phys = ctx.sql("SELECT count(*) FROM a x, a y WHERE x.k < y.k").physical_plan()
     assert estimated_memory(phys) > 20000 * 20000 * 16 * 0.1
+
+
+def test_partitions_grow_with_the_data():
+    from pqe.physical.planner import PhysicalPlanner, PlannerConfig
+
+    p = PhysicalPlanner(PlannerConfig(target_partitions=4))
+    assert p._partition_count(6_000_000, 53) == 4           # SF1 lineitem: the cores decide
+    assert p._partition_count(60_000_000, 524) == 15        # SF10: at most 4M rows each
+    assert p._partition_count(60_000_000, 8) == 8           # never more than row groups
+    assert p._partition_count(100_000, 10) == 1             # small data: one partition
+
+
+def test_dask_sizes_a_table_slice_by_its_rows():
+    """Hash splits return slices; each must not count as its whole parent (spurious spills)."""
+    import numpy as np
+    from dask.sizeof import sizeof
+
+    import pqe.execution.ops  # noqa: F401  (registers the size function)
+
+    t = pa.table({"a": np.arange(1_000_000)})
+    pieces = [t.slice(i * 62_500, 62_500) for i in range(16)]
+    assert sizeof(pieces) < 1.2 * sizeof(t)

@@ -36,6 +36,7 @@ from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, Exch
 class PlannerConfig:
     target_partitions: int = 2
     min_partition_rows: int = 250_000
+    max_partition_rows: int = 4_000_000
     shuffle_cost: float = 0.5  # per row, relative to inserting a row into a hash table
     probe_cost: float = 0.3  # probing a hash table with a row, relative to inserting one
     # build_left only when the preserved side is surely small (its estimate is often a scan
@@ -67,10 +68,14 @@ class PhysicalPlanner:
     # ---- sources -----------------------------------------------------------------------------
 
     def _partition_count(self, rows: int, units: int) -> int:
+        """Enough partitions for the cores (target_partitions), more when they would exceed
+        max_partition_rows (memory per task stays bounded as data grows), never more than
+        units (row groups) nor partitions under min_partition_rows."""
         if units <= 1:
             return 1
         by_size = max(1, math.ceil(rows / max(1, self.cfg.min_partition_rows)))
-        return max(1, min(units, self.cfg.target_partitions, by_size))
+        wanted = max(self.cfg.target_partitions, math.ceil(rows / self.cfg.max_partition_rows))
+        return max(1, min(units, wanted, by_size))
 
     def _scan(self, node: L.Scan) -> PhysicalPlan:
         # the same table read with the same columns and filters under other aliases (Q21's l1
