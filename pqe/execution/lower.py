@@ -152,7 +152,7 @@ class Lowering:
 
     def _projectexec(self, node: P.ProjectExec):
         op = O.FilterProject(predicate=node.predicate, exprs=node.exprs,
-                             out_ids=tuple(f.id for f in node.schema))
+                             out_ids=tuple(f.id for f in node.schema), unscaled_ids=())
         return [p.then(op) for p in self.lower(node.input)]
 
     def _broadcast_key(self, node: P.PhysicalPlan):
@@ -201,7 +201,10 @@ class Lowering:
 
     def _aggregateexec(self, node: P.AggregateExec):
         op = O.Aggregate(mode=node.mode, group=node.group, aggs=node.aggs)
-        return [p.then(op) for p in self.lower(node.input)]
+        parts = self.lower(node.input)
+        if node.mode in ("partial", "single"):
+            parts = _unscaled_sum_inputs(parts, node)
+        return [p.then(op) for p in parts]
 
     def _exchangeexec(self, node: P.ExchangeExec):
         parts = self.lower(node.input)
@@ -242,6 +245,29 @@ class Lowering:
 
     def _singlerowexec(self, node: P.SingleRowExec):
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]
+
+
+def _unscaled_sum_inputs(parts: list[Pending], node: P.AggregateExec) -> list[Pending]:
+    """A projection fused right below an aggregate hands the decimal columns that are only
+    summed or averaged over as unscaled int64: the int64 decimal path computed them so, and
+    the aggregate sums int64 (this skips converting each to decimal128 and back)."""
+    from ..kernels import decimals
+
+    # any decimal type: the int64 path computes checked int64 values of the type's scale
+    summed = {s.arg for s in node.aggs if s.fn in ("sum", "avg") and s.arg is not None
+              and decimals.T.is_decimal(s.arg_dtype)}
+    other = {s.arg for s in node.aggs if s.fn not in ("sum", "avg")} | set(node.group)
+    ids = tuple(sorted(summed - other))
+    if not ids or not parts or not all(p.ops and isinstance(p.ops[-1], O.FilterProject)
+                                       for p in parts):
+        return parts
+    first = parts[0].ops[-1]
+    if any(p.ops[-1] is not first for p in parts):
+        return parts
+    op = O.FilterProject(predicate=first.predicate, exprs=first.exprs, out_ids=first.out_ids,
+                         unscaled_ids=ids)
+    op.node, op.counts_rows = first.node, first.counts_rows
+    return [Pending(p.ops[:-1] + (op,), p.inputs) for p in parts]
 
 
 def lower(plan: P.PhysicalPlan, token: O.CancelToken | None = None) -> tuple[dict, list]:

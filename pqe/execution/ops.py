@@ -144,7 +144,7 @@ class FilterProject(Op):
     (kernels.decimals), falling back to decimal128 kernels if a checked kernel overflows."""
 
     label = "project"
-    _fields = ("predicate", "exprs", "out_ids")
+    _fields = ("predicate", "exprs", "out_ids", "unscaled_ids")
 
     def _compile(self):
         compiled = getattr(self, "_compiled", None)
@@ -153,7 +153,7 @@ class FilterProject(Op):
             c = Compiler()
             pred = c(self.predicate) if self.predicate is not None else None
             compiled = (pred, [c(e) for e in self.exprs])
-            self._fast = _compile_fast(self.predicate, self.exprs)
+            self._fast = _compile_fast(self.predicate, self.exprs, self.out_ids, self.unscaled_ids)
             self._compiled = compiled
         return compiled
 
@@ -180,8 +180,9 @@ class FilterProject(Op):
         return project(data, exprs, list(self.out_ids), pred)
 
 
-def _compile_fast(predicate, exprs):
-    """The int64-decimal version of a FilterProject, or None when it does not apply."""
+def _compile_fast(predicate, exprs, out_ids=(), unscaled_ids=()):
+    """The int64-decimal version of a FilterProject, or None when it does not apply. Outputs
+    in `unscaled_ids` stay unscaled int64 (the aggregate fused above sums them as such)."""
     every = list(exprs) + ([predicate] if predicate is not None else [])
     if not decimals.applicable(every):
         return None
@@ -192,7 +193,9 @@ def _compile_fast(predicate, exprs):
         pred = c(predicate) if predicate is not None else None
         compiled, out_types = [], {}
         for i, e in enumerate(exprs):
-            if isinstance(e, ColumnRef) or not decimals.involves_decimals(e):
+            if out_ids and out_ids[i] in unscaled_ids and decimals.T.is_decimal(e.dtype):
+                compiled.append(c(e))  # handed on as int64
+            elif isinstance(e, ColumnRef) or not decimals.involves_decimals(e):
                 compiled.append(plain(e))  # passes through as it is
             else:
                 compiled.append(c(e))

@@ -92,22 +92,40 @@ def _agg_entry(col, kernel: str, out: str, grouped: bool):
     return (target, name, _options(kernel), out)
 
 
-def _int64_sum_columns(table: pa.Table, specs) -> dict[str, pa.ChunkedArray]:
-    """Decimal columns (precision <= 18) whose sums can run on unscaled int64 without
-    overflow in this partition: rows x max|value| stays below 2^63."""
+def _unscaled_inputs(table: pa.Table, specs) -> tuple[pa.Table, dict[str, pa.ChunkedArray]]:
+    """Unscaled int64 versions of decimal arguments, by name, for sums (and counts, min, max
+    of the same argument) that cannot overflow int64 here (rows x max|value| < 2^63).
+
+    Arguments may arrive as unscaled int64 already (a fused projection computed them so);
+    where the int64 form cannot serve every aggregate of the argument, the table gets the
+    decimal128 column back."""
     out = {}
     n = table.num_rows
-    for s in specs:
-        if s.fn not in ("sum", "avg") or s.arg in out or not decimals.fits_int64(s.arg_dtype):
-            continue
-        ints = decimals.to_unscaled(table.column(s.arg))
-        bound = pc.max(pc.abs(ints)).as_py() if n else 0
-        if bound is None or bound * n < 2**63:
-            out[s.arg] = ints
-    return out
+    args = {s.arg: s.arg_dtype for s in specs if s.arg is not None and T.is_decimal(s.arg_dtype)}
+    for arg, dtype in args.items():
+        col = table.column(arg)
+        given = pa.types.is_integer(col.type)
+        fns = {s.fn for s in specs if s.arg == arg}
+        ints = None
+        if given:
+            ints = col
+        elif fns & {"sum", "avg"} and decimals.fits_int64(dtype):
+            ints = decimals.to_unscaled(col)
+        if ints is not None:
+            bound = pc.max(pc.abs(ints)).as_py() if n else 0
+            if bound is None or bound * n < 2**63:
+                out[arg] = ints
+        if given and (arg not in out or fns - _UNSCALED_OK):
+            i = table.schema.get_field_index(arg)
+            table = table.set_column(i, arg, decimals.from_unscaled(col, dtype))
+    return table, out
 
 
-def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table | None:
+_UNSCALED_OK = {"sum", "avg", "count", "min", "max"}
+
+
+def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
+                     unscaled: dict | None = None) -> pa.Table | None:
     """Partial states by reducing runs of equal keys with numpy, when the partition is sorted
     on its single integer or date group key (data clustered by the key, like lineitem by
     l_orderkey): ~15x cheaper than hashing. None when this does not apply."""
@@ -137,7 +155,9 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table
     def values(s):
         if s.arg not in cache:
             col = table.column(s.arg)
-            if T.is_decimal(s.arg_dtype):
+            if unscaled and s.arg in unscaled:
+                col = unscaled[s.arg]
+            elif T.is_decimal(s.arg_dtype):
                 col = decimals.to_unscaled(col)
             col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
             valid = (np.ones(n, bool) if not col.null_count
@@ -197,18 +217,23 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table
 
 def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     """Per-partition states: group keys then state columns."""
-    fast = _sorted_segments(table, group, specs)
-    if fast is not None:
-        return fast
+    table, fast = _unscaled_inputs(table, specs)
+    sorted_states = _sorted_segments(table, group, specs, fast)
+    if sorted_states is not None:
+        return sorted_states
     grouped = bool(group)
     prep = {}
     entries = []
-    fast = _int64_sum_columns(table, specs)
     as_decimal: dict[str, pa.DataType] = {}
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
-            if kernel == "sum" and s.arg in fast and s.fn in ("sum", "avg"):
+            if s.arg in fast and s.fn in ("count", "min", "max"):  # on the unscaled int64
+                col = f"{s.arg}.i64"
+                prep.setdefault(col, fast[s.arg])
+                if kernel in ("min", "max"):
+                    as_decimal[name] = s.arg_dtype
+            elif kernel == "sum" and s.arg in fast and s.fn in ("sum", "avg"):
                 icol = f"{s.arg}.i64"
                 prep.setdefault(icol, fast[s.arg])
                 entries.append(_agg_entry(icol, "sum", name, grouped))

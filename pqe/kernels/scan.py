@@ -63,6 +63,10 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     # slow) and on the rows the dictionary filters kept; the others run inside the scanner
     decimal_filters = [f for f in rest if decimals.int64_filter(f, names) is not None]
     plain_filters = tuple(f for f in rest if f not in decimal_filters)
+    combined_decimal = decimals.int64_filter(and_(decimal_filters), names) if decimal_filters else None
+    if combined_decimal is None:  # each alone compiles; together they must run in the scanner
+        plain_filters += tuple(decimal_filters)
+        decimal_filters = []
     expr = pruning_expression(provider, plain_filters, names)
     read_cols = [name for name, _ in columns]
     schema = provider.dataset.schema
@@ -84,8 +88,8 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
             raise ExecutionError(f"reading {frag.path}{where}: {str(e).splitlines()[0]}") from e
         if dict_filters:
             t = _filter_by_dictionary(t, dict_filters, names)
-        for f in decimal_filters:
-            t = decimals.filter_int64(t, decimals.int64_filter(f, names))
+        if decimal_filters:  # one pass for all of them
+            t = decimals.filter_int64(t, combined_decimal)
         tables.append(t)
     if not tables:
         empty = pa.schema([pa.field(cid, provider.schema.field(name).type) for name, cid in columns])
