@@ -1,0 +1,99 @@
+"""Long differential fuzzing run of pqe against DuckDB (diff, partition, TLP, NoREC oracles).
+
+    python -m benchmarks.fuzz --queries 10000 --seed 1
+    python -m benchmarks.fuzz --queries 10000 --seed 1 --log fuzz.jsonl --report fuzz.md
+    python -m benchmarks.fuzz --seed 1 --case 1234          # replay (and shrink) one case
+    python -m benchmarks.fuzz --queries 5000 --disable cast_double_int,full_join
+
+Prints queries tried, checks and mismatches per oracle, pqe errors by class, the distinct
+findings (each shrunk to a minimal reproduction) and the top unsupported constructs. The log
+(JSON lines) holds every failing case, every finding with its reproduction, and the summary;
+the report (Markdown) holds the summary and the reproductions. `--disable` takes generator
+feature names (see `pqe.testing.fuzz_gen`) to steer around a known bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from pqe.testing.fuzz import Fuzzer
+from pqe.testing.fuzz_oracles import run_case
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=int, default=1000, help="test cases to generate")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--start", type=int, default=0, help="index of the first case")
+    ap.add_argument("--log", default=None,
+                    help="JSON-lines log (default: <tmpdir>/pqe-fuzz-seed<S>.jsonl; '' for none)")
+    ap.add_argument("--report", default=None,
+                    help="Markdown report of the findings (default: <log>.md)")
+    ap.add_argument("--partitions", default="1,3", help="pqe partition counts to compare")
+    ap.add_argument("--disable", default="", help="comma-separated generator features to skip")
+    ap.add_argument("--no-reduce", action="store_true", help="do not shrink failures")
+    ap.add_argument("--reduce-budget", type=float, default=45.0, help="seconds per reduction")
+    ap.add_argument("--max-reductions", type=int, default=150)
+    ap.add_argument("--queries-per-db", type=int, default=20)
+    ap.add_argument("--timeout", type=float, default=20.0, help="seconds per pqe query")
+    ap.add_argument("--threads", type=int, default=2, help="pqe scheduler threads")
+    ap.add_argument("--progress", type=int, default=500, help="status line every N queries")
+    ap.add_argument("--case", type=int, default=None, help="replay one case, shrink, print")
+    args = ap.parse_args(argv)
+
+    if args.log is None:
+        args.log = os.path.join(tempfile.gettempdir(), f"pqe-fuzz-seed{args.seed}.jsonl")
+    partitions = tuple(int(p) for p in args.partitions.split(",") if p)
+    disabled = tuple(f for f in args.disable.split(",") if f)
+    fz = Fuzzer(seed=args.seed, partitions=partitions, disabled=disabled,
+                queries_per_db=args.queries_per_db, reduce=not args.no_reduce,
+                reduce_budget_s=args.reduce_budget, max_reductions=args.max_reductions,
+                timeout=args.timeout, threads=args.threads, log=args.log or None,
+                progress=args.progress)
+    if args.case is not None:
+        return replay(fz, args.case)
+
+    t0 = time.monotonic()
+    rep = fz.run(args.queries, start=args.start)
+    print(rep.summary(top=20))
+    report = args.report or (f"{args.log}.md" if args.log else None)
+    if report:
+        with open(report, "w") as f:
+            f.write(rep.findings_markdown())
+        print(f"findings: {report}" + (f"; log: {args.log}" if args.log else ""))
+    print(f"total time {time.monotonic() - t0:.0f} s")
+    return 1 if rep.findings else 0
+
+
+def replay(fz: Fuzzer, i: int) -> int:
+    fz._load(i)
+    case = fz.case(i, fz.db)
+    res = run_case(fz.eng, case)
+    print(f"case {i} ({case.oracle}{' ' + case.variant if case.variant else ''}), "
+          f"features: {', '.join(case.features)}")
+    for role, sql in res.queries:
+        print(f"-- {role}\n{sql}")
+    if res.discarded:
+        print(f"discarded: {res.discarded}")
+        return 0
+    if not res.failures:
+        print("no failure")
+        return 0
+    from pqe.testing.fuzz import FuzzReport
+
+    rep = FuzzReport(fz.seed)
+    rep.failures.append((i, res))
+    fz._triage(rep, i, case, res)
+    for f in rep.findings:
+        print(f.repro)
+    fz.eng.close()
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
