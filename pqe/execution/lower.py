@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import operator
+
+import pyarrow as pa
 from dataclasses import dataclass
 
 from ..errors import InternalError
@@ -165,6 +167,8 @@ class Lowering:
         out = tuple(f.id for f in node.schema)
         if node.mode == "broadcast" or node.right.n == 1:
             build = self._broadcast_key(node.right)
+            if _dense_candidate(node):
+                build = self._dense_build(build, node.right_keys[0])
             builds = [build] * len(left)
         else:
             builds = self.materialize(self.lower(node.right), "build")
@@ -175,6 +179,16 @@ class Lowering:
                             null_aware=node.null_aware)
             parts.append(Pending(p.ops + (op,), p.inputs + (b,)))
         return parts
+
+    def _dense_build(self, build_key, key: str):
+        """A task turning the broadcast table into a perfect-hash index once, for every probe
+        partition (kernels.dense_join; it returns the table itself when the key does not
+        qualify, and the probes then hash-join)."""
+        from ..kernels import dense_join
+
+        name = "dense-build-" + hashlib.sha1(repr((build_key, key)).encode()).hexdigest()[:16]
+        self.graph[(name, 0)] = (dense_join.build, build_key, key)
+        return (name, 0)
 
     def _build_left_semi(self, node: P.HashJoinExec):
         """Small left side, big right side: hash the left once per right partition, stream the
@@ -245,6 +259,16 @@ class Lowering:
 
     def _singlerowexec(self, node: P.SingleRowExec):
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]
+
+
+def _dense_candidate(node: P.HashJoinExec) -> bool:
+    """One integer key pair, a kind the dense probe does (the build side is the right)."""
+    if node.null_aware or node.kind not in ("inner", "left", "semi", "anti") \
+            or len(node.left_keys) != 1:
+        return False
+    types = {f.id: f.dtype for f in node.left.schema + node.right.schema}
+    return all(k in types and pa.types.is_integer(types[k])
+               for k in (node.left_keys[0], node.right_keys[0]))
 
 
 def _unscaled_sum_inputs(parts: list[Pending], node: P.AggregateExec) -> list[Pending]:

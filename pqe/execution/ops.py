@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..errors import Error, ExecutionError, InternalError, QueryCancelled
 from ..kernels import aggregate as agg
-from ..kernels import decimals
+from ..kernels import decimals, dense_join
 from ..kernels import join as joins
 from ..kernels import relational as rel
 from ..kernels import scan
@@ -34,6 +34,7 @@ def _register_table_sizeof() -> None:
     sizeof(pa.table({}))  # let dask register its pyarrow sizes first, then replace them
     sizeof.register(pa.Table)(lambda t: int(t.nbytes) + 1000)
     sizeof.register(pa.ChunkedArray)(lambda c: int(c.nbytes) + 1000)
+    sizeof.register(dense_join.DenseIndex)(lambda d: int(d.nbytes) + 1000)
 
 
 _register_table_sizeof()
@@ -216,7 +217,14 @@ class HashJoin(Op):
         residual = getattr(self, "_residual", None)
         if residual is None and self.filter is not None:
             residual = self._residual = Compiler()(self.filter)
-        return joins.hash_join(data, inputs[self.build], self.kind, self.left_keys,
+        build = inputs[self.build]
+        if isinstance(build, dense_join.DenseIndex):
+            out = dense_join.probe(data, build, self.kind, self.left_keys[0], residual,
+                                   self.out_ids)
+            if out is not None:
+                return out
+            build = build.table
+        return joins.hash_join(data, build, self.kind, self.left_keys,
                                self.right_keys, residual, self.out_ids, self.null_aware)
 
 
