@@ -88,7 +88,8 @@ def _filter(node: Filter) -> LogicalPlan:
     plain = [c for c in conjuncts(node.predicate) if not has_subquery(c)]
     if len(plain) == len(conjuncts(node.predicate)):
         return node
-    plan = Filter(node.input, and_(plain)) if plain else node.input
+    first = and_(plain)  # None when empty or all TRUE
+    plan = Filter(node.input, first) if first is not None else node.input
     keep: list[Expr] = []
     done: dict[SubqueryExpr, Expr] = {}
     width = len(plan.schema)

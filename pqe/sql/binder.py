@@ -788,13 +788,14 @@ class Binder:
             left = items[-1]
             if cond is not None and len(items) > 1 and \
                     not column_ids(cond) <= set(left.column_ids) | set(right.column_ids):
-                # ON reads an earlier comma item (PostgreSQL rejects this). For inner and left
-                # joins, joining left-deep gives what a per-row (lateral) reading gives; for
-                # right and full joins the two differ, so refuse rather than guess
+                # ON reads an earlier comma item (PostgreSQL rejects this; DuckDB reads it per
+                # row, like LATERAL). For inner and left joins, joining left-deep gives that
+                # answer; for right and full joins it does not, and pqe has no lateral join
                 if jkind in ("right", "full"):
-                    raise BindError(f"the ON condition of a {jkind.upper()} JOIN refers to a "
-                                    f"table listed before it with a comma; use JOIN ... ON "
-                                    f"instead of the comma")
+                    raise UnsupportedError(
+                        f"the ON condition of a {jkind.upper()} JOIN refers to a table listed "
+                        f"before it with a comma (a lateral reference); write JOIN ... ON "
+                        f"instead of the comma")
                 left = _cross_all(items)
                 items = [left]
             items[-1] = B.join(left, right, jkind, (), cond)
@@ -1362,11 +1363,26 @@ def _frame(spec: exp.WindowSpec) -> Frame:
                                   else "unbounded_following")
             if up in ("CURRENT ROW", "CURRENT"):
                 return FrameBound("current")
+        kind = (side or "preceding").lower()
         if isinstance(value, exp.Literal) and not value.is_string:
             n = decimal.Decimal(value.this)
             if n < 0:
                 raise BindError("window frame offsets must not be negative")
-            return FrameBound((side or "preceding").lower(), int(n) if n == int(n) else n)
+            return FrameBound(kind, int(n) if n == int(n) else n)
+        if isinstance(value, exp.Interval) and isinstance(value.this, exp.Literal):
+            # RANGE over a DATE or TIMESTAMP key: the offset is a datetime.timedelta
+            if mode != "range":
+                raise BindError(f"{mode.upper()} frame offsets must be integers, not intervals")
+            unit = value.args.get("unit")
+            iv = _interval_literal(value.this.name, unit.name if unit is not None else None).value
+            if iv.months:
+                raise UnsupportedError("RANGE frame offsets in months or years are not supported")
+            if iv.nanoseconds % 1000:
+                raise UnsupportedError("RANGE frame offsets finer than a microsecond are not supported")
+            offset = datetime.timedelta(days=iv.days, microseconds=iv.nanoseconds // 1000)
+            if offset < datetime.timedelta(0):
+                raise BindError("window frame offsets must not be negative")
+            return FrameBound(kind, offset)
         raise UnsupportedError(f"window frame bound {text} is not supported")
 
     start = bound(spec.args.get("start"), spec.args.get("start_side"))
