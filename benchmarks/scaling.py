@@ -18,11 +18,11 @@ Writes benchmarks/SCALING.md and benchmarks/results-scaling.json (unless --no-wr
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
 import sys
-from pathlib import Path
 
 from . import report
 from .tpch import ALL_QUERIES, REPO, Results, parse_args, run
@@ -87,8 +87,8 @@ def markdown(data: dict, command: str) -> str:
              f"- Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, "
              f"{m.get('ram_bytes', 0) / 2**30:.1f} GiB RAM, {m.get('os', '')}",
              "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items())),
-             "- Each cell is the median of the timed runs after a warm-up, answers checked "
-             "against DuckDB (benchmarks.tpch). Load average before each configuration: " +
+             ("- Each cell is the median of the timed runs after a warm-up, answers checked "
+              "against DuckDB (benchmarks.tpch). Load average before each configuration: ") +
              ", ".join(f"SF{r['sf']:g}/{r['threads']}t {r['load_before']:.1f}" for r in runs
                        if r["load_before"] is not None), ""]
     lines += [f"## Totals (sum of the {len(queries)} query medians, seconds)", "",
@@ -104,13 +104,13 @@ def markdown(data: dict, command: str) -> str:
             lines.append(f"| {sf:g} | {t} | {_fmt(p)} | {_fmt(d)} | "
                          f"{_fmt(p / d if p and d else None, 2)} | {ok}/{len(queries)} |")
     lines += ["", "## Growth with the data (pqe)", "",
-              "Time at a scale factor over time at the previous one; the data grows by the "
-              "ratio of the scale factors.", "",
-              "| threads | from → to | data × | total time × | geomean of per-query × | "
-              "queries growing faster than the data |",
+              ("Time at a scale factor over time at the previous one; the data grows by the "
+               "ratio of the scale factors."), "",
+              ("| threads | from → to | data × | total time × | geomean of per-query × | "
+               "queries growing faster than the data |"),
               "| ---: | --- | ---: | ---: | ---: | --- |"]
     for t in threads:
-        for a, b in zip(sfs, sfs[1:], strict=False):
+        for a, b in itertools.pairwise(sfs):
             ra, rb = by.get((a, t)), by.get((b, t))
             if ra is None or rb is None:
                 continue
