@@ -36,6 +36,12 @@ QUERIES = [
     "select s, x, row_number() over (order by x desc nulls last, s) rn from t",
     "select * from (select g, s, row_number() over (partition by g order by s desc) rn from t) q where rn <= 2",
     "select g, count(*) filter (where x > 15) over (partition by g) c from t",
+    # RANGE offsets over a key with a NULL, ascending and descending, decimal keys
+    "select g, o, count(*) over (partition by g order by o desc range between 1 preceding and 2 following) c, "
+    "sum(x) over (order by o range between 2 preceding and 1 preceding) s, "
+    "min(s) over (order by o nulls first range between current row and 3 following) m from t",
+    "select s, d, count(*) over (order by d desc nulls last range between 2.5 preceding and current row) c, "
+    "sum(d) over (partition by g order by d range between 1 following and 1.5 following) sd from t",
 ]
 
 

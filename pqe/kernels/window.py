@@ -14,7 +14,10 @@ arithmetic on whole arrays:
 
 from __future__ import annotations
 
+import datetime
 import decimal
+import fractions
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,7 +142,8 @@ def _sparse_min(ranks: np.ndarray, fs: np.ndarray, fe: np.ndarray, fn) -> np.nda
 # ---- frames --------------------------------------------------------------------------------
 
 
-def _frame(spec: WindowSpec, idx, seg_start, seg_end, peer_start, peer_end, order_col):
+def _frame(spec: WindowSpec, idx, c):
+    seg_start, seg_end = c["seg_start"], c["seg_end"]
     if not spec.has_order and spec.mode == "range":
         return seg_start, seg_end  # no ORDER BY: the whole partition
 
@@ -151,40 +155,137 @@ def _frame(spec: WindowSpec, idx, seg_start, seg_end, peer_start, peer_end, orde
         if b.kind == "current":
             if spec.mode == "rows":
                 return idx if is_start else idx + 1
-            return peer_start if is_start else peer_end
+            return c["peer_start"] if is_start else c["peer_end"]
         if spec.mode == "rows":
             off = int(b.offset)
             pos = idx - off if b.kind == "preceding" else idx + off
             pos = pos if is_start else pos + 1
             return np.clip(pos, seg_start, seg_end)
-        return _range_offset(b, is_start, order_col, seg_start, seg_end)
+        return _range_offset(b, is_start, c["order_key"], c["seg_flags"], c["peer_start"],
+                             c["peer_end"])
 
     fs, fe = bound(spec.start, True), bound(spec.end, False)
     return fs, np.maximum(fe, fs)  # empty frames have end == start
 
 
-def _range_offset(b: Bound, is_start, order_col, seg_start, seg_end):
-    """RANGE n PRECEDING/FOLLOWING over a numeric or date ORDER BY key, segment by segment."""
-    if order_col is None:
+def _range_offset(b: Bound, is_start: bool, order_key, seg_flags, peer_start, peer_end):
+    """Where a RANGE `offset PRECEDING/FOLLOWING` bound falls, for every row at once.
+
+    Rows are sorted by (partition, key). PRECEDING reaches back to key - offset (key + offset
+    under DESC), FOLLOWING on to key + offset (key - offset), computed exactly (see
+    `_range_targets`). Keys and targets become integer ranks among the distinct keys, counted
+    in the window's direction; a bound is the first row of the row's partition whose rank
+    reaches the target's (a start) or passes it (an end): one searchsorted over the sorted
+    composite key segment * M + code, where the code places NULL and NaN keys where the sort
+    put them (next to each other, at the start or the end). A NULL key is in range only of
+    NULL keys (PostgreSQL, DuckDB), and a NaN key of NaN keys: their bounds are those of their
+    peer group."""
+    if order_key is None:
         raise UnsupportedError("RANGE with an offset needs exactly one ORDER BY key")
-    t = order_col.type
-    if not (T.is_numeric(t) or pa.types.is_date(t)) or order_col.null_count:
-        raise UnsupportedError("RANGE with an offset needs a numeric or date ORDER BY key without NULLs")
-    vals = pc.cast(order_col, pa.float64() if not pa.types.is_date(t) else pa.int32()).to_numpy(
-        zero_copy_only=False).astype(np.float64)
-    off = float(b.offset)
-    target = vals - off if b.kind == "preceding" else vals + off
-    out = np.empty(len(vals), dtype=np.int64)
-    starts = np.unique(seg_start)
-    for s in starts:  # one numpy search per window partition
-        e = seg_end[s]
-        seg = vals[s:e]
-        tgt = target[s:e]
-        if is_start:
-            out[s:e] = s + np.searchsorted(seg, tgt, side="left")
+    col, ascending, nulls_first = order_key
+    if len(col) == 0:
+        return np.zeros(0, dtype=np.int64)
+    backward = (b.kind == "preceding") == ascending  # toward smaller key values
+    # an integer-valued key needs a whole number of units: round the offset the way that
+    # keeps the same rows (key >= v - 1.5 is key >= v - 1 for integers)
+    round_down = (b.kind == "preceding") == is_start
+    values, targets, apart = _range_targets(col, b.offset, backward, round_down)
+    distinct = np.sort(values[~apart])  # (np.unique hashes first: several times slower)
+    if len(distinct):
+        distinct = distinct[np.append(True, distinct[1:] != distinct[:-1])]
+    count = len(distinct)
+    rank = np.searchsorted(distinct, values)
+    # the first row in range is the first whose rank is >= reach, ranks counted in the
+    # window's direction
+    if ascending:
+        reach = np.searchsorted(distinct, targets, side="left" if is_start else "right")
+    else:
+        rank = count - 1 - rank
+        reach = count - np.searchsorted(distinct, targets, side="right" if is_start else "left")
+    # codes: 0 NULL and 1 NaN (nulls first), 2.. the keys, then NaN and NULL (nulls last)
+    code = rank + 2
+    if apart.any():
+        is_null = pc.is_null(col).to_numpy(zero_copy_only=False)
+        code = np.where(apart, np.where(is_null, 0, 1) if nulls_first
+                        else np.where(is_null, count + 3, count + 2), code)
+    span = count + 4
+    segment = np.cumsum(seg_flags, dtype=np.int64) - 1
+    pos = np.searchsorted(segment * span + code, segment * span + reach + 2, side="left")
+    if apart.any():
+        pos = np.where(apart, peer_start if is_start else peer_end, pos)
+    return pos
+
+
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_INT64_DIGITS = 18  # every number of this many digits fits int64
+# offsets beyond any span of key values (decimal128 keys are below 10^38) all act alike
+_OFFSET_CAP = 10 ** 39
+_DAY_MICROS = 86_400 * 10**6
+_UNIT_MICROS = {"s": 10**6, "ms": 10**3, "us": 1, "ns": fractions.Fraction(1, 1000)}
+
+
+def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
+    """The ORDER BY key and key -/+ offset (`backward`: minus) as numpy arrays that compare
+    exactly as the values do, plus a mask of the keys that are NULL or NaN (their entries
+    mean nothing). A float key is shifted in float64, as SQL does (DuckDB, PostgreSQL: the
+    offset is a double). Any other key is a whole number of units (integers; unscaled
+    decimals; days for a DATE; the unit of a TIMESTAMP); the offset is rounded to whole units
+    (down if `round_down`, else up) and added in int64 when that cannot overflow, else in a
+    decimal wide enough, whose values are then replaced by their dense ranks (same order)."""
+    t = col.type
+    name = T.type_name(t)
+    interval = isinstance(offset, datetime.timedelta)  # the binder's INTERVAL offsets
+    if interval and T.is_numeric(t):
+        raise UnsupportedError(f"a RANGE offset over a {name} ORDER BY key must be a number, "
+                               "not an INTERVAL")
+    apart = pc.is_null(col).to_numpy(zero_copy_only=False)
+    if T.is_floating(t):
+        values = pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
+        shift = float(offset)
+        return values, values - shift if backward else values + shift, apart | np.isnan(values)
+    if T.is_integer(t) or T.is_decimal(t):
+        scale = t.scale if T.is_decimal(t) else 0
+        units = fractions.Fraction(decimal.Decimal(offset)) * 10 ** scale
+        values = col if T.is_decimal(t) else pc.cast(col, pa.int64())
+    elif pa.types.is_date(t):
+        if interval:
+            units = fractions.Fraction(offset // datetime.timedelta(microseconds=1), _DAY_MICROS)
+        elif decimal.Decimal(offset) == int(offset):
+            units = fractions.Fraction(int(offset))  # n PRECEDING over a DATE: n days
         else:
-            out[s:e] = s + np.searchsorted(seg, tgt, side="right")
-    return out
+            raise UnsupportedError("a RANGE offset over a DATE ORDER BY key must be a whole "
+                                   "number of days or an INTERVAL")
+        values = pc.cast(pc.cast(col, pa.int32()), pa.int64())
+    elif pa.types.is_timestamp(t):
+        if not interval:
+            raise UnsupportedError(f"a RANGE offset over a {name} ORDER BY key must be an INTERVAL")
+        micros = offset // datetime.timedelta(microseconds=1)
+        units = fractions.Fraction(micros) / _UNIT_MICROS[t.unit]
+        values = pc.cast(col, pa.int64())
+    else:
+        raise UnsupportedError("RANGE with an offset needs a numeric, DATE or TIMESTAMP "
+                               f"ORDER BY key, not {name}")
+    whole = min(math.floor(units) if round_down else math.ceil(units), _OFFSET_CAP)
+    ints = None
+    if T.is_decimal(values.type) and values.type.precision <= _INT64_DIGITS:
+        ints = _decimal_to_int(values)  # unscaled
+    elif pa.types.is_int64(values.type):
+        ints = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+    if ints is not None and (not len(ints) or (int(ints.min()) - whole >= _INT64_MIN
+                                               and int(ints.max()) + whole <= _INT64_MAX)):
+        return ints, ints - whole if backward else ints + whole, apart
+    # past int64: a decimal one digit wider than the operands holds the sum
+    scale = values.type.scale if T.is_decimal(values.type) else 0
+    digits = max(values.type.precision if T.is_decimal(values.type) else _INT64_DIGITS + 1,
+                 len(str(whole)))
+    wide = pa.decimal128 if digits + 1 <= T.MAX_DECIMAL_PRECISION else pa.decimal256
+    values = pc.cast(values, wide(digits, scale))
+    shift = pa.scalar(decimal.Decimal(whole).scaleb(-scale), wide(digits, scale))
+    targets = (pc.subtract if backward else pc.add)(values, shift)
+    both = pa.concat_arrays([pc.cast(values, targets.type), targets])
+    ranks = pc.rank(both, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense")
+    ranks = ranks.to_numpy(zero_copy_only=False).astype(np.int64)
+    return ranks[:len(col)], ranks[len(col):], apart
 
 
 # ---- evaluation ------------------------------------------------------------------------------
@@ -210,14 +311,14 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
         peer_flags |= _changed(table.column(k))
     seg_start, seg_end = _starts(seg_flags), _ends(seg_flags)
     peer_start, peer_end = _starts(peer_flags), _ends(peer_flags)
-    order_col = None
+    order_key = None  # (column, ascending, nulls first) for RANGE offsets: one key only
     if len(order) == 1:
-        col = table.column(order[0][0])
-        order_col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        if not order[0][1]:  # DESC: offsets count the other way
-            order_col = None if not T.is_numeric(col.type) else pc.negate(pc.cast(order_col, pa.float64()))
+        k, asc, nulls_first = order[0]
+        col = table.column(k)
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        order_key = (col, asc, nulls_first)
     ctx = dict(idx=idx, seg_start=seg_start, seg_end=seg_end, peer_start=peer_start,
-               peer_end=peer_end, peer_flags=peer_flags, seg_flags=seg_flags, order_col=order_col)
+               peer_end=peer_end, peer_flags=peer_flags, seg_flags=seg_flags, order_key=order_key)
     for spec in specs:
         col = _evaluate(table, spec, ctx)
         if col.type != spec.dtype:
@@ -260,7 +361,7 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
         j = idx - offset if fn == "lag" else idx + offset
         valid = (j >= seg_start) & (j < seg_end)
         return _take_or(table.column(spec.args[0]), j, valid, default, spec.dtype)
-    fs, fe = _frame(spec, idx, seg_start, seg_end, c["peer_start"], c["peer_end"], c["order_col"])
+    fs, fe = _frame(spec, idx, c)
     nonempty = fe > fs
     if fn == "first_value":
         return _take_or(table.column(spec.args[0]), fs, nonempty, None, spec.dtype)
