@@ -28,6 +28,10 @@ TIMESTAMP = pa.timestamp("us")
 INTERVAL = pa.month_day_nano_interval()
 NULL = pa.null()
 
+# text that CAST(... AS BOOLEAN) reads as true or false (trimmed, any case), as PostgreSQL does
+TRUE_TEXT = ("true", "t", "1", "yes", "y", "on")
+FALSE_TEXT = ("false", "f", "0", "no", "n", "off")
+
 _INT_RANK = {pa.int8(): 1, pa.int16(): 2, pa.int32(): 3, pa.int64(): 4,
              pa.uint8(): 2, pa.uint16(): 3, pa.uint32(): 4, pa.uint64(): 5}
 _INT_DECIMAL_DIGITS = {pa.int8(): 3, pa.int16(): 5, pa.int32(): 10, pa.int64(): 19,

@@ -332,6 +332,109 @@ def test_int64_and_decimal128_kernels_agree_on_round_and_modulo(monkeypatch):
         assert fast.column(name).to_pylist() == general.column(name).to_pylist(), name
 
 
+# ---- 8. LPAD / RPAD with a multi-character fill --------------------------------------------
+
+
+def test_pad_repeats_the_whole_fill_string():
+    """Only the first character of the fill was used (lpad('ab', 5, 'xy') gave 'xxxab').
+    Lengths below the string's cut it; a negative length gives ''; a NULL fill gives NULL."""
+    r = run("select lpad('ab', 5, 'xy') a, rpad('ab', 5, 'xy') b, rpad('7', 3, '0') c, "
+            "lpad('hello', 2) d, rpad('hello', 2, 'x') e, lpad('héllo', 7, 'é') f, "
+            "lpad('ab', 0, 'x') g, lpad('ab', -1, 'x') h, lpad('ab', 2, '') i, "
+            "lpad('ab', 5, NULL) j, rpad('ab', 7, 'xyz') k")
+    assert r.to_pylist() == [{"a": "xyxab", "b": "abxyx", "c": "700", "d": "he", "e": "he",
+                              "f": "ééhéllo", "g": "", "h": "", "i": "ab", "j": None,
+                              "k": "abxyzxy"}]
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_pad_column_with_a_multi_character_fill(partitions):
+    t = pa.table({"s": pa.array(["ab", None, "abcdef", "", "é"])})
+    r = run("select lpad(s, 4, 'xyz') l, rpad(s, 4, 'xyz') r from t", partitions, t=t)
+    assert r.column("l").to_pylist() == ["xyab", None, "abcd", "xyzx", "xyzé"]
+    assert r.column("r").to_pylist() == ["abxy", None, "abcd", "xyzx", "éxyz"]
+
+
+def test_pad_with_an_empty_fill_fails_only_where_padding_is_needed():
+    """DuckDB: 'Insufficient padding in LPAD' (PostgreSQL returns the string unpadded)."""
+    t = pa.table({"s": pa.array(["abcd", None, "abcdef"])})
+    assert column("select lpad(s, 4, '') from t", t=t) == ["abcd", None, "abcd"]
+    assert "LPAD" in fails("select lpad(s, 5, '') from t", t=t)
+    assert "RPAD" in fails("select rpad('ab', 3, '')")
+
+
+# ---- 9. CONCAT skips NULLs, || propagates them ---------------------------------------------
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_concat_skips_nulls_but_the_operator_propagates_them(partitions):
+    t = pa.table({"s": pa.array(["a", None, None]), "i": pa.array([1, None, 0], pa.int64())})
+    r = run("select concat(s, '!', i) c, s || '!' || i p, concat(s, i) q from t", partitions, t=t)
+    assert r.column("c").to_pylist() == ["a!1", "!", "!0"]
+    assert r.column("p").to_pylist() == ["a!1", None, None]
+    assert r.column("q").to_pylist() == ["a1", "", "0"]
+    r = run("select 'a' || NULL p, concat('a', NULL, 'b') c, concat(NULL, NULL) e")
+    assert r.to_pylist() == [{"p": None, "c": "ab", "e": ""}]
+
+
+# ---- 10. IS [NOT] DISTINCT FROM a bare NULL ------------------------------------------------
+
+
+def test_is_distinct_from_untyped_nulls():
+    """NULL IS DISTINCT FROM NULL failed: no not_equal kernel for (null, null)."""
+    r = run("select NULL IS DISTINCT FROM NULL a, NULL IS NOT DISTINCT FROM NULL b, "
+            "1 IS DISTINCT FROM NULL c, NULL IS NOT DISTINCT FROM 1 d")
+    assert r.to_pylist() == [{"a": False, "b": True, "c": True, "d": False}]
+    t = pa.table({"x": pa.array([1, None], pa.int64())})
+    r = run("select x IS DISTINCT FROM NULL a, NULL IS NOT DISTINCT FROM x b, "
+            "n IS DISTINCT FROM NULL c from (select x, NULL as n from t) q", t=t)
+    assert r.to_pylist() == [{"a": True, "b": False, "c": False}, {"a": False, "b": True, "c": False}]
+
+
+# ---- 11. temporal values as text -------------------------------------------------------------
+
+
+def test_timestamp_as_text_drops_trailing_zero_fractions():
+    """Arrow wrote every digit of the unit ('2024-05-06 13:45:10.000000'); DuckDB writes
+    fractional seconds without trailing zeros, and none when they are zero."""
+    r = run("select cast(TIMESTAMP '2024-05-06 13:45:10' as varchar) a, "
+            "cast(TIMESTAMP '2024-05-06 13:45:10.5' as varchar) b, "
+            "cast(TIMESTAMP '2024-05-06 13:45:00' as varchar) c, "
+            "concat(TIMESTAMP '2024-05-06 13:45:10.25', '') d, "
+            "try_cast(TIMESTAMP '2024-05-06 13:45:10.120' as varchar) e")
+    assert r.to_pylist() == [{"a": "2024-05-06 13:45:10", "b": "2024-05-06 13:45:10.5",
+                              "c": "2024-05-06 13:45:00", "d": "2024-05-06 13:45:10.25",
+                              "e": "2024-05-06 13:45:10.12"}]
+
+
+def test_temporal_columns_as_text():
+    dt = datetime.datetime
+    t = pa.table({
+        "u": pa.array([dt(2024, 5, 6, 13, 45, 10), dt(2024, 5, 6, 13, 45, 10, 500000),
+                       dt(2024, 5, 6, 0, 0, 0, 120), None], pa.timestamp("us")),
+        "m": pa.array([dt(2024, 5, 6, 13, 45, 10), dt(2024, 5, 6, 13, 45, 10, 250000),
+                       dt(2024, 5, 6, 13, 45, 0), None], pa.timestamp("ms")),
+        "tm": pa.array([datetime.time(13, 45, 10), datetime.time(13, 45, 10, 250000),
+                        datetime.time(0, 0), None], pa.time64("us")),
+        "d": pa.array([datetime.date(2024, 1, 2), None, datetime.date(1999, 12, 31), None])})
+    r = run("select cast(u as varchar) u, cast(m as varchar) m, cast(tm as varchar) tm, "
+            "cast(d as varchar) d from t", t=t)
+    assert r.column("u").to_pylist() == ["2024-05-06 13:45:10", "2024-05-06 13:45:10.5",
+                                         "2024-05-06 00:00:00.00012", None]
+    assert r.column("m").to_pylist() == ["2024-05-06 13:45:10", "2024-05-06 13:45:10.25",
+                                         "2024-05-06 13:45:00", None]
+    assert r.column("tm").to_pylist() == ["13:45:10", "13:45:10.25", "00:00:00", None]
+    assert r.column("d").to_pylist() == ["2024-01-02", None, "1999-12-31", None]
+
+
+def test_text_literal_cast_to_boolean():
+    """CAST('true' AS BOOLEAN) failed: the binder folds literal casts and had no rule."""
+    r = run("select cast('true' as boolean) a, cast('f' as boolean) b, cast(' YES ' as boolean) c, "
+            "cast('0' as boolean) d, cast(false as integer) e, cast(1 as boolean) f")
+    assert r.to_pylist() == [{"a": True, "b": False, "c": True, "d": False, "e": 0, "f": True}]
+    assert "BOOLEAN" in fails("select cast('maybe' as boolean)")
+
+
 # ---- 12. RANGE frames with offsets -----------------------------------------------------------
 
 

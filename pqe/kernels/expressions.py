@@ -271,7 +271,7 @@ def _negate(c: Compiler, e: Call) -> E:
 
 # functions whose result is not simply NULL when every argument is NULL
 _NULL_AWARE = {"is_null", "is_not_null", "is_true", "is_false", "coalesce", "is_distinct_from",
-               "is_not_distinct_from", "concat"}
+               "is_not_distinct_from", "concat", "concat_skip_nulls"}
 
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
         "ge": "greater_equal"}
@@ -285,8 +285,13 @@ def _compare(c: Compiler, e: Call) -> E:
 def _distinct(c: Compiler, e: Call) -> E:
     a, b = e.args
     ca, cb = c(a), c(b)
-    differs = _call("coalesce", [_call("not_equal", [ca, cb]),
-                                 _call("xor", [_call("is_null", [ca]), _call("is_null", [cb])])])
+    if T.is_null(a.dtype) or T.is_null(b.dtype):
+        # a bare NULL (no kernel compares null-typed values): the other side differs from it
+        # exactly where it is not NULL; NULL IS DISTINCT FROM NULL is false
+        differs = _call("is_valid", [cb if T.is_null(a.dtype) else ca])
+    else:
+        differs = _call("coalesce", [_call("not_equal", [ca, cb]),
+                                     _call("xor", [_call("is_null", [ca]), _call("is_null", [cb])])])
     if e.fn == "is_not_distinct_from":
         return _call("invert", [differs])
     return differs
@@ -406,9 +411,12 @@ def _position(c, e):
 
 
 def _concat(c, e):
+    """`a || b` is NULL when an argument is; the CONCAT function skips NULL arguments
+    (PostgreSQL, DuckDB: concat('a', NULL, 'b') = 'ab', concat(NULL) = '')."""
     args = [c(a) for a in e.args]
-    return _call("binary_join_element_wise", args + [scalar("", T.TEXT)],
-                 pc.JoinOptions(null_handling="emit_null"))
+    nulls = pc.JoinOptions(null_handling="emit_null") if e.fn == "concat" else \
+        pc.JoinOptions(null_handling="replace", null_replacement="")
+    return _call("binary_join_element_wise", args + [scalar("", T.TEXT)], nulls)
 
 
 def _split_part(c, e):
@@ -435,16 +443,15 @@ def _left_right(c, e):
     return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(-k))
 
 
-def _pad(kernel):
-    def build(c, e):
-        s, n, *rest = e.args
-        k = _const_int(n, "pad length")
-        fill = _const_text(rest[0], "pad string") if rest else " "
-        if k is None or fill is None:
-            return null_of(T.TEXT)
-        padded = _call(kernel, [c(s)], pc.PadOptions(k, fill[:1] or " "))
-        return _call("utf8_slice_codeunits", [padded], pc.SliceOptions(0, k))
-    return build
+def _pad(c, e):
+    """LPAD/RPAD(s, k, fill): s cut or padded to k characters, repeating the whole fill string
+    (Arrow's utf8_lpad pads with one character only; see udfs.pad)."""
+    s, n, *rest = e.args
+    k = _const_int(n, "pad length")
+    fill = _const_text(rest[0], "pad string") if rest else " "
+    if k is None or fill is None:
+        return null_of(T.TEXT)
+    return _call(f"pqe_{e.fn}", [c(s), scalar(k, T.INT64), scalar(fill, T.TEXT)])
 
 
 def _repeat(c, e):
@@ -576,7 +583,7 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _numeric_cast(_cast_rounding(x, src, dst), src, dst)
     if T.is_text(src) and T.is_boolean(dst):
         low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
-        truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(["true", "t", "1", "yes", "y", "on"])))
+        truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
         return _call("if_else", [_call("is_null", [x]), null_of(T.BOOLEAN), truthy])
     if T.is_text(src) and (T.is_numeric(dst) or T.is_temporal(dst)):
         return _call("utf8_trim_whitespace", [x]).cast(dst)
@@ -584,7 +591,23 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _call("if_else", [x, scalar("true", T.TEXT), scalar("false", T.TEXT)])
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
         return x.cast(dst, safe=False)
+    if T.is_text(dst) and _has_fraction_digits(src):
+        return _temporal_text(x)
     return x.cast(dst)
+
+
+def _has_fraction_digits(t: pa.DataType) -> bool:
+    """Whether Arrow writes a timestamp or time of type t with fractional seconds."""
+    return (pa.types.is_timestamp(t) or pa.types.is_time(t)) and t.unit != "s"
+
+
+def _temporal_text(x: E) -> E:
+    """A timestamp or time as text the way DuckDB writes it: fractional seconds without
+    trailing zeros, none when they are zero ('13:45:10', '13:45:10.5'). Arrow always writes
+    every digit of the unit ('13:45:10.000000')."""
+    text = x.cast(T.TEXT)
+    return _call("replace_substring_regex", [text],
+                 pc.ReplaceSubstringOptions(r"\.?0+$", "", max_replacements=1))
 
 
 def _cast_rounding(x: E, src: pa.DataType, dst: pa.DataType) -> E:
@@ -660,6 +683,8 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         zero = scalar(decimal.Decimal(0) if T.is_decimal(t) else 0.0 if T.is_floating(t) else 0, t)
         safe = _call("if_else", [ok, rounded, zero])
         return _call("if_else", [ok, _numeric_cast(safe, src, dst), null_of(dst)])
+    if T.is_text(dst) and _has_fraction_digits(src):
+        return _temporal_text(x)
     return x.cast(dst, safe=False)
 
 
@@ -782,7 +807,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "starts_with": _substring_match("starts_with"), "ends_with": _substring_match("ends_with"),
     "contains": _substring_match("match_substring"),
     "regexp_matches": _substring_match("match_substring_regex"),
-    "concat": _concat, "substring": _substring,
+    "concat": _concat, "concat_skip_nulls": _concat, "substring": _substring,
     "upper": _text_unary("utf8_upper"), "lower": _text_unary("utf8_lower"),
     "reverse": _text_unary("utf8_reverse"),
     "trim": _trim("utf8_trim_whitespace", "utf8_trim"),
@@ -790,7 +815,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "rtrim": _trim("utf8_rtrim_whitespace", "utf8_rtrim"),
     "length": _length, "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
-    "lpad": _pad("utf8_lpad"), "rpad": _pad("utf8_rpad"), "repeat": _repeat,
+    "lpad": _pad, "rpad": _pad, "repeat": _repeat,
     "regexp_replace": _regexp_replace,
     "abs": _abs, "round": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
     "sqrt": _float_unary("sqrt"), "exp": _float_unary("exp"), "ln": _float_unary("ln"),

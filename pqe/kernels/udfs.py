@@ -88,6 +88,41 @@ _register("pqe_split_part", split_part,
           "The n-th part of a string split on a delimiter")
 
 
+def _padder(left: bool):
+    name = "LPAD" if left else "RPAD"
+
+    def pad(ctx, strings, length, fill):
+        """LPAD/RPAD(s, k, fill) as PostgreSQL and DuckDB define them: the first k characters
+        of s, padded to k characters by repeating the whole fill string ('xy' -> 'xyx...') on
+        the left (LPAD) or the right (RPAD). Length and fill are constants (checked when the
+        expression is compiled). Each row needs `short` more characters: `short // len(fill)`
+        whole fills, then the first `short % len(fill)` characters of the fill, taken from the
+        len(fill) possible prefixes (a loop over the fill, not the rows)."""
+        k = max(length.as_py() if isinstance(length, pa.Scalar) else length[0].as_py(), 0)
+        f = fill.as_py() if isinstance(fill, pa.Scalar) else fill[0].as_py()
+        if isinstance(strings, pa.Scalar):
+            strings = pa.array([strings.as_py()], pa.string())
+        kept = pc.utf8_slice_codeunits(strings, 0, k)
+        short = pc.subtract(pa.scalar(k, pa.int64()), pc.cast(pc.utf8_length(kept), pa.int64()))
+        if not f:  # nothing to pad with: an error only where padding is needed (DuckDB)
+            if pc.any(pc.greater(short, 0)).as_py():
+                raise pa.ArrowInvalid(f"{name}: cannot pad to {k} characters with an empty string")
+            return kept
+        whole = pc.divide(short, len(f))
+        part = pc.subtract(short, pc.multiply(whole, len(f)))
+        prefixes = pa.array([f[:i] for i in range(len(f))], pa.string())
+        padding = pc.binary_join_element_wise(pc.binary_repeat(f, whole), pc.take(prefixes, part), "")
+        pieces = (padding, kept) if left else (kept, padding)
+        return pc.binary_join_element_wise(*pieces, "")
+    return pad
+
+
+for _left in (True, False):
+    _register("pqe_lpad" if _left else "pqe_rpad", _padder(_left),
+              {"s": pa.string(), "length": pa.int64(), "fill": pa.string()}, pa.string(),
+              "Pad a string to a length with a repeated fill string")
+
+
 def assert_single_row(ctx, counts):
     """TRUE everywhere, or an error when some group of a scalar subquery has several rows."""
     if isinstance(counts, pa.Scalar):

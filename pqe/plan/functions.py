@@ -296,7 +296,8 @@ _register(SCALAR, "starts_with", 2, 2, _like)
 _register(SCALAR, "ends_with", 2, 2, _like)
 _register(SCALAR, "contains", 2, 2, _like)
 # text
-_register(SCALAR, "concat", 1, None, _concat)
+_register(SCALAR, "concat", 1, None, _concat)  # a || b: NULL if an argument is
+_register(SCALAR, "concat_skip_nulls", 1, None, _concat, nulls="never")  # CONCAT(a, b, ...)
 _register(SCALAR, "substring", 2, 3, _substring)
 _register(SCALAR, "upper", 1, 1, _text_args(1, T.TEXT))
 _register(SCALAR, "lower", 1, 1, _text_args(1, T.TEXT))
