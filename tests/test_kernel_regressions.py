@@ -1,6 +1,8 @@
 """Regressions found by the differential fuzzer, each pinned to exact values (checked against
 DuckDB, the reference, unless a comment says otherwise): casts to integers and decimals, decimal
-precision capping, ROUND and % on decimals, -0.0 and NaN as hash keys, ORDER BY ... LIMIT 0.
+precision capping, ROUND and % on decimals, -0.0 and NaN as hash keys, ORDER BY ... LIMIT 0,
+LPAD/RPAD and CONCAT, IS DISTINCT FROM NULL, temporal values as text, RANGE frames with
+offsets, null-typed columns through joins.
 Queries whose answer could depend on partitioning run with 1 and 3 partitions."""
 
 from __future__ import annotations
@@ -557,3 +559,55 @@ def test_range_offset_errors():
                                "day preceding and current row) from t", t=t)
     assert "negative" in fails("select count(*) over (order by d range between interval '-1' "
                                "day preceding and current row) from t", t=t)
+
+
+# ---- 13. null-typed columns through hash joins ---------------------------------------------
+
+
+def _t0(rows: int) -> pa.Table:
+    data = [(datetime.date(2024, 1, 1), 1, datetime.date(2024, 1, 2)), (None, 2, None),
+            (datetime.date(2024, 1, 3), None, datetime.date(2024, 1, 2)),
+            (datetime.date(2024, 1, 3), 1, datetime.date(2024, 1, 5))][:rows]
+    return pa.table({"c0": pa.array([r[0] for r in data], pa.date32()),
+                     "c1": pa.array([r[1] for r in data], pa.int64()),
+                     "c2": pa.array([r[2] for r in data], pa.date32())})
+
+
+@pytest.mark.parametrize("rows", [0, 4])
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_null_typed_column_in_a_join(partitions, rows):
+    """'Data type null is not supported in join non-key field': Acero hashes no null-typed
+    column (here the subquery's bare NULL)."""
+    t0 = _t0(rows)
+    sql = ("select (select 10 where c1 in (select NULL where c2 between c0 and c2)) "
+           "from t0 as a1")
+    assert column(sql, partitions, t0=t0) == [None] * rows
+
+
+@pytest.mark.xfail(raises=pqe.Error, strict=False,
+                   reason="any_value over a DECIMAL has no Arrow hash kernel (kernels/aggregate.py)")
+def test_null_typed_column_in_a_join_with_a_decimal_subquery_value():
+    sql = ("select (select 10.0 where c1 in (select NULL where c2 between c0 and c2)) "
+           "from t0 as a1")
+    assert column(sql, t0=_t0(4)) == [None] * 4
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_null_typed_payload_and_keys_in_every_join_kind(partitions):
+    t0 = _t0(4)
+    r = run("select a.c1, b.n from t0 a left join (select c1, NULL as n from t0) b "
+            "on a.c1 = b.c1 order by a.c1 nulls last", partitions, t0=t0)
+    assert r.column("c1").to_pylist() == [1, 1, 1, 1, 2, None]
+    assert r.schema.field("n").type == pa.null() and r.column("n").null_count == 6
+    r = run("select a.c1, b.n from t0 a full join (select c1, NULL as n from t0 where c1 > 1) b "
+            "on a.c1 = b.c1 order by a.c1 nulls last", partitions, t0=t0)
+    assert r.column("c1").to_pylist() == [1, 1, 2, None]
+    r = run("select a.c1, b.c1 as k from t0 a right join (select c1, NULL as n from t0) b "
+            "on a.c1 = b.c1 and b.n is null order by k nulls last, a.c1", partitions, t0=t0)
+    assert r.column("k").to_pylist() == [1, 1, 1, 1, 2, None]
+    assert column("select c1 from t0 where c1 in (select NULL from t0)", partitions, t0=t0) == []
+    assert column("select a.c1 from t0 a join (select NULL as n) b on a.c1 = b.n",
+                  partitions, t0=t0) == []
+    r = run("select a.n, b.k from (select NULL as n, 1 as k) a "
+            "full join (select NULL as n, 1 as k) b on a.n = b.n order by b.k", partitions)
+    assert r.column("k").to_pylist() == [1, None]

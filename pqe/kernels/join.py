@@ -36,6 +36,40 @@ def _match_keys(table: pa.Table, keys) -> tuple[pa.Table, list[str]]:
     return table, names
 
 
+def _without_null_types(left: pa.Table, right: pa.Table, left_keys, right_keys):
+    """The inputs with no null-typed column, as Acero's hash join needs ("Data type null is
+    not supported in join non-key field"), and the names of the columns that were null-typed
+    (all NULL: a bare NULL in a select list, say). Each becomes NULLs of a type Acero hashes
+    or carries: a key the type of the key it is matched with (int8 if both are null-typed;
+    a NULL key matches nothing either way), any other column boolean. Such a column is kept,
+    not dropped, so a residual filter that reads it (`x IS NULL`) still finds it;
+    `_with_null_types` makes the output columns null-typed again."""
+    null_ids = {name for t in (left, right) for name, f in zip(t.column_names, t.schema, strict=True)
+                if T.is_null(f.type)}
+    if not null_ids:
+        return left, right, null_ids
+    stand_in = dict.fromkeys(null_ids, pa.bool_())
+    for lk, rk in zip(left_keys, right_keys, strict=True):
+        lt, rt = left.schema.field(lk).type, right.schema.field(rk).type
+        if T.is_null(lt) or T.is_null(rt):
+            want = pa.int8() if T.is_null(lt) and T.is_null(rt) else rt if T.is_null(lt) else lt
+            stand_in.update({k: want for k in (lk, rk) if k in null_ids})
+
+    def typed(t: pa.Table) -> pa.Table:
+        cols = [pa.nulls(t.num_rows, stand_in[n]) if n in null_ids else t.column(n)
+                for n in t.column_names]
+        return pa.Table.from_arrays(cols, names=t.column_names)
+    return typed(left), typed(right), null_ids
+
+
+def _with_null_types(out: pa.Table, out_ids, null_ids) -> pa.Table:
+    """The columns out_ids of a join output, those in null_ids null-typed again."""
+    if not null_ids.intersection(out_ids):
+        return out.select(list(out_ids))
+    cols = [pa.nulls(out.num_rows) if c in null_ids else out.column(c) for c in out_ids]
+    return pa.Table.from_arrays(cols, names=list(out_ids))
+
+
 def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
               residual, out_ids, null_aware: bool = False) -> pa.Table:
     """`residual` is a compiled pc.Expression over columns of both sides, or None."""
@@ -43,13 +77,14 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
         return _null_aware_anti(left, right, left_keys, right_keys, out_ids)
     if kind in ("semi", "anti") and right.num_rows == 0:
         return (left if kind == "anti" else left.slice(0, 0)).select(list(out_ids))
+    left, right, null_ids = _without_null_types(left, right, left_keys, right_keys)
     left, left_keys = _match_keys(left, left_keys)
     right, right_keys = _match_keys(right, right_keys)
     opts = ac.HashJoinNodeOptions(_ACERO_KIND[kind], list(left_keys), list(right_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
     out = decl.to_table(use_threads=False)
-    return out.select(list(out_ids))
+    return _with_null_types(out, out_ids, null_ids)
 
 
 def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
@@ -63,11 +98,12 @@ def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
     for k in left_keys:
         valid = pc.is_valid(left.column(k))
         mask = valid if mask is None else pc.and_(mask, valid)
-    left, left_keys = _match_keys(left.filter(mask), left_keys)
+    left, right, null_ids = _without_null_types(left.filter(mask), right, left_keys, right_keys)
+    left, left_keys = _match_keys(left, left_keys)
     right, right_keys = _match_keys(right, right_keys)
     opts = ac.HashJoinNodeOptions("left anti", list(left_keys), list(right_keys))
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
-    return decl.to_table(use_threads=False).select(list(out_ids))
+    return _with_null_types(decl.to_table(use_threads=False), out_ids, null_ids)
 
 
 ROW_ID = "__pqe_row_id"
@@ -81,6 +117,7 @@ def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, re
     """Ids of the (small) build rows that match some row of this (big) probe partition."""
     if probe.num_rows == 0 or build.num_rows == 0:
         return pa.table({ROW_ID: pa.array([], pa.int64())})
+    probe, build, _ = _without_null_types(probe, build, probe_keys, build_keys)
     probe, probe_keys = _match_keys(probe, probe_keys)
     build, build_keys = _match_keys(build, build_keys)
     opts = ac.HashJoinNodeOptions("right semi", list(probe_keys), list(build_keys),
