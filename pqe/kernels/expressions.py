@@ -445,7 +445,7 @@ def _left_right(c, e):
 
 def _pad(c, e):
     """LPAD/RPAD(s, k, fill): s cut or padded to k characters, repeating the whole fill string
-    (Arrow's utf8_lpad pads with one character only; see udfs.pad)."""
+    (Arrow's utf8_lpad pads with one character only; see udfs._padder)."""
     s, n, *rest = e.args
     k = _const_int(n, "pad length")
     fill = _const_text(rest[0], "pad string") if rest else " "
