@@ -584,8 +584,6 @@ def test_null_typed_column_in_a_join(partitions, rows):
     assert column(sql, partitions, t0=t0) == [None] * rows
 
 
-@pytest.mark.xfail(raises=pqe.Error, strict=False,
-                   reason="any_value over a DECIMAL has no Arrow hash kernel (kernels/aggregate.py)")
 def test_null_typed_column_in_a_join_with_a_decimal_subquery_value():
     sql = ("select (select 10.0 where c1 in (select NULL where c2 between c0 and c2)) "
            "from t0 as a1")

@@ -40,6 +40,8 @@ _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
 
 def _states(spec) -> list[tuple[str, str, str]]:
+    if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
+        return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
     states = _STATES[spec.fn]
     if spec.fn == "sum" and spec.arg_dtype is not None and T.is_integer(spec.arg_dtype):
         # a float64 shadow sum detects int64 overflow (Arrow's integer sums wrap around)

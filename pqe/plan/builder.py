@@ -177,10 +177,6 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
             raise BindError(f"aggregate function {(display or fn).upper()} is not allowed here")
         raise BindError(f"unknown function {(display or fn).upper()}")
     F.check_arity(fdef, len(args), display or fn)
-    if name == "concat" and (display or "").lower() == "concat":
-        # the binder spells both `a || b` and CONCAT(a, b) "concat"; only the function, which
-        # comes with the name it was called by, skips NULL arguments
-        name, fdef = "concat_skip_nulls", F.SCALAR["concat_skip_nulls"]
     if name == "nullif":
         # NULLIF(a, b) = CASE WHEN a = b THEN NULL ELSE a END: the type of `a` (PostgreSQL)
         a, b = args

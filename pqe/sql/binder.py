@@ -146,7 +146,7 @@ _FUNCS: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.Replace: ("replace", ("this", "expression", "replacement")),
     exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
     exp.Left: ("left", ("this", "expression")), exp.Right: ("right", ("this", "expression")),
-    exp.Concat: ("concat", ("expressions",)),
+    exp.Concat: ("concat_skip_nulls", ("expressions",)),  # `||` (DPipe) propagates NULLs
     exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
     exp.RegexpLike: ("regexp_matches", ("this", "expression")),
     exp.StartsWith: ("starts_with", ("this", "expression")),
