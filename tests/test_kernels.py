@@ -147,6 +147,14 @@ def test_dense_join_builds_only_for_unique_narrow_integer_keys():
     assert dense_join.build(dup, "k") is dup
     wide = pa.table({"k": [0, 1 << 40]})
     assert dense_join.build(wide, "k") is wide
+    # sparse but within 64x the rows: TPC-H orderkeys after a date filter (SF10 Q3: 1.46M
+    # orders over 60M keys) still get the one shared lookup array instead of a hash table
+    # per probe partition
+    import numpy as np
+    sparse = pa.table({"k": np.arange(0, (1 << 19) * 40, 40, dtype=np.int64)})
+    assert isinstance(dense_join.build(sparse, "k"), dense_join.DenseIndex)
+    too_sparse = pa.table({"k": np.arange(0, (1 << 19) * 100, 100, dtype=np.int64)})
+    assert dense_join.build(too_sparse, "k") is too_sparse
     text = pa.table({"k": ["a"]})
     assert dense_join.build(text, "k") is text
 

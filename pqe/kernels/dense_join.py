@@ -20,7 +20,7 @@ from .expressions import filter_table
 
 MAX_SLOTS = 1 << 26  # 256 MB of int32 slots at most
 SLACK = 1 << 20      # ranges up to this many slots are always fine
-DENSITY = 8          # otherwise the range may be at most 8x the build rows
+DENSITY = 64         # otherwise the range may be at most 64x the build rows (256 B of slots per row)
 
 
 @dataclass

@@ -41,7 +41,7 @@ class PlannerConfig:
     probe_cost: float = 0.3  # probing a hash table with a row, relative to inserting one
     # build_left only when the preserved side is surely small (its estimate is often a scan
     # count, the other side's an aggregate's guess)
-    build_left_rows: int = 500_000
+    build_left_rows: int = 2_000_000
     gather_groups: int = 200_000
 
 

@@ -243,10 +243,38 @@ class Estimator:
     # ---- selectivity -----------------------------------------------------------------------
 
     def selectivity(self, predicates, plan: LogicalPlan) -> float:
+        """Conjunction: range bounds on one column combine into one interval (a date range
+        `d >= a AND d < b` keeps b - a of the column's span, not the product of two halves);
+        other conjuncts are taken as independent."""
         s = 1.0
+        bounds: dict[Expr, list[float]] = {}  # column -> [lo fraction, hi fraction]
         for p in predicates:
-            s *= self._selectivity(p, plan)
+            r = self._range_fraction(p, plan)
+            if r is None:
+                s *= self._selectivity(p, plan)
+                continue
+            col, lo, hi = r
+            b = bounds.setdefault(col, [0.0, 1.0])
+            b[0], b[1] = max(b[0], lo), min(b[1], hi)
+        for lo, hi in bounds.values():
+            s *= min(1.0, max(hi - lo, 1e-4))
         return s
+
+    def _range_fraction(self, e: Expr, plan: LogicalPlan):
+        """(column, lo, hi): the part [lo, hi] of the column's min..max span a comparison with
+        a literal keeps, or None when `e` is not one or the span is unknown."""
+        if not isinstance(e, Call) or e.fn not in ("lt", "le", "gt", "ge"):
+            return None
+        col, lit, flipped = self._col_lit(e)
+        if col is None:
+            return None
+        est = self._column_in(plan, col)
+        v = _as_number(lit.value)
+        if est.min is None or est.max is None or v is None or est.max <= est.min:
+            return None
+        fn = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}[e.fn] if flipped else e.fn
+        frac = min(1.0, max(0.0, (v - est.min) / (est.max - est.min)))
+        return (col, 0.0, frac) if fn in ("lt", "le") else (col, frac, 1.0)
 
     def _selectivity(self, e: Expr, plan: LogicalPlan) -> float:
         if isinstance(e, Literal):
@@ -273,7 +301,8 @@ class Estimator:
                 return self._eq_selectivity(col, plan)
             if fn == "ne":
                 return 1 - self._eq_selectivity(col, plan)
-            return self._range_selectivity(col, lit, fn, flipped, plan)
+            r = self._range_fraction(e, plan)
+            return RANGE_SELECTIVITY if r is None else min(1.0, max(r[2] - r[1], 1e-4))
         if fn in ("like", "ilike", "starts_with", "ends_with", "contains", "regexp_matches"):
             return LIKE_SELECTIVITY
         if fn == "is_null":
@@ -308,18 +337,6 @@ class Estimator:
         if est.ndv:
             return min(1.0, 1.0 / est.ndv)
         return EQ_SELECTIVITY
-
-    def _range_selectivity(self, col, lit, fn, flipped, plan) -> float:
-        est = self._column_in(plan, col)
-        v = _as_number(lit.value)
-        if est.min is None or est.max is None or v is None or est.max <= est.min:
-            return RANGE_SELECTIVITY
-        if flipped:
-            fn = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}[fn]
-        frac = (v - est.min) / (est.max - est.min)
-        frac = min(1.0, max(0.0, frac))
-        s = frac if fn in ("lt", "le") else 1 - frac
-        return min(1.0, max(s, 1e-4))
 
 
 def log_rows(n: float) -> float:
