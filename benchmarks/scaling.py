@@ -24,6 +24,8 @@ import math
 import os
 import sys
 
+import pyarrow as pa
+
 from . import report
 from .tpch import ALL_QUERIES, REPO, Results, parse_args, run
 
@@ -48,7 +50,17 @@ def measure(sfs: list[float], threads: list[int], runs: int, timeout: float,
                     "--engines", ",".join(ENGINES), "--timeout", str(timeout), "--no-write",
                     "--queries", ",".join(q[1:] for q in queries)]
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-            res: Results = run(parse_args(argv), log=log)
+            # "t threads" bounds every pool: pqe's tasks run in Context(threads=t), and the
+            # Arrow kernels and Parquet reads inside them use Arrow's own CPU and I/O pools,
+            # which default to every core (so a 1-thread pqe run used ~1.3 cores)
+            cpu, io = pa.cpu_count(), pa.io_thread_count()
+            pa.set_cpu_count(t)
+            pa.set_io_thread_count(t)
+            try:
+                res: Results = run(parse_args(argv), log=log)
+            finally:
+                pa.set_cpu_count(cpu)
+                pa.set_io_thread_count(io)
             entry = {"sf": sf, "threads": t, "load_before": load, "other_cpu": res.other_cpu,
                      "wall": res.wall, "times": {}, "status": {}}
             for engine in ENGINES:
@@ -88,7 +100,9 @@ def markdown(data: dict, command: str) -> str:
              f"{m.get('ram_bytes', 0) / 2**30:.1f} GiB RAM, {m.get('os', '')}",
              "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items())),
              ("- Each cell is the median of the timed runs after a warm-up, answers checked "
-              "against DuckDB (benchmarks.tpch). Load average before each configuration: ") +
+              "against DuckDB (benchmarks.tpch). A configuration of t threads also limits "
+              "Arrow's CPU and I/O thread pools to t, so 1 thread means one core for both "
+              "engines. Load average before each configuration: ") +
              ", ".join(f"SF{r['sf']:g}/{r['threads']}t {r['load_before']:.1f}" for r in runs
                        if r["load_before"] is not None), ""]
     lines += [f"## Totals (sum of the {len(queries)} query medians, seconds)", "",

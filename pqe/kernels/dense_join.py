@@ -37,6 +37,11 @@ class DenseIndex:
         return self.table.nbytes + self.slots.nbytes
 
 
+def fits(span: int, rows: float) -> bool:
+    """Whether keys spanning `span` values over `rows` build rows get a lookup array."""
+    return span <= MAX_SLOTS and span <= max(SLACK, DENSITY * rows)
+
+
 def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
     """The DenseIndex of `table` on `key`, or the table itself when the key is not an integer,
     has duplicates, or spans too wide a range (then the caller hash-joins as usual)."""
@@ -59,7 +64,7 @@ def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
         return table
     lo, hi = int(keys.min()), int(keys.max())
     span = hi - lo + 1
-    if span > MAX_SLOTS or span > max(SLACK, DENSITY * n):
+    if not fits(span, n):
         return table
     offsets = keys - lo
     slots = np.full(span, -1, dtype=np.int32)

@@ -240,6 +240,45 @@ class Estimator:
         self._cols[key] = out
         return out
 
+    def unique(self, plan: LogicalPlan, expr: Expr) -> bool:
+        """Whether `expr` (a column) probably has no duplicate non-NULL values in `plan`'s
+        output: a base-table column whose sampled values are distinct
+        (`TableProvider.key_sample_unique`), kept through filters and projections, a single
+        GROUP BY key, or a column of a join input whose other side matches each row at most
+        once (a foreign key joined to a unique key). Steers the join build side only."""
+        while isinstance(expr, Cast):
+            expr = expr.arg
+        if not isinstance(expr, ColumnRef):
+            return False
+        cid = expr.id
+        if isinstance(plan, Scan):
+            for f in plan.fields:
+                if f.id == cid:
+                    return plan.provider.key_sample_unique(f.name)
+            return False
+        if isinstance(plan, Filter | Sort | Limit):
+            return self.unique(plan.input, expr)
+        if isinstance(plan, Project):
+            for e, f in zip(plan.exprs, plan.fields, strict=True):
+                if f.id == cid:
+                    return self.unique(plan.input, e)
+            return False
+        if isinstance(plan, Aggregate):
+            return len(plan.group) == 1 and plan.group_fields[0].id == cid
+        if isinstance(plan, Join):
+            in_left = cid in set(plan.left.column_ids)
+            if plan.kind in ("semi", "anti"):
+                return in_left and self.unique(plan.left, expr)
+            if plan.kind not in ("inner", "left"):
+                return False
+            side, other = (plan.left, plan.right) if in_left else (plan.right, plan.left)
+            if not in_left and plan.kind == "left":
+                return False
+            if not self.unique(side, expr):
+                return False
+            return any(self.unique(other, b if in_left else a) for a, b in plan.on)
+        return False
+
     # ---- selectivity -----------------------------------------------------------------------
 
     def selectivity(self, predicates, plan: LogicalPlan) -> float:
