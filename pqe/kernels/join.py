@@ -128,12 +128,14 @@ def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, re
 
 def semi_from_ids(left: pa.Table, matched: list[pa.Table], kind: str, out_ids) -> pa.Table:
     """The semi (or anti) join result from the ids of left rows matched anywhere."""
-    ids = [t.column(ROW_ID) for t in matched if t.num_rows]
-    hit = pc.unique(pa.chunked_array(ids, pa.int64()).combine_chunks()) if ids else pa.array([], pa.int64())
-    mask = pc.is_in(left.column(ROW_ID), value_set=hit)
+    # the ids are left's row numbers (with_row_ids): mark them in a mask, duplicates and all
+    mask = np.zeros(left.num_rows, dtype=bool)
+    for t in matched:
+        if t.num_rows:
+            mask[t.column(ROW_ID).to_numpy()] = True
     if kind == "anti":
-        mask = pc.invert(mask)
-    return left.filter(mask).select(list(out_ids))
+        mask = ~mask
+    return left.filter(pa.array(mask)).select(list(out_ids))
 
 
 BLOCK_PAIRS = 1 << 20
