@@ -79,6 +79,11 @@ class PqeEngine(Engine):
 
         return profile_pqe(self.ctx, sql)
 
+    def operators(self, sql: str) -> dict[str, float]:
+        from .profile import operator_seconds
+
+        return operator_seconds(self.ctx, sql)
+
     def close(self) -> None:
         self.ctx.close()
 

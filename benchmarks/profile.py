@@ -1,5 +1,5 @@
 """Where pqe spends a query's time: parse, bind, optimize, physical planning, graph build,
-execution.
+execution; and, within execution, each kind of operator (from EXPLAIN ANALYZE).
 
 This repeats the steps of `Context.sql(...).to_arrow()` one at a time with a clock around each,
 using pqe internals; if those move, this module is the one place to follow them. A test in
@@ -8,6 +8,7 @@ tests/test_benchmark_smoke.py keeps it honest by checking its answers.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -55,3 +56,19 @@ def profile_pqe(ctx: Any, sql: str) -> tuple[pa.Table, dict[str, float]]:
     result = DataFrame(ctx, plan)._finish(concat(tables) if tables else None)
     lap("execute")
     return result, times
+
+
+_OPERATOR_LINE = re.compile(r"^\s*(\w+(?:\[\w+\])?)[:\s].*\btime=([0-9.]+)s")
+
+
+def operator_seconds(ctx: Any, sql: str) -> dict[str, float]:
+    """Seconds per kind of operator (`HashJoin[broadcast]`, `ParquetScan`, ...) in one run of
+    the query, summed over its partitions and over the operators of that kind: pqe's own
+    EXPLAIN ANALYZE, whose per-operator times these are."""
+    text = ctx.sql(sql).explain(analyze=True)
+    out: dict[str, float] = {}
+    for line in text[text.index("== Physical Plan =="):].splitlines():
+        m = _OPERATOR_LINE.match(line)
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
+    return out

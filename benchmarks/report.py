@@ -350,6 +350,36 @@ def _profile_md(results: Results) -> list[str]:
     total = sum(sums.values())
     out.append("| **sum** | " + " | ".join(f"**{v:.3f}**" for v in sums.values()) +
                f" | **{total:.3f}** | **{100 * (total - sums['execute']) / total:.1f}%** |")
+    return out + [""] + _operators_md(profs)
+
+
+def _operators_md(profs: dict[str, dict[str, float]]) -> list[str]:
+    """Seconds per operator kind (EXPLAIN ANALYZE, summed over partitions) over all queries,
+    and each query's costliest operator."""
+    prefix = "op:"
+    per_query = {q: {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
+                 for q, p in profs.items()}
+    per_query = {q: ops for q, ops in per_query.items() if ops}
+    if not per_query:
+        return []
+    totals: dict[str, float] = {}
+    for ops in per_query.values():
+        for k, v in ops.items():
+            totals[k] = totals.get(k, 0.0) + v
+    grand = sum(totals.values()) or 1.0
+    out = ["## pqe time per operator", "",
+           "From one EXPLAIN ANALYZE run of each query after the profiled ones: seconds inside "
+           "each kind of operator, summed over its partitions (on 2 threads two partitions run "
+           f"at once, so these sums exceed the wall time) and over the {len(per_query)} queries.", "",
+           "| Operator | seconds | share |", "| --- | ---: | ---: |"]
+    for k, v in sorted(totals.items(), key=lambda kv: -kv[1]):
+        out.append(f"| {k} | {v:.3f} | {100 * v / grand:.1f}% |")
+    out += ["", "Costliest operator of each query:", "",
+            "| Query | operator | seconds | share of the query's operator time |",
+            "| --- | --- | ---: | ---: |"]
+    for q, ops in per_query.items():
+        k, v = max(ops.items(), key=lambda kv: kv[1])
+        out.append(f"| {q} | {k} | {v:.3f} | {100 * v / (sum(ops.values()) or 1.0):.0f}% |")
     return out + [""]
 
 

@@ -231,6 +231,9 @@ def run_engine_query(engine: Engine, caller: Caller, query: str, sql: str, runs:
     return out, answer
 
 
+OPERATOR_PREFIX = "op:"
+
+
 def _profile(engine: Any, caller: Caller, sql: str, runs: int, reference: pa.Table | None,
              order_keys: list[int] | None) -> dict[str, float] | None:
     """Median seconds per phase over `runs` profiled runs (after the timed ones, so profiling
@@ -245,6 +248,12 @@ def _profile(engine: Any, caller: Caller, sql: str, runs: int, reference: pa.Tab
     result = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
     if reference is not None and compare(answer, reference, order_keys) is not None:
         result["answer_differs"] = 1.0
+    if hasattr(engine, "operators"):  # one EXPLAIN ANALYZE run: seconds per operator kind
+        try:
+            ops, _ = caller(partial(engine.operators, sql), engine.interrupt)
+            result.update({OPERATOR_PREFIX + k: v for k, v in ops.items()})
+        except Exception:  # noqa: BLE001 - the phase profile stands on its own
+            result["operators_error"] = 1.0
     return result
 
 
