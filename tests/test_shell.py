@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -270,9 +271,13 @@ class Pty:
                    PROMPT_TOOLKIT_NO_CPR="1", COLUMNS="120", LINES="50")
         env.pop("NO_COLOR", None)
         # the terminal discards pending output on Ctrl-C, which can split a UTF-8 sequence
+        # preexec_fn: a terminal's Ctrl-C must reach the shell even when pytest itself was
+        # started in the background by a non-interactive shell, which ignores SIGINT (a
+        # disposition children inherit)
         self.child = pexpect.spawn(sys.executable, ["-m", "pqe.shell", *args], env=env,
                                    cwd=str(ROOT), dimensions=(50, 120), encoding="utf-8",
-                                   codec_errors="replace", timeout=60)
+                                   codec_errors="replace", timeout=60,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.transcript: list[str] = []
         self.expect(self.PROMPT)
 
