@@ -48,6 +48,14 @@ def test_ambiguous_column(ectx):
         ectx.sql("select name from people, pets where people.id = pets.owner")
 
 
+def test_ambiguous_column_of_a_table_joined_to_itself(ectx):
+    """Was 'column 'name' does not exist (did you mean 'name'?)': both sides are one table."""
+    for sql in ("select name from people p join people q on p.id = q.id",
+                "select count(name) from people, people q"):
+        with pytest.raises(pqe.AmbiguousColumnError, match=r"'name' is ambiguous: it could be (people|p)\.name or q\.name"):
+            ectx.sql(sql)
+
+
 def test_type_mismatch(ectx):
     with pytest.raises(pqe.TypeMismatchError, match="VARCHAR"):
         ectx.sql("select name + 1 from people")

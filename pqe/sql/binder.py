@@ -334,7 +334,7 @@ class Binder:
                            dialect=PQEDialect, validate_qualify_columns=True,
                            quote_identifiers=True, identify=True)
         except OptimizeError as e:
-            raise self._qualify_error(str(e), schema) from None
+            raise self._qualify_error(str(e), schema, node) from None
 
     def _table_function(self, table: exp.Table) -> tuple[str, TableProvider] | None:
         """read_parquet('glob'), read_csv('path'), or FROM 'file.parquet' -> an ad-hoc table."""
@@ -376,11 +376,16 @@ class Binder:
             return [(f.name, T.type_name(f.dtype)) for f in plan.schema]
         raise UnsupportedError(f"catalog entry {real!r} cannot be queried")
 
-    def _qualify_error(self, msg: str, schema) -> Error:
+    def _qualify_error(self, msg: str, schema, node: exp.Expression | None = None) -> Error:
         m = re.search(r"Column '([^']*)' could not be resolved(?:.*?Line: (\d+), Col: (\d+))?", msg)
         if m:
             col = m.group(1).replace("\x00", "")
             owners = [t for t, cols in schema.items() if col in cols]
+            if node is not None and "." not in col:  # a table joined to itself: t, t AS u
+                aliases = {t.alias_or_name: None for t in node.find_all(exp.Table)
+                           if col in schema.get(t.name, {})}
+                if len(aliases) > len(owners):
+                    owners = list(aliases)
             if len(owners) > 1:
                 return AmbiguousColumnError(
                     f"column reference '{col}' is ambiguous: it could be "
