@@ -165,8 +165,8 @@ class Generator:
         return self.lit(cat)
 
     def expr(self, cat: str, sc: Scope, d: int = 0) -> str:
-        if cat == "bool":
-            return self.pred(sc, d)
+        if cat == "bool":  # past the depth limit a leaf: pred -> comparison -> expr(bool) ends
+            return self.leaf(cat, sc) if d > self.max_depth else self.pred(sc, d)
         if d >= self.max_depth or self.rng.random() < 0.4 + 0.15 * d:
             return self.leaf(cat, sc)
         e = lambda c: (lambda: self.expr(c, sc, d + 1))
