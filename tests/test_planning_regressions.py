@@ -309,3 +309,32 @@ def test_the_larger_side_with_a_unique_dense_key_is_built_once():
     text = ctx.sql("SELECT count(*) FROM dup JOIN small ON k = fk").explain()
     join = text[text.index("HashJoin["):]
     assert join.index("MemoryScan: dup") < join.index("MemoryScan: small")
+
+
+def test_correlation_inside_right_and_full_joins():
+    """Fuzz seed 2 case 834: an outer reference in a FULL JOIN's ON gave NULL for 1 (the
+    preserved side lost the outer row's columns). RIGHT joins now carry them on the right;
+    FULL joins are refused by name rather than answered wrongly."""
+    ctx = pqe.Context()
+    ctx.register_arrow("t0", pa.table({"c3": pa.array([1, 2, None], pa.int64())}))
+    ctx.register_arrow("t1", pa.table({"c3": pa.array([1.0, 5.0])}))
+    with pytest.raises(pqe.UnsupportedError, match="FULL JOIN"):
+        ctx.sql("SELECT (SELECT SUM(a6.c3) FROM t1 a5 FULL JOIN t0 a6 "
+                "ON a4.c3 IS NOT DISTINCT FROM a5.c3) FROM t0 a4").to_arrow()
+    # checked against DuckDB
+    right = ("SELECT a4.c3, (SELECT COUNT(*) FROM t1 a5 RIGHT JOIN t0 a6 "
+             "ON a4.c3 = a5.c3 AND a6.c3 = a4.c3) s FROM t0 a4 ORDER BY 1")
+    assert rows(ctx, right) == [(1, 3), (2, 3), (None, 3)]
+    inner_right = ("SELECT a4.c3, (SELECT COUNT(a6.c3) FROM t1 a5 RIGHT JOIN "
+                   "(SELECT * FROM t0 WHERE c3 > a4.c3) a6 ON a5.c3 = a6.c3) s FROM t0 a4 ORDER BY 1")
+    assert rows(ctx, inner_right) == [(1, 1), (2, 0), (None, 0)]
+
+
+def test_estimating_a_join_filter_on_a_nested_cast_does_not_recurse():
+    """Fuzz seed 2 case 3070: `CAST(CAST(min(x) AS INT) AS BIGINT) IN (count(...))` left in
+    a join's filter made the estimator ask the join for its own size (RecursionError)."""
+    ctx = pqe.Context()
+    ctx.register_arrow("t2", pa.table({"c2": pa.array([1, 1, 2, None], pa.int64())}))
+    sql = ("SELECT c2, CAST(MIN(0.25) AS INT) IN (COUNT(DISTINCT c2)) x FROM t2 GROUP BY c2 "
+           "HAVING CAST(MIN(0.25) AS INT) IN (COUNT(DISTINCT NULL)) ORDER BY 1")
+    assert rows(ctx, sql) == [(1, False), (2, False), (None, True)]

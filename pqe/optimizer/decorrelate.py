@@ -427,11 +427,21 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
         return _top_n_per_domain(inner, dfields, keys, plan.fetch, plan.offset)
     if isinstance(plan, Join):
         left_outer, right_outer = _plan_has_outer(plan.left), _plan_has_outer(plan.right)
-        if right_outer and (left_outer or plan.kind != "inner"):
+        # D goes to one side; every row the join preserves must carry D's columns, so a FULL
+        # join (both sides preserved) cannot take it, and a RIGHT join only on its right
+        cond_outer = (plan.filter is not None and has_outer_ref(plan.filter)) \
+            or any(has_outer_ref(a) or has_outer_ref(b) for a, b in plan.on)
+        if plan.kind == "full" and (left_outer or right_outer or cond_outer):
+            raise UnsupportedError("correlated subquery: outer references in a FULL JOIN are not "
+                                   "supported yet")
+        if plan.kind == "right" and left_outer:
+            raise UnsupportedError("correlated subquery: outer references in the left input of "
+                                   "a RIGHT JOIN are not supported yet")
+        if right_outer and (left_outer or plan.kind not in ("inner", "right")):
             raise UnsupportedError("correlated subquery: outer references on both sides of a join")
         filt = sub(plan.filter) if plan.filter is not None else None
         on = tuple((sub(a), sub(b)) for a, b in plan.on)
-        if right_outer:
+        if right_outer or plan.kind == "right":
             return Join(plan.left, _attach(plan.right, d, mapping), plan.kind, on, filt, plan.null_aware)
         return Join(_attach(plan.left, d, mapping), plan.right, plan.kind, on, filt, plan.null_aware)
     raise UnsupportedError(f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")

@@ -365,10 +365,13 @@ class Estimator:
         """Column estimate for a predicate evaluated at `plan` (a join's condition is looked up
         in the input that produces the column, so the join's own size is not needed)."""
         if isinstance(plan, Join):
-            base = col.arg if isinstance(col, Cast) else col
-            if isinstance(base, ColumnRef):
-                side = plan.left if base.id in set(plan.left.column_ids) else plan.right
-                return self.column(side, col)
+            base = col
+            while isinstance(base, Cast):
+                base = base.arg
+            if not isinstance(base, ColumnRef):  # not a column: nothing known (and asking the
+                return ColumnEstimate()          # join itself would recurse into its own size)
+            side = plan.left if base.id in set(plan.left.column_ids) else plan.right
+            return self.column(side, col)
         return self.column(plan, col)
 
     def _eq_selectivity(self, col: Expr, plan: LogicalPlan) -> float:
