@@ -405,10 +405,14 @@ class MemoryTable(TableProvider):
         return self._stats
 
     def key_sample_unique(self, column: str) -> bool:
-        if column not in self.table.column_names or not T.is_integer(self.schema.field(column).type):
-            return False
-        values = self.table.column(column).slice(0, self.EXACT_NDV_ROWS).drop_null()
-        return len(values) > 1 and _count_distinct(values) == len(values)
+        cache = self.__dict__.setdefault("_unique", {})
+        if column not in cache:
+            ok = column in self.table.column_names and T.is_integer(self.schema.field(column).type)
+            if ok:
+                values = self.table.column(column).slice(0, self.EXACT_NDV_ROWS).drop_null()
+                ok = len(values) > 1 and _count_distinct(values) == len(values)
+            cache[column] = ok
+        return cache[column]
 
     def _compute_stats(self) -> TableStats:
         import pyarrow.compute as pc
