@@ -116,3 +116,12 @@ def test_errors_are_pqe_errors():
     for cls in (pqe.SQLSyntaxError, pqe.BindError, pqe.UnknownTableError, pqe.UnsupportedError,
                 pqe.ExecutionError, pqe.CatalogError, pqe.InternalError):
         assert issubclass(cls, pqe.Error)
+
+
+def test_blob_literal_is_named():
+    """sqllogictest's evidence/in1 uses x'303132': say what it is, not just 'unexpected token'."""
+    ctx = pqe.Context()
+    with pytest.raises(pqe.SQLSyntaxError, match=r"line 2, column 3 .*BLOB literals \(x'...'\) are not supported"):
+        ctx.sql("SELECT 1,\n  X'00'")
+    with pytest.raises(pqe.SQLSyntaxError, match="unexpected token"):
+        ctx.sql("SELECT max'a'")  # a name ending in x is not a BLOB literal

@@ -61,7 +61,11 @@ def parse(sql: str) -> list[exp.Expression]:
         if line is not None and col is not None and highlight:
             # sqlglot reports the end of the offending token; point at its start
             col = max(1, col - len(highlight) + 1)
-        raise SQLSyntaxError(_describe(desc), line, col, highlight) from None
+        message = _describe(desc)
+        if line is not None and col is not None and _after_x(sql, line, col):
+            message = "BLOB literals (x'...') are not supported: pqe has no BLOB type"
+            col -= 1
+        raise SQLSyntaxError(message, line, col, highlight) from None
     except TokenError as e:
         msg = str(e)
         line = col = None
@@ -75,6 +79,17 @@ def parse(sql: str) -> list[exp.Expression]:
         raise SQLSyntaxError("cannot tokenize (unterminated string or quoted name?)",
                              line, col) from None
     return [s for s in statements if s is not None]
+
+
+def _after_x(sql: str, line: int, col: int) -> bool:
+    """Whether the offending token is a quoted string right after an `x` or `X` (a BLOB
+    literal, which the default dialect reads as a name followed by a string)."""
+    lines = sql.split("\n")
+    if not 1 <= line <= len(lines):
+        return False
+    text, i = lines[line - 1], col - 1
+    return 1 <= i < len(text) and text[i] == "'" and text[i - 1] in "xX" \
+        and (i == 1 or not (text[i - 2].isalnum() or text[i - 2] == "_"))
 
 
 def _describe(desc: str) -> str:
