@@ -76,10 +76,12 @@ class ScanUnit:
         return f"{self.fragment.path}[{','.join(map(str, self.row_groups))}]"
 
 
-def _count_distinct(values) -> int:
+def _all_distinct(values) -> bool:
+    """At least two non-NULL values, none repeated (the sample test of `key_sample_unique`)."""
     import pyarrow.compute as pc
 
-    return pc.count_distinct(values).as_py()
+    values = values.drop_null()
+    return len(values) > 1 and pc.count_distinct(values).as_py() == len(values)
 
 
 def _stat_value(v: Any, t: pa.DataType) -> Any:
@@ -260,8 +262,7 @@ class ParquetTable(TableProvider):
                 u = units[0]
                 try:
                     t = u.fragment.subset(row_group_ids=[u.row_groups[0]]).to_table(columns=[column])
-                    values = t.column(0).drop_null()
-                    result = len(values) > 1 and _count_distinct(values) == len(values)
+                    result = _all_distinct(t.column(0))
                 except (OSError, pa.ArrowException):
                     result = False
         with self._lock:
@@ -408,10 +409,7 @@ class MemoryTable(TableProvider):
         cache = self.__dict__.setdefault("_unique", {})
         if column not in cache:
             ok = column in self.table.column_names and T.is_integer(self.schema.field(column).type)
-            if ok:
-                values = self.table.column(column).slice(0, self.EXACT_NDV_ROWS).drop_null()
-                ok = len(values) > 1 and _count_distinct(values) == len(values)
-            cache[column] = ok
+            cache[column] = ok and _all_distinct(self.table.column(column).slice(0, self.EXACT_NDV_ROWS))
         return cache[column]
 
     def _compute_stats(self) -> TableStats:

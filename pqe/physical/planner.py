@@ -25,7 +25,7 @@ from ..errors import InternalError, UnsupportedError
 from ..kernels import dense_join
 from ..plan import builder as B
 from ..plan import logical as L
-from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids, column_ids_all,
+from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids_all,
                          transform)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
