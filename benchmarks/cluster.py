@@ -247,7 +247,7 @@ def _log_time(msg: str) -> float | None:
 def settle(ctx, n_workers: int, log=print, wait: float = 60.0) -> str:
     """After a failed query: wait for the workers to be idle and all present again; restart them
     if they stay busy (a timed-out query's running tasks cannot be interrupted) or missing."""
-    client = ctx._executor.client
+    client = ctx.session.executor.client
     deadline = time.monotonic() + wait
     try:
         while time.monotonic() < deadline and any(client.processing().values()):
@@ -289,7 +289,7 @@ def partition_facts(ctx, sql: str) -> dict[str, Any]:
     for p in nodes:
         if isinstance(p, ScanExec):
             scans[p.table] = max(scans.get(p.table, 0), p.n)
-    return {"target": ctx._planner_config().target_partitions,
+    return {"target": ctx.session.config.planner_config(ctx.session.executor.parallelism).target_partitions,
             "max": max(p.n for p in nodes), "scans": scans,
             "estimated_bytes": estimated_memory(phys)}
 
@@ -326,7 +326,7 @@ def run_config(args: argparse.Namespace, root: Path, n_workers: int,
         cfg["error"] = _error_text(e)
         log(f"   cluster did not start: {cfg['error']}")
         return cfg
-    client = ctx._executor.client
+    client = ctx.session.executor.client
     try:
         register_tpch(ctx, root)
         client.run(_make_importer())  # untimed: every worker imports pqe and pyarrow first
@@ -342,7 +342,7 @@ def run_config(args: argparse.Namespace, root: Path, n_workers: int,
         "kind": "distributed.LocalCluster (processes), scheduler in the benchmark process",
         "workers": {a: {"nthreads": w.get("nthreads"), "memory_limit": w.get("memory_limit")}
                     for a, w in info.get("workers", {}).items()},
-        "target_partitions": ctx._planner_config().target_partitions,
+        "target_partitions": ctx.session.config.planner_config(ctx.session.executor.parallelism).target_partitions,
         "dashboard": ctx.dashboard_link}
     caller = Caller(args.timeout + BACKSTOP)
     worker_cpu = 0.0

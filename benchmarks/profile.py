@@ -19,17 +19,12 @@ PHASES = ("parse", "bind", "optimize", "physical", "lower", "execute")
 
 def profile_pqe(ctx: Any, sql: str) -> tuple[pa.Table, dict[str, float]]:
     """Run one query phase by phase; returns the answer and seconds per phase."""
-    from sqlglot import exp
-
-    from pqe.dataframe import DataFrame
     from pqe.errors import UnsupportedError
     from pqe.execution.lower import lower
-    from pqe.kernels.relational import concat
-    from pqe.optimizer import optimize
-    from pqe.physical.planner import plan_physical
-    from pqe.sql.binder import Binder
-    from pqe.sql.parser import parse
+    from pqe.plan.statements import Query
+    from pqe.session.state import finish
 
+    session = ctx.session
     times: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -39,21 +34,23 @@ def profile_pqe(ctx: Any, sql: str) -> tuple[pa.Table, dict[str, float]]:
         times[phase] = now - clock
         clock = now
 
-    statements = parse(sql)
+    statements = session.parse(sql)
     lap("parse")
-    queries = [s for s in statements if isinstance(s, (exp.Query, exp.Values))]
-    if len(queries) != len(statements) or not queries:
+    if len(statements) != 1 or statements[0].explain is not None:
         raise UnsupportedError("the profiler runs single queries only")
-    plan = Binder(ctx.catalog, sql).bind_query(queries[-1])
+    stmt = session.bind(statements[0], sql)
+    if not isinstance(stmt, Query):
+        raise UnsupportedError("the profiler runs single queries only")
+    plan = stmt.plan
     lap("bind")
-    optimized = optimize(plan)
+    optimized = session.optimize(plan)
     lap("optimize")
-    phys = plan_physical(optimized, ctx._planner_config())
+    phys = session.physical_plan(optimized)
     lap("physical")
     graph, keys = lower(phys)
     lap("lower")
-    tables = ctx._executor.run(graph, keys)
-    result = DataFrame(ctx, plan)._finish(concat(tables) if tables else None)
+    tables = session.executor.run_graph(graph, keys)
+    result = finish(plan, tables)
     lap("execute")
     return result, times
 

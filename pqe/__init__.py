@@ -10,7 +10,8 @@ from __future__ import annotations
 from .context import Context
 from .dataframe import DataFrame, GroupBy
 from .expressions import Expr, col, count, lit
-from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError, Error,
+from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError,
+                     ConstraintError, Error,
                      ExecutionError, InternalError, QueryCancelled, QueryTimeout, ResourceError,
                      SQLSyntaxError,
                      TypeMismatchError, UnknownColumnError, UnknownTableError, UnsupportedError)
@@ -24,7 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Context", "DataFrame", "GroupBy", "Expr", "col", "lit", "count", "Error", "SQLSyntaxError", "BindError", "UnknownTableError",
     "UnknownColumnError", "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError",
-    "UnsupportedError", "ExecutionError", "CatalogError", "InternalError", "QueryCancelled",
+    "UnsupportedError", "ExecutionError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",
     "QueryTimeout", "ResourceError", "connect", "apilevel", "paramstyle", "threadsafety", "Warning", "InterfaceError",
     "DatabaseError", "DataError", "OperationalError", "IntegrityError", "ProgrammingError",
     "NotSupportedError",

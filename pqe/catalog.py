@@ -388,11 +388,19 @@ class MemoryTable(TableProvider):
         state["table"] = None  # the data travels in the graph, not with every task
         return state
 
-    def __init__(self, table: pa.Table):
+    def __init__(self, table: pa.Table, primary_key: tuple[str, ...] = (),
+                 unique: tuple[tuple[str, ...], ...] = ()):
         super().__init__()
         self.table = table
         self.schema = T.normalize_schema(table.schema)
         self._stats: TableStats | None = None
+        # constraints of a table created in SQL, enforced by the session's writes
+        self.primary_key = tuple(primary_key)
+        self.unique = tuple(tuple(k) for k in unique)
+
+    def with_table(self, table: pa.Table) -> MemoryTable:
+        """The next version of this table: new rows, the same constraints."""
+        return MemoryTable(table, self.primary_key, self.unique)
 
     def describe(self) -> str:
         return f"memory:{self.table.num_rows} rows"
@@ -454,12 +462,48 @@ class DaskTable(TableProvider):
         return TableStats(self.ddf.npartitions * 100_000)
 
 
+class CatalogSnapshot:
+    """The catalog as it was at one moment: what one statement binds against, so every table
+    a statement reads is the version of the same moment (writers replace entries, never
+    change them)."""
+
+    def __init__(self, tables: dict[str, Any]) -> None:
+        self._tables = tables
+
+    def find(self, name: str, exact: bool = False) -> str | None:
+        """The stored name matching `name` (exactly, or case-insensitively), or None."""
+        if name in self._tables:
+            return name
+        if exact:
+            return None
+        low = name.lower()
+        hits = [k for k in self._tables if k.lower() == low]
+        return hits[0] if len(hits) == 1 else None
+
+    def lookup(self, name: str, exact: bool = False) -> tuple[str, Any]:
+        key = self.find(name, exact)
+        if key is None:
+            raise UnknownTableError(f"table '{name}' does not exist{suggest(name, self._tables)}")
+        return key, self._tables[key]
+
+    def names(self) -> list[str]:
+        return sorted(self._tables)
+
+    def get(self, key: str) -> Any:
+        return self._tables.get(key)
+
+
 class Catalog:
     """Name -> table provider or view. Unquoted names match case-insensitively."""
 
     def __init__(self) -> None:
         self._tables: dict[str, Any] = {}
         self._lock = threading.RLock()
+
+    def frozen(self) -> CatalogSnapshot:
+        """A consistent snapshot for binding one statement."""
+        with self._lock:
+            return CatalogSnapshot(dict(self._tables))
 
     def register(self, name: str, provider: Any, replace: bool = True) -> None:
         if not isinstance(name, str) or not name:

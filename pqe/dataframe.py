@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .errors import BindError, ExecutionError
+from .errors import BindError
 from .expressions import Expr, Resolver, SortExpr, to_expr
 from .plan import builder as B
 from .plan.explain import format_plan
@@ -15,17 +14,18 @@ from .plan.expr import AggCall, ColumnRef, SortKey, is_aggregate, transform
 from .plan.logical import LogicalPlan
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import Context
+    from .session import Result, SessionState
 
 
 class DataFrame:
     """A query that has not run yet. Immutable; every method returns a new DataFrame or a
     result. Run it with `to_arrow()`, `to_pandas()`, ...; see it with `explain()`."""
 
-    def __init__(self, ctx: Context, plan: LogicalPlan):
-        self._ctx = ctx
+    def __init__(self, session: SessionState, plan: LogicalPlan, result: Result | None = None):
+        self._session = session
         self._plan = plan
         self._optimized: LogicalPlan | None = None
+        self.result = result  # for a statement that ran at once: its kind and rows affected
 
     # ---- description ---------------------------------------------------------------------
 
@@ -42,86 +42,26 @@ class DataFrame:
 
     def optimized_plan(self) -> LogicalPlan:
         if self._optimized is None:
-            from .optimizer import optimize
-
-            self._optimized = optimize(self._plan)
+            self._optimized = self._session.optimize(self._plan)
         return self._optimized
 
     def physical_plan(self):
-        from .physical.planner import plan_physical
+        return self._session.physical_plan(self.optimized_plan())
 
-        return plan_physical(self.optimized_plan(), self._ctx._planner_config())
-
-    def explain(self, analyze: bool = False) -> str:
-        """Logical, optimized and physical plans as deterministic text."""
-        from .physical.plan import format_physical
-
-        phys = self.physical_plan()
-        stats = None
-        if analyze:
-            start = time.perf_counter()
-            table, stats = self._run_profiled(phys)
-            elapsed = time.perf_counter() - start
-        parts = ["== Logical Plan ==", format_plan(self._plan),
-                 "", "== Optimized Logical Plan ==", format_plan(self.optimized_plan()),
-                 "", "== Physical Plan ==", format_physical(phys, stats)]
-        if analyze:
-            parts += ["", "== Execution ==",
-                      f"rows={table.num_rows} time={elapsed:.3f}s (operator times are summed "
-                      f"over partitions; on a cluster they are not collected)"]
-        return "\n".join(parts)
-
-    def _run_profiled(self, phys):
-        from .execution.lower import Lowering
-        from .execution.ops import CancelToken
-        from .kernels.relational import concat
-
-        token = CancelToken(collect_stats=True)
-        low = Lowering(token)
-        keys = low.materialize(low.lower_plan(phys), "result")
-        tables = self._ctx._executor.run_cancellable(low.graph, keys, token, None)
-        by_number = {nid: key for key, nid in low.node_ids.items()}
-        stats = {by_number[nid]: tuple(v) for nid, v in (token.stats or {}).items()
-                 if nid in by_number}
-        return self._finish(concat(tables) if tables else None), stats
+    def explain(self, analyze: bool = False, timeout: float | None = None, cancel=None) -> str:
+        """Logical, optimized and physical plans as deterministic text; with `analyze`, the
+        query runs and every operator shows its rows and time."""
+        return self._session.explain(self._plan, analyze, timeout=timeout, cancel=cancel)
 
     # ---- execution -----------------------------------------------------------------------
 
-    def _run(self, phys, timeout: float | None = None, cancel=None) -> pa.Table:
-        from .execution.lower import lower
-        from .execution.ops import CancelToken
-        from .kernels.relational import concat
-
-        self._ctx._check_memory(phys)
-        token = CancelToken()
-        graph, keys = lower(phys, token)
-        tables = self._ctx._executor.run_cancellable(graph, keys, token, timeout, cancel)
-        result = concat(tables) if tables else None
-        return self._finish(result)
-
-    def _finish(self, table: pa.Table | None) -> pa.Table:
-        fields = self._plan.schema
-        schema = pa.schema([pa.field(f.name, f.dtype if not pa.types.is_null(f.dtype) else pa.null())
-                            for f in fields])
-        if table is None:
-            return schema.empty_table()
-        cols = []
-        for f in fields:
-            col = table.column(f.id)
-            if col.type != f.dtype:
-                try:
-                    col = col.cast(f.dtype)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise ExecutionError(
-                        f"result column {f.name} is {col.type}, expected {f.dtype}: {e}") from e
-            cols.append(col)
-        return pa.Table.from_arrays(cols, schema=schema)
-
-    def to_arrow(self, timeout: float | None = None, cancel=None) -> pa.Table:
+    def to_arrow(self, timeout: float | None = None, cancel=None, progress=None) -> pa.Table:
         """Run the query; the result as a pyarrow Table. Ctrl-C (KeyboardInterrupt) stops it;
         `timeout` (seconds) raises pqe.QueryTimeout; setting `cancel` (a threading.Event) from
-        another thread raises pqe.QueryCancelled. The Context stays usable after any of them."""
-        return self._run(self.physical_plan(), timeout, cancel)
+        another thread raises pqe.QueryCancelled; `progress(done, total)` is called with task
+        counts as they change. The Context stays usable after any of them."""
+        return self._session.run(self._plan, optimized=self.optimized_plan(), timeout=timeout,
+                                 cancel=cancel, progress=progress)
 
     collect = to_arrow
 
@@ -135,19 +75,7 @@ class DataFrame:
 
     def to_dask(self):
         """A dask DataFrame whose partitions are this query's partitions (nothing runs now)."""
-        import dask.dataframe as dd
-
-        from .execution import ops as O
-        from .execution.lower import Lowering
-
-        low = Lowering()
-        parts = low.lower_plan(self.physical_plan())
-        schema = self._result_schema()
-        op = O.ToPandas(ids=tuple(f.id for f in self._plan.schema), names=tuple(schema.names),
-                        schema=schema)
-        keys = low.materialize([p.then(op) for p in parts], "to-pandas")
-        meta = schema.empty_table().to_pandas()
-        return dd.from_graph(low.graph, meta, (None,) * (len(keys) + 1), keys, "pqe")
+        return self._session.to_dask(self._plan, self.optimized_plan())
 
     def _result_schema(self) -> pa.Schema:
         return pa.schema([pa.field(f.name, f.dtype) for f in self._plan.schema])
@@ -159,7 +87,7 @@ class DataFrame:
     def _repr_html_(self) -> str:
         import html
 
-        head = DataFrame(self._ctx, B.limit(self._plan, 10)).to_arrow()
+        head = DataFrame(self._session, B.limit(self._plan, 10)).to_arrow()
         cols = "".join(f"<th>{html.escape(f.name)}<br><small>{html.escape(str(f.type))}</small></th>"
                        for f in head.schema)
         rows = "".join("<tr>" + "".join(f"<td>{html.escape(repr(v) if v is None else str(v))}</td>"
@@ -177,7 +105,7 @@ class DataFrame:
     # ---- the builder -----------------------------------------------------------------------
 
     def _new(self, plan: LogicalPlan) -> DataFrame:
-        return DataFrame(self._ctx, plan)
+        return DataFrame(self._session, plan)
 
     def _resolve(self, items, what: str, allow_agg: bool = False):
         r = Resolver(self._plan.schema)
@@ -245,8 +173,8 @@ class DataFrame:
             right_keys = right_on if isinstance(right_on, list) else [right_on]
             if len(left_keys) != len(right_keys):
                 raise BindError("left_on and right_on differ in length")
-        lres = [e for e, _ in DataFrame(self._ctx, self._plan)._resolve(left_keys, "join keys")]
-        rres = [e for e, _ in DataFrame(self._ctx, right_plan)._resolve(right_keys, "join keys")]
+        lres = [e for e, _ in DataFrame(self._session, self._plan)._resolve(left_keys, "join keys")]
+        rres = [e for e, _ in DataFrame(self._session, right_plan)._resolve(right_keys, "join keys")]
         joined = B.join(self._plan, right_plan, how, list(zip(lres, rres, strict=True)))
         if how in ("semi", "anti"):
             return self._new(joined)
@@ -316,7 +244,7 @@ class DataFrame:
     def count(self) -> int:
         """The number of rows (runs the query)."""
         agg = B.aggregate(self._plan, [], [(AggCall("count_star", (), pa.int64()), "count")])
-        return DataFrame(self._ctx, agg).to_arrow().column(0)[0].as_py()
+        return DataFrame(self._session, agg).to_arrow().column(0)[0].as_py()
 
 
 class GroupBy:
@@ -352,7 +280,7 @@ def _aggregate(df: DataFrame, keys, values) -> DataFrame:
         if not is_aggregate(e) and e in by_key:
             continue
         out.append((transform(e, lambda x: by_call.get(x) if isinstance(x, AggCall) else by_key.get(x)), name))
-    return DataFrame(df._ctx, B.project(agg, out))
+    return DataFrame(df._session, B.project(agg, out))
 
 
 def _agg_calls(e):

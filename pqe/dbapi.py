@@ -12,7 +12,6 @@ pasted into the SQL text — so a value holding quotes or `'; DROP TABLE x; --` 
 from __future__ import annotations
 
 import datetime
-import decimal
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +22,9 @@ from .errors import (DatabaseError, DataError, Error, IntegrityError, InterfaceE
                      Warning)
 
 apilevel = "2.0"
-threadsafety = 2  # threads may share the module and connections (not cursors)
+# threads may share the module and connections (not cursors): every statement is atomic and
+# writers on one connection are serialized, so concurrent INSERTs never lose a row
+threadsafety = 2
 paramstyle = "qmark"
 
 __all__ = ["connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
@@ -106,13 +107,16 @@ class Cursor:
         self._check()
         if not isinstance(sql, str):
             raise ProgrammingError("SQL must be a string")
-        statements = _bind_parameters(sql, parameters or ())
-        ctx = self.connection._ctx
-        result = None
-        for stmt in statements:
-            result = ctx._run_statement(stmt, sql)
-        table = result.to_arrow() if result is not None else pa.table({})
-        self._set_result(table)
+        session = self.connection._ctx.session
+        result = session.sql(sql, parameters if parameters is not None else ())
+        if result.plan is not None:
+            self._set_rows(session.run(result.plan))
+        elif result.table is not None:
+            self._set_rows(result.table)
+        else:  # DDL / DML: no result set
+            self._table, self._rows, self._pos = None, [], 0
+            self.description = None
+            self.rowcount = result.rows_affected if result.rows_affected is not None else -1
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]]) -> Cursor:
@@ -123,16 +127,7 @@ class Cursor:
         self.rowcount = total
         return self
 
-    def _set_result(self, table: pa.Table) -> None:
-        if table.column_names == ["count"] and table.num_rows == 1:  # DML: rows affected
-            self._table = None
-            self.description = None
-            self.rowcount = table.column(0)[0].as_py()
-            self._rows = []
-            return
-        if table.column_names == ["status"] and table.num_rows == 0:  # DDL
-            self._table, self.description, self.rowcount, self._rows = None, None, -1, []
-            return
+    def _set_rows(self, table: pa.Table) -> None:
         self._table = table
         self._rows = None
         self._pos = 0
@@ -186,45 +181,6 @@ class Cursor:
     def __iter__(self):
         while (row := self.fetchone()) is not None:
             yield row
-
-
-def _bind_parameters(sql: str, params: Sequence[Any]):
-    """Parse, then replace each `?` by a literal node built from the parameter's value."""
-    from sqlglot import exp
-
-    from .sql.parser import parse
-
-    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
-        raise ProgrammingError("parameters must be a sequence (tuple or list)")
-    statements = parse(sql)
-    holes = [p for stmt in statements for p in stmt.find_all(exp.Placeholder)]
-    if len(holes) != len(params):
-        raise ProgrammingError(f"the statement has {len(holes)} parameters, {len(params)} given")
-    for hole, value in zip(holes, params, strict=True):
-        hole.replace(_literal(value))
-    return statements
-
-
-def _literal(value: Any):
-    from sqlglot import exp
-
-    if value is None:
-        return exp.Null()
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, int):
-        return exp.Literal.number(value)
-    if isinstance(value, float):
-        return exp.cast(exp.Literal.number(repr(value)), "DOUBLE")
-    if isinstance(value, decimal.Decimal):
-        return exp.Literal.number(str(value))
-    if isinstance(value, str):
-        return exp.Literal.string(value)
-    if isinstance(value, datetime.datetime):
-        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
-    if isinstance(value, datetime.date):
-        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
-    raise ProgrammingError(f"unsupported parameter type {type(value).__name__}")
 
 
 class _TypeSet(frozenset):

@@ -93,6 +93,10 @@ class AggregateMisuseError(BindError):
     pass
 
 
+class ConstraintError(IntegrityError):
+    """A write would break a PRIMARY KEY, UNIQUE or NOT NULL constraint; nothing was written."""
+
+
 class UnsupportedError(NotSupportedError):
     """A construct pqe does not implement; the message names it."""
 

@@ -87,7 +87,7 @@ def test_tpch_on_cli_cluster(remote_ctx, duck, query):
 
 
 def test_partitions_follow_cluster_threads(remote_ctx):
-    assert remote_ctx._executor.parallelism == 2
+    assert remote_ctx.session.executor.parallelism == 2
     phys = remote_ctx.sql("select count(*) from lineitem").physical_plan()
     assert phys.children()[0].n >= 2 or phys.n >= 1
 
@@ -183,7 +183,7 @@ def test_local_cluster_tpch(local_cluster_ctx, duck, query):
 
 def test_local_cluster_closes_with_context(tpch_dir):
     ctx = pqe.Context(workers=1, memory_limit="512MiB")
-    cluster = ctx._executor.cluster
+    cluster = ctx.session.executor.cluster
     assert cluster is not None and ctx.dashboard_link
     ctx.close()
     assert cluster.status.name in ("closed", "closing")

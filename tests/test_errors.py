@@ -93,7 +93,8 @@ def test_runaway_recursive_cte(ectx, monkeypatch):
 
     monkeypatch.setattr(Binder, "MAX_RECURSION", 20)
     with pytest.raises(pqe.ExecutionError, match="did not finish after 20 iterations"):
-        ectx.sql("with recursive r(n) as (select 1 union all select n + 1 from r) select * from r")
+        ectx.sql("with recursive r(n) as (select 1 union all select n + 1 from r) "
+                 "select * from r").to_arrow()
 
 
 def test_missing_parquet_path(ectx):

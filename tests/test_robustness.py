@@ -134,7 +134,7 @@ def test_eight_threads_share_one_bounded_pool(tpch_dir, duck):
     new_workers = [t for t in threading.enumerate()
                    if t not in before and t.name.startswith("pqe_")]
     assert 1 <= len(new_workers) <= 2, [t.name for t in new_workers]
-    assert len(ctx._executor.pool()._threads) <= 2
+    assert len(ctx.session.executor.pool()._threads) <= 2
     ctx.close()
 
 
@@ -185,12 +185,12 @@ def test_keyboard_interrupt_stops_the_query(slow_ctx, sigint_raises):
 
 
 def test_memory_guard_refuses_with_advice(tpch_dir, monkeypatch):
-    import pqe.context as C
+    import pqe.session.state as C
 
     ctx = register_tpch(pqe.Context(partitions=2), tpch_dir)
     sql = tpch_query("q9")
     assert ctx.sql(sql).to_arrow().num_rows > 0  # fine with the machine's real memory
-    monkeypatch.setattr(C, "_available_memory", lambda: 64 * 1024)  # pretend: 64 KiB free
+    monkeypatch.setattr(C, "available_memory", lambda: 64 * 1024)  # pretend: 64 KiB free
     with pytest.raises(pqe.ResourceError, match=r"needs about .* GiB.*workers=N"):
         ctx.sql(sql).to_arrow()
     ctx.memory_guard = False

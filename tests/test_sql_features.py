@@ -81,7 +81,7 @@ def test_create_insert_update_delete(ctx):
     got = rows(ctx, "SELECT id, name, price FROM items ORDER BY id")
     assert [(r["id"], r["name"], str(r["price"])) for r in got] == [
         (1, "a", "1.50"), (2, "b", "1.50"), (3, "c", "9.99")]
-    with pytest.raises(pqe.ExecutionError, match="NOT NULL"):
+    with pytest.raises(pqe.ConstraintError, match="NOT NULL"):
         ctx.sql("INSERT INTO items(name) VALUES ('no id')")
     with pytest.raises(pqe.CatalogError, match="already exists"):
         ctx.sql("CREATE TABLE items(x INT)")

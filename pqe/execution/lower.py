@@ -32,8 +32,16 @@ class Pending:
 
 
 class Lowering:
-    def __init__(self, token: O.CancelToken | None = None) -> None:
+    """`materialized`: results of recursive queries the driver ran first (id(node) -> table);
+    `bindings`: the tables a recursive step's work tables read this iteration
+    ((name, which) -> table)."""
+
+    def __init__(self, token: O.CancelToken | None = None, materialized: dict | None = None,
+                 bindings: dict | None = None, tag: str = "") -> None:
         self.token = token
+        self.materialized = materialized or {}
+        self.bindings = bindings or {}
+        self.tag = tag  # makes data keys unique per iteration (a cluster keeps old keys)
         self.node_ids: dict[int, int] = {}  # id(physical node) -> number
         self._stack: list[int] = []
         self.graph: dict = {}
@@ -256,6 +264,24 @@ class Lowering:
     def _windowexec(self, node: P.WindowExec):
         op = O.Window(partition=node.partition, order=node.order, specs=node.specs)
         return [p.then(op) for p in self.lower(node.input)]
+
+    def _data(self, label: str, table: pa.Table) -> list[Pending]:
+        key = f"{label}-{self.tag}-{hashlib.sha1(repr(id(table)).encode()).hexdigest()[:12]}"
+        self.graph[key] = table
+        return [Pending((O.Concat(indices=(0,)),), (key,))]
+
+    def _recursiveexec(self, node: P.RecursiveExec):
+        table = self.materialized.get(id(node))
+        if table is None:
+            raise InternalError(f"recursive query {node.name} reached lowering before it ran")
+        return self._data(f"recursive-{node.name.replace('#', '-')}", table)
+
+    def _worktableexec(self, node: P.WorkTableExec):
+        table = self.bindings.get((node.name, node.which))
+        if table is None:
+            raise InternalError(f"work table {node.name} ({node.which}) has no rows bound")
+        table = pa.Table.from_arrays(table.columns, names=[f.id for f in node.schema])
+        return self._data(f"worktable-{node.which}", table)
 
     def _singlerowexec(self, node: P.SingleRowExec):
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]

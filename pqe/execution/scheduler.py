@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import dask
 import dask.local
 import dask.threaded
+from dask.callbacks import Callback
 
 from ..errors import Error, ExecutionError, InternalError, QueryCancelled, QueryTimeout
 
@@ -106,19 +107,19 @@ class Executor:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pqe")
             return self._pool
 
-    def run_cancellable(self, graph: dict, keys: list, token, timeout: float | None,
-                        cancel: threading.Event | None = None) -> list:
-        """Run a graph; Ctrl-C or `timeout` stop it promptly. On threads, the graph runs in a
-        helper thread while the caller waits: on interrupt the caller returns at once, tasks
-        that have not started see the cancel token and stop, and the Context stays usable."""
-        if self.kind == "distributed":
-            return self._run_distributed(graph, keys, timeout, cancel)
+    def run_job(self, job, token, timeout: float | None = None,
+                cancel: threading.Event | None = None):
+        """Run `job()` (which runs one or more graphs through `run_graph`) on a helper thread
+        while the caller waits in short timed waits: Ctrl-C, `timeout` and `cancel` stop it
+        promptly. The token is cancelled, so tasks that have not started stop at once (and on
+        a cluster the futures are cancelled); the caller returns at once and the Context stays
+        usable."""
         box: dict = {}
         done = threading.Event()
 
         def target():
             try:
-                box["result"] = self.run(graph, keys)
+                box["result"] = job()
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 box["error"] = e
             finally:
@@ -143,39 +144,49 @@ class Executor:
             raise box["error"]
         return box["result"]
 
-    def run(self, graph: dict, keys: list) -> list:
+    def run_cancellable(self, graph: dict, keys: list, token, timeout: float | None,
+                        cancel: threading.Event | None = None) -> list:
+        """One graph, as `run_job` runs jobs."""
+        return self.run_job(lambda: self.run_graph(graph, keys, token), token, timeout, cancel)
+
+    def run_graph(self, graph: dict, keys: list, token=None, progress=None) -> list:
+        """Run one graph on this executor (from inside a job). `progress(done, total)` deltas
+        are reported as tasks finish on the local schedulers."""
+        if token is not None and token.reason is not None:
+            raise QueryCancelled(token.reason)
         try:
-            if self.kind == "sync":
-                return list(dask.local.get_sync(graph, keys))
-            if self.kind == "threads":
+            if self.kind == "distributed":
+                return self._run_distributed(graph, keys, token)
+            with _Progress(progress, token, len(graph)):
+                if self.kind == "sync":
+                    return list(dask.local.get_sync(graph, keys))
                 return list(dask.threaded.get(graph, keys, pool=self.pool(),
                                               num_workers=self.threads))
-            return self._run_distributed(graph, keys)
         except Error:
             raise
+        except _Stopped:
+            raise QueryCancelled(token.reason if token is not None else "cancelled") from None
         except Exception as e:  # scheduler failures that are not pqe's own errors
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
 
-    def _run_distributed(self, graph: dict, keys: list, timeout: float | None = None,
-                         cancel: threading.Event | None = None) -> list:
+    def run(self, graph: dict, keys: list) -> list:
+        return self.run_graph(graph, keys)
+
+    def _run_distributed(self, graph: dict, keys: list, token=None) -> list:
         from distributed import KilledWorker, TimeoutError as DaskTimeout, wait
 
         futures = None
         try:
             futures = self.client.get(graph, keys, sync=False)
-            deadline = None if timeout is None else time.monotonic() + timeout
             while True:
                 try:
                     wait(futures, timeout=0.1)
                     break
                 except (DaskTimeout, TimeoutError):
                     pass
-                if cancel is not None and cancel.is_set():
+                if token is not None and token.reason is not None:
                     self.client.cancel(futures)
-                    raise QueryCancelled("query cancelled")
-                if deadline is not None and time.monotonic() >= deadline:
-                    self.client.cancel(futures)
-                    raise QueryTimeout(f"query timed out after {timeout:g} s")
+                    raise QueryCancelled(token.reason)
             return list(self.client.gather(futures))
         except KeyboardInterrupt:
             if futures is not None:
@@ -202,3 +213,42 @@ class Executor:
         if self.cluster is not None:
             self.cluster.close()
             self.cluster = None
+
+
+class _Stopped(Exception):
+    """Raised inside dask's scheduling loop to stop a cancelled query's graph."""
+
+
+class _Progress(Callback):
+    """Reports finished tasks of one graph to a `progress(done, total)` callback, and stops
+    the graph at its next finished task once the query's token is cancelled (tasks already
+    running finish in the background). dask's callbacks are process-wide, so the callback
+    counts only the graph it saw start on its own thread."""
+
+    def __init__(self, progress, token, total: int):
+        super().__init__()
+        self._progress = progress
+        self._token = token
+        self._total = total
+        self._state = None
+        self._thread = threading.get_ident()
+
+    def _start_state(self, dsk, state) -> None:
+        if threading.get_ident() != self._thread or self._state is not None:
+            return
+        self._state = id(state)
+        if self._progress is not None:
+            n = sum(len(state[k]) for k in ("ready", "waiting", "running", "finished"))
+            self._progress(0, n)
+
+    def _posttask(self, key, result, dsk, state, worker_id) -> None:
+        if id(state) != self._state:
+            return
+        if self._token is not None and self._token.reason is not None:
+            raise _Stopped()
+        if self._progress is not None:
+            self._progress(1, 0)
+
+    def _finish(self, dsk, state, errored) -> None:
+        if id(state) == self._state:
+            self._state = None

@@ -337,6 +337,38 @@ class SingleRowExec(PhysicalPlan):
         return "SingleRowCheck"
 
 
+@dataclass(eq=False)
+class RecursiveExec(PhysicalPlan):
+    """WITH RECURSIVE: the executor runs `anchor`, then `step` with its WorkTableExec inputs
+    bound to the previous iteration's rows, until an iteration yields none; the rows of all
+    iterations are this node's output (one partition)."""
+
+    name: str = ""
+    anchor: PhysicalPlan = None
+    step: PhysicalPlan = None
+    distinct: bool = False
+    max_iterations: int = 10_000
+
+    def children(self):
+        return (self.anchor, self.step)
+
+    def describe(self, names):
+        kind = "UNION" if self.distinct else "UNION ALL"
+        return f"Recursive[iterate]: {self.name.split('#')[0]} {kind}"
+
+
+@dataclass(eq=False)
+class WorkTableExec(PhysicalPlan):
+    """The rows a recursive query's previous iteration made (`which="delta"`) or all rows so
+    far (`which="all"`), supplied by the executor at each iteration."""
+
+    name: str = ""
+    which: str = "delta"
+
+    def describe(self, names):
+        return f"WorkTable: {self.name.split('#')[0]} ({self.which})"
+
+
 def estimated_memory(plan: PhysicalPlan) -> float:
     """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
     what its operators materialize (Dask keeps results until their consumers finish)."""

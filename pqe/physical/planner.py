@@ -30,7 +30,7 @@ from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
-                   ScanExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec)
+                   RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec)
 
 
 DENSE_PROBE = 0.5  # probing a dense lookup array, relative to probing a hash table
@@ -421,6 +421,17 @@ class PhysicalPlanner:
         exprs = tuple(ColumnRef(f) for f in node.schema)
         return ProjectExec(node.schema, current.n, _project_dist(current.dist, exprs, node.schema),
                            current, exprs, None)
+
+    def _recursivequery(self, node: L.RecursiveQuery) -> PhysicalPlan:
+        anchor = self._gather(self.plan(node.anchor))
+        step = self._gather(self.plan(node.step))
+        out = RecursiveExec(node.schema, 1, SINGLE, node.name, anchor, step, node.distinct,
+                            node.max_iterations)
+        out.est_bytes = self.est.bytes(node) * 2  # every iteration's rows, then the result
+        return out
+
+    def _worktable(self, node: L.WorkTable) -> PhysicalPlan:
+        return WorkTableExec(node.schema, 1, SINGLE, node.name, node.which)
 
     def _singlerow(self, node: L.SingleRow) -> PhysicalPlan:
         child = self._gather(self.plan(node.input))

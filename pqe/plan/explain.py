@@ -174,6 +174,13 @@ def describe_node(plan) -> str:
     if isinstance(plan, L.Window):
         calls = ", ".join(f"{format_expr(c)} AS {f.name}" for c, f in zip(plan.calls, plan.fields, strict=True))
         return f"Window: {calls}"
+    if isinstance(plan, L.RecursiveQuery):
+        kind = "UNION" if plan.distinct else "UNION ALL"
+        name = plan.name.split("#")[0]
+        return f"RecursiveQuery: {name} {kind} [{', '.join(f.name for f in plan.fields)}]"
+    if isinstance(plan, L.WorkTable):
+        name = plan.name.split("#")[0]
+        return f"WorkTable: {name} ({plan.which}) [{', '.join(f.name for f in plan.fields)}]"
     return type(plan).__name__
 
 

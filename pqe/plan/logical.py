@@ -344,6 +344,56 @@ class SingleRow(LogicalPlan):
         return replace(self, input=children[0])
 
 
+@dataclass(frozen=True, slots=True)
+class WorkTable(LogicalPlan):
+    """Inside the recursive term of WITH RECURSIVE: the rows of the recursive CTE made by the
+    previous iteration (`which="delta"`) or by every iteration so far (`which="all"`, used to
+    drop rows already produced under UNION). `name` identifies the RecursiveQuery reading it."""
+
+    name: str
+    fields: tuple[Field, ...]
+    which: str = "delta"
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.which not in ("delta", "all"):
+            raise InternalError(f"unknown work table {self.which}")
+        _set_schema(self, self.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class RecursiveQuery(LogicalPlan):
+    """WITH RECURSIVE name AS (anchor UNION [ALL] step): run `anchor`, then `step` over the
+    previous iteration's rows (WorkTable nodes named `name`) until an iteration yields no rows
+    (with `distinct`, no rows not seen before). The executor runs the iterations, so timeouts,
+    cancellation and progress apply as to any operator; `max_iterations` bounds a runaway."""
+
+    name: str
+    anchor: LogicalPlan
+    step: LogicalPlan
+    fields: tuple[Field, ...]
+    distinct: bool = False
+    max_iterations: int = 10_000
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        for part in (self.anchor, self.step):
+            if len(part.schema) != len(self.fields):
+                raise InternalError("recursive query inputs differ in width")
+            for a, b in zip(part.schema, self.fields, strict=True):
+                if a.dtype != b.dtype:
+                    raise InternalError(
+                        f"recursive query column {a.display} is {T.type_name(a.dtype)}, "
+                        f"expected {T.type_name(b.dtype)}")
+        _set_schema(self, self.fields)
+
+    def children(self):
+        return (self.anchor, self.step)
+
+    def with_children(self, children):
+        return replace(self, anchor=children[0], step=children[1])
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 
 

@@ -36,7 +36,6 @@ from .statements import read_script
 _SHOW_TABLES = re.compile(r"^\s*show\s+tables\s*;?\s*$", re.I)
 _DESCRIBE = re.compile(r'^\s*(?:describe|desc)\s+(?:table\s+)?("(?:[^"]|"")+"|[\w.]+)\s*;?\s*$',
                        re.I)
-_EXPLAIN = re.compile(r"^\s*explain\b", re.I)
 
 
 class Shell:
@@ -81,17 +80,16 @@ class Shell:
         """Run one statement and print its result (and run time). False on error."""
         try:
             start = time.perf_counter()
-            table = self.query(sql)
+            kind, table = self.query(sql)
             elapsed = time.perf_counter() - start
-            if table is not None:
-                if table.num_rows == 0 and table.column_names == ["status"]:
-                    # the engine's answer to DDL (CREATE, DROP, ...): nothing to tabulate
-                    if self.renderer.mode == "table":
-                        self.renderer.message("OK", style="dim")
-                elif _EXPLAIN.match(sql) and table.column_names == ["plan"]:
-                    self.renderer.lines([str(x) for x in table.column(0).to_pylist()])
-                else:
-                    self.renderer.result(table)
+            if table is None:
+                # DDL (CREATE, DROP, ...): nothing to tabulate
+                if self.renderer.mode == "table":
+                    self.renderer.message("OK", style="dim")
+            elif kind == "EXPLAIN":
+                self.renderer.lines([str(x) for x in table.column(0).to_pylist()])
+            else:
+                self.renderer.result(table)
             if self.timer:
                 self.renderer.message(f"Run Time: {elapsed:.3f} s")
             return True
@@ -101,21 +99,28 @@ class Shell:
             self.report(e, sql, prefix=where)
             return False
 
-    def query(self, sql: str) -> pa.Table | None:
-        """The result of one statement. SHOW TABLES and DESCRIBE fall back to the shell's own
-        versions only while the engine rejects them, so the engine's versions are used as soon
-        as it has them. `ctx.sql` runs under the progress bar and Ctrl-C handling too, because
-        the engine runs statements such as CREATE TABLE AS there rather than in `to_arrow`."""
+    def query(self, sql: str) -> tuple[str, pa.Table | None]:
+        """The kind and rows of one statement (None for DDL; a one-row `count` for DML). SHOW
+        TABLES and DESCRIBE fall back to the shell's own versions only while the engine rejects
+        them. Statements run under the progress bar and Ctrl-C handling."""
+        session = self.ctx.session
 
-        def run() -> pa.Table | None:
+        def run(cancel, progress) -> tuple[str, pa.Table | None]:
             try:
-                df = self.ctx.sql(sql)
+                result = session.sql(sql, cancel=cancel, progress=progress)
             except (pqe.UnsupportedError, pqe.SQLSyntaxError):
                 builtin = self._builtin(sql)
                 if builtin is None:
                     raise
-                return builtin()
-            return None if df is None else df.to_arrow()
+                return "SELECT", builtin()
+            if result.plan is not None:
+                return result.kind, session.run(result.plan, cancel=cancel, progress=progress)
+            if result.table is not None:
+                return result.kind, result.table
+            if result.rows_affected is not None:
+                return result.kind, pa.table({"count": pa.array([result.rows_affected],
+                                                                pa.int64())})
+            return result.kind, None
 
         return run_query(run, self.err, progress=self.progress)
 

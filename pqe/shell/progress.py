@@ -1,20 +1,15 @@
 """Running one query from the shell: a progress bar after a second, and prompt Ctrl-C.
 
-Progress: pqe runs graphs with `dask.threaded.get` (or `dask.local.get_sync`), which call every
-active `dask.callbacks.Callback`: `_start_state` sees a graph's task count and `_posttask` runs
-once per finished task. A query may run several graphs (a subquery first), so totals add up.
-The bar shows only on a terminal and only after `delay` seconds, so quick queries print nothing
-extra, and it is transient. On a dask.distributed cluster the callbacks never fire (the
-scheduler runs the graph), so no bar is shown there yet.
+Progress: the engine calls `progress(done, total)` with task-count deltas as graphs start and
+tasks finish (`DataFrame.to_arrow(progress=...)`, `SessionState.sql(progress=...)`); a query
+may run several graphs (a recursive CTE's iterations, a statement's query), so totals add up.
+The bar shows only on a terminal and only after `delay` seconds, so quick queries print
+nothing extra, and it is transient.
 
 Cancelling: the query runs on a helper thread while the main thread waits in short timed
-waits. A process-wide SIGINT may be delivered to any thread; if the main thread sat in dask's
-untimed `queue.get()` it would not notice until the running task finished, which for one big
-join task is many seconds. With timed waits KeyboardInterrupt is raised within 0.1 s. The
-cancelled graph is then stopped at its next finished task (the callback raises in dask's
-loop), so no new tasks start; tasks already running finish in the background. (When the
-engine's own `to_arrow` reliably raises KeyboardInterrupt promptly on the main thread, the
-helper thread here can go; the monitor would then only draw the bar.)
+waits, so Ctrl-C raises KeyboardInterrupt within 0.1 s. The query's `cancel` event is then
+set: the engine stops its graph at the next task, tasks already running finish in the
+background, and the session goes on.
 """
 
 from __future__ import annotations
@@ -23,61 +18,34 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO, TypeVar
 
-from dask.callbacks import Callback
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 T = TypeVar("T")
 
 
-class QueryCancelled(Exception):
-    """Raised inside dask's scheduling loop to stop a graph whose query was cancelled."""
-
-
-class QueryMonitor(Callback):
-    """Counts the tasks of its query's graphs, draws the bar, and stops those graphs once
-    cancelled.
-
-    dask's callbacks are global, so a graph of some other query (a cancelled one still winding
-    down on another thread) can reach this monitor. A graph is taken as this query's when it
-    starts while the query is live; after cancelling, the monitor stops only graphs it had
-    taken and ignores new ones, so it can never break a later query."""
+class QueryMonitor:
+    """Counts the tasks of one query (from the engine's progress callback) and draws the
+    bar."""
 
     def __init__(self, stream: TextIO, delay: float = 1.0, enabled: bool = True):
-        super().__init__()
         self.enabled = enabled and stream.isatty()
         self.delay = delay
         self.total = 0
         self.done = 0
         self.cancelled = threading.Event()
-        self._graphs: set[int] = set()  # id() of the scheduler state of each running graph
         self._stream = stream
         self._lock = threading.Lock()
         self._progress: Progress | None = None
         self._task: Any = None
         self._timer: threading.Timer | None = None
 
-    # ---- dask callbacks (on the thread running dask's scheduling loop) ---------------------
-
-    def _start_state(self, dsk: Any, state: dict) -> None:
-        if self.cancelled.is_set():
-            return
+    def update(self, done: int, total: int) -> None:
+        """The engine's progress callback: task-count deltas."""
         with self._lock:
-            self._graphs.add(id(state))
-            self.total += sum(len(state[k]) for k in ("ready", "waiting", "running", "finished"))
+            self.done += done
+            self.total += total
             self._refresh()
-
-    def _posttask(self, key: Any, result: Any, dsk: Any, state: dict, worker_id: Any) -> None:
-        if id(state) not in self._graphs:
-            return
-        if self.cancelled.is_set():
-            raise QueryCancelled()
-        with self._lock:
-            self.done += 1
-            self._refresh()
-
-    def _finish(self, dsk: Any, state: dict, errored: bool) -> None:
-        self._graphs.discard(id(state))  # ids are only unique while the graph is alive
 
     # ---- the bar ---------------------------------------------------------------------------
 
@@ -113,18 +81,17 @@ class QueryMonitor(Callback):
                 self._progress = None
 
 
-def run_query(fn: Callable[[], T], stream: TextIO, progress: bool = True,
-              delay: float = 1.0) -> T:
-    """`fn()` (which runs a query) with a progress bar on `stream`; Ctrl-C raises
-    KeyboardInterrupt here promptly and stops the query's graph."""
+def run_query(fn: Callable[[threading.Event, Callable[[int, int], None]], T], stream: TextIO,
+              progress: bool = True, delay: float = 1.0) -> T:
+    """`fn(cancel, progress)` (which runs a query) with a progress bar on `stream`; Ctrl-C
+    raises KeyboardInterrupt here promptly and sets `cancel`, which stops the query."""
     monitor = QueryMonitor(stream, delay, enabled=progress)
     outcome: dict[str, Any] = {}
     finished = threading.Event()
 
     def target() -> None:
         try:
-            with monitor:
-                outcome["value"] = fn()
+            outcome["value"] = fn(monitor.cancelled, monitor.update)
         except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = e
         finally:

@@ -27,14 +27,15 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from .. import types as T
-from ..catalog import Catalog, TableProvider
+from ..catalog import Catalog, CatalogSnapshot, TableProvider
 from ..errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Error,
                       ExecutionError, TypeMismatchError, UnknownColumnError, UnknownTableError,
                       UnsupportedError, suggest)
 from ..plan import builder as B
 from ..plan.expr import (AggCall, ColumnRef, Expr, Field, Frame, FrameBound, Literal, OuterRef,
                          SortKey, SubqueryExpr, WindowCall, column_ids, lit, transform)
-from ..plan.logical import LogicalPlan, Project, Window, map_expressions, transform_up
+from ..plan.logical import (LogicalPlan, Project, RecursiveQuery, Window, WorkTable,
+                            map_expressions, transform_up, walk_plan)
 from .parser import PQEDialect, node_position
 
 
@@ -266,10 +267,9 @@ class Binder:
     # a recursive CTE stops with an error after this many iterations
     MAX_RECURSION = 10_000
 
-    def __init__(self, catalog: Catalog, sql: str = "", run=None):
+    def __init__(self, catalog: Catalog | CatalogSnapshot, sql: str = ""):
         self.catalog = catalog
         self.sql = sql
-        self.run = run  # LogicalPlan -> pa.Table, for WITH RECURSIVE
         self.ctes: list[dict[str, tuple[LogicalPlan, list[str]]]] = []
         self.adhoc: dict[str, TableProvider] = {}  # read_parquet(...) and 'file.parquet' sources
         self._window_refs: dict[int, Expr] = {}  # window call AST node -> its output column
@@ -437,52 +437,47 @@ class Binder:
         return self._query_body(node, outer)
 
     def _recursive_cte(self, cte: exp.CTE, outer, frame) -> tuple[LogicalPlan, list[str]]:
-        """WITH RECURSIVE: run the anchor, then the recursive term over the rows the previous
-        step produced, until a step produces no (new) rows."""
-        import pyarrow as pa
-
-        from ..catalog import MemoryTable
-
+        """WITH RECURSIVE: a RecursiveQuery node whose step reads the previous iteration's
+        rows through a WorkTable; the executor runs the iterations."""
         name = cte.alias_or_name
         body = cte.this
         if not isinstance(body, exp.Union):
             raise UnsupportedError(f"recursive CTE {name} must be <anchor> UNION [ALL] <recursive term>")
-        if self.run is None:
-            raise UnsupportedError("WITH RECURSIVE needs a Context to run in")
+        for key in ("order", "limit", "offset"):
+            if body.args.get(key) is not None:
+                raise UnsupportedError(f"{key.upper()} on the body of recursive CTE {name} "
+                                       f"is not supported")
         distinct = bool(body.args.get("distinct"))
         anchor, names = self.query(body.this, outer)
-        schema = pa.schema([pa.field(n, f.dtype) for n, f in zip(names, anchor.schema, strict=True)])
-
-        def materialize(plan) -> pa.Table:
-            t = self.run(plan)
-            return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(t.columns, schema, strict=True)],
-                                        schema=schema)
-
-        def as_plan(table: pa.Table) -> LogicalPlan:
-            return B.scan(name, MemoryTable(table))
-
-        rows = materialize(B.distinct(anchor) if distinct else anchor)
-        parts = [rows]
-        working = rows
-        for _ in range(self.MAX_RECURSION):
-            frame[name] = (as_plan(working), names)
-            step, _ = self.query(body.expression.copy(), outer)
-            if len(step.schema) != len(names):
-                raise BindError(f"recursive term of {name} has {len(step.schema)} columns, "
-                                f"expected {len(names)}")
-            step = B.union_all([as_plan(working.slice(0, 0)), step])  # cast to the anchor's types
-            if distinct:
-                seen = as_plan(pa.concat_tables(parts))
-                step = B.set_operation("except", step, seen, all_=False)
-            new = materialize(step)
-            if new.num_rows == 0:
-                break
-            parts.append(new)
-            working = new
-        else:
-            raise ExecutionError(f"recursive CTE {name} did not finish after "
-                                 f"{self.MAX_RECURSION} iterations")
-        return as_plan(pa.concat_tables(parts)), names
+        if distinct:
+            anchor = B.distinct(anchor)
+        token = B.fresh_id(name)  # "name#k": unique per query, shown as its name
+        work_fields = tuple(B.new_field(n, f.dtype) for n, f in zip(names, anchor.schema, strict=True))
+        frame[name] = (WorkTable(token, work_fields, "delta"), names)
+        step, _ = self.query(body.expression.copy(), outer)
+        if len(step.schema) != len(names):
+            raise BindError(f"recursive term of {name} has {len(step.schema)} columns, "
+                            f"expected {len(names)}")
+        items = []
+        for f, want in zip(step.schema, anchor.schema, strict=True):
+            if f.dtype != want.dtype and T.common_type(f.dtype, want.dtype) is None:
+                raise TypeMismatchError(
+                    f"recursive term of {name}: column {f.name} is {T.type_name(f.dtype)}, "
+                    f"the anchor's is {T.type_name(want.dtype)}")
+            items.append((B.cast(ColumnRef(f), want.dtype), f.name))
+        step = B.project(step, items)
+        if distinct:
+            seen = WorkTable(token, tuple(B.new_field(n, f.dtype) for n, f in
+                                          zip(names, anchor.schema, strict=True)), "all")
+            step = B.set_operation("except", step, seen, all_=False)
+        for part in (anchor, step):
+            if _has_outer_refs(part):
+                raise UnsupportedError(f"recursive CTE {name} refers to a column of an outer "
+                                       f"query; this is not supported")
+        anchor = B.project(anchor, [(ColumnRef(f), n) for f, n in zip(anchor.schema, names, strict=True)])
+        fields = tuple(B.new_field(n, f.dtype) for n, f in zip(names, anchor.schema, strict=True))
+        plan = RecursiveQuery(token, anchor, step, fields, distinct, self.MAX_RECURSION)
+        return plan, names
 
     def _query_body(self, node, outer):
         if isinstance(node, exp.Select):
@@ -1394,6 +1389,30 @@ def _frame(spec: exp.WindowSpec) -> Frame:
     end_value = spec.args.get("end")
     end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
     return Frame(mode, start, end)
+
+
+def _has_outer_refs(plan: LogicalPlan) -> bool:
+    """Whether `plan` reads a column of a query outside it (an OuterRef to a column that no
+    node inside it, subqueries included, produces)."""
+    from ..plan.expr import walk
+
+    defined: set[str] = set()
+    refs: set[str] = set()
+
+    def visit(p: LogicalPlan) -> None:
+        for node in walk_plan(p):
+            defined.update(node.column_ids)
+            if hasattr(node, "fields"):
+                defined.update(f.id for f in node.fields)
+            for e in node.expressions():
+                for x in walk(e):
+                    if isinstance(x, OuterRef):
+                        refs.add(x.id)
+                    elif isinstance(x, SubqueryExpr):
+                        visit(x.plan)
+
+    visit(plan)
+    return bool(refs - defined)
 
 
 def _self_referencing(cte: exp.CTE) -> bool:

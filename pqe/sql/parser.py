@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import exp, parser
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Tokenizer, TokenType
 
-from ..errors import SQLSyntaxError
+from ..errors import SQLSyntaxError, UnsupportedError
 
 # sqlglot logs a warning when it falls back to a generic Command; pqe reports its own errors.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -21,6 +29,20 @@ class PQEDialect(Dialect):
     ordering: NULLs sort as the largest values (ASC -> NULLS LAST, DESC -> NULLS FIRST)."""
 
     NULL_ORDERING = "nulls_are_large"
+
+    class Parser(parser.Parser):
+        # `?` remembers where it stands in the text: parameters bind in textual order, not in
+        # the order a tree walk meets them (`VALUES (lower(?), ?)`)
+        PLACEHOLDER_PARSERS = {
+            **parser.Parser.PLACEHOLDER_PARSERS,
+            TokenType.PLACEHOLDER: lambda self: _placeholder(self),
+        }
+
+
+def _placeholder(p: parser.Parser) -> exp.Expression:
+    node = p.expression(exp.Placeholder())
+    node.meta["start"] = p._prev.start
+    return node
 
 
 DIALECT = PQEDialect
@@ -45,6 +67,136 @@ def node_position(sql: str, node: exp.Expression) -> tuple[int, int] | None:
             if "start" in inner:
                 return position(sql, inner["start"])
     return None
+
+
+@dataclass
+class ParsedStatement:
+    """One statement of the text: its AST and whether it is wrapped in EXPLAIN [ANALYZE]."""
+
+    ast: exp.Expression
+    explain: str | None = None  # None, "explain" or "analyze"
+
+
+_ANALYZE = re.compile(r"\s*analyze\b", re.I)
+
+
+def parse_statements(sql: str, params: Sequence[Any] | None = None) -> list[ParsedStatement]:
+    """Parse `;`-separated statements, unwrap EXPLAIN [ANALYZE], and bind `?` parameters (in
+    the order they appear in the text) as typed literals: values never become SQL text."""
+    statements = parse(sql)
+    bodies = iter(_explain_bodies(sql))
+    out: list[ParsedStatement] = []
+    for ast in statements:
+        if isinstance(ast, exp.Command) and ast.this.upper() == "EXPLAIN":
+            start = next(bodies, None)
+            if start is None:  # pragma: no cover - the tokenizer and parser disagree
+                raise SQLSyntaxError("cannot find the statement after EXPLAIN")
+            m = _ANALYZE.match(sql, start)
+            mode = "analyze" if m else "explain"
+            if m:
+                start = m.end()
+            end = _statement_end(sql, start)
+            inner = parse(_blank(sql[:start]) + sql[start:end])
+            if len(inner) != 1:
+                raise SQLSyntaxError("EXPLAIN needs one statement", *position(sql, start))
+            if isinstance(inner[0], exp.Command) and inner[0].this.upper() == "EXPLAIN":
+                raise UnsupportedError("EXPLAIN EXPLAIN is not supported")
+            out.append(ParsedStatement(inner[0], mode))
+        else:
+            out.append(ParsedStatement(ast))
+    _bind_parameters(sql, [p.ast for p in out], params)
+    return out
+
+
+def _blank(text: str) -> str:
+    """Spaces for every character but newlines: a prefix that keeps error positions exact."""
+    return "".join(ch if ch == "\n" else " " for ch in text)
+
+
+def _explain_bodies(sql: str) -> list[int]:
+    """Offsets where the statement after each EXPLAIN keyword starts."""
+    try:
+        tokens = Tokenizer().tokenize(sql)
+    except TokenError:  # pragma: no cover - parse() reported it already
+        return []
+    out = []
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.COMMAND and tok.text.upper() == "EXPLAIN":
+            j = tok.end + 1
+            while j < len(sql) and sql[j].isspace():
+                j += 1
+            out.append(j)
+    return out
+
+
+def _statement_end(sql: str, start: int) -> int:
+    """Where the statement starting at `start` ends: its `;` (not one inside a string or
+    comment), or the end of the text."""
+    try:
+        tokens = Tokenizer().tokenize(_blank(sql[:start]) + sql[start:])
+    except TokenError:
+        return len(sql)
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON and tok.start >= start:
+            return tok.start
+    return len(sql)
+
+
+def _bind_parameters(sql: str, statements: list[exp.Expression],
+                     params: Sequence[Any] | None) -> None:
+    holes = [p for stmt in statements for p in stmt.find_all(exp.Placeholder)]
+    if params is None:
+        params = ()
+    if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
+        raise SQLSyntaxError("parameters must be a sequence (a tuple or a list), "
+                             f"got {type(params).__name__}")
+    named = [h for h in holes if h.this]
+    if named:
+        raise UnsupportedError(f"named parameters (:{named[0].this}) are not supported; use ?")
+    if len(holes) != len(params):
+        raise SQLSyntaxError(f"the statement has {len(holes)} parameters, {len(params)} given")
+    holes.sort(key=lambda h: h.meta.get("start", 0))
+    for hole, value in zip(holes, params, strict=True):
+        hole.replace(parameter_literal(value))
+
+
+def parameter_literal(value: Any) -> exp.Expression:
+    """A parameter value as a typed literal node."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        if not -(1 << 63) <= value < (1 << 63):
+            # beyond BIGINT: an exact DECIMAL when it fits 38 digits
+            if len(str(abs(value))) > 38:
+                raise SQLSyntaxError(f"parameter {value} does not fit DECIMAL(38, 0)")
+            return exp.cast(exp.Literal.string(str(value)), "DECIMAL(38, 0)")
+        return exp.Literal.number(value)
+    if isinstance(value, float):
+        text = repr(value) if math.isfinite(value) else ("nan" if math.isnan(value) else
+                                                          ("inf" if value > 0 else "-inf"))
+        return exp.cast(exp.Literal.string(text), "DOUBLE")
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise SQLSyntaxError(f"parameter {value} is not a finite DECIMAL")
+        sign, digits, exponent = value.as_tuple()
+        scale = max(0, -int(exponent))
+        precision = max(len(digits) + max(0, int(exponent)), scale, 1)
+        if precision > 38:
+            raise SQLSyntaxError(f"parameter {value} has more than 38 digits")
+        return exp.cast(exp.Literal.string(format(value, "f")),
+                        f"DECIMAL({max(precision, scale)}, {scale})")
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMPTZ")
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
+    if isinstance(value, datetime.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    raise SQLSyntaxError(f"a parameter of type {type(value).__name__} cannot be bound (use None, "
+                         f"bool, int, float, Decimal, str, date or datetime)")
 
 
 def parse(sql: str) -> list[exp.Expression]:

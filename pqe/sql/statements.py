@@ -1,37 +1,29 @@
-"""DDL and DML statements: CREATE TABLE [AS], INSERT, UPDATE, DELETE, CREATE VIEW, DROP, SHOW
-TABLES, DESCRIBE, COPY ... TO.
+"""Statements (DDL, DML, utility) -> typed `pqe.plan.statements` objects.
 
-Tables created from SQL are in-memory Arrow tables (split into partitions when scanned).
-Statements that change a table build its new contents with the engine itself (INSERT ...
-SELECT, UPDATE as a projection, DELETE as a filter) and swap the catalog entry: a DataFrame
-made earlier keeps reading the data it was made over.
+The front end only binds: names are resolved against the catalog snapshot, expressions are
+typed, and queries become logical plans. Nothing here runs a query, writes a file or changes
+the catalog; `pqe.session` executes the statements this module returns.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from sqlglot import exp
 
 from .. import types as T
-from ..catalog import MemoryTable, TableProvider
-from ..errors import BindError, CatalogError, Error, ExecutionError, UnsupportedError
+from ..catalog import CatalogSnapshot, MemoryTable, TableProvider
+from ..errors import BindError, CatalogError, TypeMismatchError, UnsupportedError
 from ..plan import builder as B
+from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
+from ..plan.logical import LogicalPlan
 from .binder import Binder, Scope, View, sql_type
-from .parser import PQEDialect
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..context import Context
-    from ..dataframe import DataFrame
-
-# In-memory tables are re-chunked once they hold this many chunks (many small INSERTs).
-MAX_CHUNKS = 64
+from .parser import PQEDialect, ParsedStatement
 
 
-def _name(node: exp.Expression) -> tuple[str, bool]:
+def name_of(node: exp.Expression) -> tuple[str, bool]:
     """A table or column name as stored: unquoted names fold to lower case (PostgreSQL)."""
     ident = node.this if isinstance(node, (exp.Table, exp.Column)) else node
     if isinstance(ident, exp.Identifier):
@@ -39,250 +31,425 @@ def _name(node: exp.Expression) -> tuple[str, bool]:
     return str(ident.name if hasattr(ident, "name") else ident).lower(), False
 
 
-def _result(ctx: Context, table: pa.Table) -> DataFrame:
-    from ..dataframe import DataFrame
-
-    return DataFrame(ctx, B.scan("result", MemoryTable(table)))
-
-
-def _count(ctx: Context, n: int) -> DataFrame:
-    return _result(ctx, pa.table({"count": pa.array([n], pa.int64())}))
+def _set_args(node: exp.Expression) -> dict:
+    """The arguments sqlglot filled in (None, False and empty lists mean 'not written')."""
+    return {k: v for k, v in node.args.items() if v not in (None, False, [], "")}
 
 
-def _ok(ctx: Context) -> DataFrame:
-    return _result(ctx, pa.table({"status": pa.array([], pa.string())}))
+def refuse_unknown_args(node: exp.Expression, consumed: set[str], what: str) -> None:
+    """Refuse by default: an argument of `node` this front end does not read is a construct
+    pqe has not implemented, and must not be silently ignored."""
+    for key, value in _set_args(node).items():
+        if key in consumed:
+            continue
+        shown = value.sql(dialect=PQEDialect) if isinstance(value, exp.Expression) else str(value)
+        if isinstance(value, list):
+            shown = ", ".join(v.sql(dialect=PQEDialect) if isinstance(v, exp.Expression) else str(v)
+                              for v in value)
+        detail = f" ({shown[:60]})" if shown and shown not in ("True", "1") else ""
+        raise UnsupportedError(f"{what}: {key.upper().replace('_', ' ')}{detail} is not supported")
 
 
-def execute(ctx: Context, stmt: exp.Expression, sql: str) -> DataFrame:
-    if isinstance(stmt, exp.Create):
-        return _create(ctx, stmt, sql)
-    if isinstance(stmt, exp.Insert):
-        return _insert(ctx, stmt, sql)
-    if isinstance(stmt, exp.Drop):
-        return _drop(ctx, stmt)
-    if isinstance(stmt, exp.Update):
-        return _update(ctx, stmt, sql)
-    if isinstance(stmt, exp.Delete):
-        return _delete(ctx, stmt, sql)
-    if isinstance(stmt, exp.Describe):
-        return _describe(ctx, stmt, sql)
-    if isinstance(stmt, exp.Copy):
-        return _copy(ctx, stmt, sql)
-    if isinstance(stmt, exp.Command) and stmt.this.upper() == "SHOW":
-        what = stmt.expression.name.strip().upper() if stmt.expression is not None else ""
+def statement_word(ast: exp.Expression) -> str:
+    """What the user wrote first, for refusals that name it ("SUMMARIZE statements ...")."""
+    if isinstance(ast, exp.Command):
+        return str(ast.this).upper()
+    node = ast
+    while True:
+        if isinstance(node, exp.Identifier):
+            return node.name.upper()
+        if isinstance(node, (exp.Alias, exp.Column, exp.Paren)) and node.this is not None:
+            node = node.this
+            continue
+        return node.key.upper()
+
+
+def bind_statement(parsed: ParsedStatement, catalog: CatalogSnapshot, sql: str) -> S.Statement:
+    stmt = _bind(parsed.ast, catalog, sql)
+    if parsed.explain is not None:
+        return S.Explain(stmt, parsed.explain == "analyze")
+    return stmt
+
+
+def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statement:
+    if isinstance(ast, (exp.Query, exp.Values)):
+        return S.Query(Binder(catalog, sql).bind_query(ast))
+    if isinstance(ast, exp.Create):
+        return _create(ast, catalog, sql)
+    if isinstance(ast, exp.Insert):
+        return _insert(ast, catalog, sql)
+    if isinstance(ast, exp.Update):
+        return _update(ast, catalog, sql)
+    if isinstance(ast, exp.Delete):
+        return _delete(ast, catalog, sql)
+    if isinstance(ast, exp.Drop):
+        return _drop(ast)
+    if isinstance(ast, exp.Describe):
+        return _describe(ast, catalog, sql)
+    if isinstance(ast, exp.Copy):
+        return _copy(ast, catalog, sql)
+    if isinstance(ast, exp.Command) and ast.this.upper() == "SHOW":
+        what = ast.expression.name.strip().upper() if ast.expression is not None else ""
         if what == "TABLES":
-            return _result(ctx, pa.table({"name": pa.array(ctx.catalog.names(), pa.string())}))
+            return S.ShowTables()
         raise UnsupportedError(f"SHOW {what} is not supported")
-    if isinstance(stmt, exp.Command):
-        raise UnsupportedError(f"{stmt.this.upper()} statements are not supported")
-    raise UnsupportedError(f"{stmt.key.upper()} statements are not supported")
+    raise UnsupportedError(f"{statement_word(ast)} statements are not supported")
 
 
 # ---- CREATE ----------------------------------------------------------------------------------
 
 
-def _create(ctx: Context, stmt: exp.Create, sql: str) -> DataFrame:
+def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement:
     kind = (stmt.args.get("kind") or "").upper()
     if kind == "INDEX":
-        # indexes do not change answers; pqe scans and hashes instead
-        table = stmt.this.args.get("table")
+        # an index never changes an answer; pqe scans and hashes instead
+        refuse_unknown_args(stmt, {"kind", "this", "unique", "exists"}, "CREATE INDEX")
+        index = stmt.this
+        table = index.args.get("table") if isinstance(index, exp.Index) else None
         if table is not None:
-            ctx.catalog.lookup(*_name(table))
-        return _ok(ctx)
+            catalog.lookup(*name_of(table))
+        return S.NoOp("CREATE INDEX")
+    properties = stmt.args.get("properties")
+    temporary = False
+    if properties is not None:
+        for prop in properties.expressions:
+            if isinstance(prop, exp.TemporaryProperty):
+                temporary = True  # every table pqe creates lives as long as its Context
+                continue
+            raise UnsupportedError(f"CREATE {kind}: {prop.sql(dialect=PQEDialect)} is not supported")
+    del temporary
     target = stmt.this
     columns = None
     if isinstance(target, exp.Schema):
         columns = target.expressions
         target = target.this
-    name, quoted = _name(target)
-    exists = ctx.catalog.find(name, exact=quoted)
-    if exists is not None and not stmt.args.get("replace"):
-        if stmt.args.get("exists"):
-            return _ok(ctx)
-        raise CatalogError(f"{kind.lower()} '{name}' already exists")
+    if not isinstance(target, exp.Table) or target.args.get("db") or target.args.get("catalog"):
+        raise UnsupportedError(f"CREATE {kind} {target.sql(dialect=PQEDialect)}: qualified "
+                               f"names are not supported")
+    name, quoted = name_of(target)
+    replace, if_not_exists = bool(stmt.args.get("replace")), bool(stmt.args.get("exists"))
+    if replace and if_not_exists:
+        raise BindError(f"CREATE OR REPLACE {kind} cannot also say IF NOT EXISTS")
     if kind == "VIEW":
+        refuse_unknown_args(stmt, {"kind", "this", "expression", "replace", "exists",
+                                   "properties"}, "CREATE VIEW")
         query = stmt.expression
-        names = tuple(_name(c)[0] for c in columns) if columns else None
+        names = tuple(name_of(c)[0] for c in columns) if columns else None
         text = query.sql(dialect=PQEDialect)
-        Binder(ctx.catalog, text).bind_query(query.copy())  # fail now, not at first use
-        ctx.catalog.register(name, View(text, names))
-        return _ok(ctx)
+        plan = Binder(catalog, text).bind_query(query.copy())  # fail now, not at first use
+        if names is not None and len(names) != len(plan.schema):
+            raise BindError(f"view {name} names {len(names)} columns, its query has "
+                            f"{len(plan.schema)}")
+        return S.CreateView(name, text, names, replace, if_not_exists, plan, quoted)
     if kind != "TABLE":
-        raise UnsupportedError(f"CREATE {kind} is not supported")
+        raise UnsupportedError(f"CREATE {kind or stmt.sql(dialect=PQEDialect)[:40]} is not supported")
+    refuse_unknown_args(stmt, {"kind", "this", "expression", "replace", "exists",
+                               "properties"}, "CREATE TABLE")
     if stmt.expression is not None:  # CREATE TABLE ... AS query
-        table = _run_query(ctx, stmt.expression, sql)
+        source = Binder(catalog, sql).bind_query(stmt.expression)
+        names = None
         if columns:
-            names = [_name(c)[0] for c in columns]
-            if len(names) != table.num_columns:
+            if not all(isinstance(c, (exp.Identifier, exp.ColumnDef)) for c in columns):
+                raise UnsupportedError("CREATE TABLE ... AS names its columns only")
+            names = tuple(name_of(c.this if isinstance(c, exp.ColumnDef) else c)[0] for c in columns)
+            if len(names) != len(source.schema):
                 raise BindError(f"CREATE TABLE {name} names {len(names)} columns, query has "
-                                f"{table.num_columns}")
-            table = table.rename_columns(names)
-        ctx.catalog.register(name, MemoryTable(table))
-        return _ok(ctx)
-    fields = []
+                                f"{len(source.schema)}")
+        return S.CreateTable(name, None, source, names, replace, if_not_exists, quoted=quoted)
+    fields: list[pa.Field] = []
+    primary: tuple[str, ...] = ()
+    unique: list[tuple[str, ...]] = []
     for col in columns or []:
-        if not isinstance(col, exp.ColumnDef):
-            continue  # table constraints (PRIMARY KEY (...), ...) are accepted, not enforced
-        cname, _ = _name(col.this)
-        kind_type = col.args.get("kind")
-        dtype = sql_type(kind_type) if kind_type is not None else T.TEXT
-        nullable = True
-        for c in col.args.get("constraints") or []:
-            k = c.args.get("kind")
-            if isinstance(k, exp.NotNullColumnConstraint) and not k.args.get("allow_null"):
-                nullable = False
-            if isinstance(k, exp.PrimaryKeyColumnConstraint):
-                nullable = False
-        fields.append(pa.field(cname, dtype, nullable))
+        if isinstance(col, exp.ColumnDef):
+            field, pk, uq = _column_def(col, name)
+            fields.append(field)
+            if pk:
+                if primary:
+                    raise BindError(f"table {name} has more than one PRIMARY KEY")
+                primary = (field.name,)
+            if uq:
+                unique.append((field.name,))
+        elif isinstance(col, exp.PrimaryKey):
+            if primary:
+                raise BindError(f"table {name} has more than one PRIMARY KEY")
+            primary = tuple(_key_column(c, name) for c in col.expressions)
+        elif isinstance(col, exp.UniqueColumnConstraint) or (
+                isinstance(col, exp.Constraint) is False and type(col).__name__ == "Unique"):
+            unique.append(tuple(_key_column(c, name) for c in _unique_columns(col)))
+        else:
+            raise UnsupportedError(f"CREATE TABLE {name}: table constraint "
+                                   f"{col.sql(dialect=PQEDialect)[:60]} is not supported")
     if not fields:
         raise BindError(f"CREATE TABLE {name} needs at least one column")
     names = [f.name for f in fields]
     if len(set(names)) != len(names):
         raise BindError(f"CREATE TABLE {name} repeats a column name")
-    ctx.catalog.register(name, MemoryTable(pa.schema(fields).empty_table()))
-    return _ok(ctx)
+    for key in [primary, *unique]:
+        for c in key:
+            if c not in names:
+                raise BindError(f"CREATE TABLE {name}: key column '{c}' is not a column of the table")
+    if primary:
+        fields = [f.with_nullable(False) if f.name in primary else f for f in fields]
+    unique_keys = tuple(dict.fromkeys(k for k in unique if k != primary))
+    return S.CreateTable(name, pa.schema(fields), None, None, replace, if_not_exists, primary,
+                         unique_keys, quoted)
 
 
-def _run_query(ctx: Context, query: exp.Expression, sql: str) -> pa.Table:
-    from ..dataframe import DataFrame
-
-    return DataFrame(ctx, ctx._binder(sql).bind_query(query)).to_arrow()
-
-
-def _memory_table(ctx: Context, target: exp.Expression) -> tuple[str, MemoryTable]:
-    name, quoted = _name(target)
-    real, entry = ctx.catalog.lookup(name, exact=quoted)
-    if not isinstance(entry, MemoryTable):
-        what = "a view" if isinstance(entry, View) else f"a {getattr(entry, 'kind', 'file')} table"
-        raise UnsupportedError(f"'{real}' is {what}; only tables created in SQL can be changed")
-    return real, entry
+def _unique_columns(node: exp.Expression) -> list[exp.Expression]:
+    this = node.this
+    if isinstance(this, exp.Schema):
+        return list(this.expressions)
+    return list(node.expressions) or ([this] if this is not None else [])
 
 
-def _store(ctx: Context, name: str, table: pa.Table) -> None:
-    if table.column(0).num_chunks > MAX_CHUNKS:
-        table = table.combine_chunks()
-    ctx.catalog.register(name, MemoryTable(table))
+def _key_column(node: exp.Expression, table: str) -> str:
+    if isinstance(node, exp.Ordered):
+        node = node.this
+    if isinstance(node, (exp.Identifier, exp.Column)):
+        return name_of(node)[0]
+    # UNIQUE (a(10)): SQLite's prefix lengths do not change which rows are equal
+    if isinstance(node, (exp.Anonymous,)) and node.expressions:
+        return node.name.lower()
+    raise UnsupportedError(f"CREATE TABLE {table}: key {node.sql(dialect=PQEDialect)} is not supported")
 
 
-def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
-    """Cast rows to a table's column types, enforcing NOT NULL."""
-    cols = []
-    for f, col in zip(schema, table.columns, strict=True):
-        if col.type != f.type:
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise ExecutionError(f"{what}: cannot store {col.type} in column {f.name} "
-                                     f"({T.type_name(f.type)}): {str(e).splitlines()[0]}") from e
-        if not f.nullable and col.null_count:
-            raise ExecutionError(f"{what}: NULL value in column {f.name} violates its NOT NULL constraint")
-        cols.append(col)
-    return pa.Table.from_arrays(cols, schema=schema)
+def _column_def(col: exp.ColumnDef, table: str) -> tuple[pa.Field, bool, bool]:
+    cname, _ = name_of(col.this)
+    refuse_unknown_args(col, {"this", "kind", "constraints"}, f"CREATE TABLE {table} column {cname}")
+    kind_type = col.args.get("kind")
+    dtype = sql_type(kind_type) if kind_type is not None else T.TEXT
+    nullable, pk, uq = True, False, False
+    for c in col.args.get("constraints") or []:
+        k = c.args.get("kind")
+        if isinstance(k, exp.NotNullColumnConstraint):
+            if k.args.get("allow_null"):
+                continue  # NULL: the default
+            nullable = False
+        elif isinstance(k, exp.PrimaryKeyColumnConstraint):
+            refuse_unknown_args(k, set(), f"PRIMARY KEY of column {cname}")
+            nullable, pk = False, True
+        elif isinstance(k, exp.UniqueColumnConstraint):
+            refuse_unknown_args(k, set(), f"UNIQUE of column {cname}")
+            uq = True
+        else:
+            raise UnsupportedError(f"CREATE TABLE {table}: column constraint "
+                                   f"{c.sql(dialect=PQEDialect)[:60]} on {cname} is not supported")
+    return pa.field(cname, dtype, nullable), pk, uq
 
 
 # ---- INSERT / UPDATE / DELETE ----------------------------------------------------------------
 
 
-def _insert(ctx: Context, stmt: exp.Insert, sql: str) -> DataFrame:
+def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str) -> tuple[str, MemoryTable]:
+    if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
+        raise UnsupportedError(f"{what} {target.sql(dialect=PQEDialect)[:60]} is not supported")
+    if target.args.get("db") or target.args.get("catalog"):
+        raise UnsupportedError(f"{what}: qualified table names are not supported")
+    if target.alias:
+        raise UnsupportedError(f"{what}: a table alias on the target is not supported")
+    name, quoted = name_of(target)
+    real, entry = catalog.lookup(name, exact=quoted)
+    if not isinstance(entry, MemoryTable):
+        kind = "a view" if isinstance(entry, View) else f"a {getattr(entry, 'kind', 'file')} table"
+        raise UnsupportedError(f"'{real}' is {kind}; only tables created in SQL can be changed")
+    return real, entry
+
+
+def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
+    refuse_unknown_args(stmt, {"this", "expression", "alternative", "conflict"}, "INSERT")
     target = stmt.this
     column_nodes = None
     if isinstance(target, exp.Schema):
         column_nodes = target.expressions
         target = target.this
-    name, entry = _memory_table(ctx, target)
-    schema = entry.table.schema
+    name, entry = _memory_table(catalog, target, "INSERT INTO")
+    schema = entry.schema
+    lookup = {f.name.lower(): f.name for f in schema}
     if column_nodes:
-        cols = [_name(c)[0] for c in column_nodes]
-        lookup = {f.name.lower(): f.name for f in schema}
-        resolved = []
-        for c in cols:
-            real = c if c in schema.names else lookup.get(c.lower())
+        cols = []
+        for c in column_nodes:
+            cname, quoted = name_of(c)
+            real = cname if cname in schema.names else (None if quoted else lookup.get(cname.lower()))
             if real is None:
-                raise BindError(f"table {name} has no column '{c}'")
-            resolved.append(real)
-        if len(set(resolved)) != len(resolved):
+                raise BindError(f"table {name} has no column '{cname}'")
+            cols.append(real)
+        if len(set(cols)) != len(cols):
             raise BindError(f"INSERT INTO {name} names a column twice")
-        cols = resolved
     else:
         cols = list(schema.names)
-    source = stmt.expression
-    if isinstance(source, exp.Values) and _all_constant(source):
-        rows = _constant_rows(ctx, source, [schema.field(c).type for c in cols])
+    types = [schema.field(c).type for c in cols]
+    source_ast = stmt.expression
+    if source_ast is None:
+        raise UnsupportedError(f"INSERT INTO {name} without VALUES or a query is not supported")
+    binder = Binder(catalog, sql)
+    if isinstance(source_ast, exp.Values) and not _has_query(source_ast):
+        source = _constant_values(binder, source_ast, types, name)
     else:
-        rows = _run_query(ctx, source, sql)
-    if rows.num_columns != len(cols):
+        source = binder.bind_query(source_ast)
+    if len(source.schema) != len(cols):
         raise BindError(f"INSERT INTO {name} has {len(cols)} target columns but "
-                        f"{rows.num_columns} values per row")
-    arrays = []
-    for f in schema:
-        if f.name in cols:
-            arrays.append(rows.column(cols.index(f.name)))
-        else:
-            arrays.append(pa.nulls(rows.num_rows, f.type))
-    new = _conform(pa.Table.from_arrays(arrays, names=schema.names), schema, f"INSERT INTO {name}")
-    _store(ctx, name, pa.concat_tables([entry.table, new]))
-    return _count(ctx, new.num_rows)
+                        f"{len(source.schema)} values per row")
+    items = []
+    for f, want, c in zip(source.schema, types, cols, strict=True):
+        if f.dtype != want and not T.is_null(f.dtype) and T.common_type(f.dtype, want) is None \
+                and not (T.is_text(f.dtype) or T.is_text(want)):
+            raise TypeMismatchError(f"INSERT INTO {name}: cannot store {T.type_name(f.dtype)} "
+                                    f"in column {c} ({T.type_name(want)})")
+        items.append((B.cast(ColumnRef(f), want), c))
+    source = B.project(source, items)
+    conflict = _on_conflict(stmt, entry, name, cols, binder)
+    return S.Insert(name, entry, tuple(cols), source, conflict)
 
 
-def _all_constant(values: exp.Values) -> bool:
-    for tup in values.expressions:
-        for e in (tup.expressions if isinstance(tup, exp.Tuple) else [tup]):
-            if any(isinstance(n, (exp.Column, exp.Subquery, exp.Select)) for n in e.walk()):
-                return False
-    return True
+def _has_query(values: exp.Values) -> bool:
+    return any(isinstance(n, (exp.Column, exp.Subquery, exp.Select, exp.Exists))
+               for n in values.walk())
 
 
-def _constant_rows(ctx: Context, values: exp.Values, types: list[pa.DataType]) -> pa.Table:
-    """VALUES of constants straight to Arrow arrays (no query plan per INSERT)."""
-    from ..kernels.expressions import evaluate_constant
-
-    binder = Binder(ctx.catalog)
-    columns: list[list] = []
-    for tup in values.expressions:
+def _constant_values(binder: Binder, values: exp.Values, types: list[pa.DataType],
+                     table: str) -> LogicalPlan:
+    """INSERT ... VALUES of constants: each value cast to its column's type right away, so a
+    value that does not fit names its column and row."""
+    rows = []
+    width = None
+    for i, tup in enumerate(values.expressions):
         items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
-        if not columns:
-            columns = [[] for _ in items]
-        if len(items) != len(columns):
+        if width is None:
+            width = len(items)
+        if len(items) != width:
             raise BindError("VALUES rows have different numbers of columns")
+        row = []
         for j, node in enumerate(items):
-            e = binder.expr(node, Scope())
-            want = types[j] if j < len(types) else e.dtype
-            e = B.cast(e, want) if not T.is_null(want) else e
-            if not isinstance(e, Literal):
-                try:
-                    e = evaluate_constant(e)
-                except pa.ArrowException as err:
-                    raise ExecutionError(f"INSERT: {node.sql()} is not a valid "
-                                         f"{T.type_name(want)}: {str(err).splitlines()[0]}") from err
-            columns[j].append(e.value)
-    arrays = []
-    for j, vals in enumerate(columns):
-        want = types[j] if j < len(types) else None
-        try:
-            arrays.append(pa.array(vals, type=want))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-            raise ExecutionError(f"INSERT: value does not fit {T.type_name(want)}: {e}") from e
-    return pa.Table.from_arrays(arrays, names=[f"c{j}" for j in range(len(arrays))])
+            e = binder.expr(node, Scope(), clause="VALUES")
+            if j < len(types) and not T.is_null(types[j]):
+                e = B.cast(e, types[j])
+            row.append(e)
+        rows.append(row)
+    if width != len(types):
+        raise BindError(f"INSERT INTO {table} has {len(types)} target columns but {width} "
+                        f"values per row")
+    return B.values([f"col{j + 1}" for j in range(width or 0)], rows)
 
 
-def _rewrite_table(ctx: Context, name: str, entry: MemoryTable, where: exp.Expression | None,
-                   sets: dict[str, exp.Expression] | None, sql: str) -> tuple[pa.Table, int]:
-    """New contents of `name`: rows matching `where` updated by `sets`, or deleted."""
-    from ..dataframe import DataFrame
+def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str],
+                 binder: Binder) -> S.OnConflict | None:
+    alternative = (stmt.args.get("alternative") or "").upper()
+    conflict = stmt.args.get("conflict")
+    keys = [k for k in ((entry.primary_key,) + tuple(entry.unique)) if k]
+    if alternative:
+        if alternative not in ("REPLACE", "IGNORE"):
+            raise UnsupportedError(f"INSERT OR {alternative} is not supported")
+        if not keys:
+            raise BindError(f"INSERT OR {alternative} INTO {name}: the table has no PRIMARY KEY "
+                            f"or UNIQUE constraint to conflict on")
+        if alternative == "IGNORE":
+            return S.OnConflict("nothing")
+        return S.OnConflict("replace", _single_key(keys, name))
+    if conflict is None:
+        return None
+    refuse_unknown_args(conflict, {"conflict_keys", "action", "expressions", "where",
+                                   "constraint"}, "ON CONFLICT")
+    if conflict.args.get("duplicate"):
+        raise UnsupportedError("ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT")
+    if conflict.args.get("constraint"):
+        raise UnsupportedError("ON CONFLICT ON CONSTRAINT is not supported; name the columns")
+    target = tuple(name_of(k)[0] for k in conflict.args.get("conflict_keys") or [])
+    if not keys:
+        raise BindError(f"INSERT INTO {name} ... ON CONFLICT: the table has no PRIMARY KEY or "
+                        f"UNIQUE constraint")
+    lookup = {f.name.lower(): f.name for f in entry.schema}
+    target = tuple(lookup.get(t.lower(), t) for t in target)
+    if target and tuple(sorted(target)) not in {tuple(sorted(k)) for k in keys}:
+        raise BindError(f"ON CONFLICT ({', '.join(target)}) does not match a PRIMARY KEY or "
+                        f"UNIQUE constraint of {name}")
+    action = conflict.args.get("action")
+    action_text = (action.name if isinstance(action, exp.Expression) else str(action or "")).upper()
+    if action_text == "DO NOTHING":
+        return S.OnConflict("nothing", target)
+    if not action_text.startswith("DO UPDATE") and not conflict.args.get("expressions"):
+        raise UnsupportedError(f"ON CONFLICT {action_text} is not supported")
+    if not target:
+        target = _single_key(keys, name)
+    # SET assignments see the existing row (table name) and the proposed one (excluded)
+    scan = B.scan(name, entry)
+    excluded = B.scan(name, entry, "excluded")
+    scope = Scope()
+    scope.add(name, [(f.name.lower(), f) for f in scan.schema])
+    scope.add("excluded", [(f.name.lower(), f) for f in excluded.schema])
+    sets = []
+    for eq in conflict.args.get("expressions") or []:
+        if not isinstance(eq, exp.EQ):
+            raise UnsupportedError(f"ON CONFLICT DO UPDATE SET {eq.sql(dialect=PQEDialect)}")
+        cname = name_of(eq.this)[0]
+        real = lookup.get(cname.lower())
+        if real is None:
+            raise BindError(f"table {name} has no column '{cname}'")
+        if real in target:
+            raise BindError(f"ON CONFLICT DO UPDATE cannot change the key column {real}")
+        value = binder.expr(_qualified(eq.expression, name), scope, clause="SET")
+        sets.append((real, B.cast(value, entry.schema.field(real).type)))
+    where = conflict.args.get("where")
+    cond = None
+    if where is not None:
+        cond = binder.expr(_qualified(where.this if isinstance(where, exp.Where) else where, name),
+                           scope, clause="WHERE")
+        cond = B.call("is_true", B.cast(cond, T.BOOLEAN))
+    return S.OnConflict("update", target, tuple(sets), cond,
+                        (tuple(scan.schema), tuple(excluded.schema)))
 
-    binder = Binder(ctx.catalog, sql)
+
+def _single_key(keys: list[tuple[str, ...]], name: str) -> tuple[str, ...]:
+    if len(keys) != 1:
+        raise BindError(f"table {name} has several PRIMARY KEY/UNIQUE constraints: name the "
+                        f"conflict columns (ON CONFLICT (...))")
+    return keys[0]
+
+
+def _qualified(node: exp.Expression, table: str) -> exp.Expression:
+    node = node.copy()
+    for col in node.find_all(exp.Column):
+        if not col.table:
+            col.set("this", exp.to_identifier(name_of(col)[0]))
+            col.set("table", exp.to_identifier(table))
+        elif not col.this.quoted:
+            col.set("this", exp.to_identifier(name_of(col)[0]))
+    return node
+
+
+def _table_scope(binder: Binder, name: str, entry: TableProvider):
     scan = B.scan(name, entry)
     scope = Scope()
     scope.add(name, [(f.name.lower(), f) for f in scan.schema])
     binder.keys[name] = {f.name.lower(): f.name for f in scan.schema}
-    cond = binder.expr(_qualified(where, name), scope, clause="WHERE") if where is not None else None
-    if cond is not None:
-        cond = B.call("is_true", B.cast(cond, T.BOOLEAN))
-    if sets is None:  # DELETE: keep rows where the condition is not TRUE
-        keep = B.not_(cond) if cond is not None else Literal(False, T.BOOLEAN)
-        plan = B.filter(scan, keep)
-        table = DataFrame(ctx, plan).to_arrow()
-        return table, entry.table.num_rows - table.num_rows
+    return scan, scope
+
+
+def _where(binder: Binder, stmt: exp.Expression, name: str, scope: Scope):
+    where = stmt.args.get("where")
+    if where is None:
+        return None
+    cond = binder.expr(_qualified(where.this, name), scope, clause="WHERE")
+    return B.call("is_true", B.cast(cond, T.BOOLEAN))
+
+
+def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
+    refuse_unknown_args(stmt, {"this", "expressions", "where"}, "UPDATE")
+    name, entry = _memory_table(catalog, stmt.this, "UPDATE")
+    binder = Binder(catalog, sql)
+    scan, scope = _table_scope(binder, name, entry)
+    lookup = {f.name.lower(): f.name for f in entry.schema}
+    sets: dict[str, exp.Expression] = {}
+    for eq in stmt.expressions:
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+            raise UnsupportedError(f"UPDATE SET {eq.sql(dialect=PQEDialect)[:60]} is not supported")
+        col, quoted = name_of(eq.this)
+        real = col if col in entry.schema.names else (None if quoted else lookup.get(col.lower()))
+        if real is None:
+            raise BindError(f"table {name} has no column '{col}'")
+        if real in sets:
+            raise BindError(f"UPDATE {name} sets column {real} twice")
+        sets[real] = eq.expression
+    cond = _where(binder, stmt, name, scope)
     items = []
     for f in scan.schema:
         ref = ColumnRef(f)
@@ -290,124 +457,142 @@ def _rewrite_table(ctx: Context, name: str, entry: MemoryTable, where: exp.Expre
         if new is None:
             items.append((ref, f.name))
             continue
-        value = B.cast(binder.expr(_qualified(new, name), scope, clause="SET"), f.dtype)
+        value = binder.expr(_qualified(new, name), scope, clause="SET")
+        if T.common_type(value.dtype, f.dtype) is None and not T.is_text(value.dtype) \
+                and not T.is_text(f.dtype):
+            raise TypeMismatchError(f"UPDATE {name}: cannot store {T.type_name(value.dtype)} "
+                                    f"in column {f.name} ({T.type_name(f.dtype)})")
+        value = B.cast(value, f.dtype)
         items.append((B.case([(cond, value)], ref) if cond is not None else value, f.name))
-    table = DataFrame(ctx, B.project(scan, items)).to_arrow()
-    changed = entry.table.num_rows if cond is None else DataFrame(
-        ctx, B.filter(scan, cond)).to_arrow().num_rows
-    return table, changed
+    items.append((cond if cond is not None else Literal(True, T.BOOLEAN), "__changed"))
+    return S.Update(name, entry, B.project(scan, items))
 
 
-def _qualified(node: exp.Expression, table: str) -> exp.Expression:
-    node = node.copy()
-    for col in node.find_all(exp.Column):
-        if not col.table:
-            col.set("this", exp.to_identifier(_name(col)[0]))
-            col.set("table", exp.to_identifier(table))
-    return node
-
-
-def _update(ctx: Context, stmt: exp.Update, sql: str) -> DataFrame:
-    name, entry = _memory_table(ctx, stmt.this)
-    sets: dict[str, exp.Expression] = {}
-    lookup = {f.name.lower(): f.name for f in entry.table.schema}
-    for eq in stmt.expressions:
-        col, _ = _name(eq.this)
-        real = lookup.get(col.lower())
-        if real is None:
-            raise BindError(f"table {name} has no column '{col}'")
-        sets[real] = eq.expression
-    where = stmt.args.get("where")
-    table, n = _rewrite_table(ctx, name, entry, where.this if where else None, sets, sql)
-    _store(ctx, name, _conform(table, entry.table.schema, f"UPDATE {name}"))
-    return _count(ctx, n)
-
-
-def _delete(ctx: Context, stmt: exp.Delete, sql: str) -> DataFrame:
-    name, entry = _memory_table(ctx, stmt.this)
-    where = stmt.args.get("where")
-    table, n = _rewrite_table(ctx, name, entry, where.this if where else None, None, sql)
-    _store(ctx, name, _conform(table, entry.table.schema, f"DELETE FROM {name}"))
-    return _count(ctx, n)
+def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
+    refuse_unknown_args(stmt, {"this", "where"}, "DELETE")
+    name, entry = _memory_table(catalog, stmt.this, "DELETE FROM")
+    binder = Binder(catalog, sql)
+    scan, scope = _table_scope(binder, name, entry)
+    cond = _where(binder, stmt, name, scope)
+    keep = B.not_(cond) if cond is not None else Literal(False, T.BOOLEAN)
+    return S.Delete(name, entry, B.filter(scan, keep))
 
 
 # ---- DROP / DESCRIBE / COPY --------------------------------------------------------------------
 
 
-def _drop(ctx: Context, stmt: exp.Drop) -> DataFrame:
+def _drop(stmt: exp.Drop) -> S.Drop:
     kind = (stmt.args.get("kind") or "TABLE").upper()
     if kind not in ("TABLE", "VIEW"):
         raise UnsupportedError(f"DROP {kind} is not supported")
-    for t in stmt.args.get("tables") or [stmt.this]:
-        name, quoted = _name(t)
-        key = ctx.catalog.find(name, exact=quoted)
-        if key is None:
-            if stmt.args.get("exists"):
-                continue
-            raise CatalogError(f"{kind.lower()} '{name}' does not exist")
-        entry = ctx.catalog.snapshot()[key]
-        is_view = isinstance(entry, View)
-        if is_view != (kind == "VIEW"):
-            raise CatalogError(f"'{key}' is a {'view' if is_view else 'table'}: use DROP "
-                               f"{'VIEW' if is_view else 'TABLE'}")
-        ctx.catalog.drop(key, exact=True)
-    return _ok(ctx)
+    refuse_unknown_args(stmt, {"kind", "this", "tables", "exists"}, f"DROP {kind}")
+    targets = stmt.args.get("tables") or [stmt.this]
+    names = []
+    for t in targets:
+        if not isinstance(t, exp.Table) or t.args.get("db") or t.args.get("catalog"):
+            raise UnsupportedError(f"DROP {kind} {t.sql(dialect=PQEDialect)}: qualified names are "
+                                   f"not supported")
+        names.append(name_of(t))
+    return S.Drop(kind, tuple(names), bool(stmt.args.get("exists")))
 
 
-def _describe(ctx: Context, stmt: exp.Describe, sql: str) -> DataFrame:
+def _describe(stmt: exp.Describe, catalog: CatalogSnapshot, sql: str) -> S.Describe:
+    refuse_unknown_args(stmt, {"this", "kind"}, "DESCRIBE")
     target = stmt.this
-    if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier):
-        name, quoted = _name(target)
-        real, entry = ctx.catalog.lookup(name, exact=quoted)
+    if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier) \
+            and not _is_path(catalog, target):
+        name, quoted = name_of(target)
+        real, entry = catalog.lookup(name, exact=quoted)
         if isinstance(entry, TableProvider):
-            fields = [(f.name, f.type, f.nullable) for f in entry.schema]
-        else:
-            plan = Binder(ctx.catalog, sql).bind_query(exp.select("*").from_(exp.to_table(real)))
-            fields = [(f.name, f.dtype, f.nullable) for f in plan.schema]
+            return S.Describe(tuple((f.name, f.type, f.nullable) for f in entry.schema))
+        plan = Binder(catalog, sql).bind_query(exp.select("*").from_(exp.to_table(real, quoted=True)))
     else:
-        plan = Binder(ctx.catalog, sql).bind_query(target)
-        fields = [(f.name, f.dtype, f.nullable) for f in plan.schema]
-    return _result(ctx, pa.table({
-        "column_name": pa.array([f[0] for f in fields], pa.string()),
-        "column_type": pa.array([T.type_name(f[1]) for f in fields], pa.string()),
-        "null": pa.array(["YES" if f[2] else "NO" for f in fields], pa.string()),
-    }))
+        query = target if isinstance(target, exp.Query) else exp.select("*").from_(target)
+        plan = Binder(catalog, sql).bind_query(query)
+    return S.Describe(tuple((f.name, f.dtype, f.nullable) for f in plan.schema))
 
 
-def _copy(ctx: Context, stmt: exp.Copy, sql: str) -> DataFrame:
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
+def _is_path(catalog: CatalogSnapshot, table: exp.Table) -> bool:
+    ident = table.this
+    return ident.quoted and catalog.find(ident.name, exact=True) is None and (
+        "/" in ident.name or "." in ident.name)
 
+
+COPY_OPTIONS = {"FORMAT", "HEADER", "DELIMITER", "DELIM", "OVERWRITE", "COMPRESSION"}
+
+
+def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
     if stmt.args.get("kind"):  # COPY ... FROM
         raise UnsupportedError("COPY ... FROM is not supported; use read_csv() or read_parquet()")
+    refuse_unknown_args(stmt, {"this", "files", "params", "credentials", "kind"}, "COPY")
+    creds = stmt.args.get("credentials")
+    if creds is not None and _set_args(creds):
+        raise UnsupportedError("COPY credentials are not supported")
     files = stmt.args.get("files") or []
-    if len(files) != 1 or not isinstance(files[0], exp.Literal):
-        raise BindError("COPY ... TO needs one file path")
+    if len(files) != 1 or not isinstance(files[0], exp.Literal) or not files[0].is_string:
+        raise BindError("COPY ... TO needs one file path as a string")
     path = files[0].name
-    params = {}
+    options: dict[str, object] = {}
     for p in stmt.args.get("params") or []:
         key = p.this.name.upper()
-        val = p.expression
-        params[key] = val.name if val is not None else True
-    fmt = str(params.get("FORMAT") or os.path.splitext(path)[1].lstrip(".") or "csv").lower()
+        if key not in COPY_OPTIONS:
+            raise UnsupportedError(f"COPY option {key} is not supported (options: "
+                                   f"{', '.join(sorted(COPY_OPTIONS))})")
+        if key in options or (key in ("DELIM", "DELIMITER") and
+                              ("DELIM" in options or "DELIMITER" in options)):
+            raise BindError(f"COPY option {key} is given twice")
+        options[key] = _copy_value(key, p.expression)
+    fmt = str(options.pop("FORMAT", None) or os.path.splitext(path)[1].lstrip(".") or "csv").lower()
+    if fmt not in ("csv", "parquet"):
+        raise UnsupportedError(f"COPY format '{fmt}' is not supported (use parquet or csv)")
+    if "DELIM" in options:
+        options["DELIMITER"] = options.pop("DELIM")
+    if fmt == "parquet":
+        for key in ("HEADER", "DELIMITER"):
+            if key in options:
+                raise BindError(f"COPY option {key} applies to CSV, not Parquet")
+    if "DELIMITER" in options:
+        d = options["DELIMITER"]
+        if not isinstance(d, str) or len(d) != 1 or d in ('"', "\n", "\r"):
+            raise BindError(f"COPY DELIMITER must be one character other than a quote or a "
+                            f"newline, not {d!r}")
+    if "COMPRESSION" in options:
+        c = str(options["COMPRESSION"]).lower()
+        allowed = ("snappy", "zstd", "gzip", "none", "lz4", "brotli") if fmt == "parquet" else ("none",)
+        if c not in allowed:
+            raise BindError(f"COPY COMPRESSION {c} is not supported for {fmt} "
+                            f"(use {', '.join(allowed)})")
+        options["COMPRESSION"] = c
     source = stmt.this
     if isinstance(source, exp.Subquery):
         source = source.this
     elif isinstance(source, exp.Table):
         source = exp.select("*").from_(source)
-    table = _run_query(ctx, source, sql)
-    try:
-        if fmt == "parquet":
-            pq.write_table(table, path)
-        elif fmt == "csv":
-            header = str(params.get("HEADER", True)).lower() not in ("false", "0", "off")
-            delim = str(params.get("DELIMITER", params.get("DELIM", ",")))
-            pcsv.write_csv(table, path, pcsv.WriteOptions(include_header=header, delimiter=delim))
-        else:
-            raise UnsupportedError(f"COPY format '{fmt}' is not supported (use parquet or csv)")
-    except OSError as e:
-        raise ExecutionError(f"COPY TO '{path}': {e}") from e
-    return _count(ctx, table.num_rows)
+    plan = Binder(catalog, sql).bind_query(source)
+    return S.Copy(plan, path, fmt, options)
 
 
-__all__ = ["execute", "Error"]
+def _copy_value(key: str, node: exp.Expression | None):
+    if node is None:
+        if key in ("HEADER", "OVERWRITE"):
+            return True
+        raise BindError(f"COPY option {key} needs a value")
+    if isinstance(node, exp.Boolean):
+        value: object = bool(node.this)
+    elif isinstance(node, exp.Literal):
+        value = node.name if node.is_string else node.this
+    elif isinstance(node, (exp.Var, exp.Identifier, exp.Column)):
+        value = node.name
+    else:
+        raise BindError(f"COPY option {key} needs a constant, not {node.sql(dialect=PQEDialect)}")
+    if key in ("HEADER", "OVERWRITE"):
+        text = str(value).lower()
+        if text in ("true", "1", "on", "yes"):
+            return True
+        if text in ("false", "0", "off", "no"):
+            return False
+        raise BindError(f"COPY option {key} must be true or false, not {value!r}")
+    return value
+
+
+__all__ = ["bind_statement", "name_of", "refuse_unknown_args", "statement_word", "CatalogError"]

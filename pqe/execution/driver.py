@@ -1,0 +1,132 @@
+"""Running a physical plan: lower it to a Dask graph and run it on the Context's executor.
+
+Most plans are one graph. A plan with recursive queries (WITH RECURSIVE) runs in stages: each
+recursive query (innermost first) runs its anchor, then its step over the previous
+iteration's rows until an iteration yields none, and its rows then enter the main graph as
+data. Every stage runs inside the same cancellable job, under the same token, so a timeout,
+`cancel`, or Ctrl-C stops an endless recursion exactly as it stops any other query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..errors import ExecutionError
+from ..kernels.relational import concat
+from ..physical import plan as P
+from . import ops as O
+from .lower import Lowering
+from .scheduler import Executor
+
+
+@dataclass
+class Execution:
+    """The output partitions of a run and, when collected, per-operator statistics
+    (id(physical node) -> (rows, seconds, tasks))."""
+
+    tables: list[pa.Table]
+    stats: dict | None = None
+    tasks: int = 0
+
+
+def execute(executor: Executor, plan: P.PhysicalPlan, *, timeout: float | None = None,
+            cancel=None, progress: Callable[[int, int], None] | None = None,
+            collect_stats: bool = False) -> Execution:
+    """Run `plan`; Ctrl-C, `timeout` (seconds) and `cancel` (a threading.Event) stop it."""
+    token = O.CancelToken(collect_stats=collect_stats)
+    return executor.run_job(lambda: _run(executor, plan, token, progress), token, timeout,
+                            cancel)
+
+
+def _run(executor: Executor, plan: P.PhysicalPlan, token: O.CancelToken, progress) -> Execution:
+    runner = _Runner(executor, token, progress)
+    for node in _recursive_nodes(plan):
+        runner.materialized[id(node)] = runner.iterate(node)
+    tables, low = runner.run(plan, {}, "result")
+    stats = None
+    if token.stats is not None:
+        by_number = {nid: key for key, nid in low.node_ids.items()}
+        stats = {by_number[nid]: tuple(v) for nid, v in token.stats.items() if nid in by_number}
+    return Execution(tables, stats, runner.tasks)
+
+
+def _recursive_nodes(plan: P.PhysicalPlan) -> list[P.RecursiveExec]:
+    """Recursive queries in the order they must run: children (nested ones) first."""
+    out: list[P.RecursiveExec] = []
+    seen: set[int] = set()
+
+    def visit(node: P.PhysicalPlan) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        for child in node.children():
+            visit(child)
+        if isinstance(node, P.RecursiveExec):
+            out.append(node)
+
+    visit(plan)
+    return out
+
+
+class _Runner:
+    def __init__(self, executor: Executor, token: O.CancelToken, progress) -> None:
+        self.executor = executor
+        self.token = token
+        self.progress = progress
+        self.materialized: dict[int, pa.Table] = {}
+        self.tasks = 0
+        self._stage = 0
+
+    def run(self, plan: P.PhysicalPlan, bindings: dict, label: str):
+        self._stage += 1
+        low = Lowering(self.token, self.materialized, bindings, tag=str(self._stage))
+        keys = low.materialize(low.lower_plan(plan), label)
+        self.tasks += len(low.graph)
+        tables = self.executor.run_graph(low.graph, keys, self.token, self.progress)
+        return tables, low
+
+    def table(self, plan: P.PhysicalPlan, bindings: dict, schema) -> pa.Table:
+        """The plan's rows as one table whose columns are named by `schema`'s ids."""
+        tables, _ = self.run(plan, bindings, "recursive")
+        ids = [f.id for f in plan.schema]
+        empty = pa.schema([pa.field(f.id, f.dtype) for f in plan.schema]).empty_table()
+        table = concat([t.select(ids) for t in tables]) if tables else empty
+        cols = [c.cast(f.dtype) if c.type != f.dtype else c
+                for c, f in zip(table.columns, schema, strict=True)]
+        return pa.Table.from_arrays(cols, names=[f.id for f in schema])
+
+    def iterate(self, node: P.RecursiveExec) -> pa.Table:
+        work = _work_schema(node.step, node.name)
+        delta = self.table(node.anchor, {}, work)
+        parts = [delta]
+        for _ in range(node.max_iterations):
+            if delta.num_rows == 0:
+                break
+            if self.token.reason is not None:
+                from ..errors import QueryCancelled
+
+                raise QueryCancelled(self.token.reason)
+            everything = concat(parts) if node.distinct else delta
+            bindings = {(node.name, "delta"): delta, (node.name, "all"): everything}
+            delta = self.table(node.step, bindings, work)
+            parts.append(delta)
+        else:
+            raise ExecutionError(f"recursive query {node.name.split('#')[0]} did not finish "
+                                 f"after {node.max_iterations} iterations")
+        result = concat(parts)
+        return pa.Table.from_arrays(result.columns, names=[f.id for f in node.schema])
+
+
+def _work_schema(step: P.PhysicalPlan, name: str):
+    """The work table's columns (its ids are what the step's WorkTableExec nodes read)."""
+    stack = [step]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, P.WorkTableExec) and node.name == name and node.which == "delta":
+            return node.schema
+        stack.extend(node.children())
+    # the step does not read the work table (e.g. `SELECT 1 FROM other`): any names do
+    return step.schema

@@ -1,0 +1,244 @@
+"""`SessionState`: the catalog, the executor, and the one pipeline every statement takes.
+
+    SQL text --parse--> statements --bind--> typed statement (pqe.plan.statements)
+      --optimize--> logical plan --plan--> physical plan --lower--> graph --run--> Arrow
+
+The Context, the DataFrame, the DB-API and the shell reach the engine only through the public
+methods here. Write statements (DDL, DML, COPY) are bound and executed under one write lock,
+so concurrent writers on one session are serialized and never lose a row; readers bind
+against a snapshot of the catalog and never wait for writers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..catalog import Catalog, CatalogSnapshot, MemoryTable
+from ..errors import Error, ExecutionError, ResourceError, SQLSyntaxError, UnsupportedError
+from ..execution import driver
+from ..execution.scheduler import Executor
+from ..optimizer import optimize
+from ..physical.plan import PhysicalPlan, estimated_memory
+from ..physical.planner import plan_physical
+from ..plan import builder as B
+from ..plan import statements as S
+from ..plan.logical import LogicalPlan
+from ..sql import ParsedStatement, View, bind_statement, is_write, parse_statements
+from . import explain as X
+from . import writes as W
+from .config import SessionConfig
+from .result import Result
+
+Progress = Callable[[int, int], None]
+
+
+class SessionState:
+    """One session: settings, catalog, executor, write lock."""
+
+    def __init__(self, config: SessionConfig, executor: Executor, catalog: Catalog | None = None):
+        self.config = config
+        self.executor = executor
+        self.catalog = catalog if catalog is not None else Catalog()
+        self.write_lock = threading.RLock()
+
+    # ---- SQL -----------------------------------------------------------------------------
+
+    def parse(self, text: str, params: Sequence[Any] | None = None) -> list[ParsedStatement]:
+        if not isinstance(text, str):
+            raise SQLSyntaxError(f"SQL must be a string, got {type(text).__name__}")
+        parsed = parse_statements(text, params)
+        if not parsed:
+            raise SQLSyntaxError("empty statement")
+        return parsed
+
+    def bind(self, parsed: ParsedStatement, text: str,
+             snapshot: CatalogSnapshot | None = None) -> S.Statement:
+        return bind_statement(parsed, snapshot or self.catalog.frozen(), text)
+
+    def sql(self, text: str, params: Sequence[Any] | None = None, *,
+            timeout: float | None = None, cancel=None, progress: Progress | None = None) -> Result:
+        """Run every statement of `text`; the last one's result."""
+        result = None
+        for parsed in self.parse(text, params):
+            result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
+                                     progress=progress)
+        return result
+
+    def run_parsed(self, parsed: ParsedStatement, text: str, **run) -> Result:
+        """Bind and execute one parsed statement; a write is bound and run under the write
+        lock, against the catalog as it is once the lock is held."""
+        if parsed.explain is None and is_write(parsed.ast):
+            with self.write_lock:
+                return self.execute(self.bind(parsed, text), **run)
+        return self.execute(self.bind(parsed, text), **run)
+
+    def execute(self, stmt: S.Statement, *, timeout: float | None = None, cancel=None,
+                progress: Progress | None = None) -> Result:
+        run = {"timeout": timeout, "cancel": cancel, "progress": progress}
+        if isinstance(stmt, S.Query):
+            return Result("SELECT", plan=stmt.plan)
+        if isinstance(stmt, S.Explain):
+            return Result("EXPLAIN", table=_lines(self.explain_statement(stmt.statement,
+                                                                           stmt.analyze, **run)))
+        if isinstance(stmt, S.ShowTables):
+            names = self.catalog.names()
+            return Result(stmt.kind, table=pa.table({"name": pa.array(names, pa.string())}))
+        if isinstance(stmt, S.Describe):
+            from .. import types as T
+
+            cols = stmt.columns
+            return Result("DESCRIBE", table=pa.table({
+                "column_name": pa.array([c[0] for c in cols], pa.string()),
+                "column_type": pa.array([T.type_name(c[1]) for c in cols], pa.string()),
+                "null": pa.array(["YES" if c[2] else "NO" for c in cols], pa.string()),
+            }))
+        if isinstance(stmt, S.NoOp):
+            return Result(stmt.kind)
+        if stmt.writes:
+            with self.write_lock:
+                return W.execute(self, stmt, run)
+        raise UnsupportedError(f"{stmt.kind} statements are not supported")  # pragma: no cover
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def table_plan(self, name: str) -> LogicalPlan:
+        """The plan reading a registered table or view."""
+        snapshot = self.catalog.frozen()
+        real, entry = snapshot.lookup(name)
+        if isinstance(entry, View):
+            quoted = '"' + real.replace('"', '""') + '"'
+            parsed = self.parse(f"SELECT * FROM {quoted}")
+            stmt = self.bind(parsed[0], "", snapshot)
+            return stmt.plan
+        return B.scan(real, entry)
+
+    def optimize(self, plan: LogicalPlan) -> LogicalPlan:
+        return optimize(plan)
+
+    def physical_plan(self, optimized: LogicalPlan) -> PhysicalPlan:
+        """The partitioned plan of an optimized logical plan."""
+        return plan_physical(optimized, self.config.planner_config(self.executor.parallelism))
+
+    def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
+            timeout: float | None = None, cancel=None, progress: Progress | None = None
+            ) -> pa.Table:
+        """A query's result, typed and named as its plan says."""
+        phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
+        self.check_memory(phys)
+        run = driver.execute(self.executor, phys, timeout=timeout, cancel=cancel,
+                             progress=progress)
+        return finish(plan, run.tables)
+
+    def analyze(self, plan: LogicalPlan, optimized: LogicalPlan | None = None, *,
+                timeout: float | None = None, cancel=None, progress: Progress | None = None):
+        """Run a query collecting rows and time per operator: (result, physical plan, stats,
+        seconds)."""
+        import time
+
+        phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
+        self.check_memory(phys)
+        start = time.perf_counter()
+        run = driver.execute(self.executor, phys, timeout=timeout, cancel=cancel,
+                             progress=progress, collect_stats=True)
+        elapsed = time.perf_counter() - start
+        return finish(plan, run.tables), phys, run.stats, elapsed
+
+    def explain(self, plan: LogicalPlan, analyze: bool = False, **run) -> str:
+        """Logical, optimized and physical plans of a query; with `analyze`, it runs and each
+        operator shows its rows and time."""
+        return X.explain_query(self, plan, analyze, **run)
+
+    def explain_statement(self, stmt: S.Statement, analyze: bool = False, **run) -> str:
+        """EXPLAIN of any statement: plans and prints, never executes (ANALYZE runs queries
+        only)."""
+        return X.explain_statement(self, stmt, analyze, **run)
+
+    def check_memory(self, phys: PhysicalPlan) -> None:
+        """On this machine's schedulers, refuse a query whose estimated memory clearly exceeds
+        what is available, instead of letting the process be killed."""
+        if not self.config.memory_guard or self.executor.kind == "distributed":
+            return
+        need = estimated_memory(phys)
+        have = available_memory()
+        if have is not None and need > have:
+            gib = 1 << 30
+            raise ResourceError(
+                f"this query needs about {need / gib:.1f} GiB of memory at once but only "
+                f"{have / gib:.1f} GiB is available: run it on a cluster "
+                f"(pqe.Context(workers=N, memory_limit=...) or scheduler='tcp://...'), "
+                f"or pass memory_guard=False to try anyway")
+
+    def to_dask(self, plan: LogicalPlan, optimized: LogicalPlan | None = None):
+        """The query's partitions as a dask DataFrame (nothing runs now)."""
+        from ..execution.interop import to_dask
+
+        phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
+        return to_dask(phys, result_schema(plan), [f.id for f in plan.schema])
+
+    def register(self, name: str, provider: Any) -> None:
+        with self.write_lock:
+            self.catalog.register(name, provider)
+
+    def deregister(self, name: str) -> bool:
+        with self.write_lock:
+            return self.catalog.drop(name)
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def result_schema(plan: LogicalPlan) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.dtype) for f in plan.schema])
+
+
+def finish(plan: LogicalPlan, tables: list[pa.Table]) -> pa.Table:
+    """The output partitions as one table with the plan's column names and types."""
+    from ..kernels.relational import concat
+
+    fields = plan.schema
+    schema = pa.schema([pa.field(f.name, f.dtype) for f in fields])
+    table = concat(tables) if tables else None
+    if table is None:
+        return schema.empty_table()
+    cols = []
+    for f in fields:
+        col = table.column(f.id)
+        if col.type != f.dtype:
+            try:
+                col = col.cast(f.dtype)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise ExecutionError(
+                    f"result column {f.name} is {col.type}, expected {f.dtype}: {e}") from e
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def memory_result(table: pa.Table, name: str = "result") -> LogicalPlan:
+    """A plan reading an Arrow table (a statement's rows, as a DataFrame)."""
+    return B.scan(name, MemoryTable(table))
+
+
+def _lines(text: str) -> pa.Table:
+    return pa.table({"plan": pa.array(text.split("\n"), pa.string())})
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (bytes), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+__all__ = ["SessionState", "Result", "finish", "memory_result", "result_schema", "Error"]

@@ -1,0 +1,481 @@
+"""Executing statements that change something: CREATE, INSERT, UPDATE, DELETE, DROP, COPY.
+
+Every write runs under the session's write lock (held by the caller) and is atomic: the new
+contents of a table are computed in full with the engine itself (INSERT ... SELECT, UPDATE as
+a projection, DELETE as a filter), checked (types, NOT NULL, PRIMARY KEY, UNIQUE), and only
+then swapped into the catalog; a statement that fails leaves nothing behind. A DataFrame made
+earlier keeps reading the version it was made over. COPY writes a temporary file beside the
+target and renames it when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..catalog import CsvTable, MemoryTable, ParquetTable
+from ..errors import (BindError, CatalogError, ConstraintError, ExecutionError, InternalError,
+                      UnsupportedError)
+from ..plan import builder as B
+from ..plan import statements as S
+from ..plan.expr import ColumnRef, Literal
+from ..plan.logical import LogicalPlan, Project, Scan, Values
+from ..sql import View
+from .result import Result
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .state import SessionState
+
+# In-memory tables are re-chunked once they hold this many chunks (many small INSERTs).
+MAX_CHUNKS = 64
+
+
+def execute(session: SessionState, stmt: S.Statement, run: dict) -> Result:
+    if isinstance(stmt, S.Insert):
+        return _insert(session, stmt, run)
+    if isinstance(stmt, S.Update):
+        return _update(session, stmt, run)
+    if isinstance(stmt, S.Delete):
+        return _delete(session, stmt, run)
+    if isinstance(stmt, S.CreateTable):
+        return _create_table(session, stmt, run)
+    if isinstance(stmt, S.CreateView):
+        return _create_view(session, stmt)
+    if isinstance(stmt, S.Drop):
+        return _drop(session, stmt)
+    if isinstance(stmt, S.Copy):
+        return _copy(session, stmt, run)
+    raise UnsupportedError(f"{stmt.kind} statements are not supported")
+
+
+# ---- CREATE / DROP ---------------------------------------------------------------------------
+
+
+def _existing(session: SessionState, name: str, quoted: bool, kind: str, replace_: bool,
+              if_not_exists: bool) -> tuple[bool, str | None]:
+    """(stop, key of the entry being replaced)."""
+    key = session.catalog.find(name, exact=quoted)
+    if key is None:
+        return False, None
+    if if_not_exists:
+        return True, None
+    if not replace_:
+        raise CatalogError(f"{kind.lower()} '{key}' already exists")
+    entry = session.catalog.snapshot()[key]
+    if isinstance(entry, View) != (kind == "VIEW"):
+        what = "a view" if isinstance(entry, View) else "a table"
+        raise CatalogError(f"'{key}' is {what}: CREATE OR REPLACE {kind} cannot replace it")
+    return False, key
+
+
+def _create_table(session: SessionState, stmt: S.CreateTable, run: dict) -> Result:
+    stop, old = _existing(session, stmt.name, stmt.quoted, "TABLE", stmt.replace,
+                          stmt.if_not_exists)
+    if stop:
+        return Result(stmt.kind)
+    if stmt.source is not None:
+        table = session.run(stmt.source, **run)
+        if stmt.column_names:
+            table = table.rename_columns(list(stmt.column_names))
+        names = table.column_names
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise BindError(f"CREATE TABLE {stmt.name}: the query names column "
+                            f"'{sorted(dup)[0]}' more than once; give each column its own name")
+        provider = MemoryTable(table)
+        rows: int | None = table.num_rows
+    else:
+        provider = MemoryTable(stmt.schema.empty_table(), stmt.primary_key, stmt.unique)
+        rows = None
+    if old is not None and old != stmt.name:
+        session.catalog.drop(old, exact=True)
+    session.catalog.register(stmt.name, provider)
+    return Result(stmt.kind, rows_affected=rows)
+
+
+def _create_view(session: SessionState, stmt: S.CreateView) -> Result:
+    stop, old = _existing(session, stmt.name, stmt.quoted, "VIEW", stmt.replace,
+                          stmt.if_not_exists)
+    if stop:
+        return Result(stmt.kind)
+    if old is not None and old != stmt.name:
+        session.catalog.drop(old, exact=True)
+    session.catalog.register(stmt.name, View(stmt.sql, stmt.column_names))
+    return Result(stmt.kind)
+
+
+def _drop(session: SessionState, stmt: S.Drop) -> Result:
+    keys = []
+    snapshot = session.catalog.snapshot()
+    for name, quoted in stmt.names:
+        key = session.catalog.find(name, exact=quoted)
+        if key is None:
+            if stmt.if_exists:
+                continue
+            raise CatalogError(f"{stmt.object_kind.lower()} '{name}' does not exist")
+        is_view = isinstance(snapshot[key], View)
+        if is_view != (stmt.object_kind == "VIEW"):
+            raise CatalogError(f"'{key}' is a {'view' if is_view else 'table'}: use DROP "
+                               f"{'VIEW' if is_view else 'TABLE'}")
+        keys.append(key)
+    for key in keys:  # every name checked first: a DROP of several drops all or none
+        session.catalog.drop(key, exact=True)
+    return Result(stmt.kind)
+
+
+# ---- INSERT ------------------------------------------------------------------------------------
+
+
+def _current(session: SessionState, name: str, provider: MemoryTable) -> MemoryTable:
+    entry = session.catalog.snapshot().get(name)
+    if entry is not provider:  # bound and run under one lock: only a bug gets here
+        raise InternalError(f"table {name} changed between binding and running a write")
+    return provider
+
+
+def _insert(session: SessionState, stmt: S.Insert, run: dict) -> Result:
+    entry = _current(session, stmt.table, stmt.provider)
+    schema = entry.table.schema
+    rows = _source_rows(session, stmt.source, run)
+    arrays = []
+    for f in schema:
+        if f.name in stmt.columns:
+            arrays.append(rows.column(stmt.columns.index(f.name)))
+        else:
+            arrays.append(pa.nulls(rows.num_rows, f.type))
+    new = conform(pa.Table.from_arrays(arrays, names=schema.names), schema,
+                  f"INSERT INTO {stmt.table}")
+    conflict = stmt.on_conflict
+    if conflict is None:
+        check_keys(entry, new, entry.table, f"INSERT INTO {stmt.table}")
+        table, n = _concat(entry.table, new), new.num_rows
+    elif conflict.action == "nothing":
+        table, n = _insert_or_ignore(entry, new, conflict.target, stmt.table)
+    elif conflict.action == "replace":
+        table, n = _insert_or_replace(entry, new, conflict.target, stmt.table)
+    else:
+        table, n = _insert_or_update(session, entry, new, conflict, stmt.table, run)
+    _store(session, stmt.table, entry, table)
+    return Result("INSERT", rows_affected=n)
+
+
+def _source_rows(session: SessionState, plan: LogicalPlan, run: dict) -> pa.Table:
+    """The rows a statement's source yields. VALUES of constants are built straight into
+    Arrow arrays (an INSERT of a few rows does not plan and schedule a query)."""
+    fast = _constant_rows(plan)
+    if fast is not None:
+        return fast
+    return session.run(plan, **run)
+
+
+def _constant_rows(plan: LogicalPlan) -> pa.Table | None:
+    if not (isinstance(plan, Project) and isinstance(plan.input, Values)):
+        return None
+    values = plan.input
+    positions = {f.id: j for j, f in enumerate(values.fields)}
+    columns = []
+    for e, f in zip(plan.exprs, plan.fields, strict=True):
+        if not isinstance(e, ColumnRef) or e.id not in positions or e.dtype != f.dtype:
+            return None
+        j = positions[e.id]
+        items = [row[j] for row in values.rows]
+        if not all(isinstance(x, Literal) for x in items):
+            from ..kernels.expressions import evaluate_constant
+
+            items = [x if isinstance(x, Literal) else _constant(evaluate_constant, x, f)
+                     for x in items]
+        try:
+            columns.append(pa.array([x.value for x in items], type=f.dtype))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
+            raise ExecutionError(f"VALUES: a value does not fit column {f.name} "
+                                 f"({T.type_name(f.dtype)}): {err}") from err
+    return pa.Table.from_arrays(columns, names=[f.name for f in plan.fields])
+
+
+def _constant(evaluate, e, f) -> Literal:
+    try:
+        return evaluate(e)
+    except pa.ArrowException as err:
+        from ..plan.explain import format_expr
+        from ..plan.expr import Cast
+
+        shown = format_expr(e.arg if isinstance(e, Cast) else e)
+        raise ExecutionError(f"VALUES: {shown} is not a valid {T.type_name(f.dtype)} (column "
+                             f"{f.name}): {str(err).splitlines()[0]}") from err
+
+
+def _concat(a: pa.Table, b: pa.Table) -> pa.Table:
+    return pa.concat_tables([a, b.cast(a.schema)])
+
+
+def _keys_of(entry: MemoryTable) -> list[tuple[str, ...]]:
+    return [k for k in (entry.primary_key, *entry.unique) if k]
+
+
+def _with_keys(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """Rows whose key columns are all non-NULL (NULLs never conflict: SQL's UNIQUE)."""
+    mask = None
+    for c in key:
+        valid = pc.is_valid(table.column(c))
+        mask = valid if mask is None else pc.and_(mask, valid)
+    return table if mask is None else table.filter(mask)
+
+
+def _key_text(table: pa.Table, key: tuple[str, ...], row: int) -> str:
+    vals = [table.column(c)[row].as_py() for c in key]
+    return "(" + ", ".join(repr(v) for v in vals) + ")"
+
+
+def _duplicates(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """Key values that occur more than once (NULL keys excluded)."""
+    keyed = _with_keys(table.select(list(key)), key)
+    counts = keyed.group_by(list(key)).aggregate([([], "count_all")])
+    return counts.filter(pc.greater(counts.column("count_all"), 1))
+
+
+def _matches(left: pa.Table, right: pa.Table, key: tuple[str, ...]) -> pa.Array:
+    """For each row of `left`, whether its (non-NULL) key occurs in `right`."""
+    lk = left.select(list(key)).append_column("__row", _positions(left.num_rows))
+    rk = _with_keys(right.select(list(key)), key)
+    rk = rk.group_by(list(key)).aggregate([])
+    hit = lk.join(rk, keys=list(key), join_type="left semi")
+    return pc.is_in(_positions(left.num_rows), value_set=hit.column("__row"))
+
+
+def _positions(n: int) -> pa.Array:
+    return pa.array(np.arange(n, dtype=np.int64))
+
+
+def _constraint_name(entry: MemoryTable, key: tuple[str, ...]) -> str:
+    kind = "PRIMARY KEY" if key == entry.primary_key else "UNIQUE"
+    return f"{kind} ({', '.join(key)})"
+
+
+def check_keys(entry: MemoryTable, new: pa.Table, existing: pa.Table | None, what: str) -> None:
+    """Raise ConstraintError when `new` repeats a key of its own or of `existing`."""
+    for key in _keys_of(entry):
+        dup = _duplicates(new, key)
+        if dup.num_rows:
+            raise ConstraintError(f"{what}: duplicate key {_key_text(dup, key, 0)} violates "
+                                  f"{_constraint_name(entry, key)}")
+        if existing is not None and existing.num_rows and new.num_rows:
+            hits = _matches(new, existing, key)
+            if pc.any(hits).as_py():
+                row = pc.index(hits, True).as_py()
+                raise ConstraintError(f"{what}: duplicate key {_key_text(new, key, row)} "
+                                      f"violates {_constraint_name(entry, key)}")
+
+
+def _first_per_key(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """Each key's first row (rows with a NULL key all stay)."""
+    rows = _positions(table.num_rows)
+    t = table.select(list(key)).append_column("__row", rows)
+    keyed = _with_keys(t, key)
+    first = keyed.group_by(list(key), use_threads=False).aggregate([("__row", "min")])
+    keep = pc.is_in(rows, value_set=first.column("__row_min"))
+    nulls = pc.invert(pc.is_in(rows, value_set=keyed.column("__row")))
+    return table.filter(pc.or_(keep, nulls))
+
+
+def _insert_or_ignore(entry: MemoryTable, new: pa.Table, target: tuple[str, ...],
+                      name: str) -> tuple[pa.Table, int]:
+    """ON CONFLICT [(target)] DO NOTHING / INSERT OR IGNORE: proposed rows that conflict (with
+    the table or with an earlier proposed row) are skipped."""
+    keys = [target] if target else _keys_of(entry)
+    for key in keys:
+        if entry.table.num_rows:
+            new = new.filter(pc.invert(_matches(new, entry.table, key)))
+        new = _first_per_key(new, key)
+    check_keys(entry, new, entry.table, f"INSERT INTO {name}")  # constraints not targeted
+    return _concat(entry.table, new), new.num_rows
+
+
+def _insert_or_replace(entry: MemoryTable, new: pa.Table, key: tuple[str, ...],
+                       name: str) -> tuple[pa.Table, int]:
+    """INSERT OR REPLACE: a proposed row replaces the existing row with its key."""
+    dup = _duplicates(new, key)
+    if dup.num_rows:
+        raise ConstraintError(f"INSERT OR REPLACE INTO {name}: the statement proposes key "
+                              f"{_key_text(dup, key, 0)} twice")
+    kept = entry.table
+    if kept.num_rows:
+        kept = kept.filter(pc.invert(_matches(kept, new, key)))
+    check_keys(entry, new, kept, f"INSERT OR REPLACE INTO {name}")
+    return _concat(kept, new), new.num_rows
+
+
+def _insert_or_update(session: SessionState, entry: MemoryTable, new: pa.Table,
+                      conflict: S.OnConflict, name: str, run: dict) -> tuple[pa.Table, int]:
+    """ON CONFLICT (key) DO UPDATE SET ... [WHERE ...]: a proposed row whose key exists updates
+    that row (when WHERE holds) instead of being inserted; the others are inserted."""
+    key = conflict.target
+    dup = _duplicates(new, key)
+    if dup.num_rows:
+        raise ConstraintError(f"INSERT INTO {name} ... ON CONFLICT DO UPDATE would change the "
+                              f"row with key {_key_text(dup, key, 0)} twice")
+    existing = entry.table
+    n_old = existing.num_rows
+    erows = existing.select(list(key)).append_column("__e", _positions(n_old))
+    nrows = new.select(list(key)).append_column("__n", _positions(new.num_rows))
+    pairs = _with_keys(erows, key).join(_with_keys(nrows, key), keys=list(key), join_type="inner")
+    eidx, nidx = pairs.column("__e"), pairs.column("__n")
+    insert = new.filter(pc.invert(pc.is_in(_positions(new.num_rows),
+                                           value_set=nidx)))
+    if pairs.num_rows == 0:
+        check_keys(entry, insert, existing, f"INSERT INTO {name}")
+        return _concat(existing, insert), insert.num_rows
+    old_fields, new_fields = conflict.excluded
+    width = len(old_fields)
+    joined = pa.Table.from_arrays(
+        list(existing.take(eidx).columns) + list(new.take(nidx).columns),
+        names=[f"e{i}" for i in range(width)] + [f"x{i}" for i in range(width)])
+    fields = tuple(replace(f, name=f"e{i}") for i, f in enumerate(old_fields)) + tuple(
+        replace(f, name=f"x{i}") for i, f in enumerate(new_fields))
+    scan = Scan("excluded", MemoryTable(joined), fields)
+    sets = dict(conflict.assignments)
+    items = []
+    for i, f in enumerate(old_fields):
+        items.append((sets.get(f.name, ColumnRef(fields[i])), f.name))
+    cond = conflict.where if conflict.where is not None else Literal(True, T.BOOLEAN)
+    items.append((cond, "__update"))
+    updated = session.run(B.project(scan, items), **run)
+    flag = updated.column("__update").fill_null(False)
+    updated = conform(updated.drop_columns(["__update"]).filter(flag), existing.schema,
+                      f"INSERT INTO {name} ... ON CONFLICT DO UPDATE")
+    changed = pc.filter(eidx, flag)
+    untouched = existing.filter(pc.invert(pc.is_in(_positions(n_old),
+                                                   value_set=changed)))
+    table = _concat(_concat(untouched, updated), insert)
+    for k in _keys_of(entry):
+        dupe = _duplicates(table, k)
+        if dupe.num_rows:
+            raise ConstraintError(f"INSERT INTO {name} ... ON CONFLICT DO UPDATE: duplicate key "
+                                  f"{_key_text(dupe, k, 0)} violates {_constraint_name(entry, k)}")
+    return table, insert.num_rows + updated.num_rows
+
+
+# ---- UPDATE / DELETE ---------------------------------------------------------------------------
+
+
+def _update(session: SessionState, stmt: S.Update, run: dict) -> Result:
+    entry = _current(session, stmt.table, stmt.provider)
+    out = session.run(stmt.plan, **run)
+    changed = pc.sum(out.column(out.num_columns - 1).cast(pa.int64())).as_py() or 0
+    table = conform(out.drop_columns([out.column_names[-1]]), entry.table.schema,
+                    f"UPDATE {stmt.table}")
+    if changed:
+        for key in _keys_of(entry):
+            dup = _duplicates(table, key)
+            if dup.num_rows:
+                raise ConstraintError(f"UPDATE {stmt.table}: duplicate key "
+                                      f"{_key_text(dup, key, 0)} violates "
+                                      f"{_constraint_name(entry, key)}")
+    _store(session, stmt.table, entry, table)
+    return Result("UPDATE", rows_affected=changed)
+
+
+def _delete(session: SessionState, stmt: S.Delete, run: dict) -> Result:
+    entry = _current(session, stmt.table, stmt.provider)
+    kept = session.run(stmt.plan, **run)
+    table = conform(kept, entry.table.schema, f"DELETE FROM {stmt.table}")
+    _store(session, stmt.table, entry, table)
+    return Result("DELETE", rows_affected=entry.table.num_rows - table.num_rows)
+
+
+def _store(session: SessionState, name: str, entry: MemoryTable, table: pa.Table) -> None:
+    if table.num_columns and table.column(0).num_chunks > MAX_CHUNKS:
+        table = table.combine_chunks()
+    session.catalog.register(name, entry.with_table(table))
+
+
+def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """Rows cast to a table's column types (exactly: a value that does not fit is an error,
+    never truncated), NOT NULL enforced."""
+    cols = []
+    for f, col in zip(schema, table.columns, strict=True):
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise ExecutionError(f"{what}: cannot store {col.type} in column {f.name} "
+                                     f"({T.type_name(f.type)}): {str(e).splitlines()[0]}") from e
+        if not f.nullable and col.null_count:
+            raise ConstraintError(f"{what}: NULL value in column {f.name} violates its NOT "
+                                  f"NULL constraint")
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+# ---- COPY --------------------------------------------------------------------------------------
+
+
+def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    path = os.path.abspath(os.path.expanduser(stmt.path))
+    _check_copy_target(session, path, stmt)
+    table = session.run(stmt.source, **run)
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise ExecutionError(f"COPY TO '{stmt.path}': directory {directory} does not exist")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.pqe-{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        if stmt.format == "parquet":
+            compression = stmt.options.get("COMPRESSION", "snappy")
+            pq.write_table(table, tmp, compression=None if compression == "none" else compression)
+        else:
+            header = bool(stmt.options.get("HEADER", True))
+            delimiter = str(stmt.options.get("DELIMITER", ","))
+            pcsv.write_csv(table, tmp, pcsv.WriteOptions(include_header=header,
+                                                          delimiter=delimiter))
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ExecutionError(f"COPY TO '{stmt.path}': {e.strerror or e}") from e
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return Result("COPY", rows_affected=table.num_rows)
+
+
+def _check_copy_target(session: SessionState, path: str, stmt: S.Copy) -> None:
+    """COPY never writes over data a table reads, and replaces an existing file only when
+    told to (OVERWRITE)."""
+    real = os.path.realpath(path)
+    for name, entry in session.catalog.snapshot().items():
+        if isinstance(entry, (ParquetTable, CsvTable)):
+            for source in _provider_paths(entry):
+                src = os.path.realpath(source)
+                if real == src or real.startswith(src.rstrip(os.sep) + os.sep):
+                    raise ExecutionError(f"COPY TO '{stmt.path}' would overwrite data of table "
+                                         f"'{name}'")
+    if os.path.isdir(real):
+        raise ExecutionError(f"COPY TO '{stmt.path}': it is a directory")
+    if os.path.lexists(path) and not stmt.options.get("OVERWRITE"):
+        raise ExecutionError(f"COPY TO '{stmt.path}': the file exists; add OVERWRITE (COPY ... "
+                             f"TO '...' (FORMAT ..., OVERWRITE)) to replace it")
+
+
+def _provider_paths(entry) -> list[str]:
+    """The files (and directories) a file-backed table reads."""
+    out = []
+    paths = entry.path if isinstance(entry.path, (list, tuple)) else [entry.path]
+    for p in paths:
+        text = os.fspath(p)
+        if "://" not in text:
+            out.append(text)
+    try:
+        for u in entry.units():
+            path = getattr(getattr(u, "fragment", None), "path", None) or getattr(u, "path", None)
+            if path and "://" not in path:
+                out.append(path)
+    except Exception:  # noqa: BLE001 - a table whose files vanished cannot be overwritten
+        pass
+    return out
