@@ -114,7 +114,7 @@ class FileSystemSpec:
         if self.protocol is None:
             return fs_path
         if self.protocol == "memory" and fs_path.startswith("/"):
-            return f"memory:/{fs_path}"  # memory:///a/b (fsspec's own spelling strips a slash)
+            return f"memory:/{fs_path}"  # memory://a/b: the memory filesystem's path is /a/b
         return f"{self.protocol}://{fs_path}"
 
 

@@ -111,6 +111,18 @@ def test_directory_sees_added_and_deleted_files(any_ctx, tmp_path):
     assert _one(any_ctx, "select count(*) from grow") == 40
 
 
+def test_emptied_directory_reads_empty_and_a_removed_one_is_an_error(ctx, tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    _write(d / "1.parquet", range(3))
+    ctx.register_parquet("e", str(d))
+    (d / "1.parquet").unlink()
+    assert ctx.sql("select count(*) n, sum(a) s from e").to_pylist() == [{"n": 0, "s": None}]
+    d.rmdir()
+    with pytest.raises(pqe.CatalogError, match=f"no such file or directory: '{d}'"):
+        ctx.sql("select count(*) from e").to_arrow()
+
+
 def test_glob_sees_new_matching_files(ctx, tmp_path):
     _write(tmp_path / "a1.parquet", range(5))
     _write(tmp_path / "b1.parquet", range(1000, 1005))
