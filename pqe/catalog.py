@@ -8,7 +8,7 @@ min/max, null counts), read once per table and cached.
 
 from __future__ import annotations
 
-import glob as globlib
+import hashlib
 import itertools
 import os
 import threading
@@ -20,6 +20,16 @@ import pyarrow.dataset as ds
 
 from . import types as T
 from .errors import CatalogError, UnknownTableError, suggest
+from .filesystems import (
+    LOCAL,
+    FileInfo,
+    FileSystemSpec,
+    _first_line,
+    glob_base,
+    list_files,
+    resolve,
+    source_kind,
+)
 
 _TOKENS = itertools.count(1)
 
@@ -65,15 +75,21 @@ class TableProvider:
 
 @dataclass(frozen=True)
 class ScanUnit:
-    """One readable piece of a Parquet table: a file fragment restricted to some row groups."""
+    """One readable piece of a file table: some row groups of one Parquet file (or a whole CSV
+    file). Plain data: tasks carry it and open the file only when they run (kernels.scan), so
+    unpickling one (on the dask scheduler, say) never touches the file system."""
 
-    fragment: Any  # pyarrow.dataset.ParquetFileFragment (picklable)
+    path: str  # absolute local path, or a URL (s3://bucket/key) read through `fs`
     row_groups: tuple[int, ...]
     num_rows: int
     num_bytes: int
+    file_size: int = 0
+    version: str = ""  # short hash of the file's version when planned (size, mtime, etag)
+    partition: tuple[tuple[str, Any], ...] = ()  # hive partition values, (name, value) pairs
+    fs: FileSystemSpec = LOCAL
 
-    def __repr__(self) -> str:  # deterministic, used in task tokens
-        return f"{self.fragment.path}[{','.join(map(str, self.row_groups))}]"
+    def __repr__(self) -> str:  # deterministic, used in task tokens: a changed file, new keys
+        return f"{self.path}@{self.version}[{','.join(map(str, self.row_groups))}]"
 
 
 def _all_distinct(values) -> bool:
@@ -93,39 +109,63 @@ def _stat_value(v: Any, t: pa.DataType) -> Any:
     return None
 
 
-def _unified_schema(dataset, fragments, path) -> pa.Schema:
+def _version_token(version: tuple) -> str:
+    return hashlib.sha1(repr(version).encode()).hexdigest()[:10]
+
+
+@dataclass
+class _File:
+    """A data file as the client knows it: listing info, and for Parquet its footer (read once
+    per file version) as a fragment used for planning only (never sent to tasks)."""
+
+    url: str
+    info: FileInfo
+    partition: tuple[tuple[str, Any], ...] = ()
+    fragment: Any = None  # pyarrow.dataset.ParquetFileFragment with its metadata loaded
+    metadata: Any = None  # pyarrow.parquet.FileMetaData
+    schema: pa.Schema | None = None  # the file's own Arrow schema
+
+
+class _Snapshot:
+    """The files of a table at one validation, with what is derived from them (units,
+    statistics, unit ranges, key samples, dictionary NDV). A change of files makes a new
+    snapshot, so no derived value outlives the files it came from."""
+
+    def __init__(self, files: list[_File]) -> None:
+        self.files = files
+        self.listing = tuple((f.url, f.info.version) for f in files)
+        self.units: list[ScanUnit] | None = None
+        self.stats: TableStats | None = None
+        self.ranges: dict[str, Any] = {}
+        self.unique: dict[str, bool] = {}
+
+
+def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) -> pa.Schema:
     """One schema for every file of a table: identical files pass; files that differ are
     unified when that is safe (a missing column reads as NULL, int32 widens to int64, ...);
     otherwise the error names the two files and the column."""
-    first = dataset.schema
-    partition_fields = [f for f in first if f.name not in fragments[0].physical_schema.names]
-    schemas = []
-    for frag in fragments:
-        try:
-            schemas.append(frag.physical_schema)
-        except (OSError, pa.ArrowException) as e:
-            raise CatalogError(f"cannot read the Parquet footer of {frag.path}: "
-                               f"{str(e).splitlines()[0]}") from e
+    schemas = [f.schema.remove_metadata() for f in files]
     if all(sch.equals(schemas[0]) for sch in schemas[1:]):
-        return first
-    try:
-        unified = pa.unify_schemas(schemas, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        base = schemas[0]
-        for frag, sch in zip(fragments, schemas, strict=True):
-            for f in sch:
-                idx = base.get_field_index(f.name)
-                if idx >= 0 and base.field(idx).type != f.type:
-                    raise CatalogError(
-                        f"files of {path!s} disagree on column '{f.name}': "
-                        f"{fragments[0].path} has {base.field(idx).type}, {frag.path} has "
-                        f"{f.type}") from e
-        raise CatalogError(f"files of {path!s} have incompatible schemas: {e}") from e
-    for f in partition_fields:
-        if unified.get_field_index(f.name) < 0:
-            unified = unified.append(f)
-    return pa.schema([f.with_nullable(True) if any(sch.get_field_index(f.name) < 0 for sch in schemas)
-                      else f for f in unified])
+        unified = schemas[0]
+        nullable: set[str] = set()
+    else:
+        try:
+            unified = pa.unify_schemas(schemas, promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            base = schemas[0]
+            for f, sch in zip(files, schemas, strict=True):
+                for fld in sch:
+                    idx = base.get_field_index(fld.name)
+                    if idx >= 0 and base.field(idx).type != fld.type:
+                        raise CatalogError(
+                            f"files of {path!s} disagree on column '{fld.name}': "
+                            f"{files[0].url} has {base.field(idx).type}, {f.url} has "
+                            f"{fld.type}") from e
+            raise CatalogError(f"files of {path!s} have incompatible schemas: {e}") from e
+        nullable = {fld.name for fld in unified if any(s.get_field_index(fld.name) < 0 for s in schemas)}
+    fields = [fld.with_nullable(True) if fld.name in nullable else fld for fld in unified]
+    names = {fld.name for fld in fields}
+    return pa.schema(fields + [f for f in partition_fields if f.name not in names])
 
 
 LOW_CARDINALITY = 1000
@@ -143,148 +183,361 @@ def _dictionary_ndv(chunk) -> int | None:
     return max(1, (size - 16) // 5)
 
 
-class ParquetTable(TableProvider):
-    """A Parquet file, directory (recursive, hive partitions), glob, or list of paths."""
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
-    kind = "parquet"
+
+def partition_expression(fields: list[pa.Field], pairs: tuple[tuple[str, Any], ...]):
+    """What a file's hive partition values guarantee, as a pyarrow.dataset expression (lets
+    the reader fill partition columns and row-group pruning skip whole files); None if none."""
+    types = {f.name: T.normalize(f.type) for f in fields}
+    expr = None
+    for name, value in pairs:
+        e = (ds.field(name).is_null() if value is None
+             else ds.field(name) == pa.scalar(value, types[name]))
+        expr = e if expr is None else expr & e
+    return expr
+
+
+def _hive_pairs(rel: str) -> list[tuple[str, str | None]]:
+    """key=value directory names of a file's path below its table directory."""
+    from urllib.parse import unquote
+
+    out = []
+    for seg in rel.replace("\\", "/").split("/")[:-1]:
+        if "=" in seg:
+            k, v = seg.split("=", 1)
+            v = unquote(v)
+            out.append((unquote(k), None if v == _HIVE_NULL else v))
+    return out
+
+
+def _infer_partition_type(values: list[str | None]) -> pa.DataType:
+    """int32 / int64 when every value is an integer (as pyarrow's hive discovery), else text."""
+    ints = []
+    for v in values:
+        if v is None:
+            continue
+        try:
+            ints.append(int(v))
+        except ValueError:
+            return pa.string()
+    if ints and all(-(1 << 31) <= i < (1 << 31) for i in ints):
+        return pa.int32()
+    return pa.int64() if ints else pa.string()
+
+
+def _as_partition_value(v: str | None, t: pa.DataType, url: str, name: str) -> Any:
+    if v is None or not pa.types.is_integer(t):
+        return v
+    try:
+        return int(v)
+    except ValueError:
+        raise CatalogError(f"{url}: hive partition {name}={v!r} is not an integer like the "
+                           f"table's other files") from None
+
+
+class FileTable(TableProvider):
+    """Files listed from paths, directories or globs, locally or through fsspec / pyarrow
+    filesystems. The listing and each file's version are validated when a query is planned
+    (`refresh`): changed, added and deleted files are seen; what was derived from the old files
+    is dropped. What travels in tasks is small: paths, schema, filesystem spec."""
+
+    _format_name = "file"
+
+    def __init__(self, path: Any, storage_options: dict | None = None,
+                 filesystem: Any = None) -> None:
+        super().__init__()
+        self.path = path
+        items = list(path) if isinstance(path, (list, tuple)) else [path]
+        if not items:
+            raise CatalogError("no paths given")
+        self.sources: list[tuple[str, str]] = []  # (kind, filesystem path)
+        self.fs: FileSystemSpec = LOCAL
+        for item in items:
+            spec, p = resolve(item, storage_options, filesystem)
+            if self.sources and spec != self.fs:
+                raise CatalogError(f"files of one table must be on one filesystem: {item!s}")
+            self.fs = spec
+            self.sources.append((source_kind(spec, p), p))
+        self._lock = threading.Lock()
+        self._state: _Snapshot | None = None
+        self.partition_fields: list[pa.Field] = []
+
+    # tasks carry the provider to workers: only what reading needs travels
+    _TASK_FIELDS = ("token", "path", "fs", "schema", "physical_schema", "partition_fields")
 
     def __getstate__(self):
-        # tasks carry the provider to workers: only what reading needs travels
-        state = dict(self.__dict__)
-        state.pop("_lock", None)
-        state["_units"] = None
-        state["_stats"] = None
-        state.pop("_ranges", None)
-        return state
+        return {k: self.__dict__[k] for k in self._TASK_FIELDS + self._task_extra if k in self.__dict__}
+
+    _task_extra: tuple[str, ...] = ()
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._state = None
+        self.sources = []
 
-    def __init__(self, path: str | os.PathLike | list, filesystem: Any = None):
-        super().__init__()
-        self.path = path
+    def describe(self) -> str:
+        return f"{self.kind}:{self.path}"
+
+    # ---- listing and validation -----------------------------------------------------------
+
+    def _list(self) -> list[tuple[FileInfo, str | None]]:
+        """(file, partition base directory or None) for every file of every source, now."""
+        out, seen = [], set()
+        for kind, p in self.sources:
+            base = p if kind == "dir" else glob_base(p) if kind == "glob" else None
+            for info in list_files(self.fs, p, kind):
+                if info.path not in seen:
+                    seen.add(info.path)
+                    out.append((info, base))
+        return out
+
+    def _snapshot(self) -> _Snapshot:
+        st = self._state
+        if st is None:
+            if not self.sources:
+                raise CatalogError(f"{self.describe()}: a task-side copy of a table cannot plan")
+            self.refresh()
+            st = self._state
+        return st
+
+    def refresh(self) -> None:
+        """Re-list the files and compare versions with the cached ones (one stat or one object
+        store listing per source): a changed file's footer is re-read, new files are read,
+        deleted ones dropped, and the derived caches start over. Called when a query is
+        planned (catalog lookup, physical scan planning)."""
+        if not self.sources:
+            return
+        listed = self._list()
+        with self._lock:
+            old = self._state
+            if old is not None and old.listing == tuple(
+                    (self.fs.url(i.path), i.version) for i, _ in listed):
+                return
+            known = {f.url: f for f in old.files} if old is not None else {}
+        files = self._load(listed, known)
+        with self._lock:
+            self._state = _Snapshot(files)
+
+    def _load(self, listed, known: dict[str, _File]) -> list[_File]:
+        """_File entries for the listed files, reusing cached ones whose version is unchanged."""
+        files: list[_File] = []
+        fresh: list[_File] = []
+        raw_parts: list[list[tuple[str, str | None]]] = []
+        for info, base in listed:
+            url = self.fs.url(info.path)
+            hit = known.get(url)
+            if hit is not None and hit.info.version == info.version:
+                files.append(hit)
+                raw_parts.append([])
+                continue
+            rel = info.path[len(base.rstrip("/")):] if base and info.path.startswith(base.rstrip("/")) else ""
+            f = _File(url, info)
+            files.append(f)
+            fresh.append(f)
+            raw_parts.append(_hive_pairs(rel) if base else [])
+        first = self._state is None and not known
+        if first:
+            self.partition_fields = self._partition_fields(raw_parts)
+        types = {f.name: f.type for f in self.partition_fields}
+        for f, pairs in zip(files, raw_parts, strict=True):
+            if pairs:
+                f.partition = tuple((k, _as_partition_value(v, types[k], f.url, k))
+                                    for k, v in pairs if k in types)
+        self._read_footers(fresh)
+        if first:
+            self._set_schema(files)
+        elif fresh:
+            self._check_schema(files)
+        return files
+
+    def _partition_fields(self, raw_parts) -> list[pa.Field]:
+        values: dict[str, list] = {}
+        for pairs in raw_parts:
+            for k, v in pairs:
+                values.setdefault(k, []).append(v)
+        return [pa.field(k, _infer_partition_type(vs)) for k, vs in values.items()]
+
+    def _read_footers(self, files: list[_File]) -> None:
+        pass
+
+    def _set_schema(self, files: list[_File]) -> None:
+        raise NotImplementedError
+
+    def _check_schema(self, files: list[_File]) -> None:
+        pass
+
+    def files(self) -> list[str]:
+        """The table's files now (paths or URLs)."""
+        return [f.url for f in self._snapshot().files]
+
+    def units(self) -> list[ScanUnit]:
+        raise NotImplementedError
+
+    def _unit(self, f: _File, row_groups: tuple[int, ...], rows: int, size: int) -> ScanUnit:
+        return ScanUnit(f.url, row_groups, rows, size, f.info.size, _version_token(f.info.version),
+                        f.partition, self.fs)
+
+
+class ParquetTable(FileTable):
+    """A Parquet file, directory (recursive, hive partitions), glob, or list of paths; local, or
+    a URL read through fsspec (s3://bucket/t/*.parquet with `storage_options`), or a path on
+    `filesystem` (an fsspec or pyarrow filesystem)."""
+
+    kind = "parquet"
+
+    def __init__(self, path: str | os.PathLike | list, filesystem: Any = None,
+                 storage_options: dict | None = None):
         try:
-            sources = self._expand(path, filesystem)
-            dataset = ds.dataset(sources, format="parquet", filesystem=filesystem,
-                                 partitioning="hive", exclude_invalid_files=False)
+            super().__init__(path, storage_options, filesystem)
         except CatalogError:
             raise
         except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
-            raise CatalogError(f"cannot open Parquet data at {path!s}: {str(e).splitlines()[0]}") from e
-        fragments = list(dataset.get_fragments())
-        if not fragments:
+            raise CatalogError(f"cannot open Parquet data at {path!s}: {_first_line(e)}") from e
+        self.refresh()
+        if not self._state.files:
             raise CatalogError(f"no Parquet files found at {path!s}")
-        self.physical_schema = _unified_schema(dataset, fragments, path)
+
+    def _read_footers(self, files: list[_File]) -> None:
+        """Read the footers of new or changed files (in parallel: object stores answer slowly)."""
+        if not files:
+            return
+        fmt = ds.ParquetFileFormat()
+        fs = self.fs.arrow_fs()
+
+        def read(f: _File) -> None:
+            try:
+                frag = fmt.make_fragment(self.fs.fs_path(f.url), fs,
+                                         partition_expression(self.partition_fields, f.partition),
+                                         file_size=f.info.size)
+                frag.ensure_complete_metadata()
+                f.fragment, f.metadata, f.schema = frag, frag.metadata, frag.physical_schema
+            except (OSError, pa.ArrowException) as e:
+                raise CatalogError(f"cannot read the Parquet footer of {f.url}: "
+                                   f"{_first_line(e)}") from e
+        if len(files) < 4:
+            for f in files:
+                read(f)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(16, len(files))) as pool:
+            list(pool.map(read, files))
+
+    def _set_schema(self, files: list[_File]) -> None:
+        if not files:
+            raise CatalogError(f"no Parquet files found at {self.path!s}")
+        self.physical_schema = _unified_schema(files, self.path, self.partition_fields)
+        # Text is read as `string` (not the `string_view` tpchgen-cli writes): ~5x faster to
+        # decode, and every kernel supports it.
         self.schema = T.normalize_schema(self.physical_schema)
-        # The dataset is reopened with engine types: reading text as `string` instead of the
-        # `string_view` tpchgen-cli writes is ~5x faster and every kernel supports it.
-        self.dataset = ds.dataset(sources, format="parquet", filesystem=filesystem,
-                                  partitioning="hive", schema=self.schema)
-        self._lock = threading.Lock()
-        self._units: list[ScanUnit] | None = None
-        self._stats: TableStats | None = None
 
-    @staticmethod
-    def _expand(path: Any, filesystem: Any):
-        if isinstance(path, (list, tuple)):
-            return [os.fspath(p) for p in path]
-        text = os.fspath(path)
-        if filesystem is None and "://" not in text:
-            if any(ch in text for ch in "*?["):
-                files = sorted(globlib.glob(text, recursive=True))
-                if not files:
-                    raise CatalogError(f"no files match {text!r}")
-                return files
-            if not os.path.exists(text):
-                raise CatalogError(f"no such file or directory: {text!r}")
-        return text
-
-    def describe(self) -> str:
-        return f"parquet:{self.path}"
+    def _check_schema(self, files: list[_File]) -> None:
+        """Files added or rewritten after registration must still fit the registered schema
+        (queries were bound to it): same columns and types, up to NULL-ability."""
+        if not files:
+            return
+        now = T.normalize_schema(_unified_schema(files, self.path, self.partition_fields))
+        was = self.schema
+        if now.names != was.names or now.types != was.types:
+            changed = [f"{f.name} {f.type}" for f in now if was.get_field_index(f.name) < 0
+                       or was.field(f.name).type != f.type]
+            missing = [n for n in was.names if now.get_field_index(n) < 0]
+            what = ", ".join(changed + [f"no {n}" for n in missing]) or "column order"
+            raise CatalogError(f"the files of {self.path!s} changed schema since it was "
+                               f"registered ({what}); register it again")
 
     def units(self) -> list[ScanUnit]:
-        """Every row group of every file, in file order (cached)."""
-        with self._lock:
-            if self._units is None:
-                units = []
-                for frag in self.dataset.get_fragments():
-                    md = frag.metadata
-                    for i in range(md.num_row_groups):
-                        rg = md.row_group(i)
-                        units.append(ScanUnit(frag, (i,), rg.num_rows, rg.total_byte_size))
-                self._units = units
-            return self._units
+        """Every row group of every file, in file order (cached per file version)."""
+        st = self._snapshot()
+        if st.units is None:
+            units = []
+            for f in st.files:
+                md = f.metadata
+                for i in range(md.num_row_groups):
+                    rg = md.row_group(i)
+                    units.append(self._unit(f, (i,), rg.num_rows, rg.total_byte_size))
+            st.units = units
+        return st.units
+
+    def matching_row_groups(self, expr) -> dict[str, set[int] | None]:
+        """Path -> ids of the row groups whose statistics (and hive partition values) do not
+        prove `expr` (a pyarrow.dataset expression) false; None where that cannot be told."""
+        out: dict[str, set[int] | None] = {}
+        for f in self._snapshot().files:
+            try:
+                sub = f.fragment.subset(filter=expr, schema=self.schema)
+                out[f.url] = {rg.id for rg in sub.row_groups}
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError):
+                out[f.url] = None
+        return out
 
     def unit_ranges(self, column: str) -> dict | None:
         """ScanUnit -> (min, max) of an integer or date column from row-group statistics
         (None for units without them); None when the column has no statistics at all."""
-        with self._lock:
-            cache = self.__dict__.setdefault("_ranges", {})
-            if column in cache:
-                return cache[column]
+        st = self._snapshot()
+        if column in st.ranges:
+            return st.ranges[column]
+        units = self.units()
+        columns: dict[str, tuple] = {}  # path -> (metadata, leaf index of the column or -1)
+        for f in st.files:
+            md = f.metadata
+            names = [md.schema.column(i).name for i in range(md.num_columns)]
+            columns[f.url] = (md, names.index(column) if column in names else -1)
         out: dict = {}
         found = False
-        for u in self.units():
-            md = u.fragment.metadata
-            idx = md.schema.to_arrow_schema().get_field_index(column)
+        for u in units:
+            md, idx = columns[u.path]
             rng = None
             if idx >= 0:
                 lo = hi = None
                 for r in u.row_groups:
-                    st = md.row_group(r).column(idx).statistics
-                    if st is None or not st.has_min_max:
+                    s = md.row_group(r).column(idx).statistics
+                    if s is None or not s.has_min_max:
                         lo = None
                         break
-                    lo = st.min if lo is None else min(lo, st.min)
-                    hi = st.max if hi is None else max(hi, st.max)
+                    lo = s.min if lo is None else min(lo, s.min)
+                    hi = s.max if hi is None else max(hi, s.max)
                 if lo is not None:
                     rng = (lo, hi)
                     found = True
             out[u] = rng
-        result = out if found else None
-        with self._lock:
-            self.__dict__["_ranges"][column] = result
+        st.ranges[column] = result = out if found else None
         return result
 
     def key_sample_unique(self, column: str) -> bool:
         """No duplicates among the column's values in the first row group (one column chunk
         read, cached). A foreign key stored in key order (lineitem's orderkey) repeats within
         any row group; random ones collide in a sample of this size."""
-        with self._lock:
-            cache = self.__dict__.setdefault("_unique", {})
-            if column in cache:
-                return cache[column]
+        st = self._snapshot()
+        if column in st.unique:
+            return st.unique[column]
         result = False
         if column in self.schema.names and T.is_integer(self.schema.field(column).type):
-            units = self.units()
-            if units:
-                u = units[0]
+            first = next((f for f in st.files if f.metadata.num_row_groups), None)
+            if first is not None and first.schema.get_field_index(column) >= 0:
                 try:
-                    t = u.fragment.subset(row_group_ids=[u.row_groups[0]]).to_table(columns=[column])
+                    t = first.fragment.subset(row_group_ids=[0]).to_table(columns=[column])
                     result = _all_distinct(t.column(0))
                 except (OSError, pa.ArrowException):
                     result = False
-        with self._lock:
-            self.__dict__["_unique"][column] = result
+        st.unique[column] = result
         return result
 
     def statistics(self) -> TableStats:
-        with self._lock:
-            if self._stats is not None:
-                return self._stats
+        st = self._snapshot()
+        if st.stats is not None:
+            return st.stats
         units = self.units()
         cols: dict[str, ColumnStats] = {}
-        rows = 0
-        total = 0
+        rows = sum(u.num_rows for u in units)
+        total = sum(u.num_bytes for u in units)
         names = self.schema.names
-        for u in units:
-            rows += u.num_rows
-            total += u.num_bytes
         # min/max/null counts per column, merged over row groups
         dict_ndv: dict[str, int] = {}
-        for frag in self.dataset.get_fragments():
-            md = frag.metadata
+        for f in st.files:
+            md = f.metadata
             phys = {md.schema.column(i).name: i for i in range(md.num_columns)}
             for name in names:
                 if name not in phys:
@@ -301,14 +554,14 @@ class ParquetTable(TableProvider):
                             low_card = False
                         else:
                             dict_ndv[name] = max(dict_ndv.get(name, 0), est)
-                    st = chunk.statistics
-                    if st is None:
+                    s = chunk.statistics
+                    if s is None:
                         cs.null_count = None
                         continue
                     if cs.null_count is not None:
-                        cs.null_count += st.null_count or 0
-                    if st.has_min_max:
-                        lo, hi = _stat_value(st.min, t), _stat_value(st.max, t)
+                        cs.null_count += s.null_count or 0
+                    if s.has_min_max:
+                        lo, hi = _stat_value(s.min, t), _stat_value(s.max, t)
                         if lo is not None:
                             cs.min = lo if cs.min is None else min(cs.min, lo)
                         if hi is not None:
@@ -316,65 +569,77 @@ class ParquetTable(TableProvider):
         for name, ndv in dict_ndv.items():
             if ndv <= LOW_CARDINALITY and cols.get(name) is not None:
                 cols[name].distinct_count = ndv
-        stats = TableStats(rows, total, cols)
-        with self._lock:
-            self._stats = stats
-        return stats
+        st.stats = TableStats(rows, total, cols)
+        return st.stats
+
+    def file_format(self, dict_columns: tuple[str, ...] = ()):
+        """The pyarrow.dataset format a task reads with (low-cardinality text as dictionaries)."""
+        if dict_columns:
+            return ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+                dictionary_columns=list(dict_columns)))
+        return ds.ParquetFileFormat()
 
 
-class CsvTable(TableProvider):
+class CsvTable(FileTable):
     """CSV file(s): one partition per file. `schema` maps column names to types (others are
     inferred); empty fields are NULL."""
 
     kind = "csv"
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_units"] = None
-        return state
+    _task_extra = ("delimiter", "header", "column_types")
 
     def __init__(self, path, schema: dict | None = None, delimiter: str = ",",
-                 header: bool = True, filesystem: Any = None):
-        import pyarrow.csv as pcsv
-
-        super().__init__()
-        self.path = path
-        types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
-        fmt = ds.CsvFileFormat(
-            parse_options=pcsv.ParseOptions(delimiter=delimiter),
-            read_options=pcsv.ReadOptions(autogenerate_column_names=not header),
-            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True))
+                 header: bool = True, filesystem: Any = None,
+                 storage_options: dict | None = None):
+        self.delimiter = delimiter
+        self.header = header
+        self.column_types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
         try:
-            sources = ParquetTable._expand(path, filesystem)
-            dataset = ds.dataset(sources, format=fmt, filesystem=filesystem)
+            super().__init__(path, storage_options, filesystem)
+            self.refresh()
         except CatalogError:
             raise
         except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
-            raise CatalogError(f"cannot read CSV data at {path!s}: {str(e).splitlines()[0]}") from e
-        unknown = set(types) - set(dataset.schema.names)
+            raise CatalogError(f"cannot read CSV data at {path!s}: {_first_line(e)}") from e
+
+    def _set_schema(self, files: list[_File]) -> None:
+        if not files:
+            raise CatalogError(f"no CSV files found at {self.path!s}")
+        try:
+            dataset = ds.dataset([self.fs.fs_path(f.url) for f in files], format=self.file_format(),
+                                 filesystem=self.fs.arrow_fs())
+        except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
+            raise CatalogError(f"cannot read CSV data at {self.path!s}: {_first_line(e)}") from e
+        unknown = set(self.column_types) - set(dataset.schema.names)
         if unknown:
-            raise CatalogError(f"schema names columns not in {path!s}: {sorted(unknown)}")
+            raise CatalogError(f"schema names columns not in {self.path!s}: {sorted(unknown)}")
         self.physical_schema = dataset.schema
         self.schema = T.normalize_schema(dataset.schema)
-        self.dataset = dataset if self.schema == dataset.schema else ds.dataset(
-            sources, format=fmt, filesystem=filesystem, schema=self.schema)
-        self._units: list[ScanUnit] | None = None
 
-    def describe(self) -> str:
-        return f"csv:{self.path}"
+    def file_format(self, dict_columns: tuple[str, ...] = ()):
+        import pyarrow.csv as pcsv
+
+        fmt = self.__dict__.get("_format")
+        if fmt is None:
+            fmt = ds.CsvFileFormat(
+                parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
+                read_options=pcsv.ReadOptions(autogenerate_column_names=not self.header),
+                convert_options=pcsv.ConvertOptions(column_types=self.column_types,
+                                                    strings_can_be_null=True))
+            self.__dict__["_format"] = fmt
+        return fmt
 
     def units(self) -> list[ScanUnit]:
-        if self._units is None:
-            units = []
-            for frag in self.dataset.get_fragments():
-                size = os.path.getsize(frag.path) if os.path.exists(frag.path) else 1 << 20
-                units.append(ScanUnit(frag, (), max(1, size // 64), size))
-            self._units = units
-        return self._units
+        st = self._snapshot()
+        if st.units is None:
+            st.units = [self._unit(f, (), max(1, f.info.size // 64), f.info.size) for f in st.files]
+        return st.units
 
     def statistics(self) -> TableStats:
-        units = self.units()
-        return TableStats(sum(u.num_rows for u in units), sum(u.num_bytes for u in units))
+        st = self._snapshot()
+        if st.stats is None:
+            units = self.units()
+            st.stats = TableStats(sum(u.num_rows for u in units), sum(u.num_bytes for u in units))
+        return st.stats
 
 
 class MemoryTable(TableProvider):
@@ -539,12 +804,17 @@ class Catalog:
         return hits[0] if len(hits) == 1 else None
 
     def lookup(self, name: str, exact: bool = False) -> tuple[str, Any]:
+        """The stored name and its entry; a file table's listing and file versions are
+        validated (queries bind through here, so statistics are those of the files now)."""
         with self._lock:
             key = self._find(name, exact)
             if key is None:
                 raise UnknownTableError(
                     f"table '{name}' does not exist{suggest(name, self._tables)}")
-            return key, self._tables[key]
+            entry = self._tables[key]
+        if isinstance(entry, FileTable):
+            entry.refresh()
+        return key, entry
 
     def names(self) -> list[str]:
         with self._lock:

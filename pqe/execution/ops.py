@@ -69,6 +69,11 @@ class Op:
 
 
 class ReadFiles(Op):
+    """Read some row groups of file-table units. Everything here is plain data (ScanUnit:
+    path or URL, row groups, version, hive values, filesystem spec; the provider pickles as
+    its schema and paths): unpickling it, as the dask scheduler does, opens nothing; the files
+    are opened by kernels.scan when the task runs on a worker."""
+
     label = "scan"
     _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded")
 

@@ -8,15 +8,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    h ^= h >> np.uint64(31)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(29)
-    return h
+from . import hashing
 
 
 def canonical_floats(col):
@@ -30,66 +22,10 @@ def canonical_floats(col):
     return pc.if_else(pc.is_nan(col), nan, pc.add(col, pa.scalar(0.0, col.type)))
 
 
-def _int_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    t = col.type
-    if pa.types.is_date32(t) or pa.types.is_time32(t):
-        col = pc.cast(col, pa.int32())
-    elif pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_duration(t):
-        col = pc.cast(col, pa.int64())
-    elif pa.types.is_boolean(t):
-        col = pc.cast(col, pa.int8())
-    elif T.is_decimal(t) or T.is_floating(t):
-        col = canonical_floats(pc.cast(col, pa.float64()))  # equal keys, equal bits
-        if col.null_count:
-            col = pc.fill_null(col, 0.0)
-        return col.to_numpy().view(np.uint64) if isinstance(col, pa.Array) else \
-            np.asarray(col.combine_chunks().to_numpy()).view(np.uint64)
-    if col.null_count:
-        col = pc.fill_null(col, 0)
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
-
-
-def _text_values(col) -> np.ndarray:
-    """A hash of each string from its length and its first and last 8 bytes (any function of
-    the content is a valid partitioning hash; this one costs O(rows), not O(bytes))."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if col.null_count:
-        col = pc.fill_null(col, "")
-    col = col.cast(pa.large_string()) if pa.types.is_string(col.type) else col
-    n = len(col)
-    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)[col.offset: col.offset + n + 1]
-    data = col.buffers()[2]
-    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
-    if data.size == 0:
-        data = np.zeros(1, np.uint8)
-    start, end = offsets[:-1], offsets[1:]
-    length = (end - start).astype(np.uint64)
-    k = np.arange(8, dtype=np.int64)
-    head_idx = np.minimum(start[:, None] + k, np.maximum(end[:, None] - 1, start[:, None]))
-    tail_idx = np.maximum(end[:, None] - 8 + k, start[:, None])
-    head_idx = np.clip(head_idx, 0, data.size - 1)
-    tail_idx = np.clip(tail_idx, 0, data.size - 1)
-    valid_head = (start[:, None] + k) < end[:, None]
-    valid_tail = (end[:, None] - 8 + k) >= start[:, None]
-    head = np.where(valid_head, data[head_idx], 0).astype(np.uint64)
-    tail = np.where(valid_tail, data[tail_idx], 0).astype(np.uint64)
-    shifts = (np.arange(8, dtype=np.uint64) * np.uint64(8))
-    h1 = (head << shifts).sum(axis=1, dtype=np.uint64)
-    h2 = (tail << shifts).sum(axis=1, dtype=np.uint64)
-    return _mix(h1 ^ _mix(h2 + length))
-
-
 def hash_buckets(table: pa.Table, keys: tuple[str, ...], n: int) -> np.ndarray:
-    h = np.zeros(table.num_rows, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for k in keys:
-            col = table.column(k)
-            v = _text_values(col) if T.is_text(col.type) else _int_values(col)
-            h = _mix((h * _MIX) ^ v)
-        return (h % np.uint64(n)).astype(np.uint16 if n < 65536 else np.uint32)
+    """The partition (0..n-1) of each row by its key columns (kernels.hashing: every byte of
+    every key; equal values, equal buckets, however each side's arrays are encoded)."""
+    return hashing.buckets(hashing.hash_columns(table, keys), n)
 
 
 def hash_split(table: pa.Table, keys: tuple[str, ...], n: int) -> list[pa.Table]:

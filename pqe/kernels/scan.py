@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from .. import types as T
-from ..errors import ExecutionError
+from ..catalog import ScanUnit, partition_expression
+from ..errors import CatalogError, ExecutionError
+from ..filesystems import _first_line
 from ..plan.expr import Expr, and_, column_ids
 from . import decimals
 from .expressions import Compiler, filter_table, project
@@ -69,23 +70,13 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
         decimal_filters = []
     expr = pruning_expression(provider, plain_filters, names)
     read_cols = [name for name, _ in columns]
-    schema = provider.dataset.schema
-    fmt = None
+    schema = provider.schema
     if dict_columns:
         schema = _dictionary_schema(schema, dict_columns)
-        fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=list(dict_columns)))
+    fmt = provider.file_format(tuple(dict_columns))
     tables = []
-    for frag, row_groups in _by_fragment(units):
-        try:
-            if fmt is not None:
-                sub = fmt.make_fragment(frag.path, frag.filesystem, frag.partition_expression,
-                                        row_groups=list(row_groups))
-            else:
-                sub = frag.subset(row_group_ids=list(row_groups)) if row_groups else frag
-            t = sub.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=False)
-        except (OSError, pa.ArrowException) as e:
-            where = f" (row groups {list(row_groups)})" if row_groups else ""
-            raise ExecutionError(f"reading {frag.path}{where}: {str(e).splitlines()[0]}") from e
+    for unit, row_groups in _by_file(units):
+        t = _read_unit(provider, fmt, unit, row_groups, schema, read_cols, expr)
         if dict_filters:
             t = _filter_by_dictionary(t, dict_filters, names)
         if decimal_filters:  # one pass for all of them
@@ -140,14 +131,56 @@ def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str
     return t.filter(mask) if mask is not None else t
 
 
-def _by_fragment(units):
-    groups: list[tuple[object, list[int]]] = []
+def _by_file(units):
+    """Consecutive units of one file, read together: (first unit, row groups)."""
+    groups: list[tuple[ScanUnit, list[int]]] = []
     for u in units:
-        if groups and groups[-1][0].path == u.fragment.path:
+        if groups and groups[-1][0].path == u.path:
             groups[-1][1].extend(u.row_groups)
         else:
-            groups.append((u.fragment, list(u.row_groups)))
+            groups.append((u, list(u.row_groups)))
     return groups
+
+
+def _read_unit(provider, fmt, unit: ScanUnit, row_groups: list[int], schema: pa.Schema,
+               read_cols: list[str], expr) -> pa.Table:
+    """Open one file (here, in the task: the unit is only a description) and read some of its
+    row groups. A local file whose version differs from the planned one is an error, not a
+    silent read of other row groups."""
+    where = f" (row groups {row_groups})" if row_groups else ""
+    try:
+        fs = unit.fs.arrow_fs()
+        path = unit.fs.fs_path(unit.path)
+        if unit.fs.is_local and unit.version:
+            now = _local_version(path)
+            if now is not None and now != unit.version:
+                raise ExecutionError(f"{unit.path} changed after the query was planned; "
+                                     "run the query again")
+        part = partition_expression(provider.partition_fields, unit.partition) \
+            if unit.partition else None
+        if row_groups:
+            frag = fmt.make_fragment(path, fs, part, row_groups=row_groups,
+                                     file_size=unit.file_size or None)
+        else:
+            frag = fmt.make_fragment(path, fs, part, file_size=unit.file_size or None)
+        return frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=False)
+    except ExecutionError:
+        raise
+    except FileNotFoundError as e:
+        raise ExecutionError(f"reading {unit.path}: the file no longer exists") from e
+    except (OSError, pa.ArrowException, CatalogError) as e:
+        hint = "" if unit.fs.is_local else " (was the object changed after planning?)"
+        raise ExecutionError(f"reading {unit.path}{where}: {_first_line(e)}{hint}") from e
+
+
+def _local_version(path: str) -> str | None:
+    from ..catalog import _version_token
+    from ..filesystems import _local_info
+
+    try:
+        return _version_token(_local_info(path).version)
+    except FileNotFoundError:
+        return None  # reading reports it, naming the file
 
 
 def read_memory(provider, table: pa.Table, offset: int, length: int, columns, filters,

@@ -113,6 +113,7 @@ class PhysicalPlanner:
         raise UnsupportedError(f"cannot scan {type(provider).__name__}")
 
     def _file_scan(self, node: L.Scan, provider, columns) -> PhysicalPlan:
+        provider.refresh()  # files changed, added or deleted since the last plan are seen
         units = provider.units()
         total = len(units)
         if node.filters and isinstance(provider, ParquetTable):
@@ -611,15 +612,9 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) ->
     if expr is None:
         return units
     keep: list[ScanUnit] = []
-    by_path: dict[str, set[int]] = {}
-    for frag in provider.dataset.get_fragments():
-        try:
-            sub = frag.subset(filter=expr, schema=provider.dataset.schema)
-            by_path[frag.path] = {rg.id for rg in sub.row_groups}
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            by_path[frag.path] = None
+    by_path = provider.matching_row_groups(expr)
     for u in units:
-        ids = by_path.get(u.fragment.path)
+        ids = by_path.get(u.path)
         if ids is None or any(r in ids for r in u.row_groups):
             keep.append(u)
     return keep

@@ -1,0 +1,341 @@
+"""Where table files live: local paths, fsspec URLs (s3://, memory://, file://, ...) or a
+pyarrow filesystem, described by plain data that tasks carry.
+
+A `FileSystemSpec` is what a scan task needs to open its files: None-like for local files, an
+fsspec protocol and its storage options, or a pyarrow filesystem (which pickles as its options).
+The filesystem object is built inside the process that reads (once per process, cached), never
+in the one that schedules. Listing and file versions (size + mtime, or the object store's etag)
+are read on the client when a query is planned, so changed files are noticed.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import hashlib
+import json
+import os
+import pickle
+import stat as statlib
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import CatalogError
+
+_GLOB_CHARS = "*?["
+# pyarrow.dataset's discovery skips these (Spark's _SUCCESS, .crc files, _metadata, ...)
+_IGNORE_PREFIXES = (".", "_")
+_VERSION_KEYS = ("ETag", "etag", "md5Hash", "generation", "VersionId", "mtime", "LastModified",
+                 "last_modified", "updated", "created")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def has_glob(text: str) -> bool:
+    return any(ch in text for ch in _GLOB_CHARS)
+
+
+class FileSystemSpec:
+    """How to open a table's files: local (protocol None), an fsspec protocol with its storage
+    options, or a pyarrow filesystem. Plain data: pickles small, opens nothing until asked."""
+
+    __slots__ = ("arrow", "key", "options", "protocol")
+
+    def __init__(self, protocol: str | None = None, options: dict | None = None,
+                 arrow: Any = None) -> None:
+        self.protocol = protocol
+        self.options = dict(options or {})
+        self.arrow = arrow
+        if arrow is not None:
+            self.key = "arrow:" + hashlib.sha1(pickle.dumps(arrow)).hexdigest()[:16]
+        elif protocol is None:
+            self.key = "local"
+        else:
+            opts = json.dumps(self.options, sort_keys=True, default=repr)
+            self.key = f"{protocol}:" + hashlib.sha1(opts.encode()).hexdigest()[:16]
+
+    @property
+    def is_local(self) -> bool:
+        return self.protocol is None and self.arrow is None
+
+    def __getstate__(self):
+        return (self.protocol, self.options, self.arrow, self.key)
+
+    def __setstate__(self, state) -> None:
+        self.protocol, self.options, self.arrow, self.key = state
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileSystemSpec) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:  # never shows storage options (credentials)
+        return f"FileSystemSpec({self.key})"
+
+    # ---- opening (cached per process) -----------------------------------------------------
+
+    def fsspec(self):
+        """The fsspec filesystem (fsspec protocols only)."""
+        return _cached(("fsspec", self.key), self._make_fsspec)
+
+    def _make_fsspec(self):
+        import fsspec
+
+        try:
+            return fsspec.filesystem(self.protocol, **self.options)
+        except (ImportError, ValueError, TypeError) as e:
+            raise CatalogError(f"cannot use the {self.protocol}:// filesystem: {_first_line(e)}") from e
+
+    def arrow_fs(self):
+        """The pyarrow filesystem that reads the files (fsspec ones wrapped)."""
+        return _cached(("arrow", self.key), self._make_arrow)
+
+    def _make_arrow(self):
+        import pyarrow.fs as pafs
+
+        if self.arrow is not None:
+            return self.arrow
+        if self.protocol is None:
+            return pafs.LocalFileSystem()
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fsspec()))
+
+    def fs_path(self, path: str) -> str:
+        """A unit's path as the filesystem object sees it (fsspec paths lose the protocol)."""
+        if self.protocol is None:
+            return path
+        return self.fsspec()._strip_protocol(path)
+
+    def url(self, fs_path: str) -> str:
+        """The display form of a filesystem path (what errors and EXPLAIN show)."""
+        if self.protocol is None:
+            return fs_path
+        if self.protocol == "memory" and fs_path.startswith("/"):
+            return f"memory:/{fs_path}"  # memory://a/b: the memory filesystem's path is /a/b
+        return f"{self.protocol}://{fs_path}"
+
+
+LOCAL = FileSystemSpec()
+
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _cached(key, make):
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is None:
+        hit = make()
+        with _CACHE_LOCK:
+            hit = _CACHE.setdefault(key, hit)
+    return hit
+
+
+def resolve(path: Any, storage_options: dict | None = None,
+            filesystem: Any = None) -> tuple[FileSystemSpec, str]:
+    """The filesystem spec and the filesystem path for a user's path or URL: local paths are
+    made absolute (tasks may run in another directory or on another machine); `file://` URLs
+    are local; other URLs go through fsspec with `storage_options`; `filesystem` (fsspec or
+    pyarrow) overrides the URL's protocol."""
+    text = os.fspath(path)
+    if filesystem is not None:
+        return _from_filesystem(filesystem, text, storage_options)
+    if "://" not in text:
+        if storage_options:
+            raise CatalogError(f"storage_options given for a local path: {text!r}")
+        return LOCAL, os.path.abspath(os.path.expanduser(text))
+    protocol = text.split("://", 1)[0].lower()
+    if protocol in ("file", "local"):
+        return LOCAL, os.path.abspath(text.split("://", 1)[1])
+    spec = FileSystemSpec(protocol, storage_options)
+    fs = spec.fsspec()
+    return spec, fs._strip_protocol(text)
+
+
+def _from_filesystem(filesystem: Any, text: str, storage_options: dict | None):
+    import pyarrow.fs as pafs
+
+    if storage_options:
+        raise CatalogError("pass either filesystem= or storage_options=, not both")
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return LOCAL, os.path.abspath(text.split("://", 1)[-1])
+    if isinstance(filesystem, pafs.FileSystem):
+        if isinstance(filesystem, pafs.PyFileSystem):
+            handler = filesystem.handler
+            if isinstance(handler, pafs.FSSpecHandler):
+                return _from_filesystem(handler.fs, text, None)
+        return FileSystemSpec(arrow=filesystem), text.split("://", 1)[-1]
+    protocol = getattr(filesystem, "protocol", None)
+    if protocol is None:
+        raise CatalogError(f"filesystem must be an fsspec or pyarrow filesystem, "
+                           f"got {type(filesystem).__name__}")
+    protocol = protocol if isinstance(protocol, str) else protocol[0]
+    if protocol in ("file", "local"):
+        return LOCAL, os.path.abspath(filesystem._strip_protocol(text))
+    spec = FileSystemSpec(protocol, getattr(filesystem, "storage_options", None))
+    return spec, filesystem._strip_protocol(text)
+
+
+# ---- listing and file versions ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One data file as listed: its filesystem path, size, and version (what changes when the
+    file is rewritten: size + mtime + inode locally, etag / mtime on object stores)."""
+
+    path: str
+    size: int
+    version: tuple
+
+
+def _ignored(rel: str) -> bool:
+    return any(part.startswith(_IGNORE_PREFIXES) for part in rel.replace("\\", "/").split("/") if part)
+
+
+def _local_info(path: str, st: os.stat_result | None = None) -> FileInfo:
+    st = st if st is not None else os.stat(path)
+    return FileInfo(path, st.st_size, (st.st_size, st.st_mtime_ns, st.st_ino))
+
+
+def _remote_info(info: dict) -> FileInfo:
+    size = int(info.get("size") or info.get("Size") or 0)
+    version = (size,) + tuple(str(info[k]) for k in _VERSION_KEYS if info.get(k) is not None)
+    return FileInfo(info["name"], size, version)
+
+
+def list_files(spec: FileSystemSpec, path: str, kind: str) -> list[FileInfo]:
+    """The files of one source now, sorted: kind is "file", "dir" (recursive, skipping names
+    starting with '.' or '_') or "glob". Raises CatalogError when a file source is gone."""
+    try:
+        if spec.is_local:
+            return _list_local(path, kind)
+        if spec.arrow is not None:
+            return _list_arrow(spec.arrow_fs(), path, kind)
+        return _list_fsspec(spec.fsspec(), path, kind)
+    except FileNotFoundError as e:
+        raise CatalogError(f"no such file or directory: {spec.url(path)!r}") from e
+    except OSError as e:
+        raise CatalogError(f"cannot list {spec.url(path)}: {_first_line(e)}") from e
+
+
+def _list_local(path: str, kind: str) -> list[FileInfo]:
+    if kind == "file":
+        return [_local_info(path)]
+    if kind == "glob":
+        out = []
+        for p in sorted(globlib.glob(path, recursive=True)):
+            try:
+                st = os.stat(p)
+            except FileNotFoundError:
+                continue  # deleted between the listing and the stat
+            if statlib.S_ISREG(st.st_mode):
+                out.append(_local_info(p, st))
+        return out
+    out = []
+
+    def walk(d: str) -> None:
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.name.startswith(_IGNORE_PREFIXES):
+                continue
+            try:
+                if e.is_dir():
+                    walk(e.path)
+                elif e.is_file():
+                    out.append(_local_info(e.path, e.stat()))
+            except FileNotFoundError:
+                continue
+    walk(path)
+    return out
+
+
+def _list_fsspec(fs, path: str, kind: str) -> list[FileInfo]:
+    if kind == "file":
+        fs.invalidate_cache(path)
+        return [_remote_info(fs.info(path))]
+    if kind == "glob":
+        fs.invalidate_cache(glob_base(path))
+        found = fs.glob(path, detail=True)
+        infos = found.values() if isinstance(found, dict) else [fs.info(p) for p in found]
+        return sorted((_remote_info(i) for i in infos if i.get("type", "file") == "file"),
+                      key=lambda f: f.path)
+    fs.invalidate_cache(path)
+    found = fs.find(path, detail=True, withdirs=False)
+    base = path.rstrip("/")
+    out = []
+    for name, info in found.items():
+        rel = name.removeprefix(base)
+        if info.get("type", "file") == "file" and not _ignored(rel):
+            out.append(_remote_info(info))
+    return sorted(out, key=lambda f: f.path)
+
+
+def _list_arrow(fs, path: str, kind: str) -> list[FileInfo]:
+    import pyarrow.fs as pafs
+
+    def info(i) -> FileInfo:
+        mtime = i.mtime_ns if i.mtime_ns is not None else None
+        return FileInfo(i.path, i.size or 0, (i.size, mtime))
+
+    if kind == "file":
+        i = fs.get_file_info(path)
+        if i.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(path)
+        return [info(i)]
+    if kind == "glob":
+        import fnmatch
+
+        base = glob_base(path)
+        sel = pafs.FileSelector(base, recursive=True)
+        return sorted((info(i) for i in fs.get_file_info(sel)
+                       if i.type == pafs.FileType.File and fnmatch.fnmatch(i.path, path)),
+                      key=lambda f: f.path)
+    sel = pafs.FileSelector(path, recursive=True)
+    base = path.rstrip("/")
+    return sorted((info(i) for i in fs.get_file_info(sel)
+                   if i.type == pafs.FileType.File and not _ignored(i.path[len(base):])),
+                  key=lambda f: f.path)
+
+
+def glob_base(path: str) -> str:
+    """The directory part of a glob before its first wildcard."""
+    parts = path.split("/")
+    keep = []
+    for p in parts:
+        if has_glob(p):
+            break
+        keep.append(p)
+    return "/".join(keep) or "/"
+
+
+def source_kind(spec: FileSystemSpec, path: str) -> str:
+    """"glob", "dir" or "file" for a source at registration (CatalogError when missing)."""
+    if has_glob(path):
+        return "glob"
+    try:
+        if spec.is_local:
+            if os.path.isdir(path):
+                return "dir"
+            if os.path.exists(path):
+                return "file"
+            raise FileNotFoundError(path)
+        if spec.arrow is not None:
+            import pyarrow.fs as pafs
+
+            t = spec.arrow_fs().get_file_info(path).type
+            if t == pafs.FileType.NotFound:
+                raise FileNotFoundError(path)
+            return "dir" if t == pafs.FileType.Directory else "file"
+        fs = spec.fsspec()
+        fs.invalidate_cache(path)
+        info = fs.info(path)
+        return "dir" if info.get("type") == "directory" else "file"
+    except FileNotFoundError as e:
+        raise CatalogError(f"no such file or directory: {spec.url(path)!r}") from e
+    except OSError as e:
+        raise CatalogError(f"cannot open {spec.url(path)}: {_first_line(e)}") from e
