@@ -45,15 +45,26 @@ class Context:
 
     # ---- registration --------------------------------------------------------------------
 
-    def register_parquet(self, name: str, path: str | os.PathLike | list) -> None:
-        """A Parquet file, directory (recursive, hive partitions), glob, or list of files."""
-        self._session.register(name, ParquetTable(path))
+    def register_parquet(self, name: str, path: str | os.PathLike | list, *,
+                         storage_options: dict | None = None, filesystem: Any = None) -> None:
+        """A Parquet file, directory (recursive, hive partitions), glob, or list of files: local
+        paths (made absolute now), or URLs read through fsspec (s3://bucket/t/*.parquet,
+        gs://..., memory://, file://) with `storage_options` (credentials,
+        client_kwargs={"endpoint_url": ...}, ...), or paths on `filesystem` (an fsspec or
+        pyarrow filesystem). Files changed, added or deleted later are seen by the next
+        query."""
+        self._session.register(name, ParquetTable(path, filesystem=filesystem,
+                                                  storage_options=storage_options))
 
     def register_csv(self, name: str, path: str | os.PathLike | list, schema: dict | None = None,
-                     delimiter: str = ",", header: bool = True) -> None:
-        """CSV file(s); `schema` maps column names to types ("int64", "DECIMAL(10,2)", pyarrow
-        types); columns not named are inferred. Empty fields are NULL."""
-        self._session.register(name, CsvTable(path, schema, delimiter, header))
+                     delimiter: str = ",", header: bool = True, *,
+                     storage_options: dict | None = None, filesystem: Any = None) -> None:
+        """CSV file(s), local or through fsspec / `filesystem` as for register_parquet;
+        `schema` maps column names to types ("int64", "DECIMAL(10,2)", pyarrow types); columns
+        not named are inferred. Empty fields are NULL."""
+        self._session.register(name, CsvTable(path, schema, delimiter, header,
+                                              filesystem=filesystem,
+                                              storage_options=storage_options))
 
     def register_arrow(self, name: str, data: Any) -> None:
         """A pyarrow Table or RecordBatchReader, or anything with `__arrow_c_stream__`."""
