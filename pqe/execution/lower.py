@@ -68,10 +68,18 @@ class Lowering:
     # ---- graph construction ----------------------------------------------------------------
 
     @staticmethod
-    def _tag(ops, nid: int) -> None:
-        for op in ops:
-            if op.node is None:
-                op.node = nid
+    def _tag(ops, nid: int) -> list:
+        """Give the untagged ops (the suffix a node appended: its children's ops come first
+        and are tagged already) to node `nid`; returns them. Walks only that suffix, so a
+        deep chain of fused operators costs linear time."""
+        own = []
+        for op in reversed(ops):
+            if op.node is not None:
+                break
+            op.node = nid
+            own.append(op)
+        own.reverse()
+        return own
 
     def materialize(self, parts: list[Pending], label: str) -> list:
         """Emit one task per pending partition; returns their keys."""
@@ -114,18 +122,19 @@ class Lowering:
         return self._lower(node)
 
     def _lower(self, node: P.PhysicalPlan) -> list[Pending]:
-        method = getattr(self, "_" + type(node).__name__.lower())
+        method = self._METHODS.get(type(node))
+        if method is None:
+            raise InternalError(f"no lowering for {type(node).__name__}")
         nid = self.node_ids.setdefault(id(node), len(self.node_ids))
         self._stack.append(nid)
         try:
-            parts = method(node)
+            parts = method(self, node)
         finally:
             self._stack.pop()
         # tag the ops this node added (for EXPLAIN ANALYZE): those no child owns; the last
         # of them in each partition produces the node's output rows
         for p in parts:
-            self._tag(p.ops, nid)
-            own = [op for op in p.ops if op.node == nid]
+            own = self._tag(p.ops, nid)
             if own:
                 own[-1].counts_rows = True
         if len(parts) != node.n:
@@ -285,6 +294,17 @@ class Lowering:
 
     def _singlerowexec(self, node: P.SingleRowExec):
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]
+
+    # one lowering method per physical node type
+    _METHODS = {
+        P.ScanExec: _scanexec, P.MemoryScanExec: _memoryscanexec,
+        P.DaskScanExec: _daskscanexec, P.ValuesExec: _valuesexec, P.ProjectExec: _projectexec,
+        P.HashJoinExec: _hashjoinexec, P.NestedLoopJoinExec: _nestedloopjoinexec,
+        P.AggregateExec: _aggregateexec, P.ExchangeExec: _exchangeexec, P.SortExec: _sortexec,
+        P.LimitExec: _limitexec, P.UnionExec: _unionexec, P.WindowExec: _windowexec,
+        P.RecursiveExec: _recursiveexec, P.WorkTableExec: _worktableexec,
+        P.SingleRowExec: _singlerowexec,
+    }
 
 
 def _dense_candidate(node: P.HashJoinExec) -> bool:

@@ -18,6 +18,7 @@ import dask.local
 import dask.threaded
 from dask.callbacks import Callback
 
+from ..deep import start_deep_thread
 from ..errors import Error, ExecutionError, InternalError, QueryCancelled, QueryTimeout
 
 
@@ -125,8 +126,7 @@ class Executor:
             finally:
                 done.set()
 
-        worker = threading.Thread(target=target, name="pqe-query", daemon=True)
-        worker.start()
+        start_deep_thread(target, "pqe-query")  # lowering walks the plan recursively
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             # short waits: a signal delivered while the main thread waits is seen at once

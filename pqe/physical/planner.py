@@ -15,7 +15,7 @@ Decisions made here, each visible in EXPLAIN:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import pyarrow as pa
 
@@ -55,21 +55,39 @@ class PhysicalPlanner:
     def __init__(self, config: PlannerConfig):
         self.cfg = config
         self.est = Estimator()
-        self._memo: dict[L.LogicalPlan, PhysicalPlan] = {}
+        self._memo: dict[int, list[tuple[L.LogicalPlan, PhysicalPlan]]] = {}
+        self._prints: dict[int, int] = {}  # id(node) -> fingerprint
+        self._keep: list[L.LogicalPlan] = []  # nodes whose id() is a key above stay alive
         self._scans: dict[tuple, PhysicalPlan] = {}
 
     def plan(self, node: L.LogicalPlan) -> PhysicalPlan:
         # equal logical subtrees (a CTE or view used twice: Q15's revenue) get one physical
-        # node, so their tasks have the same keys and run once
-        hit = self._memo.get(node)
-        if hit is not None:
-            return hit
-        method = getattr(self, "_" + type(node).__name__.lower(), None)
+        # node, so their tasks have the same keys and run once. Equal subtrees are found by a
+        # fingerprint computed once per node from its children's (hashing a frozen plan node
+        # hashes its whole subtree: a 5,000-branch UNION would cost n^2)
+        fp = self._fingerprint(node)
+        bucket = self._memo.setdefault(fp, [])
+        for other, hit in bucket:
+            if other is node or other == node:
+                return hit
+        method = self._METHODS.get(type(node))
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
-        out = method(node)
-        self._memo[node] = out
+        out = method(self, node)
+        bucket.append((node, out))
         return out
+
+    def _fingerprint(self, node: L.LogicalPlan) -> int:
+        hit = self._prints.get(id(node))
+        if hit is not None:
+            return hit
+        kids = tuple(self._fingerprint(k) for k in node.children())
+        own = tuple(getattr(node, f.name) for f in fields(node)
+                    if f.name != "schema" and not _holds_plans(getattr(node, f.name)))
+        fp = hash((type(node).__name__, own, kids))
+        self._prints[id(node)] = fp
+        self._keep.append(node)
+        return fp
 
     # ---- sources -----------------------------------------------------------------------------
 
@@ -364,7 +382,7 @@ class PhysicalPlanner:
 
     def _union(self, node: L.Union) -> PhysicalPlan:
         kids = []
-        for child_node in node.inputs:
+        for child_node in _union_inputs(node):
             child = self.plan(child_node)
             exprs = tuple(ColumnRef(f) for f in child.schema)
             kids.append(ProjectExec(node.schema, child.n, ANY, child, exprs, None))
@@ -438,8 +456,42 @@ class PhysicalPlanner:
         child = self._gather(self.plan(node.input))
         return SingleRowExec(node.schema, 1, SINGLE, child)
 
+    # one planning method per logical node type
+    _METHODS = {
+        L.Scan: _scan, L.Values: _values, L.Filter: _filter, L.Project: _project,
+        L.Join: _join, L.Aggregate: _aggregate, L.Sort: _sort, L.Limit: _limit,
+        L.Union: _union, L.Window: _window, L.RecursiveQuery: _recursivequery,
+        L.WorkTable: _worktable, L.SingleRow: _singlerow,
+    }
+
 
 # ---- helpers -------------------------------------------------------------------------------------
+
+
+def _holds_plans(value) -> bool:
+    return isinstance(value, L.LogicalPlan) or (
+        isinstance(value, tuple) and bool(value) and isinstance(value[0], L.LogicalPlan))
+
+
+def _union_inputs(node: L.Union) -> list[L.LogicalPlan]:
+    """The inputs of a UNION ALL with nested UNION ALLs spliced in (`a UNION ALL b UNION ALL
+    c` binds as union(rename(union(a, b)), c)): one exchange-free node over every branch, and
+    no recursion as deep as the number of branches."""
+    out: list[L.LogicalPlan] = []
+    stack = list(reversed(node.inputs))
+    while stack:
+        child = stack.pop()
+        if isinstance(child, L.Union):
+            stack.extend(reversed(child.inputs))
+            continue
+        inner = child.input if isinstance(child, L.Project) else None
+        if isinstance(inner, L.Union) and len(child.exprs) == len(inner.fields) and all(
+                isinstance(e, ColumnRef) and e.id == f.id
+                for e, f in zip(child.exprs, inner.fields, strict=True)):
+            stack.extend(reversed(inner.inputs))
+        else:
+            out.append(child)
+    return out
 
 
 def _agg_input(a: AggCall) -> tuple[str, Expr | None]:

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
+from ..deep import AnyEvent, run_deep
 from ..errors import Error, ExecutionError, ResourceError, SQLSyntaxError, UnsupportedError
 from ..execution import driver
 from ..execution.scheduler import Executor
@@ -61,7 +62,14 @@ class SessionState:
 
     def sql(self, text: str, params: Sequence[Any] | None = None, *,
             timeout: float | None = None, cancel=None, progress: Progress | None = None) -> Result:
-        """Run every statement of `text`; the last one's result."""
+        """Run every statement of `text`; the last one's result. Parsing, binding and the
+        statements that run at once happen on a deep-stack thread (pqe.deep): a deeply nested
+        statement plans, or fails with one clear error."""
+        interrupt = threading.Event()
+        return run_deep(self._sql, text, params, timeout, AnyEvent(cancel, interrupt), progress,
+                        on_interrupt=interrupt.set)
+
+    def _sql(self, text, params, timeout, cancel, progress) -> Result:
         result = None
         for parsed in self.parse(text, params):
             result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
@@ -117,11 +125,12 @@ class SessionState:
         return B.scan(real, entry)
 
     def optimize(self, plan: LogicalPlan) -> LogicalPlan:
-        return optimize(plan)
+        return run_deep(optimize, plan)
 
     def physical_plan(self, optimized: LogicalPlan) -> PhysicalPlan:
         """The partitioned plan of an optimized logical plan."""
-        return plan_physical(optimized, self.config.planner_config(self.executor.parallelism))
+        return run_deep(plan_physical, optimized,
+                        self.config.planner_config(self.executor.parallelism))
 
     def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
             timeout: float | None = None, cancel=None, progress: Progress | None = None

@@ -1,0 +1,132 @@
+"""Deep statements without Python's recursion limit: parsing, binding, optimizing, planning
+and lowering run on a thread with a large stack and a raised recursion limit.
+
+sqlglot, the binder, the optimizer rules and the planner walk trees recursively, and a
+statement can be a deep tree: 5,000 UNION ALL branches, a 10,000-term sum, parentheses nested
+1,000 deep. Rewriting every walk as a loop would touch every module; instead these phases run
+where the stack is large (`STACK_BYTES`, virtual memory only) and the limit high
+(`RECURSION_LIMIT`). A statement deeper than that fails with one clear error instead of a
+RecursionError traceback or a crashed process.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from .errors import Error, SQLSyntaxError
+
+T = TypeVar("T")
+
+STACK_BYTES = 512 << 20
+RECURSION_LIMIT = 150_000
+_local = threading.local()
+_lock = threading.Lock()
+_active = 0
+_saved_limit = sys.getrecursionlimit()
+
+
+class TooDeepError(SQLSyntaxError):
+    """A statement nested deeper than pqe's documented limit."""
+
+    def __init__(self, message: str = "statement nested too deeply (more than about "
+                                      f"{RECURSION_LIMIT // 30:,} levels of nesting)"):
+        super().__init__(message)
+
+
+def _enter() -> None:
+    global _active, _saved_limit
+    with _lock:
+        if _active == 0:
+            _saved_limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_saved_limit, RECURSION_LIMIT))
+        _active += 1
+
+
+def _leave() -> None:
+    global _active
+    with _lock:
+        _active -= 1
+        if _active == 0:
+            sys.setrecursionlimit(_saved_limit)
+
+
+def in_deep_thread() -> bool:
+    return getattr(_local, "deep", False)
+
+
+def start_deep_thread(target: Callable[[], None], name: str) -> threading.Thread:
+    """Start `target` on a daemon thread with a large stack and the raised recursion limit."""
+
+    def body() -> None:
+        _local.deep = True
+        _enter()
+        try:
+            target()
+        finally:
+            _leave()
+
+    with _lock:
+        old = threading.stack_size(STACK_BYTES)
+        try:
+            thread = threading.Thread(target=body, name=name, daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(old)
+    return thread
+
+
+def run_deep(fn: Callable[..., T], *args, on_interrupt: Callable[[], None] | None = None,
+             **kwargs) -> T:
+    """`fn(*args, **kwargs)` on a deep thread (or right here when already on one). The caller
+    waits in short timed waits, so Ctrl-C is seen at once: `on_interrupt` is then called
+    (to cancel what `fn` runs) and KeyboardInterrupt raised."""
+    if in_deep_thread():
+        return _guarded(fn, args, kwargs)
+    box: dict = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = _guarded(fn, args, kwargs)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+        finally:
+            done.set()
+
+    start_deep_thread(target, "pqe-plan")
+    try:
+        while not done.wait(0.05):
+            pass
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _guarded(fn, args, kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except RecursionError:
+        raise TooDeepError() from None
+    except MemoryError:
+        raise Error("statement too large to plan: out of memory") from None
+
+
+class AnyEvent:
+    """Set when any of its events is (a caller's `cancel` or an interrupt)."""
+
+    def __init__(self, *events) -> None:
+        self._events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self._events)
+
+
+__all__ = ["AnyEvent", "run_deep", "start_deep_thread", "in_deep_thread", "TooDeepError", "STACK_BYTES",
+           "RECURSION_LIMIT"]
