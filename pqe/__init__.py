@@ -7,6 +7,7 @@ every partition's work is Arrow kernels.
 
 from __future__ import annotations
 
+from .access import AccessError
 from .context import Context
 from .dataframe import DataFrame, GroupBy
 from .expressions import Expr, col, count, lit
@@ -23,7 +24,7 @@ from .dbapi import (DatabaseError, DataError, IntegrityError, InterfaceError, No
 __version__ = "0.1.0"
 
 __all__ = [
-    "Context", "DataFrame", "GroupBy", "Expr", "col", "lit", "count", "Error", "SQLSyntaxError", "BindError", "UnknownTableError",
+    "AccessError", "Context", "DataFrame", "GroupBy", "Expr", "col", "lit", "count", "Error", "SQLSyntaxError", "BindError", "UnknownTableError",
     "UnknownColumnError", "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError",
     "UnsupportedError", "ExecutionError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",
     "QueryTimeout", "ResourceError", "connect", "apilevel", "paramstyle", "threadsafety", "Warning", "InterfaceError",

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from . import access
 from . import types as T
 from .errors import CatalogError, UnknownTableError, suggest
 from .filesystems import (
@@ -251,6 +252,14 @@ class FileTable(TableProvider):
         items = list(path) if isinstance(path, (list, tuple)) else [path]
         if not items:
             raise CatalogError("no paths given")
+        # SQL text named these paths (read_csv('...'), FROM 'x.parquet'): the session's access
+        # policy applies, before anything is opened, and to every file they expand to later
+        self._policy = access.current()
+        if self._policy is not None:
+            if storage_options is not None or filesystem is not None:
+                raise access.AccessError("storage options cannot come from SQL")
+            for item in items:
+                self._policy.check_source(item, f"read_{self.kind}")
         self.sources: list[tuple[str, str]] = []  # (kind, filesystem path)
         self.fs: FileSystemSpec = LOCAL
         for item in items:
@@ -275,6 +284,7 @@ class FileTable(TableProvider):
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self._state = None
+        self._policy = None
         self.sources = []
 
     def describe(self) -> str:
@@ -288,6 +298,9 @@ class FileTable(TableProvider):
         for kind, p in self.sources:
             base = p if kind == "dir" else glob_base(p) if kind == "glob" else None
             for info in list_files(self.fs, p, kind):
+                if self._policy is not None:
+                    self._policy.check_listed(info.path, self.fs.url(info.path),
+                                              f"read_{self.kind}")
                 if info.path not in seen:
                     seen.add(info.path)
                     out.append((info, base))
@@ -732,8 +745,14 @@ class CatalogSnapshot:
     a statement reads is the version of the same moment (writers replace entries, never
     change them)."""
 
-    def __init__(self, tables: dict[str, Any]) -> None:
+    def __init__(self, tables: dict[str, Any], sql_made: frozenset[str] = frozenset()) -> None:
         self._tables = tables
+        self._sql_made = sql_made
+
+    def made_by_sql(self, key: str) -> bool:
+        """Whether SQL created this table or view (SQL may change or drop only those; what
+        the application registered from Python stays as it registered it)."""
+        return key in self._sql_made
 
     def find(self, name: str, exact: bool = False) -> str | None:
         """The stored name matching `name` (exactly, or case-insensitively), or None."""
@@ -763,14 +782,18 @@ class Catalog:
 
     def __init__(self) -> None:
         self._tables: dict[str, Any] = {}
+        self._sql_made: set[str] = set()
         self._lock = threading.RLock()
 
     def frozen(self) -> CatalogSnapshot:
         """A consistent snapshot for binding one statement."""
         with self._lock:
-            return CatalogSnapshot(dict(self._tables))
+            return CatalogSnapshot(dict(self._tables), frozenset(self._sql_made))
 
-    def register(self, name: str, provider: Any, replace: bool = True) -> None:
+    def register(self, name: str, provider: Any, replace: bool = True,
+                 by_sql: bool = False) -> None:
+        """Add or replace `name`. `by_sql`: created by a SQL statement (SQL may later change
+        or drop it); otherwise the application's own."""
         if not isinstance(name, str) or not name:
             raise CatalogError(f"table name must be a non-empty string, got {name!r}")
         with self._lock:
@@ -779,7 +802,10 @@ class Catalog:
                 if not replace:
                     raise CatalogError(f"table {name!r} already exists")
                 del self._tables[existing]
+                self._sql_made.discard(existing)
             self._tables[name] = provider
+            if by_sql:
+                self._sql_made.add(name)
 
     def drop(self, name: str, exact: bool = False) -> bool:
         with self._lock:
@@ -787,7 +813,12 @@ class Catalog:
             if key is None:
                 return False
             del self._tables[key]
+            self._sql_made.discard(key)
             return True
+
+    def made_by_sql(self, key: str) -> bool:
+        with self._lock:
+            return key in self._sql_made
 
     def find(self, name: str, exact: bool = False) -> str | None:
         """The stored name matching `name` (exactly, or case-insensitively), or None."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .access import policy_from
 from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
 from .errors import CatalogError, Error
@@ -24,13 +25,20 @@ class Context:
     `distributed.Client`; workers (with memory_limit): start a `distributed.LocalCluster` of
     that many worker processes, closed with the Context. partitions: how many partitions to
     split work into (default: two per thread of the scheduler, fewer for small data).
+
+    What SQL text may reach (see the README's Security section): `external_access=False`:
+    only the tables registered from Python (no file or URL named in SQL); `allowed_paths`:
+    files only under these directories and URLs only under these prefixes; `read_only=True`:
+    no statement that changes a table, the catalog or a file. SQL cannot change these.
     """
 
     def __init__(self, scheduler: str | None = None, *, client: Any = None,
                  workers: int | None = None, memory_limit: str | int | None = None,
                  partitions: int | None = None, threads: int | None = None,
-                 memory_guard: bool = True):
-        config = SessionConfig(partitions=partitions, memory_guard=memory_guard)
+                 memory_guard: bool = True, external_access: bool = True,
+                 allowed_paths: list[str] | None = None, read_only: bool = False):
+        config = SessionConfig(partitions=partitions, memory_guard=memory_guard,
+                               access=policy_from(external_access, allowed_paths, read_only))
         self._session = SessionState(config, Executor(scheduler, client, threads, workers,
                                                       memory_limit))
 

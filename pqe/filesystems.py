@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import stat as statlib
 import threading
 from dataclasses import dataclass
@@ -29,9 +30,26 @@ _VERSION_KEYS = ("ETag", "etag", "md5Hash", "generation", "VersionId", "mtime", 
                  "last_modified", "updated", "created")
 
 
+# Arrow's reader errors quote the data they choked on ("Expected 1 columns, got 4: <the row>",
+# "invalid value '<the value>'"): a file's content must never reach an error message (SQL
+# from someone else could read any file's first bad row back that way)
+_CONTENT = [
+    (re.compile(r"(Expected \d+ columns?, got \d+)\s*:.*"), r"\1"),
+    (re.compile(r"(invalid value)\s*'.*?'(?=\s|$|,|\))"), r"\1"),
+    (re.compile(r"(CSV conversion error to [\w\[\], ()]+?)\s*:\s*invalid value.*"),
+     r"\1: invalid value"),
+    (re.compile(r"(straddling object straddles two block boundaries).*"), r"\1"),
+    (re.compile(r"(JSON parse error:).*"), r"\1 invalid JSON"),
+]
+
+
 def _first_line(e: BaseException) -> str:
+    """The first line of an error, with any quoted file content removed."""
     text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+    line = text.splitlines()[0] if text else type(e).__name__
+    for pattern, repl in _CONTENT:
+        line = pattern.sub(repl, line)
+    return line
 
 
 def has_glob(text: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..access import UNRESTRICTED, AccessPolicy
 from ..errors import Error
 from ..physical.planner import PlannerConfig
 
@@ -17,11 +18,12 @@ class SessionConfig:
     """partitions: how many partitions to split work into (None: two per thread of the
     executor, fewer for small data); memory_guard: refuse a query whose estimated memory on
     this machine exceeds what is available; planner: the physical planner's costs and
-    thresholds (partitions aside)."""
+    thresholds (partitions aside); access: what SQL text may reach (pqe.access)."""
 
     partitions: int | None = None
     memory_guard: bool = True
     planner: PlannerConfig = field(default_factory=PlannerConfig)
+    access: AccessPolicy = UNRESTRICTED
 
     def __post_init__(self):
         if self.partitions is not None and (not isinstance(self.partitions, int)

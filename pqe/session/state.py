@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
 from ..deep import AnyEvent, run_deep
 from ..errors import Error, ExecutionError, ResourceError, SQLSyntaxError, UnsupportedError
@@ -28,7 +29,8 @@ from ..physical.planner import plan_physical
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.logical import LogicalPlan
-from ..sql import ParsedStatement, View, bind_statement, is_write, parse_statements
+from ..sql import (ParsedStatement, View, bind_statement, is_write, parse_statements,
+                   statement_word)
 from . import explain as X
 from . import writes as W
 from .config import SessionConfig
@@ -71,15 +73,17 @@ class SessionState:
 
     def _sql(self, text, params, timeout, cancel, progress) -> Result:
         result = None
-        for parsed in self.parse(text, params):
-            result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
-                                     progress=progress)
+        with enforcing(self.config.access):
+            for parsed in self.parse(text, params):
+                result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
+                                         progress=progress)
         return result
 
     def run_parsed(self, parsed: ParsedStatement, text: str, **run) -> Result:
         """Bind and execute one parsed statement; a write is bound and run under the write
         lock, against the catalog as it is once the lock is held."""
         if parsed.explain is None and is_write(parsed.ast):
+            self.config.access.check_change(statement_word(parsed.ast))
             with self.write_lock:
                 return self.execute(self.bind(parsed, text), **run)
         return self.execute(self.bind(parsed, text), **run)
@@ -119,8 +123,9 @@ class SessionState:
         real, entry = snapshot.lookup(name)
         if isinstance(entry, View):
             quoted = '"' + real.replace('"', '""') + '"'
-            parsed = self.parse(f"SELECT * FROM {quoted}")
-            stmt = self.bind(parsed[0], "", snapshot)
+            with enforcing(self.config.access):  # a view's SQL is SQL text
+                parsed = self.parse(f"SELECT * FROM {quoted}")
+                stmt = run_deep(self.bind, parsed[0], "", snapshot)
             return stmt.plan
         return B.scan(real, entry)
 

@@ -69,6 +69,7 @@ def _existing(session: SessionState, name: str, quoted: bool, kind: str, replace
     if not replace_:
         raise CatalogError(f"{kind.lower()} '{key}' already exists")
     entry = session.catalog.snapshot()[key]
+    _sql_made(session, key, f"CREATE OR REPLACE {kind}")
     if isinstance(entry, View) != (kind == "VIEW"):
         what = "a view" if isinstance(entry, View) else "a table"
         raise CatalogError(f"'{key}' is {what}: CREATE OR REPLACE {kind} cannot replace it")
@@ -96,7 +97,7 @@ def _create_table(session: SessionState, stmt: S.CreateTable, run: dict) -> Resu
         rows = None
     if old is not None and old != stmt.name:
         session.catalog.drop(old, exact=True)
-    session.catalog.register(stmt.name, provider)
+    session.catalog.register(stmt.name, provider, by_sql=True)
     return Result(stmt.kind, rows_affected=rows)
 
 
@@ -107,7 +108,7 @@ def _create_view(session: SessionState, stmt: S.CreateView) -> Result:
         return Result(stmt.kind)
     if old is not None and old != stmt.name:
         session.catalog.drop(old, exact=True)
-    session.catalog.register(stmt.name, View(stmt.sql, stmt.column_names))
+    session.catalog.register(stmt.name, View(stmt.sql, stmt.column_names), by_sql=True)
     return Result(stmt.kind)
 
 
@@ -121,6 +122,7 @@ def _drop(session: SessionState, stmt: S.Drop) -> Result:
                 continue
             raise CatalogError(f"{stmt.object_kind.lower()} '{name}' does not exist")
         is_view = isinstance(snapshot[key], View)
+        _sql_made(session, key, f"DROP {stmt.object_kind}")
         if is_view != (stmt.object_kind == "VIEW"):
             raise CatalogError(f"'{key}' is a {'view' if is_view else 'table'}: use DROP "
                                f"{'VIEW' if is_view else 'TABLE'}")
@@ -128,6 +130,12 @@ def _drop(session: SessionState, stmt: S.Drop) -> Result:
     for key in keys:  # every name checked first: a DROP of several drops all or none
         session.catalog.drop(key, exact=True)
     return Result(stmt.kind)
+
+
+def _sql_made(session: SessionState, key: str, what: str) -> None:
+    if not session.catalog.made_by_sql(key):
+        raise CatalogError(f"{what}: '{key}' was registered by the application; SQL changes "
+                           f"and drops only the tables and views SQL created")
 
 
 # ---- INSERT ------------------------------------------------------------------------------------
@@ -392,7 +400,7 @@ def _delete(session: SessionState, stmt: S.Delete, run: dict) -> Result:
 def _store(session: SessionState, name: str, entry: MemoryTable, table: pa.Table) -> None:
     if table.num_columns and table.column(0).num_chunks > MAX_CHUNKS:
         table = table.combine_chunks()
-    session.catalog.register(name, entry.with_table(table))
+    session.catalog.register(name, entry.with_table(table), by_sql=True)
 
 
 def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
@@ -420,6 +428,7 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
+    session.config.access.check_write(stmt.path, "COPY TO")
     path = os.path.abspath(os.path.expanduser(stmt.path))
     _check_copy_target(session, path, stmt)
     table = session.run(stmt.source, **run)

@@ -214,6 +214,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="start a local dask cluster of N worker processes")
     p.add_argument("--memory-limit", metavar="SIZE",
                    help="memory limit per worker with --workers (e.g. 4GB)")
+    p.add_argument("--read-only", action="store_true",
+                   help="refuse every statement that changes a table, the catalog or a file")
+    p.add_argument("--no-external-access", action="store_true",
+                   help="SQL reads only the tables from PATH arguments: no read_csv(), "
+                        "read_parquet(), quoted file paths or COPY")
+    p.add_argument("--allowed-path", dest="allowed_paths", action="append", metavar="DIR",
+                   help="SQL may read and write files only under DIR (repeatable; URL "
+                        "prefixes such as s3://bucket/ allow those URLs)")
     p.add_argument("--debug", action="store_true", help="print tracebacks for errors")
     args = p.parse_args(argv)
     if args.memory_limit and args.workers is None:
@@ -248,6 +256,12 @@ def make_context(args: argparse.Namespace) -> Any:
         kwargs["workers"] = args.workers
         if args.memory_limit:
             kwargs["memory_limit"] = args.memory_limit
+    if getattr(args, "read_only", False):
+        kwargs["read_only"] = True
+    if getattr(args, "no_external_access", False):
+        kwargs["external_access"] = False
+    if getattr(args, "allowed_paths", None):
+        kwargs["allowed_paths"] = list(args.allowed_paths)
     try:
         with _sigint_ignored():
             return pqe.Context(**kwargs)

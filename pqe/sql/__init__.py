@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from .binder import View
 from .parser import ParsedStatement, parse, parse_statements
-from .statements import bind_statement
+from .statements import bind_statement, statement_word
 
 _WRITES = (exp.Create, exp.Insert, exp.Update, exp.Delete, exp.Drop, exp.Copy)
 
@@ -22,4 +22,5 @@ def is_write(ast: exp.Expression) -> bool:
     return isinstance(ast, _WRITES)
 
 
-__all__ = ["ParsedStatement", "View", "bind_statement", "is_write", "parse", "parse_statements"]
+__all__ = ["ParsedStatement", "View", "bind_statement", "is_write", "parse", "parse_statements",
+           "statement_word"]

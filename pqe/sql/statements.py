@@ -249,8 +249,13 @@ def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str) -
         raise UnsupportedError(f"{what}: a table alias on the target is not supported")
     name, quoted = name_of(target)
     real, entry = catalog.lookup(name, exact=quoted)
-    if not isinstance(entry, MemoryTable):
-        kind = "a view" if isinstance(entry, View) else f"a {getattr(entry, 'kind', 'file')} table"
+    if not isinstance(entry, MemoryTable) or not catalog.made_by_sql(real):
+        if isinstance(entry, View):
+            kind = "a view"
+        elif isinstance(entry, MemoryTable):
+            kind = "a table the application registered"
+        else:
+            kind = f"a {getattr(entry, 'kind', 'file')} table"
         raise UnsupportedError(f"'{real}' is {kind}; only tables created in SQL can be changed")
     return real, entry
 
