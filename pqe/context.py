@@ -13,6 +13,7 @@ from .access import policy_from
 from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
 from .errors import CatalogError, Error
+from .extras import require
 from .execution.scheduler import Executor
 from .session import Result, SessionConfig, SessionState, memory_result
 
@@ -89,6 +90,13 @@ class Context:
         self._session.register(name, MemoryTable(data))
 
     def register_pandas(self, name: str, df: Any) -> None:
+        """A pandas DataFrame (copied to Arrow now)."""
+        pd = require("pandas", "register_pandas()")
+        if not isinstance(df, pd.DataFrame):
+            hint = " (use register_arrow for Polars and other Arrow data)" if hasattr(
+                df, "__arrow_c_stream__") else ""
+            raise CatalogError(f"register_pandas needs a pandas DataFrame, got "
+                               f"{type(df).__module__}.{type(df).__name__}{hint}")
         try:
             table = pa.Table.from_pandas(df, preserve_index=False)
         except (pa.ArrowException, TypeError, ValueError) as e:

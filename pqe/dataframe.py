@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from .errors import BindError
+from .extras import require
 from .expressions import Expr, Resolver, SortExpr, to_expr
 from .plan import builder as B
 from .plan.explain import format_plan
@@ -66,15 +67,19 @@ class DataFrame:
     collect = to_arrow
 
     def to_pandas(self, timeout: float | None = None):
+        """The result as a pandas DataFrame (needs the `pandas` extra)."""
+        require("pandas", "to_pandas()")
         return self.to_arrow(timeout).to_pandas()
 
     def to_polars(self):
-        import polars as pl
-
+        """The result as a Polars DataFrame (needs the `polars` extra)."""
+        pl = require("polars", "to_polars()")
         return pl.from_arrow(self.to_arrow())
 
     def to_dask(self):
-        """A dask DataFrame whose partitions are this query's partitions (nothing runs now)."""
+        """A dask DataFrame whose partitions are this query's partitions (nothing runs now;
+        needs the `pandas` extra, as dask.dataframe does)."""
+        require("pandas", "to_dask()")
         return self._session.to_dask(self._plan, self.optimized_plan())
 
     def _result_schema(self) -> pa.Schema:

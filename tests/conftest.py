@@ -32,3 +32,15 @@ def ctx():
     c = pqe.Context()
     yield c
     c.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` (larger scale factors, fresh installs) run on demand: PQE_SLOW=1."""
+    import os
+
+    if os.environ.get("PQE_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: runs on demand with PQE_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,107 @@
+"""Packaging: `import pqe` is cheap and pulls no heavy module; optional dependencies are
+extras whose absence gives a clear error naming the extra; one version everywhere."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("pyarrow", "pandas", "numpy", "dask", "distributed", "sqlglot", "rich",
+         "prompt_toolkit", "pygments", "polars", "duckdb")
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+
+
+def test_import_pqe_loads_no_heavy_module():
+    out = _python("""
+        import sys, pqe
+        heavy = sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:]))
+        print(','.join(heavy))
+        """, *HEAVY)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+def test_missing_extras_name_the_extra():
+    out = _python("""
+        import sys
+
+        class NotInstalled:  # as if these were not installed
+            def find_spec(self, name, path=None, target=None):
+                if name.split('.')[0] in ('pandas', 'polars', 'rich', 'prompt_toolkit',
+                                          'pygments'):
+                    raise ImportError(f"No module named {name!r}")
+
+        sys.meta_path.insert(0, NotInstalled())
+        import pqe
+        ctx = pqe.Context()
+        assert ctx.sql('select 1 as x').to_pylist() == [{'x': 1}]
+        for call in (lambda: ctx.sql('select 1').to_pandas(),
+                     lambda: ctx.sql('select 1').to_polars(),
+                     lambda: ctx.register_pandas('p', object())):
+            try:
+                call()
+            except pqe.Error as e:
+                print(e)
+        from pqe.shell import main
+        print('exit', main(['-c', 'select 1']))
+        """)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["to_pandas() needs pandas: pip install 'pqe[pandas]'",
+                         "to_polars() needs polars: pip install 'pqe[polars]'",
+                         "register_pandas() needs pandas: pip install 'pqe[pandas]'"]
+    assert lines[3] == "exit 1" and "pip install 'pqe[shell]'" in out.stderr
+
+
+def test_register_pandas_refuses_other_frames_clearly():
+    import polars as pl
+
+    import pqe
+
+    with pytest.raises(pqe.CatalogError, match="needs a pandas DataFrame.*use register_arrow"):
+        pqe.Context().register_pandas("p", pl.DataFrame({"a": [1]}))
+
+
+def test_one_version_everywhere():
+    import pqe
+    from pqe._version import __version__
+
+    assert pqe.__version__ == __version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+    out = subprocess.run([sys.executable, "-m", "pqe.shell", "--version"], capture_output=True,
+                         text=True, timeout=60, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.stdout.strip() == f"pqe {__version__}"
+    assert f"## {__version__}" in (ROOT / "CHANGELOG.md").read_text()
+    assert (ROOT / "LICENSE").read_text().lstrip().startswith("Apache License")
+    assert (ROOT / "pqe" / "py.typed").exists()
+
+
+@pytest.mark.slow
+def test_fresh_wheel_install_without_extras(tmp_path):
+    """Build the wheel, install it with no extras into a new virtualenv, run a query."""
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheel_dir),
+                    str(ROOT)], check=True, timeout=600)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    (wheel,) = wheel_dir.glob("pqe-*.whl")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=900)
+    code = ("import pqe\nctx = pqe.Context()\nprint(ctx.sql('select 40 + 2 as a').to_pylist())\n"
+            "try:\n    ctx.sql('select 1').to_pandas()\nexcept pqe.Error as e:\n    print(e)\n")
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert out.stdout.splitlines() == ["[{'a': 42}]",
+                                       "to_pandas() needs pandas: pip install 'pqe[pandas]'"]
