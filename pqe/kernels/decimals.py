@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
+from ..errors import ExecutionError
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, walk
 from .expressions import Compiler, E, _call, _zero_to_null, null_of, scalar
 
@@ -66,6 +67,124 @@ def from_unscaled(col, dtype: pa.DataType) -> pa.ChunkedArray:
         out.append(pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(data)],
                                          null_count=chunk.null_count))
     return pa.chunked_array(out, type=dtype)
+
+
+# ---- exact sums -------------------------------------------------------------------------------
+#
+# Arrow's integer sums wrap around on overflow and its decimal128 sums wrap past 2^127 (they
+# widen the precision to 38 but never check it). pqe's SUM of integers and decimals is exact:
+# a value is cut into 32-bit limbs (two for int64, four for a 128-bit decimal), each limb is
+# summed with int64 kernels (exact: a limb sum of fewer than 2^31 rows stays below 2^63), and
+# the limb sums are carried into one 128-bit value, checked against the result's precision.
+# When max|value| * rows < 2^63 a plain int64 sum is already exact: one limb, the fast path.
+
+_LOW32 = np.int64(0xFFFFFFFF)
+_MAX_ROWS = 2 ** 31  # limb sums are exact below this many rows (a partition never has more)
+
+
+def _int64_or_words(col) -> tuple[np.ndarray, np.ndarray | None, pa.Buffer | None]:
+    """(low words, high words or None, validity) of an integer or decimal128 column, NULL
+    slots zeroed: integers are their own low word; a decimal's unscaled 128-bit value is
+    (high << 64) + unsigned low. The high words are None when every value fits int64."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    n = len(col)
+    validity = pc.is_valid(col).buffers()[1] if col.null_count else None
+    if pa.types.is_integer(col.type):
+        if not pa.types.is_int64(col.type):
+            col = pc.cast(col, pa.int64())  # every narrower integer fits (uint64: see _agg_sum)
+        if col.null_count:
+            col = pc.fill_null(col, 0)
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64), None, validity
+    if not isinstance(col.type, pa.Decimal128Type):
+        raise TypeError(f"no exact sum of {col.type}")
+    words = np.frombuffer(col.buffers()[1], dtype=np.int64)[2 * col.offset: 2 * (col.offset + n)]
+    lo, hi = words[0::2].copy(), words[1::2].copy()
+    if col.null_count:
+        valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+        lo[~valid] = 0
+        hi[~valid] = 0
+    if (hi == (lo >> 63)).all():
+        return lo, None, validity
+    return lo, hi, validity
+
+
+def limbs(col, rows: int | None = None) -> tuple[list[np.ndarray], pa.Buffer | None]:
+    """The limbs of an integer or decimal128 column (see above) and its validity: one int64
+    limb when summing any `rows` of it cannot overflow int64, else two (32-bit halves of
+    int64 values) or four (128-bit values). All but the last limb are unsigned 32-bit."""
+    lo, hi, validity = _int64_or_words(col)
+    n = len(lo) if rows is None else rows
+    if n >= _MAX_ROWS:
+        raise ExecutionError(f"a partition of {n} rows is too large for an exact SUM; "
+                             "use more partitions")
+    if hi is None:
+        if not len(lo):
+            return [lo], validity
+        bound = max(-int(lo.min()), int(lo.max()))
+        if bound * max(n, 1) < 2 ** 63:
+            return [lo], validity
+        return [lo & _LOW32, lo >> 32], validity
+    return [lo & _LOW32, (lo >> 32) & _LOW32, hi & _LOW32, hi >> 32], validity
+
+
+def _words(sums: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(high, low) int64 words of the 128-bit two's complement integer sum(sums[k] << 32k),
+    and a mask of values past 128 bits (None when none can be). Limb sums other than the last
+    are non-negative and below 2^63; carrying keeps each below 2^32."""
+    if len(sums) == 1:
+        (v,) = sums
+        return v >> 63, v, None
+    rest = [np.asarray(s, dtype=np.int64) for s in sums]
+    digits = []
+    carry = np.zeros_like(rest[0])
+    for s in rest[:-1]:
+        s = s + carry
+        digits.append(s & _LOW32)
+        carry = s >> 32
+    top = rest[-1] + carry
+    if len(sums) == 2:
+        return top >> 32, (top << 32) | digits[0], None
+    out_of_range = (top < -(2 ** 31)) | (top >= 2 ** 31)
+    return (top << 32) | digits[2], (digits[1] << 32) | digits[0], out_of_range
+
+
+def _too_wide(high: np.ndarray, low: np.ndarray, precision: int) -> np.ndarray:
+    """Where the 128-bit values (high, low) have more than `precision` digits."""
+    bound = 10 ** precision - 1
+    bh, bl = bound >> 64, np.uint64(bound & (2 ** 64 - 1))
+    nh, nl = (-bound) >> 64, np.uint64((-bound) & (2 ** 64 - 1))
+    ulow = low.view(np.uint64)
+    above = (high > bh) | ((high == bh) & (ulow > bl))
+    below = (high < nh) | ((high == nh) & (ulow < nl))
+    return above | below
+
+
+def decimal_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,
+                           validity: pa.Buffer | np.ndarray | None = None,
+                           what: str = "SUM") -> pa.Array:
+    """Sums of limbs (NULL slots 0) -> a decimal128 array of `dtype` (the unscaled values),
+    failing when a value does not fit its precision. `validity`: a validity bitmap, or a
+    boolean mask of the valid slots."""
+    high, low, out_of_range = _words(sums)
+    bad = None
+    if out_of_range is not None:
+        bad = out_of_range | _too_wide(high, low, dtype.precision)
+    elif dtype.precision < 38:
+        bad = _too_wide(high, low, dtype.precision)
+    if isinstance(validity, np.ndarray):
+        if bad is not None:
+            bad &= validity
+        validity = None if validity.all() else pa.array(validity).buffers()[1]
+    elif bad is not None and validity is not None:
+        bad &= np.unpackbits(np.frombuffer(validity, np.uint8), count=len(low),
+                             bitorder="little").astype(bool)
+    if bad is not None and bad.any():
+        raise ExecutionError(f"numeric overflow: {what} does not fit in "
+                             f"{T.type_name(dtype)}")
+    data = np.empty(2 * len(low), dtype=np.int64)
+    data[0::2], data[1::2] = low, high
+    return pa.Array.from_buffers(dtype, len(low), [validity, pa.py_buffer(data)])
 
 
 # ---- the expression compiler -----------------------------------------------------------------

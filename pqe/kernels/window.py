@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
+from . import decimals
 
 
 @dataclass(frozen=True)
@@ -97,16 +98,6 @@ def _decimal_to_int(arr: pa.Array) -> np.ndarray:
         arr = arr.combine_chunks()
     words = np.frombuffer(arr.buffers()[1], dtype=np.int64)
     return words[2 * arr.offset: 2 * (arr.offset + len(arr)): 2].copy()
-
-
-def _int_to_decimal(values: np.ndarray, dtype: pa.DataType, valid: np.ndarray | None) -> pa.Array:
-    hi = values >> 63
-    data = np.empty(2 * len(values), dtype=np.int64)
-    data[0::2], data[1::2] = values, hi
-    arr = pa.Array.from_buffers(dtype, len(values), [None, pa.py_buffer(data.tobytes())])
-    if valid is not None:
-        arr = pc.if_else(pa.array(valid), arr, pa.scalar(None, dtype))
-    return arr
 
 
 def _prefix(values: np.ndarray) -> np.ndarray:
@@ -376,6 +367,32 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
     return _frame_aggregate(table.column(spec.args[0]), spec, fs, fe)
 
 
+def _exact_frame_sum(col, spec: WindowSpec, fs, fe, cnt) -> pa.Array:
+    """SUM/AVG of integers or decimals over frames, exactly (never wrapping): prefix sums of
+    each 32-bit limb (decimals.limbs: one limb when no sum of the partition can overflow
+    int64) are exact, so are their differences over [fs, fe); the limb sums are carried into
+    128-bit values and checked against DECIMAL(38)."""
+    t = col.type
+    if T.is_boolean(t):
+        col = pc.cast(col, pa.int8())
+    parts, _ = decimals.limbs(col, len(col))
+    sums = []
+    for p in parts:
+        ps = _prefix(p)
+        sums.append(ps[fe] - ps[fs])
+    has = cnt > 0
+    scale = t.scale if T.is_decimal(t) else 0
+    if spec.fn == "sum" and T.is_integer(spec.dtype) and len(sums) == 1:
+        return pc.if_else(pa.array(has), pa.array(sums[0]), pa.scalar(None, pa.int64()))
+    exact_t = pa.decimal128(38, scale)
+    total = decimals.decimal_from_limb_sums(sums, exact_t, has, "window SUM")
+    if spec.fn == "sum":
+        return total if spec.dtype == exact_t else pc.cast(total, spec.dtype)
+    den = pa.array(np.maximum(cnt, 1).astype(np.float64))
+    return pc.if_else(pa.array(has), pc.divide(pc.cast(total, pa.float64()), den),
+                      pa.scalar(None, pa.float64()))
+
+
 def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     safe = np.where(valid, positions, 0)
     if len(col) == 0:
@@ -396,29 +413,9 @@ def _frame_aggregate(col, spec: WindowSpec, fs, fe) -> pa.Array:
         return pa.array(cnt)
     has = cnt > 0
     t = col.type
+    if fn in ("sum", "avg") and (T.is_integer(t) or T.is_decimal(t) or T.is_boolean(t)):
+        return _exact_frame_sum(col, spec, fs, fe, cnt)
     if fn in ("sum", "avg"):
-        if T.is_decimal(t) and t.precision <= 18:
-            ps = _prefix(_decimal_to_int(col))
-            total = ps[fe] - ps[fs]
-            if fn == "avg":
-                mean = total / np.maximum(cnt, 1) / 10 ** t.scale
-                return pc.if_else(pa.array(has), pa.array(mean), pa.scalar(None, pa.float64()))
-            return _int_to_decimal(total, pa.decimal128(38, t.scale), has)
-        if T.is_integer(t) or T.is_boolean(t):
-            vals = pc.fill_null(pc.cast(col, pa.int64()), 0).to_numpy(zero_copy_only=False)
-            ps = _prefix(vals)
-            total = ps[fe] - ps[fs]
-            if fn == "avg":
-                return pc.if_else(pa.array(has), pa.array(total / np.maximum(cnt, 1)), pa.scalar(None, pa.float64()))
-            return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.int64()))
-        if T.is_decimal(t):  # wide decimals: exact with Python integers
-            scaled = [int(v.scaleb(t.scale)) if v is not None else 0 for v in col.to_pylist()]
-            ps = np.concatenate([[0], np.cumsum(np.array(scaled, dtype=object))])
-            total = ps[fe] - ps[fs]
-            if fn == "avg":
-                return pa.array([float(x) / m / 10 ** t.scale if m else None for x, m in zip(total, cnt)], pa.float64())
-            out_t = pa.decimal128(38, t.scale)
-            return pa.array([decimal.Decimal(int(x)).scaleb(-t.scale) if h else None for x, h in zip(total, has)], out_t)
         vals = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
         ps = _prefix(vals)
         total = ps[fe] - ps[fs]

@@ -351,9 +351,18 @@ def _agg_count(fn, ts):
 
 
 def _agg_sum(fn, ts):
+    """PostgreSQL's result types, all exact (kernels.aggregate, never wrapping): SUM of
+    SMALLINT/INTEGER is BIGINT (an error when the total does not fit), SUM of BIGINT is
+    DECIMAL(38,0), SUM of DECIMAL(p,s) is DECIMAL(38,s) (an error past 38 digits)."""
     (a,) = ts
-    if T.is_integer(a) or T.is_boolean(a):
-        return (T.INT64,), T.INT64
+    if T.is_boolean(a):
+        return (T.INT32,), T.INT64
+    if T.is_integer(a):
+        if pa.types.is_uint64(a):
+            return (T.as_decimal(a),), T.decimal(38, 0)
+        if pa.types.is_int64(a):
+            return (None,), T.decimal(38, 0)
+        return (None,), T.INT64
     if T.is_decimal(a):
         return (a,), T.decimal(38, a.scale)
     if T.is_floating(a) or T.is_null(a):
@@ -362,6 +371,7 @@ def _agg_sum(fn, ts):
 
 
 def _agg_avg(fn, ts):
+    """DOUBLE, from an exact sum for integers and decimals."""
     (a,) = ts
     if T.is_numeric(a) or T.is_null(a):
         return (None,), T.FLOAT64
