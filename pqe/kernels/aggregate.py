@@ -44,12 +44,18 @@ _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 def _states(spec) -> list[tuple[str, str, str]]:
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
+    if _exact(spec):  # the sum, then how many times it wrapped past 128 bits (decimals)
+        return [x for st in _STATES[spec.fn] for x in
+                ([st, (st[0] + ".w", "wraps", "sum")] if st[1] == "sum" else [st])]
     return _STATES[spec.fn]
 
 
 def _exact(spec) -> bool:
     """Whether the spec's sum state is an exact DECIMAL(38, s) sum (see decimals.limbs):
-    SUM and AVG of integers and decimals. Counts are sums too but cannot overflow."""
+    SUM and AVG of integers and decimals. Its value is wraps * 2^128 + the decimal128
+    word, whatever its digits, so a partial sum past 38 digits is no error: only the final
+    value is checked (answers and errors do not depend on partitioning). Counts are sums
+    too but cannot overflow."""
     at = spec.arg_dtype
     return spec.fn in ("sum", "avg") and at is not None and (T.is_integer(at) or T.is_decimal(at))
 
@@ -139,15 +145,16 @@ def _limb_arrays(col, rows: int) -> list[pa.Array]:
             for p in parts]
 
 
-def _from_limb_sums(cols: list, dtype: pa.DataType) -> pa.Array:
-    """Summed limb columns (NULL where a group had no value) -> the exact DECIMAL sums."""
+def _from_limb_sums(cols: list, dtype: pa.DataType, wraps=None):
+    """Summed limb columns (NULL where a group had no value) -> the exact DECIMAL sum
+    states and their wraps (decimals.exact_from_limb_sums)."""
     arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols]
     validity = None
     if arrays[0].null_count:
         validity = pc.is_valid(arrays[0]).to_numpy(zero_copy_only=False)
         arrays = [pc.fill_null(a, 0) for a in arrays]
     sums = [np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.int64) for a in arrays]
-    return decimals.decimal_from_limb_sums(sums, dtype, validity)
+    return decimals.exact_from_limb_sums(sums, dtype, validity, wraps)
 
 
 def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
@@ -207,14 +214,15 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
             if _exact(s):  # limb sums per run: exact whatever the values
                 parts, _ = decimals.limbs(col, n)
                 sums = [np.add.reduceat(p, starts) for p in parts]
-                arr = decimals.decimal_from_limb_sums(sums, types[0], has)
+                arr, wraps = decimals.exact_from_limb_sums(sums, types[0], has)
+                cols[names[0]] = arr
+                cols[names[1]] = _wraps_array(wraps, len(starts))
             else:
                 v = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
-                arr = pc.if_else(pa.array(has), pa.array(np.add.reduceat(v, starts)),
-                                 pa.scalar(None, pa.float64()))
-            cols[names[0]] = arr
+                cols[names[0]] = pc.if_else(pa.array(has), pa.array(np.add.reduceat(v, starts)),
+                                            pa.scalar(None, pa.float64()))
             if s.fn == "avg":
-                cols[names[1]] = pa.array(counts, pa.int64())
+                cols[names[-1]] = pa.array(counts, pa.int64())
             continue
         # min / max
         v = col.to_numpy(zero_copy_only=False) if not col.null_count else None
@@ -235,15 +243,20 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
     return pa.table(cols)
 
 
+def _wraps_array(wraps: np.ndarray | None, n: int) -> pa.Array:
+    return pa.array(np.zeros(n, np.int64) if wraps is None else wraps, pa.int64())
+
+
 def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
-               exact: dict[str, tuple[object, pa.DataType]], prep: dict) -> pa.Table:
-    """Run `entries` (Acero aggregates) plus the exact sums `exact` (state name -> (input
-    column, DECIMAL(38, s) type)): each is summed limb by limb and reassembled."""
+               exact: dict[str, tuple], prep: dict) -> pa.Table:
+    """Run `entries` (Acero aggregates) plus the exact sums `exact`: state name -> (input
+    column, DECIMAL(38, s) type, wraps column or None). Each is summed limb by limb and
+    reassembled into the state `name` and its wraps `name.w`."""
     grouped = bool(group)
     n = table.num_rows
     limb_names: dict[str, list[str]] = {}
     done: dict[int, list[str]] = {}
-    for name, (col, dtype) in exact.items():
+    for name, (col, _, wraps) in exact.items():
         if id(col) not in done:  # limbs of one column serve all its sums
             arrays = _limb_arrays(col, n)
             names = [f"{name}.l{k}" for k in range(len(arrays))]
@@ -251,19 +264,27 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
             done[id(col)] = names
         outs = [f"{name}.sum{k}" for k in range(len(done[id(col)]))]
         entries += [_agg_entry(c, "sum", o, grouped) for c, o in zip(done[id(col)], outs, strict=True)]
+        if wraps is not None:
+            prep[f"{name}.win"] = wraps
+            entries.append(_agg_entry(f"{name}.win", "sum", f"{name}.wsum", grouped))
         limb_names[name] = outs
     for name, arr in prep.items():
         table = table.append_column(name, arr)
     out = _run(table, list(group), entries)
     cols = [out.column(g) for g in group]
     names = list(group)
-    order = [e[3] for e in entries if not any(e[3] in v for v in limb_names.values())]
-    for name in order:
-        cols.append(out.column(name))
-        names.append(name)
+    internal = {o for v in limb_names.values() for o in v} | {f"{m}.wsum" for m in exact}
+    for e in entries:
+        if e[3] not in internal:
+            cols.append(out.column(e[3]))
+            names.append(e[3])
     for name, outs in limb_names.items():
-        cols.append(_from_limb_sums([out.column(o) for o in outs], exact[name][1]))
-        names.append(name)
+        carried = None
+        if exact[name][2] is not None:
+            carried = pc.fill_null(out.column(f"{name}.wsum"), 0).to_numpy(zero_copy_only=False)
+        arr, wraps = _from_limb_sums([out.column(o) for o in outs], exact[name][1], carried)
+        cols += [arr, _wraps_array(wraps, len(arr))]
+        names += [name, f"{name}.w"]
     return pa.Table.from_arrays(cols, names=names)
 
 
@@ -281,8 +302,11 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
+            if kernel == "wraps":
+                continue  # made with its sum
             if kernel == "sum" and _exact(s):
-                exact[name] = (fast[s.arg] if s.arg in fast else table.column(s.arg), _exact_type(s))
+                src = fast[s.arg] if s.arg in fast else table.column(s.arg)
+                exact[name] = (src, _exact_type(s), None)
                 continue
             if s.arg in fast and s.fn in ("count", "min", "max"):  # on the unscaled int64
                 col = f"{s.arg}.i64"
@@ -317,9 +341,11 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     entries = []
     exact: dict = {}
     for s in specs:
-        for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True):
-            if kernel == "sum" and _exact(s) and pa.types.is_decimal(table.schema.field(name).type):
-                exact[name] = (table.column(name), _exact_type(s))
+        for (_, first, kernel), name in zip(_states(s), state_names(s), strict=True):
+            if first == "wraps":
+                continue  # combined with its sum
+            if first == "sum" and _exact(s):
+                exact[name] = (table.column(name), _exact_type(s), table.column(name + ".w"))
             else:
                 entries.append(_agg_entry(name, kernel, name, grouped))
     out = _aggregate(table, group, entries, exact, {})
@@ -340,6 +366,10 @@ def single(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
 _INT64_RANGE = (decimal.Decimal(-(2 ** 63)), decimal.Decimal(2 ** 63 - 1))
 
 
+def _wraps_of(t: pa.Table, name: str) -> np.ndarray:
+    return pc.fill_null(t.column(name + ".w"), 0).to_numpy(zero_copy_only=False)
+
+
 def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
     """An exact DECIMAL(38, 0) sum as BIGINT, or an error when it does not fit (never wraps)."""
     lo, hi = (pa.scalar(v, col.type) for v in _INT64_RANGE)
@@ -355,7 +385,10 @@ def _finish(t: pa.Table, s):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
         total, count = t.column(s.out + ".s"), t.column(s.out + ".c")
-        num = pc.cast(total, pa.float64())
+        if _exact(s):
+            num = decimals.exact_to_float(total, _wraps_of(t, s.out + ".s"))
+        else:
+            num = pc.cast(total, pa.float64())
         den = pc.cast(count, pa.float64())
         zero = pc.equal(count, 0)
         return pc.if_else(zero, pa.scalar(None, pa.float64()),
@@ -373,8 +406,11 @@ def _finish(t: pa.Table, s):
                          pc.divide(m2, pc.if_else(bad, 1.0, den)))
         return pc.sqrt(var) if s.fn.startswith("stddev") else var
     col = t.column(s.out)
-    if _exact(s) and T.is_integer(dtype):
-        return _checked_int64(col)
+    if _exact(s):
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        decimals.check_fits(col, _wraps_of(t, s.out))
+        if T.is_integer(dtype):
+            return _checked_int64(col)
     if col.type != dtype:
         try:
             col = pc.cast(col, dtype)
@@ -387,7 +423,7 @@ def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
     for _, kernel, _ in _states(spec):
-        if kernel in ("count_all", "count"):
+        if kernel in ("count_all", "count", "wraps"):
             out.append(pa.int64())
         elif kernel == "sum" and _exact(spec):
             out.append(_exact_type(spec))

@@ -129,9 +129,10 @@ def limbs(col, rows: int | None = None) -> tuple[list[np.ndarray], pa.Buffer | N
 
 
 def _words(sums: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(high, low) int64 words of the 128-bit two's complement integer sum(sums[k] << 32k),
-    and a mask of values past 128 bits (None when none can be). Limb sums other than the last
-    are non-negative and below 2^63; carrying keeps each below 2^32."""
+    """(high, low, wraps) for the integers sum(sums[k] << 32k): their value is
+    wraps * 2^128 + the signed 128-bit integer (high << 64) + unsigned low (wraps None: 0).
+    Limb sums other than the last are non-negative and below 2^63; carrying keeps each
+    below 2^32, the last one takes what is left."""
     if len(sums) == 1:
         (v,) = sums
         return v >> 63, v, None
@@ -145,8 +146,8 @@ def _words(sums: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray |
     top = rest[-1] + carry
     if len(sums) == 2:
         return top >> 32, (top << 32) | digits[0], None
-    out_of_range = (top < -(2 ** 31)) | (top >= 2 ** 31)
-    return (top << 32) | digits[2], (digits[1] << 32) | digits[0], out_of_range
+    # 4 limbs: the word keeps the low 32 bits of `top` (as a signed 32-bit number)
+    return (top << 32) | digits[2], (digits[1] << 32) | digits[0], (top + 2 ** 31) >> 32
 
 
 def _too_wide(high: np.ndarray, low: np.ndarray, precision: int) -> np.ndarray:
@@ -160,31 +161,72 @@ def _too_wide(high: np.ndarray, low: np.ndarray, precision: int) -> np.ndarray:
     return above | below
 
 
+def _mask(validity: pa.Buffer | np.ndarray | None, n: int) -> np.ndarray | None:
+    if validity is None or isinstance(validity, np.ndarray):
+        return validity
+    return np.unpackbits(np.frombuffer(validity, np.uint8), count=n, bitorder="little").astype(bool)
+
+
+def exact_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,
+                         validity: pa.Buffer | np.ndarray | None = None,
+                         wraps: np.ndarray | None = None) -> tuple[pa.Array, np.ndarray | None]:
+    """Sums of limbs (NULL slots 0) -> (decimal128 array of `dtype`, wraps), unchecked: each
+    value is wraps * 2^128 + the array's value, whose 128 bits may exceed the precision.
+    The states of two-phase sums, so that a partial sum past 38 digits is no error when the
+    total fits. `wraps` adds wraps carried in (combining states); `validity`: a validity
+    bitmap or a boolean mask of the valid slots."""
+    high, low, carried = _words(sums)
+    if wraps is not None:
+        carried = wraps if carried is None else carried + wraps
+    if isinstance(validity, np.ndarray):
+        validity = None if validity.all() else pa.array(validity).buffers()[1]
+    data = np.empty(2 * len(low), dtype=np.int64)
+    data[0::2], data[1::2] = low, high
+    return pa.Array.from_buffers(dtype, len(low), [validity, pa.py_buffer(data)]), carried
+
+
+def check_fits(arr: pa.Array, wraps: np.ndarray | None, what: str = "SUM") -> None:
+    """Fail unless every value wraps * 2^128 + arr fits the precision of arr's type."""
+    lo, hi, _ = _int64_or_words(arr)
+    high = hi if hi is not None else lo >> 63
+    bad = _too_wide(high, lo, arr.type.precision)
+    if wraps is not None:
+        bad |= wraps != 0
+    valid = _mask(pc.is_valid(arr).buffers()[1] if arr.null_count else None, len(arr))
+    if valid is not None:
+        bad &= valid
+    if bad.any():
+        raise ExecutionError(f"numeric overflow: {what} does not fit in {T.type_name(arr.type)}")
+
+
 def decimal_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,
                            validity: pa.Buffer | np.ndarray | None = None,
                            what: str = "SUM") -> pa.Array:
-    """Sums of limbs (NULL slots 0) -> a decimal128 array of `dtype` (the unscaled values),
-    failing when a value does not fit its precision. `validity`: a validity bitmap, or a
-    boolean mask of the valid slots."""
-    high, low, out_of_range = _words(sums)
-    bad = None
-    if out_of_range is not None:
-        bad = out_of_range | _too_wide(high, low, dtype.precision)
-    elif dtype.precision < 38:
-        bad = _too_wide(high, low, dtype.precision)
-    if isinstance(validity, np.ndarray):
-        if bad is not None:
-            bad &= validity
-        validity = None if validity.all() else pa.array(validity).buffers()[1]
-    elif bad is not None and validity is not None:
-        bad &= np.unpackbits(np.frombuffer(validity, np.uint8), count=len(low),
-                             bitorder="little").astype(bool)
-    if bad is not None and bad.any():
-        raise ExecutionError(f"numeric overflow: {what} does not fit in "
-                             f"{T.type_name(dtype)}")
-    data = np.empty(2 * len(low), dtype=np.int64)
-    data[0::2], data[1::2] = low, high
-    return pa.Array.from_buffers(dtype, len(low), [validity, pa.py_buffer(data)])
+    """Sums of limbs -> a decimal128 array of `dtype`, failing where a value does not fit."""
+    arr, wraps = exact_from_limb_sums(sums, dtype, validity)
+    if wraps is not None or dtype.precision < 38:
+        check_fits(arr, wraps, what)
+    return arr
+
+
+def exact_to_float(arr, wraps: np.ndarray | None) -> pa.Array:
+    """wraps * 2^128 + arr (a decimal128 array, maybe past its precision) as DOUBLE."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    lo, hi, _ = _int64_or_words(arr)
+    value = lo.astype(np.float64)  # exact where the value fits int64 (hi is None)
+    if hi is not None or wraps is not None:
+        high = (hi if hi is not None else lo >> 63).astype(np.float64)
+        if wraps is not None:
+            high += np.asarray(wraps, dtype=np.float64) * 2.0 ** 64
+        wide = high * 2.0 ** 64 + lo.view(np.uint64).astype(np.float64)
+        small = (hi if hi is not None else lo >> 63) == (lo >> 63)
+        if wraps is not None:
+            small &= np.asarray(wraps) == 0
+        value = np.where(small, value, wide)
+    value = value / 10.0 ** arr.type.scale
+    mask = None if not arr.null_count else ~pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    return pa.array(value, pa.float64(), mask=mask)
 
 
 # ---- the expression compiler -----------------------------------------------------------------
@@ -263,7 +305,8 @@ class Int64DecimalCompiler(Compiler):
         """Both operands have the result type (the resolver casts them to it): the remainder
         of the unscaled values, with the dividend's sign; % 0 is NULL."""
         xa, xb = self(e.args[0]), _zero_to_null(self(e.args[1]), T.INT64)
-        return _call("subtract", [xa, _call("multiply", [_call("divide", [xa, xb]), xb])])
+        # |q * xb| <= |xa|: only -2^63 / -1 overflows (checked: the decimal128 path reruns)
+        return _call("subtract", [xa, _call("multiply", [_call("divide_checked", [xa, xb]), xb])])
 
     def _as_scaled(self, e: Expr) -> E:
         """An integer or decimal operand as unscaled int64 at its own decimal scale."""
@@ -311,7 +354,8 @@ class Int64DecimalCompiler(Compiler):
                 raise NotFast("round divisor does not fit int64")
             rounded = _round_div(x, _pow10(t.scale - digits))  # in units of 10^-digits
             return self._rescale(rounded, digits, e.dtype.scale)
-        # floor / ceil -> DECIMAL(p, 0)
+        # floor / ceil -> DECIMAL(p, 0); cannot overflow: |q * k| <= |x|, and q -/+ 1 moves
+        # toward x only when k > 1
         k = _pow10(t.scale)
         q = _call("divide", [x, scalar(k, T.INT64)])  # truncates toward zero
         exact = _call("equal", [_call("multiply", [q, scalar(k, T.INT64)]), x])

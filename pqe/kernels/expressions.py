@@ -120,7 +120,8 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
         if T.is_temporal(e.dtype) or T.is_interval(a.dtype) or T.is_interval(b.dtype):
             return _temporal_arith(c, e)
         if pa.types.is_date(a.dtype) and pa.types.is_date(b.dtype):  # date - date = days
-            return _call("subtract", [c(a).cast(pa.int32()), c(b).cast(pa.int32())]).cast(T.INT64)
+            days = [c(x).cast(pa.int32()).cast(T.INT64) for x in (a, b)]
+            return _call("subtract_checked", days)  # in int64: int32 days may not fit
         if _is_int(e.dtype):
             return _call(name + "_checked", [c(a), c(b)])
         if T.is_decimal(e.dtype):
@@ -167,12 +168,12 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
     if months:
         date_part = out.cast(pa.date32())
         tod = _call("subtract", [out, date_part.cast(a.dtype)])
-        out = _call("add", [_call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(a.dtype), tod])
+        out = _call("add_checked", [_call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(a.dtype), tod])
     total = days * 86_400 * 10**9 + nanos
     if total:
         unit = a.dtype.unit
         per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
-        out = _call("add", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
+        out = _call("add_checked", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
     return out
 
 
@@ -183,7 +184,7 @@ def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
     unit = dtype.unit
     per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400 * 10**9}[unit]
     dur = _call("multiply_checked", [days, scalar(per_day, T.INT64)]).cast(pa.duration(unit))
-    return _call("add", [date_expr, dur])
+    return _call("add_checked", [date_expr, dur])
 
 
 def _zero_to_null(x: E, dtype: pa.DataType) -> E:
@@ -205,6 +206,8 @@ def _modulo(c: Compiler, e: Call) -> E:
         return _decimal_modulo(c(a), c(b), e.dtype)
     ca, cb = c(a), _zero_to_null(c(b), b.dtype)
     if _is_int(e.dtype):
+        # x % -1 is 0 (PostgreSQL, DuckDB), also for -2^63, whose quotient overflows: use 1
+        cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])
         q = _call("divide_checked", [ca, cb])
         return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
     q = _call("trunc", [_call("divide", [ca, cb])])
@@ -476,6 +479,8 @@ def _round(c, e):
 
 
 def _floor_ceil(c, e):
+    if T.is_integer(e.args[0].dtype):  # already whole (Arrow's kernel goes through float64)
+        return c(e.args[0])
     out = _call(e.fn, [c(e.args[0])])
     return out.cast(e.dtype) if out is not None else out
 

@@ -385,12 +385,12 @@ def _exact_frame_sum(col, spec: WindowSpec, fs, fe, cnt) -> pa.Array:
     if spec.fn == "sum" and T.is_integer(spec.dtype) and len(sums) == 1:
         return pc.if_else(pa.array(has), pa.array(sums[0]), pa.scalar(None, pa.int64()))
     exact_t = pa.decimal128(38, scale)
-    total = decimals.decimal_from_limb_sums(sums, exact_t, has, "window SUM")
     if spec.fn == "sum":
+        total = decimals.decimal_from_limb_sums(sums, exact_t, has, "window SUM")
         return total if spec.dtype == exact_t else pc.cast(total, spec.dtype)
+    total, wraps = decimals.exact_from_limb_sums(sums, exact_t, has)  # AVG: any size
     den = pa.array(np.maximum(cnt, 1).astype(np.float64))
-    return pc.if_else(pa.array(has), pc.divide(pc.cast(total, pa.float64()), den),
-                      pa.scalar(None, pa.float64()))
+    return pc.divide(decimals.exact_to_float(total, wraps), den)
 
 
 def _take_or(col, positions, valid, default, dtype) -> pa.Array:
