@@ -44,6 +44,8 @@ _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 def _states(spec) -> list[tuple[str, str, str]]:
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
+    if spec.fn == "max" and spec.arg_dtype is not None and T.is_floating(spec.arg_dtype):
+        return [("", "max", "max"), (".nan", "any_nan", "any")]  # Arrow's max skips NaN
     if _exact(spec):  # the sum, then how many times it wrapped past 128 bits (decimals)
         return [x for st in _STATES[spec.fn] for x in
                 ([st, (st[0] + ".w", "wraps", "sum")] if st[1] == "sum" else [st])]
@@ -224,22 +226,27 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
             if s.fn == "avg":
                 cols[names[-1]] = pa.array(counts, pa.int64())
             continue
-        # min / max
+        # min / max; NaN is above every number: max is NaN if any value is (np.maximum),
+        # min only if all are (np.fmin skips NaN, and NULLs become NaN for it)
         v = col.to_numpy(zero_copy_only=False) if not col.null_count else None
+        floating = pa.types.is_floating(col.type)
         if v is None:
             if pa.types.is_integer(col.type):
                 info = np.iinfo(np.dtype(col.type.to_pandas_dtype()))
                 fill = info.max if s.fn == "min" else info.min
             else:
-                fill = np.inf if s.fn == "min" else -np.inf
+                fill = np.nan if s.fn == "min" else -np.inf
             v = col.fill_null(fill).to_numpy(zero_copy_only=False)
-        red = (np.minimum if s.fn == "min" else np.maximum).reduceat(v, starts)
+        red = ((np.fmin if floating else np.minimum) if s.fn == "min"
+               else np.maximum).reduceat(v, starts)
         arr = pa.array(red)
         if T.is_decimal(s.arg_dtype):
             arr = decimals.from_unscaled(arr, s.arg_dtype)
         elif arr.type != types[0]:
             arr = arr.cast(types[0])
         cols[names[0]] = pc.if_else(pa.array(has), arr, pa.scalar(None, types[0]))
+        if len(names) > 1:  # float max: its NaN flag
+            cols[names[1]] = pc.is_nan(cols[names[0]])
     return pa.table(cols)
 
 
@@ -308,6 +315,10 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
                 src = fast[s.arg] if s.arg in fast else table.column(s.arg)
                 exact[name] = (src, _exact_type(s), None)
                 continue
+            if kernel == "any_nan":
+                col, kernel = f"{s.arg}.nan", "any"
+                if col not in prep:
+                    prep[col] = pc.is_nan(table.column(s.arg))
             if s.arg in fast and s.fn in ("count", "min", "max"):  # on the unscaled int64
                 col = f"{s.arg}.i64"
                 prep.setdefault(col, fast[s.arg])
@@ -406,6 +417,9 @@ def _finish(t: pa.Table, s):
                          pc.divide(m2, pc.if_else(bad, 1.0, den)))
         return pc.sqrt(var) if s.fn.startswith("stddev") else var
     col = t.column(s.out)
+    if s.out + ".nan" in t.column_names:  # float max: NaN is above every number
+        nan = pc.fill_null(t.column(s.out + ".nan"), False)
+        col = pc.if_else(nan, pa.scalar(float("nan"), col.type), col)
     if _exact(s):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         decimals.check_fits(col, _wraps_of(t, s.out))
@@ -425,6 +439,8 @@ def state_types(spec) -> list[pa.DataType]:
     for _, kernel, _ in _states(spec):
         if kernel in ("count_all", "count", "wraps"):
             out.append(pa.int64())
+        elif kernel == "any_nan":
+            out.append(pa.bool_())
         elif kernel == "sum" and _exact(spec):
             out.append(_exact_type(spec))
         elif spec.fn in _FLOAT_STATE or spec.fn == "avg" or kernel == "sum":

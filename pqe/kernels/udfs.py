@@ -159,3 +159,21 @@ def check_modulo_operands(ctx, fits):
 
 _register("pqe_check_modulo_operands", check_modulo_operands, {"fits": pa.bool_()}, pa.bool_(),
           "Check that the operands of DECIMAL % fit the exact int64 remainder")
+
+
+def check_cast(ctx, texts, failed, type_name):
+    """TRUE everywhere, or an error naming the first text that CAST could not convert (the
+    same conversion gives NULL under TRY_CAST)."""
+    if isinstance(failed, pa.Scalar):
+        failed = pa.array([failed.as_py()], pa.bool_())
+    if pc.any(failed).as_py():
+        i = pc.index(failed, True).as_py()
+        text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
+        name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
+        raise ExecutionError(f"cannot cast {text!r} to {name}: not a number, or out of range")
+    return pa.array(np.ones(len(failed), dtype=bool))
+
+
+_register("pqe_check_cast", check_cast,
+          {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
+          "Fail a CAST of text naming the first value that does not convert")

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from . import decimals
+from .relational import sort_indices
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def _range_offset(b: Bound, is_start: bool, order_key, seg_flags, peer_start, pe
     in the window's direction; a bound is the first row of the row's partition whose rank
     reaches the target's (a start) or passes it (an end): one searchsorted over the sorted
     composite key segment * M + code, where the code places NULL and NaN keys where the sort
-    put them (next to each other, at the start or the end). A NULL key is in range only of
+    put them (NULLs first or last, NaN above every number). A NULL key is in range only of
     NULL keys (PostgreSQL, DuckDB), and a NaN key of NaN keys: their bounds are those of their
     peer group."""
     if order_key is None:
@@ -193,12 +194,13 @@ def _range_offset(b: Bound, is_start: bool, order_key, seg_flags, peer_start, pe
     else:
         rank = count - 1 - rank
         reach = count - np.searchsorted(distinct, targets, side="right" if is_start else "left")
-    # codes: 0 NULL and 1 NaN (nulls first), 2.. the keys, then NaN and NULL (nulls last)
+    # codes in the window's direction: NULL first (0) or last (count + 3); NaN above every
+    # number, so last ascending (count + 2) and first descending (1); keys 2..count + 1
     code = rank + 2
     if apart.any():
         is_null = pc.is_null(col).to_numpy(zero_copy_only=False)
-        code = np.where(apart, np.where(is_null, 0, 1) if nulls_first
-                        else np.where(is_null, count + 3, count + 2), code)
+        code = np.where(apart, np.where(is_null, 0 if nulls_first else count + 3,
+                                        count + 2 if ascending else 1), code)
     span = count + 4
     segment = np.cumsum(seg_flags, dtype=np.int64) - 1
     pos = np.searchsorted(segment * span + code, segment * span + reach + 2, side="left")
@@ -286,11 +288,9 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
             specs: tuple[WindowSpec, ...]) -> pa.Table:
     """Append window columns; rows come out sorted by partition keys then order keys."""
     n = table.num_rows
-    sort_keys = [(k, "ascending", "at_end") for k in partition] + [
-        (k, "ascending" if asc else "descending", "at_start" if nf else "at_end")
-        for k, asc, nf in order]
-    if sort_keys and n > 1:
-        table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+    keys = [(k, True, False) for k in partition] + list(order)
+    if keys and n > 1:  # NaN above every number, as ORDER BY sorts it
+        table = table.take(sort_indices(table, keys))
     idx = np.arange(n, dtype=np.int64)
     seg_flags = np.zeros(n, dtype=bool)
     if n:

@@ -329,8 +329,9 @@ _register(SCALAR, "pi", 0, 0, _const(T.FLOAT64))
 # conditional
 _register(SCALAR, "coalesce", 1, None, _same_as_common, nulls="custom")
 _register(SCALAR, "nullif", 2, 2, _nullif, nulls="custom")
-_register(SCALAR, "greatest", 1, None, _same_as_common)
-_register(SCALAR, "least", 1, None, _same_as_common)
+# NULL arguments are skipped: NULL only when all are (PostgreSQL, DuckDB)
+_register(SCALAR, "greatest", 1, None, _same_as_common, nulls="custom")
+_register(SCALAR, "least", 1, None, _same_as_common, nulls="custom")
 # date/time
 for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute",
               "second", "millisecond", "microsecond", "epoch", "isodow", "isoyear"):
