@@ -170,7 +170,7 @@ def check_cast(ctx, texts, failed, type_name):
         i = pc.index(failed, True).as_py()
         text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
         name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
-        raise ExecutionError(f"cannot cast {text!r} to {name}: not a number, or out of range")
+        raise ExecutionError(f"{text!r} is not a valid {name}: not a number, or out of range")
     return pa.array(np.ones(len(failed), dtype=bool))
 
 
