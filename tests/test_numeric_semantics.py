@@ -165,9 +165,11 @@ def test_sum_bigint_many_rows_of_2_pow_62():
         for c in CONTEXTS.values():
             ctx = c()
             ctx.register_arrow("t", t)
-            got = ctx.sql("SELECT k, sum(v) AS s, avg(v) AS a FROM t GROUP BY k ORDER BY k").to_pylist()
+            got = ctx.sql("SELECT k, sum(v) AS s, avg(v) AS a FROM t GROUP BY k "
+                          "ORDER BY k").to_pylist()
             counts = np.bincount(keys)
-            assert got == [{"k": i, "s": D(int(counts[i]) * P62), "a": float(P62)} for i in range(3)]
+            assert got == [{"k": i, "s": D(int(counts[i]) * P62), "a": float(P62)}
+                           for i in range(3)]
             total = ctx.sql("SELECT sum(v) AS s FROM t").to_pylist()
             assert total == [{"s": D(n * P62)}]
 
@@ -296,12 +298,14 @@ def test_integer_kernels_at_the_limits(ctx, duck):
 
 def test_date_arithmetic_does_not_wrap():
     ctx = pqe.Context()
-    assert ctx.sql("SELECT DATE '2020-03-01' - DATE '1970-01-01' AS d").to_pylist() == [{"d": 18322}]
+    got = ctx.sql("SELECT DATE '2020-03-01' - DATE '1970-01-01' AS d").to_pylist()
+    assert got == [{"d": 18322}]
     for sql in ["SELECT DATE '2020-01-31' + INTERVAL '100000000000 months'",
                 "SELECT DATE '2020-01-31' + INTERVAL '1000000000000000000 months'",
                 "SELECT TIMESTAMP '2020-01-31' + INTERVAL '1000000000 days'",
-                "SELECT TIMESTAMP '2020-01-31' + 100000000000"]:
-        with pytest.raises(pqe.Error):
+                "SELECT TIMESTAMP '2020-01-31' + 100000000000",
+                "SELECT TIMESTAMP '2020-01-31' + INTERVAL '1000000000 months'"]:
+        with pytest.raises(pqe.Error, match="out of range|overflow"):
             ctx.sql(sql).to_arrow()
 
 

@@ -132,7 +132,7 @@ def test_string_functions_count_characters(kind):
         _same(ctx, con, f"SELECT id, {e} AS v FROM strs ORDER BY id")
 
 
-# ---- floats: NaN, infinities, -0.0, and GREATEST/LEAST --------------------------------------------
+# ---- floats: NaN, infinities, -0.0, and GREATEST/LEAST -----------------------------------------
 
 FLOAT_ROWS = [  # id, k, f, g
     (0, 1, NAN, NAN), (1, 1, 1.0, NAN), (2, 1, None, 1.0), (3, 2, -INF, 0.0), (4, 2, INF, None),
@@ -194,13 +194,15 @@ NAN_QUERIES = [
     "SELECT id FROM t WHERE f BETWEEN -1 AND 1 ORDER BY id",
     "SELECT id FROM t WHERE f IS DISTINCT FROM g ORDER BY id",
     "SELECT id FROM t WHERE f IS NOT DISTINCT FROM g ORDER BY id",
-    "SELECT id, CASE WHEN f = 'nan' THEN 'n' WHEN f = 0 THEN 'z' ELSE 'o' END AS c FROM t ORDER BY id",
+    ("SELECT id, CASE WHEN f = 'nan' THEN 'n' WHEN f = 0 THEN 'z' ELSE 'o' END AS c FROM t "
+     "ORDER BY id"),
     "SELECT id, CASE f WHEN 'nan' THEN 'n' WHEN 0 THEN 'z' ELSE 'o' END AS c FROM t ORDER BY id",
     "SELECT id, nullif(f, g) AS a FROM t ORDER BY id",
     # GREATEST / LEAST skip NULLs; NaN is the greatest
-    "SELECT id, greatest(f, g) AS a, least(f, g) AS b, greatest(f, 0) AS c, least(f, 0) AS d "
-    "FROM t ORDER BY id",
-    "SELECT id, greatest(f, NULL) AS a, least(NULL, f) AS b, greatest(f, g, NULL) AS c FROM t ORDER BY id",
+    ("SELECT id, greatest(f, g) AS a, least(f, g) AS b, greatest(f, 0) AS c, least(f, 0) AS d "
+     "FROM t ORDER BY id"),
+    ("SELECT id, greatest(f, NULL) AS a, least(NULL, f) AS b, greatest(f, g, NULL) AS c FROM t "
+     "ORDER BY id"),
     "SELECT greatest(NULL, 1, 2) AS a, least(3, NULL, 2) AS b, greatest(NULL, NULL) AS c",
     # joins, grouping, min/max
     "SELECT a.id AS x, b.id AS y FROM t a JOIN t b ON a.f = b.g ORDER BY 1, 2",
@@ -217,13 +219,13 @@ NAN_QUERIES = [
     "SELECT id, f FROM t ORDER BY f DESC, id LIMIT 4",
     "SELECT id, f FROM t WHERE f IS NOT NULL ORDER BY f DESC, id LIMIT 2",
     "SELECT id, f FROM t WHERE f IS NOT NULL ORDER BY f, id LIMIT 2",
-    "SELECT id, rank() OVER (ORDER BY f) AS r, rank() OVER (ORDER BY f DESC NULLS LAST) AS r2, "
-    "rank() OVER (ORDER BY f NULLS FIRST) AS r3, min(f) OVER (PARTITION BY k) AS m, "
-    "max(f) OVER (PARTITION BY k) AS x FROM t ORDER BY id",
-    "SELECT id, count(*) OVER (ORDER BY f RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS c "
-    "FROM t ORDER BY id",
-    "SELECT id, count(*) OVER (ORDER BY f DESC NULLS LAST RANGE BETWEEN 1 PRECEDING AND "
-    "CURRENT ROW) AS c FROM t ORDER BY id",
+    ("SELECT id, rank() OVER (ORDER BY f) AS r, rank() OVER (ORDER BY f DESC NULLS LAST) AS r2, "
+     "rank() OVER (ORDER BY f NULLS FIRST) AS r3, min(f) OVER (PARTITION BY k) AS m, "
+     "max(f) OVER (PARTITION BY k) AS x FROM t ORDER BY id"),
+    ("SELECT id, count(*) OVER (ORDER BY f RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS c "
+     "FROM t ORDER BY id"),
+    ("SELECT id, count(*) OVER (ORDER BY f DESC NULLS LAST RANGE BETWEEN 1 PRECEDING AND "
+     "CURRENT ROW) AS c FROM t ORDER BY id"),
 ]
 
 
@@ -242,13 +244,13 @@ def test_nan_and_negative_zero_group_together(floats, sql):
 
 # ---- TIMESTAMPTZ: an instant, read in UTC ------------------------------------------------------
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 INSTANTS = [datetime.datetime(2024, 1, 1, 2, 30, tzinfo=UTC),
             datetime.datetime(2024, 1, 31, 23, 30, 5, 500000, tzinfo=UTC),
             datetime.datetime(2023, 12, 31, 20, 0, tzinfo=UTC), None]
 TZ_QUERIES = [
-    "SELECT id, extract(hour FROM ts) AS h, extract(day FROM ts) AS d, extract(dow FROM ts) AS w, "
-    "extract(month FROM ts) AS m, extract(year FROM ts) AS y FROM z ORDER BY id",
+    ("SELECT id, extract(hour FROM ts) AS h, extract(day FROM ts) AS d, extract(dow FROM ts) AS w, "
+     "extract(month FROM ts) AS m, extract(year FROM ts) AS y FROM z ORDER BY id"),
     "SELECT id, CAST(ts AS DATE) AS d, CAST(ts AS TIMESTAMP) AS t FROM z ORDER BY id",
     "SELECT id, CAST(ts AS VARCHAR) AS s, CAST(tu AS VARCHAR) AS u FROM z ORDER BY id",
     "SELECT id, date_trunc('day', ts) AS d, date_trunc('month', ts) AS m FROM z ORDER BY id",

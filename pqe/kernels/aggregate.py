@@ -257,20 +257,19 @@ def _wraps_array(wraps: np.ndarray | None, n: int) -> pa.Array:
 def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
                exact: dict[str, tuple], prep: dict) -> pa.Table:
     """Run `entries` (Acero aggregates) plus the exact sums `exact`: state name -> (input
-    column, DECIMAL(38, s) type, wraps column or None). Each is summed limb by limb and
-    reassembled into the state `name` and its wraps `name.w`."""
+    column name, input column, DECIMAL(38, s) type, wraps column or None). Each is summed
+    limb by limb and reassembled into the state `name` and its wraps `name.w`."""
     grouped = bool(group)
     n = table.num_rows
     limb_names: dict[str, list[str]] = {}
-    done: dict[int, list[str]] = {}
-    for name, (col, _, wraps) in exact.items():
-        if id(col) not in done:  # limbs of one column serve all its sums
+    done: dict[str, list[str]] = {}
+    for name, (key, col, _, wraps) in exact.items():
+        if key not in done:  # the limbs of one column serve all its sums
             arrays = _limb_arrays(col, n)
-            names = [f"{name}.l{k}" for k in range(len(arrays))]
-            prep.update(zip(names, arrays, strict=True))
-            done[id(col)] = names
-        outs = [f"{name}.sum{k}" for k in range(len(done[id(col)]))]
-        entries += [_agg_entry(c, "sum", o, grouped) for c, o in zip(done[id(col)], outs, strict=True)]
+            done[key] = [f"{key}.l{k}" for k in range(len(arrays))]
+            prep.update(zip(done[key], arrays, strict=True))
+        outs = [f"{name}.sum{k}" for k in range(len(done[key]))]
+        entries += [_agg_entry(c, "sum", o, grouped) for c, o in zip(done[key], outs, strict=True)]
         if wraps is not None:
             prep[f"{name}.win"] = wraps
             entries.append(_agg_entry(f"{name}.win", "sum", f"{name}.wsum", grouped))
@@ -287,9 +286,9 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
             names.append(e[3])
     for name, outs in limb_names.items():
         carried = None
-        if exact[name][2] is not None:
+        if exact[name][3] is not None:
             carried = pc.fill_null(out.column(f"{name}.wsum"), 0).to_numpy(zero_copy_only=False)
-        arr, wraps = _from_limb_sums([out.column(o) for o in outs], exact[name][1], carried)
+        arr, wraps = _from_limb_sums([out.column(o) for o in outs], exact[name][2], carried)
         cols += [arr, _wraps_array(wraps, len(arr))]
         names += [name, f"{name}.w"]
     return pa.Table.from_arrays(cols, names=names)
@@ -313,7 +312,7 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
                 continue  # made with its sum
             if kernel == "sum" and _exact(s):
                 src = fast[s.arg] if s.arg in fast else table.column(s.arg)
-                exact[name] = (src, _exact_type(s), None)
+                exact[name] = (s.arg, src, _exact_type(s), None)
                 continue
             if kernel == "any_nan":
                 col, kernel = f"{s.arg}.nan", "any"
@@ -356,7 +355,8 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
             if first == "wraps":
                 continue  # combined with its sum
             if first == "sum" and _exact(s):
-                exact[name] = (table.column(name), _exact_type(s), table.column(name + ".w"))
+                exact[name] = (name, table.column(name), _exact_type(s),
+                               table.column(name + ".w"))
             else:
                 entries.append(_agg_entry(name, kernel, name, grouped))
     out = _aggregate(table, group, entries, exact, {})

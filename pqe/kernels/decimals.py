@@ -398,8 +398,16 @@ def applicable(exprs: list[Expr]) -> bool:
                if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
 
 
-__all__ = ["to_unscaled", "from_unscaled", "Int64DecimalCompiler", "NotFast", "applicable",
-           "decimal_columns", "fits_int64", "Case"]
+__all__ = [
+    "Case",
+    "Int64DecimalCompiler",
+    "NotFast",
+    "applicable",
+    "decimal_columns",
+    "fits_int64",
+    "from_unscaled",
+    "to_unscaled",
+]
 
 
 def int64_filter(predicate: Expr, names: dict[str, str] | None = None):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import InternalError, UnsupportedError
+from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .relational import canonical_floats
@@ -170,13 +171,16 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         ut = utc_type(a.dtype)
         date_part = out.cast(pa.date32())
         tod = _call("subtract", [out, date_part.cast(ut)])
-        out = _call("add_checked", [_call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(ut), tod])
+        moved = _call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(ut)
+        out = _call("add_checked", [moved, tod])
         if ut != a.dtype:
             out = out.cast(a.dtype)
     total = days * 86_400 * 10**9 + nanos
     if total:
         unit = a.dtype.unit
         per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
+        if not -(2 ** 63) <= total // per < 2 ** 63:
+            raise ExecutionError("timestamp out of range: the interval does not fit a TIMESTAMP")
         out = _call("add_checked", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
     return out
 
@@ -325,7 +329,7 @@ def compare_floats(fn: str, a: E, b: E, lit_a: float | None = None,
         return compare_floats(_FLIP[fn], b, a, None, lit_a)
     base = _call(_CMP[fn], [a, b])
     na = _call("is_nan", [a])
-    if lit_b is not None and lit_b == lit_b:  # a number: only a NaN `a` needs care
+    if lit_b is not None and not math.isnan(lit_b):  # a number: only a NaN `a` needs care
         return _call("or", [base, na]) if fn in ("gt", "ge") else base
     if lit_b is not None:  # NaN: equal to NaN, below nothing
         not_na = _call("invert", [na])

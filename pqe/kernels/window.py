@@ -308,8 +308,8 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
         col = table.column(k)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         order_key = (col, asc, nulls_first)
-    ctx = dict(idx=idx, seg_start=seg_start, seg_end=seg_end, peer_start=peer_start,
-               peer_end=peer_end, peer_flags=peer_flags, seg_flags=seg_flags, order_key=order_key)
+    ctx = {"idx": idx, "seg_start": seg_start, "seg_end": seg_end, "peer_start": peer_start,
+               "peer_end": peer_end, "peer_flags": peer_flags, "seg_flags": seg_flags, "order_key": order_key}
     for spec in specs:
         col = _evaluate(table, spec, ctx)
         if col.type != spec.dtype:
