@@ -209,6 +209,13 @@ NAN_QUERIES = [
     "SELECT k, min(f) AS mi, max(f) AS ma, min(g) AS mg, max(g) AS xg FROM t GROUP BY k ORDER BY k",
     "SELECT min(f) AS mi, max(f) AS ma, max(g) AS mg FROM t",
     "SELECT count(DISTINCT f) AS c FROM t",
+    "SELECT id FROM t WHERE f IN (SELECT g FROM t) ORDER BY id",
+    "SELECT id FROM t WHERE f NOT IN (SELECT g FROM t WHERE g IS NOT NULL) ORDER BY id",
+    "SELECT id FROM t a WHERE EXISTS (SELECT 1 FROM t b WHERE b.g = a.f) ORDER BY id",
+    "SELECT id, (SELECT count(*) FROM t b WHERE b.g > a.f) AS c FROM t a ORDER BY id",
+    "SELECT f FROM t INTERSECT SELECT g FROM t ORDER BY f",
+    "SELECT f FROM t EXCEPT SELECT g FROM t ORDER BY f",
+    "SELECT id, f, sum(g) OVER (ORDER BY f, id) AS s FROM t ORDER BY id",
     # ORDER BY in all four direction / NULLS combinations, top-N, windows
     "SELECT id, f FROM t ORDER BY f, id",
     "SELECT id, f FROM t ORDER BY f DESC, id",
