@@ -139,9 +139,15 @@ def _unscaled_inputs(table: pa.Table, specs) -> tuple[pa.Table, dict[str, pa.Chu
 _UNSCALED_OK = {"sum", "avg", "count", "min", "max"}
 
 
-def _limb_arrays(col, rows: int) -> list[pa.Array]:
+def _limb_arrays(col, rows: int) -> list:
     """The limbs of an integer or decimal column (decimals.limbs) as int64 arrays with the
-    column's NULLs, ready for Arrow's (hash_)sum."""
+    column's NULLs, ready for Arrow's (hash_)sum. An integer column whose sums cannot
+    overflow int64 is its own single limb, as it is (no copy: the common case)."""
+    if pa.types.is_integer(col.type) and not pa.types.is_uint64(col.type):
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None or max(-lo, hi) * max(rows, 1) < 2 ** 63:
+            return [col if pa.types.is_int64(col.type) else pc.cast(col, pa.int64())]
     parts, validity = decimals.limbs(col, rows)
     return [pa.Array.from_buffers(pa.int64(), len(p), [validity, pa.py_buffer(p)])
             for p in parts]
