@@ -94,8 +94,8 @@ def test_integer_overflow_is_an_error(ctx):
     ctx.register_arrow("big", pa.table({"a": [2**62, 2**62, 2**62]}))
     with pytest.raises(pqe.ExecutionError, match="integer overflow"):
         ctx.sql("select a + a from big").to_arrow()
-    with pytest.raises(pqe.ExecutionError, match="integer overflow in SUM"):
-        ctx.sql("select sum(a) from big").to_arrow()
+    # SUM(BIGINT) is an exact DECIMAL(38,0) (PostgreSQL): no overflow to report
+    assert ctx.sql("select sum(a) as s from big").to_pylist() == [{"s": 3 * 2**62}]
     with pytest.raises(pqe.ExecutionError):
         ctx.sql("select cast(a as integer) from big").to_arrow()
 

@@ -9,6 +9,8 @@ partial tables (and is itself a valid partial, so reductions can be trees).
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.acero as ac
@@ -42,11 +44,27 @@ _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 def _states(spec) -> list[tuple[str, str, str]]:
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
-    states = _STATES[spec.fn]
-    if spec.fn == "sum" and spec.arg_dtype is not None and T.is_integer(spec.arg_dtype):
-        # a float64 shadow sum detects int64 overflow (Arrow's integer sums wrap around)
-        states = states + [(".ovf", "sum", "sum")]
-    return states
+    if spec.fn == "max" and spec.arg_dtype is not None and T.is_floating(spec.arg_dtype):
+        return [("", "max", "max"), (".nan", "any_nan", "any")]  # Arrow's max skips NaN
+    if _exact(spec):  # the sum, then how many times it wrapped past 128 bits (decimals)
+        return [x for st in _STATES[spec.fn] for x in
+                ([st, (st[0] + ".w", "wraps", "sum")] if st[1] == "sum" else [st])]
+    return _STATES[spec.fn]
+
+
+def _exact(spec) -> bool:
+    """Whether the spec's sum state is an exact DECIMAL(38, s) sum (see decimals.limbs):
+    SUM and AVG of integers and decimals. Its value is wraps * 2^128 + the decimal128
+    word, whatever its digits, so a partial sum past 38 digits is no error: only the final
+    value is checked (answers and errors do not depend on partitioning). Counts are sums
+    too but cannot overflow."""
+    at = spec.arg_dtype
+    return spec.fn in ("sum", "avg") and at is not None and (T.is_integer(at) or T.is_decimal(at))
+
+
+def _exact_type(spec) -> pa.DataType:
+    at = spec.arg_dtype
+    return pa.decimal128(38, at.scale if T.is_decimal(at) else 0)
 
 
 def state_names(spec) -> list[str]:
@@ -96,34 +114,55 @@ def _agg_entry(col, kernel: str, out: str, grouped: bool):
 
 def _unscaled_inputs(table: pa.Table, specs) -> tuple[pa.Table, dict[str, pa.ChunkedArray]]:
     """Unscaled int64 versions of decimal arguments, by name, for sums (and counts, min, max
-    of the same argument) that cannot overflow int64 here (rows x max|value| < 2^63).
+    of the same argument): int64 limbs are cheaper to make and to sum than 128-bit ones.
 
     Arguments may arrive as unscaled int64 already (a fused projection computed them so);
     where the int64 form cannot serve every aggregate of the argument, the table gets the
     decimal128 column back."""
     out = {}
-    n = table.num_rows
     args = {s.arg: s.arg_dtype for s in specs if s.arg is not None and T.is_decimal(s.arg_dtype)}
     for arg, dtype in args.items():
         col = table.column(arg)
         given = pa.types.is_integer(col.type)
         fns = {s.fn for s in specs if s.arg == arg}
-        ints = None
         if given:
-            ints = col
+            out[arg] = col
         elif fns & {"sum", "avg"} and decimals.fits_int64(dtype):
-            ints = decimals.to_unscaled(col)
-        if ints is not None:
-            bound = pc.max(pc.abs(ints)).as_py() if n else 0
-            if bound is None or bound * n < 2**63:
-                out[arg] = ints
-        if given and (arg not in out or fns - _UNSCALED_OK):
+            out[arg] = decimals.to_unscaled(col)
+        if given and fns - _UNSCALED_OK:
             i = table.schema.get_field_index(arg)
             table = table.set_column(i, arg, decimals.from_unscaled(col, dtype))
+            del out[arg]
     return table, out
 
 
 _UNSCALED_OK = {"sum", "avg", "count", "min", "max"}
+
+
+def _limb_arrays(col, rows: int) -> list:
+    """The limbs of an integer or decimal column (decimals.limbs) as int64 arrays with the
+    column's NULLs, ready for Arrow's (hash_)sum. An integer column whose sums cannot
+    overflow int64 is its own single limb, as it is (no copy: the common case)."""
+    if pa.types.is_integer(col.type) and not pa.types.is_uint64(col.type):
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None or max(-lo, hi) * max(rows, 1) < 2 ** 63:
+            return [col if pa.types.is_int64(col.type) else pc.cast(col, pa.int64())]
+    parts, validity = decimals.limbs(col, rows)
+    return [pa.Array.from_buffers(pa.int64(), len(p), [validity, pa.py_buffer(p)])
+            for p in parts]
+
+
+def _from_limb_sums(cols: list, dtype: pa.DataType, wraps=None):
+    """Summed limb columns (NULL where a group had no value) -> the exact DECIMAL sum
+    states and their wraps (decimals.exact_from_limb_sums)."""
+    arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols]
+    validity = None
+    if arrays[0].null_count:
+        validity = pc.is_valid(arrays[0]).to_numpy(zero_copy_only=False)
+        arrays = [pc.fill_null(a, 0) for a in arrays]
+    sums = [np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.int64) for a in arrays]
+    return decimals.exact_from_limb_sums(sums, dtype, validity, wraps)
 
 
 def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
@@ -180,41 +219,85 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
             continue
         has = counts > 0
         if s.fn in ("sum", "avg"):
-            integral = pa.types.is_integer(col.type)
-            v = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64 if integral else np.float64)
-            if integral and n and np.abs(v).max() * n >= 2**63:
-                return None  # might overflow int64: the hash path checks it
-            total = np.add.reduceat(v, starts)
-            if T.is_decimal(s.arg_dtype):
-                arr = decimals.from_unscaled(pa.array(total), types[0])
-                arr = pc.if_else(pa.array(has), arr, pa.scalar(None, types[0]))
+            if _exact(s):  # limb sums per run: exact whatever the values
+                parts, _ = decimals.limbs(col, n)
+                sums = [np.add.reduceat(p, starts) for p in parts]
+                arr, wraps = decimals.exact_from_limb_sums(sums, types[0], has)
+                cols[names[0]] = arr
+                cols[names[1]] = _wraps_array(wraps, len(starts))
             else:
-                arr = pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.array(total).type))
-            if arr.type != types[0]:
-                arr = arr.cast(types[0])
-            cols[names[0]] = arr
+                v = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+                cols[names[0]] = pc.if_else(pa.array(has), pa.array(np.add.reduceat(v, starts)),
+                                            pa.scalar(None, pa.float64()))
             if s.fn == "avg":
-                cols[names[1]] = pa.array(counts, pa.int64())
-            elif len(names) > 1:  # the overflow shadow of integer sums
-                cols[names[1]] = pa.array(total.astype(np.float64))
+                cols[names[-1]] = pa.array(counts, pa.int64())
             continue
-        # min / max
+        # min / max; NaN is above every number: max is NaN if any value is (np.maximum),
+        # min only if all are (np.fmin skips NaN, and NULLs become NaN for it)
         v = col.to_numpy(zero_copy_only=False) if not col.null_count else None
+        floating = pa.types.is_floating(col.type)
         if v is None:
             if pa.types.is_integer(col.type):
                 info = np.iinfo(np.dtype(col.type.to_pandas_dtype()))
                 fill = info.max if s.fn == "min" else info.min
             else:
-                fill = np.inf if s.fn == "min" else -np.inf
+                fill = np.nan if s.fn == "min" else -np.inf
             v = col.fill_null(fill).to_numpy(zero_copy_only=False)
-        red = (np.minimum if s.fn == "min" else np.maximum).reduceat(v, starts)
+        red = ((np.fmin if floating else np.minimum) if s.fn == "min"
+               else np.maximum).reduceat(v, starts)
         arr = pa.array(red)
         if T.is_decimal(s.arg_dtype):
             arr = decimals.from_unscaled(arr, s.arg_dtype)
         elif arr.type != types[0]:
             arr = arr.cast(types[0])
         cols[names[0]] = pc.if_else(pa.array(has), arr, pa.scalar(None, types[0]))
+        if len(names) > 1:  # float max: its NaN flag
+            cols[names[1]] = pc.is_nan(cols[names[0]])
     return pa.table(cols)
+
+
+def _wraps_array(wraps: np.ndarray | None, n: int) -> pa.Array:
+    return pa.array(np.zeros(n, np.int64) if wraps is None else wraps, pa.int64())
+
+
+def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
+               exact: dict[str, tuple], prep: dict) -> pa.Table:
+    """Run `entries` (Acero aggregates) plus the exact sums `exact`: state name -> (input
+    column name, input column, DECIMAL(38, s) type, wraps column or None). Each is summed
+    limb by limb and reassembled into the state `name` and its wraps `name.w`."""
+    grouped = bool(group)
+    n = table.num_rows
+    limb_names: dict[str, list[str]] = {}
+    done: dict[str, list[str]] = {}
+    for name, (key, col, _, wraps) in exact.items():
+        if key not in done:  # the limbs of one column serve all its sums
+            arrays = _limb_arrays(col, n)
+            done[key] = [f"{key}.l{k}" for k in range(len(arrays))]
+            prep.update(zip(done[key], arrays, strict=True))
+        outs = [f"{name}.sum{k}" for k in range(len(done[key]))]
+        entries += [_agg_entry(c, "sum", o, grouped) for c, o in zip(done[key], outs, strict=True)]
+        if wraps is not None:
+            prep[f"{name}.win"] = wraps
+            entries.append(_agg_entry(f"{name}.win", "sum", f"{name}.wsum", grouped))
+        limb_names[name] = outs
+    for name, arr in prep.items():
+        table = table.append_column(name, arr)
+    out = _run(table, list(group), entries)
+    cols = [out.column(g) for g in group]
+    names = list(group)
+    internal = {o for v in limb_names.values() for o in v} | {f"{m}.wsum" for m in exact}
+    for e in entries:
+        if e[3] not in internal:
+            cols.append(out.column(e[3]))
+            names.append(e[3])
+    for name, outs in limb_names.items():
+        carried = None
+        if exact[name][3] is not None:
+            carried = pc.fill_null(out.column(f"{name}.wsum"), 0).to_numpy(zero_copy_only=False)
+        arr, wraps = _from_limb_sums([out.column(o) for o in outs], exact[name][2], carried)
+        cols += [arr, _wraps_array(wraps, len(arr))]
+        names += [name, f"{name}.w"]
+    return pa.Table.from_arrays(cols, names=names)
 
 
 def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
@@ -224,25 +307,29 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     if sorted_states is not None:
         return sorted_states
     grouped = bool(group)
-    prep = {}
+    prep: dict = {}
     entries = []
+    exact: dict = {}
     as_decimal: dict[str, pa.DataType] = {}
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
+            if kernel == "wraps":
+                continue  # made with its sum
+            if kernel == "sum" and _exact(s):
+                src = fast[s.arg] if s.arg in fast else table.column(s.arg)
+                exact[name] = (s.arg, src, _exact_type(s), None)
+                continue
+            if kernel == "any_nan":
+                col, kernel = f"{s.arg}.nan", "any"
+                if col not in prep:
+                    prep[col] = pc.is_nan(table.column(s.arg))
             if s.arg in fast and s.fn in ("count", "min", "max"):  # on the unscaled int64
                 col = f"{s.arg}.i64"
                 prep.setdefault(col, fast[s.arg])
                 if kernel in ("min", "max"):
                     as_decimal[name] = s.arg_dtype
-            elif kernel == "sum" and s.arg in fast and s.fn in ("sum", "avg"):
-                icol = f"{s.arg}.i64"
-                prep.setdefault(icol, fast[s.arg])
-                entries.append(_agg_entry(icol, "sum", name, grouped))
-                as_decimal[name] = pa.decimal128(38, s.arg_dtype.scale)
-                continue
-            if s.fn in _FLOAT_STATE or suffix == ".ovf" or (
-                    s.fn == "avg" and kernel == "sum" and not T.is_decimal(s.arg_dtype)):
+            if s.fn in _FLOAT_STATE or (s.fn == "avg" and kernel == "sum"):
                 fcol = f"{s.arg}.f64"
                 if fcol not in prep:
                     prep[fcol] = pc.cast(table.column(s.arg), pa.float64(), safe=False)
@@ -254,12 +341,9 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
                     prep[sq] = pc.multiply(f, f)
                 col, kernel = sq, "sum"
             entries.append(_agg_entry(col, kernel, name, grouped))
-    if prep:
-        for name, arr in prep.items():
-            table = table.append_column(name, arr)
-    out = _run(table, list(group), entries)
-    out = out.select(list(group) + [e[3] for e in entries])
-    if as_decimal:  # int64 sums back to the decimal128 state type
+    out = _aggregate(table, group, entries, exact, prep)
+    out = out.select(list(group) + [n for s in specs for n in state_names(s)])
+    if as_decimal:  # int64 min/max back to the decimal128 state type
         cols = [decimals.from_unscaled(c, as_decimal[n]) if n in as_decimal else c
                 for n, c in zip(out.column_names, out.columns, strict=True)]
         out = pa.Table.from_arrays(cols, names=out.column_names)
@@ -267,13 +351,22 @@ def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
 
 
 def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
-    """States of many partials -> states (a tree-reduction step)."""
+    """States of many partials -> states (a tree-reduction step). Exact sum states are
+    summed exactly again (a DECIMAL(38) sum of partial sums may not wrap either)."""
     grouped = bool(group)
-    entries = [_agg_entry(name, kernel, name, grouped)
-               for s in specs
-               for (_, _, kernel), name in zip(_states(s), state_names(s), strict=True)]
-    out = _run(table, list(group), entries)
-    return out.select(list(group) + [e[3] for e in entries])
+    entries = []
+    exact: dict = {}
+    for s in specs:
+        for (_, first, kernel), name in zip(_states(s), state_names(s), strict=True):
+            if first == "wraps":
+                continue  # combined with its sum
+            if first == "sum" and _exact(s):
+                exact[name] = (name, table.column(name), _exact_type(s),
+                               table.column(name + ".w"))
+            else:
+                entries.append(_agg_entry(name, kernel, name, grouped))
+    out = _aggregate(table, group, entries, exact, {})
+    return out.select(list(group) + [n for s in specs for n in state_names(s)])
 
 
 def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
@@ -287,13 +380,32 @@ def single(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     return final(partial(table, group, specs), group, specs)
 
 
+_INT64_RANGE = (decimal.Decimal(-(2 ** 63)), decimal.Decimal(2 ** 63 - 1))
+
+
+def _wraps_of(t: pa.Table, name: str) -> np.ndarray:
+    return pc.fill_null(t.column(name + ".w"), 0).to_numpy(zero_copy_only=False)
+
+
+def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
+    """An exact DECIMAL(38, 0) sum as BIGINT, or an error when it does not fit (never wraps)."""
+    lo, hi = (pa.scalar(v, col.type) for v in _INT64_RANGE)
+    outside = pc.or_(pc.less(col, lo), pc.greater(col, hi))
+    if pc.any(outside).as_py():
+        raise ExecutionError("integer overflow: SUM does not fit in BIGINT")
+    return pc.cast(col, pa.int64())
+
+
 def _finish(t: pa.Table, s):
     dtype = s.dtype
     if s.fn in ("count", "count_star"):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
         total, count = t.column(s.out + ".s"), t.column(s.out + ".c")
-        num = pc.cast(total, pa.float64())
+        if _exact(s):
+            num = decimals.exact_to_float(total, _wraps_of(t, s.out + ".s"))
+        else:
+            num = pc.cast(total, pa.float64())
         den = pc.cast(count, pa.float64())
         zero = pc.equal(count, 0)
         return pc.if_else(zero, pa.scalar(None, pa.float64()),
@@ -311,10 +423,14 @@ def _finish(t: pa.Table, s):
                          pc.divide(m2, pc.if_else(bad, 1.0, den)))
         return pc.sqrt(var) if s.fn.startswith("stddev") else var
     col = t.column(s.out)
-    if s.out + ".ovf" in t.column_names:
-        shadow = pc.max(pc.abs(t.column(s.out + ".ovf"))).as_py()
-        if shadow is not None and shadow >= 9.2e18:
-            raise ExecutionError("integer overflow in SUM: the total does not fit in BIGINT")
+    if s.out + ".nan" in t.column_names:  # float max: NaN is above every number
+        nan = pc.fill_null(t.column(s.out + ".nan"), False)
+        col = pc.if_else(nan, pa.scalar(float("nan"), col.type), col)
+    if _exact(s):
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        decimals.check_fits(col, _wraps_of(t, s.out))
+        if T.is_integer(dtype):
+            return _checked_int64(col)
     if col.type != dtype:
         try:
             col = pc.cast(col, dtype)
@@ -326,17 +442,15 @@ def _finish(t: pa.Table, s):
 def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
-    for suffix, kernel, _ in _states(spec):
-        if suffix == ".ovf":
-            out.append(pa.float64())
-        elif kernel in ("count_all", "count"):
+    for _, kernel, _ in _states(spec):
+        if kernel in ("count_all", "count", "wraps"):
             out.append(pa.int64())
-        elif spec.fn in _FLOAT_STATE or (spec.fn == "avg" and not T.is_decimal(spec.arg_dtype)):
-            out.append(pa.float64())
-        elif kernel == "sum":
-            at = spec.arg_dtype
-            out.append(pa.decimal128(38, at.scale) if T.is_decimal(at) else
-                       (pa.int64() if T.is_integer(at) or T.is_boolean(at) else pa.float64()))
+        elif kernel == "any_nan":
+            out.append(pa.bool_())
+        elif kernel == "sum" and _exact(spec):
+            out.append(_exact_type(spec))
+        elif spec.fn in _FLOAT_STATE or spec.fn == "avg" or kernel == "sum":
+            out.append(pa.float64())  # sums of floats
         elif spec.fn in ("bool_and", "bool_or"):
             out.append(pa.bool_())
         else:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
+from ..errors import ExecutionError
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, walk
 from .expressions import Compiler, E, _call, _zero_to_null, null_of, scalar
 
@@ -66,6 +67,166 @@ def from_unscaled(col, dtype: pa.DataType) -> pa.ChunkedArray:
         out.append(pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(data)],
                                          null_count=chunk.null_count))
     return pa.chunked_array(out, type=dtype)
+
+
+# ---- exact sums -------------------------------------------------------------------------------
+#
+# Arrow's integer sums wrap around on overflow and its decimal128 sums wrap past 2^127 (they
+# widen the precision to 38 but never check it). pqe's SUM of integers and decimals is exact:
+# a value is cut into 32-bit limbs (two for int64, four for a 128-bit decimal), each limb is
+# summed with int64 kernels (exact: a limb sum of fewer than 2^31 rows stays below 2^63), and
+# the limb sums are carried into one 128-bit value, checked against the result's precision.
+# When max|value| * rows < 2^63 a plain int64 sum is already exact: one limb, the fast path.
+
+_LOW32 = np.int64(0xFFFFFFFF)
+_MAX_ROWS = 2 ** 31  # limb sums are exact below this many rows (a partition never has more)
+
+
+def _int64_or_words(col) -> tuple[np.ndarray, np.ndarray | None, pa.Buffer | None]:
+    """(low words, high words or None, validity) of an integer or decimal128 column, NULL
+    slots zeroed: integers are their own low word; a decimal's unscaled 128-bit value is
+    (high << 64) + unsigned low. The high words are None when every value fits int64."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    n = len(col)
+    validity = pc.is_valid(col).buffers()[1] if col.null_count else None
+    if pa.types.is_integer(col.type):
+        if not pa.types.is_int64(col.type):
+            col = pc.cast(col, pa.int64())  # every narrower integer fits (uint64: see _agg_sum)
+        if col.null_count:
+            col = pc.fill_null(col, 0)
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64), None, validity
+    if not isinstance(col.type, pa.Decimal128Type):
+        raise TypeError(f"no exact sum of {col.type}")
+    words = np.frombuffer(col.buffers()[1], dtype=np.int64)[2 * col.offset: 2 * (col.offset + n)]
+    lo, hi = words[0::2].copy(), words[1::2].copy()
+    if col.null_count:
+        valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+        lo[~valid] = 0
+        hi[~valid] = 0
+    if (hi == (lo >> 63)).all():
+        return lo, None, validity
+    return lo, hi, validity
+
+
+def limbs(col, rows: int | None = None) -> tuple[list[np.ndarray], pa.Buffer | None]:
+    """The limbs of an integer or decimal128 column (see above) and its validity: one int64
+    limb when summing any `rows` of it cannot overflow int64, else two (32-bit halves of
+    int64 values) or four (128-bit values). All but the last limb are unsigned 32-bit."""
+    lo, hi, validity = _int64_or_words(col)
+    n = len(lo) if rows is None else rows
+    if n >= _MAX_ROWS:
+        raise ExecutionError(f"a partition of {n} rows is too large for an exact SUM; "
+                             "use more partitions")
+    if hi is None:
+        if not len(lo):
+            return [lo], validity
+        bound = max(-int(lo.min()), int(lo.max()))
+        if bound * max(n, 1) < 2 ** 63:
+            return [lo], validity
+        return [lo & _LOW32, lo >> 32], validity
+    return [lo & _LOW32, (lo >> 32) & _LOW32, hi & _LOW32, hi >> 32], validity
+
+
+def _words(sums: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(high, low, wraps) for the integers sum(sums[k] << 32k): their value is
+    wraps * 2^128 + the signed 128-bit integer (high << 64) + unsigned low (wraps None: 0).
+    Limb sums other than the last are non-negative and below 2^63; carrying keeps each
+    below 2^32, the last one takes what is left."""
+    if len(sums) == 1:
+        (v,) = sums
+        return v >> 63, v, None
+    rest = [np.asarray(s, dtype=np.int64) for s in sums]
+    digits = []
+    carry = np.zeros_like(rest[0])
+    for s in rest[:-1]:
+        s = s + carry
+        digits.append(s & _LOW32)
+        carry = s >> 32
+    top = rest[-1] + carry
+    if len(sums) == 2:
+        return top >> 32, (top << 32) | digits[0], None
+    # 4 limbs: the word keeps the low 32 bits of `top` (as a signed 32-bit number)
+    return (top << 32) | digits[2], (digits[1] << 32) | digits[0], (top + 2 ** 31) >> 32
+
+
+def _too_wide(high: np.ndarray, low: np.ndarray, precision: int) -> np.ndarray:
+    """Where the 128-bit values (high, low) have more than `precision` digits."""
+    bound = 10 ** precision - 1
+    bh, bl = bound >> 64, np.uint64(bound & (2 ** 64 - 1))
+    nh, nl = (-bound) >> 64, np.uint64((-bound) & (2 ** 64 - 1))
+    ulow = low.view(np.uint64)
+    above = (high > bh) | ((high == bh) & (ulow > bl))
+    below = (high < nh) | ((high == nh) & (ulow < nl))
+    return above | below
+
+
+def _mask(validity: pa.Buffer | np.ndarray | None, n: int) -> np.ndarray | None:
+    if validity is None or isinstance(validity, np.ndarray):
+        return validity
+    return np.unpackbits(np.frombuffer(validity, np.uint8), count=n, bitorder="little").astype(bool)
+
+
+def exact_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,
+                         validity: pa.Buffer | np.ndarray | None = None,
+                         wraps: np.ndarray | None = None) -> tuple[pa.Array, np.ndarray | None]:
+    """Sums of limbs (NULL slots 0) -> (decimal128 array of `dtype`, wraps), unchecked: each
+    value is wraps * 2^128 + the array's value, whose 128 bits may exceed the precision.
+    The states of two-phase sums, so that a partial sum past 38 digits is no error when the
+    total fits. `wraps` adds wraps carried in (combining states); `validity`: a validity
+    bitmap or a boolean mask of the valid slots."""
+    high, low, carried = _words(sums)
+    if wraps is not None:
+        carried = wraps if carried is None else carried + wraps
+    if isinstance(validity, np.ndarray):
+        validity = None if validity.all() else pa.array(validity).buffers()[1]
+    data = np.empty(2 * len(low), dtype=np.int64)
+    data[0::2], data[1::2] = low, high
+    return pa.Array.from_buffers(dtype, len(low), [validity, pa.py_buffer(data)]), carried
+
+
+def check_fits(arr: pa.Array, wraps: np.ndarray | None, what: str = "SUM") -> None:
+    """Fail unless every value wraps * 2^128 + arr fits the precision of arr's type."""
+    lo, hi, _ = _int64_or_words(arr)
+    high = hi if hi is not None else lo >> 63
+    bad = _too_wide(high, lo, arr.type.precision)
+    if wraps is not None:
+        bad |= wraps != 0
+    valid = _mask(pc.is_valid(arr).buffers()[1] if arr.null_count else None, len(arr))
+    if valid is not None:
+        bad &= valid
+    if bad.any():
+        raise ExecutionError(f"numeric overflow: {what} does not fit in {T.type_name(arr.type)}")
+
+
+def decimal_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,
+                           validity: pa.Buffer | np.ndarray | None = None,
+                           what: str = "SUM") -> pa.Array:
+    """Sums of limbs -> a decimal128 array of `dtype`, failing where a value does not fit."""
+    arr, wraps = exact_from_limb_sums(sums, dtype, validity)
+    if wraps is not None or dtype.precision < 38:
+        check_fits(arr, wraps, what)
+    return arr
+
+
+def exact_to_float(arr, wraps: np.ndarray | None) -> pa.Array:
+    """wraps * 2^128 + arr (a decimal128 array, maybe past its precision) as DOUBLE."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    lo, hi, _ = _int64_or_words(arr)
+    value = lo.astype(np.float64)  # exact where the value fits int64 (hi is None)
+    if hi is not None or wraps is not None:
+        high = (hi if hi is not None else lo >> 63).astype(np.float64)
+        if wraps is not None:
+            high += np.asarray(wraps, dtype=np.float64) * 2.0 ** 64
+        wide = high * 2.0 ** 64 + lo.view(np.uint64).astype(np.float64)
+        small = (hi if hi is not None else lo >> 63) == (lo >> 63)
+        if wraps is not None:
+            small &= np.asarray(wraps) == 0
+        value = np.where(small, value, wide)
+    value = value / 10.0 ** arr.type.scale
+    mask = None if not arr.null_count else ~pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    return pa.array(value, pa.float64(), mask=mask)
 
 
 # ---- the expression compiler -----------------------------------------------------------------
@@ -144,7 +305,8 @@ class Int64DecimalCompiler(Compiler):
         """Both operands have the result type (the resolver casts them to it): the remainder
         of the unscaled values, with the dividend's sign; % 0 is NULL."""
         xa, xb = self(e.args[0]), _zero_to_null(self(e.args[1]), T.INT64)
-        return _call("subtract", [xa, _call("multiply", [_call("divide", [xa, xb]), xb])])
+        # |q * xb| <= |xa|: only -2^63 / -1 overflows (checked: the decimal128 path reruns)
+        return _call("subtract", [xa, _call("multiply", [_call("divide_checked", [xa, xb]), xb])])
 
     def _as_scaled(self, e: Expr) -> E:
         """An integer or decimal operand as unscaled int64 at its own decimal scale."""
@@ -192,7 +354,8 @@ class Int64DecimalCompiler(Compiler):
                 raise NotFast("round divisor does not fit int64")
             rounded = _round_div(x, _pow10(t.scale - digits))  # in units of 10^-digits
             return self._rescale(rounded, digits, e.dtype.scale)
-        # floor / ceil -> DECIMAL(p, 0)
+        # floor / ceil -> DECIMAL(p, 0); cannot overflow: |q * k| <= |x|, and q -/+ 1 moves
+        # toward x only when k > 1
         k = _pow10(t.scale)
         q = _call("divide", [x, scalar(k, T.INT64)])  # truncates toward zero
         exact = _call("equal", [_call("multiply", [q, scalar(k, T.INT64)]), x])
@@ -235,8 +398,16 @@ def applicable(exprs: list[Expr]) -> bool:
                if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
 
 
-__all__ = ["to_unscaled", "from_unscaled", "Int64DecimalCompiler", "NotFast", "applicable",
-           "decimal_columns", "fits_int64", "Case"]
+__all__ = [
+    "Case",
+    "Int64DecimalCompiler",
+    "NotFast",
+    "applicable",
+    "decimal_columns",
+    "fits_int64",
+    "from_unscaled",
+    "to_unscaled",
+]
 
 
 def int64_filter(predicate: Expr, names: dict[str, str] | None = None):

@@ -88,7 +88,9 @@ def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,
     except pa.ArrowInvalid:
         return None
     n = len(arr)
-    offsets = arr.fill_null(index.lo - 1).to_numpy(zero_copy_only=False) - index.lo
+    # int64 keys minus lo may wrap, but never into [0, len(slots)): that needs key < -2^63
+    miss = index.lo - 1 if index.lo > -(2 ** 63) else index.lo + len(index.slots)  # NULL keys
+    offsets = arr.fill_null(miss).to_numpy(zero_copy_only=False) - index.lo
     hit = (offsets >= 0) & (offsets < len(index.slots))
     pos = np.full(n, -1, dtype=np.int32)
     pos[hit] = index.slots[offsets[hit]]

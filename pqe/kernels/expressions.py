@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import InternalError, UnsupportedError
+from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .relational import canonical_floats
@@ -120,7 +121,8 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
         if T.is_temporal(e.dtype) or T.is_interval(a.dtype) or T.is_interval(b.dtype):
             return _temporal_arith(c, e)
         if pa.types.is_date(a.dtype) and pa.types.is_date(b.dtype):  # date - date = days
-            return _call("subtract", [c(a).cast(pa.int32()), c(b).cast(pa.int32())]).cast(T.INT64)
+            days = [c(x).cast(pa.int32()).cast(T.INT64) for x in (a, b)]
+            return _call("subtract_checked", days)  # in int64: int32 days may not fit
         if _is_int(e.dtype):
             return _call(name + "_checked", [c(a), c(b)])
         if T.is_decimal(e.dtype):
@@ -164,16 +166,39 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
             out = _add_days(out, scalar(days, T.INT64), a.dtype)
         return out
     # timestamp
-    if months:
+    if months:  # on the UTC calendar (see `utc`)
+        out = utc(out, a.dtype)
+        ut = utc_type(a.dtype)
         date_part = out.cast(pa.date32())
-        tod = _call("subtract", [out, date_part.cast(a.dtype)])
-        out = _call("add", [_call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(a.dtype), tod])
+        tod = _call("subtract", [out, date_part.cast(ut)])
+        moved = _call("pqe_add_months", [date_part, scalar(months, T.INT64)]).cast(ut)
+        out = _call("add_checked", [moved, tod])
+        if ut != a.dtype:
+            out = out.cast(a.dtype)
     total = days * 86_400 * 10**9 + nanos
     if total:
         unit = a.dtype.unit
         per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
-        out = _call("add", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
+        if not -(2 ** 63) <= total // per < 2 ** 63:
+            raise ExecutionError("timestamp out of range: the interval does not fit a TIMESTAMP")
+        out = _call("add_checked", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
     return out
+
+
+def utc_type(t: pa.DataType) -> pa.DataType:
+    """The UTC version of a TIMESTAMPTZ type (others unchanged)."""
+    if pa.types.is_timestamp(t) and t.tz is not None and t.tz != "UTC":
+        return pa.timestamp(t.unit, "UTC")
+    return t
+
+
+def utc(x: E, t: pa.DataType) -> E:
+    """A TIMESTAMPTZ is an instant, and pqe's session time zone is UTC: calendar fields,
+    truncation, casts to DATE or text and month arithmetic see its UTC wall-clock time,
+    whichever zone its Arrow type names (Arrow's kernels would use that zone). A cast
+    between zones keeps the instant."""
+    ut = utc_type(t)
+    return x if ut == t else x.cast(ut)
 
 
 def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
@@ -183,7 +208,7 @@ def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
     unit = dtype.unit
     per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400 * 10**9}[unit]
     dur = _call("multiply_checked", [days, scalar(per_day, T.INT64)]).cast(pa.duration(unit))
-    return _call("add", [date_expr, dur])
+    return _call("add_checked", [date_expr, dur])
 
 
 def _zero_to_null(x: E, dtype: pa.DataType) -> E:
@@ -205,6 +230,8 @@ def _modulo(c: Compiler, e: Call) -> E:
         return _decimal_modulo(c(a), c(b), e.dtype)
     ca, cb = c(a), _zero_to_null(c(b), b.dtype)
     if _is_int(e.dtype):
+        # x % -1 is 0 (PostgreSQL, DuckDB), also for -2^63, whose quotient overflows: use 1
+        cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])
         q = _call("divide_checked", [ca, cb])
         return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
     q = _call("trunc", [_call("divide", [ca, cb])])
@@ -279,7 +306,48 @@ _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt"
 
 def _compare(c: Compiler, e: Call) -> E:
     a, b = e.args
+    if T.is_floating(a.dtype) and T.is_floating(b.dtype):
+        return compare_floats(e.fn, c(a), c(b), _float_literal(a), _float_literal(b))
     return _call(_CMP[e.fn], [c(a), c(b)])
+
+
+_FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _float_literal(e: Expr) -> float | None:
+    """The value of a non-NULL floating literal, else None."""
+    return e.value if isinstance(e, Literal) and isinstance(e.value, float) else None
+
+
+def compare_floats(fn: str, a: E, b: E, lit_a: float | None = None,
+                   lit_b: float | None = None) -> E:
+    """a <fn> b on floats with PostgreSQL's total order: NaN equals NaN and is greater than
+    every number, infinity included (IEEE comparisons make NaN unequal and unordered);
+    -0.0 equals 0.0 (as in IEEE). NULL in, NULL out. Comparing with a constant number costs
+    no more than IEEE's comparison (> and >= add an is_nan)."""
+    if lit_a is not None and lit_b is None:
+        return compare_floats(_FLIP[fn], b, a, None, lit_a)
+    base = _call(_CMP[fn], [a, b])
+    na = _call("is_nan", [a])
+    if lit_b is not None and not math.isnan(lit_b):  # a number: only a NaN `a` needs care
+        return _call("or", [base, na]) if fn in ("gt", "ge") else base
+    if lit_b is not None:  # NaN: equal to NaN, below nothing
+        not_na = _call("invert", [na])
+        return {"eq": na, "ne": not_na, "lt": not_na, "ge": na,
+                "le": _call("or", [na, not_na]), "gt": _call("and", [na, not_na])}[fn]
+    nb = _call("is_nan", [b])
+    either = _call("or", [na, nb])
+    nan_case = {"eq": _call("and", [na, nb]), "ne": _call("xor", [na, nb]),
+                "lt": _call("and", [_call("invert", [na]), nb]), "le": nb,
+                "gt": _call("and", [na, _call("invert", [nb])]), "ge": na}[fn]
+    return _call("if_else", [either, nan_case, base])
+
+
+def _equal(a: Expr, b: Expr, ca: E, cb: E) -> E:
+    """a = b (NaN = NaN for floats)."""
+    if T.is_floating(a.dtype) and T.is_floating(b.dtype):
+        return compare_floats("eq", ca, cb, _float_literal(a), _float_literal(b))
+    return _call("equal", [ca, cb])
 
 
 def _distinct(c: Compiler, e: Call) -> E:
@@ -290,7 +358,7 @@ def _distinct(c: Compiler, e: Call) -> E:
         # exactly where it is not NULL; NULL IS DISTINCT FROM NULL is false
         differs = _call("is_valid", [cb if T.is_null(a.dtype) else ca])
     else:
-        differs = _call("coalesce", [_call("not_equal", [ca, cb]),
+        differs = _call("coalesce", [_call("invert", [_equal(a, b, ca, cb)]),
                                      _call("xor", [_call("is_null", [ca]), _call("is_null", [cb])])])
     if e.fn == "is_not_distinct_from":
         return _call("invert", [differs])
@@ -406,8 +474,15 @@ def _position(c, e):
     pattern = _const_text(sub, "POSITION substring")
     if pattern is None:
         return null_of(T.INT64)
-    found = _call("find_substring", [c(s)], pc.MatchSubstringOptions(pattern)).cast(T.INT64)
-    return _call("add", [found, scalar(1, T.INT64)])
+    x = c(s)
+    found = _call("find_substring", [x], pc.MatchSubstringOptions(pattern)).cast(T.INT64)
+    if not pattern:  # '' is found at 1
+        return _call("add", [found, scalar(1, T.INT64)])
+    # find_substring counts bytes: count the characters before the match instead
+    before = _call("list_element", [_call("split_pattern", [x], pc.SplitPatternOptions(
+        pattern, max_splits=1)), scalar(0, T.INT64)])
+    chars = _call("add", [_call("utf8_length", [before]).cast(T.INT64), scalar(1, T.INT64)])
+    return _call("if_else", [_call("less", [found, scalar(0, T.INT64)]), scalar(0, T.INT64), chars])
 
 
 def _concat(c, e):
@@ -476,6 +551,8 @@ def _round(c, e):
 
 
 def _floor_ceil(c, e):
+    if T.is_integer(e.args[0].dtype):  # already whole (Arrow's kernel goes through float64)
+        return c(e.args[0])
     out = _call(e.fn, [c(e.args[0])])
     return out.cast(e.dtype) if out is not None else out
 
@@ -514,13 +591,26 @@ def _coalesce(c, e):
 def _nullif(c, e):
     a, b = e.args
     ca = c(a)
-    same = _call("coalesce", [_call("equal", [ca, c(b)]), scalar(False, T.BOOLEAN)])
+    same = _call("coalesce", [_equal(a, b, ca, c(b)), scalar(False, T.BOOLEAN)])
     return _call("if_else", [same, null_of(e.dtype), ca])
 
 
 def _greatest(kernel):
+    """GREATEST/LEAST skip NULLs: NULL only when every argument is (PostgreSQL, DuckDB). On
+    floats NaN is the greatest value (compare_floats), where Arrow's kernels skip NaN: any
+    NaN makes GREATEST NaN; LEAST is NaN only when every non-NULL argument is."""
     def build(c, e):
-        return _call(kernel, [c(a) for a in e.args], pc.ElementWiseAggregateOptions(skip_nulls=True))
+        args = [c(a) for a in e.args if not T.is_null(a.dtype)]
+        if not args:
+            return null_of(e.dtype)
+        out = _call(kernel, args, pc.ElementWiseAggregateOptions(skip_nulls=True))
+        if not T.is_floating(e.dtype) or kernel == "min_element_wise":
+            return out  # (Arrow's LEAST is NaN only when all non-NULL arguments are)
+        flag = None
+        for x in args:
+            nan = _call("coalesce", [_call("is_nan", [x]), scalar(False, T.BOOLEAN)])
+            flag = nan if flag is None else _call("or", [flag, nan])
+        return _call("if_else", [flag, scalar(float("nan"), e.dtype), out])
     return build
 
 
@@ -549,7 +639,7 @@ def _in_list(c: Compiler, e: InList) -> E:
         # NULL input is unknown, not FALSE
         parts.append(_call("if_else", [_call("is_null", [arg]), null_of(T.BOOLEAN), match]))
     for v in others:
-        parts.append(_call("equal", [arg, c(v)]))
+        parts.append(_equal(e.arg, v, arg, c(v)))
     if has_null:
         parts.append(null_of(T.BOOLEAN))
     if not parts:
@@ -585,15 +675,27 @@ def _cast(c: Compiler, e: Cast) -> E:
         low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
         truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
         return _call("if_else", [_call("is_null", [x]), null_of(T.BOOLEAN), truthy])
-    if T.is_text(src) and (T.is_numeric(dst) or T.is_temporal(dst)):
+    if T.is_text(src) and T.is_numeric(dst):
+        return _checked_text_cast(x, _text_to_number(x, dst), dst)
+    if T.is_text(src) and T.is_temporal(dst):
         return _call("utf8_trim_whitespace", [x]).cast(dst)
     if T.is_boolean(src) and T.is_text(dst):
         return _call("if_else", [x, scalar("true", T.TEXT), scalar("false", T.TEXT)])
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
-        return x.cast(dst, safe=False)
+        return utc(x, src).cast(dst, safe=False)
+    if T.is_text(dst) and pa.types.is_timestamp(src) and src.tz is not None:
+        return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
     return x.cast(dst)
+
+
+def _zoned_text(x: E, t: pa.DataType) -> E:
+    """A TIMESTAMPTZ as text in UTC, the way DuckDB writes it in a UTC session:
+    '2024-01-01 23:30:05.5+00'."""
+    naive = x.cast(pa.timestamp(t.unit))  # the UTC wall-clock time
+    text = _temporal_text(naive) if _has_fraction_digits(t) else naive.cast(T.TEXT)
+    return _call("binary_join_element_wise", [text, scalar("+00", T.TEXT), scalar("", T.TEXT)])
 
 
 def _has_fraction_digits(t: pa.DataType) -> bool:
@@ -657,18 +759,75 @@ def _round_decimal(x: E, t: pa.DataType, digits: int) -> E:
     return _call("round", [x.cast(wide)], pc.RoundOptions(digits, "half_towards_infinity"))
 
 
-_NUMERIC_RE = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
-_INT_RE = r"^\s*[+-]?\d+\s*$"
+# Text read as a number (after trimming whitespace): an optional sign, digits with an
+# optional decimal point (or a point then digits), single underscores between digits
+# (PostgreSQL 16, DuckDB), an optional exponent. DOUBLE and REAL also read nan, inf and
+# infinity in any case. Integer and DECIMAL targets round half away from zero (DuckDB).
+_DIGITS = r"\d(?:_?\d)*"
+_NUMBER_TEXT = rf"^[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?\d+)?$"
+_SPECIAL_FLOAT_TEXT = r"(?i)^[+-]?(?:nan|inf|infinity)$"
+_EXPONENT_TEXT = r"[eE]"
+# without an exponent, text with at most this many integer digits (leading zeros dropped)
+# is parsed exactly as DECIMAL(76, 38); more digits are past every integer and DECIMAL type
+_EXACT_DIGITS = 38
+_EXACT_TEXT_TYPE = pa.decimal256(76, 38)
+
+
+def _regex(x: E, pattern: str) -> E:
+    return _call("match_substring_regex", [x], pc.MatchSubstringOptions(pattern))
+
+
+def _text_to_number(x: E, dst: pa.DataType) -> E:
+    """Text -> DOUBLE, REAL, an integer or a DECIMAL type, NULL where the text is not a
+    number of the grammar above or is out of the type's range (TRY_CAST; CAST then checks
+    with `_checked_text_cast`). All vectorized: invalid rows are replaced by '0' before the
+    Arrow casts (which fail a whole batch on one bad value), then masked out."""
+    t = _call("utf8_trim_whitespace", [x])
+    ok = _regex(t, _NUMBER_TEXT)
+    clean = _call("replace_substring", [t], pc.ReplaceSubstringOptions("_", ""))
+    if T.is_floating(dst):
+        ok = _call("or", [ok, _regex(t, _SPECIAL_FLOAT_TEXT)])
+        conv = _call("if_else", [ok, clean, scalar("0", T.TEXT)]).cast(dst)
+        return _call("if_else", [ok, conv, null_of(dst)])
+    scale = dst.scale if T.is_decimal(dst) else 0
+    # no exponent: exact, as DECIMAL(76,38) (integer digits capped, decimals cut after 38,
+    # which rounding half away from zero at <= 38 decimals never needs)
+    plain = _call("replace_substring_regex", [clean],
+                  pc.ReplaceSubstringOptions(r"^([+-]?)0+(\d)", r"\1\2", max_replacements=1))
+    plain = _call("replace_substring_regex", [plain],
+                  pc.ReplaceSubstringOptions(r"(\.\d{38})\d+$", r"\1", max_replacements=1))
+    has_exp = _regex(t, _EXPONENT_TEXT)
+    exact_ok = _call("and", [_call("and", [ok, _call("invert", [has_exp])]),
+                             _regex(plain, rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")])
+    exact = _call("if_else", [exact_ok, plain, scalar("0", T.TEXT)]).cast(_EXACT_TEXT_TYPE)
+    if scale < _EXACT_TEXT_TYPE.scale:
+        exact = _call("round", [exact], pc.RoundOptions(scale, "half_towards_infinity"))
+    # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast
+    float_ok = _call("and", [ok, has_exp])
+    approx = _call("if_else", [float_ok, clean, scalar("0", T.TEXT)]).cast(T.FLOAT64)
+    approx = _call("round", [approx], pc.RoundOptions(scale, "half_towards_infinity"))
+    parts = []
+    for value, value_ok, t_ in ((exact, exact_ok, _EXACT_TEXT_TYPE), (approx, float_ok, T.FLOAT64)):
+        fits = _fits(value, t_, dst)
+        good = value_ok if fits is None else _call("and", [value_ok, fits])
+        zero = scalar(decimal.Decimal(0) if T.is_decimal(t_) else 0.0, t_)
+        parts.append((good, _numeric_cast(_call("if_else", [good, value, zero]), t_, dst)))
+    (exact_good, exact_v), (approx_good, approx_v) = parts
+    return _call("if_else", [exact_good, exact_v,
+                             _call("if_else", [approx_good, approx_v, null_of(dst)])])
+
+
+def _checked_text_cast(x: E, converted: E, dst: pa.DataType) -> E:
+    """CAST of text: `converted`, or an error naming the first value that did not convert."""
+    failed = _call("and", [_call("is_valid", [x]), _call("is_null", [converted])])
+    check = _call("pqe_check_cast", [x, failed, scalar(T.type_name(dst), T.TEXT)])
+    return _call("if_else", [check, converted, null_of(dst)])
 
 
 def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
     """TRY_CAST: NULL where the value does not convert (validated vectorially, not per row)."""
     if T.is_text(src) and (T.is_numeric(dst)):
-        pattern = _INT_RE if T.is_integer(dst) else _NUMERIC_RE
-        ok = _call("match_substring_regex", [x], pc.MatchSubstringOptions(pattern))
-        safe = _call("if_else", [ok, x, scalar("0", T.TEXT)])
-        conv = _call("utf8_trim_whitespace", [safe]).cast(dst)
-        return _call("if_else", [ok, conv, null_of(dst)])
+        return _text_to_number(x, dst)
     if T.is_text(src) and pa.types.is_date(dst):
         parsed = _call("strptime", [_call("utf8_trim_whitespace", [x])],
                        pc.StrptimeOptions("%Y-%m-%d", "s", error_is_null=True))
@@ -683,8 +842,12 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         zero = scalar(decimal.Decimal(0) if T.is_decimal(t) else 0.0 if T.is_floating(t) else 0, t)
         safe = _call("if_else", [ok, rounded, zero])
         return _call("if_else", [ok, _numeric_cast(safe, src, dst), null_of(dst)])
+    if T.is_text(dst) and pa.types.is_timestamp(src) and src.tz is not None:
+        return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
+    if pa.types.is_timestamp(src) and pa.types.is_date(dst):
+        return utc(x, src).cast(dst, safe=False)
     return x.cast(dst, safe=False)
 
 
@@ -741,7 +904,7 @@ _EXTRACT = {"year": "year", "month": "month", "day": "day", "quarter": "quarter"
 
 def _extract(part):
     def build(c, e):
-        x = c(e.args[0])
+        x = utc(c(e.args[0]), e.args[0].dtype)
         if part == "dow":
             return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=True, week_start=7)).cast(T.INT64)
         if part == "isodow":
@@ -764,7 +927,9 @@ def _date_trunc(c, e):
         raise UnsupportedError(f"DATE_TRUNC('{part}') is not supported")
     unit = units[part.lower()]
     opts = pc.RoundTemporalOptions(1, unit, week_starts_monday=True)
-    return _call("floor_temporal", [c(e.args[1])], opts)
+    t = e.args[1].dtype
+    out = _call("floor_temporal", [utc(c(e.args[1]), t)], opts)
+    return out if utc_type(t) == t else out.cast(t)
 
 
 def _date_diff(c, e):
@@ -774,7 +939,7 @@ def _date_diff(c, e):
             "minute": "minutes_between", "second": "seconds_between"}.get((part or "").lower())
     if kern is None:
         raise UnsupportedError(f"DATE_DIFF('{part}') is not supported")
-    a, b = c(e.args[1]), c(e.args[2])
+    a, b = utc(c(e.args[1]), e.args[1].dtype), utc(c(e.args[2]), e.args[2].dtype)
     if kern == "month_interval_between":
         return _call("add", [_call("multiply", [_call("years_between", [a, b]), scalar(12, T.INT64)]),
                              _call("subtract", [_call("month", [b]), _call("month", [a])])]).cast(T.INT64)

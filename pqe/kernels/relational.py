@@ -66,18 +66,51 @@ def concat(tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(fixed)
 
 
+def sort_keys_with_nan(table: pa.Table, keys) -> tuple[pa.Table, list[tuple[str, str, str]]]:
+    """Arrow sort keys for (id, ascending, nulls_first) keys, NaN ordered as PostgreSQL does:
+    above every number, infinity included, in both directions (ASC: last before NULLS LAST;
+    DESC: first after NULLS FIRST). Arrow keeps NaN next to the NULLs instead, which is
+    wrong for ASC NULLS FIRST and DESC NULLS LAST: there an is-NaN key (NULL for NULL) goes
+    first, on a copy of the table. -0.0 and 0.0 are equal (ties)."""
+    out = []
+    for k, asc, nulls_first in keys:
+        order = "ascending" if asc else "descending"
+        placement = "at_start" if nulls_first else "at_end"
+        col = table.column(k)
+        if T.is_floating(col.type) and asc == nulls_first:
+            flag = pc.is_nan(col)
+            if pc.any(flag).as_py():
+                name = f"{k}\x00nan"
+                table = table.append_column(name, flag)
+                out.append((name, order, placement))
+        out.append((k, order, placement))
+    return table, out
+
+
+def sort_indices(table: pa.Table, keys) -> pa.Array:
+    """Indices that sort `table` by (id, ascending, nulls_first) keys (sort_keys_with_nan)."""
+    keyed, sort_keys = sort_keys_with_nan(table, keys)
+    return pc.sort_indices(keyed, sort_keys=sort_keys)
+
+
+def _has_nan(table: pa.Table, keys) -> bool:
+    return any(T.is_floating(table.column(k).type) and pc.any(pc.is_nan(table.column(k))).as_py()
+               for k, _, _ in keys)
+
+
 def sort(table: pa.Table, keys, fetch: int | None) -> pa.Table:
     """keys: (id, ascending, nulls_first) triples; `fetch` keeps only the first rows (top-N),
-    also of inputs too small to need sorting (LIMIT 0 of one row is no row)."""
+    also of inputs too small to need sorting (LIMIT 0 of one row is no row). NaN sorts above
+    every number (sort_keys_with_nan)."""
     if table.num_rows <= 1 or fetch == 0:
         return table if fetch is None else table.slice(0, fetch)
-    sort_keys = [(k, "ascending" if asc else "descending", "at_start" if nf else "at_end")
-                 for k, asc, nf in keys]
     if fetch is not None and fetch < table.num_rows and not any(
-            table.column(k).null_count for k, _, _ in keys) and fetch * 4 < table.num_rows:
+            table.column(k).null_count for k, _, _ in keys) and fetch * 4 < table.num_rows \
+            and not _has_nan(table, keys):  # (select_k puts NaN last in both directions)
+        sort_keys = [(k, "ascending" if asc else "descending", "at_end") for k, asc, _ in keys]
         top = table.take(pc.select_k_unstable(table, fetch, [(k, o) for k, o, _ in sort_keys]))
-        return top.take(pc.sort_indices(top, sort_keys=sort_keys))
-    idx = pc.sort_indices(table, sort_keys=sort_keys)
+        return top.take(sort_indices(top, keys))
+    idx = sort_indices(table, keys)
     if fetch is not None:
         idx = idx.slice(0, fetch)
     return table.take(idx)

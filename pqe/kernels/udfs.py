@@ -11,7 +11,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import ExecutionError
+
 _DOC = {"summary": "", "description": ""}
+_MAX_MONTHS = 12 * 2 ** 32  # past any DATE (date32 spans +-5.8 million years)
 
 
 def _register(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str) -> None:
@@ -45,12 +48,19 @@ def add_months_days(ctx, dates, months):
     m, v2 = _to_numpy(months, "int64")
     if m.shape[0] == 1 and n > 1:
         m = np.broadcast_to(m, (n,))
+    # numpy's datetime arithmetic wraps silently, and so does pa.array(..., date32): keep
+    # the month count far from int64's limits, then check the days fit date32
+    if m.size and np.abs(m).max() > _MAX_MONTHS:
+        raise ExecutionError("date out of range: adding the interval overflows DATE")
     month_start = d.astype("datetime64[M]")
     day = (d - month_start.astype("datetime64[D]")).astype("int64")
     target = month_start + m.astype("timedelta64[M]")
     days_in = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
                - target.astype("datetime64[D]")).astype("int64")
     out = target.astype("datetime64[D]") + np.minimum(day, days_in - 1).astype("timedelta64[D]")
+    days = out.astype("int64")
+    if days.size and (days.min() < -(2 ** 31) or days.max() >= 2 ** 31):
+        raise ExecutionError("date out of range: adding the interval overflows DATE")
     mask = None
     for v in (v1, v2):
         if v is not None:
@@ -149,3 +159,21 @@ def check_modulo_operands(ctx, fits):
 
 _register("pqe_check_modulo_operands", check_modulo_operands, {"fits": pa.bool_()}, pa.bool_(),
           "Check that the operands of DECIMAL % fit the exact int64 remainder")
+
+
+def check_cast(ctx, texts, failed, type_name):
+    """TRUE everywhere, or an error naming the first text that CAST could not convert (the
+    same conversion gives NULL under TRY_CAST)."""
+    if isinstance(failed, pa.Scalar):
+        failed = pa.array([failed.as_py()], pa.bool_())
+    if pc.any(failed).as_py():
+        i = pc.index(failed, True).as_py()
+        text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
+        name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
+        raise ExecutionError(f"{text!r} is not a valid {name}: not a number, or out of range")
+    return pa.array(np.ones(len(failed), dtype=bool))
+
+
+_register("pqe_check_cast", check_cast,
+          {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
+          "Fail a CAST of text naming the first value that does not convert")

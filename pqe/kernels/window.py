@@ -26,6 +26,8 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
+from . import decimals
+from .relational import sort_indices
 
 
 @dataclass(frozen=True)
@@ -99,16 +101,6 @@ def _decimal_to_int(arr: pa.Array) -> np.ndarray:
     return words[2 * arr.offset: 2 * (arr.offset + len(arr)): 2].copy()
 
 
-def _int_to_decimal(values: np.ndarray, dtype: pa.DataType, valid: np.ndarray | None) -> pa.Array:
-    hi = values >> 63
-    data = np.empty(2 * len(values), dtype=np.int64)
-    data[0::2], data[1::2] = values, hi
-    arr = pa.Array.from_buffers(dtype, len(values), [None, pa.py_buffer(data.tobytes())])
-    if valid is not None:
-        arr = pc.if_else(pa.array(valid), arr, pa.scalar(None, dtype))
-    return arr
-
-
 def _prefix(values: np.ndarray) -> np.ndarray:
     out = np.empty(len(values) + 1, dtype=np.result_type(values.dtype, np.int64) if values.dtype.kind in "iu" else values.dtype)
     out[0] = 0
@@ -177,7 +169,7 @@ def _range_offset(b: Bound, is_start: bool, order_key, seg_flags, peer_start, pe
     in the window's direction; a bound is the first row of the row's partition whose rank
     reaches the target's (a start) or passes it (an end): one searchsorted over the sorted
     composite key segment * M + code, where the code places NULL and NaN keys where the sort
-    put them (next to each other, at the start or the end). A NULL key is in range only of
+    put them (NULLs first or last, NaN above every number). A NULL key is in range only of
     NULL keys (PostgreSQL, DuckDB), and a NaN key of NaN keys: their bounds are those of their
     peer group."""
     if order_key is None:
@@ -202,12 +194,13 @@ def _range_offset(b: Bound, is_start: bool, order_key, seg_flags, peer_start, pe
     else:
         rank = count - 1 - rank
         reach = count - np.searchsorted(distinct, targets, side="right" if is_start else "left")
-    # codes: 0 NULL and 1 NaN (nulls first), 2.. the keys, then NaN and NULL (nulls last)
+    # codes in the window's direction: NULL first (0) or last (count + 3); NaN above every
+    # number, so last ascending (count + 2) and first descending (1); keys 2..count + 1
     code = rank + 2
     if apart.any():
         is_null = pc.is_null(col).to_numpy(zero_copy_only=False)
-        code = np.where(apart, np.where(is_null, 0, 1) if nulls_first
-                        else np.where(is_null, count + 3, count + 2), code)
+        code = np.where(apart, np.where(is_null, 0 if nulls_first else count + 3,
+                                        count + 2 if ascending else 1), code)
     span = count + 4
     segment = np.cumsum(seg_flags, dtype=np.int64) - 1
     pos = np.searchsorted(segment * span + code, segment * span + reach + 2, side="left")
@@ -295,11 +288,9 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
             specs: tuple[WindowSpec, ...]) -> pa.Table:
     """Append window columns; rows come out sorted by partition keys then order keys."""
     n = table.num_rows
-    sort_keys = [(k, "ascending", "at_end") for k in partition] + [
-        (k, "ascending" if asc else "descending", "at_start" if nf else "at_end")
-        for k, asc, nf in order]
-    if sort_keys and n > 1:
-        table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
+    keys = [(k, True, False) for k in partition] + list(order)
+    if keys and n > 1:  # NaN above every number, as ORDER BY sorts it
+        table = table.take(sort_indices(table, keys))
     idx = np.arange(n, dtype=np.int64)
     seg_flags = np.zeros(n, dtype=bool)
     if n:
@@ -317,8 +308,8 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
         col = table.column(k)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         order_key = (col, asc, nulls_first)
-    ctx = dict(idx=idx, seg_start=seg_start, seg_end=seg_end, peer_start=peer_start,
-               peer_end=peer_end, peer_flags=peer_flags, seg_flags=seg_flags, order_key=order_key)
+    ctx = {"idx": idx, "seg_start": seg_start, "seg_end": seg_end, "peer_start": peer_start,
+               "peer_end": peer_end, "peer_flags": peer_flags, "seg_flags": seg_flags, "order_key": order_key}
     for spec in specs:
         col = _evaluate(table, spec, ctx)
         if col.type != spec.dtype:
@@ -376,6 +367,32 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
     return _frame_aggregate(table.column(spec.args[0]), spec, fs, fe)
 
 
+def _exact_frame_sum(col, spec: WindowSpec, fs, fe, cnt) -> pa.Array:
+    """SUM/AVG of integers or decimals over frames, exactly (never wrapping): prefix sums of
+    each 32-bit limb (decimals.limbs: one limb when no sum of the partition can overflow
+    int64) are exact, so are their differences over [fs, fe); the limb sums are carried into
+    128-bit values and checked against DECIMAL(38)."""
+    t = col.type
+    if T.is_boolean(t):
+        col = pc.cast(col, pa.int8())
+    parts, _ = decimals.limbs(col, len(col))
+    sums = []
+    for p in parts:
+        ps = _prefix(p)
+        sums.append(ps[fe] - ps[fs])
+    has = cnt > 0
+    scale = t.scale if T.is_decimal(t) else 0
+    if spec.fn == "sum" and T.is_integer(spec.dtype) and len(sums) == 1:
+        return pc.if_else(pa.array(has), pa.array(sums[0]), pa.scalar(None, pa.int64()))
+    exact_t = pa.decimal128(38, scale)
+    if spec.fn == "sum":
+        total = decimals.decimal_from_limb_sums(sums, exact_t, has, "window SUM")
+        return total if spec.dtype == exact_t else pc.cast(total, spec.dtype)
+    total, wraps = decimals.exact_from_limb_sums(sums, exact_t, has)  # AVG: any size
+    den = pa.array(np.maximum(cnt, 1).astype(np.float64))
+    return pc.divide(decimals.exact_to_float(total, wraps), den)
+
+
 def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     safe = np.where(valid, positions, 0)
     if len(col) == 0:
@@ -396,29 +413,9 @@ def _frame_aggregate(col, spec: WindowSpec, fs, fe) -> pa.Array:
         return pa.array(cnt)
     has = cnt > 0
     t = col.type
+    if fn in ("sum", "avg") and (T.is_integer(t) or T.is_decimal(t) or T.is_boolean(t)):
+        return _exact_frame_sum(col, spec, fs, fe, cnt)
     if fn in ("sum", "avg"):
-        if T.is_decimal(t) and t.precision <= 18:
-            ps = _prefix(_decimal_to_int(col))
-            total = ps[fe] - ps[fs]
-            if fn == "avg":
-                mean = total / np.maximum(cnt, 1) / 10 ** t.scale
-                return pc.if_else(pa.array(has), pa.array(mean), pa.scalar(None, pa.float64()))
-            return _int_to_decimal(total, pa.decimal128(38, t.scale), has)
-        if T.is_integer(t) or T.is_boolean(t):
-            vals = pc.fill_null(pc.cast(col, pa.int64()), 0).to_numpy(zero_copy_only=False)
-            ps = _prefix(vals)
-            total = ps[fe] - ps[fs]
-            if fn == "avg":
-                return pc.if_else(pa.array(has), pa.array(total / np.maximum(cnt, 1)), pa.scalar(None, pa.float64()))
-            return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.int64()))
-        if T.is_decimal(t):  # wide decimals: exact with Python integers
-            scaled = [int(v.scaleb(t.scale)) if v is not None else 0 for v in col.to_pylist()]
-            ps = np.concatenate([[0], np.cumsum(np.array(scaled, dtype=object))])
-            total = ps[fe] - ps[fs]
-            if fn == "avg":
-                return pa.array([float(x) / m / 10 ** t.scale if m else None for x, m in zip(total, cnt)], pa.float64())
-            out_t = pa.decimal128(38, t.scale)
-            return pa.array([decimal.Decimal(int(x)).scaleb(-t.scale) if h else None for x, h in zip(total, has)], out_t)
         vals = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
         ps = _prefix(vals)
         total = ps[fe] - ps[fs]

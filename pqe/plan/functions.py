@@ -329,8 +329,9 @@ _register(SCALAR, "pi", 0, 0, _const(T.FLOAT64))
 # conditional
 _register(SCALAR, "coalesce", 1, None, _same_as_common, nulls="custom")
 _register(SCALAR, "nullif", 2, 2, _nullif, nulls="custom")
-_register(SCALAR, "greatest", 1, None, _same_as_common)
-_register(SCALAR, "least", 1, None, _same_as_common)
+# NULL arguments are skipped: NULL only when all are (PostgreSQL, DuckDB)
+_register(SCALAR, "greatest", 1, None, _same_as_common, nulls="custom")
+_register(SCALAR, "least", 1, None, _same_as_common, nulls="custom")
 # date/time
 for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute",
               "second", "millisecond", "microsecond", "epoch", "isodow", "isoyear"):
@@ -351,9 +352,18 @@ def _agg_count(fn, ts):
 
 
 def _agg_sum(fn, ts):
+    """PostgreSQL's result types, all exact (kernels.aggregate, never wrapping): SUM of
+    SMALLINT/INTEGER is BIGINT (an error when the total does not fit), SUM of BIGINT is
+    DECIMAL(38,0), SUM of DECIMAL(p,s) is DECIMAL(38,s) (an error past 38 digits)."""
     (a,) = ts
-    if T.is_integer(a) or T.is_boolean(a):
-        return (T.INT64,), T.INT64
+    if T.is_boolean(a):
+        return (T.INT32,), T.INT64
+    if T.is_integer(a):
+        if pa.types.is_uint64(a):
+            return (T.as_decimal(a),), T.decimal(38, 0)
+        if pa.types.is_int64(a):
+            return (None,), T.decimal(38, 0)
+        return (None,), T.INT64
     if T.is_decimal(a):
         return (a,), T.decimal(38, a.scale)
     if T.is_floating(a) or T.is_null(a):
@@ -362,6 +372,7 @@ def _agg_sum(fn, ts):
 
 
 def _agg_avg(fn, ts):
+    """DOUBLE, from an exact sum for integers and decimals."""
     (a,) = ts
     if T.is_numeric(a) or T.is_null(a):
         return (None,), T.FLOAT64
