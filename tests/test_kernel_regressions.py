@@ -148,7 +148,7 @@ def test_text_literals_cast_to_numbers():
     row = r.to_pylist()[0]
     assert (row["i"], row["d"], row["f"]) == (12, D("1.3"), -math.inf)
     assert math.isnan(row["n"])
-    assert "cannot cast 'abc' to INTEGER" in fails("select 'abc'::int")
+    assert "'abc' is not a valid INTEGER" in fails("select 'abc'::int")
 
 
 # ---- 4. -0.0 and NaN as hash keys -------------------------------------------------------------

@@ -301,7 +301,7 @@ def test_the_larger_side_with_a_unique_dense_key_is_built_once():
     ctx.register_arrow("small", pa.table({"fk": fk, "w": np.ones(100_000)}))
     df = ctx.sql("SELECT count(*), sum(v) FROM big JOIN small ON k = fk")
     text = df.explain()
-    join = text[text.index("HashJoin[broadcast]"):]
+    join = text[text.index("HashJoin[broadcast, dense]"):]
     assert join.index("MemoryScan: small") < join.index("Exchange[gather]") < join.index("MemoryScan: big")
     assert df.to_arrow().to_pylist() == [{"count(*)": 100_000, "sum(v)": int((fk % 7).sum())}]
     # duplicates in the larger side: it stays the probe side

@@ -283,11 +283,9 @@ def test_timestamptz_is_read_in_utc(kind):
         _same(ctx, con, sql)
 
 
-# ---- known gaps outside the kernels (strict xfail: they pass once the fix lands) ---------------
+# ---- once gaps outside the kernels: row-group pruning, literal folding ----------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="Parquet min/max statistics leave NaN out, and row-group "
-                   "pruning trusts them (pqe/kernels/scan.py, pqe/physical/planner.py)")
 def test_parquet_row_group_pruning_keeps_nan(tmp_path):
     import pyarrow.parquet as pq
 
@@ -300,8 +298,6 @@ def test_parquet_row_group_pruning_keeps_nan(tmp_path):
     assert ctx.sql("SELECT id FROM f WHERE f > 2").to_pylist() == [{"id": 2}]
 
 
-@pytest.mark.xfail(strict=True, reason="the binder folds CAST of a text literal with a stricter "
-                   "grammar than the kernel (pqe/plan/builder.py _parse_number, binder.py Cast)")
 def test_cast_of_a_text_literal_reads_like_a_column():
     ctx = pqe.Context()
     ctx.register_arrow("t", pa.table({"s": ["1.5", "1_000"]}))
@@ -310,8 +306,6 @@ def test_cast_of_a_text_literal_reads_like_a_column():
                    ).to_pylist() == [{"a": 2, "b": 1000}]
 
 
-@pytest.mark.xfail(strict=True, reason="the binder negates and casts decimal literals in "
-                   "Python's 28-digit decimal context (binder.py exp.Neg, builder._cast_literal)")
 def test_38_digit_decimal_literals():
     ctx = pqe.Context()
     big = "999999999999999999999999999999999999.25"

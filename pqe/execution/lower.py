@@ -171,7 +171,8 @@ class Lowering:
 
     def _projectexec(self, node: P.ProjectExec):
         op = O.FilterProject(predicate=node.predicate, exprs=node.exprs,
-                             out_ids=tuple(f.id for f in node.schema), unscaled_ids=())
+                             out_ids=tuple(f.id for f in node.schema), unscaled_ids=(),
+                             int64_decimal=node.int64_decimal)
         return [p.then(op) for p in self.lower(node.input)]
 
     def _broadcast_key(self, node: P.PhysicalPlan):
@@ -184,7 +185,7 @@ class Lowering:
         out = tuple(f.id for f in node.schema)
         if node.mode == "broadcast" or node.right.n == 1:
             build = self._broadcast_key(node.right)
-            if _dense_candidate(node):
+            if node.dense:
                 build = self._dense_build(build, node.right_keys[0])
             builds = [build] * len(left)
         else:
@@ -231,10 +232,11 @@ class Lowering:
                         p.inputs + (build,)) for p in left]
 
     def _aggregateexec(self, node: P.AggregateExec):
-        op = O.Aggregate(mode=node.mode, group=node.group, aggs=node.aggs)
+        op = O.Aggregate(mode=node.mode, group=node.group, aggs=node.aggs,
+                         segments=node.strategy == "segments")
         parts = self.lower(node.input)
-        if node.mode in ("partial", "single"):
-            parts = _unscaled_sum_inputs(parts, node)
+        if node.int64_sums:
+            parts = _unscaled_sum_inputs(parts, node.int64_sums)
         return [p.then(op) for p in parts]
 
     def _exchangeexec(self, node: P.ExchangeExec):
@@ -307,35 +309,14 @@ class Lowering:
     }
 
 
-def _dense_candidate(node: P.HashJoinExec) -> bool:
-    """One integer key pair, a kind the dense probe does (the build side is the right)."""
-    if node.null_aware or node.kind not in ("inner", "left", "semi", "anti") \
-            or len(node.left_keys) != 1:
-        return False
-    types = {f.id: f.dtype for f in node.left.schema + node.right.schema}
-    return all(k in types and pa.types.is_integer(types[k])
-               for k in (node.left_keys[0], node.right_keys[0]))
-
-
-def _unscaled_sum_inputs(parts: list[Pending], node: P.AggregateExec) -> list[Pending]:
-    """A projection fused right below an aggregate hands the decimal columns that are only
-    summed or averaged over as unscaled int64: the int64 decimal path computed them so, and
-    the aggregate sums int64 (this skips converting each to decimal128 and back)."""
-    from ..kernels import decimals
-
-    # any decimal type: the int64 path computes checked int64 values of the type's scale
-    summed = {s.arg for s in node.aggs if s.fn in ("sum", "avg") and s.arg is not None
-              and decimals.T.is_decimal(s.arg_dtype)}
-    other = {s.arg for s in node.aggs if s.fn not in ("sum", "avg")} | set(node.group)
-    ids = tuple(sorted(summed - other))
-    if not ids or not parts or not all(p.ops and isinstance(p.ops[-1], O.FilterProject)
-                                       for p in parts):
-        return parts
+def _unscaled_sum_inputs(parts: list[Pending], ids: tuple[str, ...]) -> list[Pending]:
+    """The projection fused right below the aggregate hands `ids` (decimal columns the planner
+    chose, AggregateExec.int64_sums) over as unscaled int64."""
+    if not parts or not all(p.ops and isinstance(p.ops[-1], O.FilterProject) for p in parts):
+        raise InternalError("int64 sums planned without a fused projection below")
     first = parts[0].ops[-1]
-    if any(p.ops[-1] is not first for p in parts):
-        return parts
     op = O.FilterProject(predicate=first.predicate, exprs=first.exprs, out_ids=first.out_ids,
-                         unscaled_ids=ids)
+                         unscaled_ids=ids, int64_decimal=first.int64_decimal)
     op.node, op.counts_rows = first.node, first.counts_rows
     return [Pending(p.ops[:-1] + (op,), p.inputs) for p in parts]
 

@@ -150,7 +150,7 @@ class FilterProject(Op):
     (kernels.decimals), falling back to decimal128 kernels if a checked kernel overflows."""
 
     label = "project"
-    _fields = ("predicate", "exprs", "out_ids", "unscaled_ids")
+    _fields = ("predicate", "exprs", "out_ids", "unscaled_ids", "int64_decimal")
 
     def _compile(self):
         compiled = getattr(self, "_compiled", None)
@@ -159,7 +159,8 @@ class FilterProject(Op):
             c = Compiler()
             pred = c(self.predicate) if self.predicate is not None else None
             compiled = (pred, [c(e) for e in self.exprs])
-            self._fast = _compile_fast(self.predicate, self.exprs, self.out_ids, self.unscaled_ids)
+            self._fast = _compile_fast(self.predicate, self.exprs, self.out_ids,
+                                       self.unscaled_ids) if self.int64_decimal else None
             self._compiled = compiled
         return compiled
 
@@ -187,11 +188,10 @@ class FilterProject(Op):
 
 
 def _compile_fast(predicate, exprs, out_ids=(), unscaled_ids=()):
-    """The int64-decimal version of a FilterProject, or None when it does not apply. Outputs
-    in `unscaled_ids` stay unscaled int64 (the aggregate fused above sums them as such)."""
+    """The int64-decimal version of a FilterProject the planner chose (ProjectExec
+    .int64_decimal), or None when an expression has no int64 form. Outputs in
+    `unscaled_ids` stay unscaled int64 (the aggregate fused above sums them as such)."""
     every = list(exprs) + ([predicate] if predicate is not None else [])
-    if not decimals.applicable(every):
-        return None
     cols = decimals.decimal_columns(every)
     c = decimals.Int64DecimalCompiler(rename={i: decimals.unscaled_name(i) for i in cols})
     plain = Compiler()
@@ -279,11 +279,14 @@ class NestedLoopJoin(Op):
 
 class Aggregate(Op):
     label = "aggregate"
-    _fields = ("mode", "group", "aggs")
+    _fields = ("mode", "group", "aggs", "segments")
 
     def run(self, data, inputs):
-        fn = {"partial": agg.partial, "final": agg.final, "single": agg.single,
-              "combine": agg.combine}[self.mode]
+        if self.mode == "partial":
+            return agg.partial(data, self.group, self.aggs, self.segments)
+        if self.mode == "single":
+            return agg.single(data, self.group, self.aggs, self.segments)
+        fn = {"final": agg.final, "combine": agg.combine}[self.mode]
         return fn(data, self.group, self.aggs)
 
 

@@ -300,12 +300,15 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
     return pa.Table.from_arrays(cols, names=names)
 
 
-def partial(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
-    """Per-partition states: group keys then state columns."""
+def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = False) -> pa.Table:
+    """Per-partition states: group keys then state columns. `segments` (the planner's
+    choice, AggregateExec.strategy): reduce runs of equal keys when the partition is sorted
+    on its key, else hash."""
     table, fast = _unscaled_inputs(table, specs)
-    sorted_states = _sorted_segments(table, group, specs, fast)
-    if sorted_states is not None:
-        return sorted_states
+    if segments:
+        sorted_states = _sorted_segments(table, group, specs, fast)
+        if sorted_states is not None:
+            return sorted_states
     grouped = bool(group)
     prep: dict = {}
     entries = []
@@ -376,8 +379,8 @@ def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     return pa.Table.from_arrays(cols, names=list(group) + [s.out for s in specs])
 
 
-def single(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
-    return final(partial(table, group, specs), group, specs)
+def single(table: pa.Table, group: tuple[str, ...], specs, segments: bool = False) -> pa.Table:
+    return final(partial(table, group, specs, segments), group, specs)
 
 
 _INT64_RANGE = (decimal.Decimal(-(2 ** 63)), decimal.Decimal(2 ** 63 - 1))

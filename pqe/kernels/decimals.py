@@ -18,14 +18,13 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError
+from ..physical.plan import MAX_INT64_PRECISION, int64_decimal_applicable
+from ..physical.plan import fits_int64 as _fits_int64
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, walk
 from .expressions import Compiler, E, _call, _zero_to_null, null_of, scalar
 
-MAX_INT64_PRECISION = 18
 
-
-def fits_int64(t: pa.DataType) -> bool:
-    return T.is_decimal(t) and t.precision <= MAX_INT64_PRECISION
+fits_int64 = _fits_int64  # the planner's rule (physical.plan)
 
 
 # ---- array conversions ---------------------------------------------------------------------
@@ -388,14 +387,7 @@ def decimal_columns(exprs: list[Expr]) -> set[str]:
             if isinstance(x, ColumnRef) and T.is_decimal(x.dtype)}
 
 
-def applicable(exprs: list[Expr]) -> bool:
-    """Worth it and possible: some decimal arithmetic, every decimal input fits int64."""
-    has_arith = any(isinstance(x, Call) and x.fn in ("add", "subtract", "multiply")
-                    and T.is_decimal(x.dtype) for e in exprs for x in walk(e))
-    if not has_arith:
-        return False
-    return all(fits_int64(x.dtype) for e in exprs for x in walk(e)
-               if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
+applicable = int64_decimal_applicable  # decided by the planner (physical.plan)
 
 
 __all__ = [

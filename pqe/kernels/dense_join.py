@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..physical.plan import DENSE_DENSITY as DENSITY
+from ..physical.plan import DENSE_MAX_SLOTS as MAX_SLOTS
+from ..physical.plan import DENSE_SLACK as SLACK
+from ..physical.plan import dense_fits
 from .expressions import filter_table
-
-MAX_SLOTS = 1 << 26  # 256 MB of int32 slots at most
-SLACK = 1 << 20      # ranges up to this many slots are always fine
-DENSITY = 64         # otherwise the range may be at most 64x the build rows (256 B of slots per row)
 
 
 @dataclass
@@ -37,9 +37,7 @@ class DenseIndex:
         return self.table.nbytes + self.slots.nbytes
 
 
-def fits(span: int, rows: float) -> bool:
-    """Whether keys spanning `span` values over `rows` build rows get a lookup array."""
-    return span <= MAX_SLOTS and span <= max(SLACK, DENSITY * rows)
+fits = dense_fits  # the planner's rule (physical.plan), checked again at build time
 
 
 def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:

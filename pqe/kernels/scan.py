@@ -17,6 +17,7 @@ from ..catalog import ScanUnit, partition_expression
 from ..errors import CatalogError, ExecutionError
 from ..filesystems import _first_line
 from ..plan.expr import Expr, and_, column_ids
+from ..physical.planner import statistics_filters
 from . import decimals
 from .expressions import Compiler, filter_table, project
 
@@ -57,8 +58,13 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     aggregate that groups by them (kernels.aggregate decodes its few output keys)."""
     names = {cid: name for name, cid in columns}
     dict_ids = {cid for name, cid in columns if name in dict_columns}
+    # filters on float columns run after reading: the scanner trusts row-group statistics,
+    # whose min/max leave NaN out (NaN rows of `f = 'nan'` or `f > 2` would be skipped)
+    safe = set(statistics_filters(filters))
+    late = [f for f in filters if f not in safe]
+    filters = [f for f in filters if f in safe]
     dict_filters = [f for f in filters if len(column_ids(f)) == 1 and column_ids(f) <= dict_ids]
-    mixed = [f for f in filters if f not in dict_filters and column_ids(f) & dict_ids]
+    mixed = [f for f in filters if f not in dict_filters and column_ids(f) & dict_ids] + late
     rest = [f for f in filters if not column_ids(f) & dict_ids]
     # decimal comparisons run after reading, on unscaled int64 (Arrow's decimal128 kernels are
     # slow) and on the rows the dictionary filters kept; the others run inside the scanner

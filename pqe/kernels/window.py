@@ -24,31 +24,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..physical.plan import Bound, WindowSpec  # the specs the planner makes
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from . import decimals
 from .relational import sort_indices
-
-
-@dataclass(frozen=True)
-class Bound:
-    kind: str  # "unbounded_preceding" | "preceding" | "current" | "following" | "unbounded_following"
-    offset: object = None
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """One window function over column ids (arguments already computed into columns)."""
-
-    fn: str
-    args: tuple[str, ...]
-    out: str
-    dtype: object
-    mode: str = "range"  # frame mode: "rows" | "range"
-    start: Bound = Bound("unbounded_preceding")
-    end: Bound = Bound("current")
-    has_order: bool = False
-    consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
 
 
 # ---- boundaries ----------------------------------------------------------------------------

@@ -51,6 +51,81 @@ class AggSpec:
     arg_dtype: object = None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A window frame bound."""
+
+    kind: str  # "unbounded_preceding" | "preceding" | "current" | "following" | "unbounded_following"
+    offset: object = None
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """One window function over column ids (arguments already computed into columns): what
+    the window kernel (kernels.window) evaluates."""
+
+    fn: str
+    args: tuple[str, ...]
+    out: str
+    dtype: object
+    mode: str = "range"  # frame mode: "rows" | "range"
+    start: Bound = Bound("unbounded_preceding")
+    end: Bound = Bound("current")
+    has_order: bool = False
+    consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
+
+
+# Dense (perfect-hash) joins: a broadcast build side whose unique integer key spans at most
+# this many values gets a lookup array (kernels.dense_join builds it; the planner decides)
+DENSE_MAX_SLOTS = 1 << 26  # 256 MB of int32 slots at most
+DENSE_SLACK = 1 << 20      # ranges up to this many slots are always fine
+DENSE_DENSITY = 64         # otherwise at most 64x the build rows (256 B of slots per row)
+
+
+def dense_fits(span: int, rows: float) -> bool:
+    """Whether keys spanning `span` values over `rows` build rows get a lookup array."""
+    return span <= DENSE_MAX_SLOTS and span <= max(DENSE_SLACK, DENSE_DENSITY * rows)
+
+
+# DECIMAL arithmetic on unscaled int64: inputs of at most this many digits
+MAX_INT64_PRECISION = 18
+
+
+def fits_int64(t) -> bool:
+    return T.is_decimal(t) and t.precision <= MAX_INT64_PRECISION
+
+
+def int64_decimal_applicable(exprs) -> bool:
+    """Worth it and possible: some decimal arithmetic, every decimal input fits int64."""
+    from ..plan.expr import Call, ColumnRef, walk
+
+    nodes = [x for e in exprs for x in walk(e)]
+    if not any(isinstance(x, Call) and x.fn in ("add", "subtract", "multiply")
+               and T.is_decimal(x.dtype) for x in nodes):
+        return False
+    return all(fits_int64(x.dtype) for x in nodes
+               if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
+
+
+SEGMENT_AGGREGATES = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
+
+
+def segments_applicable(key_type, aggs) -> bool:
+    """Whether a one-key aggregate can reduce sorted runs (kernels.aggregate): an integer or
+    date key, aggregates over integers, floats or decimals that fit int64."""
+    import pyarrow as pa
+
+    if not (pa.types.is_integer(key_type) or pa.types.is_date(key_type)):
+        return False
+    for s in aggs:
+        if s.fn not in SEGMENT_AGGREGATES:
+            return False
+        at = s.arg_dtype
+        if at is not None and not (T.is_integer(at) or T.is_floating(at) or fits_int64(at)):
+            return False
+    return True
+
+
 @dataclass(eq=False)
 class PhysicalPlan:
     schema: tuple[Field, ...]
@@ -150,11 +225,19 @@ class ValuesExec(PhysicalPlan):
 
 @dataclass(eq=False)
 class ProjectExec(PhysicalPlan):
-    """Filter (optional) then project, per partition."""
+    """Filter (optional) then project, per partition. `int64_decimal`: DECIMAL arithmetic
+    runs on unscaled int64 with checked kernels (every decimal input fits 18 digits), falling
+    back to decimal128 kernels for a partition whose values overflow them."""
 
     input: PhysicalPlan = None
     exprs: tuple[Expr, ...] = ()
     predicate: Expr | None = None
+    int64_decimal: bool | None = None  # None: decided from the expressions
+
+    def __post_init__(self):
+        if self.int64_decimal is None:
+            every = list(self.exprs) + ([self.predicate] if self.predicate is not None else [])
+            self.int64_decimal = int64_decimal_applicable(every)
 
     def children(self):
         return (self.input,)
@@ -167,7 +250,8 @@ class ProjectExec(PhysicalPlan):
         for e, f in zip(self.exprs, self.schema, strict=True):
             text = _expr(e)
             items.append(text if text in (f.name, f.display) else f"{text} AS {f.name}")
-        parts.append(f"Project: {', '.join(items)}")
+        head = "Project[int64-decimal]" if self.int64_decimal else "Project"
+        parts.append(f"{head}: {', '.join(items)}")
         return " -> ".join(parts)
 
 
@@ -187,6 +271,9 @@ class HashJoinExec(PhysicalPlan):
     filter: Expr | None = None
     mode: str = "broadcast"
     null_aware: bool = False
+    # the broadcast build becomes one lookup array (kernels.dense_join) shared by every probe
+    # partition; the build checks the key is unique and narrow and else hashes as usual
+    dense: bool = False
 
     def children(self):
         return (self.left, self.right)
@@ -194,7 +281,8 @@ class HashJoinExec(PhysicalPlan):
     def describe(self, names):
         keys = ", ".join(f"{names.get(a, a)} = {names.get(b, b)}"
                          for a, b in zip(self.left_keys, self.right_keys, strict=True))
-        out = f"HashJoin[{self.mode}]: {self.kind} on=[{keys}]"
+        mode = self.mode + (", dense" if self.dense else "")
+        out = f"HashJoin[{mode}]: {self.kind} on=[{keys}]"
         if self.filter is not None:
             out += f" filter={_expr(self.filter)}"
         if self.null_aware:
@@ -223,13 +311,20 @@ class NestedLoopJoinExec(PhysicalPlan):
 
 @dataclass(eq=False)
 class AggregateExec(PhysicalPlan):
-    """Hash aggregate over column ids. mode 'partial' emits per-partition states, 'final'
-    combines states, 'single' does both in one step."""
+    """Aggregate over column ids. mode 'partial' emits per-partition states, 'final'
+    combines states, 'single' does both in one step. strategy 'hash' (Acero's hash
+    aggregate) or 'segments': one integer/date key and simple aggregates, so a partition
+    that arrives sorted on the key (data clustered by it) is reduced run by run with numpy,
+    ~15x cheaper than hashing; the kernel checks the order and hashes a partition that is
+    not sorted. `int64_sums`: decimal arguments the fused projection below hands over as
+    unscaled int64 (summed without converting to decimal128 and back)."""
 
     input: PhysicalPlan = None
     mode: str = "single"
     group: tuple[str, ...] = ()
     aggs: tuple[AggSpec, ...] = ()
+    strategy: str = "hash"
+    int64_sums: tuple[str, ...] = ()
 
     def children(self):
         return (self.input,)
@@ -237,7 +332,11 @@ class AggregateExec(PhysicalPlan):
     def describe(self, names):
         g = _cols(self.group, names)
         a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
-        return f"Aggregate[{self.mode}]: groupBy=[{g}] aggr=[{a}]"
+        how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
+        out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
+        if self.int64_sums:
+            out += f" int64_sums=[{_cols(self.int64_sums, names)}]"
+        return out
 
 
 @dataclass(eq=False)

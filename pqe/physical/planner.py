@@ -22,13 +22,13 @@ import pyarrow as pa
 from .. import types as T
 from ..catalog import CsvTable, DaskTable, MemoryTable, ParquetTable, ScanUnit
 from ..errors import InternalError, UnsupportedError
-from ..kernels import dense_join
 from ..plan import builder as B
 from ..plan import logical as L
 from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_ids_all,
                          transform)
 from ..plan.stats import Estimator
-from .plan import (ANY, SINGLE, AggregateExec, AggSpec, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
+from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Bound, WindowSpec, dense_fits,
+                   segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
                    RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec)
 
@@ -52,8 +52,9 @@ class PlannerConfig:
 
 
 class PhysicalPlanner:
-    def __init__(self, config: PlannerConfig):
+    def __init__(self, config: PlannerConfig, compile_filter=None):
         self.cfg = config
+        self.compile_filter = compile_filter
         self.est = Estimator()
         self._memo: dict[int, list[tuple[L.LogicalPlan, PhysicalPlan]]] = {}
         self._prints: dict[int, int] = {}  # id(node) -> fingerprint
@@ -135,7 +136,7 @@ class PhysicalPlanner:
         units = provider.units()
         total = len(units)
         if node.filters and isinstance(provider, ParquetTable):
-            units = _prune_units(provider, node, units)
+            units = _prune_units(provider, node, units, self.compile_filter)
         rows = sum(u.num_rows for u in units)
         n = self._partition_count(rows, len(units))
         parts = _balance(units, n) if units else ((),)
@@ -211,9 +212,19 @@ class PhysicalPlanner:
             kind = "left" if kind == "right" else kind
             swapped = True
         schema = node.schema
+        lnode, rnode = node.left, node.right
+        lexprs, rexprs = [a for a, _ in node.on], [b for _, b in node.on]
+        if swapped:
+            lnode, rnode, lexprs, rexprs = rnode, lnode, rexprs, lexprs
+        # a build side with a unique, narrow integer key becomes one lookup array shared by
+        # every probe partition (kernels.dense_join): built once, probed without hashing
+        dense_kinds = ("inner", "left", "semi", "anti")
+        dense_shape = (not node.null_aware and len(node.on) == 1
+                       and all(T.is_integer(k.dtype) for k in node.on[0]))
         if left.n == 1 and right.n == 1:
+            dense = dense_shape and kind in dense_kinds and self._dense_build(rnode, rexprs[0], rrows)
             return HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
-                                node.filter, "partitioned", node.null_aware)
+                                node.filter, "partitioned", node.null_aware, dense)
         can_broadcast = kind in ("inner", "left", "semi", "anti")
         left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
         # costs in "hash table inserts": a build row costs 1 (once per probing partition),
@@ -223,18 +234,13 @@ class PhysicalPlanner:
         shuffle_rows = (0 if left_ready else lrows) + rrows
         partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows + lrows * probe
         lbytes, rbytes = self.est.bytes(node.left), self.est.bytes(node.right)
-        lnode, rnode = node.left, node.right
-        lexprs, rexprs = [a for a, _ in node.on], [b for _, b in node.on]
         if swapped:
             lbytes, rbytes = rbytes, lbytes
-            lnode, rnode, lexprs, rexprs = rnode, lnode, rexprs, lexprs
-        # a build side with a unique, narrow integer key becomes one lookup array shared by
-        # every probe partition (kernels.dense_join): built once, probed without hashing
-        dense_kinds = ("inner", "left", "semi", "anti")
-        if kind in dense_kinds and not node.null_aware and len(node.on) == 1 \
-                and self._dense_build(rnode, rexprs[0], rrows):
+        dense = False
+        if kind in dense_kinds and dense_shape and self._dense_build(rnode, rexprs[0], rrows):
             broadcast_cost = rrows + lrows * probe * DENSE_PROBE
-        elif kind == "inner" and len(node.on) == 1 and self._dense_build(lnode, lexprs[0], lrows) \
+            dense = True
+        elif kind == "inner" and dense_shape and self._dense_build(lnode, lexprs[0], lrows) \
                 and lrows + rrows * probe * DENSE_PROBE < min(broadcast_cost, partitioned_cost):
             # the larger side has the unique key (orders against filtered lineitem): build it
             # once and stream the smaller side through it
@@ -243,6 +249,7 @@ class PhysicalPlanner:
             swapped = not swapped
             left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
             broadcast_cost = rrows + lrows * probe * DENSE_PROBE
+            dense = True
         if kind in ("semi", "anti") and not node.null_aware and right.n > 1 \
                 and lrows <= self.cfg.build_left_rows \
                 and lrows * right.n + rrows * probe < min(broadcast_cost, partitioned_cost):
@@ -254,7 +261,8 @@ class PhysicalPlanner:
         if node.null_aware or (can_broadcast and broadcast_cost <= partitioned_cost):
             out_dist = left.dist if not swapped else ANY
             out = HashJoinExec(schema, left.n, out_dist, left, self._gather(right), kind,
-                               lkeys, rkeys, node.filter, "broadcast", node.null_aware)
+                               lkeys, rkeys, node.filter, "broadcast", node.null_aware,
+                               dense and not node.null_aware)
             out.est_bytes = rbytes * 2  # the build table and its hash table
             return out
         n = left.n if left_ready else max(self.cfg.target_partitions, 1)
@@ -269,13 +277,13 @@ class PhysicalPlanner:
 
     def _dense_build(self, side: L.LogicalPlan, key: Expr, rows: float) -> bool:
         """Whether `side`, built on the single key `key`, will get a dense lookup array: an
-        integer key, probably unique, whose min..max span fits (kernels.dense_join.fits; the
+        integer key, probably unique, whose min..max span fits (physical.plan.dense_fits; the
         build checks again at run time and falls back to a hash join)."""
         if not T.is_integer(key.dtype) or rows > self.cfg.dense_build_rows:
             return False
         est = self.est.column(side, key)
         lo, hi = est.min, est.max
-        if lo is None or hi is None or not dense_join.fits(int(hi - lo + 1), rows):
+        if lo is None or hi is None or not dense_fits(int(hi - lo + 1), rows):
             return False
         return self.est.unique(side, key)
 
@@ -332,12 +340,18 @@ class PhysicalPlanner:
         projected = _encoded_group_keys(projected, group)
         aggs = tuple(specs)
         schema = node.schema
+        # how the first aggregation step runs (the final step combines states by hash)
+        first = {"strategy": _strategy(projected, group, aggs),
+                 "int64_sums": _int64_sums(projected, group, aggs)}
         if projected.n == 1:
-            return AggregateExec(schema, 1, projected.dist, projected, "single", group, aggs)
+            return AggregateExec(schema, 1, projected.dist, projected, "single", group, aggs,
+                                 **first)
         if group and projected.dist.groups_within(group):
-            return AggregateExec(schema, projected.n, projected.dist, projected, "single", group, aggs)
+            return AggregateExec(schema, projected.n, projected.dist, projected, "single", group,
+                                 aggs, **first)
         partial_fields = tuple(Field(c, c, pa.null()) for c in _state_columns(group, aggs))
-        partial = AggregateExec(partial_fields, projected.n, ANY, projected, "partial", group, aggs)
+        partial = AggregateExec(partial_fields, projected.n, ANY, projected, "partial", group,
+                                aggs, **first)
         groups = self.est.rows(node)
         if not group or groups <= self.cfg.gather_groups:
             return AggregateExec(schema, 1, SINGLE, self._gather(partial), "final", group, aggs)
@@ -389,8 +403,6 @@ class PhysicalPlanner:
         return UnionExec(node.schema, sum(k.n for k in kids), ANY, tuple(kids))
 
     def _window(self, node: L.Window) -> PhysicalPlan:
-        from ..kernels.window import Bound, WindowSpec
-
         current = self.plan(node.input)
         groups: dict[tuple, list[tuple]] = {}
         for call, f in zip(node.calls, node.fields, strict=True):
@@ -507,10 +519,31 @@ def _agg_input(a: AggCall) -> tuple[str, Expr | None]:
     return fn, arg
 
 
-def _state_columns(group, aggs) -> list[str]:
-    from ..kernels.aggregate import state_names
+def _strategy(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> str:
+    """'segments' when one integer/date key and simple aggregates allow reducing sorted runs
+    (the kernel checks each partition's order), else 'hash'."""
+    if len(group) != 1:
+        return "hash"
+    key = next((f.dtype for f in projected.schema if f.id == group[0]), None)
+    return "segments" if key is not None and segments_applicable(key, aggs) else "hash"
 
-    return list(group) + [c for s in aggs for c in state_names(s)]
+
+def _int64_sums(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> tuple[str, ...]:
+    """Decimal columns that are only summed or averaged, computed by the projection fused
+    right below on unscaled int64: handed over as int64 and summed as such (no conversion to
+    decimal128 and back)."""
+    if not isinstance(projected, ProjectExec) or not projected.int64_decimal:
+        return ()
+    summed = {s.arg for s in aggs if s.fn in ("sum", "avg") and s.arg is not None
+              and T.is_decimal(s.arg_dtype)}
+    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group)
+    return tuple(sorted(summed - other))
+
+
+def _state_columns(group, aggs) -> list[str]:
+    """The partial aggregate's columns as the plan shows them: the group keys, then one
+    column of states per aggregate (how many state columns each has is the kernel's)."""
+    return list(group) + [s.out for s in aggs]
 
 
 def _encoded_group_keys(plan: PhysicalPlan, group: tuple[str, ...]) -> PhysicalPlan:
@@ -656,11 +689,26 @@ def _balance(units: list[ScanUnit], n: int) -> tuple[tuple[ScanUnit, ...], ...]:
     return tuple(parts)
 
 
-def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) -> list[ScanUnit]:
-    """Drop row groups whose statistics prove the pushed filters false."""
-    from ..kernels.scan import pruning_expression
+def statistics_filters(filters) -> tuple:
+    """The pushed filters row-group statistics can decide. A filter reading a float column is
+    left out: Parquet's min/max leave NaN out, so `f = 'nan'` (NaN equals NaN, pqe's rule) or
+    `f > 2` (NaN sorts above every number) would prune row groups that hold matching NaNs."""
+    from ..plan.expr import ColumnRef, walk
 
-    expr = pruning_expression(provider, node.filters, {f.id: f.name for f in node.fields})
+    return tuple(f for f in filters
+                 if not any(isinstance(x, ColumnRef) and T.is_floating(x.dtype) for x in walk(f)))
+
+
+def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit],
+                 compile_filter) -> list[ScanUnit]:
+    """Drop row groups whose statistics prove the pushed filters false. `compile_filter`
+    (filters, {id: file column}) -> a pyarrow.dataset expression comes from the execution
+    layer (the session passes kernels.scan.pruning_expression): the planner decides what to
+    prune, the kernels' expression compiler says it in Arrow's terms."""
+    filters = statistics_filters(node.filters)
+    if compile_filter is None or not filters:
+        return units
+    expr = compile_filter(provider, filters, {f.id: f.name for f in node.fields})
     if expr is None:
         return units
     keep: list[ScanUnit] = []
@@ -672,8 +720,11 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) ->
     return keep
 
 
-def plan_physical(plan: L.LogicalPlan, config: PlannerConfig) -> PhysicalPlan:
-    planner = PhysicalPlanner(config)
+def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
+                  compile_filter=None) -> PhysicalPlan:
+    """The partitioned plan. `compile_filter` turns pushed scan filters into a
+    pyarrow.dataset expression for row-group pruning (None: no pruning)."""
+    planner = PhysicalPlanner(config, compile_filter)
     out = planner.plan(plan)
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
     return out

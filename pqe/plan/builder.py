@@ -78,8 +78,10 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
     try:
         if T.is_decimal(dtype) and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
             # ties away from zero, as CAST of a column rounds (kernels.expressions)
-            q = decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-dtype.scale),
-                                            rounding=decimal.ROUND_HALF_UP)
+            with decimal.localcontext() as c:  # 38 digits and a scale: beyond the default 28
+                c.prec = 80
+                q = decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-dtype.scale),
+                                                rounding=decimal.ROUND_HALF_UP)
             if len(q.as_tuple().digits) <= dtype.precision:
                 return Literal(q, dtype)
             return None

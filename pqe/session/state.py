@@ -134,8 +134,11 @@ class SessionState:
 
     def physical_plan(self, optimized: LogicalPlan) -> PhysicalPlan:
         """The partitioned plan of an optimized logical plan."""
+        from ..kernels.scan import pruning_expression
+
         return run_deep(plan_physical, optimized,
-                        self.config.planner_config(self.executor.parallelism))
+                        self.config.planner_config(self.executor.parallelism),
+                        pruning_expression)
 
     def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
             timeout: float | None = None, cancel=None, progress: Progress | None = None

@@ -1132,6 +1132,8 @@ class Binder:
             inner = rec(node.this)
             if isinstance(inner, Literal) and isinstance(inner.value, (int, float, decimal.Decimal)) \
                     and not isinstance(inner.value, bool):
+                if isinstance(inner.value, decimal.Decimal):
+                    return Literal(inner.value.copy_negate(), inner.dtype)  # exact, 38 digits
                 return Literal(-inner.value, inner.dtype)
             return B.call("negate", inner)
         if t is exp.Not:
@@ -1202,6 +1204,10 @@ class Binder:
                 if folded is None:
                     if T.is_interval(to):
                         return _interval_literal(arg.value, None)
+                    if T.is_numeric(to):
+                        # the kernel's text-to-number rules decide (as on a column); constant
+                        # folding reports "'x' is not a valid T"
+                        return B.cast(arg, to)
                     raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
                 return folded
             return B.cast(arg, to, try_=(t is exp.TryCast or bool(node.args.get("safe"))))
@@ -1477,7 +1483,10 @@ def _literal(node: exp.Literal) -> Literal:
         return Literal(text, T.TEXT)
     try:
         if re.fullmatch(r"[+-]?\d+", text):
-            return lit(int(text))
+            value = int(text)
+            if -(1 << 31) <= value < (1 << 31):
+                return Literal(value, T.INT32)  # PostgreSQL's and DuckDB's INTEGER (int4)
+            return lit(value)
         if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", text):
             d = decimal.Decimal(text)
             sign, digits, exp_ = d.as_tuple()
