@@ -394,3 +394,49 @@ def test_write_to_an_object_store(threads_ctx):
     back = threads_ctx.read_parquet(url).select("o_id", "region", "qty").to_arrow()
     _same(back, df.to_arrow())
     fs.rm("/pqe-writes", recursive=True)
+
+
+@pytest.fixture(scope="module")
+def s3_options():
+    """A local S3 endpoint (moto's server on loopback) with an empty bucket."""
+    import logging
+    import socket
+
+    pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                 aws_secret_access_key="testing", region_name="us-east-1").create_bucket(
+        Bucket="writes")
+    yield {"key": "testing", "secret": "testing",
+           "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    server.stop()
+
+
+def test_workers_write_to_s3(any_ctx, s3_options, request):
+    import s3fs
+
+    url = f"s3://writes/{request.node.callspec.id}/ds"
+    df = any_ctx.sql("SELECT o_id, region, qty FROM orders")
+    assert df.write_parquet(url, partition_by="region", storage_options=s3_options) == N
+    fs = s3fs.S3FileSystem(**s3_options)
+    files = fs.find(url)
+    assert files and all("/region=" in f and f.endswith(".parquet") and ".pqe-" not in f
+                         for f in files)
+    assert not [f for f in fs.find(f"s3://writes/{request.node.callspec.id}") if ".pqe-" in f]
+    back = any_ctx.read_parquet(url, storage_options=s3_options).select("o_id", "region", "qty")
+    _same(back.to_arrow(), df.to_arrow())
+    # a failing write to S3 leaves nothing either
+    bad = any_ctx.table("orders").map_batches(_slow_failure, schema=ORDERS.schema)
+    with pytest.raises(pqe.ExecutionError, match="this partition fails"):
+        bad.write_parquet(url + "2", storage_options=s3_options)
+    fs.invalidate_cache()
+    assert fs.find(url + "2") == [] and not [
+        f for f in fs.find(f"s3://writes/{request.node.callspec.id}") if ".pqe-" in f]

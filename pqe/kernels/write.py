@@ -181,16 +181,25 @@ def prepare(fs, root: str) -> None:
 
 
 def commit(fs, root: str, target: str, overwrite: bool) -> None:
-    """Every task succeeded: drop the control files and move the directory to `target`
-    (an existing target, when `overwrite`, is moved aside first and deleted after)."""
+    """Every task succeeded: drop the control files and make the directory `target`.
+
+    On a local disk the directory is renamed (atomic; an existing target, when `overwrite`,
+    is renamed aside first and deleted after). On an object store, which cannot rename, the
+    files are copied under `target` and the temporary ones deleted; a failure while copying
+    deletes what was copied (an existing target's files are deleted only after every new
+    file is in place, but readers may see both during that step)."""
     delete_quietly(fs, f"{root}/{MARKER}")
     _delete_tree(fs, f"{root}/{INFLIGHT}")
     info = fs.get_file_info(target)
+    exists_ = info.type != pafs.FileType.NotFound
+    if exists_ and not overwrite:
+        raise ExecutionError(f"write to '{target}': it exists; pass overwrite=True "
+                             f"(OVERWRITE in COPY) to replace it")
+    if not isinstance(fs, pafs.LocalFileSystem):
+        _copy_commit(fs, root, target, info if exists_ else None)
+        return
     old = None
-    if info.type != pafs.FileType.NotFound:
-        if not overwrite:
-            raise ExecutionError(f"write to '{target}': it exists; pass overwrite=True "
-                                 f"(OVERWRITE in COPY) to replace it")
+    if exists_:
         parent, base = _split(target)
         old = f"{parent}/.{base}.pqe-{uuid.uuid4().hex[:12]}.old"
         fs.move(target, old)
@@ -202,6 +211,38 @@ def commit(fs, root: str, target: str, overwrite: bool) -> None:
         raise
     if old is not None:
         _delete_any(fs, old)
+
+
+def _copy_commit(fs, root: str, target: str, existing) -> None:
+    new = [i.path for i in _files_under(fs, root)]
+    old = []
+    if existing is not None:
+        old = [i.path for i in _files_under(fs, target)] \
+            if existing.type == pafs.FileType.Directory else [target]
+        if existing.type != pafs.FileType.Directory:
+            fs.delete_file(target)  # a file where the directory goes
+            old = []
+    copied = []
+    try:
+        for path in new:
+            dest = target + path[len(root):]
+            fs.copy_file(path, dest)
+            copied.append(dest)
+    except BaseException:
+        for dest in copied:
+            if dest not in old:
+                delete_quietly(fs, dest)
+        raise
+    keep = set(copied)
+    for path in old:
+        if path not in keep:
+            delete_quietly(fs, path)
+    _delete_tree(fs, root)
+
+
+def _files_under(fs, directory: str) -> list:
+    selector = pafs.FileSelector(directory, recursive=True, allow_not_found=True)
+    return [i for i in fs.get_file_info(selector) if i.type == pafs.FileType.File]
 
 
 def abort(fs, root: str, wait: float = 120.0) -> None:
