@@ -259,3 +259,22 @@ def test_every_public_method_has_a_docstring(cls):
                 missing.append(name)
     assert missing == []
     assert "Rows where" in pqe.DataFrame.filter.__doc__
+
+
+def test_registered_dataframes_in_subqueries_self_joins_and_views(bctx):
+    bctx.register_dataframe("big", bctx.table("t").filter(col("x") > 20).select("g", "t", "x"))
+    assert bctx.sql("DESCRIBE big").to_pylist()[0] == {"column_name": "g", "column_type": "BIGINT",
+                                                      "null": "YES"}
+    got = bctx.sql("SELECT t, x FROM t WHERE x IN (SELECT x FROM big) AND EXISTS "
+                   "(SELECT 1 FROM big b WHERE b.g = t.g)")
+    same(got, bctx.sql("SELECT t, x FROM t WHERE x > 20 AND g IS NOT NULL"), plan=False)
+    pairs = bctx.sql("SELECT a.x, b.t FROM big a JOIN big b ON a.x = b.x")
+    assert_same(pairs.to_arrow(), bctx.sql(
+        "SELECT a.x, b.t FROM (SELECT * FROM t WHERE x > 20) a JOIN "
+        "(SELECT * FROM t WHERE x > 20) b ON a.x = b.x").to_arrow())
+    bctx.sql("CREATE VIEW v AS SELECT g, count(*) AS n FROM big GROUP BY g")
+    assert_same(bctx.table("v").to_arrow(),
+                bctx.sql("SELECT g, count(*) AS n FROM t WHERE x > 20 GROUP BY g").to_arrow())
+    # SQL over the name plans like SQL over the DataFrame's own query
+    text = bctx.sql("SELECT x FROM big WHERE g = 2").explain()
+    assert "Scan: t [x] filters=[(t.g = 2), (t.x > 20)]" in text.split("Optimized")[1]
