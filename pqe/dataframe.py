@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .errors import BindError, UnknownColumnError, suggest
+from .errors import BindError
 from .extras import require
 from .expressions import Expr, Resolver, SortExpr, _sort_key, to_expr
 from .plan import builder as B

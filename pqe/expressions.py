@@ -523,4 +523,5 @@ WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_di
                     "lag", "lead", "first_value", "last_value", "nth_value")
 
 __all__ = ["Expr", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
-           "Literal", "AggCall", *WINDOW_FUNCTIONS]
+           "Literal", "AggCall", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
+           "ntile", "lag", "lead", "first_value", "last_value", "nth_value"]

@@ -146,7 +146,7 @@ def call_user_function(fn, table: pa.Table, what: str) -> pa.Table:
         out = fn(table)
     except Error:
         raise
-    except Exception as e:  # noqa: BLE001 - the user's function: any error is reported
+    except Exception as e:  # the user's function: any error is reported
         raise ExecutionError(f"{what} raised {type(e).__name__}: {e}") from e
     return as_table(out, what)
 

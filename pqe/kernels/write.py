@@ -35,7 +35,6 @@ from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from ..errors import ExecutionError, QueryCancelled
