@@ -252,8 +252,19 @@ def test_existing_target_needs_overwrite_and_empty_results_keep_a_schema(threads
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]  # no temporary directory left
     with pytest.raises(pqe.UnknownColumnError, match="partition column 'nope'"):
         q.write_parquet(tmp_path / "x", partition_by=["nope"])
+    # missing parent directories are made, and removed again when the write fails
+    assert q.write_parquet(tmp_path / "new" / "dirs" / "x") == 10
+    assert os.listdir(tmp_path / "new" / "dirs" / "x") == ["part-00000.parquet"]
+    bad = threads_ctx.table("orders").map_batches(_slow_failure, schema=ORDERS.schema)
+    with pytest.raises(pqe.ExecutionError, match="this partition fails"):
+        bad.write_parquet(tmp_path / "more" / "dirs" / "x")
+    assert not (tmp_path / "more").exists()
+    # COPY (SQL) does not make directories
+    stmt = S.Copy(q.logical_plan(), str(tmp_path / "missing" / "x"), "parquet",
+                  {"PARTITION_BY": ("qty",)})
     with pytest.raises(pqe.ExecutionError, match="does not exist"):
-        q.write_parquet(tmp_path / "missing" / "x")
+        threads_ctx.session.execute(stmt)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "new"]
 
 
 def _slow_failure(t: pa.Table) -> pa.Table:

@@ -202,10 +202,11 @@ class SessionState:
         """Write a query's rows as a directory of Parquet or CSV files, each partition by the
         task that computed it (on a cluster, on the workers), under hive `key=value/`
         directories for `partition_by`; atomic (see session.writes.write_dataset). Returns
-        the rows written. The caller checks access (SQL's COPY does; Python is trusted)."""
+        the rows written. Missing parent directories are created (removed again on
+        failure). The caller checks access (SQL's COPY does; Python is trusted)."""
         return W.write_dataset(self, plan, path, format, tuple(partition_by), options,
                                overwrite=overwrite, storage_options=storage_options,
-                               filesystem=filesystem,
+                               filesystem=filesystem, make_parents=True,
                                run={"timeout": timeout, "cancel": cancel, "progress": progress})
 
     def register(self, name: str, provider: Any) -> None:

@@ -514,19 +514,19 @@ def _provider_paths(entry) -> list[str]:
 def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
                   partition_by: tuple[str, ...] = (), options: dict | None = None, *,
                   overwrite: bool = False, storage_options: dict | None = None,
-                  filesystem=None, run: dict | None = None, what: str = "write") -> int:
+                  filesystem=None, run: dict | None = None, what: str = "write",
+                  make_parents: bool = False) -> int:
     """Run `plan` and write its rows as a directory of `fmt` files at `path`: each partition
     by the task that computed it (kernels.write), under hive `key=value/` directories for
     `partition_by`. Atomic: written under a temporary directory beside the target and
     renamed when every task succeeded; on any failure (an error in a partition, a timeout,
     cancellation) nothing is left behind. An existing target is replaced only with
-    `overwrite`. Returns the number of rows written."""
+    `overwrite`. Missing parent directories of a local target are an error, or with
+    `make_parents` are created (and removed again if the write fails). Returns the number of
+    rows written."""
     from .. import filesystems
     from ..errors import UnknownColumnError, suggest
-    from ..execution import driver
     from ..kernels import write as K
-    from ..physical.plan import WriteSpec
-    from ..physical.planner import plan_write
 
     if fmt not in ("parquet", "csv"):
         raise UnsupportedError(f"{what}: format {fmt!r} is not supported (use parquet or csv)")
@@ -555,10 +555,11 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
     except CatalogError as e:
         raise ExecutionError(f"{what} '{text}': {e}") from e
     fs = fs_spec.arrow_fs()
+    created: list[str] = []  # parent directories this write made
     if fs_spec.is_local:
         _check_dataset_target(session, target, text, what)
         parent = os.path.dirname(target.rstrip(os.sep)) or "."
-        if not os.path.isdir(parent):
+        if not os.path.isdir(parent) and not make_parents:
             raise ExecutionError(f"{what} '{text}': directory {parent} does not exist")
     if K.exists(fs, target) and not overwrite:
         raise ExecutionError(f"{what} '{text}': it exists; pass overwrite=True (OVERWRITE in "
@@ -566,6 +567,53 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
     run = run or {}
     phys = session.physical_plan(session.optimize(plan))
     session.check_memory(phys)
+    if fs_spec.is_local:
+        created = _make_parents(os.path.dirname(target.rstrip(os.sep)) or ".", text, what)
+    try:
+        return _write_dataset(session, plan, phys, fs_spec, fs, target, text, fmt, names, keys,
+                              options, overwrite, run, what)
+    except BaseException:
+        for d in reversed(created):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise
+
+
+def _make_parents(parent: str, text: str, what: str) -> list[str]:
+    """Create `parent` and its missing ancestors; the directories created, outermost first."""
+    missing = []
+    d = parent
+    while not os.path.isdir(d):
+        missing.append(d)
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    created = []
+    try:
+        for d in reversed(missing):
+            os.mkdir(d)
+            created.append(d)
+    except OSError as e:
+        for d in reversed(created):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise ExecutionError(f"{what} '{text}': cannot create directory {e.filename}: "
+                             f"{e.strerror or e}") from e
+    return created
+
+
+def _write_dataset(session, plan, phys, fs_spec, fs, target, text, fmt, names, keys, options,
+                   overwrite, run, what) -> int:
+    from ..execution import driver
+    from ..kernels import write as K
+    from ..physical.plan import WriteSpec
+    from ..physical.planner import plan_write
+
     root = K.temporary_root(target)
     spec = WriteSpec(fmt, fs_spec, root, tuple(names), tuple(f.dtype for f in plan.schema), keys,
                      tuple(sorted((options or {}).items())))
