@@ -24,16 +24,22 @@ from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Cata
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
-    from .dataframe import DataFrame, GroupBy
+    from .dataframe import DataFrame, GroupBy, Plan
     from .dbapi import apilevel, connect, paramstyle, threadsafety
-    from .expressions import Expr, col, count, lit
+    from .expressions import (Expr, coalesce, col, count, cume_dist, dense_rank, first_value,
+                              lag, last_value, lead, lit, nth_value, ntile, percent_rank, rank,
+                              row_number, when)
 
 # attribute -> module that defines it, imported on first access
 _LAZY = {
     "Context": ".context", "DataFrame": ".dataframe", "GroupBy": ".dataframe",
-    "Expr": ".expressions", "col": ".expressions", "lit": ".expressions",
-    "count": ".expressions", "connect": ".dbapi", "apilevel": ".dbapi",
-    "paramstyle": ".dbapi", "threadsafety": ".dbapi",
+    "Plan": ".dataframe", "Expr": ".expressions", "col": ".expressions", "lit": ".expressions",
+    "count": ".expressions", "when": ".expressions", "coalesce": ".expressions",
+    "row_number": ".expressions", "rank": ".expressions", "dense_rank": ".expressions",
+    "percent_rank": ".expressions", "cume_dist": ".expressions", "ntile": ".expressions",
+    "lag": ".expressions", "lead": ".expressions", "first_value": ".expressions",
+    "last_value": ".expressions", "nth_value": ".expressions", "connect": ".dbapi",
+    "apilevel": ".dbapi", "paramstyle": ".dbapi", "threadsafety": ".dbapi",
 }
 
 
@@ -51,7 +57,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AccessError", "Context", "DataFrame", "GroupBy", "Expr", "col", "lit", "count", "Error",
+    "AccessError", "Context", "DataFrame", "GroupBy", "Plan", "Expr", "col", "lit", "count",
+    "when", "coalesce", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
+    "ntile", "lag", "lead", "first_value", "last_value", "nth_value", "Error",
     "SQLSyntaxError", "BindError", "UnknownTableError", "UnknownColumnError",
     "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError", "UnsupportedError",
     "ExecutionError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",

@@ -15,6 +15,7 @@ from .dataframe import DataFrame
 from .errors import CatalogError, Error
 from .extras import require
 from .execution.scheduler import Executor
+from .plan import builder as B
 from .session import Result, SessionConfig, SessionState, memory_result
 
 
@@ -50,6 +51,7 @@ class Context:
 
     @property
     def catalog(self):
+        """The session's catalog: registered tables, views and DataFrames by name."""
         return self._session.catalog
 
     # ---- registration --------------------------------------------------------------------
@@ -77,46 +79,74 @@ class Context:
 
     def register_arrow(self, name: str, data: Any) -> None:
         """A pyarrow Table or RecordBatchReader, or anything with `__arrow_c_stream__`."""
-        if isinstance(data, pa.RecordBatchReader):
-            data = data.read_all()
-        elif isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
-        elif not isinstance(data, pa.Table):
-            if hasattr(data, "__arrow_c_stream__"):
-                data = pa.table(data)
-            else:
-                raise CatalogError(
-                    f"register_arrow needs a pyarrow Table or an Arrow stream, got {type(data).__name__}")
-        self._session.register(name, MemoryTable(data))
+        self._session.register(name, MemoryTable(_arrow_table(data, "register_arrow")))
 
     def register_pandas(self, name: str, df: Any) -> None:
         """A pandas DataFrame (copied to Arrow now)."""
-        pd = require("pandas", "register_pandas()")
-        if not isinstance(df, pd.DataFrame):
-            hint = " (use register_arrow for Polars and other Arrow data)" if hasattr(
-                df, "__arrow_c_stream__") else ""
-            raise CatalogError(f"register_pandas needs a pandas DataFrame, got "
-                               f"{type(df).__module__}.{type(df).__name__}{hint}")
-        try:
-            table = pa.Table.from_pandas(df, preserve_index=False)
-        except (pa.ArrowException, TypeError, ValueError) as e:
-            raise CatalogError(f"cannot convert pandas DataFrame {name!r} to Arrow: {e}") from e
-        self._session.register(name, MemoryTable(table))
+        self._session.register(name, MemoryTable(_pandas_table(df, "register_pandas", name)))
 
     def register_dask(self, name: str, ddf: Any) -> None:
         """A dask DataFrame: its partitions are read inside pqe's task graph."""
         self._session.register(name, DaskTable(ddf))
 
+    def register_dataframe(self, name: str, df: DataFrame) -> None:
+        """A pqe DataFrame under a name SQL can query, like a view: `ctx.sql("SELECT ... FROM
+        name")` runs the DataFrame's plan inside the query (filters in SQL reach its scans).
+        It keeps reading the table versions it was built over; a DataFrame made by
+        map_batches() works as any other."""
+        from .plan.tables import PlanTable
+
+        if not isinstance(df, DataFrame):
+            raise CatalogError(f"register_dataframe needs a pqe.DataFrame, got "
+                               f"{type(df).__module__}.{type(df).__name__}")
+        names = df.columns
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise CatalogError(f"register_dataframe: the DataFrame has two columns named "
+                               f"{dup[0]!r}; rename one first")
+        self._session.register(name, PlanTable(df.logical_plan()))
+
     def deregister(self, name: str) -> None:
+        """Remove a registered table, view or DataFrame (CatalogError if there is none)."""
         if not self._session.deregister(name):
             raise CatalogError(f"table {name!r} does not exist")
 
     def tables(self) -> list[str]:
+        """The names of the registered tables, views and DataFrames, sorted."""
         return self._session.catalog.names()
+
+    # ---- DataFrames without a name ---------------------------------------------------------
+
+    def read_parquet(self, path: str | os.PathLike | list, *, storage_options: dict | None = None,
+                     filesystem: Any = None) -> DataFrame:
+        """A DataFrame over Parquet file(s), as register_parquet reads them (a file,
+        directory with hive partitions, glob, list, or URL), without registering a name."""
+        provider = ParquetTable(path, filesystem=filesystem, storage_options=storage_options)
+        return DataFrame(self._session, B.scan(_stem(path, "read_parquet"), provider))
+
+    def read_csv(self, path: str | os.PathLike | list, schema: dict | None = None,
+                 delimiter: str = ",", header: bool = True, *,
+                 storage_options: dict | None = None, filesystem: Any = None) -> DataFrame:
+        """A DataFrame over CSV file(s), as register_csv reads them, without registering a
+        name."""
+        provider = CsvTable(path, schema, delimiter, header, filesystem=filesystem,
+                            storage_options=storage_options)
+        return DataFrame(self._session, B.scan(_stem(path, "read_csv"), provider))
+
+    def from_arrow(self, data: Any) -> DataFrame:
+        """A DataFrame over a pyarrow Table, RecordBatch(Reader) or any `__arrow_c_stream__`
+        object (a Polars DataFrame, ...), without registering a name."""
+        return DataFrame(self._session, B.scan("arrow", MemoryTable(_arrow_table(data, "from_arrow"))))
+
+    def from_pandas(self, df: Any) -> DataFrame:
+        """A DataFrame over a pandas DataFrame (copied to Arrow now), without registering a
+        name."""
+        return DataFrame(self._session, B.scan("pandas", MemoryTable(_pandas_table(df, "from_pandas"))))
 
     # ---- queries -------------------------------------------------------------------------
 
     def table(self, name: str) -> DataFrame:
+        """A DataFrame reading a registered table, view or DataFrame."""
         return DataFrame(self._session, self._session.table_plan(name))
 
     def sql(self, query: str, params: Sequence[Any] | None = None, *,
@@ -132,7 +162,7 @@ class Context:
         if result.plan is not None:
             return DataFrame(self._session, result.plan)
         if result.table is not None:
-            return DataFrame(self._session, memory_result(result.table))
+            return DataFrame(self._session, memory_result(result.table), result)
         if result.rows_affected is not None:
             table = pa.table({"count": pa.array([result.rows_affected], pa.int64())})
         else:
@@ -154,6 +184,8 @@ class Context:
         return self._session.executor.dashboard_link
 
     def close(self) -> None:
+        """Stop the executor (and a local cluster started with workers=); the Context is
+        not usable afterwards. `with pqe.Context() as ctx:` closes it at the end."""
         self._session.close()
 
     def __enter__(self) -> Context:
@@ -161,6 +193,42 @@ class Context:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _arrow_table(data: Any, what: str) -> pa.Table:
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.Table):
+        return data
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    raise CatalogError(f"{what} needs a pyarrow Table or an Arrow stream, got "
+                       f"{type(data).__name__}")
+
+
+def _pandas_table(df: Any, what: str, name: str | None = None) -> pa.Table:
+    pd = require("pandas", f"{what}()")
+    if not isinstance(df, pd.DataFrame):
+        hint = " (use register_arrow for Polars and other Arrow data)" if hasattr(
+            df, "__arrow_c_stream__") else ""
+        raise CatalogError(f"{what} needs a pandas DataFrame, got "
+                           f"{type(df).__module__}.{type(df).__name__}{hint}")
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        label = f" {name!r}" if name else ""
+        raise CatalogError(f"cannot convert pandas DataFrame{label} to Arrow: {e}") from e
+
+
+def _stem(path: Any, default: str) -> str:
+    """A display name for an unnamed file table (EXPLAIN): the file or directory name."""
+    if isinstance(path, (list, tuple)):
+        return default
+    text = os.fspath(path).rstrip("/")
+    base = text.rsplit("/", 1)[-1].split(".")[0]
+    return base if base and not any(c in base for c in "*?[") else default
 
 
 __all__ = ["Context", "Error"]

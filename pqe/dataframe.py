@@ -2,25 +2,40 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import html as _html
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from .errors import BindError
 from .extras import require
-from .expressions import Expr, Resolver, SortExpr, to_expr
+from .expressions import Expr, Resolver, SortExpr, _sort_key, to_expr
 from .plan import builder as B
-from .plan.explain import format_plan
-from .plan.expr import AggCall, ColumnRef, SortKey, is_aggregate, transform
+from .plan.expr import AggCall, ColumnRef, WindowCall, is_aggregate, transform, walk
 from .plan.logical import LogicalPlan
 
 if TYPE_CHECKING:  # pragma: no cover
     from .session import Result, SessionState
 
 
+class Plan(str):
+    """Plan text (`DataFrame.explain()`): a str that prints as itself in a REPL and renders
+    preformatted in a notebook."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{_html.escape(str(self))}</pre>"
+
+
 class DataFrame:
     """A query that has not run yet. Immutable; every method returns a new DataFrame or a
-    result. Run it with `to_arrow()`, `to_pandas()`, ...; see it with `explain()`."""
+    result. Build it with select/filter/with_columns/group_by/join/sort/...; run it with
+    `to_arrow()`, `to_pandas()`, `write_parquet()`, ...; see it with `explain()`."""
 
     def __init__(self, session: SessionState, plan: LogicalPlan, result: Result | None = None):
         self._session = session
@@ -32,27 +47,38 @@ class DataFrame:
 
     @property
     def schema(self) -> pa.Schema:
+        """The result's columns: names, Arrow types and nullability (nothing runs)."""
         return pa.schema([pa.field(f.name, f.dtype, f.nullable) for f in self._plan.schema])
 
     @property
     def columns(self) -> list[str]:
+        """The result's column names, in order (nothing runs)."""
         return [f.name for f in self._plan.schema]
 
+    @property
+    def dtypes(self) -> list[pa.DataType]:
+        """The result's column types (Arrow), in the order of `columns` (nothing runs)."""
+        return [f.dtype for f in self._plan.schema]
+
     def logical_plan(self) -> LogicalPlan:
+        """The logical plan as built (before optimization)."""
         return self._plan
 
     def optimized_plan(self) -> LogicalPlan:
+        """The logical plan after the optimizer's rules (computed once, then kept)."""
         if self._optimized is None:
             self._optimized = self._session.optimize(self._plan)
         return self._optimized
 
     def physical_plan(self):
+        """The partitioned physical plan the query would run as."""
         return self._session.physical_plan(self.optimized_plan())
 
-    def explain(self, analyze: bool = False, timeout: float | None = None, cancel=None) -> str:
-        """Logical, optimized and physical plans as deterministic text; with `analyze`, the
+    def explain(self, analyze: bool = False, timeout: float | None = None, cancel=None) -> Plan:
+        """Logical, optimized and physical plans as deterministic text (a `pqe.Plan`: a str
+        that prints as itself and renders preformatted in a notebook); with `analyze`, the
         query runs and every operator shows its rows and time."""
-        return self._session.explain(self._plan, analyze, timeout=timeout, cancel=cancel)
+        return Plan(self._session.explain(self._plan, analyze, timeout=timeout, cancel=cancel))
 
     # ---- execution -----------------------------------------------------------------------
 
@@ -67,9 +93,14 @@ class DataFrame:
     collect = to_arrow
 
     def to_pandas(self, timeout: float | None = None):
-        """The result as a pandas DataFrame (needs the `pandas` extra)."""
+        """The result as a pandas DataFrame (needs the `pandas` extra), typed as DuckDB's
+        `.df()` types it: DATE and TIMESTAMP as datetime64[us], DECIMAL as float64 (exact
+        values: to_arrow()), integer and boolean columns that hold NULLs as pandas' nullable
+        Int64/boolean (numpy int64/bool otherwise), text as pandas' string dtype."""
         require("pandas", "to_pandas()")
-        return self.to_arrow(timeout).to_pandas()
+        from .kernels.interop import to_pandas
+
+        return to_pandas(self.to_arrow(timeout))
 
     def to_polars(self):
         """The result as a Polars DataFrame (needs the `polars` extra)."""
@@ -78,9 +109,27 @@ class DataFrame:
 
     def to_dask(self):
         """A dask DataFrame whose partitions are this query's partitions (nothing runs now;
-        needs the `pandas` extra, as dask.dataframe does)."""
+        needs the `pandas` extra, as dask.dataframe does). Every partition and the meta have
+        the same dtypes: as to_pandas(), except that integer and boolean columns that may
+        hold NULLs (by their type) are always pandas' nullable Int64/boolean."""
         require("pandas", "to_dask()")
         return self._session.to_dask(self._plan, self.optimized_plan())
+
+    def to_pylist(self) -> list[dict]:
+        """The result as a list of row dicts (runs the query)."""
+        return self.to_arrow().to_pylist()
+
+    def count(self) -> int:
+        """The number of rows (runs a count of the query)."""
+        agg = B.aggregate(self._plan, [], [(AggCall("count_star", (), pa.int64()), "count")])
+        return DataFrame(self._session, agg).to_arrow().column(0)[0].as_py()
+
+    def __len__(self) -> int:
+        """len(df): the number of rows (runs a count of the query)."""
+        return self.count()
+
+    def __bool__(self) -> bool:
+        return True  # a DataFrame is an object, not a collection to test for emptiness
 
     def _result_schema(self) -> pa.Schema:
         return pa.schema([pa.field(f.name, f.dtype) for f in self._plan.schema])
@@ -89,21 +138,100 @@ class DataFrame:
         """Arrow PyCapsule stream: pa.table(df), pl.DataFrame(df), duckdb read pqe results."""
         return self.to_arrow().__arrow_c_stream__(requested_schema)
 
+    # ---- writing -------------------------------------------------------------------------
+
+    def write_parquet(self, path: str | os.PathLike, partition_by: str | Sequence[str] | None = None,
+                      *, overwrite: bool = False, compression: str = "snappy",
+                      storage_options: dict | None = None, filesystem: Any = None,
+                      timeout: float | None = None, cancel=None, progress=None) -> int:
+        """Run the query and write its rows as a directory of Parquet files, in parallel:
+        each partition is written by the task that computed it (on a cluster, by the
+        workers: give a path they all see, or an object store URL such as s3://bucket/dir
+        with `storage_options` or `filesystem` as for Context.register_parquet), one file per
+        partition, under hive `key=value/` directories for `partition_by` (those columns
+        are then not in the files; NULL is `__HIVE_DEFAULT_PARTITION__`).
+
+        Atomic: files are written under a hidden temporary directory beside `path`, which
+        becomes `path` only when the whole query succeeded; after an error (or a timeout,
+        or cancel) nothing is left behind. An existing `path` is replaced only with
+        `overwrite=True`; a table registered from files under `path` is never overwritten.
+        Returns the number of rows written. DuckDB reads the result with
+        `read_parquet('path/**/*.parquet', hive_partitioning=true)`."""
+        return self._write(path, "parquet", partition_by, overwrite, {"compression": compression},
+                           storage_options, filesystem, timeout, cancel, progress)
+
+    def write_csv(self, path: str | os.PathLike, partition_by: str | Sequence[str] | None = None,
+                  *, overwrite: bool = False, header: bool = True, delimiter: str = ",",
+                  storage_options: dict | None = None, filesystem: Any = None,
+                  timeout: float | None = None, cancel=None, progress=None) -> int:
+        """Run the query and write its rows as a directory of CSV files (each with a header
+        unless `header=False`), in parallel and atomically, as write_parquet() does; returns
+        the number of rows written."""
+        if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in ('"', "\n", "\r"):
+            raise BindError(f"delimiter must be one character other than a quote or a newline, "
+                            f"not {delimiter!r}")
+        return self._write(path, "csv", partition_by, overwrite,
+                           {"header": bool(header), "delimiter": delimiter}, storage_options,
+                           filesystem, timeout, cancel, progress)
+
+    def _write(self, path, fmt, partition_by, overwrite, options, storage_options, filesystem,
+               timeout, cancel, progress) -> int:
+        keys = [] if partition_by is None else (
+            [partition_by] if isinstance(partition_by, str) else list(partition_by))
+        return self._session.write(self._plan, path, fmt, partition_by=keys,
+                                   overwrite=overwrite, options=options,
+                                   storage_options=storage_options, filesystem=filesystem,
+                                   timeout=timeout, cancel=cancel, progress=progress)
+
+    # ---- display -------------------------------------------------------------------------
+
+    def _is_explain(self) -> bool:
+        return self.result is not None and self.result.kind == "EXPLAIN"
+
+    def _head(self, n: int) -> tuple[pa.Table, int | None]:
+        """The first n rows and the total row count when it is known without running more
+        than the head (a short result, or a count read from table metadata)."""
+        head = DataFrame(self._session, B.limit(self._plan, n + 1)).to_arrow()
+        if head.num_rows <= n:
+            return head, head.num_rows
+        return head.slice(0, n), _known_rows(self.optimized_plan())
+
     def _repr_html_(self) -> str:
-        import html
-
-        head = DataFrame(self._session, B.limit(self._plan, 10)).to_arrow()
-        cols = "".join(f"<th>{html.escape(f.name)}<br><small>{html.escape(str(f.type))}</small></th>"
+        """Notebook view: the first 10 rows (NULL shown as NULL, text escaped) and the row
+        count when known cheaply; the result of EXPLAIN shows as its plan."""
+        if self._is_explain():
+            return Plan(self._plan_text())._repr_html_()
+        head, total = self._head(10)
+        esc = _html.escape
+        cols = "".join(f"<th>{esc(f.name)}<br><small>{esc(str(f.type))}</small></th>"
                        for f in head.schema)
-        rows = "".join("<tr>" + "".join(f"<td>{html.escape(repr(v) if v is None else str(v))}</td>"
-                                        for v in r.values()) + "</tr>" for r in head.to_pylist())
-        return (f"<table><thead><tr>{cols}</tr></thead><tbody>{rows}</tbody></table>"
-                f"<p>first {head.num_rows} rows</p>")
+        body = []
+        for r in range(head.num_rows):
+            cells = []
+            for c in head.columns:
+                v = c[r].as_py()
+                cells.append("<td><i>NULL</i></td>" if v is None else f"<td>{esc(_cell(v))}</td>")
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        return (f"<table><thead><tr>{cols}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+                f"<p>{_count_text(head.num_rows, total)}</p>")
 
-    def to_pylist(self) -> list[dict]:
-        return self.to_arrow().to_pylist()
+    def show(self, n: int = 10) -> None:
+        """Print the first `n` rows as a text table (NULL as NULL) and the row count when it
+        is known cheaply; the result of EXPLAIN prints as its plan."""
+        print(self._show_text(n))
+
+    def _show_text(self, n: int) -> str:
+        if self._is_explain():
+            return self._plan_text()
+        head, total = self._head(n)
+        return _text_table(head) + "\n" + _count_text(head.num_rows, total)
+
+    def _plan_text(self) -> str:
+        return "\n".join(str(v) for v in self.to_arrow().column(0).to_pylist())
 
     def __repr__(self) -> str:
+        if self._is_explain():
+            return self._plan_text()
         cols = ", ".join(f"{f.name}: {f.dtype}" for f in self._plan.schema)
         return f"<pqe.DataFrame [{cols}]>"
 
@@ -112,7 +240,7 @@ class DataFrame:
     def _new(self, plan: LogicalPlan) -> DataFrame:
         return DataFrame(self._session, plan)
 
-    def _resolve(self, items, what: str, allow_agg: bool = False):
+    def _resolve(self, items, what: str, allow_agg: bool = False, allow_window: bool = False):
         r = Resolver(self._plan.schema)
         out = []
         for e in items:
@@ -120,42 +248,97 @@ class DataFrame:
             resolved = x._resolve(r)
             if not allow_agg and is_aggregate(resolved):
                 raise BindError(f"aggregate {x._name} is not allowed in {what}; use group_by().agg()")
+            if not allow_window and _windows(resolved):
+                raise BindError(f"window function {x._name} is not allowed in {what}; add it "
+                                f"with with_columns() first")
             out.append((resolved, x._name))
         return out
 
+    def _with_windows(self, resolved):
+        """A Window node for the window calls in `resolved` (as the SQL binder makes it) and
+        the expressions reading its columns instead."""
+        calls: list = []
+        for e, _ in resolved:
+            for c in _windows(e):
+                if c not in calls:
+                    calls.append(c)
+        if not calls:
+            return self._plan, resolved
+        window = B.window(self._plan, calls)
+        refs = {c: ColumnRef(f) for c, f in zip(calls, window.fields, strict=True)}
+        out = [(transform(e, lambda x: refs.get(x) if isinstance(x, WindowCall) else None), n)
+               for e, n in resolved]
+        return window, out
+
     def select(self, *exprs: str | Expr, **named: str | Expr) -> DataFrame:
-        """Columns or expressions; aggregates alone (no columns) give a one-row result."""
+        """Columns or expressions (keyword arguments name them); aggregates alone (no
+        columns) give a one-row result; window expressions (`.over(...)`) are computed by a
+        Window node, as in SQL."""
         items = list(exprs) + [to_expr(v).alias(k) for k, v in named.items()]
-        resolved = self._resolve(items, "select", allow_agg=True)
-        if any(is_aggregate(e) for e, _ in resolved):
+        resolved = self._resolve(items, "select", allow_agg=True, allow_window=True)
+        has_agg = any(is_aggregate(e) for e, _ in resolved)
+        if has_agg:
+            if any(_windows(e) for e, _ in resolved):
+                raise BindError("select() cannot mix aggregates and window functions; "
+                                "aggregate with group_by().agg() first")
             return _aggregate(self, [], resolved)
-        return self._new(B.project(self._plan, resolved))
+        plan, resolved = self._with_windows(resolved)
+        return self._new(B.project(plan, resolved))
 
     def filter(self, predicate: Expr) -> DataFrame:
+        """Rows where `predicate` is TRUE (SQL WHERE): `df.filter((col("x") > 1) & col("y").is_null())`."""
         ((pred, _),) = self._resolve([predicate], "filter")
         return self._new(B.filter(self._plan, pred))
 
     where = filter
 
     def with_columns(self, *exprs: Expr, **named: str | Expr) -> DataFrame:
-        """Add columns (an existing name is replaced in place)."""
+        """Add columns (an existing name is replaced in place); window expressions
+        (`col("v").sum().over(partition_by="g")`, `pqe.rank().over(order_by="v")`) are
+        allowed."""
         items = list(exprs) + [to_expr(v).alias(k) for k, v in named.items()]
-        new = self._resolve(items, "with_columns")
+        new = self._resolve(items, "with_columns", allow_window=True)
+        plan, new = self._with_windows(new)
         by_name = {name: e for e, name in new}
         out = []
         for f in self._plan.schema:
             out.append((by_name.pop(f.name), f.name) if f.name in by_name else (ColumnRef(f), f.name))
         out += [(e, n) for e, n in new if n in by_name]
-        return self._new(B.project(self._plan, out))
+        return self._new(B.project(plan, out))
+
+    def rename(self, mapping: dict[str, str] | None = None, **names: str) -> DataFrame:
+        """Columns under new names: `df.rename({"old": "new"})` or `df.rename(old="new")`;
+        other columns keep theirs."""
+        pairs = dict(mapping or {})
+        pairs.update(names)
+        r = Resolver(self._plan.schema)
+        new_names = {}
+        for old, new in pairs.items():
+            if not isinstance(new, str) or not new:
+                raise BindError(f"rename: the new name of {old!r} must be a non-empty string")
+            new_names[r.column(old).id] = new
+        return self._new(B.project(self._plan, [(ColumnRef(f), new_names.get(f.id, f.name))
+                                                for f in self._plan.schema]))
+
+    def drop(self, *columns: str) -> DataFrame:
+        """Every column except those named."""
+        r = Resolver(self._plan.schema)
+        gone = {r.column(c).id for c in columns}
+        keep = [(ColumnRef(f), f.name) for f in self._plan.schema if f.id not in gone]
+        if not keep:
+            raise BindError("drop() would leave no columns")
+        return self._new(B.project(self._plan, keep))
 
     def group_by(self, *keys: str | Expr) -> GroupBy:
+        """Group by columns or expressions; finish with `.agg(...)`."""
         return GroupBy(self, keys)
 
     def join(self, other: DataFrame, on: str | list[str] | None = None, *,
              left_on: str | Expr | list | None = None, right_on: str | Expr | list | None = None,
              how: str = "inner", suffix: str = "_right") -> DataFrame:
-        """how: inner, left, right, full (outer), semi, anti, cross. With `on`, the key columns
-        appear once; other right columns whose names clash get `suffix`."""
+        """Join with another DataFrame. how: inner, left, right, full (outer), semi, anti,
+        cross. With `on`, the key columns appear once; other right columns whose names
+        clash get `suffix`."""
         how = {"outer": "full", "full_outer": "full", "left_outer": "left"}.get(how, how)
         if how not in ("inner", "left", "right", "full", "semi", "anti", "cross"):
             raise BindError(f"unknown join type {how!r}")
@@ -192,23 +375,17 @@ class DataFrame:
 
     def sort(self, *by: str | Expr | SortExpr, descending: bool | list[bool] = False,
              nulls_last: bool | None = None) -> DataFrame:
+        """Order by columns, expressions or sort keys (`col("x").desc()`); NULLs sort last
+        ascending and first descending unless `nulls_last` says otherwise (as in SQL)."""
         desc = descending if isinstance(descending, list) else [descending] * len(by)
         if len(desc) != len(by):
             raise BindError("descending has a different length than the sort keys")
         r = Resolver(self._plan.schema)
-        keys = []
-        extra = []
-        for item, d in zip(by, desc, strict=True):
-            nl = nulls_last
-            if isinstance(item, SortExpr):
-                d, nl = item.descending, item.nulls_last if item.nulls_last is not None else nulls_last
-                item = item.expr
-            e = to_expr(item)._resolve(r)
-            nulls_first = (not nl) if nl is not None else d
-            keys.append(SortKey(e, not d, nulls_first))
-            extra.append(e)
+        keys = [_sort_key(item, r, d, nulls_last) for item, d in zip(by, desc, strict=True)]
         plan = self._plan
         if any(not isinstance(k.expr, ColumnRef) for k in keys):
+            from .plan.expr import SortKey
+
             # sort keys that are expressions: compute them, sort, drop them
             cols = [(ColumnRef(f), f.name) for f in plan.schema]
             comp = [(k.expr, f"__sort{i}") for i, k in enumerate(keys) if not isinstance(k.expr, ColumnRef)]
@@ -226,6 +403,8 @@ class DataFrame:
         return self._new(B.sort(plan, keys))
 
     def limit(self, n: int, offset: int = 0) -> DataFrame:
+        """The first `n` rows after skipping `offset` (SQL LIMIT/OFFSET; after a sort, a
+        top-N)."""
         from .plan.logical import Sort
 
         if isinstance(self._plan, Sort) and self._plan.fetch is None and offset == 0:
@@ -235,21 +414,55 @@ class DataFrame:
     head = limit
 
     def distinct(self) -> DataFrame:
+        """Rows without duplicates (SELECT DISTINCT)."""
         return self._new(B.distinct(self._plan))
 
     unique = distinct
 
     def union(self, other: DataFrame, distinct: bool = False) -> DataFrame:
-        """Rows of both (columns matched by position; names from this one)."""
+        """Rows of both (columns matched by position; names from this one); `distinct`
+        drops duplicates (UNION instead of UNION ALL)."""
         u = B.union_all([self._plan, other._plan])
         plan = B.distinct(u) if distinct else u
         return self._new(B.project(plan, [(ColumnRef(f), n) for f, n in
                                            zip(plan.schema, self.columns, strict=True)]))
 
-    def count(self) -> int:
-        """The number of rows (runs the query)."""
-        agg = B.aggregate(self._plan, [], [(AggCall("count_star", (), pa.int64()), "count")])
-        return DataFrame(self._session, agg).to_arrow().column(0)[0].as_py()
+    def map_batches(self, fn: Callable[[pa.Table], Any], schema: Any = None, *,
+                    name: str | None = None) -> DataFrame:
+        """A Python function over every partition, in parallel: `fn(pa.Table) -> pa.Table`
+        (a RecordBatch or any Arrow stream object, such as a Polars DataFrame, is also
+        accepted as its result). It runs in the task that computed each partition (on a
+        cluster, on the workers: the function is shipped with the graph by cloudpickle), and
+        its output composes with the rest of the plan: filters below it are pushed down as
+        usual, and it can be joined, aggregated, written, or registered
+        (Context.register_dataframe) and queried with SQL. An empty partition gives an empty
+        result without calling fn.
+
+        schema: the output columns (a pyarrow Schema, a {name: type} dict, or (name, type)
+        pairs; types as for Expr.cast); None infers it by calling fn on an empty table of the
+        input's schema (an error says so when that fails). Every result is checked against
+        it: other column names or types raise pqe.ExecutionError naming the function and the
+        partition, as do errors raised inside fn. `name` is shown in EXPLAIN
+        (`MapBatches: <name>`) and in errors; by default the function's name."""
+        from .kernels.interop import infer_schema
+        from .plan.logical import MapBatches, UserFunction
+
+        if not callable(fn):
+            raise BindError(f"map_batches needs a function, got {type(fn).__name__}")
+        names = self.columns
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise BindError(f"map_batches: the input has two columns named {dup[0]!r}; rename "
+                            f"one first")
+        label = name or _function_name(fn)
+        if schema is None:
+            out = infer_schema(fn, label, self.schema)
+        else:
+            out = _declared_schema(schema)
+        fields = tuple(B.new_field(f.name, f.type) for f in out)
+        node = MapBatches(self._plan, UserFunction(fn, label, uuid.uuid4().hex), tuple(names),
+                          fields)
+        return self._new(node)
 
 
 class GroupBy:
@@ -259,11 +472,42 @@ class GroupBy:
         self._df = df
         self._keys = keys
 
-    def agg(self, *aggs: Expr, **named: Expr) -> DataFrame:
+    def agg(self, *aggs: Expr | dict, **named: Expr) -> DataFrame:
+        """One row per group: the group keys, then the aggregates. Aggregates are
+        expressions (`col("x").sum()`, `pqe.count()`, `(col("a") * col("b")).sum()`),
+        named by keyword (`total=col("x").sum()`), or dicts of column -> function name(s)
+        (`{"c": "sum", "d": ["min", "max"]}`, named `sum(c)`, `min(d)`, `max(d)`; functions:
+        sum, mean/avg, min, max, count, n_unique, std, var, first, or any SQL aggregate
+        name such as stddev_pop or bool_and)."""
         keys = self._df._resolve(self._keys, "group_by keys")
-        items = list(aggs) + [to_expr(v).alias(k) for k, v in named.items()]
+        items: list = []
+        for a in aggs:
+            items += _dict_aggregates(a) if isinstance(a, dict) else [a]
+        items += [to_expr(v).alias(k) for k, v in named.items()]
         values = self._df._resolve(items, "agg", allow_agg=True)
         return _aggregate(self._df, keys, values)
+
+
+_AGG_METHODS = {"sum": "sum", "mean": "mean", "avg": "avg", "min": "min", "max": "max",
+                "count": "count", "n_unique": "n_unique", "nunique": "n_unique",
+                "count_distinct": "n_unique", "std": "std", "var": "var", "first": "first"}
+
+
+def _dict_aggregates(spec: dict) -> list[Expr]:
+    out = []
+    for column, fns in spec.items():
+        if not isinstance(column, str):
+            raise BindError(f"agg(): dict keys are column names, not {column!r}")
+        for fn in [fns] if isinstance(fns, str) else list(fns):
+            if not isinstance(fn, str):
+                raise BindError(f"agg(): {column!r} maps to function names, not {fn!r}")
+            method = _AGG_METHODS.get(fn.lower())
+            base = to_expr(column)
+            if method is not None:
+                out.append(getattr(base, method)())
+            else:
+                out.append(base._aggregate(fn.lower()))
+    return out
 
 
 def _aggregate(df: DataFrame, keys, values) -> DataFrame:
@@ -313,3 +557,122 @@ def _rename_clashes(joined, n_left: int, suffix: str, drop: tuple, coalesce=None
         taken.add(name)
         items.append((ColumnRef(f), name))
     return B.project(joined, items)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _windows(e) -> list:
+    return [x for x in walk(e) if isinstance(x, WindowCall)]
+
+
+def _function_name(fn) -> str:
+    import functools
+
+    if isinstance(fn, functools.partial):
+        return _function_name(fn.func)
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def _declared_schema(schema: Any) -> pa.Schema:
+    """map_batches(schema=...): a pyarrow Schema, a {name: type} dict or (name, type) pairs,
+    in engine types (types as Expr.cast takes them)."""
+    from . import types as T
+
+    if isinstance(schema, pa.Schema):
+        pairs = [(f.name, f.type) for f in schema]
+    elif isinstance(schema, dict):
+        pairs = list(schema.items())
+    else:
+        try:
+            pairs = [(f.name, f.type) if isinstance(f, pa.Field) else tuple(f) for f in schema]
+        except TypeError:
+            raise BindError("map_batches schema= is a pyarrow Schema, a {name: type} dict or "
+                            "(name, type) pairs") from None
+    fields = []
+    for item in pairs:
+        if len(item) != 2 or not isinstance(item[0], str) or not item[0]:
+            raise BindError(f"map_batches schema=: {item!r} is not a (name, type) pair")
+        fields.append(pa.field(item[0], T.parse_type(item[1])))
+    names = [f.name for f in fields]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise BindError(f"map_batches schema= names column {dup[0]!r} twice")
+    if not fields:
+        raise BindError("map_batches schema= has no columns")
+    return pa.schema(fields)
+
+
+def _known_rows(plan: LogicalPlan) -> int | None:
+    """The exact number of rows of an optimized plan when table metadata tells it without
+    running anything (in-memory tables, Parquet footers, through row-preserving nodes);
+    None otherwise."""
+    from .catalog import MemoryTable, ParquetTable
+    from .plan import logical as L
+
+    if isinstance(plan, L.Scan):
+        if plan.filters:
+            return None
+        if isinstance(plan.provider, MemoryTable):
+            return plan.provider.table.num_rows
+        if isinstance(plan.provider, ParquetTable):
+            return plan.provider.statistics().num_rows
+        return None
+    if isinstance(plan, L.Values):
+        return len(plan.rows)
+    if isinstance(plan, (L.Project, L.Window)):
+        return _known_rows(plan.input)
+    if isinstance(plan, L.Sort):
+        n = _known_rows(plan.input)
+        return n if n is None or plan.fetch is None else min(n, plan.fetch)
+    if isinstance(plan, L.Limit):
+        n = _known_rows(plan.input)
+        if n is None:
+            return None
+        n = max(0, n - plan.offset)
+        return n if plan.fetch is None else min(n, plan.fetch)
+    if isinstance(plan, L.Aggregate) and not plan.group:
+        return 1
+    if isinstance(plan, L.Union):
+        counts = [_known_rows(p) for p in plan.inputs]
+        return None if any(c is None for c in counts) else sum(counts)
+    return None
+
+
+def _count_text(shown: int, total: int | None) -> str:
+    if total is None:
+        return f"first {shown} rows (more not counted)"
+    if total == shown:
+        return f"{total:,} row" + ("" if total == 1 else "s")
+    return f"first {shown} of {total:,} rows"
+
+
+def _cell(v) -> str:
+    if isinstance(v, bytes):
+        return repr(v)
+    return str(v)
+
+
+def _text_table(t: pa.Table, width: int = 40) -> str:
+    """Rows as aligned text columns under their names and types; NULL as NULL."""
+    def fit(text: str) -> str:
+        text = text.replace("\n", "\\n")
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    headers = [fit(n) for n in t.column_names]
+    types = [fit(str(f.type)) for f in t.schema]
+    rows = [[("NULL" if v is None else fit(_cell(v))) for v in (c[i].as_py() for c in t.columns)]
+            for i in range(t.num_rows)]
+    widths = [max([len(h), len(ty)] + [len(r[j]) for r in rows])
+              for j, (h, ty) in enumerate(zip(headers, types, strict=True))]
+    numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+               or pa.types.is_decimal(f.type) for f in t.schema]
+
+    def line(cells, align=True):
+        return " | ".join(c.rjust(w) if (align and num) else c.ljust(w)
+                          for c, w, num in zip(cells, widths, numeric, strict=True)).rstrip()
+
+    out = [line(headers, False), line(types, False),
+           "-+-".join("-" * w for w in widths)]
+    out += [line(r) for r in rows]
+    return "\n".join(out)

@@ -48,14 +48,21 @@ class Resolver:
 
 
 class Expr:
-    """A column expression, resolved when a DataFrame method uses it."""
+    """A column expression, resolved when a DataFrame method uses it.
 
-    __slots__ = ("_build", "_name", "_agg")
+    Build one with `pqe.col("x")`, `pqe.lit(1)`, operators (`+ - * / % == != < <= > >= & | ~`)
+    and the methods below; it is checked against the DataFrame's columns (names, types) by
+    the method that receives it, through the same builder the SQL binder uses.
+    """
 
-    def __init__(self, build: Callable[[Resolver], PlanExpr], name: str, agg: bool = False):
+    __slots__ = ("_build", "_name", "_agg", "_win")
+
+    def __init__(self, build: Callable[[Resolver], PlanExpr], name: str, agg: bool = False,
+                 win: tuple | None = None):
         self._build = build
         self._name = name
         self._agg = agg
+        self._win = win  # (function, argument Exprs) of a window-only function before over()
 
     def _resolve(self, r: Resolver) -> PlanExpr:
         return self._build(r)
@@ -69,7 +76,8 @@ class Expr:
     # ---- naming --------------------------------------------------------------------------
 
     def alias(self, name: str) -> Expr:
-        return Expr(self._build, name, self._agg)
+        """The same expression under the output column name `name` (SQL's AS)."""
+        return Expr(self._build, name, self._agg, self._win)
 
     # ---- operators -----------------------------------------------------------------------
 
@@ -110,29 +118,37 @@ class Expr:
     # ---- predicates and conversions ------------------------------------------------------
 
     def is_null(self) -> Expr:
+        """TRUE where the value is NULL (SQL `x IS NULL`)."""
         return self._call("is_null", name=f"{self._name} IS NULL")
 
     def is_not_null(self) -> Expr:
+        """TRUE where the value is not NULL (SQL `x IS NOT NULL`)."""
         return self._call("is_not_null", name=f"{self._name} IS NOT NULL")
 
     def is_in(self, values: Sequence[Any]) -> Expr:
+        """SQL `x IN (v1, v2, ...)` over literal values or expressions."""
         vals = [wrap(v) for v in values]
         return Expr(lambda r: B.in_list(self._resolve(r), [v._resolve(r) for v in vals]),
                     f"{self._name} IN (...)", self._agg)
 
     def between(self, low: Any, high: Any) -> Expr:
+        """SQL `x BETWEEN low AND high` (both ends included)."""
         lo, hi = wrap(low), wrap(high)
         return Expr(lambda r: B.between(self._resolve(r), lo._resolve(r), hi._resolve(r)),
                     f"{self._name} BETWEEN", self._agg)
 
     def cast(self, dtype: str | pa.DataType) -> Expr:
+        """SQL CAST to a type: a pyarrow type or a spelling ("BIGINT", "decimal(15,2)",
+        "date", "string"); a value that does not convert is an error when the query runs."""
         t = T.parse_type(dtype)
         return Expr(lambda r: B.cast(self._resolve(r), t), self._name, self._agg)
 
     def fill_null(self, value: Any) -> Expr:
+        """The value, or `value` where it is NULL (SQL `coalesce(x, value)`)."""
         return self._call("coalesce", value, name=self._name)
 
     def like(self, pattern: str) -> Expr:
+        """SQL `x LIKE pattern` (`%` any text, `_` one character)."""
         return self._call("like", pattern, name=f"{self._name} LIKE")
 
     def _call(self, fn: str, *args: Any, name: str | None = None) -> Expr:
@@ -148,70 +164,240 @@ class Expr:
         return Expr(lambda r: B.aggregate_call(fn, [self._resolve(r)], distinct),
                     f"{fn}({self._name})", agg=True)
 
-    def sum(self) -> Expr: return self._aggregate("sum")
-    def mean(self) -> Expr: return self._aggregate("avg")
-    def avg(self) -> Expr: return self._aggregate("avg")
-    def min(self) -> Expr: return self._aggregate("min")
-    def max(self) -> Expr: return self._aggregate("max")
-    def count(self) -> Expr: return self._aggregate("count")
-    def n_unique(self) -> Expr: return self._aggregate("count", distinct=True)
-    def std(self) -> Expr: return self._aggregate("stddev_samp")
-    def var(self) -> Expr: return self._aggregate("var_samp")
-    def first(self) -> Expr: return self._aggregate("any_value")
+    def sum(self) -> Expr:
+        """SUM of the values (NULLs skipped); an aggregate: use it in group_by().agg(),
+        select(), or with .over() as a window."""
+        return self._aggregate("sum")
+
+    def mean(self) -> Expr:
+        """AVG of the values (NULLs skipped); an aggregate."""
+        return self._aggregate("avg")
+
+    def avg(self) -> Expr:
+        """AVG of the values (NULLs skipped); an aggregate (same as mean())."""
+        return self._aggregate("avg")
+
+    def min(self) -> Expr:
+        """MIN of the values; an aggregate."""
+        return self._aggregate("min")
+
+    def max(self) -> Expr:
+        """MAX of the values; an aggregate."""
+        return self._aggregate("max")
+
+    def count(self) -> Expr:
+        """COUNT of the non-NULL values; an aggregate (pqe.count() counts rows)."""
+        return self._aggregate("count")
+
+    def n_unique(self) -> Expr:
+        """COUNT(DISTINCT x): the number of distinct non-NULL values; an aggregate."""
+        return self._aggregate("count", distinct=True)
+
+    def std(self) -> Expr:
+        """Sample standard deviation (STDDEV_SAMP); an aggregate."""
+        return self._aggregate("stddev_samp")
+
+    def var(self) -> Expr:
+        """Sample variance (VAR_SAMP); an aggregate."""
+        return self._aggregate("var_samp")
+
+    def first(self) -> Expr:
+        """Any one value of the group (ANY_VALUE); an aggregate."""
+        return self._aggregate("any_value")
+
+    # ---- windows -------------------------------------------------------------------------
+
+    def over(self, partition_by: str | Expr | Sequence[str | Expr] | None = None,
+             order_by: str | Expr | SortExpr | Sequence[str | Expr | SortExpr] | None = None,
+             *, rows: tuple | None = None, range: tuple | None = None) -> Expr:
+        """This aggregate (`col("x").sum()`, `pqe.count()`, ...) or window function
+        (`pqe.row_number()`, `pqe.rank()`, `pqe.lag("x")`, ...) over a window, as SQL's
+        `fn(...) OVER (PARTITION BY ... ORDER BY ... frame)`; use it in select() or
+        with_columns() (the DataFrame adds a Window node as the SQL binder does).
+
+        partition_by: columns or expressions; order_by: columns, expressions or
+        `col("t").desc()`; rows=(start, end) or range=(start, end): the frame, each bound an
+        offset: None is UNBOUNDED, 0 the current row, -n n PRECEDING, +n n FOLLOWING. With
+        no frame SQL's default applies: with order_by, the rows up to the current one and
+        its peers; without, the whole partition.
+
+        >>> df.with_columns(running=col("v").sum().over(partition_by="g", order_by="t"))
+        """
+        if rows is not None and range is not None:
+            raise BindError("over() takes rows= or range=, not both")
+        spec = ("rows", rows) if rows is not None else ("range", range) if range is not None else None
+        if spec is not None and (not isinstance(spec[1], (tuple, list)) or len(spec[1]) != 2):
+            raise BindError(f"{spec[0]}= is a (start, end) pair of offsets, e.g. (-1, 0)")
+        pby = [] if partition_by is None else (
+            [partition_by] if isinstance(partition_by, (str, Expr)) else list(partition_by))
+        oby = [] if order_by is None else (
+            [order_by] if isinstance(order_by, (str, Expr, SortExpr)) else list(order_by))
+        me = self
+        if me._win is None and not me._agg:
+            raise BindError(f"over() applies to an aggregate (col('x').sum(), pqe.count()) or a "
+                            f"window function (pqe.row_number(), pqe.rank(), ...), not "
+                            f"{me._name}")
+
+        def build(r: Resolver) -> PlanExpr:
+            parts = [to_expr(p)._resolve(r) for p in pby]
+            keys = [_sort_key(k, r) for k in oby]
+            frame = B.frame(spec[0], *spec[1]) if spec is not None else None
+            if me._win is not None:
+                fn, args = me._win
+                return B.window_function(fn, [a._resolve(r) for a in args], parts, keys, frame)
+            agg = me._resolve(r)
+            if not isinstance(agg, AggCall):
+                raise BindError(f"over() applies to one aggregate, not to {me._name}")
+            return B.window_aggregate(agg, parts, keys, frame)
+
+        return Expr(build, me._name)
 
     # ---- namespaces ----------------------------------------------------------------------
 
     @property
     def str(self) -> _StrNamespace:
+        """Text functions: `col("s").str.lower()`, `.upper()`, `.len()`, `.strip()`,
+        `.contains(s)`, `.starts_with(s)`, `.ends_with(s)`, `.replace(a, b)`, `.slice(i, n)`."""
         return _StrNamespace(self)
 
     @property
     def dt(self) -> _DtNamespace:
+        """Date parts: `col("d").dt.year()`, `.month()`, `.day()`, `.quarter()`,
+        `.weekday()`."""
         return _DtNamespace(self)
 
     # ---- sorting -------------------------------------------------------------------------
 
-    def desc(self) -> SortExpr:
-        return SortExpr(self, descending=True)
+    def desc(self, nulls_last: bool | None = None) -> SortExpr:
+        """A descending sort key for sort() or over(order_by=...) (NULLs first by default,
+        as in SQL's DESC)."""
+        return SortExpr(self, descending=True, nulls_last=nulls_last)
 
-    def asc(self) -> SortExpr:
-        return SortExpr(self, descending=False)
+    def asc(self, nulls_last: bool | None = None) -> SortExpr:
+        """An ascending sort key for sort() or over(order_by=...) (NULLs last by default)."""
+        return SortExpr(self, descending=False, nulls_last=nulls_last)
 
 
 class SortExpr:
+    """A sort key: an expression, its direction and where NULLs go (made by Expr.desc() and
+    Expr.asc())."""
+
     def __init__(self, expr: Expr, descending: bool, nulls_last: bool | None = None):
         self.expr = expr
         self.descending = descending
         self.nulls_last = nulls_last
 
 
+def _sort_key(item, r: Resolver, descending: bool = False, nulls_last: bool | None = None):
+    """A SortKey like SQL's: NULLS FIRST by default exactly when descending."""
+    from .plan.expr import SortKey
+
+    if isinstance(item, SortExpr):
+        descending = item.descending
+        nulls_last = item.nulls_last if item.nulls_last is not None else nulls_last
+        item = item.expr
+    e = to_expr(item)._resolve(r)
+    nulls_first = (not nulls_last) if nulls_last is not None else descending
+    return SortKey(e, not descending, nulls_first)
+
+
+class When(Expr):
+    """`pqe.when(cond, value).when(cond2, value2).otherwise(default)`: SQL's
+    `CASE WHEN cond THEN value ... ELSE default END`. Without otherwise(), rows that match
+    no condition are NULL. Values are literals unless they are expressions (use col("x") for
+    a column)."""
+
+    __slots__ = ("_branches",)
+
+    def __init__(self, branches: tuple[tuple[Expr, Expr], ...], else_: Expr | None = None):
+        self._branches = branches
+
+        def build(r: Resolver) -> PlanExpr:
+            whens = [(c._resolve(r), v._resolve(r)) for c, v in branches]
+            return B.case(whens, else_._resolve(r) if else_ is not None else None)
+
+        agg = any(c._agg or v._agg for c, v in branches) or (else_ is not None and else_._agg)
+        super().__init__(build, "CASE", agg)
+
+    def when(self, condition: Any, value: Any) -> When:
+        """Another branch, tried when the earlier conditions are not TRUE."""
+        return When(self._branches + ((wrap(condition), wrap(value)),))
+
+    def otherwise(self, value: Any) -> Expr:
+        """The value of rows no condition matched (SQL's ELSE); ends the CASE."""
+        w = When(self._branches, wrap(value))
+        return Expr(w._build, "CASE", w._agg)
+
+
 class _StrNamespace:
+    """Text functions of an expression (`col("s").str`)."""
+
     def __init__(self, e: Expr):
         self._e = e
 
-    def lower(self) -> Expr: return self._e._call("lower")
-    def upper(self) -> Expr: return self._e._call("upper")
-    def len(self) -> Expr: return self._e._call("length")
-    def strip(self) -> Expr: return self._e._call("trim")
-    def contains(self, s: str) -> Expr: return self._e._call("contains", s)
-    def starts_with(self, s: str) -> Expr: return self._e._call("starts_with", s)
-    def ends_with(self, s: str) -> Expr: return self._e._call("ends_with", s)
-    def replace(self, old: str, new: str) -> Expr: return self._e._call("replace", old, new)
+    def lower(self) -> Expr:
+        """Lower case (SQL lower)."""
+        return self._e._call("lower")
+
+    def upper(self) -> Expr:
+        """Upper case (SQL upper)."""
+        return self._e._call("upper")
+
+    def len(self) -> Expr:
+        """Length in characters (SQL length)."""
+        return self._e._call("length")
+
+    def strip(self) -> Expr:
+        """Without leading and trailing spaces (SQL trim)."""
+        return self._e._call("trim")
+
+    def contains(self, s: str) -> Expr:
+        """TRUE where the text contains `s` (no pattern characters)."""
+        return self._e._call("contains", s)
+
+    def starts_with(self, s: str) -> Expr:
+        """TRUE where the text starts with `s`."""
+        return self._e._call("starts_with", s)
+
+    def ends_with(self, s: str) -> Expr:
+        """TRUE where the text ends with `s`."""
+        return self._e._call("ends_with", s)
+
+    def replace(self, old: str, new: str) -> Expr:
+        """Every occurrence of `old` replaced by `new` (SQL replace)."""
+        return self._e._call("replace", old, new)
 
     def slice(self, offset: int, length: int | None = None) -> Expr:
+        """`length` characters from `offset` (0-based; SQL substring is 1-based)."""
         args = [offset + 1] + ([length] if length is not None else [])
         return self._e._call("substring", *args)
 
 
 class _DtNamespace:
+    """Date and timestamp parts of an expression (`col("d").dt`)."""
+
     def __init__(self, e: Expr):
         self._e = e
 
-    def year(self) -> Expr: return self._e._call("extract_year", name=f"year({self._e._name})")
-    def month(self) -> Expr: return self._e._call("extract_month", name=f"month({self._e._name})")
-    def day(self) -> Expr: return self._e._call("extract_day", name=f"day({self._e._name})")
-    def quarter(self) -> Expr: return self._e._call("extract_quarter")
-    def weekday(self) -> Expr: return self._e._call("extract_isodow")
+    def year(self) -> Expr:
+        """The year (SQL EXTRACT(year FROM d))."""
+        return self._e._call("extract_year", name=f"year({self._e._name})")
+
+    def month(self) -> Expr:
+        """The month, 1-12."""
+        return self._e._call("extract_month", name=f"month({self._e._name})")
+
+    def day(self) -> Expr:
+        """The day of the month, 1-31."""
+        return self._e._call("extract_day", name=f"day({self._e._name})")
+
+    def quarter(self) -> Expr:
+        """The quarter, 1-4."""
+        return self._e._call("extract_quarter")
+
+    def weekday(self) -> Expr:
+        """The ISO day of the week: Monday 1 ... Sunday 7."""
+        return self._e._call("extract_isodow")
 
 
 def col(name: str) -> Expr:
@@ -232,15 +418,99 @@ def lit(value: Any) -> Expr:
 
 
 def count() -> Expr:
-    """COUNT(*)."""
+    """COUNT(*): the number of rows; an aggregate (also as a window: pqe.count().over(...))."""
     return Expr(lambda r: B.aggregate_call("count", []), "count", agg=True)
+
+
+def when(condition: Any, value: Any) -> When:
+    """SQL CASE: `pqe.when(col("x") > 0, "pos").when(col("x") < 0, "neg").otherwise("zero")`.
+    Values are literals unless they are expressions; without otherwise() unmatched rows are
+    NULL."""
+    return When(((wrap(condition), wrap(value)),))
+
+
+def coalesce(*exprs: Any) -> Expr:
+    """The first non-NULL argument (SQL coalesce). A string is a column name (use lit("x")
+    for text); other Python values are literals."""
+    if not exprs:
+        raise BindError("coalesce() needs at least one argument")
+    items = [to_expr(e) for e in exprs]
+    return Expr(lambda r: B.call("coalesce", *[e._resolve(r) for e in items]),
+                f"coalesce({', '.join(e._name for e in items)})", any(e._agg for e in items))
+
+
+def _window_fn(fn: str, *args: Any) -> Expr:
+    items = tuple(args)
+
+    def build(r: Resolver) -> PlanExpr:
+        raise BindError(f"{fn}() is a window function: add .over(partition_by=..., "
+                        f"order_by=...)")
+
+    return Expr(build, fn, win=(fn, items))
+
+
+def row_number() -> Expr:
+    """ROW_NUMBER(): 1, 2, 3, ... within each window partition, in its order; use .over()."""
+    return _window_fn("row_number")
+
+
+def rank() -> Expr:
+    """RANK(): the row's rank in its window's order, with gaps after ties; use .over()."""
+    return _window_fn("rank")
+
+
+def dense_rank() -> Expr:
+    """DENSE_RANK(): the row's rank in its window's order, without gaps; use .over()."""
+    return _window_fn("dense_rank")
+
+
+def percent_rank() -> Expr:
+    """PERCENT_RANK(): (rank - 1) / (rows in the partition - 1); use .over()."""
+    return _window_fn("percent_rank")
+
+
+def cume_dist() -> Expr:
+    """CUME_DIST(): the fraction of the partition's rows up to this row's peers; use .over()."""
+    return _window_fn("cume_dist")
+
+
+def ntile(n: int) -> Expr:
+    """NTILE(n): the bucket (1..n) of the row when the partition is split in n; use .over()."""
+    return _window_fn("ntile", lit(n))
+
+
+def lag(expr: str | Expr, offset: int = 1, default: Any = None) -> Expr:
+    """LAG(x, offset, default): x of the row `offset` rows before in the window's order
+    (`default`, NULL unless given, where there is none); use .over()."""
+    return _window_fn("lag", to_expr(expr), lit(offset), wrap(default))
+
+
+def lead(expr: str | Expr, offset: int = 1, default: Any = None) -> Expr:
+    """LEAD(x, offset, default): x of the row `offset` rows after in the window's order
+    (`default`, NULL unless given, where there is none); use .over()."""
+    return _window_fn("lead", to_expr(expr), lit(offset), wrap(default))
+
+
+def first_value(expr: str | Expr) -> Expr:
+    """FIRST_VALUE(x): x of the first row of the window frame; use .over()."""
+    return _window_fn("first_value", to_expr(expr))
+
+
+def last_value(expr: str | Expr) -> Expr:
+    """LAST_VALUE(x): x of the last row of the window frame; use .over()."""
+    return _window_fn("last_value", to_expr(expr))
+
+
+def nth_value(expr: str | Expr, n: int) -> Expr:
+    """NTH_VALUE(x, n): x of the frame's n-th row (1-based); use .over()."""
+    return _window_fn("nth_value", to_expr(expr), lit(n))
 
 
 def wrap(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
     if isinstance(value, SortExpr):
-        raise BindError("a sort key (desc()/asc()) is only allowed in sort()")
+        raise BindError("a sort key (desc()/asc()) is only allowed in sort() and over(order_by=)")
     return lit(value)
 
 
@@ -249,4 +519,9 @@ def to_expr(value: str | Expr) -> Expr:
     return col(value) if isinstance(value, str) else wrap(value)
 
 
-__all__ = ["Expr", "col", "lit", "count", "Resolver", "SortExpr", "Literal", "AggCall"]
+WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile",
+                    "lag", "lead", "first_value", "last_value", "nth_value")
+
+__all__ = ["Expr", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
+           "Literal", "AggCall", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
+           "ntile", "lag", "lead", "first_value", "last_value", "nth_value"]

@@ -87,4 +87,5 @@ def test_dask_in_and_out(ictx):
 
 def test_repr_html(ictx):
     html = ictx.table("t")._repr_html_()
-    assert "<table>" in html and "decimal128(10, 2)" in html and "first 3 rows" in html
+    assert "<table>" in html and "decimal128(10, 2)" in html and "<p>3 rows</p>" in html
+    assert "NULL" in html and "None" not in html and "nan" not in html

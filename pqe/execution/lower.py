@@ -297,6 +297,19 @@ class Lowering:
     def _singlerowexec(self, node: P.SingleRowExec):
         return [p.then(O.SingleRow()) for p in self.lower(node.input)]
 
+    def _mapbatchesexec(self, node: P.MapBatchesExec):
+        out_schema = pa.schema([pa.field(f.name, f.dtype) for f in node.schema])
+        parts = self.lower(node.input)
+        out_ids = tuple(f.id for f in node.schema)
+        return [p.then(O.MapBatches(fn=node.fn, in_ids=node.input_ids, in_names=node.input_names,
+                                    out_ids=out_ids, out_schema=out_schema, partition=i,
+                                    partitions=len(parts)))
+                for i, p in enumerate(parts)]
+
+    def _writeexec(self, node: P.WriteExec):
+        return [p.then(O.WriteFiles(spec=node.spec, ids=node.input_ids, partition=i))
+                for i, p in enumerate(self.lower(node.input))]
+
     # one lowering method per physical node type
     _METHODS = {
         P.ScanExec: _scanexec, P.MemoryScanExec: _memoryscanexec,
@@ -305,7 +318,8 @@ class Lowering:
         P.AggregateExec: _aggregateexec, P.ExchangeExec: _exchangeexec, P.SortExec: _sortexec,
         P.LimitExec: _limitexec, P.UnionExec: _unionexec, P.WindowExec: _windowexec,
         P.RecursiveExec: _recursiveexec, P.WorkTableExec: _worktableexec,
-        P.SingleRowExec: _singlerowexec,
+        P.SingleRowExec: _singlerowexec, P.MapBatchesExec: _mapbatchesexec,
+        P.WriteExec: _writeexec,
     }
 
 

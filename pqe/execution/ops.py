@@ -115,16 +115,49 @@ class FromPandas(Op):
 
 
 class ToPandas(Op):
-    """Finish with a pandas DataFrame with display names (for to_dask())."""
+    """Finish with a pandas DataFrame with display names (for to_dask()): converted as
+    kernels.interop documents, integer/boolean columns in `masked` as nullable dtypes, so
+    every partition has the dtypes of the dask DataFrame's meta."""
 
     label = "to-pandas"
-    _fields = ("ids", "names", "schema")
+    _fields = ("ids", "names", "schema", "masked")
 
     def run(self, data, inputs):
-        t = data.select(list(self.ids)).rename_columns(list(self.names))
-        if t.schema != self.schema:
-            t = t.cast(self.schema)
-        return t.to_pandas()
+        from ..kernels.interop import to_pandas
+
+        t = data.select(list(self.ids))
+        if [f.type for f in t.schema] != list(self.schema.types):
+            t = pa.Table.from_arrays([c.cast(f.type) if c.type != f.type else c
+                                      for c, f in zip(t.columns, self.schema, strict=True)],
+                                     names=list(t.column_names))
+        return to_pandas(t.rename_columns(list(self.names)), self.masked)
+
+
+class MapBatches(Op):
+    """A user's Python function over this partition (`df.map_batches`); kernels.interop
+    checks its result against `out_schema`."""
+
+    label = "map_batches"
+    _fields = ("fn", "in_ids", "in_names", "out_ids", "out_schema", "partition", "partitions")
+
+    def run(self, data, inputs):
+        from ..kernels.interop import map_batches
+
+        return map_batches(data.select(list(self.in_ids)), self.fn, self.in_names,
+                           self.out_ids, self.out_schema, self.partition, self.partitions)
+
+
+class WriteFiles(Op):
+    """Write this partition's rows (columns `ids`) as files under a temporary directory
+    (kernels.write); the task's result lists the files and their rows."""
+
+    label = "write"
+    _fields = ("spec", "ids", "partition")
+
+    def run(self, data, inputs):
+        from ..kernels.write import write_partition
+
+        return write_partition(data.select(list(self.ids)), self.spec, self.partition)
 
 
 class MakeValues(Op):

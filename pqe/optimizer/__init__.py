@@ -14,6 +14,7 @@ from ..plan.logical import LogicalPlan
 from .decorrelate import decorrelate
 from .distinct_aggregates import rewrite_distinct_aggregates
 from .extract_join_keys import extract_join_keys
+from .inline_dataframes import inline_dataframes
 from .join_reorder import join_reorder
 from .push_down_filter import push_down_filter
 from .push_down_projection import push_down_projection
@@ -23,7 +24,9 @@ from .simplify import simplify
 Rule = Callable[[LogicalPlan], LogicalPlan]
 
 # Ordering constraints:
-# - decorrelate first: the other rules do not look inside subquery expressions.
+# - inline_dataframes first: DataFrames registered by name become their plans, which every
+#   other rule then sees (it rewrites subquery plans itself).
+# - decorrelate next: the other rules do not look inside subquery expressions.
 # - simplify before pushdown: folded constants and factored ORs push further.
 # - push_down_filter before extract_join_keys: WHERE equalities must reach the joins first.
 # - push_down_semi_join after extract_join_keys (it reads the keys) and before join_reorder,
@@ -31,6 +34,7 @@ Rule = Callable[[LogicalPlan], LogicalPlan]
 # - join_reorder after both: it needs keys to connect inputs and pushed filters to estimate.
 # - push_down_projection last (FINAL_RULES): it runs once, on the final join order.
 RULES: tuple[tuple[str, Rule], ...] = (
+    ("inline_dataframes", inline_dataframes),
     ("decorrelate", decorrelate),
     ("rewrite_distinct_aggregates", rewrite_distinct_aggregates),
     ("simplify", simplify),

@@ -468,6 +468,64 @@ class WorkTableExec(PhysicalPlan):
         return f"WorkTable: {self.name.split('#')[0]} ({self.which})"
 
 
+@dataclass(eq=False)
+class MapBatchesExec(PhysicalPlan):
+    """`df.map_batches(fn)`: the Python function over each partition of its input, in the
+    task that computed the partition. `input_ids` are the columns it receives, named
+    `input_names`; its output is checked against `schema` (pqe.ExecutionError otherwise)."""
+
+    input: PhysicalPlan = None
+    fn: object = None  # plan.logical.UserFunction
+    input_ids: tuple[str, ...] = ()
+    input_names: tuple[str, ...] = ()
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        return f"MapBatches: {self.fn.name}"
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """What each write task writes: `format` ("parquet" or "csv") files under `root` (a
+    temporary directory beside the target, on `fs`, a filesystems.FileSystemSpec), one per
+    partition and hive directory (`partition_by` columns, which the files then omit);
+    `names` and `types` are the columns written; `options`: compression, header,
+    delimiter. The control files of the atomic-write protocol live under `root` too
+    (kernels.write)."""
+
+    format: str
+    fs: object
+    root: str
+    names: tuple[str, ...]
+    types: tuple
+    partition_by: tuple[str, ...] = ()
+    options: tuple[tuple[str, object], ...] = ()
+
+    def option(self, key: str, default=None):
+        return dict(self.options).get(key, default)
+
+
+@dataclass(eq=False)
+class WriteExec(PhysicalPlan):
+    """Writes each partition of its input in the task that computed it (kernels.write); each
+    task returns the files it wrote and their rows. `input_ids` are the columns written."""
+
+    input: PhysicalPlan = None
+    spec: WriteSpec = None
+    input_ids: tuple[str, ...] = ()
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        out = f"Write[{self.spec.format}]"
+        if self.spec.partition_by:
+            out += f": partition_by=[{', '.join(self.spec.partition_by)}]"
+        return out
+
+
 def estimated_memory(plan: PhysicalPlan) -> float:
     """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
     what its operators materialize (Dask keeps results until their consumers finish)."""
@@ -517,4 +575,5 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
 
 
 __all__ = [name for name in dir() if name.endswith("Exec")] + [
-    "PhysicalPlan", "Dist", "ANY", "SINGLE", "AggSpec", "format_physical", "T", "field"]
+    "PhysicalPlan", "Dist", "ANY", "SINGLE", "AggSpec", "WriteSpec", "format_physical", "T",
+    "field"]

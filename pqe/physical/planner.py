@@ -468,12 +468,21 @@ class PhysicalPlanner:
         child = self._gather(self.plan(node.input))
         return SingleRowExec(node.schema, 1, SINGLE, child)
 
+    def _mapbatches(self, node: L.MapBatches) -> PhysicalPlan:
+        """The function runs where each input partition is computed (no exchange); its
+        output columns are new, so nothing is known of their distribution."""
+        from .plan import MapBatchesExec
+
+        child = self.plan(node.input)
+        return MapBatchesExec(node.schema, child.n, ANY, child, node.fn,
+                              tuple(f.id for f in node.input.schema), node.input_names)
+
     # one planning method per logical node type
     _METHODS = {
         L.Scan: _scan, L.Values: _values, L.Filter: _filter, L.Project: _project,
         L.Join: _join, L.Aggregate: _aggregate, L.Sort: _sort, L.Limit: _limit,
         L.Union: _union, L.Window: _window, L.RecursiveQuery: _recursivequery,
-        L.WorkTable: _worktable, L.SingleRow: _singlerow,
+        L.WorkTable: _worktable, L.SingleRow: _singlerow, L.MapBatches: _mapbatches,
     }
 
 
@@ -718,6 +727,15 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit],
         if ids is None or any(r in ids for r in u.row_groups):
             keep.append(u)
     return keep
+
+
+def plan_write(plan: PhysicalPlan, spec, ids: tuple[str, ...]) -> PhysicalPlan:
+    """A query's physical plan whose every output partition is written by the task that
+    computes it (no exchange: one file per partition and hive directory)."""
+    from .plan import WriteExec
+
+    schema = (Field("path", "path", pa.string()), Field("rows", "rows", pa.int64()))
+    return WriteExec(schema, plan.n, ANY, plan, spec, tuple(ids))
 
 
 def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,

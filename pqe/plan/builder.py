@@ -459,3 +459,103 @@ def set_operation(kind: str, left: LogicalPlan, right: LogicalPlan, all_: bool) 
         joined = project(joined, [(ColumnRef(f), f.name) for f in left.schema[:width]])
         return joined
     return distinct(joined)
+
+
+# ---- window functions (the DataFrame builder's `.over()`; the same nodes the binder makes) -----
+
+
+def window_consts(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple]:
+    """Split constant arguments (ntile n, lag/lead offset and default, nth_value n) from the
+    value arguments, as the SQL binder does."""
+    from ..errors import UnsupportedError
+
+    def const(e: Expr, what: str):
+        if not isinstance(e, Literal):
+            raise UnsupportedError(f"{name.upper()} {what} must be a constant")
+        return e.value
+
+    if name == "ntile":
+        return [], (const(args[0], "bucket count"),)
+    if name in ("lag", "lead"):
+        offset = const(args[1], "offset") if len(args) > 1 else 1
+        default = const(args[2], "default") if len(args) > 2 else None
+        return [args[0]], (offset, default)
+    if name == "nth_value":
+        return [args[0]], (const(args[1], "position"),)
+    return list(args), ()
+
+
+def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] = (),
+                    order_by: Sequence[SortKey] = (), frame=None):
+    """`fn(args) OVER (PARTITION BY ... ORDER BY ... frame)` for a window-only function
+    (row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value,
+    last_value, nth_value)."""
+    from .expr import WindowCall
+
+    name = F.canonical(fn)
+    fdef = F.WINDOW.get(name)
+    if fdef is None:
+        raise BindError(f"unknown window function {fn.upper()}")
+    F.check_arity(fdef, len(args), name)
+    value_args, consts = window_consts(name, args)
+    _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
+    if name in ("lag", "lead") and len(args) > 2 and consts[1] is not None:
+        default = cast(args[2], dtype)
+        if isinstance(default, Literal):
+            consts = (consts[0], default.value)
+    return WindowCall(name, tuple(value_args), tuple(partition_by), tuple(order_by), frame,
+                      dtype, consts)
+
+
+def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
+                     order_by: Sequence[SortKey] = (), frame=None):
+    """An aggregate over a window: `sum(x) OVER (...)` (FILTER folded into the argument)."""
+    from ..errors import UnsupportedError
+    from .expr import WindowCall
+
+    if agg.distinct:
+        raise UnsupportedError("DISTINCT in window aggregates is not supported")
+    args = agg.args
+    if agg.filter is not None:
+        args = (case([(agg.filter, args[0] if args else Literal(1, T.INT64))], None),)
+        if not agg.args:
+            agg = AggCall("count", args, T.INT64)
+    return WindowCall(agg.fn, tuple(args), tuple(partition_by), tuple(order_by), frame,
+                      agg.dtype)
+
+
+def window(plan: LogicalPlan, calls: Sequence[Expr]):
+    """A Window node computing `calls` (each output column named after its function)."""
+    from .logical import Window
+
+    fields = tuple(new_field(str(c.fn), c.dtype) for c in calls)
+    return Window(plan, tuple(calls), fields)
+
+
+def frame(mode: str, start, end):
+    """A window frame from offsets: None is UNBOUNDED, 0 the current row, -n n PRECEDING,
+    +n n FOLLOWING (ROWS counts rows, RANGE compares the ORDER BY value)."""
+    from .expr import Frame, FrameBound
+
+    mode = mode.lower()
+    if mode not in ("rows", "range"):
+        raise BindError(f"window frames are rows or range, not {mode!r}")
+
+    def bound(v, side: str) -> FrameBound:
+        if v is None:
+            return FrameBound("unbounded_preceding" if side == "start" else "unbounded_following")
+        if isinstance(v, bool) or not isinstance(v, (int, decimal.Decimal, float)):
+            raise BindError(f"a window frame bound is an offset (int) or None, not {v!r}")
+        if v == 0:
+            return FrameBound("current")
+        n = abs(v)
+        n = int(n) if n == int(n) else decimal.Decimal(str(n))
+        return FrameBound("preceding" if v < 0 else "following", n)
+
+    s, e = bound(start, "start"), bound(end, "end")
+    order = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
+             "unbounded_following": 4}
+    if order[s.kind] > order[e.kind] or (s.kind == e.kind == "preceding" and s.offset < e.offset) \
+            or (s.kind == e.kind == "following" and s.offset > e.offset):
+        raise BindError(f"window frame ({start}, {end}) ends before it starts")
+    return Frame(mode, s, e)

@@ -181,6 +181,8 @@ def describe_node(plan) -> str:
     if isinstance(plan, L.WorkTable):
         name = plan.name.split("#")[0]
         return f"WorkTable: {name} ({plan.which}) [{', '.join(f.name for f in plan.fields)}]"
+    if isinstance(plan, L.MapBatches):
+        return f"MapBatches: {plan.fn.name} [{', '.join(f.name for f in plan.fields)}]"
     return type(plan).__name__
 
 

@@ -394,6 +394,60 @@ class RecursiveQuery(LogicalPlan):
         return replace(self, anchor=children[0], step=children[1])
 
 
+class UserFunction:
+    """A Python function in a plan (`df.map_batches(fn)`): compared, hashed and printed by a
+    token made when the DataFrame method was called, never by the function itself (which
+    may be unhashable, and whose repr holds a memory address). It pickles with the function:
+    Dask ships it to workers with cloudpickle."""
+
+    __slots__ = ("fn", "name", "token")
+
+    def __init__(self, fn, name: str, token: str):
+        self.fn = fn
+        self.name = name
+        self.token = token
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UserFunction) and other.token == self.token
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+    def __repr__(self) -> str:
+        return f"UserFunction({self.name!r}, {self.token!r})"
+
+    def __getstate__(self):
+        return (self.fn, self.name, self.token)
+
+    def __setstate__(self, state) -> None:
+        self.fn, self.name, self.token = state
+
+
+@dataclass(frozen=True, slots=True)
+class MapBatches(LogicalPlan):
+    """`df.map_batches(fn)`: a Python function from a pyarrow Table to a pyarrow Table, run on
+    every partition of `input` (its columns named by `input_names`); `fields` (fresh ids)
+    describe what it returns. Opaque to the optimizer: filters below it are pushed down as
+    usual, nothing moves through it, and it reads every column of its input."""
+
+    input: LogicalPlan
+    fn: UserFunction
+    input_names: tuple[str, ...]
+    fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.input_names) != len(self.input.schema):
+            raise InternalError("map_batches input names and input columns differ in length")
+        _set_schema(self, self.fields)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 
 

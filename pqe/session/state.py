@@ -194,7 +194,23 @@ class SessionState:
         from ..execution.interop import to_dask
 
         phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
-        return to_dask(phys, result_schema(plan), [f.id for f in plan.schema])
+        schema = pa.schema([pa.field(f.name, f.dtype, f.nullable) for f in plan.schema])
+        return to_dask(phys, schema, [f.id for f in plan.schema])
+
+    def write(self, plan: LogicalPlan, path, format: str = "parquet", *,
+              partition_by: Sequence[str] = (), overwrite: bool = False,
+              options: dict | None = None, storage_options: dict | None = None,
+              filesystem: Any = None, timeout: float | None = None, cancel=None,
+              progress: Progress | None = None) -> int:
+        """Write a query's rows as a directory of Parquet or CSV files, each partition by the
+        task that computed it (on a cluster, on the workers), under hive `key=value/`
+        directories for `partition_by`; atomic (see session.writes.write_dataset). Returns
+        the rows written. Missing parent directories are created (removed again on
+        failure). The caller checks access (SQL's COPY does; Python is trusted)."""
+        return W.write_dataset(self, plan, path, format, tuple(partition_by), options,
+                               overwrite=overwrite, storage_options=storage_options,
+                               filesystem=filesystem, make_parents=True,
+                               run={"timeout": timeout, "cancel": cancel, "progress": progress})
 
     def register(self, name: str, provider: Any) -> None:
         with self.write_lock:

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..catalog import CsvTable, MemoryTable, ParquetTable
-from ..errors import (BindError, CatalogError, ConstraintError, ExecutionError, InternalError,
-                      UnsupportedError)
+from ..errors import (BindError, CatalogError, ConstraintError, Error, ExecutionError,
+                      InternalError, UnsupportedError)
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
@@ -429,6 +429,24 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
     import pyarrow.parquet as pq
 
     session.config.access.check_write(stmt.path, "COPY TO")
+    partition_by = stmt.options.get("PARTITION_BY")
+    if partition_by is not None or stmt.options.get("PER_THREAD_OUTPUT"):
+        # a directory of files, one per partition (and hive directory), written in parallel
+        if isinstance(partition_by, str):
+            partition_by = (partition_by,)
+        # the temporary directory is made beside the target, which replaces the target
+        # directory as a whole: its parent must be writable too (never an allowed root)
+        parent = stmt.path.rstrip("/").rsplit("/", 1)[0] if "/" in stmt.path.rstrip("/") \
+            else "."
+        session.config.access.check_write(parent + ("/" if "://" in parent else ""), "COPY TO")
+        options = {"compression": stmt.options.get("COMPRESSION", "snappy"),
+                   "header": bool(stmt.options.get("HEADER", True)),
+                   "delimiter": str(stmt.options.get("DELIMITER", ","))}
+        rows = write_dataset(session, stmt.source, stmt.path, stmt.format,
+                             tuple(partition_by or ()), options,
+                             overwrite=bool(stmt.options.get("OVERWRITE")), run=run,
+                             what="COPY TO")
+        return Result("COPY", rows_affected=rows)
     path = os.path.abspath(os.path.expanduser(stmt.path))
     _check_copy_target(session, path, stmt)
     table = session.run(stmt.source, **run)
@@ -488,3 +506,157 @@ def _provider_paths(entry) -> list[str]:
     except Exception:  # noqa: BLE001 - a table whose files vanished cannot be overwritten
         pass
     return out
+
+
+# ---- datasets: a directory of files written in parallel -------------------------------------------
+
+
+def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
+                  partition_by: tuple[str, ...] = (), options: dict | None = None, *,
+                  overwrite: bool = False, storage_options: dict | None = None,
+                  filesystem=None, run: dict | None = None, what: str = "write",
+                  make_parents: bool = False) -> int:
+    """Run `plan` and write its rows as a directory of `fmt` files at `path`: each partition
+    by the task that computed it (kernels.write), under hive `key=value/` directories for
+    `partition_by`. Atomic: written under a temporary directory beside the target and
+    renamed when every task succeeded; on any failure (an error in a partition, a timeout,
+    cancellation) nothing is left behind. An existing target is replaced only with
+    `overwrite`. Missing parent directories of a local target are an error, or with
+    `make_parents` are created (and removed again if the write fails). Returns the number of
+    rows written."""
+    from .. import filesystems
+    from ..errors import UnknownColumnError, suggest
+    from ..kernels import write as K
+
+    if fmt not in ("parquet", "csv"):
+        raise UnsupportedError(f"{what}: format {fmt!r} is not supported (use parquet or csv)")
+    names = [f.name for f in plan.schema]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise BindError(f"{what}: the query names column '{dup[0]}' more than once; give each "
+                        f"column its own name")
+    keys = tuple(_result_column(k, names) for k in partition_by)
+    for k in keys:
+        if not isinstance(k, str) or k not in names:
+            raise UnknownColumnError(f"{what}: partition column {k!r} is not a column of the "
+                                     f"result{suggest(str(k), names)}; columns are: "
+                                     f"{', '.join(names)}")
+        t = plan.schema[names.index(k)].dtype
+        if pa.types.is_nested(t):
+            raise UnsupportedError(f"{what}: cannot partition by {k} of type {t}")
+    if len(set(keys)) != len(keys):
+        raise BindError(f"{what}: a partition column is named twice")
+    if keys and len(set(keys)) == len(names):
+        raise BindError(f"{what}: every column is a partition column; the files would hold "
+                        f"no data")
+    text = os.fspath(path)
+    try:
+        fs_spec, target = filesystems.resolve(text, storage_options, filesystem)
+    except CatalogError as e:
+        raise ExecutionError(f"{what} '{text}': {e}") from e
+    fs = fs_spec.arrow_fs()
+    created: list[str] = []  # parent directories this write made
+    if fs_spec.is_local:
+        _check_dataset_target(session, target, text, what)
+        parent = os.path.dirname(target.rstrip(os.sep)) or "."
+        if not os.path.isdir(parent) and not make_parents:
+            raise ExecutionError(f"{what} '{text}': directory {parent} does not exist")
+    if K.exists(fs, target) and not overwrite:
+        raise ExecutionError(f"{what} '{text}': it exists; pass overwrite=True (OVERWRITE in "
+                             f"COPY) to replace it")
+    run = run or {}
+    phys = session.physical_plan(session.optimize(plan))
+    session.check_memory(phys)
+    if fs_spec.is_local:
+        created = _make_parents(os.path.dirname(target.rstrip(os.sep)) or ".", text, what)
+    try:
+        return _write_dataset(session, plan, phys, fs_spec, fs, target, text, fmt, names, keys,
+                              options, overwrite, run, what)
+    except BaseException:
+        for d in reversed(created):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise
+
+
+def _make_parents(parent: str, text: str, what: str) -> list[str]:
+    """Create `parent` and its missing ancestors; the directories created, outermost first."""
+    missing = []
+    d = parent
+    while not os.path.isdir(d):
+        missing.append(d)
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    created = []
+    try:
+        for d in reversed(missing):
+            os.mkdir(d)
+            created.append(d)
+    except OSError as e:
+        for d in reversed(created):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise ExecutionError(f"{what} '{text}': cannot create directory {e.filename}: "
+                             f"{e.strerror or e}") from e
+    return created
+
+
+def _write_dataset(session, plan, phys, fs_spec, fs, target, text, fmt, names, keys, options,
+                   overwrite, run, what) -> int:
+    from ..execution import driver
+    from ..kernels import write as K
+    from ..physical.plan import WriteSpec
+    from ..physical.planner import plan_write
+
+    root = K.temporary_root(target)
+    spec = WriteSpec(fmt, fs_spec, root, tuple(names), tuple(f.dtype for f in plan.schema), keys,
+                     tuple(sorted((options or {}).items())))
+    try:
+        K.prepare(fs, root)
+    except (OSError, pa.ArrowException) as e:
+        K.abort(fs, root, wait=0)
+        raise ExecutionError(f"{what} '{text}': cannot create {root}: {e}") from e
+    try:
+        out = driver.execute(session.executor, plan_write(phys, spec, plan.column_ids), **run)
+        rows = sum(int(pc.sum(t.column("rows")).as_py() or 0) for t in out.tables)
+        files = sum(t.num_rows for t in out.tables)
+        if files == 0 and not keys:  # an empty result: one empty file keeps the schema
+            empty = pa.schema([pa.field(n, t) for n, t in zip(spec.names, spec.types,
+                                                              strict=True)]).empty_table()
+            K.write_file(fs, f"{root}/part-00000.{K.EXTENSIONS[fmt]}", empty, spec)
+        K.commit(fs, root, target, overwrite)
+    except BaseException as e:
+        K.abort(fs, root)
+        if isinstance(e, (OSError, pa.ArrowException)) and not isinstance(e, Error):
+            raise ExecutionError(f"{what} '{text}': {e}") from e
+        raise
+    return rows
+
+
+def _result_column(name, names: list[str]):
+    """A partition column by its name in the result; a name that matches no column exactly
+    matches one case-insensitively (an unquoted SQL identifier)."""
+    if not isinstance(name, str) or name in names:
+        return name
+    hits = [n for n in names if n.lower() == name.lower()]
+    return hits[0] if len(hits) == 1 else name
+
+
+def _check_dataset_target(session: SessionState, target: str, text: str, what: str) -> None:
+    """A dataset write never replaces, or writes inside, files a registered table reads (nor
+    a directory holding them)."""
+    real = os.path.realpath(target)
+    for name, entry in session.catalog.snapshot().items():
+        if isinstance(entry, (ParquetTable, CsvTable)):
+            for source in _provider_paths(entry):
+                src = os.path.realpath(source)
+                if real == src or real.startswith(src.rstrip(os.sep) + os.sep) \
+                        or src.startswith(real.rstrip(os.sep) + os.sep):
+                    raise ExecutionError(f"{what} '{text}' would overwrite data of table "
+                                         f"'{name}'")

@@ -1,0 +1,184 @@
+"""Python interop kernels: Arrow -> pandas conversion, and user functions over partitions
+(`df.map_batches`).
+
+Arrow -> pandas gives the column types DuckDB's `.df()` gives, the same for a whole result,
+for each partition of a dask DataFrame and for its (empty) meta:
+
+- DATE -> datetime64[us] (midnight), TIMESTAMP -> datetime64[us] (its own unit), TIMESTAMPTZ
+  -> datetime64[us, tz];
+- DECIMAL -> float64 (DuckDB does the same; exact values: use to_arrow());
+- integers and BOOLEAN -> numpy int/bool, or pandas' nullable Int64/boolean where a column
+  is "masked": for `to_pandas()` when the column holds NULLs (as DuckDB), for `to_dask()`
+  when the column may hold NULLs by its type (every partition and the meta must agree);
+- text -> pandas' default string dtype; everything else as pyarrow converts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..errors import Error, ExecutionError
+
+
+def _masked_dtype(t: pa.DataType):
+    import pandas as pd
+
+    if pa.types.is_boolean(t):
+        return pd.BooleanDtype()
+    return {
+        pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(),
+    }.get(t)
+
+
+def convertible(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The column in the Arrow type whose pandas conversion is the one pqe documents."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+        t = col.type
+    if pa.types.is_decimal(t):
+        return col.cast(pa.float64())
+    if pa.types.is_date(t):
+        return pc.cast(col, pa.timestamp("us"))
+    return col
+
+
+def column_to_pandas(col: pa.ChunkedArray, masked: bool):
+    """One column as a pandas Series (see the module docstring)."""
+    col = convertible(col)
+    t = col.type
+    mapper = None
+    if masked and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
+        dtype = _masked_dtype(t)
+        mapper = {t: dtype}.get if dtype is not None else None
+    return col.to_pandas(types_mapper=mapper, coerce_temporal_nanoseconds=False)
+
+
+def to_pandas(table: pa.Table, masked: Sequence[bool] | None = None):
+    """`table` as a pandas DataFrame. `masked[i]`: integer/boolean column i becomes a nullable
+    pandas dtype; None: exactly the columns that hold NULLs (DuckDB's choice)."""
+    import pandas as pd
+
+    series = []
+    for i, col in enumerate(table.columns):
+        m = masked[i] if masked is not None else col.null_count > 0
+        s = column_to_pandas(col, m)
+        s.name = i
+        series.append(s)
+    if not series:
+        return pd.DataFrame(index=pd.RangeIndex(table.num_rows))
+    out = pd.concat(series, axis=1) if len(series) > 1 else series[0].to_frame()
+    out.columns = list(table.column_names)
+    return out
+
+
+def pandas_meta(schema: pa.Schema, masked: Sequence[bool]):
+    """The empty DataFrame whose dtypes every partition converted with `masked` has."""
+    return to_pandas(schema.empty_table(), masked)
+
+
+# ---- map_batches ---------------------------------------------------------------------------------
+
+
+def as_table(value, what: str) -> pa.Table:
+    """A user function's result as a pyarrow Table (a Table, RecordBatch, RecordBatchReader or
+    any object with `__arrow_c_stream__`, such as a Polars DataFrame)."""
+    if isinstance(value, pa.Table):
+        return value
+    if isinstance(value, pa.RecordBatch):
+        return pa.Table.from_batches([value])
+    if isinstance(value, pa.RecordBatchReader):
+        return value.read_all()
+    if hasattr(value, "__arrow_c_stream__"):
+        return pa.table(value)
+    raise ExecutionError(f"{what} returned {type(value).__module__}.{type(value).__name__}: it "
+                         f"must return a pyarrow Table")
+
+
+def conform(table: pa.Table, expected: pa.Schema, what: str) -> list[pa.ChunkedArray]:
+    """The columns of a user function's result in the order and types of `expected`: the
+    same names (in any order), the same engine types (another encoding of a type, such as
+    large_string or a dictionary, is converted; an all-NULL column takes the expected type);
+    anything else is a pqe.ExecutionError that says what differs."""
+    names = list(table.column_names)
+    want = list(expected.names)
+    if names != want:
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        missing = [n for n in want if n not in names]
+        extra = [n for n in names if n not in want]
+        if dupes or missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing)}")
+            if extra:
+                parts.append(f"unexpected {', '.join(extra)}")
+            if dupes:
+                parts.append(f"duplicate {', '.join(dupes)}")
+            raise ExecutionError(f"{what} returned columns [{', '.join(names)}], expected "
+                                 f"[{', '.join(want)}] ({'; '.join(parts)})")
+        table = table.select(want)
+    cols = []
+    for f, col in zip(expected, table.columns, strict=True):
+        if col.type != f.type:
+            if T.normalize(col.type) == f.type or pa.types.is_null(col.type):
+                try:
+                    col = col.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise ExecutionError(f"{what}: column {f.name} cannot be read as "
+                                         f"{f.type}: {str(e).splitlines()[0]}") from e
+            else:
+                raise ExecutionError(f"{what}: column {f.name} is {col.type}, expected "
+                                     f"{f.type} (pass map_batches(schema=...) to declare "
+                                     f"the output)")
+        cols.append(col)
+    return cols
+
+
+def call_user_function(fn, table: pa.Table, what: str) -> pa.Table:
+    """fn(table), its errors named: `what` says which function and partition."""
+    try:
+        out = fn(table)
+    except Error:
+        raise
+    except Exception as e:  # the user's function: any error is reported
+        raise ExecutionError(f"{what} raised {type(e).__name__}: {e}") from e
+    return as_table(out, what)
+
+
+def infer_schema(fn, name: str, input_schema: pa.Schema) -> pa.Schema:
+    """map_batches(schema=None): the schema of fn's result on an empty table of its input
+    schema (engine types: large_string -> string, dictionaries decoded, ...)."""
+    what = f"map_batches function {name!r} (called on an empty table of its input schema " \
+           f"to infer its output schema; pass schema= to declare it instead)"
+    out = call_user_function(fn, input_schema.empty_table(), what)
+    names = out.column_names
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ExecutionError(f"{what} returned duplicate columns {', '.join(dupes)}")
+    return pa.schema([pa.field(f.name, T.normalize(f.type)) for f in out.schema])
+
+
+def map_batches(table: pa.Table, fn, input_names: Sequence[str], out_ids: Sequence[str],
+                out_schema: pa.Schema, partition: int, partitions: int) -> pa.Table:
+    """One partition through a user function (plan.logical.UserFunction): `table`'s columns
+    (in order) are given to it under `input_names`; its result, checked against
+    `out_schema`, is returned under the plan's column ids `out_ids`. An empty partition
+    gives an empty result without calling the function."""
+    if table.num_rows == 0:
+        return pa.Table.from_arrays([pa.array([], f.type) for f in out_schema],
+                                    names=list(out_ids))
+    arg = pa.Table.from_arrays(list(table.columns), names=list(input_names))
+    what = f"map_batches function {fn.name!r} in partition {partition} (of {partitions})"
+    out = call_user_function(fn.fn, arg, what)
+    cols = conform(out, out_schema, what)
+    return pa.Table.from_arrays(cols, names=list(out_ids))
+
+
+__all__ = ["to_pandas", "column_to_pandas", "pandas_meta", "convertible", "as_table", "conform",
+           "call_user_function", "infer_schema", "map_batches"]

@@ -1,0 +1,319 @@
+"""Writing query results as a dataset of files, in parallel and atomically.
+
+Each partition is written by the task that computed it (on a cluster, on the workers: the
+target is a shared path or an object store, reached through a filesystems.FileSystemSpec),
+one file per partition and hive directory:
+
+    root/part-00003.parquet                       (no partition_by)
+    root/k1=v1/k2=v2/part-00003.parquet           (partition_by=[k1, k2]; the files omit them)
+
+Values in directory names are percent-encoded and NULL is `__HIVE_DEFAULT_PARTITION__`, as
+DuckDB and Hive write them. `root` is a temporary directory beside the target; the session
+renames it to the target once every task succeeded (`commit`), or deletes it (`abort`).
+
+The atomic-write protocol keeps a failed query from leaving files behind even though tasks of
+a failed graph may still be running (Dask does not stop a task that has started):
+
+    root/_pqe_writing            marker: present while tasks may write
+    root/_pqe_inflight/<token>   one per task, while it writes
+
+A task creates its in-flight file, then checks the marker: when it is gone the task writes
+nothing. `abort` deletes the marker first, waits until no in-flight file is left, then deletes
+the directory: a task that saw the marker is waited for, and one that looks later writes
+nothing. (On a local disk a task that comes later cannot even create its in-flight file: the
+directory is gone and is never created again by a task.)
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+import time
+import uuid
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from ..errors import ExecutionError, QueryCancelled
+
+MARKER = "_pqe_writing"
+INFLIGHT = "_pqe_inflight"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+EXTENSIONS = {"parquet": "parquet", "csv": "csv"}
+
+
+# ---- in each task ------------------------------------------------------------------------------
+
+
+def write_partition(table: pa.Table, spec, partition: int) -> pa.Table:
+    """Write one partition (columns in the order of `spec.names`) under `spec.root`; returns
+    (path, rows) of each file written."""
+    fs = spec.fs.arrow_fs()
+    flag = f"{spec.root}/{INFLIGHT}/{partition:05d}-{uuid.uuid4().hex[:12]}"
+    try:
+        _touch(fs, flag)
+    except (OSError, pa.ArrowException):
+        raise QueryCancelled("the write was abandoned (another partition failed)") from None
+    try:
+        if not exists(fs, f"{spec.root}/{MARKER}"):
+            raise QueryCancelled("the write was abandoned (another partition failed)")
+        return _write(table, spec, fs, partition)
+    finally:
+        delete_quietly(fs, flag)
+
+
+def _write(table: pa.Table, spec, fs, partition: int) -> pa.Table:
+    table = _typed(table, spec, partition)
+    name = f"part-{partition:05d}.{EXTENSIONS[spec.format]}"
+    paths, rows = [], []
+    if table.num_rows == 0:
+        return _listing(paths, rows)
+    if not spec.partition_by:
+        path = f"{spec.root}/{name}"
+        write_file(fs, path, table, spec)
+        return _listing([path], [table.num_rows])
+    keys = list(spec.partition_by)
+    data_cols = [n for n in table.column_names if n not in keys]
+    for values, piece in _groups(table, keys):
+        directory = spec.root
+        for k, v in zip(keys, values, strict=True):
+            directory = f"{directory}/{quote(k, safe='')}={hive_value(v)}"
+        fs.create_dir(directory, recursive=True)
+        path = f"{directory}/{name}"
+        write_file(fs, path, piece.select(data_cols), spec)
+        paths.append(path)
+        rows.append(piece.num_rows)
+    return _listing(paths, rows)
+
+
+def _listing(paths: list[str], rows: list[int]) -> pa.Table:
+    return pa.table({"path": pa.array(paths, pa.string()), "rows": pa.array(rows, pa.int64())})
+
+
+def _typed(table: pa.Table, spec, partition: int) -> pa.Table:
+    """The partition's columns under their names, in the query's types."""
+    cols = []
+    for col, name, t in zip(table.columns, spec.names, spec.types, strict=True):
+        if col.type != t:
+            try:
+                col = col.cast(t)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise ExecutionError(f"write of partition {partition}: column {name} is "
+                                     f"{col.type}, expected {t}: {str(e).splitlines()[0]}") from e
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=list(spec.names))
+
+
+def _groups(table: pa.Table, keys: list[str]):
+    """(key values, rows) for each distinct combination of the key columns (NULL is a value)."""
+    n = table.num_rows
+    codes = np.zeros(n, dtype=np.int64)
+    for k in keys:
+        enc = table.column(k).combine_chunks().dictionary_encode(null_encoding="encode")
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = codes * max(1, len(enc.dictionary)) + idx
+        codes = np.unique(codes, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    order = np.argsort(codes, kind="stable")
+    ordered = table.take(pa.array(order))
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    ends = np.r_[starts[1:], n]
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        piece = ordered.slice(s, e - s)
+        values = tuple(piece.column(k)[0].as_py() for k in keys)
+        yield values, piece
+
+
+def hive_value(v) -> str:
+    """A partition value as it appears in a `key=value` directory name."""
+    if v is None:
+        return HIVE_NULL
+    if isinstance(v, bool):
+        text = "true" if v else "false"
+    elif isinstance(v, datetime.datetime):
+        text = v.isoformat(sep=" ")
+    elif isinstance(v, datetime.date):
+        text = v.isoformat()
+    elif isinstance(v, decimal.Decimal):
+        text = str(v)
+    elif isinstance(v, bytes):
+        text = v.decode("utf-8", "backslashreplace")
+    else:
+        text = str(v)
+    return quote(text, safe="")
+
+
+def write_file(fs, path: str, table: pa.Table, spec) -> None:
+    if spec.format == "parquet":
+        import pyarrow.parquet as pq
+
+        compression = spec.option("compression", "snappy")
+        pq.write_table(table, path, filesystem=fs,
+                       compression=None if compression in (None, "none") else compression)
+        return
+    import pyarrow.csv as pcsv
+
+    opts = pcsv.WriteOptions(include_header=bool(spec.option("header", True)),
+                             delimiter=str(spec.option("delimiter", ",")))
+    with fs.open_output_stream(path) as out:
+        pcsv.write_csv(table, out, opts)
+
+
+# ---- on the client: prepare, commit, abort --------------------------------------------------------
+
+
+def temporary_root(target: str) -> str:
+    """A hidden directory beside `target` (readers skip names starting with '.')."""
+    parent, base = _split(target)
+    return f"{parent}/.{base}.pqe-{uuid.uuid4().hex[:12]}.tmp"
+
+
+def prepare(fs, root: str) -> None:
+    """The temporary directory, its in-flight directory and the marker. The target's parent
+    directory must exist (on a local disk)."""
+    fs.create_dir(root, recursive=False)
+    fs.create_dir(f"{root}/{INFLIGHT}", recursive=False)
+    _touch(fs, f"{root}/{MARKER}")
+
+
+def commit(fs, root: str, target: str, overwrite: bool) -> None:
+    """Every task succeeded: drop the control files and make the directory `target`.
+
+    On a local disk the directory is renamed (atomic; an existing target, when `overwrite`,
+    is renamed aside first and deleted after). On an object store, which cannot rename, the
+    files are copied under `target` and the temporary ones deleted; a failure while copying
+    deletes what was copied (an existing target's files are deleted only after every new
+    file is in place, but readers may see both during that step)."""
+    delete_quietly(fs, f"{root}/{MARKER}")
+    _delete_tree(fs, f"{root}/{INFLIGHT}")
+    info = fs.get_file_info(target)
+    exists_ = info.type != pafs.FileType.NotFound
+    if exists_ and not overwrite:
+        raise ExecutionError(f"write to '{target}': it exists; pass overwrite=True "
+                             f"(OVERWRITE in COPY) to replace it")
+    if not isinstance(fs, pafs.LocalFileSystem):
+        _copy_commit(fs, root, target, info if exists_ else None)
+        return
+    old = None
+    if exists_:
+        parent, base = _split(target)
+        old = f"{parent}/.{base}.pqe-{uuid.uuid4().hex[:12]}.old"
+        fs.move(target, old)
+    try:
+        fs.move(root, target)
+    except BaseException:
+        if old is not None:
+            fs.move(old, target)  # put the previous contents back
+        raise
+    if old is not None:
+        _delete_any(fs, old)
+
+
+def _copy_commit(fs, root: str, target: str, existing) -> None:
+    new = [i.path for i in _files_under(fs, root)]
+    old = []
+    if existing is not None:
+        old = [i.path for i in _files_under(fs, target)] \
+            if existing.type == pafs.FileType.Directory else [target]
+        if existing.type != pafs.FileType.Directory:
+            fs.delete_file(target)  # a file where the directory goes
+            old = []
+    copied = []
+    try:
+        for path in new:
+            dest = target + path[len(root):]
+            fs.copy_file(path, dest)
+            copied.append(dest)
+    except BaseException:
+        for dest in copied:
+            if dest not in old:
+                delete_quietly(fs, dest)
+        raise
+    keep = set(copied)
+    for path in old:
+        if path not in keep:
+            delete_quietly(fs, path)
+    _delete_tree(fs, root)
+
+
+def _files_under(fs, directory: str) -> list:
+    selector = pafs.FileSelector(directory, recursive=True, allow_not_found=True)
+    return [i for i in fs.get_file_info(selector) if i.type == pafs.FileType.File]
+
+
+def abort(fs, root: str, wait: float = 120.0) -> None:
+    """The query failed: stop tasks from writing, wait for those writing now, delete
+    everything written. Never raises."""
+    try:
+        delete_quietly(fs, f"{root}/{MARKER}")
+        deadline = time.monotonic() + wait
+        while _listing_of(fs, f"{root}/{INFLIGHT}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in range(50):
+            if not exists(fs, root):
+                return
+            try:
+                _delete_tree(fs, root)
+            except (OSError, pa.ArrowException):
+                time.sleep(0.05)  # a task that started before the marker went is finishing
+    except Exception:  # noqa: BLE001 - the query's own error is the one to report
+        pass
+
+
+# ---- filesystem helpers --------------------------------------------------------------------------
+
+
+def _split(path: str) -> tuple[str, str]:
+    path = path.rstrip("/")
+    if "/" not in path:
+        return ".", path
+    parent, base = path.rsplit("/", 1)
+    return parent or "/", base
+
+
+def _touch(fs, path: str) -> None:
+    with fs.open_output_stream(path) as out:
+        out.write(b"")
+
+
+def exists(fs, path: str) -> bool:
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def delete_quietly(fs, path: str) -> None:
+    try:
+        fs.delete_file(path)
+    except (OSError, pa.ArrowException):
+        pass
+
+
+def _listing_of(fs, directory: str) -> list:
+    try:
+        return [i for i in fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+                if i.type == pafs.FileType.File]
+    except (OSError, pa.ArrowException):
+        return []
+
+
+def _delete_tree(fs, path: str) -> None:
+    if exists(fs, path):
+        fs.delete_dir(path)
+
+
+def _delete_any(fs, path: str) -> None:
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.Directory:
+        fs.delete_dir(path)
+    elif info.type != pafs.FileType.NotFound:
+        fs.delete_file(path)
+
+
+def local_parent_exists(target: str) -> bool:
+    return os.path.isdir(os.path.dirname(target.rstrip("/")) or ".")
+
+
+__all__ = ["write_partition", "write_file", "hive_value", "temporary_root", "prepare", "commit",
+           "abort", "exists", "MARKER", "INFLIGHT"]
