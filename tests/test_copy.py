@@ -85,3 +85,21 @@ def test_a_failing_copy_leaves_no_file(ctx, tmp_path):
     with pytest.raises(pqe.Error):
         ctx.sql(f"COPY (SELECT CAST(d AS DATE) AS d FROM z) TO '{out}' (FORMAT parquet)")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_copy_partition_by_writes_a_hive_dataset(ctx, tmp_path):
+    import duckdb
+
+    out = tmp_path / "ds"
+    assert ctx.sql(f"COPY (SELECT n, s, n % 2 AS odd FROM src) TO '{out}' "
+                   f"(FORMAT parquet, PARTITION_BY (odd))").to_pylist() == [{"count": 3}]
+    assert sorted(p.name for p in out.iterdir()) == ["odd=0", "odd=1"]
+    got = duckdb.sql(f"SELECT odd, count(*) FROM read_parquet('{out}/**/*.parquet', "
+                     f"hive_partitioning=true) GROUP BY odd ORDER BY odd").fetchall()
+    assert got == [(0, 1), (1, 2)]
+    with pytest.raises(pqe.ExecutionError, match="exists|OVERWRITE"):
+        ctx.sql(f"COPY src TO '{out}' (FORMAT parquet, PARTITION_BY (n))")
+    for bad in ("PARTITION_BY (n + 1)", "PARTITION_BY (src.n)"):
+        with pytest.raises(pqe.UnsupportedError, match="only column names"):
+            ctx.sql(f"COPY src TO '{tmp_path}/other' (FORMAT parquet, {bad})")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]

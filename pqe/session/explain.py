@@ -97,7 +97,8 @@ def describe_statement(stmt: S.Statement) -> str:
         names = ", ".join(n for n, _ in stmt.names)
         return f"Drop: {stmt.object_kind} {names}" + (" IF EXISTS" if stmt.if_exists else "")
     if isinstance(stmt, S.Copy):
-        opts = "".join(f", {k} {v}" for k, v in sorted(stmt.options.items()))
+        opts = "".join(f", {k} ({', '.join(v)})" if isinstance(v, tuple) else f", {k} {v}"
+                       for k, v in sorted(stmt.options.items()))
         return f"Copy: TO '{stmt.path}' (FORMAT {stmt.format}{opts})"
     if isinstance(stmt, S.Describe):
         return f"Describe: {len(stmt.columns)} columns"

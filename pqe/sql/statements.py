@@ -523,7 +523,8 @@ def _is_path(catalog: CatalogSnapshot, table: exp.Table) -> bool:
         "/" in ident.name or "." in ident.name)
 
 
-COPY_OPTIONS = {"FORMAT", "HEADER", "DELIMITER", "DELIM", "OVERWRITE", "COMPRESSION"}
+COPY_OPTIONS = {"FORMAT", "HEADER", "DELIMITER", "DELIM", "OVERWRITE", "COMPRESSION",
+                "PARTITION_BY", "PER_THREAD_OUTPUT"}
 
 
 def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
@@ -577,9 +578,32 @@ def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
     return S.Copy(plan, path, fmt, options)
 
 
-def _copy_value(key: str, node: exp.Expression | None):
+def _partition_columns(node: exp.Expression | None) -> tuple[str, ...]:
+    """PARTITION_BY (a, b) / PARTITION_BY a: plain column names only."""
     if node is None:
-        if key in ("HEADER", "OVERWRITE"):
+        raise BindError("COPY option PARTITION_BY needs columns: PARTITION_BY (col, ...)")
+    items = node.expressions if isinstance(node, exp.Tuple) else [
+        node.this if isinstance(node, exp.Paren) else node]
+    names = []
+    for item in items:
+        if isinstance(item, (exp.Column, exp.Identifier)) and not (
+                isinstance(item, exp.Column) and item.table):
+            names.append(item.name)
+        elif isinstance(item, exp.Var):
+            names.append(item.name)
+        else:
+            raise UnsupportedError(f"COPY PARTITION_BY {item.sql(dialect=PQEDialect)}: only "
+                                   f"column names are supported")
+    if not names:
+        raise BindError("COPY option PARTITION_BY needs at least one column")
+    return tuple(names)
+
+
+def _copy_value(key: str, node: exp.Expression | None):
+    if key == "PARTITION_BY":
+        return _partition_columns(node)
+    if node is None:
+        if key in ("HEADER", "OVERWRITE", "PER_THREAD_OUTPUT"):
             return True
         raise BindError(f"COPY option {key} needs a value")
     if isinstance(node, exp.Boolean):
@@ -590,7 +614,7 @@ def _copy_value(key: str, node: exp.Expression | None):
         value = node.name
     else:
         raise BindError(f"COPY option {key} needs a constant, not {node.sql(dialect=PQEDialect)}")
-    if key in ("HEADER", "OVERWRITE"):
+    if key in ("HEADER", "OVERWRITE", "PER_THREAD_OUTPUT"):
         text = str(value).lower()
         if text in ("true", "1", "on", "yes"):
             return True
