@@ -161,13 +161,15 @@ EXPECTED = {
     "csv": 'id,name,age,score\n1,Ann,34,1.50\n2,"Smith, ""J""",,20.25\n3,Zoë,7,\n',
     "markdown": ("| id | name | age | score |\n|---:|---|---:|---:|\n| 1 | Ann | 34 | 1.50 |\n"
                  '| 2 | Smith, "J" | NULL | 20.25 |\n| 3 | Zoë | 7 | NULL |\n'),
-    "table": ("┌────┬────────────┬──────┬───────┐\n"
-              "│ id │ name       │  age │ score │\n"
-              "├────┼────────────┼──────┼───────┤\n"
-              "│  1 │ Ann        │   34 │  1.50 │\n"
-              '│  2 │ Smith, "J" │ NULL │ 20.25 │\n'
-              "│  3 │ Zoë        │    7 │  NULL │\n"
-              "└────┴────────────┴──────┴───────┘\n"
+    # each column's type under its name
+    "table": ("┌────────┬────────────┬─────────┬──────────────┐\n"
+              "│     id │ name       │     age │        score │\n"
+              "│ bigint │ varchar    │ integer │ decimal(6,2) │\n"
+              "├────────┼────────────┼─────────┼──────────────┤\n"
+              "│      1 │ Ann        │      34 │         1.50 │\n"
+              '│      2 │ Smith, "J" │    NULL │        20.25 │\n'
+              "│      3 │ Zoë        │       7 │         NULL │\n"
+              "└────────┴────────────┴─────────┴──────────────┘\n"
               "3 rows\n"),
 }
 
@@ -352,7 +354,8 @@ def test_interactive_session(session, tmp_path):
     s.child.sendcontrol("c")
     s.expect(Pty.PROMPT)
     out = s.run("select 7 as seven;", until="1 row")
-    assert "│     7 │" in out and "Error" not in out
+    assert re.search(r"│\s+seven │\n│\s+integer │", out) and "Error" not in out
+    assert "│       7 │" in out
 
     # Ctrl-C during a long query: "cancelled", and the next query works
     s.child.send(LONG_QUERY + "\r")

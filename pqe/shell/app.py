@@ -1,11 +1,16 @@
 """`pqe-sql`: the command line, and the Shell that runs statements and dot commands.
 
-    pqe-sql [PATH ...] [-c SQL] [-f FILE] [--mode table|csv|json|markdown]
-            [--scheduler ADDRESS | --workers N [--memory-limit SIZE]] [--debug]
+    pqe-sql [PATH ...] [-c SQL] [-f FILE] [--mode MODE]
+            [--scheduler ADDRESS | --workers N [--memory-limit SIZE]] [--no-memory-guard]
+            [--read-only] [--no-external-access] [--allowed-path DIR] [--debug] [--version]
 
 One Shell serves every input: the interactive prompt (repl.py), `-c`, `-f`, `.read` and piped
 stdin all come down to `run_script`/`run_sql`, so a statement behaves the same however it
 arrives. Errors are printed as one readable block (no traceback unless --debug).
+
+Results go to stdout, or to the file `.output` names, or (for one result) to the file `.once`
+names: that file is written under a temporary name beside it and renamed into place only
+when the result is complete, so a failed statement leaves no half-written file.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import pyarrow as pa
@@ -50,6 +58,9 @@ class Shell:
         self.progress = progress
         self.timer = False
         self.abandoned = False  # a cancelled query may have left tasks running
+        self.last: tuple[str, pa.Table] | None = None  # the last statement's rows, for .last
+        self._output: TextIO | None = None  # the file `.output` named
+        self._once: _OnceFile | None = None  # the file `.once` named, until the next result
 
     # ---- running input ---------------------------------------------------------------------
 
@@ -72,12 +83,22 @@ class Shell:
             return False
         except (Quit, KeyboardInterrupt, BrokenPipeError):
             raise
-        except Exception as e:  # noqa: BLE001 - reported, the session goes on
+        except Exception as e:
             self.report(e, prefix=where)
             return False
 
     def run_sql(self, sql: str, where: str = "") -> bool:
         """Run one statement and print its result (and run time). False on error."""
+        try:
+            with self.result_output() as target:
+                ok = self._run_sql(sql, where)
+                target.failed = not ok
+            return ok
+        except ShellError as e:  # the `.once` file could not be put in place
+            self.report(e, prefix=where)
+            return False
+
+    def _run_sql(self, sql: str, where: str) -> bool:
         try:
             start = time.perf_counter()
             kind, table = self.query(sql)
@@ -85,19 +106,101 @@ class Shell:
             if table is None:
                 # DDL (CREATE, DROP, ...): nothing to tabulate
                 if self.renderer.mode == "table":
-                    self.renderer.message("OK", style="dim")
-            elif kind == "EXPLAIN":
-                self.renderer.lines([str(x) for x in table.column(0).to_pylist()])
+                    self.renderer.status("OK", style="dim")
             else:
-                self.renderer.result(table)
+                self.last = (kind, table)
+                self.show(kind, table)
             if self.timer:
-                self.renderer.message(f"Run Time: {elapsed:.3f} s")
+                self.renderer.status(f"Run Time: {elapsed:.3f} s")
             return True
         except (Quit, KeyboardInterrupt, BrokenPipeError):
             raise
-        except Exception as e:  # noqa: BLE001 - reported, the session goes on
+        except Exception as e:
             self.report(e, sql, prefix=where)
             return False
+
+    def show(self, kind: str, table: pa.Table) -> None:
+        if kind == "EXPLAIN":
+            self.renderer.lines([str(x) for x in table.column(0).to_pylist()])
+        else:
+            self.renderer.result(table)
+
+    def print_last(self, mode: str | None = None) -> None:
+        """`.last [MODE]`: the previous statement's rows again, in MODE or the current mode."""
+        if self.last is None:
+            raise ShellError("no previous result: .last prints the rows of the last statement "
+                             "that returned any")
+        previous = self.renderer.mode
+        self.renderer.mode = mode or previous
+        try:
+            self.show(*self.last)
+        finally:
+            self.renderer.mode = previous
+
+    # ---- where results go ------------------------------------------------------------------
+
+    def _writable(self, name: str, what: str) -> Path:
+        path = Path(name).expanduser()
+        access = getattr(getattr(getattr(self.ctx, "session", None), "config", None),
+                         "access", None)
+        if access is not None:  # --read-only, --no-external-access, --allowed-path
+            access.check_write(str(path), what)
+        return path
+
+    def output_to(self, name: str | None) -> None:
+        """`.output FILE` (None: back to the screen)."""
+        path = self._writable(name, ".output") if name is not None else None
+        self._close_output()
+        if path is None:
+            return
+        try:
+            self._output = open(path, "w", encoding="utf-8")  # noqa: SIM115 - until .output
+        except OSError as e:
+            raise ShellError(f"cannot write {path}: {e.strerror or e}") from None
+        self.renderer.redirect(self._output)
+
+    def once_to(self, name: str) -> None:
+        """`.once FILE`: the next result goes to FILE."""
+        path = self._writable(name, ".once")
+        if self._once is not None:
+            self._once.discard()
+            self._once = None
+        self._once = _OnceFile.open(path)
+
+    @contextlib.contextmanager
+    def result_output(self) -> Iterator[_Target]:
+        """Where one result goes: the `.once` file if one is pending (put in place when the
+        result is complete, removed when it failed), else the current output."""
+        target = _Target()
+        once, self._once = self._once, None
+        if once is None:
+            yield target
+            return
+        previous = self.renderer.redirect(once.file)
+        try:
+            yield target
+        except BaseException:
+            self.renderer.restore(previous)
+            once.discard()
+            raise
+        self.renderer.restore(previous)
+        if target.failed:
+            once.discard()
+        else:
+            once.commit()
+
+    def _close_output(self) -> None:
+        if self._output is not None:
+            output, self._output = self._output, None
+            self.renderer.redirect(self.renderer.screen, self.renderer.screen_terminal)
+            output.close()
+
+    def close(self) -> None:
+        """Close the `.output` file; a `.once` file no result went to is not created."""
+        self._close_output()
+        if self._once is not None:
+            self._once.discard()
+            self._once = None
 
     def query(self, sql: str) -> tuple[str, pa.Table | None]:
         """The kind and rows of one statement (None for DDL; a one-row `count` for DML). SHOW
@@ -173,6 +276,53 @@ class Shell:
         self._write_err("cancelled")
 
 
+@dataclass
+class _Target:
+    failed: bool = False
+
+
+class _OnceFile:
+    """The file of `.once`: written as `.NAME.<random>.tmp` beside it, renamed over it on
+    commit (keeping an existing file's permissions), removed on discard. A target that exists
+    and is not a regular file (/dev/stderr, a FIFO) is written directly."""
+
+    def __init__(self, target: Path, file: TextIO, temporary: Path | None):
+        self.target = target
+        self.file = file
+        self.temporary = temporary
+
+    @classmethod
+    def open(cls, path: Path) -> _OnceFile:
+        target = Path(os.path.realpath(path))  # through symlinks: the link stays a link
+        try:
+            if target.exists() and not target.is_file():
+                return cls(target, open(target, "w", encoding="utf-8"), None)
+            temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as e:
+            raise ShellError(f"cannot write {path}: {e.strerror or e}") from None
+        return cls(target, os.fdopen(fd, "w", encoding="utf-8"), temporary)
+
+    def commit(self) -> None:
+        try:
+            self.file.close()
+            if self.temporary is None:
+                return
+            with contextlib.suppress(OSError):
+                os.chmod(self.temporary, os.stat(self.target).st_mode & 0o7777)
+            os.replace(self.temporary, self.target)
+        except OSError as e:
+            self.discard()
+            raise ShellError(f"cannot write {self.target}: {e.strerror or e}") from None
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.file.close()
+        if self.temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temporary)
+
+
 def caret_lines(sql: str, line: int, column: int, width: int = 100) -> list[str]:
     """`LINE n: <text>` and a caret under `column` (1-based), windowed for long lines."""
     rows = sql.split("\n")
@@ -205,6 +355,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                        "their own lines) and exit")
     p.add_argument("-f", dest="inputs", action="append", type=lambda s: ("file", s),
                    metavar="FILE", help="run the statements in FILE ('-': stdin) and exit")
+    p.add_argument("--version", action="version", version=f"pqe {pqe.__version__}")
     p.add_argument("--mode", choices=MODES, default="table", help="output mode (default table)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
@@ -214,6 +365,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="start a local dask cluster of N worker processes")
     p.add_argument("--memory-limit", metavar="SIZE",
                    help="memory limit per worker with --workers (e.g. 4GB)")
+    p.add_argument("--no-memory-guard", action="store_true",
+                   help="run queries even when their estimated memory exceeds what this "
+                        "machine has free (pqe.Context(memory_guard=False))")
     p.add_argument("--read-only", action="store_true",
                    help="refuse every statement that changes a table, the catalog or a file")
     p.add_argument("--no-external-access", action="store_true",
@@ -256,6 +410,8 @@ def make_context(args: argparse.Namespace) -> Any:
         kwargs["workers"] = args.workers
         if args.memory_limit:
             kwargs["memory_limit"] = args.memory_limit
+    if getattr(args, "no_memory_guard", False):
+        kwargs["memory_guard"] = False
     if getattr(args, "read_only", False):
         kwargs["read_only"] = True
     if getattr(args, "no_external_access", False):
@@ -306,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = _run(shell, args)
     finally:
+        shell.close()
         ctx.close()
     if shell.abandoned:
         # Tasks of a cancelled query may still be running on the engine's worker threads,

@@ -3,6 +3,9 @@
 A dot command is one line starting with `.`, given where a statement could start. Any
 unambiguous prefix works (`.tab` is `.tables`); an ambiguous one is answered with the
 candidates rather than a guess, since `.t` could mean `.tables` or `.timer`.
+
+Commands that print a result (`output=True`: .tables, .schema, .last, .help) write it where
+results go (`.output`/`.once`); settings are reported on the screen.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class DotCommand:
     usage: str
     help: str
     run: Callable[[Shell, str], None]
+    output: bool = False  # prints a result: goes where `.output`/`.once` send results
 
 
 def _sql_type(t: pa.DataType) -> str:
@@ -82,13 +86,14 @@ def _tables(shell: Shell, arg: str) -> None:
     names = shell.ctx.tables()
     if arg:
         names = [n for n in names if arg.lower() in n.lower()]
-    shell.renderer.result(tables_table(names))
+    shell.renderer.result(tables_table(names), types=False)
 
 
 def _schema(shell: Shell, arg: str) -> None:
     names = [arg] if arg else shell.ctx.tables()
     if not names:
-        shell.renderer.message("no tables (give Parquet files or directories on the command line)")
+        shell.renderer.status("no tables (give Parquet files or directories on the command "
+                              "line)")
     texts = [create_table_text(n if not arg else _real_name(shell, n), shell.ctx.table(n).schema)
              for n in names]
     if texts:  # DDL text in every mode, as sqlite3 does: it is for reading, not parsing
@@ -104,14 +109,24 @@ def _real_name(shell: Shell, name: str) -> str:
     return name
 
 
+def mode_named(arg: str) -> str:
+    """The mode a (possibly abbreviated) name means: `.mode t` is ambiguous (table, tabs)."""
+    value = arg.lower()
+    if value in MODES:
+        return value
+    hits = [m for m in MODES if m.startswith(value)] if value else []
+    if len(hits) > 1:
+        raise ShellError(f"ambiguous mode {arg!r}: could be {', '.join(hits)}")
+    if not hits:
+        raise ShellError(f"unknown mode {arg!r}: use one of {', '.join(MODES)}")
+    return hits[0]
+
+
 def _mode(shell: Shell, arg: str) -> None:
     if not arg:
-        shell.renderer.message(f"mode: {shell.renderer.mode} (one of {', '.join(MODES)})")
+        shell.renderer.status(f"mode: {shell.renderer.mode} (one of {', '.join(MODES)})")
         return
-    hits = [m for m in MODES if m.startswith(arg.lower())]
-    if len(hits) != 1:
-        raise ShellError(f"unknown mode {arg!r}: use one of {', '.join(MODES)}")
-    shell.renderer.mode = hits[0]
+    shell.renderer.mode = mode_named(arg)
 
 
 def _on_off(arg: str, what: str) -> bool:
@@ -125,14 +140,14 @@ def _on_off(arg: str, what: str) -> bool:
 
 def _timer(shell: Shell, arg: str) -> None:
     if not arg:
-        shell.renderer.message(f"timer: {'on' if shell.timer else 'off'}")
+        shell.renderer.status(f"timer: {'on' if shell.timer else 'off'}")
         return
     shell.timer = _on_off(arg, "timer")
 
 
 def _maxrows(shell: Shell, arg: str) -> None:
     if not arg:
-        shell.renderer.message(f"maxrows: {shell.renderer.max_rows} (0: no limit)")
+        shell.renderer.status(f"maxrows: {shell.renderer.max_rows} (0: no limit)")
         return
     try:
         value = int(arg)
@@ -162,10 +177,43 @@ def _explain(shell: Shell, arg: str) -> None:
     shell.explain(query)
 
 
+def _file_argument(arg: str, usage: str) -> str:
+    try:
+        words = shlex.split(arg)
+    except ValueError:
+        raise ShellError(f"usage: {usage}") from None
+    if len(words) != 1:
+        raise ShellError(f"usage: {usage}")
+    return words[0]
+
+
+def _output(shell: Shell, arg: str) -> None:
+    """`.output FILE`: every following result goes to FILE (created or truncated now) until
+    `.output` with no argument (or `.output stdout`) sends results back to the screen."""
+    if not arg or arg == "stdout":
+        shell.output_to(None)
+        return
+    shell.output_to(_file_argument(arg, ".output [FILE]"))
+
+
+def _once(shell: Shell, arg: str) -> None:
+    """`.once FILE`: only the next result goes to FILE, which appears when that result is
+    complete (a failed statement leaves FILE as it was)."""
+    if not arg:
+        raise ShellError("usage: .once FILE")
+    shell.once_to(_file_argument(arg, ".once FILE"))
+
+
+def _last(shell: Shell, arg: str) -> None:
+    """`.last [MODE]`: the previous statement's result again, in the current mode or MODE."""
+    shell.print_last(mode_named(arg) if arg else None)
+
+
 def _help(shell: Shell, arg: str) -> None:
     width = max(len(c.usage) for c in COMMANDS.values())
     lines = [f"{c.usage.ljust(width)}  {c.help}" for c in COMMANDS.values()]
     lines += ["", "Dot commands may be abbreviated (.tab is .tables).",
+              "Table and box modes show each column's type under its name.",
               "End SQL statements with ';' (Esc Enter runs the input as it is). Tab completes;",
               "Ctrl-C cancels a running query or clears the input; Ctrl-D exits.",
               "SQL: SELECT ..., EXPLAIN [ANALYZE] ..., SHOW TABLES, DESCRIBE table."]
@@ -177,15 +225,22 @@ def _quit(shell: Shell, arg: str) -> None:
 
 
 COMMANDS: dict[str, DotCommand] = {c.name: c for c in [
-    DotCommand("tables", ".tables [TEXT]", "list tables (whose names contain TEXT)", _tables),
-    DotCommand("schema", ".schema [TABLE]", "show CREATE TABLE for one table or all", _schema),
+    DotCommand("tables", ".tables [TEXT]", "list tables (whose names contain TEXT)", _tables,
+               output=True),
+    DotCommand("schema", ".schema [TABLE]", "show CREATE TABLE for one table or all", _schema,
+               output=True),
     DotCommand("mode", ".mode [MODE]", f"output mode: {'|'.join(MODES)}", _mode),
     DotCommand("timer", ".timer on|off", "print the run time of each statement", _timer),
     DotCommand("maxrows", ".maxrows N", "rows shown in table mode (0: all)", _maxrows),
+    DotCommand("output", ".output [FILE]",
+               "send results to FILE until .output with no FILE", _output),
+    DotCommand("once", ".once FILE", "send the next result to FILE", _once),
+    DotCommand("last", ".last [MODE]", "print the previous result again (in MODE)", _last,
+               output=True),
     DotCommand("read", ".read FILE", "run the statements and dot commands in FILE", _read),
     DotCommand("explain", ".explain [ANALYZE] QUERY",
                "show the query plan (ANALYZE also runs it)", _explain),
-    DotCommand("help", ".help", "show this help", _help),
+    DotCommand("help", ".help", "show this help", _help, output=True),
     DotCommand("quit", ".quit", "exit (also .exit, Ctrl-D)", _quit),
     DotCommand("exit", ".exit", "exit", _quit),
 ]}
@@ -207,4 +262,9 @@ def resolve(word: str) -> DotCommand:
 
 def run_dot(shell: Shell, line: str) -> None:
     word, _, arg = line.strip().partition(" ")
-    resolve(word).run(shell, arg.strip())
+    command = resolve(word)
+    if command.output:
+        with shell.result_output():
+            command.run(shell, arg.strip())
+    else:
+        command.run(shell, arg.strip())

@@ -1,9 +1,15 @@
-"""Printing results: a rich box table for people, csv/json/markdown text for pipes.
+"""Printing results: a rich box table for people, text modes for pipes and files.
 
 Table mode keeps results readable on a terminal: long results show their first and last rows
 with a footer "N rows, M shown", and tables wider than the terminal drop middle columns (as
-DuckDB's CLI does) instead of wrapping every cell into a narrow column. The text modes print
-every row and column, with no colours or boxes, so their output can be parsed.
+DuckDB's CLI does) instead of wrapping every cell into a narrow column. Box mode draws the same
+box (square corners) around every row and column. Both show each column's SQL type under its
+name, as DuckDB's shell does. The text modes (csv, json, markdown, and sqlite3's line, list and
+tabs) print every row and column, with no colours, types or boxes, so their output can be
+parsed.
+
+A Renderer writes results to `out`, which `.output`/`.once` may point at a file, and status
+lines (timer, settings) to `screen`, which stays the terminal.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-MODES = ("table", "csv", "json", "markdown")
+MODES = ("table", "box", "csv", "json", "markdown", "line", "list", "tabs")
+BOXED = ("table", "box")  # the modes that draw a box, show types and print plans as text
 MAX_CELL = 48  # widest a column gets in table mode before its cells are cut with an ellipsis
 _ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
@@ -55,6 +62,17 @@ def format_value(v: Any, null: str = "NULL") -> str:
     if isinstance(v, (list, dict)):
         return json.dumps(_jsonable(v), ensure_ascii=False)
     return str(v)
+
+
+def type_label(t: pa.DataType) -> str:
+    """A column's SQL type as shown under its name in table and box modes (lowercase, as
+    DuckDB's shell shows it: `bigint`, `varchar`, `decimal(15,2)`)."""
+    try:
+        from ..types import type_name
+
+        return type_name(t).lower()
+    except Exception:  # pragma: no cover - engine helper moved
+        return str(t).lower()
 
 
 def _jsonable(v: Any) -> Any:
@@ -99,40 +117,68 @@ def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[list[Any]]:
 
 
 class Renderer:
-    """Prints results and messages to `out` in one of MODES."""
+    """Prints results to `out` in one of MODES, and status lines to `screen`."""
 
     def __init__(self, out: TextIO, mode: str = "table", max_rows: int = 40,
                  color: bool | None = None):
         self.out = out
+        self.screen = out  # status lines: the terminal even while results go to a file
         self.mode = mode
         self.max_rows = max_rows
         self.terminal = out.isatty() if color is None else color
+        self.screen_terminal = self.terminal
+
+    def redirect(self, out: TextIO, terminal: bool = False) -> tuple[TextIO, bool]:
+        """Send results to `out` (a file: no colours); returns what to `restore`."""
+        previous = (self.out, self.terminal)
+        self.out, self.terminal = out, terminal
+        return previous
+
+    def restore(self, previous: tuple[TextIO, bool]) -> None:
+        self.out, self.terminal = previous
 
     def console(self, width: int | None = None) -> Console:
         if self.terminal:
-            return Console(file=self.out, highlight=False, soft_wrap=False)
+            return Console(file=self.out, highlight=False, soft_wrap=False, width=width)
         return Console(file=self.out, color_system=None, force_terminal=False, highlight=False,
                        width=width or 10_000, soft_wrap=False)
 
     def message(self, text: str, style: str | None = None) -> None:
-        """A line for the user (footer, timer, notices): styled only on a terminal."""
-        if self.terminal and style:
-            self.console().print(Text(text, style=style))
+        """A line that belongs to a result (the row-count footer): styled only on a
+        terminal."""
+        self._line(self.out, self.terminal, text, style)
+
+    def status(self, text: str, style: str | None = None) -> None:
+        """A line for the user (timer, settings, "OK"): always on the screen."""
+        self._line(self.screen, self.screen_terminal, text, style)
+
+    @staticmethod
+    def _line(out: TextIO, terminal: bool, text: str, style: str | None) -> None:
+        if terminal and style:
+            Console(file=out, highlight=False, soft_wrap=True).print(Text(text, style=style))
         else:
-            self.out.write(text + "\n")
-        self.out.flush()
+            out.write(text + "\n")
+        out.flush()
 
     def lines(self, lines: list[str]) -> None:
-        """Plain text such as a query plan: printed as is in table mode, as rows otherwise."""
-        if self.mode == "table":
+        """Plain text such as a query plan: printed as is in table and box modes, as rows
+        otherwise."""
+        if self.mode in BOXED:
             self.out.write("\n".join(lines) + "\n")
             self.out.flush()
         else:
             self.result(pa.table({"plan": lines}))
 
-    def result(self, table: pa.Table) -> None:
-        {"table": self._table, "csv": self._csv, "json": self._json,
-         "markdown": self._markdown}[self.mode](table)
+    def result(self, table: pa.Table, types: bool = True) -> None:
+        """A result in the current mode; `types=False` leaves the column types out of the
+        header (for the shell's own lists, such as .tables)."""
+        if self.mode == "table":
+            self._table(table, types)
+        elif self.mode == "box":
+            self._box(table, types)
+        else:
+            {"csv": self._csv, "json": self._json, "markdown": self._markdown,
+             "line": self._line_mode, "list": self._list, "tabs": self._tabs}[self.mode](table)
         self.out.flush()
 
     # ---- text modes ------------------------------------------------------------------------
@@ -161,9 +207,37 @@ class Renderer:
         for row in _rows(table):
             self.out.write("| " + " | ".join(cell(format_value(v)) for v in row) + " |\n")
 
-    # ---- table mode ------------------------------------------------------------------------
+    def _line_mode(self, table: pa.Table) -> None:
+        """sqlite3's line mode: `name = value` per column, names right-aligned (at least 5
+        wide), a blank line between rows. Newlines and tabs in values are escaped."""
+        names = table.column_names
+        width = max([5, *(len(n) for n in names)])
+        for i, row in enumerate(_rows(table)):
+            if i:
+                self.out.write("\n")
+            for n, v in zip(names, row, strict=True):
+                self.out.write(f"{n.rjust(width)} = {format_value(v).translate(_ESCAPES)}\n")
 
-    def _table(self, table: pa.Table) -> None:
+    def _separated(self, table: pa.Table, sep: str) -> None:
+        def cell(s: str) -> str:
+            return s.translate(_ESCAPES)
+
+        self.out.write(sep.join(cell(n) for n in table.column_names) + "\n")
+        for row in _rows(table):
+            self.out.write(sep.join(cell(format_value(v, null="")) for v in row) + "\n")
+
+    def _list(self, table: pa.Table) -> None:
+        """sqlite3's list mode: a header, then values separated by `|` (NULL empty)."""
+        self._separated(table, "|")
+
+    def _tabs(self, table: pa.Table) -> None:
+        """Tab-separated values with a header (NULL empty; tabs and newlines in values are
+        escaped as \\t and \\n, so every row is one line)."""
+        self._separated(table, "\t")
+
+    # ---- table and box modes ---------------------------------------------------------------
+
+    def _table(self, table: pa.Table, types: bool = True) -> None:
         n = table.num_rows
         limit = self.max_rows if self.max_rows > 0 else n
         if n > limit:
@@ -172,23 +246,48 @@ class Renderer:
             shown = [table.slice(0, head), table.slice(n - tail, tail)]
         else:
             shown = [table]
+        console = self.console()
+        t, dropped = self._draw(table, shown, types, console.width if self.terminal else None,
+                                box.ROUNDED if self.terminal else box.SQUARE)
+        console.print(t)
+        footer = f"{n} row{'s' if n != 1 else ''}"
+        if n > limit:
+            footer += f", {limit} shown"
+        if dropped:
+            footer += f" ({table.num_columns} columns, {table.num_columns - dropped} shown)"
+        self.message(footer, style="dim")
+
+    def _box(self, table: pa.Table, types: bool = True) -> None:
+        """Every row and column in a square box (as sqlite3's box mode), whatever the
+        terminal's width; the row count after it."""
+        t, _ = self._draw(table, [table], types, None, box.SQUARE, max_cell=None)
+        self.console(width=10_000).print(t)
+        n = table.num_rows
+        self.message(f"{n} row{'s' if n != 1 else ''}", style="dim")
+
+    def _draw(self, table: pa.Table, shown: list[pa.Table], types: bool, width: int | None,
+              style: box.Box, max_cell: int | None = MAX_CELL) -> tuple[Table, int]:
+        """The rich Table of `shown` (one part, or head and tail with a `·` row between) and
+        how many columns were dropped to fit `width`."""
         names = table.column_names
+        labels = [type_label(f.type) if types else None for f in table.schema]
         cols = [[[format_value(v).translate(_ESCAPES) if v is not None else None
                   for v in part.column(i).to_pylist()] for part in shown]
                 for i in range(len(names))]
-        console = self.console()
-        keep = self._fit_columns(names, cols, console.width if self.terminal else None)
-
-        t = Table(box=box.ROUNDED if self.terminal else box.SQUARE, header_style="bold",
-                  show_edge=True, pad_edge=True)
+        keep = self._fit_columns(names, cols, width, labels)
+        t = Table(box=style, header_style="bold", show_edge=True, pad_edge=True)
         numeric = [is_numeric(f.type) for f in table.schema]
         for i in keep:
             if i < 0:
                 t.add_column("…", no_wrap=True)
                 continue
-            t.add_column(Text(names[i]), justify="right" if numeric[i] else "left",
+            header = Text(names[i])
+            if labels[i] is not None:
+                header.append("\n")
+                header.append(labels[i], style="not bold dim")
+            t.add_column(header, justify="right" if numeric[i] else "left",
                          no_wrap=True, overflow="ellipsis",
-                         max_width=MAX_CELL if self.terminal else None)
+                         max_width=max_cell if self.terminal else None)
         for p in range(len(shown)):
             if p == 1:
                 t.add_row(*[Text("·", style="dim") for _ in keep])
@@ -196,26 +295,20 @@ class Renderer:
                 t.add_row(*[Text("…") if i < 0 else
                             (Text(cols[i][p][r]) if cols[i][p][r] is not None
                              else Text("NULL", style="dim")) for i in keep])
-        console.print(t)
-        footer = f"{n} row{'s' if n != 1 else ''}"
-        if n > limit:
-            footer += f", {limit} shown"
-        hidden = len(names) - len([i for i in keep if i >= 0])
-        if hidden:
-            footer += f" ({len(names)} columns, {len(names) - hidden} shown)"
-        self.message(footer, style="dim")
+        return t, len(names) - len([i for i in keep if i >= 0])
 
     @staticmethod
     def _fit_columns(names: list[str], cols: list[list[list[str | None]]],
-                     width: int | None) -> list[int]:
+                     width: int | None, labels: list[str | None] | None = None) -> list[int]:
         """Column indexes to show, -1 standing for the '…' of dropped middle columns: as many
         from both ends as fit in `width` (all of them when width is None)."""
         if width is None or not names:
             return list(range(len(names)))
+        labels = labels or [None] * len(names)
 
         def natural(i: int) -> int:
             cells = [len(c) if c is not None else 4 for part in cols[i] for c in part]
-            return min(MAX_CELL, max([len(names[i]), *cells])) + 3
+            return min(MAX_CELL, max([len(names[i]), len(labels[i] or ""), *cells])) + 3
 
         widths = [natural(i) for i in range(len(names))]
         if 1 + sum(widths) <= width:
