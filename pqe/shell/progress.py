@@ -4,7 +4,10 @@ Progress: the engine calls `progress(done, total)` with task-count deltas as gra
 tasks finish (`DataFrame.to_arrow(progress=...)`, `SessionState.sql(progress=...)`); a query
 may run several graphs (a recursive CTE's iterations, a statement's query), so totals add up.
 The bar shows only on a terminal and only after `delay` seconds, so quick queries print
-nothing extra, and it is transient.
+nothing extra, and it is transient. Until the engine has reported a task count (a scheduler
+that does not report progress, such as a dask.distributed cluster on engines that do not
+count its tasks), a spinner and the elapsed time show instead of an empty "0/1" bar; the bar
+takes over as soon as counts arrive.
 
 Cancelling: the query runs on a helper thread while the main thread waits in short timed
 waits, so Ctrl-C raises KeyboardInterrupt within 0.1 s. The query's `cancel` event is then
@@ -15,13 +18,47 @@ background, and the session goes on.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+)
+from rich.table import Table
+from rich.text import Text
 
 T = TypeVar("T")
+
+
+class _QueryColumn(ProgressColumn):
+    """`running ━━━━━━━━━━━━ 12/40 tasks 0:00:03` once the task count is known; before that
+    `⠋ running 0:00:03`."""
+
+    def __init__(self, started: float) -> None:
+        super().__init__()
+        self._spinner = SpinnerColumn(style="dim")
+        self._bar = BarColumn()
+        self._counts = MofNCompleteColumn()
+        self._started = started  # the query's start (the display appears later)
+
+    def render(self, task: Task) -> RenderableType:
+        grid = Table.grid(padding=(0, 1))
+        if task.total:
+            cells = [Text("running", style="dim"), self._bar.render(task),
+                     self._counts.render(task), Text("tasks", style="dim")]
+        else:
+            cells = [self._spinner.render(task), Text("running", style="dim")]
+        elapsed = timedelta(seconds=int(time.monotonic() - self._started))
+        grid.add_row(*cells, Text(str(elapsed), style="progress.elapsed"))
+        return grid
 
 
 class QueryMonitor:
@@ -39,6 +76,7 @@ class QueryMonitor:
         self._progress: Progress | None = None
         self._task: Any = None
         self._timer: threading.Timer | None = None
+        self._started = time.monotonic()
 
     def update(self, done: int, total: int) -> None:
         """The engine's progress callback: task-count deltas."""
@@ -51,21 +89,31 @@ class QueryMonitor:
 
     def _refresh(self) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, total=max(self.total, 1), completed=self.done)
+            # total None: nothing reported yet (the spinner shows instead of the bar)
+            self._progress.update(self._task, total=self.total or None, completed=self.done)
 
     def _show(self) -> None:
         with self._lock:
             if self._timer is None:
                 return
             console = Console(file=self._stream, highlight=False)
-            self._progress = Progress(TextColumn("[dim]running"), BarColumn(),
-                                      MofNCompleteColumn(), TextColumn("[dim]tasks"),
-                                      TimeElapsedColumn(), console=console, transient=True)
-            self._task = self._progress.add_task("query", total=max(self.total, 1),
+            self._progress = Progress(_QueryColumn(self._started), console=console, transient=True)
+            self._task = self._progress.add_task("query", total=self.total or None,
                                                  completed=self.done)
             self._progress.start()
 
+    def text(self) -> str:
+        """What the display shows now, as plain text ("" before it appears)."""
+        with self._lock:
+            if self._progress is None:
+                return ""
+            console = Console(width=100, color_system=None, force_terminal=False)
+            with console.capture() as capture:
+                console.print(self._progress.get_renderable())
+            return capture.get().rstrip()
+
     def start_display(self) -> None:
+        self._started = time.monotonic()
         if self.enabled:
             self._timer = threading.Timer(self.delay, self._show)
             self._timer.daemon = True
