@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import html as _html
 import os
+import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -86,8 +90,18 @@ class DataFrame:
         """Run the query; the result as a pyarrow Table. Ctrl-C (KeyboardInterrupt) stops it;
         `timeout` (seconds) raises pqe.QueryTimeout; setting `cancel` (a threading.Event) from
         another thread raises pqe.QueryCancelled; `progress(done, total)` is called with task
-        counts as they change. The Context stays usable after any of them."""
-        return self._session.run(self._plan, optimized=self.optimized_plan(), timeout=timeout,
+        counts as they change. The Context stays usable after any of them. In a Jupyter
+        notebook, a query still running after a second shows a progress bar under the cell
+        (when no `progress` callback is given)."""
+        optimized = self.optimized_plan()
+        notebook = _notebook_display() if progress is None else None
+        if notebook is not None:
+            return _with_notebook_progress(
+                lambda stop, report: self._session.run(self._plan, optimized=optimized,
+                                                       timeout=timeout, cancel=stop,
+                                                       progress=report),
+                notebook, cancel)
+        return self._session.run(self._plan, optimized=optimized, timeout=timeout,
                                  cancel=cancel, progress=progress)
 
     collect = to_arrow
@@ -676,3 +690,128 @@ def _text_table(t: pa.Table, width: int = 40) -> str:
            "-+-".join("-" * w for w in widths)]
     out += [line(r) for r in rows]
     return "\n".join(out)
+
+
+# ---- progress in notebooks -----------------------------------------------------------------
+
+NOTEBOOK_PROGRESS_DELAY = 1.0  # seconds a query runs before a notebook shows its progress
+
+
+def _notebook_display():
+    """(display, HTML) from IPython.display when this is the main thread of a Jupyter kernel;
+    None elsewhere (a plain interpreter, terminal IPython, a script, another thread).
+    IPython is never imported here: a kernel has imported it already."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None or threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        shell = ipython.get_ipython()
+        if shell is None or getattr(shell, "kernel", None) is None:
+            return None
+        from IPython.display import HTML, display
+    except Exception:  # noqa: BLE001 - an unusual IPython: no progress display
+        return None
+    return display, HTML
+
+
+class _NotebookProgress:
+    """A progress bar in a notebook's output: an HTML `<progress>` element shown with a
+    `display_id` once the query has run for `delay` seconds, updated in place (at most a few
+    times a second) and cleared when the query ends. Until the engine has reported a task
+    count the bar is indeterminate and shows the elapsed time."""
+
+    def __init__(self, display, html, delay: float):
+        self._display = display
+        self._html = html
+        self.delay = delay
+        self.start = time.monotonic()
+        self.done = 0
+        self.total = 0
+        self._lock = threading.Lock()
+        self._handle = None
+        self._shown: str | None = None
+        self._last_update = 0.0
+        self._failed = False
+
+    def update(self, done: int, total: int) -> None:
+        """The engine's progress callback (task-count deltas, from its threads)."""
+        with self._lock:
+            self.done += done
+            self.total += total
+
+    def html(self, now: float | None = None) -> str:
+        elapsed = int((now if now is not None else time.monotonic()) - self.start)
+        clock = f"{elapsed // 60}:{elapsed % 60:02d}"
+        with self._lock:
+            done, total = self.done, self.total
+        style = 'style="width: 24em; vertical-align: middle"'
+        if total:
+            bar = f'<progress value="{min(done, total)}" max="{total}" {style}></progress>'
+            text = f"{min(done, total)}/{total} tasks · {clock}"
+        else:
+            bar = f"<progress {style}></progress>"
+            text = f"running · {clock}"
+        return (f'<div class="pqe-progress" style="font-family: monospace">{bar} '
+                f"{text}</div>")
+
+    def poll(self) -> None:
+        """Called by the waiting thread: show the bar after the delay, then keep it current
+        (a display that fails is given up: the query goes on)."""
+        now = time.monotonic()
+        if self._failed or now - self.start < self.delay:
+            return
+        try:
+            self._draw(now)
+        except Exception:  # noqa: BLE001 - the display is a courtesy; the query is not
+            self._failed = True
+
+    def _draw(self, now: float) -> None:
+        body = self.html(now)
+        if self._handle is None:
+            self._handle = self._display(self._html(body), display_id=True)
+            self._shown, self._last_update = body, now
+        elif body != self._shown and now - self._last_update >= 0.2:
+            self._handle.update(self._html(body))
+            self._shown, self._last_update = body, now
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.update(self._html(""))
+            self._handle = None
+
+
+def _with_notebook_progress(run: Callable, notebook, cancel) -> pa.Table:
+    """`run(stop, progress)` on a helper thread while this (the cell's) thread draws the
+    progress bar, so the display is always updated from the thread running the cell. Ctrl-C
+    (the kernel's interrupt) and `cancel` stop the query as they do without a display."""
+    display, html = notebook
+    bar = _NotebookProgress(display, html, NOTEBOOK_PROGRESS_DELAY)
+    stop = threading.Event()
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = run(stop, bar.update)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = e
+        finally:
+            finished.set()
+
+    worker = threading.Thread(target=target, name="pqe-notebook-query", daemon=True)
+    worker.start()
+    try:
+        while not finished.wait(0.1):
+            if cancel is not None and cancel.is_set():
+                stop.set()
+            bar.poll()
+    except KeyboardInterrupt:
+        stop.set()
+        finished.wait(2.0)  # the query stops at its next task
+        raise
+    finally:
+        with contextlib.suppress(Exception):  # the display is a courtesy; the result is not
+            bar.close()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
