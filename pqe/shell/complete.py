@@ -406,7 +406,7 @@ class SQLCompleter(Completer):
         at = self._cursor(stmt, cursor)
         if at is None:
             return
-        root = group([t for t in stmt], end)
+        root = group(stmt, end)
         scopes = self._scopes(root, cursor)
         analysis = _Analysis(self, text, scopes)
 
@@ -581,7 +581,7 @@ class _Analysis:
                 if cte.columns:
                     return cte.columns
                 before = self._ctes[lv][: self._ctes[lv].index(cte)]
-                visible = [c for c in self.ctes(lv - 1)] if lv > 0 else []
+                visible = self.ctes(lv - 1) if lv > 0 else []
                 return self._query(cte.body, visible[::-1] + before, level, depth)
             real = self.c._table_named(source.table)
             return self.c.columns(real) if real is not None else []
