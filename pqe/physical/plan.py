@@ -369,6 +369,29 @@ class WorkTableExec(PhysicalPlan):
         return f"WorkTable: {self.name.split('#')[0]} ({self.which})"
 
 
+@dataclass(eq=False)
+class SampleExec(PhysicalPlan):
+    """TABLESAMPLE / USING SAMPLE over `input`. Rows are chosen by the seed and their global
+    row number (the partition's offset, from every partition's row count, plus the row's
+    index), so the sample does not depend on the partitioning. bernoulli / system run per
+    partition; reservoir keeps each partition's candidates and merges them into one."""
+
+    input: PhysicalPlan = None
+    method: str = "bernoulli"
+    unit: str = "percent"
+    size: float = 0.0
+    seed: int = 0
+    repeatable: bool = False
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        from ..plan.explain import describe_sample
+
+        return f"Sample: {describe_sample(self)}"
+
+
 def estimated_memory(plan: PhysicalPlan) -> float:
     """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
     what its operators materialize (Dask keeps results until their consumers finish)."""

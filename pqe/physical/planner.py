@@ -456,12 +456,24 @@ class PhysicalPlanner:
         child = self._gather(self.plan(node.input))
         return SingleRowExec(node.schema, 1, SINGLE, child)
 
+    def _sample(self, node: L.Sample) -> PhysicalPlan:
+        from .plan import SampleExec
+
+        child = self.plan(node.input)
+        if node.method == "reservoir":  # candidates per partition, merged into one
+            n, dist = 1, SINGLE
+        else:  # rows removed in place
+            n, dist = child.n, child.dist
+        return SampleExec(node.schema, n, dist, child, node.method, node.unit, node.size,
+                          node.seed, node.repeatable)
+
     # one planning method per logical node type
     _METHODS = {
         L.Scan: _scan, L.Values: _values, L.Filter: _filter, L.Project: _project,
         L.Join: _join, L.Aggregate: _aggregate, L.Sort: _sort, L.Limit: _limit,
         L.Union: _union, L.Window: _window, L.RecursiveQuery: _recursivequery,
         L.WorkTable: _worktable, L.SingleRow: _singlerow,
+        L.Sample: _sample,
     }
 
 

@@ -394,6 +394,37 @@ class RecursiveQuery(LogicalPlan):
         return replace(self, anchor=children[0], step=children[1])
 
 
+@dataclass(frozen=True, slots=True)
+class Sample(LogicalPlan):
+    """TABLESAMPLE / USING SAMPLE: a random subset of the input's rows. `method` "bernoulli"
+    keeps each row with probability size% (`unit` "percent"); "system" keeps each block of
+    rows (2,048 consecutive rows of the input's order) with that probability; "reservoir"
+    keeps exactly `size` rows (`unit` "rows") or round-half-up(size% of the rows). The
+    choice depends only on `seed` and each row's position in the input, so it is the same
+    across runs, partitionings and schedulers (`repeatable`: the seed was given)."""
+
+    input: LogicalPlan
+    method: str
+    unit: str
+    size: float
+    seed: int
+    repeatable: bool = False
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.method not in ("bernoulli", "system", "reservoir"):
+            raise InternalError(f"unknown sample method {self.method}")
+        if self.unit not in ("percent", "rows") or (self.unit == "rows" and self.method != "reservoir"):
+            raise InternalError(f"sample method {self.method} cannot take {self.unit}")
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 
 
