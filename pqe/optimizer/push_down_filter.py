@@ -33,9 +33,12 @@ def _wrap(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
 
 
 def _add(preds: list[Expr], new: list[Expr]) -> list[Expr]:
+    """`preds` then the `new` ones not already there (a set: 3,000 ANDed terms stay linear)."""
     out = list(preds)
+    seen = set(out)
     for p in new:
-        if p not in out:
+        if p not in seen:
+            seen.add(p)
             out.append(p)
     return out
 
@@ -44,10 +47,7 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     if isinstance(plan, Filter):
         return _push(plan.input, _add(preds, conjuncts(plan.predicate)))
     if isinstance(plan, Scan):
-        filters = list(plan.filters)
-        for p in preds:
-            if p not in filters:
-                filters.append(p)
+        filters = _add(list(plan.filters), preds)
         if len(filters) == len(plan.filters):
             return plan
         return Scan(plan.table, plan.provider, plan.fields, plan.projection, tuple(filters))
