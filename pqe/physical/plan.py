@@ -394,10 +394,19 @@ class SampleExec(PhysicalPlan):
 
 def estimated_memory(plan: PhysicalPlan) -> float:
     """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
-    what its operators materialize (Dask keeps results until their consumers finish)."""
-    total = plan.est_bytes
-    for c in plan.children():
-        total += estimated_memory(c)
+    what its operators materialize (Dask keeps results until their consumers finish). A node
+    several consumers share (a CTE, equal subplans) is computed once and counted once; the
+    walk is linear in the nodes, not in the paths to them."""
+    total = 0.0
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        total += node.est_bytes
+        stack.extend(node.children())
     return total
 
 
