@@ -176,6 +176,10 @@ def describe_node(plan) -> str:
         return f"Window: {calls}"
     if isinstance(plan, L.Sample):
         return f"Sample: {describe_sample(plan)}"
+    if isinstance(plan, L.WithCTE):
+        return f"WithCTE: {', '.join(n.split('#')[0] for n in plan.names)} (computed once)"
+    if isinstance(plan, L.CTEScan):
+        return f"CTEScan: {plan.name.split('#')[0]} [{', '.join(f.name for f in plan.fields)}]"
     if isinstance(plan, L.RecursiveQuery):
         kind = "UNION" if plan.distinct else "UNION ALL"
         name = plan.name.split("#")[0]

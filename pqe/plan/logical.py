@@ -425,6 +425,44 @@ class Sample(LogicalPlan):
         return replace(self, input=children[0])
 
 
+@dataclass(frozen=True, slots=True)
+class CTEScan(LogicalPlan):
+    """Reads the rows of a CTE that is computed once: the definition named `name` of the
+    enclosing `WithCTE`. Each reference has its own `fields` (fresh column ids), in the
+    order of the definition's columns."""
+
+    name: str
+    fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        _set_schema(self, self.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class WithCTE(LogicalPlan):
+    """WITH name AS MATERIALIZED (...): `definitions[i]` computes CTE `names[i]` once, and
+    CTEScan nodes in `input` (or in later definitions) read its rows. Used for CTEs that are
+    read several times and large (inlining each reference would copy the plan: a CTE that
+    joins the previous one to itself doubles at each level). The output is `input`'s."""
+
+    input: LogicalPlan
+    names: tuple[str, ...]
+    definitions: tuple[LogicalPlan, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.names) != len(self.definitions):
+            raise InternalError("WITH names and definitions differ in length")
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (*self.definitions, self.input)
+
+    def with_children(self, children):
+        return replace(self, definitions=tuple(children[:-1]), input=children[-1])
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 
 

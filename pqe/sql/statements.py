@@ -47,7 +47,9 @@ def statement_word(ast: exp.Expression) -> str:
         if isinstance(node, (exp.Alias, exp.Column, exp.Paren)) and node.this is not None:
             node = node.this
             continue
-        return node.key.upper()
+        # the statement's first keyword as SQL spells it (BEGIN, not TRANSACTION)
+        words = node.sql(dialect=PQEDialect).split(None, 1)
+        return words[0].upper() if words else node.key.upper()
 
 
 def bind_statement(parsed: ParsedStatement, catalog: CatalogSnapshot, sql: str) -> S.Statement:
@@ -240,6 +242,9 @@ def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str) -
     if not isinstance(entry, MemoryTable):
         kind = "a view" if isinstance(entry, View) else f"a {getattr(entry, 'kind', 'file')} table"
         raise UnsupportedError(f"'{real}' is {kind}; only tables created in SQL can be changed")
+    if not len(entry.schema):
+        raise UnsupportedError(f"table {real} has no columns; pqe cannot change a table without "
+                               f"columns")
     return real, entry
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...catalog import Catalog, CatalogSnapshot, TableProvider
-from ...plan.expr import Expr
-from ...plan.logical import LogicalPlan
+from ...plan import builder as B
+from ...plan.expr import ColumnRef, Expr
+from ...plan.logical import LogicalPlan, WithCTE
 from .expressions import ExpressionMixin
 from .grouping import GroupingMixin
 from .qualification import QualifyMixin
@@ -33,6 +34,8 @@ class Binder(QualifyMixin, RelationsMixin, SelectMixin, GroupingMixin, WindowMix
         self.keys: dict[str, dict[str, str]] = {}  # table -> sqlglot column key -> real name
         self.view_path = view_path  # views being bound around this binder (cycle check)
         self._views: dict[str, LogicalPlan] = {}  # view name -> its plan, bound once
+        self.table_refs: dict[str, int] = {}  # catalog name -> references in the statement
+        self.once_views: dict[str, tuple[str, LogicalPlan]] = {}  # views computed once
 
     def check(self, node: exp.Expression) -> None:
         """Refuse any construct in `node` the front end would not consume (supported.py)."""
@@ -42,5 +45,10 @@ class Binder(QualifyMixin, RelationsMixin, SelectMixin, GroupingMixin, WindowMix
         """A query AST -> a plan whose final Project names the output columns."""
         self.check(node)
         node = self._qualify(node)
-        plan, _ = self.query(node, None)
+        plan, names = self.query(node, None)
+        if self.once_views:
+            plan = WithCTE(plan, tuple(t for t, _ in self.once_views.values()),
+                           tuple(p for _, p in self.once_views.values()))
+            plan = B.project(plan, [(ColumnRef(f), n)
+                                    for f, n in zip(plan.schema, names, strict=True)])
         return plan

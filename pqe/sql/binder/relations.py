@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import decimal
 import random
+from collections import Counter
 
 from sqlglot import exp
 
@@ -11,10 +12,19 @@ from ... import types as T
 from ...errors import BindError, TypeMismatchError, UnsupportedError
 from ...plan import builder as B
 from ...plan.expr import ColumnRef, Expr, Literal, OuterRef, SubqueryExpr, column_ids, lit
-from ...plan.logical import LogicalPlan, RecursiveQuery, Sample, WorkTable, walk_plan
+from ...plan.logical import (
+    CTEScan,
+    LogicalPlan,
+    RecursiveQuery,
+    Sample,
+    WithCTE,
+    WorkTable,
+    walk_plan,
+)
 from ..parser import PQEDialect
 from .qualification import column_keys
 from .scope import Scope, View
+from .supported import describe_node
 
 
 class RelationsMixin:
@@ -25,19 +35,46 @@ class RelationsMixin:
         if with_ is not None:
             recursive = bool(with_.args.get("recursive"))
             frame: dict[str, tuple[LogicalPlan, list[str]]] = {}
+            once: list[tuple[str, LogicalPlan]] = []  # CTEs computed once (WithCTE)
+            refs = Counter(t.name for t in node.find_all(exp.Table) if not t.args.get("db"))
             self.ctes.append(frame)
             try:
                 for cte in with_.expressions:
                     name = cte.alias_or_name
-                    # each CTE is bound once; every reference re-labels the one plan
+                    # each CTE is bound once; every reference re-labels the one plan (or,
+                    # when it is computed once, reads it through a CTEScan)
                     if recursive and _self_referencing(cte):
                         frame[name] = self._recursive_cte(cte, outer, frame)
-                    else:
-                        frame[name] = self.query(cte.this, outer)
-                return self._query_body(node, outer)
+                        continue
+                    plan, names = self.query(cte.this, outer)
+                    if self._compute_once(cte, plan, refs[name], outer):
+                        token = B.fresh_id(name)
+                        once.append((token, plan))
+                        plan = CTEScan(token, plan.schema)  # the template each reference copies
+                    frame[name] = (plan, names)
+                plan, names = self._query_body(node, outer)
             finally:
                 self.ctes.pop()
+            if once:
+                plan = WithCTE(plan, tuple(t for t, _ in once), tuple(p for _, p in once))
+                plan = B.project(plan, [(ColumnRef(f), n)
+                                        for f, n in zip(plan.schema, names, strict=True)])
+            return plan, names
         return self._query_body(node, outer)
+
+    def _compute_once(self, cte: exp.CTE, plan: LogicalPlan, refs: int,
+                      outer: Scope | None) -> bool:
+        """Whether a CTE is computed once and read by each reference (a WithCTE) rather than
+        inlined at each reference, where filters and projections push into it: when it says
+        AS MATERIALIZED, or when it is read more than once and so large that copies would
+        multiply the plan (each CTE joining the previous one to itself doubles it). Only an
+        uncorrelated CTE of a query that is not itself a subquery expression."""
+        materialized = cte.args.get("materialized")
+        if materialized is False or outer is not None or _has_outer_refs(plan):
+            return False
+        if materialized:
+            return True
+        return refs > 1 and plan_tree_size(plan) >= COMPUTE_ONCE_NODES
 
     def _recursive_cte(self, cte: exp.CTE, outer, frame) -> tuple[LogicalPlan, list[str]]:
         """WITH RECURSIVE: a RecursiveQuery node whose step reads the previous iteration's
@@ -46,9 +83,9 @@ class RelationsMixin:
         body = cte.this
         if not isinstance(body, exp.Union):
             raise UnsupportedError(f"recursive CTE {name} must be <anchor> UNION [ALL] <recursive term>")
-        for key in ("order", "limit", "offset"):
+        for key, word in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
             if body.args.get(key) is not None:
-                raise UnsupportedError(f"{key.upper()} on the body of recursive CTE {name} "
+                raise UnsupportedError(f"{word} on the body of recursive CTE {name} "
                                        f"is not supported")
         distinct = bool(body.args.get("distinct"))
         anchor, names = self.query(body.this, outer)
@@ -92,8 +129,9 @@ class RelationsMixin:
             return self.set_operation(node, outer)
         if isinstance(node, exp.Values):
             plan = self.values(node, outer)
-            return plan, [f.name for f in plan.schema]
-        raise UnsupportedError(f"{type(node).__name__.upper()} statement is not supported here")
+            names = [f.name for f in plan.schema]
+            return self._order_limit_outer(node, plan, names, outer)  # VALUES ... ORDER BY
+        raise UnsupportedError(f"{describe_node(node, self.sql)} is not supported as a query")
 
     def set_operation(self, node: exp.SetOperation, outer):
         left, lnames = self.query(node.this, outer)
@@ -191,9 +229,14 @@ class RelationsMixin:
             cte = self._find_cte(name)
             if cte is not None:
                 plan, names = cte
-                plan = B.project(plan, [(ColumnRef(f), n)
-                                        for f, n in zip(plan.schema, names, strict=True)],
-                                 qualifier=alias)
+                if isinstance(plan, CTEScan):  # computed once: this reference reads it
+                    plan = CTEScan(plan.name, tuple(
+                        B.new_field(n, f.dtype, f.nullable, alias)
+                        for f, n in zip(plan.fields, names, strict=True)))
+                else:
+                    plan = B.project(plan, [(ColumnRef(f), n)
+                                            for f, n in zip(plan.schema, names, strict=True)],
+                                     qualifier=alias)
                 scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
                 return plan
             if name in self.adhoc:
@@ -202,12 +245,21 @@ class RelationsMixin:
                 real, entry = self.catalog.lookup(name, exact=True)
             if isinstance(entry, View):
                 plan = self._bind_view(real, entry)
-                plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema],
-                                 qualifier=alias)
+                if self.table_refs.get(real, 0) > 1 and plan_tree_size(plan) >= COMPUTE_ONCE_NODES:
+                    # a large view read several times is computed once, as a large CTE is
+                    token = self.once_views.setdefault(real, (B.fresh_id(real), plan))[0]
+                    plan = CTEScan(token, tuple(B.new_field(f.name, f.dtype, f.nullable, alias)
+                                                for f in plan.schema))
+                else:
+                    plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema],
+                                     qualifier=alias)
                 keys = column_keys([f.name for f in plan.schema])
                 scope.add(alias, list(zip(keys, plan.schema, strict=True)))
                 return plan
             plan = B.scan(real, entry, alias)
+            if not plan.schema:
+                raise UnsupportedError(f"table {real} has no columns; pqe cannot query a table "
+                                       f"without columns")
             keys = column_keys([f.name for f in plan.schema])
             scope.add(alias, list(zip(keys, plan.schema, strict=True)))
             return plan
@@ -226,9 +278,11 @@ class RelationsMixin:
             return plan
         if isinstance(node, exp.Values):
             plan = self.values(node, scope.parent)
+            plan, _ = self._order_limit_outer(node, plan, [f.name for f in plan.schema],
+                                              scope.parent)
             scope.add(alias or "values", [(f.name, f) for f in plan.schema])
             return plan
-        raise UnsupportedError(f"{node.key.upper()} in FROM is not supported yet")
+        raise UnsupportedError(f"{describe_node(node, self.sql)} in FROM is not supported yet")
 
     def _find_cte(self, name: str):
         for frame in reversed(self.ctes):
@@ -287,6 +341,27 @@ class RelationsMixin:
 
 
 # ---- helpers -------------------------------------------------------------------------------------
+
+# a CTE read more than once whose plan (as a tree) has this many nodes is computed once
+COMPUTE_ONCE_NODES = 1_000
+
+
+def plan_tree_size(plan: LogicalPlan) -> int:
+    """Nodes in `plan` counted as a tree (a shared subplan once per path to it), computed
+    over the DAG in linear time."""
+    sizes: dict[int, int] = {}
+    stack = [(plan, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        kids = node.children()
+        if done or not kids:
+            sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(plan)]
 
 
 def _is_comma(j: exp.Join) -> bool:

@@ -70,6 +70,9 @@ class SelectMixin:
             win_nodes += find_windows(qualify.this)
         for o in order_items:
             win_nodes += find_windows(o.this)
+        if qualify is not None and not win_nodes:
+            raise BindError("QUALIFY needs a window function in the SELECT list or the QUALIFY "
+                            "clause (use WHERE or HAVING otherwise)")
         if win_nodes:
             plan = self.windows(plan, scope, agg_ctx, win_nodes, sel)
         if qualify is not None:
@@ -77,9 +80,14 @@ class SelectMixin:
             plan = B.filter(plan, pred)
 
         # SELECT list
+        if not items:
+            raise BindError("the SELECT list is empty: name at least one column")
         bound: list[tuple[Expr, str]] = []
         for it in items:
-            if isinstance(it, exp.Star):
+            if isinstance(it, exp.Star) or (isinstance(it, exp.Column) and isinstance(it.this, exp.Star)):
+                if sel.args.get("from_") is not None:  # qualify expanded it to nothing
+                    raise BindError("the SELECT list is empty after expanding * (no columns "
+                                    "are left)")
                 raise BindError("SELECT * needs a FROM clause")
             name = it.alias_or_name
             target = it.this if isinstance(it, exp.Alias) else it

@@ -48,7 +48,7 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Intersect: _args("this", "expression", "distinct", *_QUERY_TAIL),
     exp.Except: _args("this", "expression", "distinct", *_QUERY_TAIL),
     exp.Subquery: _args("this", "alias", "sample", *_QUERY_TAIL),
-    exp.Values: _args("expressions", "alias"),
+    exp.Values: _args("expressions", "alias", "order", "limit", "offset"),
     exp.Tuple: _args("expressions"),
     exp.With: _args("expressions", "recursive"),
     # MATERIALIZED / NOT MATERIALIZED only advise how to run a CTE; pqe binds each CTE once
@@ -115,7 +115,7 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.ReadCSV: _args("this", "expressions"),
     exp.ReadParquet: _args("expressions"),
     # ---- aggregates (`this`, or DISTINCT / * in it, then `expressions`) ------------------------
-    **{cls: _args("this", "expressions") for cls in AGGS},
+    **{cls: _args(*(k for k in ("this", "expressions") if k in cls.arg_types)) for cls in AGGS},
     # COUNT is always BIGINT in pqe: the parser's big_int flag says just that
     exp.Count: _args("this", "expressions", "big_int"),
     # ---- window functions (every argument is read, then checked for arity) ---------------------
@@ -148,6 +148,9 @@ _NAMES: dict = {
     exp.Dot: "field access (a.b.c)", exp.Lambda: "lambda functions",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
+    exp.IntDiv: "integer division (DIV)", exp.BitwiseLeftShift: "<<",
+    exp.BitwiseRightShift: ">>", exp.BitwiseAnd: "&", exp.BitwiseOr: "|",
+    exp.BitwiseXor: "bitwise XOR", exp.BitwiseNot: "~",
     (exp.Select, "kind"): "SELECT AS STRUCT/VALUE", (exp.Select, "hint"): "query hints",
     (exp.Select, "into"): "SELECT INTO", (exp.Select, "laterals"): "LATERAL VIEW",
     (exp.Select, "pivots"): "PIVOT", (exp.Select, "prewhere"): "PREWHERE",
@@ -184,6 +187,9 @@ _NAMES: dict = {
     (exp.DateTrunc, "zone"): "DATE_TRUNC with a time zone",
     (exp.Join, "match_condition"): "ASOF JOIN MATCH_CONDITION",
     (exp.Join, "global_"): "GLOBAL JOIN",
+    (exp.Group, "rollup"): "GROUP BY ... WITH ROLLUP", (exp.Group, "cube"): "GROUP BY ... WITH CUBE",
+    (exp.Group, "grouping_sets"): "GROUP BY ... GROUPING SETS (in this form)",
+    (exp.Group, "totals"): "GROUP BY ... WITH TOTALS",
 }
 
 
@@ -207,6 +213,9 @@ def describe_node(node: exp.Expression, sql: str) -> str:
     """A construct as the user wrote it: the function's name, or the SQL text."""
     from .qualification import user_function_name
 
+    if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)) and isinstance(node.this, exp.Func):
+        inner = user_function_name(node.this, sql) or node.this.sql_name()
+        return f"{_NAMES.get(type(node), 'RESPECT NULLS')} in {inner}(...)"
     name = _NAMES.get(type(node))
     if name is not None:
         return name
@@ -217,7 +226,8 @@ def describe_node(node: exp.Expression, sql: str) -> str:
     return _text(node)[:80]
 
 
-def describe_arg(node: exp.Expression, key: str, value, what: str | None = None) -> str:
+def describe_arg(node: exp.Expression, key: str, value, what: str | None = None,
+                 sql: str = "") -> str:
     """A clause or argument as the user wrote it (for refusals)."""
     if isinstance(node, exp.WindowSpec):
         if key == "exclude":
@@ -238,13 +248,25 @@ def describe_arg(node: exp.Expression, key: str, value, what: str | None = None)
     label = key.rstrip("_").upper().replace("_", " ")
     shown = _text(value)
     detail = f" ({shown[:60]})" if shown and shown not in ("True", "1") else ""
-    owner = what or (f"function {node.sql_name()}" if isinstance(node, exp.Func)
+    owner = what or (describe_node(node, sql) if isinstance(node, exp.Func)
                      else node.key.upper())
     return f"{owner}: {label}{detail}"
 
 
-def refusal(message: str, sql: str, node: exp.Expression | None) -> UnsupportedError:
-    pos = node_position(sql, node) if (sql and node is not None) else None
+def refusal(message: str, sql: str, *nodes: exp.Expression | None) -> UnsupportedError:
+    """The refusal, positioned at the first of `nodes` (or, failing that, of the last one's
+    ancestors) whose position sqlglot recorded."""
+    pos = None
+    if sql and nodes:
+        candidates = [n for n in nodes if n is not None]
+        parent = candidates[-1].parent if candidates else None
+        while parent is not None and len(candidates) < len(nodes) + 4:
+            candidates.append(parent)
+            parent = parent.parent
+        for n in candidates:
+            pos = node_position(sql, n)
+            if pos:
+                break
     return positioned(UnsupportedError(f"{message} is not supported{at(pos)}"), pos)
 
 
@@ -265,11 +287,11 @@ def check_supported(root: exp.Expression, sql: str = "") -> None:
             if not _is_set(value):
                 continue
             if key not in spec:
-                raise refusal(describe_arg(node, key, value), sql,
-                              value if isinstance(value, exp.Expression) else node)
+                raise refusal(describe_arg(node, key, value, sql=sql), sql,
+                              value if isinstance(value, exp.Expression) else None, node)
             allowed = spec[key]
             if allowed is not None and _value_key(value) not in allowed:
-                raise refusal(describe_arg(node, key, value), sql, node)
+                raise refusal(describe_arg(node, key, value, sql=sql), sql, node)
             if isinstance(value, exp.Expression):
                 children.append(value)
             elif isinstance(value, list):
@@ -283,5 +305,5 @@ def refuse_unknown_args(node: exp.Expression, consumed: set[str], what: str,
     does not read is a construct pqe has not implemented, and must not be silently ignored."""
     for key, value in node.args.items():
         if _is_set(value) and key not in consumed:
-            raise refusal(describe_arg(node, key, value, what), sql,
-                          value if isinstance(value, exp.Expression) else node)
+            raise refusal(describe_arg(node, key, value, what, sql), sql,
+                          value if isinstance(value, exp.Expression) else None, node)
