@@ -124,6 +124,8 @@ class RelationsMixin:
             return self.select(node, outer)
         if isinstance(node, exp.Subquery):
             plan, names = self.query(node.this, outer)
+            if node.args.get("sample") is not None:
+                plan = self.sample(plan, node.args["sample"])
             return self._order_limit_outer(node, plan, names, outer)
         if isinstance(node, exp.SetOperation):
             return self.set_operation(node, outer)
@@ -224,6 +226,11 @@ class RelationsMixin:
 
     def _source(self, node: exp.Expression, scope: Scope) -> LogicalPlan:
         alias = node.alias_or_name
+        if isinstance(node, exp.Table) and node.args.get("joins"):
+            # a table carrying joins (as sqlglot reads `(a JOIN b)`): bind them, never drop them
+            inner = node.copy()
+            joins = inner.args.pop("joins")
+            return self._joins(self.source(inner, scope), joins, scope)
         if isinstance(node, exp.Table):
             name = node.name
             cte = self._find_cte(name)
