@@ -73,7 +73,8 @@ def test_every_undeclared_argument_is_refused(cls, key):
 
 @pytest.mark.parametrize("cls, key, value", [
     (exp.Join, "kind", "ASOF"), (exp.Join, "side", "POSITIONAL"), (exp.Join, "method", "ASOF"),
-    (exp.WindowSpec, "kind", "GROUPS"), (exp.Trim, "position", "MIDDLE"),
+    (exp.WindowSpec, "kind", "GROUPS"), (exp.WindowSpec, "exclude", "TIES"),
+    (exp.Trim, "position", "MIDDLE"),
     (exp.Fetch, "direction", "LAST"),
 ])
 def test_declared_arguments_refuse_values_they_do_not_implement(cls, key, value):
@@ -107,6 +108,8 @@ REFUSED = [
      "window frame EXCLUDE TIES"),
     ("select sum(v) over (order by k rows unbounded preceding exclude group) from t",
      "window frame EXCLUDE GROUP"),
+    ("select sum(v) over (order by k rows between 1 preceding and current row "
+     "exclude no others) from t", None),  # the default frame
     ("select sum(v) over (order by k groups between 1 preceding and current row) from t",
      "GROUPS window frames"),
     ("select last_value(v ignore nulls) over (order by k) from t", "IGNORE NULLS in LAST_VALUE"),

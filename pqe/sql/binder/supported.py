@@ -81,7 +81,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Alias: _args("this", "alias"),
     exp.Var: _args("this"),
     exp.Window: _args("this", "partition_by", "order", "spec", "alias", "over"),
-    exp.WindowSpec: _args("start", "start_side", "end", "end_side", kind=("ROWS", "RANGE")),
+    # EXCLUDE NO OTHERS is the default frame; the other EXCLUDE forms are refused
+    exp.WindowSpec: _args("start", "start_side", "end", "end_side", kind=("ROWS", "RANGE"),
+                          exclude=("NO OTHERS",)),
     exp.Filter: _args("this", "expression"),
     exp.RespectNulls: _args("this"),  # the default: window functions read NULLs
     # ---- expressions ---------------------------------------------------------------------------

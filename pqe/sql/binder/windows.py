@@ -162,8 +162,9 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
         raise UnsupportedError(f"{mode.upper()} window frames are not supported")
     exclude = spec.args.get("exclude")
     if exclude:
-        text = exclude.name if isinstance(exclude, exp.Expression) else str(exclude)
-        raise UnsupportedError(f"window frame EXCLUDE {text.upper()} is not supported")
+        text = (exclude.name if isinstance(exclude, exp.Expression) else str(exclude)).upper()
+        if text != "NO OTHERS":  # the default
+            raise UnsupportedError(f"window frame EXCLUDE {text} is not supported")
 
     def bound(value, side) -> FrameBound:
         text = value.name if isinstance(value, exp.Expression) else str(value)
