@@ -103,7 +103,7 @@ def test_ctas_view_drop_show_describe(ctx):
     assert rows(ctx, "SELECT * FROM vv") == [{"s": "y"}]
     assert {r["name"] for r in rows(ctx, "SHOW TABLES")} == {"base", "vv"}
     assert rows(ctx, "DESCRIBE base") == [
-        {"column_name": "k", "column_type": "BIGINT", "null": "YES"},
+        {"column_name": "k", "column_type": "INTEGER", "null": "YES"},
         {"column_name": "s", "column_type": "VARCHAR", "null": "YES"}]
     ctx.sql("DROP VIEW vv")
     ctx.sql("DROP TABLE IF EXISTS nothing_here")

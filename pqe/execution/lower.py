@@ -310,6 +310,33 @@ class Lowering:
         return [p.then(O.WriteFiles(spec=node.spec, ids=node.input_ids, partition=i))
                 for i, p in enumerate(self.lower(node.input))]
 
+    def _sampleexec(self, node: P.SampleExec):
+        """One input partition: sample it in place. Several: each partition's row count (a
+        tiny task), their offsets (one task), then each partition sampled at its offset;
+        reservoir candidates are then merged in one task."""
+        from ..kernels import sample
+
+        parts = self.lower(node.input)
+        spec = {"method": node.method, "unit": node.unit, "size": node.size, "seed": node.seed}
+        if len(parts) == 1:
+            return [parts[0].then(O.SampleRows(**spec, part=0, offsets=None))]
+        keys = self.materialize(parts, "sample-input")
+        name = "sample-offsets-" + hashlib.sha1(repr(keys).encode()).hexdigest()[:16]
+        counts = []
+        for i, key in enumerate(keys):
+            counts.append((f"{name}-count", i))
+            self.graph[counts[-1]] = (sample.row_count, key)
+        offsets = (name, 0)
+        self.graph[offsets] = (sample.offsets, *counts)
+        out = [Pending((O.Concat(indices=(0,)), O.SampleRows(**spec, part=i, offsets=1)),
+                       (key, offsets)) for i, key in enumerate(keys)]
+        if node.method != "reservoir":
+            return out
+        candidates = self.materialize(out, "sample-candidates")
+        merge = O.ReservoirMerge(unit=node.unit, size=node.size,
+                                 parts=tuple(range(len(candidates))), offsets=len(candidates))
+        return [Pending((merge,), (*candidates, offsets))]
+
     # one lowering method per physical node type
     _METHODS = {
         P.ScanExec: _scanexec, P.MemoryScanExec: _memoryscanexec,
@@ -319,7 +346,7 @@ class Lowering:
         P.LimitExec: _limitexec, P.UnionExec: _unionexec, P.WindowExec: _windowexec,
         P.RecursiveExec: _recursiveexec, P.WorkTableExec: _worktableexec,
         P.SingleRowExec: _singlerowexec, P.MapBatchesExec: _mapbatchesexec,
-        P.WriteExec: _writeexec,
+        P.WriteExec: _writeexec, P.SampleExec: _sampleexec,
     }
 
 

@@ -375,6 +375,45 @@ class Select(Op):
         return data.select(list(self.ids))
 
 
+class SampleRows(Op):
+    """TABLESAMPLE over the running table, partition `part`. Task input `offsets` (an index;
+    None when the input is one partition) holds every partition's first row number and the
+    total. bernoulli / system return the kept rows; reservoir returns this partition's
+    candidates (all of the sample when the input is one partition)."""
+
+    label = "sample"
+    _fields = ("method", "unit", "size", "seed", "part", "offsets")
+
+    def run(self, data, inputs):
+        from ..kernels import sample
+
+        if self.offsets is None:
+            out = sample.sample(data, self.method, self.unit, self.size, self.seed, 0,
+                                data.num_rows)
+            if self.method == "reservoir":
+                count = sample.reservoir_count(self.unit, self.size, data.num_rows)
+                out = sample.reservoir_merge([out], count)
+            return out
+        starts, total = inputs[self.offsets]
+        return sample.sample(data, self.method, self.unit, self.size, self.seed,
+                             starts[self.part], total)
+
+
+class ReservoirMerge(Op):
+    """Start from the reservoir candidates in task inputs `parts`; keep the sample's rows
+    (input `offsets` holds the total row count a percentage needs)."""
+
+    label = "sample"
+    _fields = ("unit", "size", "parts", "offsets")
+
+    def run(self, data, inputs):
+        from ..kernels import sample
+
+        _, total = inputs[self.offsets]
+        count = sample.reservoir_count(self.unit, self.size, total)
+        return sample.reservoir_merge([inputs[i] for i in self.parts], count)
+
+
 class CancelToken:
     """Per-query state shared by its tasks: set when the query is cancelled (Ctrl-C, timeout),
     so tasks that have not started stop at once; and, for EXPLAIN ANALYZE, rows and seconds per

@@ -14,7 +14,7 @@ this prunes most of the scanned rows.
 from __future__ import annotations
 
 from ..plan.expr import (ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts, or_,
-                         replace_columns)
+                         replace_columns, unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window)
 
@@ -33,21 +33,16 @@ def _wrap(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
 
 
 def _add(preds: list[Expr], new: list[Expr]) -> list[Expr]:
-    out = list(preds)
-    for p in new:
-        if p not in out:
-            out.append(p)
-    return out
+    """`preds` then the `new` ones not already there (by hash: 3,000 ANDed terms stay
+    linear)."""
+    return unique(list(preds) + list(new))
 
 
 def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     if isinstance(plan, Filter):
         return _push(plan.input, _add(preds, conjuncts(plan.predicate)))
     if isinstance(plan, Scan):
-        filters = list(plan.filters)
-        for p in preds:
-            if p not in filters:
-                filters.append(p)
+        filters = _add(list(plan.filters), preds)
         if len(filters) == len(plan.filters):
             return plan
         return Scan(plan.table, plan.provider, plan.fields, plan.projection, tuple(filters))

@@ -10,7 +10,7 @@ decodes nothing else.
 from __future__ import annotations
 
 from ..plan.expr import ColumnRef, Literal, column_ids, column_ids_all, replace_columns
-from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
+from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Sample, Scan,
                             SingleRow, Sort, Union, Values, Window)
 
 
@@ -80,7 +80,7 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
     if isinstance(plan, Sort):
         child_need = need | column_ids_all(k.expr for k in plan.keys)
         return Sort(_prune(plan.input, _ordered(plan.input, child_need)), plan.keys, plan.fetch)
-    if isinstance(plan, (Limit, SingleRow)):
+    if isinstance(plan, (Limit, SingleRow, Sample)):  # a sample picks rows by position only
         return plan.with_children((_prune(plan.children()[0], required),))
     if isinstance(plan, Union):
         positions = [i for i, f in enumerate(plan.fields) if f.id in need] or [0]

@@ -526,12 +526,44 @@ class WriteExec(PhysicalPlan):
         return out
 
 
+@dataclass(eq=False)
+class SampleExec(PhysicalPlan):
+    """TABLESAMPLE / USING SAMPLE over `input`. Rows are chosen by the seed and their global
+    row number (the partition's offset, from every partition's row count, plus the row's
+    index), so the sample does not depend on the partitioning. bernoulli / system run per
+    partition; reservoir keeps each partition's candidates and merges them into one."""
+
+    input: PhysicalPlan = None
+    method: str = "bernoulli"
+    unit: str = "percent"
+    size: float = 0.0
+    seed: int = 0
+    repeatable: bool = False
+
+    def children(self):
+        return (self.input,)
+
+    def describe(self, names):
+        from ..plan.explain import describe_sample
+
+        return f"Sample: {describe_sample(self)}"
+
+
 def estimated_memory(plan: PhysicalPlan) -> float:
     """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
-    what its operators materialize (Dask keeps results until their consumers finish)."""
-    total = plan.est_bytes
-    for c in plan.children():
-        total += estimated_memory(c)
+    what its operators materialize (Dask keeps results until their consumers finish). A node
+    several consumers share (a CTE, equal subplans) is computed once and counted once; the
+    walk is linear in the nodes, not in the paths to them."""
+    total = 0.0
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        total += node.est_bytes
+        stack.extend(node.children())
     return total
 
 

@@ -477,12 +477,40 @@ class PhysicalPlanner:
         return MapBatchesExec(node.schema, child.n, ANY, child, node.fn,
                               tuple(f.id for f in node.input.schema), node.input_names)
 
+    def _sample(self, node: L.Sample) -> PhysicalPlan:
+        from .plan import SampleExec
+
+        child = self.plan(node.input)
+        if node.method == "reservoir":  # candidates per partition, merged into one
+            n, dist = 1, SINGLE
+        else:  # rows removed in place
+            n, dist = child.n, child.dist
+        return SampleExec(node.schema, n, dist, child, node.method, node.unit, node.size,
+                          node.seed, node.repeatable)
+
+    def _withcte(self, node: L.WithCTE) -> PhysicalPlan:
+        """Each definition is planned once; every CTEScan of it reads that one physical
+        node (lowering computes a node with several consumers once)."""
+        plans = self.__dict__.setdefault("_cte_plans", {})
+        for name, definition in zip(node.names, node.definitions, strict=True):
+            plans[name] = self.plan(definition)
+        return self.plan(node.input)
+
+    def _ctescan(self, node: L.CTEScan) -> PhysicalPlan:
+        body = self.__dict__.get("_cte_plans", {}).get(node.name)
+        if body is None:
+            raise InternalError(f"CTE {node.name} is read outside its WITH")
+        exprs = tuple(ColumnRef(f) for f in body.schema)
+        return ProjectExec(node.schema, body.n, _project_dist(body.dist, exprs, node.schema),
+                           body, exprs, None)
+
     # one planning method per logical node type
     _METHODS = {
         L.Scan: _scan, L.Values: _values, L.Filter: _filter, L.Project: _project,
         L.Join: _join, L.Aggregate: _aggregate, L.Sort: _sort, L.Limit: _limit,
         L.Union: _union, L.Window: _window, L.RecursiveQuery: _recursivequery,
         L.WorkTable: _worktable, L.SingleRow: _singlerow, L.MapBatches: _mapbatches,
+        L.Sample: _sample, L.WithCTE: _withcte, L.CTEScan: _ctescan,
     }
 
 

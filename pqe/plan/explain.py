@@ -174,6 +174,12 @@ def describe_node(plan) -> str:
     if isinstance(plan, L.Window):
         calls = ", ".join(f"{format_expr(c)} AS {f.name}" for c, f in zip(plan.calls, plan.fields, strict=True))
         return f"Window: {calls}"
+    if isinstance(plan, L.Sample):
+        return f"Sample: {describe_sample(plan)}"
+    if isinstance(plan, L.WithCTE):
+        return f"WithCTE: {', '.join(n.split('#')[0] for n in plan.names)} (computed once)"
+    if isinstance(plan, L.CTEScan):
+        return f"CTEScan: {plan.name.split('#')[0]} [{', '.join(f.name for f in plan.fields)}]"
     if isinstance(plan, L.RecursiveQuery):
         kind = "UNION" if plan.distinct else "UNION ALL"
         name = plan.name.split("#")[0]
@@ -184,6 +190,13 @@ def describe_node(plan) -> str:
     if isinstance(plan, L.MapBatches):
         return f"MapBatches: {plan.fn.name} [{', '.join(f.name for f in plan.fields)}]"
     return type(plan).__name__
+
+
+def describe_sample(plan) -> str:
+    """`bernoulli 10% repeatable(42)`, `reservoir 5 rows`: the seed shows only when given."""
+    size = f"{plan.size:g}%" if plan.unit == "percent" else f"{int(plan.size)} rows"
+    out = f"{plan.method} {size}"
+    return out + (f" repeatable({plan.seed})" if plan.repeatable else "")
 
 
 def format_plan(plan, indent: int = 0) -> str:

@@ -363,25 +363,39 @@ def _fold(fn: str, parts: list[Expr]) -> Expr:
     return out
 
 
+def unique(parts: Iterable[Expr]) -> list[Expr]:
+    """Parts in order without repeats: by hash (3,000 ANDed terms stay linear), except parts
+    holding a subquery (hashing one hashes its whole plan) or an unhashable value, which
+    are compared pairwise."""
+    out: list[Expr] = []
+    hashed: set[Expr] = set()
+    other: list[Expr] = []
+    for p in parts:
+        if not has_subquery(p):
+            try:
+                if p in hashed:
+                    continue
+                hashed.add(p)
+                out.append(p)
+                continue
+            except TypeError:
+                pass
+        if p not in other:
+            other.append(p)
+            out.append(p)
+    return out
+
+
 def and_(parts: Iterable[Expr]) -> Expr | None:
     """AND of the parts (None for no parts), dropping duplicates and TRUE literals."""
-    uniq: list[Expr] = []
-    for p in parts:
-        if isinstance(p, Literal) and p.value is True:
-            continue
-        if p not in uniq:
-            uniq.append(p)
+    uniq = unique(p for p in parts if not (isinstance(p, Literal) and p.value is True))
     if not uniq:
         return None
     return _fold("and", uniq)
 
 
 def or_(parts: Iterable[Expr]) -> Expr:
-    uniq: list[Expr] = []
-    for p in parts:
-        if p not in uniq:
-            uniq.append(p)
-    return _fold("or", uniq)
+    return _fold("or", unique(parts))
 
 
 def lit(value: Any, dtype: pa.DataType | None = None) -> Literal:

@@ -448,6 +448,75 @@ class MapBatches(LogicalPlan):
         return replace(self, input=children[0])
 
 
+@dataclass(frozen=True, slots=True)
+class Sample(LogicalPlan):
+    """TABLESAMPLE / USING SAMPLE: a random subset of the input's rows. `method` "bernoulli"
+    keeps each row with probability size% (`unit` "percent"); "system" keeps each block of
+    rows (2,048 consecutive rows of the input's order) with that probability; "reservoir"
+    keeps exactly `size` rows (`unit` "rows") or round-half-up(size% of the rows). The
+    choice depends only on `seed` and each row's position in the input, so it is the same
+    across runs, partitionings and schedulers (`repeatable`: the seed was given)."""
+
+    input: LogicalPlan
+    method: str
+    unit: str
+    size: float
+    seed: int
+    repeatable: bool = False
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.method not in ("bernoulli", "system", "reservoir"):
+            raise InternalError(f"unknown sample method {self.method}")
+        if self.unit not in ("percent", "rows") or (self.unit == "rows" and self.method != "reservoir"):
+            raise InternalError(f"sample method {self.method} cannot take {self.unit}")
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return replace(self, input=children[0])
+
+
+@dataclass(frozen=True, slots=True)
+class CTEScan(LogicalPlan):
+    """Reads the rows of a CTE that is computed once: the definition named `name` of the
+    enclosing `WithCTE`. Each reference has its own `fields` (fresh column ids), in the
+    order of the definition's columns."""
+
+    name: str
+    fields: tuple[Field, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        _set_schema(self, self.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class WithCTE(LogicalPlan):
+    """WITH name AS MATERIALIZED (...): `definitions[i]` computes CTE `names[i]` once, and
+    CTEScan nodes in `input` (or in later definitions) read its rows. Used for CTEs that are
+    read several times and large (inlining each reference would copy the plan: a CTE that
+    joins the previous one to itself doubles at each level). The output is `input`'s."""
+
+    input: LogicalPlan
+    names: tuple[str, ...]
+    definitions: tuple[LogicalPlan, ...]
+    schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.names) != len(self.definitions):
+            raise InternalError("WITH names and definitions differ in length")
+        _set_schema(self, self.input.schema)
+
+    def children(self):
+        return (*self.definitions, self.input)
+
+    def with_children(self, children):
+        return replace(self, definitions=tuple(children[:-1]), input=children[-1])
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 
 

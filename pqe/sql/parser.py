@@ -37,6 +37,18 @@ class PQEDialect(Dialect):
             **parser.Parser.PLACEHOLDER_PARSERS,
             TokenType.PLACEHOLDER: lambda self: _placeholder(self),
         }
+        # functions with their own syntax (STRING_AGG, TRIM, SUBSTRING, ...) remember where
+        # their name stands, as other calls do: a refusal then names what the user wrote
+        FUNCTION_PARSERS = {name: (lambda fn: lambda self: _with_name_position(self, fn))(fn)
+                            for name, fn in parser.Parser.FUNCTION_PARSERS.items()}
+
+
+def _with_name_position(p: parser.Parser, fn) -> exp.Expression | None:
+    name = p._tokens[p._index - 2] if p._index >= 2 else None  # NAME ( <- _index
+    out = fn(p)
+    if isinstance(out, exp.Expression) and name is not None and "start" not in out.meta:
+        out.update_positions(name)
+    return out
 
 
 def _placeholder(p: parser.Parser) -> exp.Expression:

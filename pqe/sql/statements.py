@@ -19,7 +19,7 @@ from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
 from ..plan.logical import LogicalPlan
-from .binder import Binder, Scope, View, sql_type
+from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
 from .parser import PQEDialect, ParsedStatement
 
 
@@ -36,20 +36,6 @@ def _set_args(node: exp.Expression) -> dict:
     return {k: v for k, v in node.args.items() if v not in (None, False, [], "")}
 
 
-def refuse_unknown_args(node: exp.Expression, consumed: set[str], what: str) -> None:
-    """Refuse by default: an argument of `node` this front end does not read is a construct
-    pqe has not implemented, and must not be silently ignored."""
-    for key, value in _set_args(node).items():
-        if key in consumed:
-            continue
-        shown = value.sql(dialect=PQEDialect) if isinstance(value, exp.Expression) else str(value)
-        if isinstance(value, list):
-            shown = ", ".join(v.sql(dialect=PQEDialect) if isinstance(v, exp.Expression) else str(v)
-                              for v in value)
-        detail = f" ({shown[:60]})" if shown and shown not in ("True", "1") else ""
-        raise UnsupportedError(f"{what}: {key.upper().replace('_', ' ')}{detail} is not supported")
-
-
 def statement_word(ast: exp.Expression) -> str:
     """What the user wrote first, for refusals that name it ("SUMMARIZE statements ...")."""
     if isinstance(ast, exp.Command):
@@ -61,7 +47,9 @@ def statement_word(ast: exp.Expression) -> str:
         if isinstance(node, (exp.Alias, exp.Column, exp.Paren)) and node.this is not None:
             node = node.this
             continue
-        return node.key.upper()
+        # the statement's first keyword as SQL spells it (BEGIN, not TRANSACTION)
+        words = node.sql(dialect=PQEDialect).split(None, 1)
+        return words[0].upper() if words else node.key.upper()
 
 
 def bind_statement(parsed: ParsedStatement, catalog: CatalogSnapshot, sql: str) -> S.Statement:
@@ -136,7 +124,9 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         query = stmt.expression
         names = tuple(name_of(c)[0] for c in columns) if columns else None
         text = query.sql(dialect=PQEDialect)
-        plan = Binder(catalog, text).bind_query(query.copy())  # fail now, not at first use
+        # fail now, not at first use; a view that reads itself (CREATE OR REPLACE VIEW v AS
+        # SELECT * FROM v) is refused here, as is any cycle through other views
+        plan = Binder(catalog, sql, view_path=(name,)).bind_query(query.copy())
         if names is not None and len(names) != len(plan.schema):
             raise BindError(f"view {name} names {len(names)} columns, its query has "
                             f"{len(plan.schema)}")
@@ -257,6 +247,9 @@ def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str) -
         else:
             kind = f"a {getattr(entry, 'kind', 'file')} table"
         raise UnsupportedError(f"'{real}' is {kind}; only tables created in SQL can be changed")
+    if not len(entry.schema):
+        raise UnsupportedError(f"table {real} has no columns; pqe cannot change a table without "
+                               f"columns")
     return real, entry
 
 
@@ -325,6 +318,7 @@ def _constant_values(binder: Binder, values: exp.Values, types: list[pa.DataType
             raise BindError("VALUES rows have different numbers of columns")
         row = []
         for j, node in enumerate(items):
+            binder.check(node)
             e = binder.expr(node, Scope(), clause="VALUES")
             if j < len(types) and not T.is_null(types[j]):
                 e = B.cast(e, types[j])
@@ -391,11 +385,13 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
             raise BindError(f"table {name} has no column '{cname}'")
         if real in target:
             raise BindError(f"ON CONFLICT DO UPDATE cannot change the key column {real}")
+        binder.check(eq.expression)
         value = binder.expr(_qualified(eq.expression, name), scope, clause="SET")
         sets.append((real, B.cast(value, entry.schema.field(real).type)))
     where = conflict.args.get("where")
     cond = None
     if where is not None:
+        binder.check(where)
         cond = binder.expr(_qualified(where.this if isinstance(where, exp.Where) else where, name),
                            scope, clause="WHERE")
         cond = B.call("is_true", B.cast(cond, T.BOOLEAN))
@@ -433,6 +429,7 @@ def _where(binder: Binder, stmt: exp.Expression, name: str, scope: Scope):
     where = stmt.args.get("where")
     if where is None:
         return None
+    binder.check(where)
     cond = binder.expr(_qualified(where.this, name), scope, clause="WHERE")
     return B.call("is_true", B.cast(cond, T.BOOLEAN))
 
@@ -462,6 +459,7 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
         if new is None:
             items.append((ref, f.name))
             continue
+        binder.check(new)
         value = binder.expr(_qualified(new, name), scope, clause="SET")
         if T.common_type(value.dtype, f.dtype) is None and not T.is_text(value.dtype) \
                 and not T.is_text(f.dtype):

@@ -1,0 +1,407 @@
+"""Expressions: sqlglot expression nodes -> pqe expressions, by a dispatch table keyed by the
+sqlglot class (`HANDLERS`). What each handled class consumes of its arguments is declared in
+`pqe.sql.binder.supported`; anything else was refused before binding started."""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from dataclasses import replace
+
+from sqlglot import exp
+
+from ... import types as T
+from ...errors import (
+    AggregateMisuseError,
+    BindError,
+    TypeMismatchError,
+    UnknownColumnError,
+    UnsupportedError,
+    suggest,
+)
+from ...plan import builder as B
+from ...plan.expr import Expr, Literal, SubqueryExpr, lit
+from ..parser import PQEDialect, node_position
+from .grouping import is_agg_node
+from .literals import interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type
+from .qualification import user_function_name
+from .scope import AggContext, Scope, at, positioned
+
+NEGATED_COMPARISON = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+
+BINARY = {
+    exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide",
+    exp.Mod: "modulo", exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le",
+    exp.GT: "gt", exp.GTE: "ge", exp.And: "and", exp.Or: "or",
+    exp.NullSafeEQ: "is_not_distinct_from", exp.NullSafeNEQ: "is_distinct_from",
+    exp.DPipe: "concat",
+}
+
+# sqlglot function classes -> (pqe function, argument keys in order). The keys are all these
+# classes consume: any other argument set on such a node is refused (supported.py).
+FUNCS: dict[type, tuple[str, tuple[str, ...]]] = {
+    exp.Upper: ("upper", ("this",)), exp.Lower: ("lower", ("this",)),
+    exp.Length: ("length", ("this",)), exp.Abs: ("abs", ("this",)),
+    exp.Round: ("round", ("this", "decimals")), exp.Ceil: ("ceil", ("this",)),
+    exp.Floor: ("floor", ("this",)), exp.Sign: ("sign", ("this",)),
+    exp.Sqrt: ("sqrt", ("this",)), exp.Ln: ("ln", ("this",)), exp.Exp: ("exp", ("this",)),
+    exp.Pow: ("power", ("this", "expression")),
+    exp.Coalesce: ("coalesce", ("this", "expressions")),
+    exp.Nullif: ("nullif", ("this", "expression")),
+    exp.Greatest: ("greatest", ("this", "expressions")),
+    exp.Least: ("least", ("this", "expressions")),
+    exp.StrPosition: ("position", ("this", "substr")),
+    exp.Replace: ("replace", ("this", "expression", "replacement")),
+    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
+    exp.Left: ("left", ("this", "expression")), exp.Right: ("right", ("this", "expression")),
+    exp.Concat: ("concat_skip_nulls", ("expressions",)),  # `||` (DPipe) propagates NULLs
+    exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
+    exp.RegexpLike: ("regexp_matches", ("this", "expression")),
+    exp.StartsWith: ("starts_with", ("this", "expression")),
+    exp.Reverse: ("reverse", ("this",)),
+    exp.Repeat: ("repeat", ("this", "times")),
+    exp.Pad: ("lpad", ("this", "expression", "fill_pattern")),  # rpad when not is_left
+    exp.CurrentDate: ("current_date", ()), exp.CurrentTimestamp: ("current_timestamp", ()),
+}
+
+# an AND / OR chain this long binds as a balanced tree (same meaning; the optimizer's
+# recursive rules then cost n log n instead of n^2 on a left-deep chain)
+BALANCE_TERMS = 64
+
+Handler = Callable[["ExpressionMixin", exp.Expression, Scope, Callable], Expr]
+
+
+class ExpressionMixin:
+    def expr(self, node: exp.Expression, scope: Scope, agg: AggContext | None = None,
+             clause: str = "") -> Expr:
+        hit = self._window_refs.get(id(node))
+        if hit is not None:
+            return hit
+        if isinstance(node, exp.Window):
+            raise BindError(f"window functions are not allowed in {clause or 'this context'}")
+        if agg is not None:
+            hit = self._post_agg(node, agg)
+            if hit is not None:
+                return hit
+        elif is_agg_node(node):
+            raise AggregateMisuseError(f"aggregate functions are not allowed in {clause or 'this context'}: {node.sql()}")
+        rec: Callable[[exp.Expression], Expr] = lambda n: self.expr(n, scope, agg, clause)  # noqa: E731
+        out = self._expr(node, scope, rec)
+        if agg is not None and isinstance(out, SubqueryExpr):
+            out = replace(out, plan=self._above_aggregate(out.plan, agg))
+        return out
+
+    def _expr(self, node: exp.Expression, scope: Scope, rec) -> Expr:
+        handler = HANDLERS.get(type(node))
+        if handler is not None:
+            return handler(self, node, scope, rec)
+        if isinstance(node, exp.Star):
+            raise BindError("* is not allowed here")
+        if isinstance(node, exp.Func):
+            name = user_function_name(node, self.sql) or node.sql_name()
+            raise UnsupportedError(f"function {name} is not supported yet")
+        raise UnsupportedError(f"expression {node.sql(dialect=PQEDialect)[:60]} is not supported yet")
+
+    def _quantified(self, node: exp.Expression, scope: Scope, rec) -> Expr:
+        """`x op ANY (q)` / `x op ALL (q)`; ALL is NOT (x negated-op ANY (q))."""
+        op = BINARY[type(node)]
+        quant = node.expression
+        word = "ALL" if isinstance(quant, exp.All) else "ANY"
+        if op not in NEGATED_COMPARISON:
+            raise BindError(f"{word} needs a comparison: {node.sql(dialect=PQEDialect)}")
+        query = quant.this.this if isinstance(quant.this, exp.Subquery) else quant.this
+        if not isinstance(query, exp.Query):
+            raise UnsupportedError(f"{word} over a non-subquery is not supported: "
+                                   f"{node.sql(dialect=PQEDialect)}")
+        arg = rec(node.this)
+        plan, _ = self.query(query, scope)
+        if len(plan.schema) != 1:
+            raise BindError(f"subquery in {word} returns {len(plan.schema)} columns, expected 1")
+        common = T.common_type(arg.dtype, plan.schema[0].dtype)
+        if common is None:
+            raise TypeMismatchError(f"{word} subquery: cannot compare {T.type_name(arg.dtype)} "
+                                    f"with {T.type_name(plan.schema[0].dtype)}")
+        if isinstance(quant, exp.All):
+            return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), True, NEGATED_COMPARISON[op])
+        return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), False, op)
+
+    def _column(self, node: exp.Column, scope: Scope) -> Expr:
+        table = node.table or None
+        name = node.name
+        hit = scope.lookup(table, name)
+        if hit is None:
+            pos = node_position(self.sql, node)
+            shown = (f"{table}." if table else "") + name.replace("\x00", "")
+            raise positioned(UnknownColumnError(
+                f"column '{shown}' does not exist{at(pos)}{suggest(name, scope.all_names())}"), pos)
+        return hit
+
+    def _interval(self, node: exp.Interval, rec) -> Expr:
+        value = node.this
+        unit = node.args.get("unit")
+        unit_text = None
+        if unit is not None:
+            unit_text = unit.name if isinstance(unit, (exp.Var, exp.Literal)) else unit.sql()
+        v = rec(value) if value is not None else None
+        if not isinstance(v, Literal) or v.value is None:
+            if unit_text is None:
+                raise UnsupportedError("INTERVAL needs a constant")
+            # INTERVAL (expr) DAY -> expr * INTERVAL '1' DAY
+            return B.call("multiply", B.cast(v, T.INT64), interval_literal("1", unit_text))
+        return interval_literal(str(v.value), unit_text)
+
+
+# ---- handlers, one per sqlglot class ------------------------------------------------------------
+
+
+def _column(b, node, scope, rec):
+    return b._column(node, scope)
+
+
+def _paren(b, node, scope, rec):
+    return rec(node.this)
+
+
+def _literal(b, node, scope, rec):
+    return literal(node)
+
+
+def _boolean(b, node, scope, rec):
+    return lit(bool(node.this))
+
+
+def _null(b, node, scope, rec):
+    return Literal(None, T.NULL)
+
+
+def _chain(node: exp.Expression) -> list[exp.Expression]:
+    """The operands of a left-deep chain of one associative operator (AND, OR), in order."""
+    cls = type(node)
+    rights = []
+    while type(node) is cls:
+        rights.append(node.expression)
+        node = node.this
+    return [node, *reversed(rights)]
+
+
+def _balanced(fn: str, parts: list[Expr]) -> Expr:
+    if len(parts) == 1:
+        return parts[0]
+    mid = len(parts) // 2
+    return B.call(fn, _balanced(fn, parts[:mid]), _balanced(fn, parts[mid:]))
+
+
+def _binary(b, node, scope, rec):
+    if isinstance(node.expression, (exp.Any, exp.All)):
+        return b._quantified(node, scope, rec)
+    fn = BINARY[type(node)]
+    if fn in ("and", "or"):
+        operands = _chain(node)
+        if len(operands) >= BALANCE_TERMS:
+            return _balanced(fn, [rec(x) for x in operands])
+    a, c = rec(node.this), rec(node.expression)
+    if fn in ("add", "subtract", "multiply", "modulo"):
+        a, c = narrow_int_literal(a, c), narrow_int_literal(c, a)
+    return B.call(fn, a, c)
+
+
+def _neg(b, node, scope, rec):
+    inner = rec(node.this)
+    if isinstance(inner, Literal) and isinstance(inner.value, (int, float, decimal.Decimal)) \
+            and not isinstance(inner.value, bool):
+        if isinstance(inner.value, decimal.Decimal):
+            return Literal(inner.value.copy_negate(), inner.dtype)  # exact, 38 digits
+        return Literal(-inner.value, inner.dtype)
+    return B.call("negate", inner)
+
+
+def _not(b, node, scope, rec):
+    return B.not_(rec(node.this))
+
+
+def _is(b, node, scope, rec):
+    target = node.expression
+    arg = rec(node.this)
+    if isinstance(target, exp.Null):
+        return B.call("is_null", arg)
+    if isinstance(target, exp.Boolean):
+        return B.call("is_true" if target.this else "is_false", arg)
+    raise UnsupportedError(f"IS {target.sql(dialect=PQEDialect)} is not supported")
+
+
+def _like(b, node, scope, rec):
+    e = B.call("like" if type(node) is exp.Like else "ilike", rec(node.this), rec(node.expression))
+    return B.not_(e) if node.args.get("negate") else e
+
+
+def _escape(b, node, scope, rec):
+    like = node.this
+    if not isinstance(like, (exp.Like, exp.ILike)):
+        raise UnsupportedError(f"ESCAPE on {like.sql(dialect=PQEDialect)[:60]} is not supported")
+    esc = rec(node.expression)
+    if not (isinstance(esc, Literal) and isinstance(esc.value, str) and len(esc.value) == 1):
+        raise BindError("ESCAPE must be a single character")
+    pattern = rec(like.expression)
+    if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+        raise UnsupportedError("LIKE ... ESCAPE needs a constant pattern")
+    fixed = rewrite_escape(pattern.value, esc.value)
+    e = B.call("like" if isinstance(like, exp.Like) else "ilike", rec(like.this),
+               Literal(fixed, T.TEXT))
+    return B.not_(e) if like.args.get("negate") else e
+
+
+def _in(b, node, scope, rec):
+    arg = rec(node.this)
+    query = node.args.get("query")
+    if query is not None:
+        sub = query.this if isinstance(query, exp.Subquery) else query
+        plan, _ = b.query(sub, scope)
+        if len(plan.schema) != 1:
+            raise BindError(f"subquery in IN returns {len(plan.schema)} columns, expected 1")
+        sub_t = plan.schema[0].dtype
+        common = T.common_type(arg.dtype, sub_t)
+        if common is None:
+            raise TypeMismatchError(f"IN subquery: cannot compare {T.type_name(arg.dtype)} "
+                                    f"with {T.type_name(sub_t)}")
+        return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), False)
+    if node.args.get("unnest") or node.args.get("field"):
+        raise UnsupportedError(f"{node.sql(dialect=PQEDialect)} is not supported")
+    return B.in_list(arg, [rec(v) for v in node.expressions])
+
+
+def _between(b, node, scope, rec):
+    return B.between(rec(node.this), rec(node.args["low"]), rec(node.args["high"]))
+
+
+def _case(b, node, scope, rec):
+    operand = node.this
+    whens = []
+    op = rec(operand) if operand is not None else None
+    for i in node.args.get("ifs") or []:
+        cond = rec(i.this)
+        if op is not None:
+            cond = B.compare("eq", op, cond)
+        whens.append((cond, rec(i.args["true"])))
+    default = node.args.get("default")
+    return B.case(whens, rec(default) if default is not None else None)
+
+
+def _if(b, node, scope, rec):
+    return B.case([(rec(node.this), rec(node.args["true"]))],
+                  rec(node.args["false"]) if node.args.get("false") else None)
+
+
+def _cast(b, node, scope, rec):
+    t = type(node)
+    to = sql_type(node.args["to"])
+    arg = rec(node.this)
+    if t is exp.Cast and isinstance(arg, Literal) and isinstance(arg.value, str) \
+            and not T.is_text(to):
+        folded = B._cast_literal(arg, to)
+        if folded is None:
+            if T.is_interval(to):
+                return interval_literal(arg.value, None)
+            if T.is_numeric(to):
+                # the kernel's text-to-number rules decide (as on a column); constant
+                # folding reports "'x' is not a valid T"
+                return B.cast(arg, to)
+            raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
+        return folded
+    return B.cast(arg, to, try_=(t is exp.TryCast or bool(node.args.get("safe"))))
+
+
+def _interval(b, node, scope, rec):
+    return b._interval(node, rec)
+
+
+def _extract(b, node, scope, rec):
+    part = node.this.name.lower() if isinstance(node.this, (exp.Var, exp.Identifier)) \
+        else str(node.this.this).lower()
+    part = {"years": "year", "months": "month", "days": "day", "dayofweek": "dow",
+            "dayofyear": "doy", "hours": "hour", "minutes": "minute",
+            "seconds": "second"}.get(part, part)
+    return B.call(f"extract_{part}", rec(node.expression), display=f"EXTRACT({part})")
+
+
+def _substring(b, node, scope, rec):
+    args = [rec(node.this)]
+    if node.args.get("start") is not None:
+        args.append(rec(node.args["start"]))
+    else:
+        args.append(lit(1))
+    if node.args.get("length") is not None:
+        args.append(rec(node.args["length"]))
+    return B.call("substring", *args)
+
+
+def _trim(b, node, scope, rec):
+    pos = (node.args.get("position") or "BOTH").upper()
+    fn = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[pos]
+    args = [rec(node.this)]
+    if node.args.get("expression") is not None:
+        args.append(rec(node.expression))
+    return B.call(fn, *args)
+
+
+def _date_trunc(b, node, scope, rec):
+    unit = node.args["unit"]
+    unit_text = unit.name if isinstance(unit, (exp.Literal, exp.Var)) else unit.sql()
+    return B.call("date_trunc", lit(unit_text.lower()), rec(node.this))
+
+
+def _exists(b, node, scope, rec):
+    plan, _ = b.query(node.this, scope)
+    return SubqueryExpr("exists", plan, T.BOOLEAN)
+
+
+def _subquery(b, node, scope, rec):
+    plan, _ = b.query(node.this, scope)
+    if len(plan.schema) != 1:
+        raise BindError(f"scalar subquery returns {len(plan.schema)} columns, expected 1")
+    return SubqueryExpr("scalar", plan, plan.schema[0].dtype)
+
+
+def _anonymous(b, node, scope, rec):
+    from ...plan import functions as F
+    name = F.canonical(node.name)
+    if name == "date_part" and len(node.expressions) == 2:
+        part = rec(node.expressions[0])
+        if isinstance(part, Literal) and isinstance(part.value, str):
+            return B.call(f"extract_{part.value.lower()}", rec(node.expressions[1]))
+    args = [rec(a) for a in node.expressions]
+    return B.call(name, *args, display=node.name)
+
+
+def _function(b, node, scope, rec):
+    t = type(node)
+    fn, keys = FUNCS[t]
+    if t is exp.Pad and not node.args.get("is_left"):
+        fn = "rpad"
+    args = []
+    for k in keys:
+        v = node.args.get(k)
+        if v is None:
+            continue
+        if isinstance(v, list):
+            args += [rec(x) for x in v]
+        else:
+            args.append(rec(v))
+    display = user_function_name(node, b.sql) or node.sql_name()
+    return B.call(fn, *args, display=display)
+
+
+def _window(b, node, scope, rec):
+    raise UnsupportedError("window functions (OVER) are not supported yet")
+
+
+HANDLERS: dict[type, Handler] = {
+    exp.Column: _column, exp.Paren: _paren, exp.Literal: _literal, exp.Boolean: _boolean,
+    exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.Is: _is, exp.Like: _like,
+    exp.ILike: _like, exp.Escape: _escape, exp.In: _in, exp.Between: _between,
+    exp.Case: _case, exp.If: _if, exp.Cast: _cast, exp.TryCast: _cast,
+    exp.Interval: _interval, exp.Extract: _extract, exp.Substring: _substring,
+    exp.Trim: _trim, exp.DateTrunc: _date_trunc, exp.Exists: _exists,
+    exp.Subquery: _subquery, exp.Anonymous: _anonymous, exp.Window: _window,
+    **{cls: _binary for cls in BINARY},
+    **{cls: _function for cls in FUNCS if cls not in BINARY},
+}

@@ -1,0 +1,318 @@
+"""GROUP BY (ALL, ROLLUP, CUBE, GROUPING SETS), aggregate calls, and expressions above an
+Aggregate (HAVING, QUALIFY, the select list, ORDER BY)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from sqlglot import exp
+
+from ...errors import AggregateMisuseError, Error, UnsupportedError
+from ...plan import builder as B
+from ...plan.expr import (
+    AggCall,
+    ColumnRef,
+    Expr,
+    Field,
+    Literal,
+    OuterRef,
+    SubqueryExpr,
+    column_ids,
+    lit,
+    transform,
+)
+from ...plan.logical import LogicalPlan, map_expressions, transform_up
+from .qualification import user_function_name
+from .scope import AggContext, Scope
+
+# sqlglot aggregate classes -> pqe aggregate (arguments: `this`, and `expressions` after it)
+AGGS: dict[type, str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.AnyValue: "any_value",
+}
+
+
+def is_grouping_call(node: exp.Expression) -> bool:
+    return (isinstance(node, exp.Anonymous) and node.name.lower() in ("grouping", "grouping_id")) \
+        or type(node).__name__ == "Grouping"
+
+
+def is_agg_node(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Filter):
+        return is_agg_node(node.this)
+    if is_grouping_call(node):
+        return True
+    if isinstance(node, exp.Anonymous):
+        from ...plan import functions as F
+        return F.canonical(node.name) in F.AGGREGATE
+    return isinstance(node, exp.AggFunc)
+
+
+def find_aggs(node: exp.Expression) -> list[exp.Expression]:
+    """Aggregate calls in an expression, not looking into subqueries or inside other aggs."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Exists)):
+            continue
+        if isinstance(n, exp.Window):
+            # the window's own function is not a GROUP BY aggregate, but its arguments,
+            # PARTITION BY and ORDER BY may hold some: rank() OVER (ORDER BY sum(x))
+            func = n.this
+            if isinstance(func, exp.Filter):
+                func = func.this
+            kids = list(func.iter_expressions()) if isinstance(func, exp.Expression) else []
+            kids += list(n.args.get("partition_by") or [])
+            if n.args.get("order") is not None:
+                kids += [o.this for o in n.args["order"].expressions]
+            stack.extend(reversed(kids))
+            continue
+        if is_agg_node(n):
+            out.append(n)
+            continue
+        stack.extend(reversed(list(n.iter_expressions())))
+    return out
+
+
+def map_outer_refs(plan: LogicalPlan, fn: Callable[[OuterRef], Expr | None]) -> LogicalPlan:
+    """`plan` with fn applied to every OuterRef, in nested subqueries too (None keeps it)."""
+    def on_expr(e: Expr) -> Expr:
+        def visit(x: Expr) -> Expr | None:
+            if isinstance(x, OuterRef):
+                return fn(x)
+            if isinstance(x, SubqueryExpr):
+                inner = map_outer_refs(x.plan, fn)
+                return None if inner is x.plan else replace(x, plan=inner)
+            return None
+        return transform(e, visit)
+
+    def node(p: LogicalPlan) -> LogicalPlan | None:
+        out = map_expressions(p, on_expr)
+        return None if out is p else out
+
+    return transform_up(plan, node)
+
+
+class GroupingMixin:
+    def aggregate(self, plan, scope, group, agg_nodes, items=()):
+        groups: list[tuple[Expr, Field]] = []
+        gitems: list[tuple[Expr, str]] = []
+        sets = None
+        if group is not None:
+            gitems, sets = self._grouping(group, scope, items)
+        aitems: list[tuple[AggCall, str]] = []
+        positions: dict[int, int] = {}  # id(AST node) -> index into aitems
+        for node in agg_nodes:
+            if is_grouping_call(node):
+                continue
+            a = self.agg_call(node, scope)
+            i = next((k for k, (x, _) in enumerate(aitems) if a == x), None)
+            if i is None:
+                i = len(aitems)
+                aitems.append((a, str(a)))
+            positions[id(node)] = i
+        if not aitems and (not gitems or (sets is not None and [] in sets)):
+            # HAVING without GROUP BY or aggregates still yields one group of all rows;
+            # a COUNT(*) nobody reads keeps that row through every layer
+            aitems.append((B.aggregate_call("count_star", [], False, None, display="count"), "count(*)"))
+        if sets is not None:
+            plan, ctx = self._grouping_sets(plan, scope, gitems, aitems, sets)
+        else:
+            plan = B.aggregate(plan, gitems, aitems)
+            groups = [(e, f) for (e, _), f in zip(gitems, plan.group_fields, strict=True)]
+            aggs = [(a, f) for (a, _), f in zip(aitems, plan.agg_fields, strict=True)]
+            ctx = AggContext(scope, groups, aggs)
+        # an aggregate whose argument holds a subquery binds to a new plan each time, so it
+        # is found again by its AST node rather than by equality
+        ctx.by_node.update({k: ctx.aggs[i][1] for k, i in positions.items()})
+        return plan, ctx
+
+    def _grouping(self, group: exp.Group, scope: Scope, items=()):
+        """GROUP BY items -> unique expressions, and the grouping sets (lists of indices into
+        them) when ROLLUP / CUBE / GROUPING SETS appear (None for a plain GROUP BY). GROUP BY
+        ALL groups by every select-list expression without an aggregate (DuckDB)."""
+        gitems: list[tuple[Expr, str]] = []
+
+        def index(node) -> int:
+            e = self.expr(node, scope, clause="GROUP BY")
+            for i, (x, _) in enumerate(gitems):
+                if x == e:
+                    return i
+            name = node.name if isinstance(node, exp.Column) else str(e)
+            gitems.append((e, name))
+            return len(gitems) - 1
+
+        def items_of(node) -> list[int]:
+            if isinstance(node, exp.Tuple):
+                return [index(x) for x in node.expressions]
+            if isinstance(node, exp.Paren):
+                return items_of(node.this)
+            return [index(node)]
+
+        expressions = list(group.expressions)
+        if group.args.get("all"):
+            if expressions:
+                raise UnsupportedError("GROUP BY ALL cannot be combined with other GROUP BY items")
+            expressions = [it.this if isinstance(it, exp.Alias) else it
+                           for it in items if not find_aggs(it)]
+        factors: list[list[list[int]]] = []  # cross product of per-item set lists
+        has_sets = False
+        for g in expressions:
+            if isinstance(g, exp.Rollup):
+                has_sets = True
+                cols = [items_of(x) for x in g.expressions]
+                factors.append([sum(cols[:k], []) for k in range(len(cols), -1, -1)])
+            elif isinstance(g, exp.Cube):
+                has_sets = True
+                cols = [items_of(x) for x in g.expressions]
+                subsets = []
+                for mask in range((1 << len(cols)) - 1, -1, -1):
+                    subsets.append(sum((c for k, c in enumerate(cols) if mask >> (len(cols) - 1 - k) & 1), []))
+                factors.append(subsets)
+            elif isinstance(g, exp.GroupingSets):
+                has_sets = True
+                factors.append([items_of(x) if not (isinstance(x, exp.Tuple) and not x.expressions)
+                                else [] for x in g.expressions])
+            elif isinstance(g, exp.Tuple) and not g.expressions:
+                factors.append([[]])  # GROUP BY (): the empty grouping set
+            else:
+                factors.append([[index(g)]])
+        for key in ("rollup", "cube", "grouping_sets"):
+            if group.args.get(key):
+                raise UnsupportedError(f"GROUP BY {key.upper()} form is not supported")
+        if not has_sets:
+            return gitems, None
+        sets: list[list[int]] = [[]]
+        for options in factors:
+            sets = [a + [i for i in b if i not in a] for a in sets for b in options]
+        return gitems, sets
+
+    def _grouping_sets(self, plan, scope, gitems, aitems, sets):
+        """One aggregate per grouping set, padded with NULLs for the keys it does not group
+        by, tagged with a grouping id (bit k set when key k is not grouped), UNION ALL."""
+        n = len(gitems)
+        branches = []
+        for s_ in sets:
+            agg = B.aggregate(plan, [gitems[i] for i in s_], aitems)
+            items = []
+            for i, (e, name) in enumerate(gitems):
+                if i in s_:
+                    items.append((ColumnRef(agg.group_fields[s_.index(i)]), name))
+                else:
+                    items.append((Literal(None, e.dtype), name))
+            gid = sum(1 << (n - 1 - i) for i in range(n) if i not in s_)
+            items.append((lit(gid), "grouping_id"))
+            items += [(ColumnRef(f), f.name) for f in agg.agg_fields]
+            branches.append(B.project(agg, items))
+        union = B.union_all(branches)
+        fields = union.schema
+        groups = [(e, f) for (e, _), f in zip(gitems, fields[:n], strict=True)]
+        aggs = [(a, f) for (a, _), f in zip(aitems, fields[n + 1:], strict=True)]
+        return union, AggContext(scope, groups, aggs, fields[n])
+
+    def agg_call(self, node: exp.Expression, scope: Scope, rec=None) -> AggCall:
+        """An aggregate call; arguments bind in `scope` (or through `rec`, for window
+        aggregates, whose arguments may hold GROUP BY aggregates: sum(sum(x)) OVER ())."""
+        window = rec is not None
+        if rec is None:
+            rec = lambda n, clause: self.expr(n, scope, clause=clause)  # noqa: E731
+        filt = None
+        if isinstance(node, exp.Filter):
+            filt = rec(node.expression.this, "FILTER")
+            node = node.this
+        distinct = False
+        if isinstance(node, exp.Anonymous):
+            name = node.name
+            arg_nodes = list(node.expressions)
+        else:
+            name = AGGS.get(type(node))
+            if name is None:
+                shown = user_function_name(node, self.sql) or node.sql_name()
+                raise UnsupportedError(f"aggregate function {shown} is not supported yet")
+            this = node.this
+            if isinstance(this, exp.Distinct):
+                distinct = True
+                arg_nodes = list(this.expressions)
+            elif this is None or isinstance(this, exp.Star):
+                arg_nodes = []
+            else:
+                arg_nodes = [this] + list(node.args.get("expressions") or [])
+        for a in arg_nodes:
+            if not window and find_aggs(a):
+                raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")
+        args = [rec(a, "aggregate argument") for a in arg_nodes]
+        if name == "count" and distinct and len(args) > 1:
+            raise UnsupportedError("COUNT(DISTINCT a, b) is not supported")
+        return B.aggregate_call(name, args, distinct, filt, display=name)
+
+    def _above_aggregate(self, plan: LogicalPlan, agg: AggContext) -> LogicalPlan:
+        """A subquery bound in the FROM scope but evaluated above the Aggregate: its outer
+        references to GROUP BY columns now read the group's output column; any other column
+        of the FROM scope is not available after grouping."""
+        grouped = {x.id: f for x, f in agg.groups if isinstance(x, ColumnRef)}
+        ungrouped = {f.id for cols in agg.from_scope.tables.values()
+                     for fs in cols.values() for f in fs} - grouped.keys()
+
+        def outer(ref: OuterRef) -> Expr | None:
+            if ref.id in grouped:
+                return OuterRef(grouped[ref.id])
+            if ref.id in ungrouped:
+                raise AggregateMisuseError(
+                    f"column '{ref.field.display}' must appear in the GROUP BY clause or be "
+                    f"used in an aggregate function")
+            return None
+
+        return map_outer_refs(plan, outer)
+
+    def _post_agg(self, node: exp.Expression, agg: AggContext) -> Expr | None:
+        """Above an Aggregate: aggregates and GROUP BY expressions become column references."""
+        if is_grouping_call(node):
+            return self._grouping_value(node, agg)
+        if is_agg_node(node):
+            if id(node) in agg.by_node:
+                return ColumnRef(agg.by_node[id(node)])
+            a = self.agg_call(node, agg.from_scope)
+            for x, f in agg.aggs:
+                if x == a:
+                    return ColumnRef(f)
+            raise AggregateMisuseError(f"aggregate {node.sql()} is not available here")
+        if isinstance(node, (exp.Subquery, exp.Exists)) or find_aggs(node) or node.find(exp.Window):
+            return None
+        if isinstance(node, exp.Literal):
+            return None
+        try:
+            e = self.expr(node, agg.from_scope)
+        except Error:
+            return None
+        for x, f in agg.groups:
+            if x == e:
+                return ColumnRef(f)
+        if not column_ids(e):
+            return e
+        if isinstance(node, exp.Column):
+            raise AggregateMisuseError(
+                f"column '{node.sql().replace(chr(34), '')}' must appear in the GROUP BY "
+                f"clause or be used in an aggregate function")
+        return None
+
+    def _grouping_value(self, node: exp.Expression, agg: AggContext) -> Expr:
+        """GROUPING(a, b): bit per argument, 1 when that key is not grouped in the row's set."""
+        args = node.expressions if isinstance(node, exp.Anonymous) else (
+            [node.this] + list(node.expressions) if node.this is not None else list(node.expressions))
+        exprs = [g for g, _ in agg.groups]
+        out: Expr = lit(0)
+        n = len(exprs)
+        for k, a in enumerate(args):
+            e = self.expr(a, agg.from_scope)
+            if e not in exprs:
+                raise AggregateMisuseError(f"GROUPING argument {a.sql()} is not a GROUP BY expression")
+            pos = exprs.index(e)
+            if agg.grouping_id is None:
+                continue  # plain GROUP BY: every key is grouped
+            bit = B.call("modulo", B.call("divide", ColumnRef(agg.grouping_id), lit(1 << (n - 1 - pos))), lit(2))
+            out = B.call("add", out, B.call("multiply", bit, lit(1 << (len(args) - 1 - k))))
+        return out

@@ -1,0 +1,143 @@
+"""Literals and types: numbers, intervals, dates, SQL type names, LIKE escapes."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import re
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ... import types as T
+from ...errors import BindError, Error, UnsupportedError
+from ...plan.expr import Expr, Literal, lit
+from ..parser import PQEDialect
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
+
+_INTERVAL_UNITS = {
+    "year": (12, 0, 0), "years": (12, 0, 0), "quarter": (3, 0, 0), "quarters": (3, 0, 0),
+    "month": (1, 0, 0), "months": (1, 0, 0), "mon": (1, 0, 0), "mons": (1, 0, 0),
+    "week": (0, 7, 0), "weeks": (0, 7, 0), "day": (0, 1, 0), "days": (0, 1, 0),
+    "hour": (0, 0, 3600 * 10**9), "hours": (0, 0, 3600 * 10**9),
+    "minute": (0, 0, 60 * 10**9), "minutes": (0, 0, 60 * 10**9),
+    "second": (0, 0, 10**9), "seconds": (0, 0, 10**9),
+    "millisecond": (0, 0, 10**6), "milliseconds": (0, 0, 10**6),
+    "microsecond": (0, 0, 10**3), "microseconds": (0, 0, 10**3),
+}
+
+
+def literal(node: exp.Literal) -> Literal:
+    """A number or string literal. Integers beyond BIGINT become DECIMAL(38,0) while they fit
+    38 digits; longer ones are out of range (never a Python int the kernels cannot hold)."""
+    text = node.this
+    if node.is_string:
+        return Literal(text, T.TEXT)
+    try:
+        if re.fullmatch(r"[+-]?\d+", text):
+            value = int(text)
+            if -(1 << 31) <= value < (1 << 31):
+                return Literal(value, T.INT32)  # PostgreSQL's and DuckDB's INTEGER (int4)
+            if INT64_MIN <= value <= INT64_MAX:
+                return lit(value)
+            if len(str(abs(value))) > T.MAX_DECIMAL_PRECISION:
+                raise BindError(f"integer literal {text} is out of range (more than "
+                                f"{T.MAX_DECIMAL_PRECISION} digits)")
+            return Literal(decimal.Decimal(value), T.decimal(T.MAX_DECIMAL_PRECISION, 0))
+        if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)", text):
+            d = decimal.Decimal(text)
+            sign, digits, exp_ = d.as_tuple()
+            scale = max(0, -int(exp_))
+            precision = max(len(digits), scale + 1)
+            if precision > T.MAX_DECIMAL_PRECISION:
+                return Literal(float(d), T.FLOAT64)
+            return Literal(d, pa.decimal128(precision, scale))
+        return Literal(float(text), T.FLOAT64)
+    except (ValueError, decimal.InvalidOperation):
+        raise BindError(f"invalid number {text!r}") from None
+
+
+def narrow_int_literal(e: Expr, other: Expr) -> Expr:
+    """An integer literal meeting a DECIMAL takes the narrowest decimal type (DuckDB's rule),
+    so `1 - l_discount` stays DECIMAL(16,2) instead of widening to 22 digits."""
+    if (isinstance(e, Literal) and isinstance(e.value, int) and not isinstance(e.value, bool)
+            and T.is_decimal(other.dtype)):
+        digits = len(str(abs(e.value)))
+        if digits <= T.MAX_DECIMAL_PRECISION:
+            return Literal(decimal.Decimal(e.value), pa.decimal128(digits, 0))
+    return e
+
+
+def rewrite_escape(pattern: str, esc: str) -> str:
+    """Rewrite a LIKE pattern with a custom escape character to backslash escapes."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == esc and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append("\\" + nxt if nxt in "%_\\" else nxt)
+            i += 2
+            continue
+        if ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def sql_type(dt: exp.DataType) -> pa.DataType:
+    text = dt.sql(dialect=PQEDialect)
+    try:
+        return T.parse_type(text)
+    except Error:
+        pass
+    base = dt.this.name if hasattr(dt.this, "name") else str(dt.this)
+    try:
+        return T.parse_type(base.lower().replace("_", " "))
+    except Error:
+        raise UnsupportedError(f"type {text} is not supported") from None
+
+
+def interval_literal(text: str, unit: str | None) -> Literal:
+    """INTERVAL '3' MONTH, INTERVAL '68 days', INTERVAL '1 day 2 hours'."""
+    months = days = nanos = 0
+    s = text.strip().lower()
+    if unit is not None:
+        s = f"{s} {unit.lower()}"
+    tokens = s.replace(",", " ").split()
+    if len(tokens) % 2 != 0:
+        raise BindError(f"invalid interval '{text}'")
+    for i in range(0, len(tokens), 2):
+        try:
+            n = decimal.Decimal(tokens[i])
+        except decimal.InvalidOperation:
+            raise BindError(f"invalid interval '{text}'") from None
+        u = _INTERVAL_UNITS.get(tokens[i + 1])
+        if u is None:
+            raise BindError(f"invalid interval unit '{tokens[i + 1]}'")
+        if not n.is_finite():
+            raise BindError(f"invalid interval '{text}'")
+        if n != int(n) and u[2] == 0:
+            raise BindError(f"fractional interval '{text}' is not supported")
+        months += int(n) * u[0]
+        days += int(n) * u[1]
+        nanos += int(n * u[2])
+    if abs(months) > INT32_MAX or abs(days) > INT32_MAX or not INT64_MIN <= nanos <= INT64_MAX:
+        raise BindError(f"interval '{text}'{' ' + unit if unit else ''} is out of range")
+    return Literal(pa.MonthDayNano([months, days, nanos]), T.INTERVAL)
+
+
+def date_literal(value: str) -> Literal:
+    return Literal(datetime.date.fromisoformat(value), T.DATE)
+
+
+def checked_int(value: int, what: str) -> int:
+    """A constant integer argument (LIMIT, a window offset, ntile's buckets) that must fit
+    BIGINT: out of range is a clear error, not an overflow deep in a kernel."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise BindError(f"{what} {value} is out of range (at most {INT64_MAX})")
+    return value

@@ -1,0 +1,90 @@
+"""Names visible while binding: scopes of table aliases, views, the state above an Aggregate,
+and positioned errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import AmbiguousColumnError, Error
+from ...plan.expr import AggCall, ColumnRef, Expr, Field, OuterRef
+
+
+@dataclass
+class View:
+    """A named query stored in the catalog; bound afresh at each use."""
+
+    sql: str
+    column_names: tuple[str, ...] | None = None
+
+
+class Scope:
+    """Names visible while binding one SELECT: table alias -> column name -> field."""
+
+    def __init__(self, parent: Scope | None = None):
+        self.parent = parent
+        self.tables: dict[str, dict[str, list[Field]]] = {}
+
+    def add(self, alias: str, fields: list[tuple[str, Field]]) -> None:
+        cols: dict[str, list[Field]] = {}
+        for name, f in fields:
+            cols.setdefault(name, []).append(f)
+        self.tables[alias] = cols
+
+    def refresh(self, fields: tuple[Field, ...]) -> None:
+        """Take the given versions of known columns (an outer join makes a side nullable)."""
+        by_id = {f.id: f for f in fields}
+        for cols in self.tables.values():
+            for name, fs in cols.items():
+                cols[name] = [by_id.get(f.id, f) for f in fs]
+
+    def lookup(self, table: str | None, column: str) -> Expr | None:
+        scope, depth = self, 0
+        while scope is not None:
+            hit = scope._find(table, column)
+            if hit is not None:
+                return ColumnRef(hit) if depth == 0 else OuterRef(hit)
+            scope, depth = scope.parent, depth + 1
+        return None
+
+    def _find(self, table: str | None, column: str) -> Field | None:
+        if table is not None:
+            cols = self.tables.get(table)
+            if cols is None or column not in cols:
+                return None
+            hits = cols[column]
+        else:
+            hits = [f for cols in self.tables.values() for f in cols.get(column, [])]
+        if len(hits) > 1:
+            where = f"{table}." if table else ""
+            raise AmbiguousColumnError(f"column reference '{where}{column}' is ambiguous")
+        return hits[0] if hits else None
+
+    def all_names(self) -> list[str]:
+        out = []
+        scope = self
+        while scope is not None:
+            for alias, cols in scope.tables.items():
+                out += list(cols) + [f"{alias}.{c}" for c in cols]
+            scope = scope.parent
+        return out
+
+
+@dataclass
+class AggContext:
+    """State for binding expressions above an Aggregate (SELECT, HAVING, QUALIFY, ORDER BY)."""
+
+    from_scope: Scope
+    groups: list[tuple[Expr, Field]]
+    aggs: list[tuple[AggCall, Field]]
+    grouping_id: Field | None = None
+    by_node: dict[int, Field] = field(default_factory=dict)  # id(aggregate AST node) -> column
+
+
+def positioned(err: Error, pos) -> Error:
+    if pos:
+        err.line, err.column = pos
+    return err
+
+
+def at(pos) -> str:
+    return f" at line {pos[0]}, column {pos[1]}" if pos else ""

@@ -1,0 +1,307 @@
+"""SELECT: FROM, WHERE, GROUP BY / HAVING, windows, QUALIFY, the select list, DISTINCT,
+ORDER BY (ALL), and LIMIT / OFFSET / FETCH (WITH TIES, PERCENT)."""
+
+from __future__ import annotations
+
+import decimal
+
+from sqlglot import exp
+
+from ... import types as T
+from ...errors import AmbiguousColumnError, BindError, UnsupportedError
+from ...plan import builder as B
+from ...plan.expr import ColumnRef, Expr, Literal, SortKey, WindowCall, lit
+from ...plan.logical import LogicalPlan, Sort, Window
+from .grouping import find_aggs
+from .literals import checked_int
+from .qualification import ORDER_ALL
+from .scope import Scope
+from .windows import find_windows
+
+
+def _is_order_all(order: exp.Order | None) -> exp.Ordered | None:
+    if order is None or len(order.expressions) != 1:
+        return None
+    o = order.expressions[0]
+    return o if isinstance(o.this, exp.Var) and o.this.name == ORDER_ALL else None
+
+
+class SelectMixin:
+    def select(self, sel: exp.Select, outer: Scope | None):
+        scope = Scope(outer)
+        plan = self.from_clause(sel, scope)
+        sample = sel.args.get("sample")
+        if sample is not None:  # USING SAMPLE: after FROM and its joins, before WHERE
+            plan = self.sample(plan, sample)
+        where = sel.args.get("where")
+        if where is not None:
+            pred = self.expr(where.this, scope, clause="WHERE")
+            plan = B.filter(plan, pred)
+
+        items = list(sel.expressions)
+        having = sel.args.get("having")
+        qualify = sel.args.get("qualify")
+        order = sel.args.get("order")
+        order_all = _is_order_all(order)
+        order_items = [] if order is None or order_all is not None else list(order.expressions)
+        group = sel.args.get("group")
+        agg_nodes: list[exp.Expression] = []
+        for it in items:
+            agg_nodes += find_aggs(it)
+        for clause in (having, qualify):
+            if clause is not None:
+                agg_nodes += find_aggs(clause.this)
+        for o in order_items:
+            agg_nodes += find_aggs(o.this)
+
+        agg_ctx = None
+        if group is not None or agg_nodes or having is not None:
+            # HAVING alone makes the query grouped too: one group of all rows (PostgreSQL)
+            plan, agg_ctx = self.aggregate(plan, scope, group, agg_nodes, items)
+            if having is not None:
+                pred = self.expr(having.this, scope, agg=agg_ctx, clause="HAVING")
+                plan = B.filter(plan, pred)
+
+        # window functions run after GROUP BY / HAVING, before QUALIFY and the SELECT list
+        win_nodes: list[exp.Window] = []
+        for it in items:
+            win_nodes += find_windows(it)
+        if qualify is not None:
+            win_nodes += find_windows(qualify.this)
+        for o in order_items:
+            win_nodes += find_windows(o.this)
+        if qualify is not None and not win_nodes:
+            raise BindError("QUALIFY needs a window function in the SELECT list or the QUALIFY "
+                            "clause (use WHERE or HAVING otherwise)")
+        if win_nodes:
+            plan = self.windows(plan, scope, agg_ctx, win_nodes, sel)
+        if qualify is not None:
+            pred = self.expr(qualify.this, scope, agg=agg_ctx, clause="QUALIFY")
+            plan = B.filter(plan, pred)
+
+        # SELECT list
+        if not items:
+            raise BindError("the SELECT list is empty: name at least one column")
+        bound: list[tuple[Expr, str]] = []
+        for it in items:
+            if isinstance(it, exp.Star) or (isinstance(it, exp.Column) and isinstance(it.this, exp.Star)):
+                if sel.args.get("from_") is not None:  # qualify expanded it to nothing
+                    raise BindError("the SELECT list is empty after expanding * (no columns "
+                                    "are left)")
+                raise BindError("SELECT * needs a FROM clause")
+            name = it.alias_or_name
+            target = it.this if isinstance(it, exp.Alias) else it
+            bound.append((self.expr(target, scope, agg=agg_ctx, clause="SELECT"), name))
+
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on"):
+            raise UnsupportedError("DISTINCT ON is not supported yet")
+
+        # ORDER BY: keys may name output columns, or be expressions over the input
+        extra: list[tuple[Expr, str]] = []
+        keys: list[tuple[exp.Ordered, Expr | int]] = []
+        if order_all is not None:
+            keys = [(order_all, i) for i in range(len(bound))]  # ORDER BY ALL: left to right
+        for o in order_items:
+            out_names = [n for _, n in bound]
+            ref = self._output_index(o.this, out_names, bound)
+            if ref is not None:
+                keys.append((o, ref))
+                continue
+            e = self.expr(o.this, scope, agg=agg_ctx, clause="ORDER BY")
+            match = next((i for i, (b, _) in enumerate(bound) if b == e), None)
+            if match is not None:
+                keys.append((o, match))
+                continue
+            if distinct is not None:
+                raise BindError("for SELECT DISTINCT, ORDER BY expressions must appear in "
+                                "the select list")
+            extra.append((e, f"__order{len(extra)}"))
+            keys.append((o, len(bound) + len(extra) - 1))
+
+        proj = B.project(plan, bound + extra)
+        plan = proj
+        if distinct is not None:
+            plan = B.distinct(plan)
+        if keys:
+            sort_keys = [self._sort_key(o, ColumnRef(plan.schema[i])) for o, i in keys]
+            plan = B.sort(plan, sort_keys)
+        plan = self._limit(sel, plan)
+        if extra:
+            plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[: len(bound)]])
+        return plan, [n for _, n in bound]
+
+    def _order_limit_outer(self, node, plan, names, outer):
+        """ORDER BY / LIMIT attached to a parenthesized query or a set operation."""
+        order = node.args.get("order")
+        if order is not None:
+            order_all = _is_order_all(order)
+            if order_all is not None:
+                keys = [self._sort_key(order_all, ColumnRef(f)) for f in plan.schema]
+            else:
+                scope = Scope(outer)
+                scope.add("", [(n, f) for n, f in zip(names, plan.schema, strict=True)])
+                keys = []
+                for o in order.expressions:
+                    e = self._output_ref(o.this, plan, names)
+                    if e is None:
+                        e = self.expr(o.this, scope)
+                    keys.append(self._sort_key(o, e))
+            plan = B.sort(plan, keys)
+        plan = self._limit(node, plan)
+        return plan, names
+
+    def _output_index(self, node, out_names, bound) -> int | None:
+        """ORDER BY 2 / ORDER BY alias -> index into the select list."""
+        if isinstance(node, exp.Literal) and not node.is_string:
+            try:
+                k = int(node.this)
+            except ValueError:
+                return None
+            if not 1 <= k <= len(bound):
+                raise BindError(f"ORDER BY position {k} is not in the select list")
+            return k - 1
+        if isinstance(node, exp.Column) and not node.table:
+            hits = [i for i, n in enumerate(out_names) if n == node.name]
+            if len(hits) == 1:
+                return hits[0]
+            if len(hits) > 1 and len({bound[i][0] for i in hits}) == 1:
+                return hits[0]
+            if len(hits) > 1:
+                raise AmbiguousColumnError(f"ORDER BY '{node.name}' is ambiguous")
+        return None
+
+    def _output_ref(self, node, plan, names) -> Expr | None:
+        idx = None
+        if isinstance(node, exp.Literal) and not node.is_string:
+            idx = int(node.this) - 1
+        elif isinstance(node, exp.Column) and not node.table and node.name in names:
+            idx = names.index(node.name)
+        if idx is None:
+            return None
+        if not 0 <= idx < len(plan.schema):
+            raise BindError(f"ORDER BY position {idx + 1} is not in the select list")
+        return ColumnRef(plan.schema[idx])
+
+    def _sort_key(self, o: exp.Ordered, e: Expr) -> SortKey:
+        desc = bool(o.args.get("desc"))
+        nulls_first = o.args.get("nulls_first")
+        if nulls_first is None:
+            nulls_first = desc
+        return SortKey(e, not desc, bool(nulls_first))
+
+    # ---- LIMIT / OFFSET / FETCH ------------------------------------------------------------
+
+    def _limit(self, node, plan):
+        """LIMIT n, LIMIT n PERCENT, OFFSET m, FETCH {FIRST|NEXT} n ROWS {ONLY|WITH TIES}.
+        `plan` is the query so far: a Sort when it has an ORDER BY."""
+        limit = node.args.get("limit")
+        offset = node.args.get("offset")
+        if limit is None and offset is None:
+            return plan
+        skip = self._int_clause(offset.expression if offset is not None else None, "OFFSET") or 0
+        percent = ties = False
+        what = "LIMIT"
+        count = None
+        if isinstance(limit, exp.Fetch):
+            what = "FETCH"
+            count = limit.args.get("count")
+            if count is None:
+                count = exp.Literal.number(1)  # FETCH FIRST ROW ONLY
+        elif limit is not None:
+            count = limit.expression
+        options = limit.args.get("limit_options") if limit is not None else None
+        if options is not None:
+            percent = bool(options.args.get("percent"))
+            ties = bool(options.args.get("with_ties"))
+        if percent:
+            value = self._number_clause(count, f"{what} ... PERCENT")
+            if value is not None:
+                return self._limit_percent(plan, value, skip, what)
+            count = None  # LIMIT NULL PERCENT: no limit
+        fetch = self._int_clause(count, what)
+        if ties:
+            return self._with_ties(plan, fetch, skip)
+        if fetch is None and skip == 0:
+            return plan
+
+        if isinstance(plan, Sort) and fetch is not None and plan.fetch is None:
+            plan = B.sort(plan.input, plan.keys, fetch + skip)
+            if skip == 0:
+                return plan
+        return B.limit(plan, fetch, skip)
+
+    def _ranked(self, plan: LogicalPlan, calls: list[tuple[str, bool]]):
+        """`plan` (unsorted) with window columns over its ORDER BY: (fn, ordered) pairs; the
+        sort keys (empty without ORDER BY)."""
+        keys: tuple[SortKey, ...] = ()
+        if isinstance(plan, Sort):
+            plan, keys = plan.input, plan.keys
+        wcalls = tuple(WindowCall(fn, (), (), keys if ordered else (), None, T.INT64)
+                       for fn, ordered in calls)
+        fields = tuple(B.new_field(f"__{fn}", T.INT64) for fn, _ in calls)
+        return Window(plan, wcalls, fields), fields, keys
+
+    def _finish_ranked(self, filtered: LogicalPlan, width: int, keys) -> LogicalPlan:
+        plan = B.sort(filtered, list(keys)) if keys else filtered
+        return B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[:width]])
+
+    def _with_ties(self, plan: LogicalPlan, fetch: int | None, skip: int) -> LogicalPlan:
+        """FETCH FIRST n ROWS WITH TIES: the rows after OFFSET m up to position m+n, and every
+        row tied with the last of them in the ORDER BY. A row qualifies when its rank (the
+        position of its first peer) is at most m+n and its position is past m."""
+        if not isinstance(plan, Sort) or plan.fetch is not None:
+            raise BindError("FETCH ... WITH TIES needs an ORDER BY")
+        if fetch is None:
+            return B.limit(plan, None, skip) if skip else plan
+        if fetch == 0:
+            return B.limit(plan, 0, 0)
+        width = len(plan.schema)
+        calls = [("rank", True)] + ([("row_number", True)] if skip else [])
+        window, fields, keys = self._ranked(plan, calls)
+        pred = B.compare("le", ColumnRef(fields[0]), lit(fetch + skip))
+        if skip:
+            pred = B.call("and", pred, B.compare("gt", ColumnRef(fields[1]), lit(skip)))
+        return self._finish_ranked(B.filter(window, pred), width, keys)
+
+    def _limit_percent(self, plan: LogicalPlan, percent, skip: int, what: str) -> LogicalPlan:
+        """LIMIT p PERCENT (DuckDB): floor(p% of all rows), taken after OFFSET m."""
+        if not 0 <= percent <= 100:
+            raise BindError(f"{what} {percent} PERCENT is out of range (0 to 100)")
+        width = len(plan.schema)
+        window, fields, keys = self._ranked(plan, [("row_number", True), ("count_star", False)])
+        rn, cnt = ColumnRef(fields[0]), ColumnRef(fields[1])
+        share = B.call("floor", B.call("divide", B.call(
+            "multiply", B.cast(cnt, T.FLOAT64), Literal(float(percent), T.FLOAT64)),
+            Literal(100.0, T.FLOAT64)))
+        pred = B.compare("le", B.cast(rn, T.FLOAT64),
+                         B.call("add", share, Literal(float(skip), T.FLOAT64)))
+        if skip:
+            pred = B.call("and", B.compare("gt", rn, lit(skip)), pred)
+        return self._finish_ranked(B.filter(window, pred), width, keys)
+
+    def _int_clause(self, node, what: str) -> int | None:
+        if node is None:
+            return None
+        e = self.expr(node, Scope(), clause=what)
+        if isinstance(e, Literal) and e.value is None:
+            return None
+        if isinstance(e, Literal) and isinstance(e.value, decimal.Decimal) \
+                and e.value == e.value.to_integral_value() and T.is_decimal(e.dtype) \
+                and e.dtype.scale == 0:
+            e = Literal(int(e.value), e.dtype)  # an integer beyond BIGINT
+        if not (isinstance(e, Literal) and isinstance(e.value, int) and not isinstance(e.value, bool)):
+            raise BindError(f"{what} must be a constant integer")
+        if e.value < 0:
+            raise BindError(f"{what} must not be negative")
+        return checked_int(e.value, what)
+
+    def _number_clause(self, node, what: str):
+        e = self.expr(node, Scope(), clause=what)
+        if isinstance(e, Literal) and e.value is None:
+            return None
+        if not (isinstance(e, Literal) and isinstance(e.value, (int, float, decimal.Decimal))
+                and not isinstance(e.value, bool)):
+            raise BindError(f"{what} must be a constant number")
+        return float(e.value)
+

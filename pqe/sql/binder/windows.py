@@ -1,0 +1,205 @@
+"""Window functions: a Window node computing every call of a SELECT, named windows, frames.
+
+What reaches the kernels (pqe.kernels.window via WindowCall/WindowSpec): the function name,
+value arguments, PARTITION BY and ORDER BY keys, constant arguments (ntile buckets, lag/lead
+offset and default, nth_value n) and a frame of mode ROWS or RANGE with bounds (unbounded,
+current, or an offset: an integer, a decimal, or a timedelta for RANGE over dates). Frames in
+GROUPS mode, EXCLUDE clauses and IGNORE NULLS have no place in that spec: they are refused
+by name here (and by the generic argument check), never dropped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+from sqlglot import exp
+
+from ... import types as T
+from ...errors import BindError, UnsupportedError
+from ...plan import builder as B
+from ...plan.expr import AggCall, ColumnRef, Frame, FrameBound, Literal, WindowCall, lit
+from ...plan.logical import LogicalPlan, Window
+from ..parser import PQEDialect
+from .grouping import is_agg_node
+from .literals import checked_int, interval_literal
+
+WINDOW_FUNCS = {
+    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+    exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
+    exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
+    exp.LastValue: "last_value", exp.NthValue: "nth_value",
+}
+
+
+def find_windows(node: exp.Expression) -> list[exp.Window]:
+    """Window function calls in an expression (not inside subqueries)."""
+    out: list[exp.Window] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Exists)):
+            continue
+        if isinstance(n, exp.Window):
+            out.append(n)
+            continue
+        stack.extend(reversed(list(n.iter_expressions())))
+    return out
+
+
+class WindowMixin:
+    def windows(self, plan, scope, agg_ctx, nodes: list[exp.Window], sel: exp.Select) -> LogicalPlan:
+        """A Window node computing every window call; the calls' AST nodes then bind to its
+        output columns."""
+        named = {}
+        for w in sel.args.get("windows") or []:
+            named[w.this.name] = w
+        calls: list[WindowCall] = []
+        refs: list[tuple[exp.Window, int]] = []
+        for node in nodes:
+            call = self.window_call(node, scope, agg_ctx, named)
+            if call not in calls:
+                calls.append(call)
+            refs.append((node, calls.index(call)))
+        fields = tuple(B.new_field(str(c.fn), c.dtype) for c in calls)
+        window = Window(plan, tuple(calls), fields)
+        for node, i in refs:
+            self._window_refs[id(node)] = ColumnRef(fields[i])
+        return window
+
+    def window_call(self, node: exp.Window, scope, agg_ctx, named) -> WindowCall:
+        from ...plan import functions as F
+
+        spec = node
+        base = None
+        if node.args.get("alias") is not None or isinstance(node.this, exp.Identifier):
+            ref = node.args.get("alias") or node.this
+            base = named.get(ref.name)
+            if base is None:
+                raise BindError(f"window '{ref.name}' is not defined")
+        partition = (base.args.get("partition_by") if base is not None else None) or []
+        partition = list(node.args.get("partition_by") or partition)
+        order = node.args.get("order") or (base.args.get("order") if base is not None else None)
+        frame_spec = node.args.get("spec") or (base.args.get("spec") if base is not None else None)
+        func = spec.this
+        if isinstance(func, exp.RespectNulls):
+            func = func.this  # RESPECT NULLS: the default
+        if isinstance(func, exp.IgnoreNulls):
+            raise UnsupportedError(f"IGNORE NULLS in {func.this.sql(dialect=PQEDialect)[:60]} "
+                                   f"is not supported")
+        filt = None
+        if isinstance(func, exp.Filter):
+            filt = func.expression.this
+            func = func.this
+        rec = lambda n: self.expr(n, scope, agg=agg_ctx, clause="window")  # noqa: E731
+        pby = tuple(rec(p) for p in partition)
+        oby = tuple(self._sort_key(o, rec(o.this)) for o in (order.expressions if order else []))
+        frame = window_frame(frame_spec) if frame_spec is not None else None
+        name = WINDOW_FUNCS.get(type(func))
+        consts: tuple = ()
+        if name is not None or (isinstance(func, exp.Anonymous) and F.canonical(func.name) in F.WINDOW):
+            name = name or F.canonical(func.name)
+            raw = [v for k, v in func.args.items() if v is not None and not isinstance(v, bool)]
+            raw = [x for v in raw for x in (v if isinstance(v, list) else [v])]
+            args = [rec(a) for a in raw]
+            fdef = F.WINDOW[name]
+            F.check_arity(fdef, len(args), name)
+            value_args, consts = window_consts(name, args)
+            _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
+            if name in ("lag", "lead") and len(consts) > 1 and consts[1] is not None:
+                consts = (consts[0], B.cast(args[2], dtype).value if isinstance(B.cast(args[2], dtype), Literal) else consts[1])
+            if filt is not None:
+                raise UnsupportedError(f"FILTER on {name} is not supported")
+            return WindowCall(name, tuple(value_args), pby, oby, frame, dtype, consts)
+        if is_agg_node(func):
+            agg = self.agg_call(func, scope, rec=lambda n, clause: self.expr(
+                n, scope, agg=agg_ctx, clause=clause))
+            if agg.distinct:
+                raise UnsupportedError("DISTINCT in window aggregates is not supported")
+            args = agg.args
+            if agg.filter is not None:
+                args = (B.case([(agg.filter, args[0] if args else lit(1))], None),)
+                if not agg.args:
+                    agg = AggCall("count", args, T.INT64)
+            if filt is not None:
+                f = B.cast(rec(filt), T.BOOLEAN)
+                if args:
+                    args = (B.case([(f, args[0])], None),)
+                else:
+                    args = (B.case([(f, lit(1))], None),)
+                    agg = AggCall("count", args, T.INT64)
+            fn = agg.fn
+            return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype)
+        raise UnsupportedError(f"window function {func.sql(dialect=PQEDialect)} is not supported")
+
+
+def window_consts(name: str, args: list) -> tuple[list, tuple]:
+    """Split constant arguments (ntile n, lag offset/default, nth_value n) from value ones."""
+    def const(e, what: str):
+        if not isinstance(e, Literal):
+            raise UnsupportedError(f"{name.upper()} {what} must be a constant")
+        if isinstance(e.value, int) and not isinstance(e.value, bool):
+            checked_int(e.value, f"{name.upper()} {what}")
+        elif isinstance(e.value, decimal.Decimal) and T.is_decimal(e.dtype) and e.dtype.scale == 0:
+            checked_int(int(e.value), f"{name.upper()} {what}")  # beyond BIGINT: an error
+        return e.value
+
+    if name == "ntile":
+        return [], (const(args[0], "bucket count"),)
+    if name in ("lag", "lead"):
+        offset = const(args[1], "offset") if len(args) > 1 else 1
+        default = args[2].value if len(args) > 2 and isinstance(args[2], Literal) else (
+            const(args[2], "default") if len(args) > 2 else None)
+        return [args[0]], (offset, default)
+    if name == "nth_value":
+        return [args[0]], (const(args[1], "position"),)
+    return list(args), ()
+
+
+def window_frame(spec: exp.WindowSpec) -> Frame:
+    mode = (spec.args.get("kind") or "range").lower()
+    if mode not in ("rows", "range"):
+        raise UnsupportedError(f"{mode.upper()} window frames are not supported")
+    exclude = spec.args.get("exclude")
+    if exclude:
+        text = (exclude.name if isinstance(exclude, exp.Expression) else str(exclude)).upper()
+        if text != "NO OTHERS":  # the default
+            raise UnsupportedError(f"window frame EXCLUDE {text} is not supported")
+
+    def bound(value, side) -> FrameBound:
+        text = value.name if isinstance(value, exp.Expression) else str(value)
+        if isinstance(value, str) or (isinstance(value, exp.Var)):
+            up = text.upper()
+            if up == "UNBOUNDED":
+                return FrameBound("unbounded_preceding" if (side or "").lower() == "preceding"
+                                  else "unbounded_following")
+            if up in ("CURRENT ROW", "CURRENT"):
+                return FrameBound("current")
+        kind = (side or "preceding").lower()
+        if isinstance(value, exp.Literal) and not value.is_string:
+            n = decimal.Decimal(value.this)
+            if n < 0:
+                raise BindError("window frame offsets must not be negative")
+            if n == int(n):
+                return FrameBound(kind, checked_int(int(n), "window frame offset"))
+            return FrameBound(kind, n)
+        if isinstance(value, exp.Interval) and isinstance(value.this, exp.Literal):
+            # RANGE over a DATE or TIMESTAMP key: the offset is a datetime.timedelta
+            if mode != "range":
+                raise BindError(f"{mode.upper()} frame offsets must be integers, not intervals")
+            unit = value.args.get("unit")
+            iv = interval_literal(value.this.name, unit.name if unit is not None else None).value
+            if iv.months:
+                raise UnsupportedError("RANGE frame offsets in months or years are not supported")
+            if iv.nanoseconds % 1000:
+                raise UnsupportedError("RANGE frame offsets finer than a microsecond are not supported")
+            offset = datetime.timedelta(days=iv.days, microseconds=iv.nanoseconds // 1000)
+            if offset < datetime.timedelta(0):
+                raise BindError("window frame offsets must not be negative")
+            return FrameBound(kind, offset)
+        raise UnsupportedError(f"window frame bound {text} is not supported")
+
+    start = bound(spec.args.get("start"), spec.args.get("start_side"))
+    end_value = spec.args.get("end")
+    end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
+    return Frame(mode, start, end)
