@@ -6,7 +6,7 @@ TRUE/FALSE, simplifying join kinds; then drop table rows (delta debugging), unus
 columns. A candidate is kept only when DuckDB still accepts every query of the case and pqe
 still fails the same way (same oracle; same error class and message shape for errors).
 Window ORDER BY clauses are never touched (dropping keys could make row_number() and friends
-nondeterministic), and LIMIT without a total ORDER BY is rejected by `order_mode`.
+nondeterministic); LIMIT is compared tie-aware (`pqe.testing.compare.order_spec`).
 """
 
 from __future__ import annotations
