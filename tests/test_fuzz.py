@@ -13,9 +13,10 @@ import pytest
 
 from pqe.testing.fuzz import Fuzzer
 from pqe.testing.fuzz_data import database_sql, random_database
-from pqe.testing.fuzz_engine import compare
+from pqe.testing.compare import order_spec
+from pqe.testing.fuzz_engine import check
 from pqe.testing.fuzz_gen import Generator
-from pqe.testing.fuzz_oracles import norec_queries, order_mode, tlp_queries
+from pqe.testing.fuzz_oracles import norec_queries, tlp_queries
 
 SEED = 20240
 QUERIES = 400
@@ -34,19 +35,27 @@ def test_generation_is_deterministic():
 
 
 def test_comparison():
+    """The fuzzer compares with pqe.testing.compare: a value difference is 'diff', a type
+    difference alone is 'type'."""
     import decimal
 
-    assert compare([(1, 2.0)], [(decimal.Decimal("1.00"), 2.0000000001)]) is None
-    assert compare([(1,), (2,)], [(2,), (1,)]) is None
-    assert compare([(1,), (2,)], [(2,), (1,)], ordered=True) is not None
-    assert compare([(None,)], [(0,)]) is not None
-    assert compare([(True,)], [(1,)]) is not None
-    assert compare([("1",)], [(1,)]) is not None
-    assert compare([(1,), (1,)], [(1,)]) is not None
-    # DuckDB may drop scale when unifying with DECIMAL(38, s); pqe must not
+    import pyarrow as pa
+
     D = decimal.Decimal
-    assert compare([(D("-0.1234"),)], [(D("-0.12"),)]) is None
-    assert compare([(D("-0.12"),)], [(D("-0.1234"),)]) is not None
+    t = lambda *cols: pa.table({f"o{i}": c for i, c in enumerate(cols)})  # noqa: E731
+    assert check(t(pa.array([1]), pa.array([2.0])), t(pa.array([1], pa.int32()),
+                                                      pa.array([2.0000000001]))) is None
+    assert check(t(pa.array([1, 2])), t(pa.array([2, 1]))) is None
+    assert check(t(pa.array([1, 2])), t(pa.array([2, 1])), order_by=[0])[0] == "diff"
+    assert check(t(pa.array([None], pa.int64())), t(pa.array([0])))[0] == "diff"
+    assert check(t(pa.array([1])), t(pa.array([D("1.00")])))[0] == "type"
+    assert check(t(pa.array(["1"])), t(pa.array([1])))[0] == "diff"
+    assert check(t(pa.array([1, 1])), t(pa.array([1])))[0] == "diff"
+    # DuckDB may drop scale when unifying with DECIMAL(38, s); pqe must not
+    assert check(t(pa.array([D("-0.1234")], pa.decimal128(10, 4))),
+                 t(pa.array([D("-0.12")], pa.decimal128(38, 2)))) is None
+    assert check(t(pa.array([D("-0.12")], pa.decimal128(38, 2))),
+                 t(pa.array([D("-0.1234")], pa.decimal128(10, 4)))) is not None
 
 
 def test_oracle_queries():
@@ -56,8 +65,8 @@ def test_oracle_queries():
     assert parts[1][1].count("UNION ALL") == 2
     count, total = norec_queries("SELECT * FROM t0 AS a1", "a1.c0 = 1")
     assert count[1].startswith("SELECT COUNT(*)") and "CASE WHEN" in total[1]
-    assert order_mode("SELECT a AS o0, b AS o1 FROM t ORDER BY 2, o0 LIMIT 3") == "ordered"
-    assert order_mode("SELECT a AS o0, b AS o1 FROM t ORDER BY 2 LIMIT 3") == "nondeterministic"
+    assert order_spec("SELECT a AS o0, b AS o1 FROM t ORDER BY 2, o0 LIMIT 3").order_by == [1, 0]
+    assert order_spec("SELECT a AS o0, b AS o1 FROM t ORDER BY 2 LIMIT 3").order_by == [1]
 
 
 def test_generated_queries_are_mostly_valid():
