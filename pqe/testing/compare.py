@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 __all__ = ["ALLOWED_DIFFERENCES", "Allowance", "LogicalType", "Mismatch", "OrderSpec",
            "assert_same", "compare", "describe_allowed", "logical_type", "order_spec",
-           "python_value", "type_difference", "values_equal"]
+           "python_value", "table_rows", "type_difference", "values_equal"]
 
 FLOAT_REL = 1e-6
 FLOAT_ABS = 1e-9        # below this two floats are equal whatever their ratio (sums of 0.1s)
@@ -342,7 +342,19 @@ class _Ts(int):
         return f"'{d.isoformat(sep=' ')}{frac}'"
 
 
+class _Days(int):
+    """A date as days since 1970-01-01 (any date32 value, also past Python's year 9999)."""
+
+    def __repr__(self) -> str:
+        try:
+            return f"'{(_EPOCH + datetime.timedelta(days=int(self))).isoformat()}'"
+        except OverflowError:
+            return f"<date {int(self)} days>"
+
+
+_EPOCH = datetime.date(1970, 1, 1)
 _NS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_DAY_NS = 86_400 * 1_000_000_000
 
 
 def _column_values(col: pa.ChunkedArray | pa.Array) -> list:
@@ -355,6 +367,11 @@ def _column_values(col: pa.ChunkedArray | pa.Array) -> list:
     if pa.types.is_timestamp(t):
         ints = col.cast(pa.int64()).to_pylist()
         return [None if v is None else _Ts(v * _NS[t.unit]) for v in ints]
+    if pa.types.is_date32(t):
+        return [None if v is None else _Days(v) for v in col.cast(pa.int32()).to_pylist()]
+    if pa.types.is_date64(t):
+        ints = col.cast(pa.int64()).to_pylist()
+        return [None if v is None else _Days(v // 86_400_000) for v in ints]
     if pa.types.is_struct(t):
         return [None if v is None else tuple(_freeze(x) for x in v.values())
                 for v in col.to_pylist()]
@@ -370,6 +387,8 @@ def _freeze(v):
         if v.tzinfo is not None:
             v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
         return _Ts((v - datetime.datetime(1970, 1, 1)) // datetime.timedelta(microseconds=1) * 1000)
+    if isinstance(v, datetime.date):
+        return _Days((v - _EPOCH).days)
     return v
 
 
@@ -382,7 +401,7 @@ def _float_eq(a: float, b: float, rel: float, abs_: float) -> bool:
 
 
 def _is_num(v) -> bool:
-    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, (bool, _Ts))
+    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, (bool, _Ts, _Days))
 
 
 class _Col:
@@ -421,10 +440,8 @@ class _Col:
                 return any(a.quantize(q, rounding=m) == b for m in
                            (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_EVEN, decimal.ROUND_DOWN))
             return False
-        if isinstance(a, _Ts) != isinstance(b, _Ts):
-            if self.mixed and (isinstance(a, datetime.date) or isinstance(b, datetime.date)):
-                return _freeze(_midnight(a)) == _freeze(_midnight(b))
-            return False
+        if type(a) is not type(b) and self.mixed and {type(a), type(b)} == {_Ts, _Days}:
+            return _midnight(a) == _midnight(b)   # DATE vs TIMESTAMP, types not checked
         return type(a) is type(b) and a == b
 
     def key(self, v):
@@ -451,9 +468,7 @@ class _Col:
 
 
 def _midnight(v):
-    if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
-        return datetime.datetime(v.year, v.month, v.day)
-    return v
+    return int(v) * _DAY_NS if isinstance(v, _Days) else int(v)
 
 
 def _has_float(t: LogicalType) -> bool:
@@ -551,6 +566,12 @@ def _check_names(actual: pa.Table, expected: pa.Table) -> Mismatch | None:
 def _rows(t: pa.Table) -> list[tuple]:
     cols = [_column_values(t.column(i)) for i in range(t.num_columns)]
     return list(zip(*cols)) if cols else [()] * t.num_rows
+
+
+def table_rows(t: pa.Table) -> list[tuple]:
+    """The rows of `t` as compare() sees them (dates and timestamps as numbers with readable
+    reprs, so that values outside Python's datetime range still show)."""
+    return _rows(t)
 
 
 def _row_eq(cols, a, b) -> bool:

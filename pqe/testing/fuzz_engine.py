@@ -19,7 +19,7 @@ import pyarrow as pa
 import pqe
 
 from . import oracle
-from .compare import Mismatch, compare, order_spec
+from .compare import Mismatch, compare, order_spec, table_rows
 
 
 class Timeout(BaseException):
@@ -59,6 +59,36 @@ def _alarm(_signum, _frame):
 # DuckDB errors about the data (not the query): pqe should fail too, not answer
 DATA_ERRORS = ("ConversionException", "OutOfRangeException", "ConstraintException",
                "InvalidInputException")
+
+
+# DuckDB's INTEGER arithmetic overflows; its negation message names no type (DuckDB
+# rejects -(-2147483648) for an INTEGER; an overflowing BIGINT negation is not generated)
+_NARROW_OVERFLOW = re.compile(r"Overflow in \w+ of U?INT(8|16|32)\b|Overflow in negation of "
+                              r"numeric value")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def legit_difference(pqe_outcome: Outcome, duck: Outcome) -> str | None:
+    """Why pqe may fail where DuckDB answers or answer where DuckDB fails, by design:
+
+    - DuckDB raised an overflow of INTEGER (or narrower) arithmetic: pqe computes integer
+      arithmetic in BIGINT (pqe/types.py), so there is no overflow to raise;
+    - pqe raised an integer overflow and DuckDB's answer holds an integer outside BIGINT, or
+      pqe's SUM overflowed where DuckDB's is a HUGEINT: DuckDB sums integers into HUGEINT,
+      pqe's integers are BIGINT and overflow is an error (pqe may evaluate an uncorrelated
+      subquery whose value the answer does not need)."""
+    if not duck.ok and pqe_outcome.ok and _NARROW_OVERFLOW.search(duck.message):
+        return "INTEGER overflow in DuckDB; pqe computes in BIGINT"
+    if duck.ok and not pqe_outcome.ok and "overflow" in pqe_outcome.message.lower():
+        if "overflow in SUM" in pqe_outcome.message and any(
+                (f.metadata or {}).get(b"duckdb_type") == b"HUGEINT" for f in duck.table.schema):
+            return "pqe's BIGINT SUM overflows where DuckDB sums into HUGEINT"
+        for col in duck.table.columns:
+            if pa.types.is_integer(col.type) or pa.types.is_decimal(col.type):
+                for v in col.to_pylist():
+                    if v is not None and v == int(v) and not _INT64[0] <= v <= _INT64[1]:
+                        return "DuckDB's HUGEINT answer does not fit pqe's BIGINT"
+    return None
 
 
 class Engines:
@@ -146,8 +176,7 @@ def _cursor_table(cur) -> pa.Table:
 
 
 def arrow_rows(table: pa.Table) -> list[tuple]:
-    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    return list(zip(*cols)) if cols else [()] * table.num_rows
+    return table_rows(table)
 
 
 # ---- comparison ----------------------------------------------------------------------------
@@ -180,7 +209,7 @@ def type_signature(message: str) -> str:
     return f"{kinds.get(m.group(1), m.group(1))} vs {kinds.get(m.group(2), m.group(2))}"
 
 
-__all__ = ["DATA_ERRORS", "Engines", "Mismatch", "Outcome", "Timeout", "arrow_rows", "check",
+__all__ = ["DATA_ERRORS", "Engines", "legit_difference", "Mismatch", "Outcome", "Timeout", "arrow_rows", "check",
            "normalize_message", "order_spec", "type_signature"]
 
 

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from .fuzz_engine import DATA_ERRORS, Engines, Outcome, check, normalize_message, order_spec, type_signature
+from .fuzz_engine import (DATA_ERRORS, Engines, Outcome, check, legit_difference,
+                          normalize_message, order_spec, type_signature)
 
 try:  # the dialect pqe parses with (PostgreSQL NULL ordering)
     from ..sql.parser import DIALECT
 except Exception:  # noqa: BLE001 # pragma: no cover - fall back to sqlglot's default
     DIALECT = None
 
-ORACLES = ("diff", "type", "partition", "tlp", "norec", "accepts")
+ORACLES = ("diff", "type", "partition", "tlp", "norec", "accepts", "bind", "bind_order")
 
 
 class NotApplicable(Exception):
@@ -57,6 +58,7 @@ class Case:
     variant: str | None = None       # tlp: where | aggregate | having
     features: list[str] = field(default_factory=list)
     index: int = -1                  # position in the run (for replay)
+    generator: str = "select"        # select | values
 
     def queries(self) -> list[tuple[str, str]]:
         """(role, SQL) pairs to run."""
@@ -69,8 +71,8 @@ class Case:
         raise ValueError(self.oracle)
 
     def to_json(self) -> dict:
-        return {"oracle": self.oracle, "variant": self.variant, "base": self.base,
-                "pred": self.pred, "index": self.index}
+        return {"generator": self.generator, "oracle": self.oracle, "variant": self.variant,
+                "base": self.base, "pred": self.pred, "index": self.index}
 
 
 # ---- building the oracle queries -------------------------------------------------------------
@@ -212,7 +214,8 @@ class CaseResult:
     errors: list = field(default_factory=list)           # pqe error classes (non-unsupported)
 
     def primary(self) -> Failure | None:
-        order = ["error", "timeout", "diff", "accepts", "partition", "tlp", "norec", "type"]
+        order = ["error", "timeout", "diff", "accepts", "bind_order", "bind", "partition", "tlp",
+                 "norec", "type"]
         fs = sorted(self.failures, key=lambda f: order.index(f.oracle))
         return fs[0] if fs else None
 
@@ -242,7 +245,9 @@ def run_case(eng: Engines, case: Case, partitions=None, stop_early: bool = False
         for (role, sql), d, spec in zip(res.queries, res.duck, specs):
             o = eng.pqe(p, sql)
             outs.append(o)
-            if o.status == "unsupported":
+            if legit_difference(o, d):
+                checks["legit"] = checks.get("legit", 0) + 1
+            elif o.status == "unsupported":
                 res.unsupported.append(normalize_message(o.message))
             elif not o.ok:
                 if d.ok:
