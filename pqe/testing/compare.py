@@ -538,7 +538,15 @@ def compare(actual: pa.Table, expected: pa.Table, *, order_by: Sequence[int | st
         limit = False
     if not order_by:
         return _multiset(got, want, cols, actual)
-    keys = [k if isinstance(k, int) else actual.column_names.index(k) for k in order_by]
+    keys = []
+    for k in order_by:   # a key that is not a column ends the usable prefix
+        k = k if isinstance(k, int) else (actual.column_names.index(k)
+                                          if k in actual.column_names else -1)
+        if not 0 <= k < actual.num_columns:
+            break
+        keys.append(k)
+    if not keys:
+        return _multiset(got, want, cols, actual)
     return _ordered(got, want, cols, keys, limit, actual, expected)
 
 

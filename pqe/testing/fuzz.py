@@ -351,7 +351,16 @@ class Fuzzer:
             for i in range(start, start + n):
                 self._load(i)
                 case = self.case(i, self.db)
-                res = self.run_one(case, self.db)
+                try:
+                    res = self.run_one(case, self.db)
+                except Exception as e:  # noqa: BLE001 - a fuzzer bug must not end a long run
+                    import traceback
+
+                    print(f"[fuzz] case {i} ({case.generator}): the fuzzer itself failed: "
+                          f"{type(e).__name__}: {e}\n{traceback.format_exc()}", file=self.out)
+                    res = CaseResult(case, discarded=f"fuzzer error: {type(e).__name__}")
+                    self.eng.close()
+                    self._db_key = None
                 self._tally(rep, case, res)
                 if res.failures:
                     rep.failures.append((i, res))
@@ -361,7 +370,12 @@ class Fuzzer:
                                                "failures": [f.to_json() for f in res.failures],
                                                "database": database_python(self.db)}) + "\n")
                         logf.flush()
-                    self._triage(rep, i, case, res)
+                    try:
+                        self._triage(rep, i, case, res)
+                    except Exception as e:  # noqa: BLE001 - keep the run going
+                        print(f"[fuzz] triage of case {i} failed: {type(e).__name__}: {e}",
+                              file=self.out)
+                        self._db_key = None
                 if self.progress and (i + 1 - start) % self.progress == 0:
                     rep.elapsed = time.monotonic() - t0
                     print(f"[fuzz] {i + 1 - start}/{n} queries, {rep.total_mismatches} mismatches,"
