@@ -1,25 +1,29 @@
 """Differential fuzzing in CI: a fixed-seed run of generated queries against DuckDB.
 
 Every case is deterministic (seeded query and data), so a failure here reproduces with
-``python -m benchmarks.fuzz --seed 20240 --case <i>``, which also shrinks it. The long run
-(`python -m benchmarks.fuzz --queries 10000`) explores many more seeds.
+``python -m benchmarks.fuzz --seed 20240 --generators <g> --case <i>``, which also shrinks
+it. Each generator runs a few hundred cases; a failure fails the test unless a known finding
+(tests/fuzz_known_findings.json) explains it, and each generator's refusal rate
+(UnsupportedError) must stay within tests/fuzz_baseline.json. The long run
+(`python -m benchmarks.fuzz --queries 20000`) explores many more seeds.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
+from pqe.testing.compare import order_spec
 from pqe.testing.fuzz import Fuzzer
 from pqe.testing.fuzz_data import database_sql, random_database
-from pqe.testing.compare import order_spec
 from pqe.testing.fuzz_engine import check
 from pqe.testing.fuzz_gen import Generator
+from pqe.testing.fuzz_known import load_baseline, load_known
 from pqe.testing.fuzz_oracles import norec_queries, tlp_queries
 
 SEED = 20240
-QUERIES = 400
 
 
 def test_generation_is_deterministic():
@@ -88,31 +92,81 @@ def test_generated_queries_are_mostly_valid():
     assert bad <= 10
 
 
-@pytest.fixture(scope="module")
-def fuzz_report():
-    fz = Fuzzer(seed=SEED, reduce=False, timeout=20.0)
-    return fz.run(QUERIES)
+# ---- the CI run: a few hundred fixed-seed cases per generator -----------------------------
+
+HERE = Path(__file__).parent
+KNOWN = HERE / "fuzz_known_findings.json"
+BASELINE = HERE / "fuzz_baseline.json"
+# generator -> cases in CI; features steered around (each a known finding, see KNOWN)
+CI_CASES = {"select": 250, "values": 150, "dml": 80, "params": 120}
+CI_DISABLED = {"params": ("params_bind_order",)}   # K1: pqe binds ? breadth-first
 
 
-def _describe_failures(rep, limit: int = 8) -> str:
-    fz = Fuzzer(seed=SEED, reduce=False)
+@pytest.fixture(scope="module", params=list(CI_CASES))
+def fuzz_run(request):
+    g = request.param
+    fz = Fuzzer(seed=SEED, generators=[g], reduce=False, timeout=20.0,
+                disabled=CI_DISABLED.get(g, ()), known=load_known(KNOWN))
+    return g, fz, fz.run(CI_CASES[g])
+
+
+def _describe(fz, failures, limit: int = 8) -> str:
     out = []
-    for i, res in rep.failures[:limit]:
-        db = fz.database(i // fz.queries_per_db)
-        out.append(f"--- case {i} ({res.case.oracle}); replay: python -m benchmarks.fuzz "
-                   f"--seed {SEED} --case {i}")
+    for i, res in failures[:limit]:
+        case = res.case
+        out.append(f"--- {case.generator} case {i} ({case.oracle}); replay: python -m "
+                   f"benchmarks.fuzz --seed {SEED} --generators {case.generator} "
+                   f"{'--disable ' + ','.join(fz.disabled) + ' ' if fz.disabled else ''}"
+                   f"--case {i}")
         out.extend(f"  {f.oracle}{f.partitions} {f.role}: {f.error_class} {f.detail}"[:400]
                    for f in res.failures)
         out.extend(f"  {role}: {sql}"[:1500] for role, sql in res.queries)
-        out.append("  data:\n    " + database_sql(db).replace("\n", "\n    "))
+        db = fz.database_of(i)
+        if db and case.generator in ("select", "values"):
+            out.append("  data:\n    " + database_sql(db).replace("\n", "\n    "))
     return "\n".join(out)
 
 
-def test_fuzz_fixed_seed(fuzz_report):
-    rep = fuzz_report
-    assert rep.cases == QUERIES
-    tested = rep.cases - sum(rep.discarded.values())
-    assert tested >= QUERIES * 0.8, rep.summary()
-    assert sum(rep.checks.values()) > QUERIES
-    problems = rep.total_mismatches + rep.total_errors
-    assert problems == 0, rep.summary() + "\n" + _describe_failures(rep)
+def test_fuzz_fixed_seed(fuzz_run):
+    """No failure that tests/fuzz_known_findings.json does not explain."""
+    g, fz, rep = fuzz_run
+    st = rep.generators[g]
+    assert st.cases == CI_CASES[g]
+    assert st.tested >= st.cases * 0.8, rep.summary()
+    assert sum(rep.checks.values()) > st.cases
+    unexplained = [(i, res) for i, res in rep.failures
+                   if fz.known_match(res.case, res.primary()) is None]
+    assert not unexplained, (
+        f"{len(unexplained)} {g} cases fail in a way no known finding explains (fix pqe, or "
+        f"add the finding with its reason to {KNOWN.name}):\n" + _describe(fz, unexplained))
+
+
+def test_refusal_rate_within_baseline(fuzz_run):
+    """A change that makes pqe refuse (UnsupportedError) more of the generated cases fails."""
+    g, fz, rep = fuzz_run
+    st = rep.generators[g]
+    bound = load_baseline(BASELINE)["max_refusal_rate"][g]
+    top = rep.unsupported_by_gen.get(g, {})
+    detail = "; ".join(f"{n} x {m}" for m, n in sorted(top.items(), key=lambda x: -x[1])[:5])
+    assert st.refusal_rate <= bound, (
+        f"{g}: {st.refused} of {st.tested} cases refused ({st.refusal_rate:.1%}), baseline "
+        f"allows {bound:.1%} ({BASELINE.name}); refusals: {detail}")
+
+
+def test_known_findings_are_documented():
+    known = load_known(KNOWN)
+    assert len({k.id for k in known}) == len(known)
+    for k in known:
+        assert k.reason and (k.match or k.cases or k.oracle != "*"), k.id
+
+
+def test_params_bind_order_finding_still_reproduces():
+    """K1, steered around in the CI run above, is still what pqe does: when pqe binds `?` in
+    text order this fails; then remove K1 and CI_DISABLED["params"]."""
+    import pqe
+
+    cur = pqe.connect().cursor()
+    cur.execute("SELECT lower(?) AS a, ? AS b", ("X", "y"))
+    if cur.fetchall() == [("x", "y")]:
+        pytest.fail("K1 is fixed: remove it from fuzz_known_findings.json and CI_DISABLED")
+    assert any(k.id == "K1" for k in load_known(KNOWN))
