@@ -170,3 +170,50 @@ def test_params_bind_order_finding_still_reproduces():
     if cur.fetchall() == [("x", "y")]:
         pytest.fail("K1 is fixed: remove it from fuzz_known_findings.json and CI_DISABLED")
     assert any(k.id == "K1" for k in load_known(KNOWN))
+
+
+# ---- the generators' building blocks --------------------------------------------------------
+
+def test_parameterize_and_breadth_first_order():
+    from pqe.testing.fuzz_params import breadth_first_order, mark, parameterize, unmark
+
+    rng = random.Random(1)
+    sql, params = parameterize("SELECT LOWER('A') AS o0, 5 AS o1 FROM t ORDER BY 1", rng, p=1.0)
+    assert sql == "SELECT LOWER(?) AS o0, ? AS o1 FROM t ORDER BY 1" and params == ["A", 5]
+    assert breadth_first_order(sql, params) == [5, "A"]       # pqe binds the shallow ? first
+    assert breadth_first_order("SELECT ? + ?, LOWER(?)", [1, 2, "x"]) is None
+    assert unmark(mark(sql, params), params) == (sql, params)
+    # ORDER BY ordinals, LIMIT and IS TRUE keep their literals
+    sql, params = parameterize("SELECT a FROM t WHERE (a > 1) IS TRUE ORDER BY 1 LIMIT 3", rng, 1.0)
+    assert sql == "SELECT a FROM t WHERE (a > ?) IS TRUE ORDER BY 1 LIMIT 3" and params == [1]
+
+
+def test_generators_are_deterministic_per_case():
+    for g in ("values", "dml", "params"):
+        a, b = Fuzzer(seed=5, generators=[g]), Fuzzer(seed=5, generators=[g])
+        assert a.case(7).to_json() == b.case(7).to_json()
+
+
+def test_dml_script_check_and_reduction():
+    """A DML script is checked after each statement; reduction keeps the failing statement and
+    what it needs."""
+    from pqe.testing.fuzz_dml import DmlCase, run_dml, written_table
+    from pqe.testing.fuzz_engine import Engines
+    from pqe.testing.fuzz_reduce import reduce_script
+
+    tables = {"d0": [("c0", "BIGINT"), ("c1", "VARCHAR")]}
+    assert written_table("UPDATE d0 SET c0 = 1", tables) == "d0"
+    assert written_table("INSERT INTO d0 (c0) VALUES (1)", tables) == "d0"
+    stmts = ["CREATE TABLE d0 (c0 BIGINT, c1 VARCHAR)", "INSERT INTO d0 VALUES (1, 'a'), (2, 'é')",
+             "UPDATE d0 SET c1 = UPPER(c1) WHERE c0 > 1", "DELETE FROM d0 WHERE c0 = 1"]
+    eng = Engines()
+    res = run_dml(eng, DmlCase(stmts, tables))
+    assert not res.failures and not res.discarded, res.failures
+    assert res.checks["count"] == 2 * 3 and res.checks["diff"] == 2 * 4   # 2 partition counts
+
+    def fails(s):   # a stand-in failure: the DELETE runs after the UPDATE
+        return any("DELETE" in x for x in s) and any("UPDATE" in x for x in s)
+
+    out, _ = reduce_script(stmts, fails, shrink=None)
+    assert out == stmts[2:]
+    eng.close()
