@@ -691,7 +691,13 @@ def _ordered(got, want, cols, keys, limit, actual, expected) -> Mismatch | None:
         m = _multiset(got, want, cols, actual)   # a wrong value is worse than a wrong order
         if m is not None:
             return m
-        return order_mismatch() if first_bad_key is not None else None
+        if first_bad_key is not None:
+            return order_mismatch()
+        for a, b in runs:   # each run of equal keys holds the same rows (any order)
+            m = _multiset(got[a:b], want[a:b], cols, actual, f" in rows {a}..{b - 1} (equal keys)")
+            if m is not None:
+                return m
+        return None
     # ORDER BY .. LIMIT: the rows of the last run of equal keys may be any of the tied rows
     cut = runs[-1][0] if runs else 0
     body = _multiset(got[:cut], want[:cut], cols, actual)
