@@ -154,7 +154,10 @@ class DmlGenerator:
         return f"INSERT INTO {name}{listed} {q.sql}"
 
     def _scope(self, name: str) -> Scope:
-        return Scope([Col(f"{name}.{c}", SQL_TYPES[ty][1]) for c, ty in self.tables[name]])
+        # unqualified, a column name inside a subquery means the subquery's own column when
+        # its table has one (every table has c0, c1, ...): SQL's scoping, tested as such
+        prefix = "" if self.ok("dml_unqualified", 0.3) else f"{name}."
+        return Scope([Col(f"{prefix}{c}", SQL_TYPES[ty][1]) for c, ty in self.tables[name]])
 
     def update(self, name: str) -> str:
         r = self.rng

@@ -5,7 +5,7 @@ A known-findings file is JSON:
     {"findings": [
        {"id": "K1", "generator": "params", "oracle": "bind_order",
         "match": "regex searched in '<error class> <detail>'",      (optional)
-        "cases": [[20240, 17], ...],                                 (optional: seed, index)
+        "cases": [[20240, 17, "dml"], ...],        (optional: seed, index[, generator])
         "reason": "why it fails; a bug in pqe (or in DuckDB) and where",
         "repro": "the few lines of SQL that show it"}]}
 
@@ -40,7 +40,8 @@ class KnownFinding:
             return False
         if self.match and not re.search(self.match, f"{failure.error_class} {failure.detail}"):
             return False
-        if self.cases and [seed, index] not in [list(c) for c in self.cases]:
+        if self.cases and not any(list(c[:2]) == [seed, index] and
+                                  (len(c) < 3 or c[2] == generator) for c in self.cases):
             return False
         return True
 
