@@ -69,7 +69,8 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 
 def legit_difference(pqe_outcome: Outcome, duck: Outcome) -> str | None:
-    """Why pqe may fail where DuckDB answers or answer where DuckDB fails, by design:
+    """Why pqe may fail where DuckDB answers or answer where DuckDB fails, by design (rows
+    "INTEGER arithmetic overflow" and "BIGINT SUM overflow" of compare.ALLOWED_DIFFERENCES):
 
     - DuckDB raised an overflow of INTEGER (or narrower) arithmetic: pqe computes integer
       arithmetic in BIGINT (pqe/types.py), so there is no overflow to raise;
