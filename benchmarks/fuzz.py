@@ -1,15 +1,25 @@
-"""Long differential fuzzing run of pqe against DuckDB (diff, partition, TLP, NoREC oracles).
+"""Long differential fuzzing run of pqe against DuckDB (all generators by default).
 
     python -m benchmarks.fuzz --queries 10000 --seed 1
     python -m benchmarks.fuzz --queries 10000 --seed 1 --log fuzz.jsonl --report fuzz.md
     python -m benchmarks.fuzz --seed 1 --case 1234          # replay (and shrink) one case
+    python -m benchmarks.fuzz --generators dml,params --queries 2000
     python -m benchmarks.fuzz --queries 5000 --disable cast_double_int,full_join
+    python -m benchmarks.fuzz --known tests/fuzz_known_findings.json   # mark known findings
 
-Prints queries tried, checks and mismatches per oracle, pqe errors by class, the distinct
-findings (each shrunk to a minimal reproduction) and the top unsupported constructs. The log
-(JSON lines) holds every failing case, every finding with its reproduction, and the summary;
-the report (Markdown) holds the summary and the reproductions. `--disable` takes generator
-feature names (see `pqe.testing.fuzz_gen`) to steer around a known bug.
+Generators (`pqe.testing.fuzz.GENERATORS`): select (random queries; diff, type, partition,
+TLP, NoREC oracles), values (the same over edge values: multi-byte text, int64 limits,
+DECIMAL(38,10), NaN/inf/-0.0, TIMESTAMP(TZ), NULL-heavy columns), dml (CREATE/INSERT/UPDATE/
+DELETE scripts checked after every statement), params (DB-API `?` parameters in nested
+positions against DuckDB's own binding). A replay needs the same --generators and
+--queries-per-db as the run.
+
+Prints queries tried, refusals (UnsupportedError) per generator, checks and mismatches per
+oracle, pqe errors by class, the distinct findings (each shrunk to a minimal reproduction) and
+the top unsupported constructs, then one summary log line. The log (JSON lines) holds every
+failing case, every finding with its reproduction, and the summary; the report (Markdown)
+holds the summary and the reproductions. `--disable` takes generator feature names (see
+`pqe.testing.fuzz_gen`, `fuzz_dml`, `fuzz_params`) to steer around a known bug.
 """
 
 from __future__ import annotations
@@ -20,8 +30,8 @@ import sys
 import tempfile
 import time
 
-from pqe.testing.fuzz import Fuzzer
-from pqe.testing.fuzz_oracles import run_case
+from pqe.testing.fuzz import GENERATORS, Fuzzer
+from pqe.testing.fuzz_known import load_known
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="pqe scheduler threads")
     ap.add_argument("--progress", type=int, default=500, help="status line every N queries")
     ap.add_argument("--case", type=int, default=None, help="replay one case, shrink, print")
+    ap.add_argument("--generators", default=",".join(GENERATORS),
+                    help=f"comma-separated generators (default: all of {','.join(GENERATORS)})")
+    ap.add_argument("--known", default=None, help="known-findings JSON (tests/fuzz_known_findings"
+                    ".json): findings it explains are marked known")
     args = ap.parse_args(argv)
 
     if args.log is None:
@@ -54,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
                 queries_per_db=args.queries_per_db, reduce=not args.no_reduce,
                 reduce_budget_s=args.reduce_budget, max_reductions=args.max_reductions,
                 timeout=args.timeout, threads=args.threads, log=args.log or None,
-                progress=args.progress)
+                progress=args.progress,
+                generators=[g for g in args.generators.split(",") if g],
+                known=load_known(args.known) if args.known else None)
     if args.case is not None:
         return replay(fz, args.case)
 
@@ -67,15 +83,16 @@ def main(argv: list[str] | None = None) -> int:
             f.write(rep.findings_markdown())
         print(f"findings: {report}" + (f"; log: {args.log}" if args.log else ""))
     print(f"total time {time.monotonic() - t0:.0f} s")
-    return 1 if rep.findings else 0
+    print(rep.log_line())
+    return 1 if any(not f.known for f in rep.findings) else 0
 
 
 def replay(fz: Fuzzer, i: int) -> int:
     fz._load(i)
     case = fz.case(i, fz.db)
-    res = run_case(fz.eng, case)
-    print(f"case {i} ({case.oracle}{' ' + case.variant if case.variant else ''}), "
-          f"features: {', '.join(case.features)}")
+    res = fz.run_one(case, fz.db)
+    print(f"case {i} ({case.generator}: {case.oracle}{' ' + case.variant if case.variant else ''}"
+          f"), features: {', '.join(case.features)}")
     for role, sql in res.queries:
         print(f"-- {role}\n{sql}")
     if res.discarded:

@@ -1,18 +1,18 @@
-"""Shared test helpers: TPC-H data, a DuckDB oracle, and result comparison."""
+"""Shared test helpers: TPC-H data, the DuckDB oracle (pqe.testing.oracle) and result
+comparison (pqe.testing.compare)."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import math
 import re
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
+import pytest
 
 import pqe
 from data.tpch import TABLES, generate, table_path
+from pqe.testing import oracle
+from pqe.testing.compare import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 TPCH_SQL = ROOT / "sql" / "tpch"
@@ -38,12 +38,9 @@ def register_tpch(ctx: pqe.Context, root: Path) -> pqe.Context:
     return ctx
 
 
-def duckdb_tpch(root: Path) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("SET integer_division = true")
-    con.execute("SET default_null_order = 'nulls_last_on_asc_first_on_desc'")
-    con.execute("SET error_on_division_by_zero = false")
-    con.execute("SET threads = 2")
+def duckdb_tpch(root: Path):
+    """The DuckDB oracle (pqe.testing.oracle: pqe's semantics) with the TPC-H tables as views."""
+    con = oracle.connect(threads=2)
     for t in TABLES:
         p = table_path(root, t)
         pattern = str(p / "*.parquet") if p.is_dir() else str(p)
@@ -51,65 +48,31 @@ def duckdb_tpch(root: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def duck_arrow(con, sql: str) -> pa.Table:
-    return con.sql(sql).to_arrow_table()
-
-
-def _norm(v):
-    if isinstance(v, decimal.Decimal):
-        return ("num", v)
-    if isinstance(v, float):
-        return ("num", v)
-    if isinstance(v, bool):
-        return ("bool", v)
-    if isinstance(v, int):
-        return ("num", v)
-    if isinstance(v, datetime.datetime):
-        return ("dt", v)
-    if isinstance(v, datetime.date):
-        return ("dt", datetime.datetime(v.year, v.month, v.day))
-    return ("v", v)
-
-
-def _close(a, b, rel: float) -> bool:
-    if a == b:
-        return True
-    ka, va = a
-    kb, vb = b
-    if ka != kb:
-        return False
-    if ka == "num":
-        if isinstance(va, decimal.Decimal) and isinstance(vb, decimal.Decimal):
-            return va == vb
-        fa, fb = float(va), float(vb)
-        if math.isnan(fa) and math.isnan(fb):
-            return True
-        return math.isclose(fa, fb, rel_tol=rel, abs_tol=1e-9)
-    return False
-
-
-def _sort_key(row):
-    return tuple((k, str(v) if k != "num" else float(v)) if v is not None else ("", "") for k, v in row)
+def duck_arrow(con, sql: str, params=None) -> pa.Table:
+    """DuckDB's answer, with DuckDB's type names in the field metadata (see oracle.query)."""
+    return oracle.query(con, sql, params)
 
 
 def assert_same(result: pa.Table, expected: pa.Table, ordered: bool = False,
-                rel: float = 1e-6) -> None:
-    """Same rows (as a multiset unless `ordered`): decimals exactly, floats to `rel`."""
-    assert result.num_columns == expected.num_columns, (
-        f"{result.num_columns} columns, expected {expected.num_columns}: "
-        f"{result.column_names} vs {expected.column_names}")
-    assert result.num_rows == expected.num_rows, f"{result.num_rows} rows, expected {expected.num_rows}"
-    got = [tuple(_norm(v) if v is not None else None for v in r.values()) for r in result.to_pylist()]
-    want = [tuple(_norm(v) if v is not None else None for v in r.values()) for r in expected.to_pylist()]
-    if not ordered:
-        got = sorted(got, key=lambda r: _sort_key([x or ("", None) for x in r]))
-        want = sorted(want, key=lambda r: _sort_key([x or ("", None) for x in r]))
-    for i, (g, w) in enumerate(zip(got, want, strict=True)):
-        for j, (a, b) in enumerate(zip(g, w, strict=True)):
-            if a is None or b is None:
-                assert a is None and b is None, f"row {i} column {j}: {a} != {b}"
-            else:
-                assert _close(a, b, rel), f"row {i} column {j}: {a[1]!r} != {b[1]!r}"
+                rel: float = 1e-6, *, sql: str | None = None,
+                known_type_bugs: dict[str, str] | None = None, **kwargs) -> None:
+    """`result` is the answer `expected` is (pqe.testing.compare: names, logical types, values).
+
+    Rows compare as a multiset; `ordered=True` in exact sequence; `sql=` takes the ORDER BY
+    keys (ties in any order) and LIMIT from the query text; `order_by=`, `limit=`,
+    `check_types=` ... go to `compare`.
+
+    known_type_bugs: {regex: reason}. A type mismatch whose message matches a regex is a known
+    pqe bug: the values are still checked, then the test is marked xfail with the reason."""
+    m = compare(result, expected, ordered=ordered, float_rel=rel, sql=sql, **kwargs)
+    if m is not None and m.kind == "types" and known_type_bugs:
+        for pattern, reason in known_type_bugs.items():
+            if re.search(pattern, m.message):
+                v = compare(result, expected, ordered=ordered, float_rel=rel, sql=sql,
+                            **{**kwargs, "check_types": False})
+                assert v is None, str(v)
+                pytest.xfail(f"{reason} ({m.message})")
+    assert m is None, str(m)
 
 
 def has_top_level_order(sql: str) -> bool:

@@ -3,13 +3,13 @@ has the same semantics, by hand otherwise."""
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
 from helpers import assert_same
 
 import pqe
+from pqe.testing import oracle
 
 T = pa.table({"a": [1, 1, 2, 2, None, 3], "b": ["x", "y", "x", None, "x", "y"],
               "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
@@ -43,10 +43,7 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def fduck():
-    con = duckdb.connect()
-    con.execute("SET default_null_order = 'nulls_last_on_asc_first_on_desc'")
-    con.register("t", T)
-    con.register("u", U)
+    con = oracle.connect({"t": T, "u": U})
     yield con
     con.close()
 
@@ -63,7 +60,7 @@ def fctx(request):
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_matches_duckdb(fctx, fduck, sql):
-    assert_same(fctx.sql(sql).to_arrow(), fduck.sql(sql).to_arrow_table(), ordered="order by" in sql)
+    assert_same(fctx.sql(sql).to_arrow(), oracle.query(fduck, sql), sql=sql)
 
 
 def rows(ctx, sql):

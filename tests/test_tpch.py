@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import (TPCH_QUERIES, assert_same, duck_arrow, has_top_level_order, register_tpch,
-                     tpch_query)
+from helpers import TPCH_QUERIES, assert_same, duck_arrow, register_tpch, tpch_query
 
 import pqe
 
@@ -29,7 +28,7 @@ def test_tpch_matches_duckdb(configured, duck, query):
     df = ctx.sql(sql)
     result = df.to_arrow()
     assert result.column_names == expected.column_names
-    assert_same(result, expected, ordered=has_top_level_order(sql))
+    assert_same(result, expected, sql=sql)
 
 
 def test_partitions_are_used(configured):

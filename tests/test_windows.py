@@ -3,13 +3,13 @@ named windows, windows over GROUP BY, on 4 partitions (threads) and 1 (sync)."""
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
 from helpers import assert_same
 
 import pqe
+from pqe.testing import oracle
 
 T = pa.table({
     "g": pa.array([1, 1, 1, 2, 2, None, 3, 3, 3, 3, 4, 4], pa.int64()),
@@ -47,9 +47,7 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def duck_win():
-    con = duckdb.connect()
-    con.execute("SET default_null_order = 'nulls_last_on_asc_first_on_desc'")
-    con.register("t", T)
+    con = oracle.connect({"t": T})
     yield con
     con.close()
 
@@ -65,7 +63,7 @@ def wctx(request):
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_window_matches_duckdb(wctx, duck_win, sql):
-    assert_same(wctx.sql(sql).to_arrow(), duck_win.sql(sql).to_arrow_table())
+    assert_same(wctx.sql(sql).to_arrow(), oracle.query(duck_win, sql), sql=sql)
 
 
 def test_window_partitions_by_its_keys(wctx):
@@ -86,7 +84,7 @@ def test_window_on_tpch(tpch_ctx, duck):
            "rank() over (partition by o_custkey order by o_totalprice desc) r, "
            "sum(o_totalprice) over (partition by o_custkey order by o_orderdate, o_orderkey rows between 2 preceding and current row) s3 "
            "from orders where o_custkey < 200")
-    assert_same(tpch_ctx.sql(sql).to_arrow(), duck.sql(sql).to_arrow_table())
+    assert_same(tpch_ctx.sql(sql).to_arrow(), oracle.query(duck, sql), sql=sql)
 
 
 def test_window_not_allowed_in_where(wctx):

@@ -1,4 +1,12 @@
-"""Test tooling shipped with pqe: a sqllogictest runner (`pqe.testing.sqllogictest`).
+"""Test tooling shipped with pqe.
+
+- `pqe.testing.compare`: the one result comparator (names, logical types with the allowed
+  differences in ALLOWED_DIFFERENCES, values, ORDER BY-aware with ties);
+- `pqe.testing.oracle`: the DuckDB oracle with pqe's semantics (DuckDB imported lazily);
+- `pqe.testing.fuzz`: the differential fuzzer (generators select, values, dml, params);
+- `pqe.testing.sqllogictest`: a sqllogictest runner (SQLite's text result format).
+
+No module here imports DuckDB at import time: the wheel does not depend on it.
 
 It lives in the package, not under tests/, so the lead engineer and CI can run the SQLite
 conformance corpus with ``python -m pqe.testing.sqllogictest`` from any checkout. Names are

@@ -1,33 +1,25 @@
 """Running SQL on pqe and on the DuckDB oracle, and comparing results (`pqe.testing.fuzz`).
 
-Results are lists of row tuples of Python values. Comparison is as a multiset of rows, or in
-order when the query has a top-level ORDER BY over every output column; numbers compare
-numerically (integers and decimals exactly, anything involving a float to 1e-6 relative).
+Results are Arrow tables, compared by `pqe.testing.compare` (names, logical types, values;
+ORDER BY-aware with ties). DuckDB is the oracle of `pqe.testing.oracle`, imported only when
+`Engines.load` first runs, so importing the fuzzer does not import DuckDB.
 """
 
 from __future__ import annotations
 
-import collections
-import datetime
-import decimal
 import inspect
-import math
 import re
 import signal
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import duckdb
 import pyarrow as pa
 
 import pqe
 
-DUCKDB_SETTINGS = [
-    "SET integer_division = true",
-    "SET default_null_order = 'nulls_last_on_asc_first_on_desc'",
-    "SET error_on_division_by_zero = false",
-    "SET threads = 1",
-]
+from . import oracle
+from .compare import Mismatch, compare, order_spec, table_rows
 
 
 class Timeout(BaseException):
@@ -37,7 +29,7 @@ class Timeout(BaseException):
 @dataclass
 class Outcome:
     status: str                   # ok | unsupported | error | timeout
-    rows: list | None = None
+    table: pa.Table | None = None
     error_class: str = ""
     message: str = ""
 
@@ -45,17 +37,59 @@ class Outcome:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def rows(self) -> list | None:
+        return None if self.table is None else arrow_rows(self.table)
+
     def describe(self, limit: int = 12) -> str:
         if self.status != "ok":
             return f"{self.status}: {self.error_class}: {self.message}"
         rows = self.rows
+        types = ", ".join(f"{f.name} {f.type}" for f in self.table.schema)
         shown = "\n".join("  " + repr(tuple(r)) for r in rows[:limit])
         more = f"\n  ... ({len(rows) - limit} more rows)" if len(rows) > limit else ""
-        return f"{len(rows)} rows\n{shown}{more}" if rows else "0 rows"
+        return (f"{len(rows)} rows [{types}]\n{shown}{more}" if rows
+                else f"0 rows [{types}]")
 
 
 def _alarm(_signum, _frame):
     raise Timeout()
+
+
+# DuckDB errors about the data (not the query): pqe should fail too, not answer
+DATA_ERRORS = ("ConversionException", "OutOfRangeException", "ConstraintException",
+               "InvalidInputException")
+
+
+# DuckDB's INTEGER arithmetic overflows; its negation message names no type (DuckDB
+# rejects -(-2147483648) for an INTEGER; an overflowing BIGINT negation is not generated)
+_NARROW_OVERFLOW = re.compile(r"Overflow in \w+ of U?INT(8|16|32)\b|Overflow in negation of "
+                              r"numeric value")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def legit_difference(pqe_outcome: Outcome, duck: Outcome) -> str | None:
+    """Why pqe may fail where DuckDB answers or answer where DuckDB fails, by design (rows
+    "INTEGER arithmetic overflow" and "BIGINT SUM overflow" of compare.ALLOWED_DIFFERENCES):
+
+    - DuckDB raised an overflow of INTEGER (or narrower) arithmetic: pqe computes integer
+      arithmetic in BIGINT (pqe/types.py), so there is no overflow to raise;
+    - pqe raised an integer overflow and DuckDB's answer holds an integer outside BIGINT, or
+      pqe's SUM overflowed where DuckDB's is a HUGEINT: DuckDB sums integers into HUGEINT,
+      pqe's integers are BIGINT and overflow is an error (pqe may evaluate an uncorrelated
+      subquery whose value the answer does not need)."""
+    if not duck.ok and pqe_outcome.ok and _NARROW_OVERFLOW.search(duck.message):
+        return "INTEGER overflow in DuckDB; pqe computes in BIGINT"
+    if duck.ok and not pqe_outcome.ok and "overflow" in pqe_outcome.message.lower():
+        if "overflow in SUM" in pqe_outcome.message and any(
+                (f.metadata or {}).get(b"duckdb_type") == b"HUGEINT" for f in duck.table.schema):
+            return "pqe's BIGINT SUM overflows where DuckDB sums into HUGEINT"
+        for col in duck.table.columns:
+            if pa.types.is_integer(col.type) or pa.types.is_decimal(col.type):
+                for v in col.to_pylist():
+                    if v is not None and v == int(v) and not _INT64[0] <= v <= _INT64[1]:
+                        return "DuckDB's HUGEINT answer does not fit pqe's BIGINT"
+    return None
 
 
 class Engines:
@@ -76,11 +110,7 @@ class Engines:
         """(Re)create the engines with exactly the tables of `db`."""
         self.close()
         self.db = dict(db)
-        self.con = duckdb.connect()
-        for s in DUCKDB_SETTINGS:
-            self.con.execute(s)
-        for name, table in db.items():
-            self.con.register(name, table)
+        self.con = oracle.connect(db, threads=1)
         for p in self.partitions:
             ctx = pqe.Context(self.scheduler, partitions=p, threads=self.threads)
             for name, table in db.items():
@@ -98,23 +128,26 @@ class Engines:
             self.con.close()
             self.con = None
 
-    def duck(self, sql: str) -> Outcome:
+    def duck(self, sql: str, params: Sequence | None = None) -> Outcome:
         try:
-            rows = self.con.execute(sql).fetchall()
+            table = oracle.query(self.con, sql, params)
         except Exception as e:  # noqa: BLE001 - any DuckDB failure discards the query
             return Outcome("error", None, type(e).__name__, str(e).split("\n")[0])
-        return Outcome("ok", [tuple(r) for r in rows])
+        return Outcome("ok", table)
 
-    def pqe(self, partitions: int, sql: str) -> Outcome:
+    def pqe(self, partitions: int, sql: str, params: Sequence | None = None) -> Outcome:
         ctx = self.ctxs[partitions]
         main = threading.current_thread() is threading.main_thread()
         if main:
             old = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, self.timeout + 10)
         try:
-            df = ctx.sql(sql)
-            table = df.to_arrow(timeout=self.timeout) if self._to_arrow_timeout else df.to_arrow()
-            rows = arrow_rows(table)
+            if params is not None:
+                table = _cursor_table(pqe.connect(context=ctx).cursor().execute(sql, params))
+            else:
+                df = ctx.sql(sql)
+                table = (df.to_arrow(timeout=self.timeout) if self._to_arrow_timeout
+                         else df.to_arrow())
         except Timeout:
             return Outcome("timeout", None, "Timeout", f"no answer after {self.timeout + 10:g} s")
         except pqe.UnsupportedError as e:
@@ -129,147 +162,56 @@ class Engines:
             if main:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, old)
-        return Outcome("ok", rows)
+        return Outcome("ok", table)
+
+
+def _cursor_table(cur) -> pa.Table:
+    """A DB-API cursor's result as Arrow: the result set, or the rows-affected count of a DML
+    statement (as pqe's `Context.sql` returns it: one column `count`)."""
+    try:
+        return cur.fetch_arrow_table()
+    except pqe.ProgrammingError:
+        if cur.rowcount is not None and cur.rowcount >= 0:
+            return pa.table({"count": pa.array([cur.rowcount], pa.int64())})
+        return pa.table({})
 
 
 def arrow_rows(table: pa.Table) -> list[tuple]:
-    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    return list(zip(*cols)) if cols else [()] * table.num_rows
+    return table_rows(table)
 
 
 # ---- comparison ----------------------------------------------------------------------------
 
-REL_TOL = 1e-6
+def check(actual: pa.Table, expected: pa.Table, sql: str | None = None, *, order_by=None,
+          limit: bool = False, types: bool = True, names: bool = True) -> tuple[str, str] | None:
+    """(oracle, description) of the difference between two results, or None.
 
-
-def _norm(v):
-    """(kind, value): bools, numbers, text, dates and the rest kept apart."""
-    if v is None:
+    'diff' when the values (or row count or order) differ, 'type' when only the column types
+    do (a value difference is the worse problem, so it is reported first)."""
+    kwargs = {"order_by": order_by, "limit": limit} if order_by is not None else {"sql": sql}
+    m = compare(actual, expected, check_names=names, check_types=types, **kwargs)
+    if m is None:
         return None
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, (int, decimal.Decimal, float)):
-        return ("n", v)
-    if isinstance(v, str):
-        return ("s", v)
-    if isinstance(v, datetime.datetime):
-        return ("d", v)
-    if isinstance(v, datetime.date):
-        return ("d", datetime.datetime(v.year, v.month, v.day))
-    return ("o", repr(v))
+    if m.kind == "types":
+        v = compare(actual, expected, check_names=names, check_types=False, **kwargs)
+        if v is not None:
+            return "diff", str(v) + f" (and {m.message})"
+        return "type", m.message
+    return "diff", str(m)
 
 
-def values_equal(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    ka, va = a
-    kb, vb = b
-    if ka != kb:
-        return False
-    if ka != "n":
-        return va == vb
-    if not isinstance(va, float) and not isinstance(vb, float):
-        da, db = decimal.Decimal(va), decimal.Decimal(vb)
-        if da == db:
-            return True
-        # DuckDB unifies a DECIMAL(38, s) with a finer decimal by dropping scale (UNION,
-        # CASE, IN): accept the expected value `b` being the actual one rounded to b's scale.
-        if isinstance(vb, decimal.Decimal) and isinstance(va, decimal.Decimal) \
-                and vb.as_tuple().exponent > va.as_tuple().exponent:
-            q = decimal.Decimal(1).scaleb(vb.as_tuple().exponent)
-            return any(da.quantize(q, rounding=m) == db for m in
-                       (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_EVEN, decimal.ROUND_DOWN))
-        return False
-    fa, fb = float(va), float(vb)
-    if math.isnan(fa) or math.isnan(fb):
-        return math.isnan(fa) and math.isnan(fb)
-    if math.isinf(fa) or math.isinf(fb):
-        return fa == fb
-    return math.isclose(fa, fb, rel_tol=REL_TOL, abs_tol=1e-9)
+def type_signature(message: str) -> str:
+    """'column 0 'o0': type BIGINT (int64), expected DOUBLE (double)' -> 'INTEGER vs FLOAT'."""
+    m = re.search(r"type (\w+).*expected (\w+)", message)
+    if not m:
+        return message
+    kinds = {"TINYINT": "INTEGER", "SMALLINT": "INTEGER", "BIGINT": "INTEGER",
+             "HUGEINT": "INTEGER", "REAL": "FLOAT", "DOUBLE": "FLOAT"}
+    return f"{kinds.get(m.group(1), m.group(1))} vs {kinds.get(m.group(2), m.group(2))}"
 
 
-def _key(v):
-    if v is None:
-        return (0, "")
-    k, x = v
-    if k == "n":
-        f = float(x)
-        if math.isnan(f):
-            return (2, "nan")
-        return (1, float(f"{f:.5g}") + 0.0)
-    return (3 if k == "s" else 4 if k == "d" else 5, str(x) if k != "b" else str(int(x)))
-
-
-def _row_key(row):
-    return tuple(_key(v) for v in row)
-
-
-def _rows_equal(r1, r2) -> bool:
-    return len(r1) == len(r2) and all(values_equal(a, b) for a, b in zip(r1, r2))
-
-
-def compare(got: list, want: list, ordered: bool = False) -> str | None:
-    """None when the results agree, else a short description of the difference."""
-    g = [tuple(_norm(v) for v in r) for r in got]
-    w = [tuple(_norm(v) for v in r) for r in want]
-    if g and w and len(g[0]) != len(w[0]):
-        return f"{len(g[0])} columns vs {len(w[0])} columns"
-    if ordered:
-        for i, (a, b) in enumerate(zip(g, w)):
-            if not _rows_equal(a, b):
-                if _multiset_equal(g, w):
-                    return f"same rows, different order (first difference at row {i})"
-                break
-        else:
-            if len(g) == len(w):
-                return None
-    elif _multiset_equal(g, w):
-        return None
-    return _diff_summary(got, want, g, w)
-
-
-def _multiset_equal(g: list, w: list) -> bool:
-    if len(g) != len(w):
-        return False
-    gs = sorted(g, key=_row_key)
-    ws = sorted(w, key=_row_key)
-    if all(_rows_equal(a, b) for a, b in zip(gs, ws)):
-        return True
-    if len(g) > 3000:
-        return False
-    # rounding in the sort key can order nearly-equal floats differently: match greedily
-    remaining = list(ws)
-    for row in gs:
-        for j, cand in enumerate(remaining):
-            if _rows_equal(row, cand):
-                remaining.pop(j)
-                break
-        else:
-            return False
-    return True
-
-
-def _diff_summary(got, want, g, w) -> str:
-    cg = collections.Counter(_row_key(r) for r in g)
-    cw = collections.Counter(_row_key(r) for r in w)
-    only_g = [got[i] for i, r in enumerate(g) if cg[_row_key(r)] > cw.get(_row_key(r), 0)]
-    only_w = [want[i] for i, r in enumerate(w) if cw[_row_key(r)] > cg.get(_row_key(r), 0)]
-    parts = [f"{len(got)} rows vs {len(want)} rows"]
-    if only_g:
-        parts.append("only in pqe: " + ", ".join(repr(tuple(r)) for r in _dedup(only_g)[:4]))
-    if only_w:
-        parts.append("only in expected: " + ", ".join(repr(tuple(r)) for r in _dedup(only_w)[:4]))
-    if not only_g and not only_w:
-        parts.append("values differ beyond rounding")
-    return "; ".join(parts)
-
-
-def _dedup(rows):
-    out = []
-    for r in rows:
-        if r not in out:
-            out.append(r)
-    return out
+__all__ = ["DATA_ERRORS", "Engines", "legit_difference", "Mismatch", "Outcome", "Timeout", "arrow_rows", "check",
+           "normalize_message", "order_spec", "type_signature"]
 
 
 # ---- error messages ------------------------------------------------------------------------

@@ -21,9 +21,9 @@ import pyarrow as pa
 from .fuzz_data import table_columns
 
 NUMERIC = ("int", "double", "decimal")
-CATEGORIES = ("int", "double", "decimal", "str", "date", "bool")
+CATEGORIES = ("int", "double", "decimal", "str", "date", "bool", "ts", "tstz")
 CAST_NAMES = {"int": "BIGINT", "double": "DOUBLE", "decimal": "DECIMAL(10,2)", "str": "VARCHAR",
-              "date": "DATE", "bool": "BOOLEAN"}
+              "date": "DATE", "bool": "BOOLEAN", "ts": "TIMESTAMP", "tstz": "TIMESTAMPTZ"}
 
 INT_LITS = [0, 1, 2, 3, 5, 10, -1, -3, 100]
 DOUBLE_LITS = ["0.5", "1.0", "2.5", "-1.5", "0.0", "10.0", "0.25"]
@@ -31,6 +31,19 @@ DECIMAL_LITS = ["1.50", "0.00", "2.25", "-1.00", "0.01", "3.33", "10.10"]
 STR_LITS = ["", "a", "b", "ab", "A", "abc", "a_c", "é", " a", "xyz", "b%"]
 DATE_LITS = ["2020-01-01", "2020-01-02", "2019-12-31", "2020-02-29", "1970-01-01", "2024-06-15"]
 LIKE_PATTERNS = ["a%", "%b", "_", "a_c", "%", "", "A%", "%a%", "_b%", "a", "%c"]
+TS_LITS = ["2020-01-01 00:00:00", "2020-01-01 12:30:00", "2019-12-31 23:59:59",
+           "1970-01-01 00:00:00", "2024-06-15 08:15:30.5"]
+# edge mode (the "values" generator): literals at the limits, multi-byte text
+EDGE_INT_LITS = INT_LITS + [2**62, 2**63 - 1, -(2**63 - 1), 2**31 - 1, -(2**31), 2**31]
+EDGE_DOUBLE_LITS = DOUBLE_LITS + ["'NaN'", "'Infinity'", "'-Infinity'", "'-0.0'", "1e308",
+                                  "5e-324", "0.1"]
+EDGE_DECIMAL_LITS = DECIMAL_LITS + [
+    "CAST('9999999999999999999999999999.9999999999' AS DECIMAL(38,10))",
+    "CAST('-0.0000000001' AS DECIMAL(38,10))", "CAST('12345678901234567890.5' AS DECIMAL(38,10))",
+    "99999999.99"]
+EDGE_STR_LITS = STR_LITS + ["漢字", "😀", "👨‍👩‍👧", "e\u0301", "\u00e9", "ß", "ﬁ", "İ", "ǅ", "ＡＢＣ",
+                            "עברית", "''", "x😀y", "\u200b", "a\tb"]
+EDGE_LIKE_PATTERNS = LIKE_PATTERNS + ["_😀%", "%字", "%\u0301", "__", "%ß%", "漢_"]
 
 
 @dataclass
@@ -65,8 +78,14 @@ class Select:
 
 class Generator:
     def __init__(self, rng: random.Random, db: dict[str, pa.Table], disabled=(),
-                 max_depth: int = 3):
+                 max_depth: int = 3, edge: bool = False):
         self.rng = rng
+        self.edge = edge
+        self.int_lits = EDGE_INT_LITS if edge else INT_LITS
+        self.double_lits = EDGE_DOUBLE_LITS if edge else DOUBLE_LITS
+        self.decimal_lits = EDGE_DECIMAL_LITS if edge else DECIMAL_LITS
+        self.str_lits = EDGE_STR_LITS if edge else STR_LITS
+        self.like_patterns = EDGE_LIKE_PATTERNS if edge else LIKE_PATTERNS
         self.db = db
         self.tables = {name: table_columns(t) for name, t in db.items()}
         self.disabled = set(disabled)
@@ -126,18 +145,22 @@ class Generator:
         if allow_null and r.random() < 0.04:
             return f"CAST(NULL AS {self.cast_name(cat)})"
         if cat == "int":
-            v = r.choice(INT_LITS)
+            v = r.choice(self.int_lits)
             return f"({v})" if v < 0 else str(v)
         if cat == "double":
-            v = r.choice(DOUBLE_LITS)
+            v = r.choice(self.double_lits)
             return f"CAST({v} AS DOUBLE)"
         if cat == "decimal":
-            v = r.choice(DECIMAL_LITS)
+            v = r.choice(self.decimal_lits)
             return f"({v})" if v.startswith("-") else v
         if cat == "str":
-            return "'" + r.choice(STR_LITS) + "'"
+            return "'" + r.choice(self.str_lits) + "'"
         if cat == "date":
             return f"DATE '{r.choice(DATE_LITS)}'"
+        if cat == "ts":
+            return f"TIMESTAMP '{r.choice(TS_LITS)}'"
+        if cat == "tstz":
+            return f"TIMESTAMPTZ '{r.choice(TS_LITS)}+00'"
         return r.choice(["TRUE", "FALSE"])
 
     def cast_name(self, cat: str) -> str:
@@ -225,11 +248,22 @@ class Generator:
                 (1, "cast_date_str", lambda: f"CAST({e('date')()} AS VARCHAR)"),
                 (1, "cast_decimal_str", lambda: f"CAST({e('decimal')()} AS VARCHAR)"),
                 (1, "cast_bool_str", lambda: f"CAST({e('bool')()} AS VARCHAR)"),
+                (0.5, "cast_ts_str", lambda: f"CAST({e('ts')()} AS VARCHAR)"),
             ]
-        else:  # date
+        elif cat == "date":
             opts = [
                 (2, "date_plus_int", lambda: f"({e('date')()} {self.rng.choice(['+', '-'])} {self.rng.randint(0, 40)})"),
                 (1, "cast_str_date", lambda: f"CAST('{self.rng.choice(DATE_LITS)}' AS DATE)"),
+                (0.5, "cast_ts_date", lambda: f"CAST({e('ts')()} AS DATE)"),
+            ]
+        elif cat == "ts":
+            opts = [
+                (1, "cast_date_ts", lambda: f"CAST({e('date')()} AS TIMESTAMP)"),
+                (1, "cast_str_ts", lambda: f"CAST('{self.rng.choice(TS_LITS)}' AS TIMESTAMP)"),
+            ]
+        else:  # tstz: pqe has no TIMESTAMPTZ type yet; columns pass through, the rest refuses
+            opts = [
+                (1, "cast_ts_tstz", lambda: f"CAST({e('ts')()} AS TIMESTAMPTZ)"),
             ]
         return self.pick(opts + common, default=lambda: self.leaf(cat, sc))
 
@@ -277,7 +311,7 @@ class Generator:
             (1, "is_distinct", lambda: "({1} IS {3}DISTINCT FROM {2})".format(*self.cmp_pair(sc, d), r.choice(["", "NOT "]))),
             (2, "between", lambda: self.between(sc, d)),
             (2, "in_list", lambda: self.in_list(sc, d)),
-            (2, "like", lambda: f"({self.expr('str', sc, d + 1)} {r.choice(['LIKE', 'NOT LIKE'])} '{r.choice(LIKE_PATTERNS)}')"),
+            (2, "like", lambda: f"({self.expr('str', sc, d + 1)} {r.choice(['LIKE', 'NOT LIKE'])} '{r.choice(self.like_patterns)}')"),
             (1, "is_true", lambda: f"({p()} IS {r.choice(['', 'NOT '])}{r.choice(['TRUE', 'FALSE'])})"),
             (1 if sub_ok else 0, "exists", lambda: f"({r.choice(['', 'NOT '])}EXISTS ({self.subquery(sc, 'exists')}))"),
             (1 if sub_ok else 0, "in_subquery", lambda: self.in_subquery(sc, d)),

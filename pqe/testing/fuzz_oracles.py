@@ -11,7 +11,11 @@ and applies the oracles:
              MIN/MAX/SUM for aggregates; HAVING p / NOT p / p IS NULL for grouped queries);
 - norec:     SELECT count(*) FROM .. WHERE p  equals
              SELECT COALESCE(SUM(CASE WHEN p THEN 1 ELSE 0 END), 0) FROM .. ;
-- error:     pqe raises something other than UnsupportedError where DuckDB succeeds.
+- type:      pqe's values equal DuckDB's but a column's logical type differs
+             (`pqe.testing.compare.ALLOWED_DIFFERENCES` lists the accepted differences);
+- error:     pqe raises something other than UnsupportedError where DuckDB succeeds;
+- accepts:   pqe answers where DuckDB raised an error about the data (overflow, conversion,
+             constraint): pqe's own rule is that these are errors, not answers.
 """
 
 from __future__ import annotations
@@ -21,14 +25,15 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from .fuzz_engine import Engines, Outcome, compare, normalize_message
+from .fuzz_engine import (DATA_ERRORS, Engines, Outcome, check, legit_difference,
+                          normalize_message, order_spec, type_signature)
 
 try:  # the dialect pqe parses with (PostgreSQL NULL ordering)
     from ..sql.parser import DIALECT
 except Exception:  # noqa: BLE001 # pragma: no cover - fall back to sqlglot's default
     DIALECT = None
 
-ORACLES = ("diff", "partition", "tlp", "norec")
+ORACLES = ("diff", "type", "partition", "tlp", "norec", "accepts", "bind", "bind_order")
 
 
 class NotApplicable(Exception):
@@ -53,6 +58,7 @@ class Case:
     variant: str | None = None       # tlp: where | aggregate | having
     features: list[str] = field(default_factory=list)
     index: int = -1                  # position in the run (for replay)
+    generator: str = "select"        # select | values
 
     def queries(self) -> list[tuple[str, str]]:
         """(role, SQL) pairs to run."""
@@ -65,8 +71,8 @@ class Case:
         raise ValueError(self.oracle)
 
     def to_json(self) -> dict:
-        return {"oracle": self.oracle, "variant": self.variant, "base": self.base,
-                "pred": self.pred, "index": self.index}
+        return {"generator": self.generator, "oracle": self.oracle, "variant": self.variant,
+                "base": self.base, "pred": self.pred, "index": self.index}
 
 
 # ---- building the oracle queries -------------------------------------------------------------
@@ -170,48 +176,11 @@ def norec_queries(base: str, pred: str) -> list[tuple[str, str]]:
     return [("count", render(count)), ("sum", render(nonopt))]
 
 
-# ---- ordering --------------------------------------------------------------------------------
-
-def order_mode(sql: str) -> str:
-    """'ordered' when the top-level ORDER BY covers every output column (a total order up to
-    identical rows), 'nondeterministic' for LIMIT/OFFSET without one, else 'multiset'."""
-    try:
-        tree = parse(sql)
-    except Exception:  # noqa: BLE001
-        return "multiset"
-    order = tree.args.get("order")
-    limited = bool(tree.args.get("limit") or tree.args.get("offset"))
-    if order is None:
-        return "nondeterministic" if limited else "multiset"
-    first = tree
-    while isinstance(first, exp.SetOperation):
-        first = first.this
-    while isinstance(first, exp.Subquery):
-        first = first.this
-    projections = first.expressions if isinstance(first, exp.Select) else []
-    if not projections or any(isinstance(e, exp.Star) for e in projections):
-        return "nondeterministic" if limited else "multiset"
-    covered = set()
-    for o in order.expressions:
-        k = o.this if isinstance(o, exp.Ordered) else o
-        if isinstance(k, exp.Literal) and k.is_int:
-            covered.add(int(k.this) - 1)
-            continue
-        for i, e in enumerate(projections):
-            inner = e.this if isinstance(e, exp.Alias) else e
-            if (isinstance(k, exp.Column) and not k.table and k.name == e.alias_or_name) or \
-                    k.sql() == inner.sql():
-                covered.add(i)
-    if covered >= set(range(len(projections))):
-        return "ordered"
-    return "nondeterministic" if limited else "multiset"
-
-
 # ---- running a case --------------------------------------------------------------------------
 
 @dataclass
 class Failure:
-    oracle: str                  # diff | partition | tlp | norec | error | timeout
+    oracle: str                  # diff | type | partition | tlp | norec | accepts | error | timeout
     partitions: tuple            # the pqe partition count(s) involved
     role: str                    # which query of the case
     detail: str                  # mismatch description or error message
@@ -221,6 +190,10 @@ class Failure:
     def signature(self) -> tuple:
         if self.oracle in ("error", "timeout"):
             return (self.oracle, self.error_class, normalize_message(self.detail))
+        if self.oracle == "type":
+            return (self.oracle, type_signature(self.detail))
+        if self.oracle == "accepts":
+            return (self.oracle, self.error_class)
         return (self.oracle,)
 
     def to_json(self) -> dict:
@@ -241,7 +214,8 @@ class CaseResult:
     errors: list = field(default_factory=list)           # pqe error classes (non-unsupported)
 
     def primary(self) -> Failure | None:
-        order = ["error", "timeout", "diff", "partition", "tlp", "norec"]
+        order = ["error", "timeout", "diff", "accepts", "bind_order", "bind", "partition", "tlp",
+                 "norec", "type"]
         fs = sorted(self.failures, key=lambda f: order.index(f.oracle))
         return fs[0] if fs else None
 
@@ -259,54 +233,60 @@ def run_case(eng: Engines, case: Case, partitions=None, stop_early: bool = False
     for _, sql in res.queries:
         d = eng.duck(sql)
         res.duck.append(d)
-        if not d.ok:
+        # a DuckDB error about the data still tests pqe: it must not answer (diff cases only)
+        if not d.ok and not (case.oracle == "diff" and d.error_class in DATA_ERRORS):
             res.discarded = f"duckdb: {d.error_class}: {d.message}"
             return res
-    modes = [order_mode(sql) for _, sql in res.queries]
-    if "nondeterministic" in modes:
-        res.discarded = "nondeterministic LIMIT"
-        return res
+    specs = [order_spec(sql) for _, sql in res.queries]
     parts = tuple(partitions or eng.partitions)
     checks = res.checks
     for p in parts:
         outs = []
-        for (role, sql), d, mode in zip(res.queries, res.duck, modes):
+        for (role, sql), d, spec in zip(res.queries, res.duck, specs):
             o = eng.pqe(p, sql)
             outs.append(o)
-            if o.status == "unsupported":
+            if legit_difference(o, d):
+                checks["legit"] = checks.get("legit", 0) + 1
+            elif o.status == "unsupported":
                 res.unsupported.append(normalize_message(o.message))
             elif not o.ok:
-                res.errors.append(o.error_class)
-                res.failures.append(Failure("timeout" if o.status == "timeout" else "error",
-                                            (p,), role, o.message, o.error_class))
+                if d.ok:
+                    res.errors.append(o.error_class)
+                    res.failures.append(Failure("timeout" if o.status == "timeout" else "error",
+                                                (p,), role, o.message, o.error_class))
+            elif not d.ok:
+                checks["accepts"] = checks.get("accepts", 0) + 1
+                res.failures.append(Failure(
+                    "accepts", (p,), role, f"pqe answered {o.table.num_rows} rows where DuckDB "
+                    f"raised {d.error_class}: {d.message}", d.error_class))
             else:
                 checks["diff"] = checks.get("diff", 0) + 1
-                why = compare(o.rows, d.rows, ordered=mode == "ordered")
+                why = check(o.table, d.table, sql)
                 if why:
-                    res.failures.append(Failure("diff", (p,), role, why))
+                    res.failures.append(Failure(why[0], (p,), role, why[1]))
             if stop_early and res.failures:
                 break
         res.pqe[p] = outs
         # self-consistency oracles within one partition count
         if case.oracle in ("tlp", "norec") and len(outs) == 2 and all(o.ok for o in outs):
             checks[case.oracle] = checks.get(case.oracle, 0) + 1
-            why = compare(outs[1].rows, outs[0].rows)
+            why = check(outs[1].table, outs[0].table, order_by=[], types=False, names=False)
             if why:
                 res.failures.append(Failure(case.oracle, (p,), "/".join(r for r, _ in res.queries),
-                                            why))
+                                            why[1]))
         if stop_early and res.failures:
             return res
-    # partition counts must agree with each other
+    # partition counts must agree with each other, types included
     if len(parts) > 1:
         first = parts[0]
         for p in parts[1:]:
-            for i, (role, _) in enumerate(res.queries):
+            for i, (role, sql) in enumerate(res.queries):
                 a, b = res.pqe[first][i], res.pqe[p][i]
                 if a.ok and b.ok:
                     checks["partition"] = checks.get("partition", 0) + 1
-                    why = compare(b.rows, a.rows, ordered=modes[i] == "ordered")
+                    why = check(b.table, a.table, sql)
                     if why:
-                        res.failures.append(Failure("partition", (first, p), role, why))
+                        res.failures.append(Failure("partition", (first, p), role, why[1]))
     return res
 
 

@@ -6,7 +6,7 @@ TRUE/FALSE, simplifying join kinds; then drop table rows (delta debugging), unus
 columns. A candidate is kept only when DuckDB still accepts every query of the case and pqe
 still fails the same way (same oracle; same error class and message shape for errors).
 Window ORDER BY clauses are never touched (dropping keys could make row_number() and friends
-nondeterministic), and LIMIT without a total ORDER BY is rejected by `order_mode`.
+nondeterministic); LIMIT is compared tie-aware (`pqe.testing.compare.order_spec`).
 """
 
 from __future__ import annotations
@@ -225,3 +225,85 @@ def reduce_case(eng: Engines, case: Case, db: dict[str, pa.Table], target: Failu
     db = r.reduce_data(case, db)
     case = r.reduce_sql(case)
     return case, db, r.tests
+
+
+# ---- scripts (the dml and params generators) ---------------------------------------------
+
+def shrink_sql(sql: str, test, out_of_budget, seen: set | None = None) -> str:
+    """Greedy AST reduction of one SQL text: the simplest edit `test(candidate)` still accepts
+    is kept, until no edit helps or `out_of_budget()`."""
+    seen = set() if seen is None else seen
+    try:
+        tree = parse(sql)
+    except Exception:  # noqa: BLE001 - not SQL sqlglot reads: leave it
+        return sql
+    i = 0
+    while not out_of_budget():
+        nodes = list(tree.walk())
+        if i >= len(nodes):
+            break
+        node = nodes[i]
+        accepted = False
+        if not _protected(node) and node is not tree:
+            for _name, edit in _edits(node):
+                if out_of_budget():
+                    break
+                cand = tree.copy()
+                try:
+                    edit(list(cand.walk())[i])
+                    text = render(cand)
+                except Exception:  # noqa: BLE001, S112 - an edit sqlglot cannot express
+                    continue
+                if text in seen or text == sql:
+                    continue
+                seen.add(text)
+                if test(text):
+                    sql, tree, accepted = text, parse(text), True
+                    break
+        if not accepted:
+            i += 1
+    return sql
+
+
+def failing_statement(role: str) -> int | None:
+    """'statement 4', 'd0 after statement 4 (rows affected)' -> 3 (0-based)."""
+    import re
+
+    m = re.search(r"statement (\d+)", role)
+    return int(m.group(1)) - 1 if m else None
+
+
+def reduce_script(statements: list, fails, budget_s: float = 60.0,
+                  max_tests: int = 600, shrink=None) -> tuple[list, int]:
+    """Shrink a list of statements while `fails(statements)` holds: drop statements after
+    the failing one and every statement not needed, then simplify each with `shrink(stmt,
+    test)` (an AST reduction). Returns (statements, tests run)."""
+    deadline = time.monotonic() + budget_s
+    tests = [0]
+
+    def out():
+        return tests[0] >= max_tests or time.monotonic() > deadline
+
+    def check(cand) -> bool:
+        tests[0] += 1
+        return fails(cand)
+
+    if not check(statements):
+        raise Flaky("the script did not fail again")
+    i = len(statements) - 1
+    while i >= 0 and not out():          # statements, last first: later ones depend on earlier
+        cand = statements[:i] + statements[i + 1:]
+        if cand and check(cand):
+            statements = cand
+        i -= 1
+    if shrink is not None:
+        for k in range(len(statements)):
+            if out():
+                break
+
+            def test(new, k=k):
+                cand = statements[:k] + [new] + statements[k + 1:]
+                return check(cand)
+
+            statements = statements[:k] + [shrink(statements[k], test, out)] + statements[k + 1:]
+    return statements, tests[0]
