@@ -70,20 +70,16 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 def legit_difference(pqe_outcome: Outcome, duck: Outcome) -> str | None:
     """Why pqe may fail where DuckDB answers or answer where DuckDB fails, by design (rows
-    "INTEGER arithmetic overflow" and "BIGINT SUM overflow" of compare.ALLOWED_DIFFERENCES):
+    "INTEGER arithmetic overflow" of compare.ALLOWED_DIFFERENCES):
 
     - DuckDB raised an overflow of INTEGER (or narrower) arithmetic: pqe computes integer
       arithmetic in BIGINT (pqe/types.py), so there is no overflow to raise;
-    - pqe raised an integer overflow and DuckDB's answer holds an integer outside BIGINT, or
-      pqe's SUM overflowed where DuckDB's is a HUGEINT: DuckDB sums integers into HUGEINT,
-      pqe's integers are BIGINT and overflow is an error (pqe may evaluate an uncorrelated
-      subquery whose value the answer does not need)."""
+    - pqe raised an integer overflow and DuckDB's answer holds an integer outside BIGINT:
+      pqe's integer arithmetic is BIGINT and overflow is an error (pqe may evaluate an
+      uncorrelated subquery whose value the answer does not need)."""
     if not duck.ok and pqe_outcome.ok and _NARROW_OVERFLOW.search(duck.message):
         return "INTEGER overflow in DuckDB; pqe computes in BIGINT"
     if duck.ok and not pqe_outcome.ok and "overflow" in pqe_outcome.message.lower():
-        if "overflow in SUM" in pqe_outcome.message and any(
-                (f.metadata or {}).get(b"duckdb_type") == b"HUGEINT" for f in duck.table.schema):
-            return "pqe's BIGINT SUM overflows where DuckDB sums into HUGEINT"
         for col in duck.table.columns:
             if pa.types.is_integer(col.type) or pa.types.is_decimal(col.type):
                 for v in col.to_pylist():
