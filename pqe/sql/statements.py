@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from .. import types as T
 from ..catalog import CatalogSnapshot, MemoryTable, TableProvider
-from ..errors import BindError, CatalogError, TypeMismatchError, UnsupportedError
+from ..errors import AggregateMisuseError, BindError, CatalogError, TypeMismatchError, UnsupportedError
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
@@ -417,32 +417,43 @@ def _qualified(node: exp.Expression, table: str) -> exp.Expression:
     return node
 
 
-def _table_scope(binder: Binder, name: str, entry: TableProvider):
-    scan = B.scan(name, entry)
-    scope = Scope()
-    scope.add(name, [(f.name.lower(), f) for f in scan.schema])
-    binder.keys[name] = {f.name.lower(): f.name for f in scan.schema}
-    return scan, scope
+def _no_aggregates(node: exp.Expression, what: str) -> None:
+    """UPDATE/DELETE expressions are per row: an aggregate or window function outside a
+    subquery is an error (PostgreSQL), not a grouped query."""
+    def walk(n: exp.Expression):
+        if isinstance(n, (exp.Subquery, exp.Select, exp.Exists)):
+            return
+        if isinstance(n, exp.Window):
+            raise AggregateMisuseError(f"window functions are not allowed in {what}")
+        if isinstance(n, exp.AggFunc) or (isinstance(n, exp.Anonymous) and
+                                          n.name.lower() in ("count", "sum", "min", "max")):
+            raise AggregateMisuseError(f"aggregate functions are not allowed in {what}: "
+                                       f"{n.sql(dialect=PQEDialect)}")
+        for child in n.iter_expressions():
+            walk(child)
+    walk(node)
 
 
-def _where(binder: Binder, stmt: exp.Expression, name: str, scope: Scope):
-    where = stmt.args.get("where")
-    if where is None:
-        return None
-    binder.check(where)
-    cond = binder.expr(_qualified(where.this, name), scope, clause="WHERE")
-    return B.call("is_true", B.cast(cond, T.BOOLEAN))
+def _target_table(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
+
+
+def _not_true(cond: exp.Expression) -> exp.Expression:
+    """`NOT ((cond) IS TRUE)`: the rows a WHERE does not select (FALSE and NULL alike)."""
+    return exp.Not(this=exp.Is(this=exp.Paren(this=cond.copy()), expression=exp.true()))
 
 
 def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
+    """UPDATE t SET c = e, ... WHERE w, bound as two queries over t, so SET and WHERE see
+    exactly SELECT's scoping (subqueries, correlation, `*`): the selected rows with their new
+    values (`SELECT e AS c, ... FROM t WHERE w`; SET is evaluated on those rows only) and the
+    others as they are (`SELECT * FROM t WHERE NOT (w IS TRUE)`)."""
     refuse_unknown_args(stmt, {"this", "expressions", "where"}, "UPDATE")
     name, entry = _memory_table(catalog, stmt.this, "UPDATE")
-    binder = Binder(catalog, sql)
-    scan, scope = _table_scope(binder, name, entry)
     lookup = {f.name.lower(): f.name for f in entry.schema}
     sets: dict[str, exp.Expression] = {}
     for eq in stmt.expressions:
-        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column) or eq.this.table:
             raise UnsupportedError(f"UPDATE SET {eq.sql(dialect=PQEDialect)[:60]} is not supported")
         col, quoted = name_of(eq.this)
         real = col if col in entry.schema.names else (None if quoted else lookup.get(col.lower()))
@@ -450,35 +461,50 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
             raise BindError(f"table {name} has no column '{col}'")
         if real in sets:
             raise BindError(f"UPDATE {name} sets column {real} twice")
+        _no_aggregates(eq.expression, "UPDATE")
         sets[real] = eq.expression
-    cond = _where(binder, stmt, name, scope)
-    items = []
-    for f in scan.schema:
-        ref = ColumnRef(f)
-        new = sets.get(f.name)
-        if new is None:
-            items.append((ref, f.name))
-            continue
-        binder.check(new)
-        value = binder.expr(_qualified(new, name), scope, clause="SET")
-        if T.common_type(value.dtype, f.dtype) is None and not T.is_text(value.dtype) \
-                and not T.is_text(f.dtype):
-            raise TypeMismatchError(f"UPDATE {name}: cannot store {T.type_name(value.dtype)} "
-                                    f"in column {f.name} ({T.type_name(f.dtype)})")
-        value = B.cast(value, f.dtype)
-        items.append((B.case([(cond, value)], ref) if cond is not None else value, f.name))
-    items.append((cond if cond is not None else Literal(True, T.BOOLEAN), "__changed"))
-    return S.Update(name, entry, B.project(scan, items))
+    where = stmt.args.get("where")
+    if where is not None:
+        _no_aggregates(where.this, "WHERE")
+    table = _target_table(name)
+    items = [exp.alias_(sets[f.name].copy(), exp.to_identifier(f.name, quoted=True))
+             if f.name in sets else exp.column(f.name, quoted=True) for f in entry.schema]
+    matched_ast = exp.select(*items).from_(table.copy())
+    if where is not None:
+        matched_ast = matched_ast.where(where.this.copy())
+    binder = Binder(catalog, sql)
+    matched = binder.bind_query(matched_ast)
+    out = []
+    for f, target in zip(matched.schema, entry.schema, strict=True):
+        value = ColumnRef(f)
+        if f.dtype != target.type and T.common_type(f.dtype, target.type) is None \
+                and not T.is_text(f.dtype) and not T.is_text(target.type) \
+                and not T.is_null(f.dtype):
+            raise TypeMismatchError(f"UPDATE {name}: cannot store {T.type_name(f.dtype)} in "
+                                    f"column {target.name} ({T.type_name(target.type)})")
+        out.append((B.cast(value, target.type), target.name))
+    parts = [B.project(matched, out + [(Literal(True, T.BOOLEAN), "__changed")])]
+    if where is not None:
+        rest_ast = exp.select("*").from_(table.copy()).where(_not_true(where.this))
+        rest = Binder(catalog, sql).bind_query(rest_ast)
+        parts.append(B.project(rest, [(ColumnRef(f), f.name) for f in rest.schema]
+                               + [(Literal(False, T.BOOLEAN), "__changed")]))
+    plan = parts[0] if len(parts) == 1 else B.union_all(parts)
+    return S.Update(name, entry, plan)
 
 
 def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
+    """DELETE FROM t WHERE w: the rows that stay, `SELECT * FROM t WHERE NOT (w IS TRUE)`,
+    bound as a query (SELECT's scoping for subqueries and correlation)."""
     refuse_unknown_args(stmt, {"this", "where"}, "DELETE")
     name, entry = _memory_table(catalog, stmt.this, "DELETE FROM")
-    binder = Binder(catalog, sql)
-    scan, scope = _table_scope(binder, name, entry)
-    cond = _where(binder, stmt, name, scope)
-    keep = B.not_(cond) if cond is not None else Literal(False, T.BOOLEAN)
-    return S.Delete(name, entry, B.filter(scan, keep))
+    where = stmt.args.get("where")
+    keep = exp.false() if where is None else _not_true(where.this)
+    if where is not None:
+        _no_aggregates(where.this, "WHERE")
+    plan = Binder(catalog, sql).bind_query(
+        exp.select("*").from_(_target_table(name)).where(keep))
+    return S.Delete(name, entry, plan)
 
 
 # ---- DROP / DESCRIBE / COPY --------------------------------------------------------------------
