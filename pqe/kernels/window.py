@@ -30,6 +30,13 @@ from ..errors import ExecutionError, UnsupportedError
 from . import decimals
 from .relational import sort_indices
 
+# the functions `compute` evaluates: the window functions of plan.functions.WINDOW and the
+# aggregates marked window=True there (tests/test_function_registry.py checks they agree)
+WINDOW_FUNCTIONS = frozenset({
+    "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
+    "first_value", "last_value", "nth_value",
+    "count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or"})
+
 
 # ---- boundaries ----------------------------------------------------------------------------
 

@@ -20,6 +20,12 @@ Resolver = Callable[[str, Sequence[pa.DataType]], tuple[Sequence[pa.DataType | N
 
 @dataclass(frozen=True, slots=True)
 class FunctionDef:
+    """One function, defined once: its name, SQL spellings, signature and result type rule,
+    nullability. The SQL binder derives its dispatch tables from `sqlglot` and `aliases`; the
+    kernels implement it under `name` (kernels.expressions `_CALLS`, kernels.aggregate
+    `_STATES`, kernels.window `WINDOW_FUNCTIONS`); tests/test_function_registry.py checks the
+    tables agree."""
+
     name: str
     min_args: int
     max_args: int | None
@@ -30,28 +36,36 @@ class FunctionDef:
     # the result type refined by the values of constant arguments (None where an argument is
     # not a constant), for types that depend on them: ROUND(DECIMAL(p, s), n) has scale n.
     refine: Callable[[pa.DataType, Sequence[object]], pa.DataType] | None = None
+    # sqlglot expression classes (by name: plan/ does not import sqlglot) that bind to it
+    sqlglot: tuple[str, ...] = ()
+    # those classes' argument keys, in the function's argument order (all they consume)
+    args: tuple[str, ...] = ()
+    # other SQL names for it (called as name(...))
+    aliases: tuple[str, ...] = ()
+    # an aggregate the window kernel also computes over frames (SUM(x) OVER (...))
+    window: bool = False
 
 
 SCALAR: dict[str, FunctionDef] = {}
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_distinct_from",
                          "is_not_distinct_from"})
 AGGREGATE: dict[str, FunctionDef] = {}
-# SQL spellings that map onto a canonical name.
-ALIASES = {
-    "char_length": "length", "character_length": "length", "len": "length",
-    "strpos": "position", "instr": "position", "substr": "substring", "ceiling": "ceil",
-    "pow": "power", "mod": "modulo", "lcase": "lower", "ucase": "upper",
-    "stddev": "stddev_samp", "variance": "var_samp", "std": "stddev_samp",
-    "avg": "avg", "mean": "avg", "ln": "ln", "log": "log10", "ifnull": "coalesce", "nvl": "coalesce",
-    "every": "bool_and", "bool_and": "bool_and", "bool_or": "bool_or",
-    "arbitrary": "any_value", "first": "any_value",
-    "regexp_like": "regexp_matches", "datediff": "date_diff", "datetrunc": "date_trunc",
-}
+WINDOW: dict[str, FunctionDef] = {}
+# SQL names that map onto a canonical name: derived from the registrations' `aliases`.
+ALIASES: dict[str, str] = {}
 
 
 def _register(table: dict[str, FunctionDef], name: str, lo: int, hi: int | None,
-              resolve: Resolver, nulls: str = "propagate", refine=None) -> None:
-    table[name] = FunctionDef(name, lo, hi, resolve, nulls, refine)
+              resolve: Resolver, nulls: str = "propagate", refine=None,
+              sqlglot: str | tuple[str, ...] = (), args: tuple[str, ...] = ("this",),
+              aliases: tuple[str, ...] = (), window: bool = False) -> None:
+    classes = (sqlglot,) if isinstance(sqlglot, str) else tuple(sqlglot)
+    table[name] = FunctionDef(name, lo, hi, resolve, nulls, refine, classes,
+                              args if classes else (), tuple(aliases), window)
+    for alias in aliases:
+        if alias in ALIASES and ALIASES[alias] != name:
+            raise ValueError(f"alias {alias} of both {ALIASES[alias]} and {name}")
+        ALIASES[alias] = name
 
 
 def _fail(fn: str, types: Sequence[pa.DataType]) -> TypeMismatchError:
@@ -276,7 +290,7 @@ def _regexp_replace(fn, ts):
 for _op in ("add", "subtract", "multiply"):
     _register(SCALAR, _op, 2, 2, _arith)
 _register(SCALAR, "divide", 2, 2, _arith, nulls="custom")  # x / 0 is NULL
-_register(SCALAR, "modulo", 2, 2, _arith, nulls="custom")
+_register(SCALAR, "modulo", 2, 2, _arith, nulls="custom", aliases=("mod",))
 _register(SCALAR, "negate", 1, 1, _negate)
 for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     _register(SCALAR, _op, 2, 2, _compare)
@@ -291,57 +305,80 @@ _register(SCALAR, "is_true", 1, 1, _logical, nulls="never")
 _register(SCALAR, "is_false", 1, 1, _logical, nulls="never")
 _register(SCALAR, "like", 2, 2, _like)
 _register(SCALAR, "ilike", 2, 2, _like)
-_register(SCALAR, "regexp_matches", 2, 2, _like)
-_register(SCALAR, "starts_with", 2, 2, _like)
+_register(SCALAR, "regexp_matches", 2, 2, _like, sqlglot="RegexpLike",
+          args=("this", "expression"), aliases=("regexp_like",))
+_register(SCALAR, "starts_with", 2, 2, _like, sqlglot="StartsWith", args=("this", "expression"))
 _register(SCALAR, "ends_with", 2, 2, _like)
 _register(SCALAR, "contains", 2, 2, _like)
 # text
 _register(SCALAR, "concat", 1, None, _concat)  # a || b: NULL if an argument is
-_register(SCALAR, "concat_skip_nulls", 1, None, _concat, nulls="never")  # CONCAT(a, b, ...)
-_register(SCALAR, "substring", 2, 3, _substring)
-_register(SCALAR, "upper", 1, 1, _text_args(1, T.TEXT))
-_register(SCALAR, "lower", 1, 1, _text_args(1, T.TEXT))
+_register(SCALAR, "concat_skip_nulls", 1, None, _concat, nulls="never",  # CONCAT(a, b, ...)
+          sqlglot="Concat", args=("expressions",))
+_register(SCALAR, "substring", 2, 3, _substring, aliases=("substr",))
+_register(SCALAR, "upper", 1, 1, _text_args(1, T.TEXT), sqlglot="Upper", aliases=("ucase",))
+_register(SCALAR, "lower", 1, 1, _text_args(1, T.TEXT), sqlglot="Lower", aliases=("lcase",))
 _register(SCALAR, "trim", 1, 2, _text_args(2, T.TEXT))
 _register(SCALAR, "ltrim", 1, 2, _text_args(2, T.TEXT))
 _register(SCALAR, "rtrim", 1, 2, _text_args(2, T.TEXT))
-_register(SCALAR, "length", 1, 1, _text_args(1, T.INT64))
-_register(SCALAR, "replace", 3, 3, _text_args(3, T.TEXT))
-_register(SCALAR, "position", 2, 2, _text_args(2, T.INT64))
-_register(SCALAR, "split_part", 3, 3, _text_args(2, T.TEXT, [T.INT64]))
-_register(SCALAR, "reverse", 1, 1, _text_args(1, T.TEXT))
-_register(SCALAR, "left", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
-_register(SCALAR, "right", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
-_register(SCALAR, "lpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]))
+_register(SCALAR, "length", 1, 1, _text_args(1, T.INT64), sqlglot="Length",
+          aliases=("char_length", "character_length", "len"))
+_register(SCALAR, "replace", 3, 3, _text_args(3, T.TEXT), sqlglot="Replace",
+          args=("this", "expression", "replacement"))
+_register(SCALAR, "position", 2, 2, _text_args(2, T.INT64), sqlglot="StrPosition",
+          args=("this", "substr"), aliases=("strpos", "instr"))
+_register(SCALAR, "split_part", 3, 3, _text_args(2, T.TEXT, [T.INT64]), sqlglot="SplitPart",
+          args=("this", "delimiter", "part_index"))
+_register(SCALAR, "reverse", 1, 1, _text_args(1, T.TEXT), sqlglot="Reverse")
+_register(SCALAR, "left", 2, 2, _text_args(1, T.TEXT, [T.INT64]), sqlglot="Left",
+          args=("this", "expression"))
+_register(SCALAR, "right", 2, 2, _text_args(1, T.TEXT, [T.INT64]), sqlglot="Right",
+          args=("this", "expression"))
+# sqlglot parses LPAD and RPAD as one class, Pad (is_left says which): the binder picks rpad
+_register(SCALAR, "lpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]), sqlglot="Pad",
+          args=("this", "expression", "fill_pattern"))
 _register(SCALAR, "rpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]))
-_register(SCALAR, "repeat", 2, 2, _text_args(1, T.TEXT, [T.INT64]))
-_register(SCALAR, "regexp_replace", 3, 3, _regexp_replace)
+_register(SCALAR, "repeat", 2, 2, _text_args(1, T.TEXT, [T.INT64]), sqlglot="Repeat",
+          args=("this", "times"))
+_register(SCALAR, "regexp_replace", 3, 3, _regexp_replace, sqlglot="RegexpReplace",
+          args=("this", "expression", "replacement"))
 # math
-_register(SCALAR, "abs", 1, 1, _numeric_same)
-_register(SCALAR, "round", 1, 2, _round, refine=_round_refine)
-_register(SCALAR, "floor", 1, 1, _floor_ceil)
-_register(SCALAR, "ceil", 1, 1, _floor_ceil)
-_register(SCALAR, "sign", 1, 1, _sign)
-for _fn in ("sqrt", "exp", "ln", "log10", "log2", "sin", "cos", "tan", "asin", "acos", "atan"):
-    _register(SCALAR, _fn, 1, 1, _float_math, nulls="custom")
-_register(SCALAR, "power", 2, 2, _float_math)
+_register(SCALAR, "abs", 1, 1, _numeric_same, sqlglot="Abs")
+_register(SCALAR, "round", 1, 2, _round, refine=_round_refine, sqlglot="Round",
+          args=("this", "decimals"))
+_register(SCALAR, "floor", 1, 1, _floor_ceil, sqlglot="Floor")
+_register(SCALAR, "ceil", 1, 1, _floor_ceil, sqlglot="Ceil", aliases=("ceiling",))
+_register(SCALAR, "sign", 1, 1, _sign, sqlglot="Sign")
+for _fn, _cls, _aliases in (("sqrt", "Sqrt", ()), ("exp", "Exp", ()), ("ln", "Ln", ()),
+                            ("log10", "Log", ("log",)), ("log2", (), ()), ("sin", (), ()),
+                            ("cos", (), ()), ("tan", (), ()), ("asin", (), ()), ("acos", (), ()),
+                            ("atan", (), ())):
+    _register(SCALAR, _fn, 1, 1, _float_math, nulls="custom", sqlglot=_cls, aliases=_aliases)
+_register(SCALAR, "power", 2, 2, _float_math, sqlglot="Pow", args=("this", "expression"),
+          aliases=("pow",))
 _register(SCALAR, "atan2", 2, 2, _float_math)
 _register(SCALAR, "pi", 0, 0, _const(T.FLOAT64))
 # conditional
-_register(SCALAR, "coalesce", 1, None, _same_as_common, nulls="custom")
-_register(SCALAR, "nullif", 2, 2, _nullif, nulls="custom")
+_register(SCALAR, "coalesce", 1, None, _same_as_common, nulls="custom", sqlglot="Coalesce",
+          args=("this", "expressions"), aliases=("ifnull", "nvl"))
+_register(SCALAR, "nullif", 2, 2, _nullif, nulls="custom", sqlglot="Nullif",
+          args=("this", "expression"))
 # NULL arguments are skipped: NULL only when all are (PostgreSQL, DuckDB)
-_register(SCALAR, "greatest", 1, None, _same_as_common, nulls="custom")
-_register(SCALAR, "least", 1, None, _same_as_common, nulls="custom")
+_register(SCALAR, "greatest", 1, None, _same_as_common, nulls="custom", sqlglot="Greatest",
+          args=("this", "expressions"))
+_register(SCALAR, "least", 1, None, _same_as_common, nulls="custom", sqlglot="Least",
+          args=("this", "expressions"))
 # date/time
 for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute",
               "second", "millisecond", "microsecond", "epoch", "isodow", "isoyear"):
     _register(SCALAR, f"extract_{_part}", 1, 1, _extract)
-_register(SCALAR, "date_trunc", 2, 2, _date_trunc)
-_register(SCALAR, "date_diff", 3, 3, _date_diff)
-_register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never")
+_register(SCALAR, "date_trunc", 2, 2, _date_trunc, aliases=("datetrunc",))
+_register(SCALAR, "date_diff", 3, 3, _date_diff, aliases=("datediff",))
+_register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never", sqlglot="CurrentDate",
+          args=())
 # internal: fails the query when a correlated scalar subquery yields several rows for a row
 _register(SCALAR, "pqe_assert_single_row", 1, 1, lambda fn, ts: ((T.INT64,), T.BOOLEAN), nulls="never")
-_register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never")
+_register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never",
+          sqlglot="CurrentTimestamp", args=())
 
 
 # ---- aggregates --------------------------------------------------------------------------------
@@ -395,23 +432,24 @@ def _agg_bool(fn, ts):
     return _logical(fn, ts)
 
 
-_register(AGGREGATE, "count_star", 0, 0, _agg_count, nulls="never")
-_register(AGGREGATE, "count", 1, 1, _agg_count, nulls="never")
-_register(AGGREGATE, "sum", 1, 1, _agg_sum)
-_register(AGGREGATE, "avg", 1, 1, _agg_avg)
-_register(AGGREGATE, "min", 1, 1, _agg_minmax)
-_register(AGGREGATE, "max", 1, 1, _agg_minmax)
-_register(AGGREGATE, "any_value", 1, 1, _agg_minmax)
-for _fn in ("stddev_samp", "stddev_pop", "var_samp", "var_pop"):
-    _register(AGGREGATE, _fn, 1, 1, _agg_stat)
-_register(AGGREGATE, "bool_and", 1, 1, _agg_bool)
-_register(AGGREGATE, "bool_or", 1, 1, _agg_bool)
+_register(AGGREGATE, "count_star", 0, 0, _agg_count, nulls="never", window=True)
+_register(AGGREGATE, "count", 1, 1, _agg_count, nulls="never", window=True, sqlglot="Count")
+_register(AGGREGATE, "sum", 1, 1, _agg_sum, window=True, sqlglot="Sum")
+_register(AGGREGATE, "avg", 1, 1, _agg_avg, window=True, sqlglot="Avg", aliases=("mean",))
+_register(AGGREGATE, "min", 1, 1, _agg_minmax, window=True, sqlglot="Min")
+_register(AGGREGATE, "max", 1, 1, _agg_minmax, window=True, sqlglot="Max")
+_register(AGGREGATE, "any_value", 1, 1, _agg_minmax, sqlglot="AnyValue",
+          aliases=("arbitrary", "first"))
+for _fn, _cls, _aliases in (("stddev_samp", ("Stddev", "StddevSamp"), ("stddev", "std")),
+                            ("stddev_pop", "StddevPop", ()),
+                            ("var_samp", "Variance", ("variance",)),
+                            ("var_pop", "VariancePop", ())):
+    _register(AGGREGATE, _fn, 1, 1, _agg_stat, sqlglot=_cls, aliases=_aliases)
+_register(AGGREGATE, "bool_and", 1, 1, _agg_bool, window=True, sqlglot="LogicalAnd", aliases=("every",))
+_register(AGGREGATE, "bool_or", 1, 1, _agg_bool, window=True, sqlglot="LogicalOr")
 
 
 # ---- window-only functions ------------------------------------------------------------------
-
-WINDOW: dict[str, FunctionDef] = {}
-
 
 def _win_int(fn, ts):
     return [None] * len(ts), T.INT64
@@ -425,16 +463,27 @@ def _win_value(fn, ts):
     return [None] * len(ts), ts[0] if not T.is_null(ts[0]) else T.INT64
 
 
-for _fn in ("row_number", "rank", "dense_rank"):
-    _register(WINDOW, _fn, 0, 0, _win_int, nulls="never")
-_register(WINDOW, "ntile", 1, 1, _win_int)
-_register(WINDOW, "percent_rank", 0, 0, _win_float, nulls="never")
-_register(WINDOW, "cume_dist", 0, 0, _win_float, nulls="never")
-_register(WINDOW, "lag", 1, 3, _win_value)
-_register(WINDOW, "lead", 1, 3, _win_value)
-_register(WINDOW, "first_value", 1, 1, _win_value)
-_register(WINDOW, "last_value", 1, 1, _win_value)
-_register(WINDOW, "nth_value", 2, 2, _win_value)
+for _fn, _cls in (("row_number", "RowNumber"), ("rank", "Rank"), ("dense_rank", "DenseRank")):
+    _register(WINDOW, _fn, 0, 0, _win_int, nulls="never", sqlglot=_cls)
+_register(WINDOW, "ntile", 1, 1, _win_int, sqlglot="Ntile")
+_register(WINDOW, "percent_rank", 0, 0, _win_float, nulls="never", sqlglot="PercentRank")
+_register(WINDOW, "cume_dist", 0, 0, _win_float, nulls="never", sqlglot="CumeDist")
+_register(WINDOW, "lag", 1, 3, _win_value, sqlglot="Lag")
+_register(WINDOW, "lead", 1, 3, _win_value, sqlglot="Lead")
+_register(WINDOW, "first_value", 1, 1, _win_value, sqlglot="FirstValue")
+_register(WINDOW, "last_value", 1, 1, _win_value, sqlglot="LastValue")
+_register(WINDOW, "nth_value", 2, 2, _win_value, sqlglot="NthValue")
+
+
+def sqlglot_bindings(table: dict[str, FunctionDef]) -> dict[str, FunctionDef]:
+    """sqlglot class name -> the function it binds to (the binder's dispatch tables)."""
+    out: dict[str, FunctionDef] = {}
+    for fd in table.values():
+        for cls in fd.sqlglot:
+            if cls in out:
+                raise ValueError(f"sqlglot class {cls} binds to {out[cls].name} and {fd.name}")
+            out[cls] = fd
+    return out
 
 
 def canonical(name: str) -> str:

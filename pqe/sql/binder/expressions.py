@@ -20,6 +20,7 @@ from ...errors import (
     suggest,
 )
 from ...plan import builder as B
+from ...plan import functions as F
 from ...plan.expr import Expr, Literal, SubqueryExpr, lit
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
@@ -37,32 +38,11 @@ BINARY = {
     exp.DPipe: "concat",
 }
 
-# sqlglot function classes -> (pqe function, argument keys in order). The keys are all these
-# classes consume: any other argument set on such a node is refused (supported.py).
+# sqlglot function classes -> (pqe function, argument keys in order), derived from the
+# function registry (pqe.plan.functions): the keys are all these classes consume, any other
+# argument set on such a node is refused (supported.py)
 FUNCS: dict[type, tuple[str, tuple[str, ...]]] = {
-    exp.Upper: ("upper", ("this",)), exp.Lower: ("lower", ("this",)),
-    exp.Length: ("length", ("this",)), exp.Abs: ("abs", ("this",)),
-    exp.Round: ("round", ("this", "decimals")), exp.Ceil: ("ceil", ("this",)),
-    exp.Floor: ("floor", ("this",)), exp.Sign: ("sign", ("this",)),
-    exp.Sqrt: ("sqrt", ("this",)), exp.Ln: ("ln", ("this",)), exp.Exp: ("exp", ("this",)),
-    exp.Pow: ("power", ("this", "expression")),
-    exp.Coalesce: ("coalesce", ("this", "expressions")),
-    exp.Nullif: ("nullif", ("this", "expression")),
-    exp.Greatest: ("greatest", ("this", "expressions")),
-    exp.Least: ("least", ("this", "expressions")),
-    exp.StrPosition: ("position", ("this", "substr")),
-    exp.Replace: ("replace", ("this", "expression", "replacement")),
-    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
-    exp.Left: ("left", ("this", "expression")), exp.Right: ("right", ("this", "expression")),
-    exp.Concat: ("concat_skip_nulls", ("expressions",)),  # `||` (DPipe) propagates NULLs
-    exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement")),
-    exp.RegexpLike: ("regexp_matches", ("this", "expression")),
-    exp.StartsWith: ("starts_with", ("this", "expression")),
-    exp.Reverse: ("reverse", ("this",)),
-    exp.Repeat: ("repeat", ("this", "times")),
-    exp.Pad: ("lpad", ("this", "expression", "fill_pattern")),  # rpad when not is_left
-    exp.CurrentDate: ("current_date", ()), exp.CurrentTimestamp: ("current_timestamp", ()),
-}
+    getattr(exp, cls): (fd.name, fd.args) for cls, fd in F.sqlglot_bindings(F.SCALAR).items()}
 
 # an AND / OR chain this long binds as a balanced tree (same meaning; the optimizer's
 # recursive rules then cost n log n instead of n^2 on a left-deep chain)
@@ -362,7 +342,6 @@ def _subquery(b, node, scope, rec):
 
 
 def _anonymous(b, node, scope, rec):
-    from ...plan import functions as F
     name = F.canonical(node.name)
     if name == "date_part" and len(node.expressions) == 2:
         part = rec(node.expressions[0])

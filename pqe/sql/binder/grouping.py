@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from ...errors import AggregateMisuseError, Error, UnsupportedError
 from ...plan import builder as B
+from ...plan import functions as F
 from ...plan.expr import (
     AggCall,
     ColumnRef,
@@ -26,13 +27,10 @@ from ...plan.logical import LogicalPlan, map_expressions, transform_up
 from .qualification import user_function_name
 from .scope import AggContext, Scope
 
-# sqlglot aggregate classes -> pqe aggregate (arguments: `this`, and `expressions` after it)
-AGGS: dict[type, str] = {
-    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
-    exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
-    exp.Variance: "var_samp", exp.VariancePop: "var_pop",
-    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.AnyValue: "any_value",
-}
+# sqlglot aggregate classes -> pqe aggregate (arguments: `this`, and `expressions` after it),
+# derived from the function registry (pqe.plan.functions)
+AGGS: dict[type, str] = {getattr(exp, cls): fd.name
+                         for cls, fd in F.sqlglot_bindings(F.AGGREGATE).items()}
 
 
 def is_grouping_call(node: exp.Expression) -> bool:
@@ -46,7 +44,6 @@ def is_agg_node(node: exp.Expression) -> bool:
     if is_grouping_call(node):
         return True
     if isinstance(node, exp.Anonymous):
-        from ...plan import functions as F
         return F.canonical(node.name) in F.AGGREGATE
     return isinstance(node, exp.AggFunc)
 

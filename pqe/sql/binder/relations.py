@@ -158,7 +158,7 @@ class RelationsMixin:
         width = len(rows[0]) if rows else 0
         alias = node.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None and alias.columns else []
-        names += [f"col{i + 1}" for i in range(len(names), width)]
+        names += [f"col{i}" for i in range(len(names), width)]  # DuckDB: col0, col1, ...
         return B.values(names[:width], rows)
 
     # ---- FROM ----------------------------------------------------------------------------------

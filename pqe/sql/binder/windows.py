@@ -18,18 +18,15 @@ from sqlglot import exp
 from ... import types as T
 from ...errors import BindError, UnsupportedError
 from ...plan import builder as B
+from ...plan import functions as F
 from ...plan.expr import AggCall, ColumnRef, Frame, FrameBound, Literal, WindowCall, lit
 from ...plan.logical import LogicalPlan, Window
 from ..parser import PQEDialect
 from .grouping import is_agg_node
 from .literals import checked_int, interval_literal
 
-WINDOW_FUNCS = {
-    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
-    exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
-    exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
-    exp.LastValue: "last_value", exp.NthValue: "nth_value",
-}
+# sqlglot window function classes -> pqe window function, from the registry
+WINDOW_FUNCS = {getattr(exp, cls): fd.name for cls, fd in F.sqlglot_bindings(F.WINDOW).items()}
 
 
 def find_windows(node: exp.Expression) -> list[exp.Window]:
@@ -68,7 +65,6 @@ class WindowMixin:
         return window
 
     def window_call(self, node: exp.Window, scope, agg_ctx, named) -> WindowCall:
-        from ...plan import functions as F
 
         spec = node
         base = None
@@ -116,6 +112,11 @@ class WindowMixin:
                 n, scope, agg=agg_ctx, clause=clause))
             if agg.distinct:
                 raise UnsupportedError("DISTINCT in window aggregates is not supported")
+            fdef = F.AGGREGATE.get(agg.fn)
+            if fdef is None or not fdef.window:
+                shown = "count" if agg.fn == "count_star" else agg.fn
+                raise UnsupportedError(f"{shown.upper()} as a window function (OVER) is not "
+                                       f"supported")
             args = agg.args
             if agg.filter is not None:
                 args = (B.case([(agg.filter, args[0] if args else lit(1))], None),)
