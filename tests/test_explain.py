@@ -114,3 +114,22 @@ def test_same_scan_under_two_aliases_is_read_once(ctx4):
     low = Lowering()
     low.materialize(low.lower_plan(phys), "result")
     assert low.tasks_per_label["shared"] == shared.n
+
+
+def test_physical_decisions_of_q3_q9_q18_are_shown(ctx4):
+    """Every physical decision is the planner's and appears in EXPLAIN: the dense (perfect-
+    hash) broadcast builds, the aggregation strategy, the int64 decimal arithmetic and the
+    unscaled sums handed from the projection to the aggregate."""
+    q3 = _physical(ctx4, "q3")
+    assert q3.count("HashJoin[broadcast, dense]") == 2
+    assert "Aggregate[single]: groupBy=[l_orderkey, o_orderdate, o_shippriority] " \
+           "aggr=[sum(agg_arg)] int64_sums=[agg_arg]" in q3
+    assert "Project[int64-decimal]: " in q3
+    q9 = _physical(ctx4, "q9")
+    assert q9.count("HashJoin[broadcast, dense]") >= 3 and "HashJoin[partitioned]" in q9
+    assert "Aggregate[partial]: groupBy=[nation#2, o_year#2]" in q9  # two keys: hash
+    assert "Project[int64-decimal]: nation.n_name AS nation" in q9
+    q18 = _physical(ctx4, "q18")
+    # the subquery groups lineitem by one integer key, clustered in the files: sorted runs
+    assert "Aggregate[single, segments]: groupBy=[l_orderkey] aggr=[sum(agg_arg)]" in q18
+    assert "HashJoin[broadcast, dense]: semi on=[orders.o_orderkey = l_orderkey]" in q18
