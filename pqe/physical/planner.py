@@ -49,6 +49,13 @@ class PlannerConfig:
     # a dense (perfect-hash) build is broadcast whole: at most this many rows
     dense_build_rows: int = 20_000_000
     gather_groups: int = 200_000
+    # hash exchanges (rule `choose_exchanges`): "auto" uses the task grid ("tasks") while
+    # input x output partitions stay under p2p_partitions^2 and the disk-backed exchange
+    # ("p2p") from there on, and for every hash exchange when the plan's memory estimate
+    # exceeds memory_limit; "tasks" or "p2p" force one kind
+    exchange: str = "auto"
+    p2p_partitions: int = 64
+    memory_limit: int | None = None  # bytes a query may hold at once on this machine
 
 
 class PhysicalPlanner:
@@ -672,8 +679,37 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) ->
     return keep
 
 
+def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:
+    """The exchange rule: each hash exchange's kind. The task grid costs the scheduler one
+    task per (input, output) partition pair and keeps every piece in memory; the disk-backed
+    exchange costs 2P + 1 tasks and writes the pieces to local disk (benchmarks/CLUSTER.md:
+    the crossover). Disk is also chosen for every hash exchange when the plan's estimate
+    exceeds `memory_limit`, so what a query holds at once stays bounded."""
+    from .plan import estimated_memory
+
+    mode = cfg.exchange
+    if mode not in ("auto", "tasks", "p2p"):
+        raise InternalError(f"unknown exchange kind {mode!r}")
+    over = cfg.memory_limit is not None and estimated_memory(plan) > cfg.memory_limit
+    grid = max(1, cfg.p2p_partitions) ** 2
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ExchangeExec) and node.mode == "hash":
+            if mode == "auto":
+                node.kind = "p2p" if over or node.input.n * node.n >= grid else "tasks"
+            else:
+                node.kind = mode
+        stack.extend(node.children())
+    return plan
+
+
 def plan_physical(plan: L.LogicalPlan, config: PlannerConfig) -> PhysicalPlan:
     planner = PhysicalPlanner(config)
     out = planner.plan(plan)
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
-    return out
+    return choose_exchanges(out, config)
