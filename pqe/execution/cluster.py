@@ -327,7 +327,7 @@ class ClusterRunner:
     """Runs graphs on one `distributed.Client` (see the module docstring)."""
 
     def __init__(self, client, address: str | None = None, stall_timeout: float = 300.0,
-                 no_workers_timeout: float = 30.0, poll_interval: float = 0.5):
+                 no_workers_timeout: float = 30.0, poll_interval: float = 0.25):
         self.client = client
         self.address = address or getattr(getattr(client, "scheduler", None), "address", None)
         self.stall_timeout = stall_timeout
