@@ -38,6 +38,19 @@ FETCH_HANDLER = "pqe_exchange_fetch"
 
 _lock = threading.Lock()
 _root: str | None = None
+# bytes this process wrote to exchange files, served to other workers, fetched from them
+_counters = {"written": 0, "served": 0, "fetched": 0, "files": 0}
+
+
+def _count(name: str, n: int) -> None:
+    with _lock:
+        _counters[name] += n
+
+
+def counters() -> dict[str, int]:
+    """Cumulative exchange bytes of this process (benchmarks read them on every worker)."""
+    with _lock:
+        return dict(_counters)
 
 
 class ExchangeLost(ExecutionError):
@@ -114,20 +127,25 @@ def write_pieces(pieces: list[pa.Table], qid: str, exid: str, part: int,
     os.makedirs(os.path.dirname(path), exist_ok=True)
     offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
     rows = 0
+    # written under temporary names, then renamed: a rerun of the task (after a worker was
+    # lost) never leaves a reader a half-written file
+    suffix = f".tmp-{os.getpid()}-{threading.get_ident()}"
     try:
-        with pa.OSFile(path, "wb") as sink:
+        with pa.OSFile(path + suffix, "wb") as sink:
             for j, piece in enumerate(pieces):
                 if piece.num_rows or write_empty:
                     with pa.ipc.new_stream(sink, piece.schema) as w:
                         w.write_table(piece)
                     rows += piece.num_rows
                 offsets[j + 1] = sink.tell()
-        tmp = index + ".tmp"
-        offsets.tofile(tmp)
-        os.replace(tmp, index)
+        offsets.tofile(index + suffix)
+        os.replace(path + suffix, path)
+        os.replace(index + suffix, index)
     except OSError as e:
         raise ExecutionError(f"exchange {exid} could not write partition {part} to {path}: "
                              f"{e}") from e
+    _count("written", int(offsets[-1]))
+    _count("files", 1)
     return Written(_address(), path, rows, int(offsets[-1]))
 
 
@@ -160,6 +178,7 @@ async def serve_fetch(requests=None):
         return out, missing
 
     data, missing = await asyncio.to_thread(read_all)
+    _count("served", sum(len(b) for b in data))
     return {"status": "OK", "data": to_serialize(data), "missing": missing}
 
 
@@ -183,8 +202,9 @@ def _fetch_remote(address: str, requests: list[tuple[str, int]]) -> list[bytes]:
     if reply.get("missing"):
         i = reply["missing"][0]
         raise ExchangeLost(f"exchange file {requests[i][0]} is missing on worker {address}")
-    data = reply["data"]
-    return list(getattr(data, "data", data))
+    data = list(getattr(reply["data"], "data", reply["data"]))
+    _count("fetched", sum(len(b) for b in data))
+    return data
 
 
 def read_partition(written: list[Written], j: int, where: str) -> pa.Table:

@@ -212,6 +212,10 @@ class Executor:
                 from .exchange import remove_query
 
                 remove_query(token.qid)  # disk-backed exchanges' files of this graph
+            if self.kind != "distributed" and self.memory_limit is not None:
+                from .cluster import release_memory
+
+                release_memory()  # the process stays within its limit between queries
 
     def run(self, graph: dict, keys: list) -> list:
         return self.run_graph(graph, keys)

@@ -56,6 +56,10 @@ class PlannerConfig:
     exchange: str = "auto"
     p2p_partitions: int = 64
     memory_limit: int | None = None  # bytes a query may hold at once on this machine
+    # bytes of one partition in memory (None: partitions are sized by rows and threads only):
+    # scans and hash exchanges make enough partitions that none exceeds it
+    max_partition_bytes: int | None = None
+    max_partitions: int = 4096
 
 
 class PhysicalPlanner:
@@ -98,15 +102,27 @@ class PhysicalPlanner:
 
     # ---- sources -----------------------------------------------------------------------------
 
-    def _partition_count(self, rows: int, units: int) -> int:
+    def _partition_count(self, rows: int, units: int, nbytes: float = 0.0) -> int:
         """Enough partitions for the cores (target_partitions), more when they would exceed
-        max_partition_rows (memory per task stays bounded as data grows), never more than
-        units (row groups) nor partitions under min_partition_rows."""
+        max_partition_rows or max_partition_bytes (memory per task stays bounded as data
+        grows), never more than units (row groups) nor partitions under min_partition_rows."""
         if units <= 1:
             return 1
         by_size = max(1, math.ceil(rows / max(1, self.cfg.min_partition_rows)))
-        wanted = max(self.cfg.target_partitions, math.ceil(rows / self.cfg.max_partition_rows))
+        wanted = max(self.cfg.target_partitions, math.ceil(rows / self.cfg.max_partition_rows),
+                     self._by_bytes(nbytes))
         return max(1, min(units, wanted, by_size))
+
+    def _by_bytes(self, nbytes: float) -> int:
+        limit = self.cfg.max_partition_bytes
+        if not limit or nbytes <= 0:
+            return 1
+        return min(self.cfg.max_partitions, math.ceil(nbytes / limit))
+
+    def _shuffle_partitions(self, nbytes: float) -> int:
+        """Output partitions of a hash exchange moving about `nbytes`: the target, or more so
+        that none exceeds max_partition_bytes."""
+        return max(self.cfg.target_partitions, 1, self._by_bytes(nbytes))
 
     def _scan(self, node: L.Scan) -> PhysicalPlan:
         # the same table read with the same columns and filters under other aliases (Q21's l1
@@ -144,7 +160,7 @@ class PhysicalPlanner:
         if node.filters and isinstance(provider, ParquetTable):
             units = _prune_units(provider, node, units)
         rows = sum(u.num_rows for u in units)
-        n = self._partition_count(rows, len(units))
+        n = self._partition_count(rows, len(units), self.est.bytes(node) if units else 0.0)
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
@@ -264,7 +280,7 @@ class PhysicalPlanner:
                                lkeys, rkeys, node.filter, "broadcast", node.null_aware)
             out.est_bytes = rbytes * 2  # the build table and its hash table
             return out
-        n = left.n if left_ready else max(self.cfg.target_partitions, 1)
+        n = left.n if left_ready else self._shuffle_partitions(lbytes + rbytes)
         hk = _hash_positions(lkeys, left)
         lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
         rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
@@ -349,7 +365,7 @@ class PhysicalPlanner:
         if not group or groups <= self.cfg.gather_groups:
             return AggregateExec(schema, 1, SINGLE, self._gather(partial), "final", group, aggs)
         hk = tuple(group[i] for i in _hash_positions(group, projected))
-        n = max(self.cfg.target_partitions, 1)
+        n = self._shuffle_partitions(self.est.bytes(node.input))
         ex = ExchangeExec(partial_fields, n, Dist("hash", hk), partial, "hash", hk)
         return AggregateExec(schema, n, Dist("hash", hk), ex, "final", group, aggs)
 
@@ -436,7 +452,8 @@ class PhysicalPlanner:
             if pids:
                 hk = tuple(pids[i] for i in _hash_positions(pids, current))
                 if not current.dist.groups_within(pids):
-                    current = self._hash(current, hk, max(self.cfg.target_partitions, 1)
+                    current = self._hash(current, hk, self._shuffle_partitions(
+                                         self.est.bytes(node.input))
                                          if current.n > 1 else 1)
             else:
                 current = self._gather(current)
@@ -677,6 +694,23 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) ->
         if ids is None or any(r in ids for r in u.row_groups):
             keep.append(u)
     return keep
+
+
+# a task holds its input partition, its output, and hash tables or sort buffers: about this
+# many partitions' worth of memory at once
+TASK_MEMORY_FACTOR = 4
+
+
+def bound_memory(cfg: PlannerConfig, memory_limit: int | None, threads: int) -> PlannerConfig:
+    """The planner's settings for running on `threads` threads of one process within
+    `memory_limit` bytes (Context(memory_limit=) on threads): partitions sized so that every
+    running task fits (limit / threads / TASK_MEMORY_FACTOR each), and hash exchanges through
+    local disk when the plan's estimate exceeds the limit (`choose_exchanges`)."""
+    if not memory_limit:
+        return cfg
+    per_task = memory_limit // max(1, threads) // TASK_MEMORY_FACTOR
+    return replace(cfg, memory_limit=int(memory_limit),
+                   max_partition_bytes=max(8 << 20, int(per_task)))
 
 
 def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:
