@@ -156,3 +156,45 @@ def test_task_whose_workers_keep_dying_names_the_operator():
             ctx.session.executor.run_graph(graph, [key])
     finally:
         ctx.close()
+
+
+def _barriers(dask_scheduler=None):
+    """Disk-exchange barriers done: every write task of that exchange finished, its pieces
+    are on the workers' disks."""
+    return sum(tp.states.get("memory", 0) for name, tp in dask_scheduler.task_prefixes.items()
+               if name.startswith("exchange-barrier"))
+
+
+def test_worker_killed_during_a_disk_exchange_still_answers(tmp_path):
+    """SIGKILL a worker once an exchange's write tasks have all put their pieces on the
+    workers' disks: the pieces on that worker are gone with it; either Dask recomputes what it
+    lost, or readers fail with ExchangeLost and the query runs once more (the nanny restarted
+    the worker). Either way the answer is right."""
+    import signal
+    from dataclasses import replace
+
+    from data.tpch import generate
+    from helpers import assert_same, duck_arrow, duckdb_tpch, tpch_query
+
+    root = generate(0.1, row_group_bytes="256KB")
+    duck = duckdb_tpch(root)
+    sql = tpch_query("q9")
+    expected = duck_arrow(duck, sql)
+    duck.close()
+    ctx = register_tpch(pqe.Context(workers=2, memory_limit="1GiB", partitions=8), root)
+    cfg = ctx.session.config
+    ctx.session.config = replace(cfg, planner=replace(cfg.planner, exchange="p2p"))
+    client = ctx.session.executor.client
+    try:
+        assert ", p2p]" in ctx.sql(sql).explain()
+        pids = client.run(os.getpid)
+        t, box = _run_in_thread(lambda: ctx.sql(sql).to_arrow(timeout=300))
+        assert wait_until(lambda: client.run_on_scheduler(_barriers) > 0, 120, step=0.005)
+        victim = sorted(pids)[0]
+        os.kill(pids[victim], signal.SIGKILL)
+        t.join(300)
+        assert not t.is_alive()
+        assert "error" not in box, repr(box.get("error"))
+        assert_same(box["result"], expected, ordered=True)
+    finally:
+        ctx.close()

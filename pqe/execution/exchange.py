@@ -35,6 +35,7 @@ from ..kernels import relational as rel
 from . import ops as O
 
 FETCH_HANDLER = "pqe_exchange_fetch"
+CONNECT_TIMEOUT = 10.0  # seconds to reach the worker holding a piece before it counts as lost
 
 _lock = threading.Lock()
 _root: str | None = None
@@ -182,14 +183,41 @@ async def serve_fetch(requests=None):
     return {"status": "OK", "data": to_serialize(data), "missing": missing}
 
 
+def _refused(address: str) -> None:
+    """A dead worker's port refuses connections at once; Dask's connect would retry it until
+    its timeout. (Only for tcp:// addresses; others go straight to the connect.)"""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not address.startswith("tcp://"):
+        return
+    parts = urlsplit(address)
+    try:
+        socket.create_connection((parts.hostname, parts.port), timeout=2).close()
+    except ConnectionRefusedError as e:
+        raise ExchangeLost(f"exchange pieces on worker {address} are lost (it refuses "
+                           f"connections: the worker died)") from e
+    except OSError:
+        pass  # slow or unreachable: the connect below decides
+
+
 def _fetch_remote(address: str, requests: list[tuple[str, int]]) -> list[bytes]:
     from distributed import get_worker
     from distributed.utils import sync
 
     worker = get_worker()
+    _refused(address)
 
     async def call():
-        return await worker.rpc(address).pqe_exchange_fetch(requests=requests)
+        # a connect timeout of its own: Dask's (30 s) retries a dead worker's address
+        from distributed.comm import connect
+        from distributed.core import send_recv
+
+        comm = await connect(address, timeout=CONNECT_TIMEOUT, **worker.connection_args)
+        try:
+            return await send_recv(comm, op=FETCH_HANDLER, requests=requests, reply=True)
+        finally:
+            comm.abort()
 
     try:
         reply = sync(worker.loop, call)

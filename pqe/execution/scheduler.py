@@ -47,6 +47,7 @@ class Executor:
         self.client = client
         self.cluster = None
         self.runner = None
+        self.reruns = 0  # graphs run again after a disk exchange lost pieces with a worker
         self._own_client = False
         self.threads = threads or default_threads()
         self._pool: ThreadPoolExecutor | None = None
@@ -232,9 +233,13 @@ class Executor:
         runner.no_workers_timeout = self.no_workers_timeout
         try:
             return runner.run(graph, keys, token, progress)
-        except ExchangeLost:
+        except ExchangeLost as e:
             if token is not None and token.reason is not None:
                 raise
+            import logging
+
+            logging.getLogger("pqe").warning("%s: running the query once more", e)
+            self.reruns += 1
             return runner.run(graph, keys, token, None)
 
     def close(self) -> None:

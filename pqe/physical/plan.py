@@ -455,7 +455,9 @@ def partition_detail(parts) -> str:
     def fmt(v):
         return "-" if v is None else ("inf" if v == float("inf") else f"{v:.2f}")
 
-    return (f" | parts={len(parts)} rows max/median={max(rows)}/{statistics.median(rows):g}"
+    med = statistics.median(rows)
+    med_text = f"{med:.0f}" if med == int(med) else f"{med:.1f}"
+    return (f" | parts={len(parts)} rows max/median={max(rows)}/{med_text}"
             f" skew={fmt(skew(rows))} time max/median={max(secs):.3f}s/"
             f"{statistics.median(secs):.3f}s skew={fmt(skew(secs))}")
 

@@ -54,7 +54,7 @@ class PlannerConfig:
     # ("p2p") from there on, and for every hash exchange when the plan's memory estimate
     # exceeds memory_limit; "tasks" or "p2p" force one kind
     exchange: str = "auto"
-    p2p_partitions: int = 64
+    p2p_partitions: int = 32  # the crossover measured in benchmarks/CLUSTER.md
     memory_limit: int | None = None  # bytes a query may hold at once on this machine
     # bytes of one partition in memory (None: partitions are sized by rows and threads only):
     # scans and hash exchanges make enough partitions that none exceeds it
