@@ -840,7 +840,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None, log=None) -> int:
-    if "--scale" in (sys.argv[1:] if argv is None else argv):
+    if {"--scale", "--bounded"} & set(sys.argv[1:] if argv is None else argv):
         from . import cluster_scale  # the exchange scale simulation
 
         return cluster_scale.main(argv, log)

@@ -277,10 +277,162 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- bounded memory on threads -----------------------------------------------------------------
+
+_REFERENCE_CODE = """
+import sys, pyarrow as pa
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from benchmarks.engines import DuckDBEngine
+duck = DuckDBEngine(Path({root!r}), 2)
+for q in {queries!r}:
+    t = duck.run((Path({qdir!r}) / f"{{q}}.sql").read_text())
+    with pa.OSFile(str(Path({out!r}) / f"{{q}}.arrow"), "wb") as f:
+        with pa.ipc.new_file(f, t.schema) as w:
+            w.write_table(t)
+duck.close()
+"""
+
+
+def _peak_rss() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def bounded(args, log=print) -> dict[str, Any]:
+    """TPC-H on the threaded scheduler of one process with Context(memory_limit=...), planned
+    as the session plans such a Context (physical.planner.bound_memory): byte-sized partitions
+    and disk-backed exchanges past the limit. Per query: wall time, the process's peak RSS
+    (VmHWM, reset before each query), the partitions and exchange kinds planned, and the
+    answer against DuckDB's (computed first in a separate process, so DuckDB's memory is not
+    this process's)."""
+    import tempfile
+
+    import pyarrow as pa
+
+    import pqe
+    from data.tpch import default_dir, generate, is_complete
+    from pqe.execution.scheduler import Executor
+    from pqe.physical.planner import bound_memory
+
+    root = Path(args.data) if args.data else default_dir(args.sf)
+    if not is_complete(root):
+        root = generate(args.sf)
+    refdir = Path(tempfile.mkdtemp(prefix="pqe-bounded-ref-"))
+    t0 = time.perf_counter()
+    code = _REFERENCE_CODE.format(repo=str(REPO), root=str(root), queries=args.queries,
+                                  qdir=str(QUERY_DIR), out=str(refdir))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=args.timeout * 22)
+    log(f"DuckDB answers in {time.perf_counter() - t0:.0f} s (separate process)")
+    res: dict[str, Any] = {"benchmark": "tpch-threads-bounded", "date": report.now(),
+                           "command": args.command, "scale_factor": args.sf, "data": str(root),
+                           "memory_limit": args.memory_limit, "machine": report.machine(),
+                           "versions": report.versions(["pqe"]), "load_start": _load(),
+                           "results": []}
+    ctx = pqe.Context(memory_limit=args.memory_limit, memory_guard=False)
+    ex: Executor = ctx.session.executor
+    cfg = ctx.session.config
+    ctx.session.config = replace(cfg, planner=bound_memory(cfg.planner, ex.memory_limit,
+                                                           ex.threads))
+    res["threads"] = ex.threads
+    res["max_partition_bytes"] = ctx.session.config.planner.max_partition_bytes
+    register_tpch(ctx, root)
+    log(f"threads={ex.threads} memory_limit={args.memory_limit} -> partitions of at most "
+        f"{res['max_partition_bytes'] / 2**20:.0f} MiB; load {res['load_start']}")
+    for q in args.queries:
+        sql = (QUERY_DIR / f"{q}.sql").read_text()
+        phys = ctx.sql(sql).physical_plan()
+        facts = _plan_facts(phys)
+        expected = pa.ipc.open_file(str(refdir / f"{q}.arrow")).read_all()
+        out: dict[str, Any] = {"query": q, **facts, "load1": _load()[:1]}
+        _reset_peak()
+        t1 = time.perf_counter()
+        try:
+            table = ctx.sql(sql).to_arrow(timeout=args.timeout)
+            out["wall_s"] = time.perf_counter() - t1
+            diff = compare(table, expected, order_key_columns(sql))
+            out["status"] = "ok"
+            out["correct"] = diff is None
+            if diff is not None:
+                out["diff"] = diff
+        except Exception as e:  # noqa: BLE001 - recorded
+            out["wall_s"] = time.perf_counter() - t1
+            out["status"] = "error"
+            out["error"] = _error_text(e)
+            out["correct"] = False
+        out["peak_rss"] = _peak_rss()
+        res["results"].append(out)
+        log(f"  {q:<4} {out['wall_s']:7.2f} s  peak_rss={out['peak_rss'] / 2**20:6.0f} MiB  "
+            f"partitions<={out['max_partitions']}  exchanges={out['exchanges']}  "
+            f"{out['status']} correct={out['correct']} load={out['load1']}"
+            + (f"  {out.get('error', '')}" if out["status"] != "ok" else ""))
+    ctx.close()
+    res["load_end"] = _load()
+    import shutil
+
+    shutil.rmtree(refdir, ignore_errors=True)
+    return res
+
+
+def _plan_facts(phys) -> dict[str, Any]:
+    from pqe.physical.plan import ExchangeExec, estimated_memory
+
+    kinds: dict[str, int] = {}
+    most, stack, seen = 0, [phys], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        most = max(most, node.n)
+        if isinstance(node, ExchangeExec) and node.mode == "hash":
+            kinds[node.kind] = kinds.get(node.kind, 0) + 1
+        stack.extend(node.children())
+    return {"max_partitions": most, "exchanges": kinds, "estimate": estimated_memory(phys)}
+
+
+def bounded_markdown(res: dict[str, Any]) -> str:
+    ok = sum(1 for o in res["results"] if o.get("correct"))
+    lines = [f"## Bounded memory on threads: SF{res['scale_factor']:g}, memory_limit "
+             f"{res['memory_limit']}, {res['threads']} threads", "",
+             f"`{res['command']}`, {res['date']}: {ok}/{len(res['results'])} correct. One "
+             f"process, Dask's threaded scheduler, `pqe.Context(memory_limit="
+             f"\"{res['memory_limit']}\")` planned as the session plans it "
+             f"(`physical.planner.bound_memory`: partitions of at most "
+             f"{res['max_partition_bytes'] / 2**20:.0f} MiB, every hash exchange through local "
+             f"disk when the plan's estimate exceeds the limit). Load average before "
+             f"{res['load_start']}, after {res['load_end']}. `peak RSS` = the process's VmHWM "
+             f"during the query (reset before each; includes the interpreter, pyarrow and the "
+             f"catalog, ~250 MiB); `est.` = the planner's estimate of what the plan holds at "
+             f"once.", "",
+             "| query | s | peak RSS MiB | est. MiB | max partitions | hash exchanges | correct | "
+             "load |", "| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
+    for o in res["results"]:
+        ex = ", ".join(f"{v} {k}" for k, v in sorted(o["exchanges"].items())) or "-"
+        lines.append(f"| {o['query']} | {o['wall_s']:.2f} | {o['peak_rss'] / 2**20:.0f} | "
+                     f"{o['estimate'] / 2**20:.0f} | {o['max_partitions']} | {ex} | "
+                     f"{'yes' if o.get('correct') else o['status']} | "
+                     f"{o['load1'][0] if o['load1'] else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.cluster --scale",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--bounded", action="store_true",
+                   help="instead: TPC-H on threads with memory_limit= (bounded memory)")
     p.add_argument("--sf", type=float, default=1.0)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
@@ -305,6 +457,19 @@ def main(argv=None, log=None) -> int:
     shown = sys.argv[1:] if argv is None else argv
     args.command = " ".join(["python -m benchmarks.cluster", *shown])
     log = log or (lambda s: print(s, flush=True))
+    if args.bounded:
+        if "--queries" not in shown:
+            args.queries = [f"q{i}" for i in range(1, 23)]
+        res = bounded(args, log)
+        key = f"bounded-threads-sf{args.sf:g}-{args.memory_limit}"
+        if not args.no_write:
+            from .cluster import update_markdown
+
+            out = Path(args.out_dir)
+            (out / f"results-{key}.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+            update_markdown(out / MARKDOWN, key, bounded_markdown(res))
+            log(f"wrote {out / MARKDOWN} section {key}")
+        return 0 if all(o.get("correct") for o in res["results"]) else 1
     res = run(args, log)
     key = (f"scale-sf{args.sf:g}-w{args.workers}-p{'_'.join(map(str, args.partitions))}-"
            f"q{'_'.join(q[1:] for q in args.queries)}")
