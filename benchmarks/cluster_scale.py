@@ -346,6 +346,10 @@ def bounded(args, log=print) -> dict[str, Any]:
     ctx.session.config = replace(cfg, planner=bound_memory(cfg.planner, ex.memory_limit,
                                                            ex.threads))
     res["threads"] = ex.threads
+    res["arrow_pool"] = pa.default_memory_pool().backend_name
+    if res["arrow_pool"] != "system":
+        log(f"warning: Arrow allocates with {res['arrow_pool']}: run with "
+            f"ARROW_DEFAULT_MEMORY_POOL=system, or freed memory stays in the process")
     res["max_partition_bytes"] = ctx.session.config.planner.max_partition_bytes
     register_tpch(ctx, root)
     log(f"threads={ex.threads} memory_limit={args.memory_limit} -> partitions of at most "
@@ -357,6 +361,7 @@ def bounded(args, log=print) -> dict[str, Any]:
         expected = pa.ipc.open_file(str(refdir / f"{q}.arrow")).read_all()
         out: dict[str, Any] = {"query": q, **facts, "load1": _load()[:1]}
         _reset_peak()
+        out["rss_start"] = _peak_rss()
         t1 = time.perf_counter()
         try:
             table = ctx.sql(sql).to_arrow(timeout=args.timeout)
@@ -374,6 +379,7 @@ def bounded(args, log=print) -> dict[str, Any]:
         out["peak_rss"] = _peak_rss()
         res["results"].append(out)
         log(f"  {q:<4} {out['wall_s']:7.2f} s  peak_rss={out['peak_rss'] / 2**20:6.0f} MiB  "
+            f"(at start {out['rss_start'] / 2**20:.0f})  est={out['estimate'] / 2**20:.0f} MiB  "
             f"partitions<={out['max_partitions']}  exchanges={out['exchanges']}  "
             f"{out['status']} correct={out['correct']} load={out['load1']}"
             + (f"  {out.get('error', '')}" if out["status"] != "ok" else ""))
@@ -408,19 +414,21 @@ def bounded_markdown(res: dict[str, Any]) -> str:
              f"{res['memory_limit']}, {res['threads']} threads", "",
              f"`{res['command']}`, {res['date']}: {ok}/{len(res['results'])} correct. One "
              f"process, Dask's threaded scheduler, `pqe.Context(memory_limit="
-             f"\"{res['memory_limit']}\")` planned as the session plans it "
+             f"\"{res['memory_limit']}\")` (Arrow pool: {res.get('arrow_pool')}) planned as the "
+             f"session plans it "
              f"(`physical.planner.bound_memory`: partitions of at most "
              f"{res['max_partition_bytes'] / 2**20:.0f} MiB, every hash exchange through local "
-             f"disk when the plan's estimate exceeds the limit). Load average before "
+             f"disk when the plan's estimate exceeds half the limit). Load average before "
              f"{res['load_start']}, after {res['load_end']}. `peak RSS` = the process's VmHWM "
              f"during the query (reset before each; includes the interpreter, pyarrow and the "
              f"catalog, ~250 MiB); `est.` = the planner's estimate of what the plan holds at "
              f"once.", "",
-             "| query | s | peak RSS MiB | est. MiB | max partitions | hash exchanges | correct | "
-             "load |", "| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
+             "| query | s | peak RSS MiB (at start) | est. MiB | max partitions | hash exchanges | "
+             "correct | load |", "| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
     for o in res["results"]:
         ex = ", ".join(f"{v} {k}" for k, v in sorted(o["exchanges"].items())) or "-"
-        lines.append(f"| {o['query']} | {o['wall_s']:.2f} | {o['peak_rss'] / 2**20:.0f} | "
+        lines.append(f"| {o['query']} | {o['wall_s']:.2f} | {o['peak_rss'] / 2**20:.0f} "
+                     f"({o.get('rss_start', 0) / 2**20:.0f}) | "
                      f"{o['estimate'] / 2**20:.0f} | {o['max_partitions']} | {ex} | "
                      f"{'yes' if o.get('correct') else o['status']} | "
                      f"{o['load1'][0] if o['load1'] else ''} |")

@@ -53,24 +53,25 @@ def test_memory_limit_on_threads_is_accepted_and_parsed():
 
 def test_bound_memory_sizes_partitions_by_bytes():
     cfg = bound_memory(PlannerConfig(), 2 << 30, 2)
-    assert cfg.memory_limit == 2 << 30 and cfg.max_partition_bytes == 256 << 20
+    assert cfg.memory_limit == 2 << 30 and cfg.max_partition_bytes == 128 << 20
     assert bound_memory(PlannerConfig(), None, 2) == PlannerConfig()
 
 
 def test_exchanges_go_to_disk_when_the_estimate_exceeds_the_limit(sf01):
-    """16 partitions: q9's estimate (~16 MiB) exceeds an 8 MiB limit, so its hash exchanges
-    are disk-backed; q13's (~5 MiB) does not, so its exchanges stay in memory."""
+    """16 partitions, a 16 MiB limit: q9's estimate (~16 MiB) exceeds half of it (what
+    operators may hold between tasks), so its hash exchanges are disk-backed; q13's (~5 MiB)
+    does not, so its exchanges stay in memory."""
     from pqe.physical.plan import estimated_memory
 
     root, _ = sf01
-    ctx = bounded(register_tpch(pqe.Context(memory_limit="8MiB", partitions=16), root))
+    ctx = bounded(register_tpch(pqe.Context(memory_limit="16MiB", partitions=16), root))
     try:
         for query, kind in (("q9", "p2p"), ("q13", "tasks")):
             df = ctx.sql(tpch_query(query))
             text = df.explain().split("== Physical Plan ==")[1]
             kinds = re.findall(r"Exchange\[hash\(.*?\), (\w+)\]", text)
             assert kinds and set(kinds) == {kind}, (query, text)
-            over = estimated_memory(df.physical_plan()) > (8 << 20)
+            over = estimated_memory(df.physical_plan()) > (8 << 20)  # half the limit
             assert over == (kind == "p2p")
     finally:
         ctx.close()

@@ -47,7 +47,13 @@ def configure_memory_pool(kind: str | None = None) -> str:
     unless ARROW_DEFAULT_MEMORY_POOL chose one). The system allocator returns freed memory to
     the OS when trimmed; mimalloc and jemalloc keep much of it mapped (SF1 q9: a process at
     330-500 MiB after the query with no Arrow buffer alive, against 260 MiB with malloc_trim),
-    which Dask counts as unmanaged memory and pauses the worker for."""
+    which Dask counts as unmanaged memory and pauses the worker for.
+
+    Switching a running process only helps partly: Arrow's compute and Acero contexts keep
+    the pool that was the default when they were first used (SF10 q5: 1.3 GB still went
+    through mimalloc and stayed mapped). Workers started by `workers=` get
+    ARROW_DEFAULT_MEMORY_POOL=system in their environment instead; for other clusters, set it
+    where the workers start."""
     import pyarrow as pa
 
     kind = kind or os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "system"

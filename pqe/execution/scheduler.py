@@ -87,6 +87,8 @@ class Executor:
                         "'tcp://host:port' address, client=, or workers=")
         if self.kind == "distributed":
             self._connect()
+        elif self.memory_limit is not None:
+            _warn_pool_keeps_memory()
 
     def _connect(self) -> None:
         """Check the cluster's versions and install pqe's worker plugin; on failure the
@@ -112,11 +114,17 @@ class Executor:
         # kill them. They inherit SIGINT ignored from here; queries are cancelled instead.
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        # Arrow's pool is chosen when a process first allocates: the system allocator gives
+        # freed memory back (mimalloc, the default, keeps it mapped and Dask pauses the worker
+        # for it); set in the environment the workers start with, restarts included
+        pool = os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "system"
+        env = {"distributed.nanny.pre-spawn-environ.ARROW_DEFAULT_MEMORY_POOL": pool}
         try:
             # loopback only: the scheduler, the workers, and the dashboard
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
-                                        processes=True, memory_limit=memory_limit or "auto",
-                                        host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            with dask.config.set(env):
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
+                                            processes=True, memory_limit=memory_limit or "auto",
+                                            host="127.0.0.1", dashboard_address="127.0.0.1:0")
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
@@ -257,6 +265,26 @@ class Executor:
         if self.cluster is not None:
             self.cluster.close()
             self.cluster = None
+
+
+_pool_warned = False
+
+
+def _warn_pool_keeps_memory() -> None:
+    """memory_limit= on threads: Arrow's pool was fixed when this process first allocated;
+    only the system allocator gives freed memory back between queries."""
+    global _pool_warned
+    import pyarrow as pa
+
+    backend = pa.default_memory_pool().backend_name
+    if backend != "system" and not _pool_warned:
+        import warnings
+
+        _pool_warned = True
+        warnings.warn(f"pqe: memory_limit= on threads: Arrow allocates with {backend}, which "
+                      f"keeps freed memory mapped, so the process grows past its limit across "
+                      f"queries; start Python with ARROW_DEFAULT_MEMORY_POOL=system",
+                      RuntimeWarning, stacklevel=4)
 
 
 def _seconds(value, key: str, default: float) -> float | None:

@@ -52,7 +52,7 @@ class PlannerConfig:
     # hash exchanges (rule `choose_exchanges`): "auto" uses the task grid ("tasks") while
     # input x output partitions stay under p2p_partitions^2 and the disk-backed exchange
     # ("p2p") from there on, and for every hash exchange when the plan's memory estimate
-    # exceeds memory_limit; "tasks" or "p2p" force one kind
+    # exceeds half of memory_limit; "tasks" or "p2p" force one kind
     exchange: str = "auto"
     p2p_partitions: int = 32  # the crossover measured in benchmarks/CLUSTER.md
     memory_limit: int | None = None  # bytes a query may hold at once on this machine
@@ -696,16 +696,20 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit]) ->
     return keep
 
 
-# a task holds its input partition, its output, and hash tables or sort buffers: about this
-# many partitions' worth of memory at once
-TASK_MEMORY_FACTOR = 4
+# a task holds its input partition decoded, its output, and hash tables or sort buffers:
+# about this many partitions' worth of memory at once (SF10 on 2 threads under 2 GiB: with 4,
+# q5, q9 and q18 peaked at 2.4-2.9 GB)
+TASK_MEMORY_FACTOR = 8
+# under memory_limit, what operators hold between tasks (builds, gathers, shuffle pieces: the
+# plan's estimate) gets this share; the running tasks the rest
+HELD_FRACTION = 0.5
 
 
 def bound_memory(cfg: PlannerConfig, memory_limit: int | None, threads: int) -> PlannerConfig:
     """The planner's settings for running on `threads` threads of one process within
     `memory_limit` bytes (Context(memory_limit=) on threads): partitions sized so that every
     running task fits (limit / threads / TASK_MEMORY_FACTOR each), and hash exchanges through
-    local disk when the plan's estimate exceeds the limit (`choose_exchanges`)."""
+    local disk when the plan's estimate exceeds half the limit (`choose_exchanges`)."""
     if not memory_limit:
         return cfg
     per_task = memory_limit // max(1, threads) // TASK_MEMORY_FACTOR
@@ -724,7 +728,8 @@ def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:
     mode = cfg.exchange
     if mode not in ("auto", "tasks", "p2p"):
         raise InternalError(f"unknown exchange kind {mode!r}")
-    over = cfg.memory_limit is not None and estimated_memory(plan) > cfg.memory_limit
+    over = cfg.memory_limit is not None and \
+        estimated_memory(plan) > cfg.memory_limit * HELD_FRACTION
     grid = max(1, cfg.p2p_partitions) ** 2
     seen: set[int] = set()
     stack = [plan]
