@@ -145,6 +145,8 @@ def test_task_whose_workers_keep_dying_names_the_operator():
     """Dask retries a task whose worker died (allowed-failures); when it keeps killing its
     workers, the error names the operator from the task's key."""
     import dask
+    import distributed  # noqa: F401 - its config defaults exist before the set below: leaving
+    # a dask.config.set that added "distributed" would drop the whole section otherwise
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         ctx = pqe.Context(workers=1, memory_limit="1GiB")

@@ -263,7 +263,10 @@ class Executor:
                 pass
             self.client = None
         if self.cluster is not None:
-            self.cluster.close()
+            try:
+                self.cluster.close()
+            except Exception:  # noqa: BLE001 - e.g. a nanny restarting a worker that died:
+                pass  # Dask's close races with it; the processes are gone either way
             self.cluster = None
 
 
