@@ -183,7 +183,7 @@ def run(args, log=print) -> dict[str, Any]:
         deadline = time.time() + 120
         while True:
             try:
-                probe = Client(cluster.address, timeout="5s")
+                probe = Client(cluster.address, timeout="5s", set_as_default=False)
                 probe.wait_for_workers(args.workers, timeout=60)
                 break
             except (OSError, TimeoutError):

@@ -65,7 +65,9 @@ class Procs:
         last = None
         while time.time() < deadline:
             try:
-                c = Client(self.address, timeout="5s")
+                # not the default client: closing clients out of creation order would leave
+                # dask's global scheduler setting pointing at a closed one
+                c = Client(self.address, timeout="5s", set_as_default=False)
                 c.wait_for_workers(n_workers, timeout=max(1, deadline - time.time()))
                 return c
             except (OSError, TimeoutError) as e:
