@@ -1,12 +1,13 @@
 """Running pqe's graphs on dask.distributed: connection checks, worker support, progress,
 failures.
 
-- `WorkerSupport`, a worker plugin registered once per cluster: Arrow allocates from the
-  system allocator on workers and free memory is handed back to the OS (malloc_trim through
-  `release_unused`) whenever the process holds more than a fraction of its memory limit, so a
-  worker Dask paused for memory resumes once its tasks' buffers are freed; it also serves the
-  disk-backed exchange's pieces to other workers (execution.exchange) and removes a query's
-  exchange files when asked.
+- `WorkerSupport`, a worker plugin registered once per cluster: free memory is handed back
+  to the OS (malloc_trim through `release_unused`) whenever the process holds more than a
+  fraction of its memory limit, so a worker Dask paused for memory resumes once its tasks'
+  buffers are freed (workers started by `workers=` run Arrow's system allocator from the
+  start, ARROW_DEFAULT_MEMORY_POOL=system; the plugin switches other workers' pool as far as
+  a running process allows); it also serves the disk-backed exchange's pieces to other
+  workers (execution.exchange) and removes a query's exchange files when asked.
 - `ProgressWatch`, a scheduler plugin installed on first use: counts the tasks of each
   running query that finished (a task recomputed after a worker was lost counts once), so the
   client reports real progress and sees when nothing moves.
