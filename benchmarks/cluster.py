@@ -840,6 +840,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None, log=None) -> int:
+    if {"--scale", "--bounded"} & set(sys.argv[1:] if argv is None else argv):
+        from . import cluster_scale  # the exchange scale simulation
+
+        return cluster_scale.main(argv, log)
     args = parse_args(argv)
     shown = sys.argv[1:] if argv is None else argv
     args.command = " ".join(["python -m benchmarks.cluster", *shown])

@@ -28,6 +28,11 @@ class Context:
     that many worker processes, closed with the Context. partitions: how many partitions to
     split work into (default: two per thread of the scheduler, fewer for small data).
 
+    memory_limit: with workers=, each worker's limit (Dask spills and pauses at it); on this
+    machine's threads, the bytes a query may hold at once (partitions are sized to fit and
+    exchanges go through local disk past it). stall_timeout / no_workers_timeout (seconds): on
+    a cluster, a query fails when no task finished for that long, or no worker was there.
+
     What SQL text may reach (see the README's Security section): `external_access=False`:
     only the tables registered from Python (no file or URL named in SQL); `allowed_paths`:
     files only under these directories and URLs only under these prefixes; `read_only=True`:
@@ -38,11 +43,13 @@ class Context:
                  workers: int | None = None, memory_limit: str | int | None = None,
                  partitions: int | None = None, threads: int | None = None,
                  memory_guard: bool = True, external_access: bool = True,
-                 allowed_paths: list[str] | None = None, read_only: bool = False):
+                 allowed_paths: list[str] | None = None, read_only: bool = False,
+                 stall_timeout: float | None = None, no_workers_timeout: float | None = None):
         config = SessionConfig(partitions=partitions, memory_guard=memory_guard,
                                access=policy_from(external_access, allowed_paths, read_only))
-        self._session = SessionState(config, Executor(scheduler, client, threads, workers,
-                                                      memory_limit))
+        executor = Executor(scheduler, client, threads, workers, memory_limit,
+                            stall_timeout=stall_timeout, no_workers_timeout=no_workers_timeout)
+        self._session = SessionState(config, executor)
 
     @property
     def session(self) -> SessionState:

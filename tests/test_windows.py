@@ -69,7 +69,7 @@ def test_window_matches_duckdb(wctx, duck_win, sql):
 def test_window_partitions_by_its_keys(wctx):
     phys = wctx.sql("select g, row_number() over (partition by g order by o) from t").explain()
     if "partitions=4" in phys:
-        assert "Exchange[hash(t.g)]" in phys
+        assert "Exchange[hash(t.g), tasks]" in phys
     assert "Window: row_number() partitionBy=[t.g] orderBy=[t.o ASC]" in phys
 
 

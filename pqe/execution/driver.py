@@ -18,6 +18,7 @@ from ..errors import ExecutionError
 from ..kernels.relational import concat
 from ..physical import plan as P
 from . import ops as O
+from .diagnostics import OpStats
 from .lower import Lowering
 from .scheduler import Executor
 
@@ -25,7 +26,8 @@ from .scheduler import Executor
 @dataclass
 class Execution:
     """The output partitions of a run and, when collected, per-operator statistics
-    (id(physical node) -> (rows, seconds, tasks))."""
+    (id(physical node) -> (rows, seconds, tasks), an `OpStats` whose `partitions` lists
+    (rows, seconds) per partition, on threads and on a cluster alike)."""
 
     tables: list[pa.Table]
     stats: dict | None = None
@@ -49,7 +51,12 @@ def _run(executor: Executor, plan: P.PhysicalPlan, token: O.CancelToken, progres
     stats = None
     if token.stats is not None:
         by_number = {nid: key for key, nid in low.node_ids.items()}
-        stats = {by_number[nid]: tuple(v) for nid, v in token.stats.items() if nid in by_number}
+        stats = {}
+        for nid, (rows, seconds, ops) in token.stats.items():
+            if nid in by_number:
+                parts = token.parts.get(nid, {})
+                per_part = [(parts[i][0], parts[i][1]) for i in sorted(parts)]
+                stats[by_number[nid]] = OpStats(rows, seconds, ops, per_part)
     return Execution(tables, stats, runner.tasks)
 
 

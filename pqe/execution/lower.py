@@ -48,6 +48,8 @@ class Lowering:
         self.tasks_per_label: dict[str, int] = {}
         self._parents: dict[int, int] = {}  # id(physical node) -> number of consumers
         self._shared: dict[int, list[Pending]] = {}
+        self._node_of: dict[int, P.PhysicalPlan] = {}  # number -> physical node (task names)
+        self._tables: dict[int, str] = {}
 
     def lower_plan(self, root: P.PhysicalPlan) -> list[Pending]:
         """The pending output partitions of a whole plan."""
@@ -87,7 +89,7 @@ class Lowering:
             for p in parts:
                 self._tag(p.ops, self._stack[-1])
         token = hashlib.sha1(repr([(p.ops, p.inputs) for p in parts]).encode()).hexdigest()[:16]
-        name = f"{label}-{token}"
+        name = f"{self._task_name(parts, label)}-{token}"
         keys = []
         for i, p in enumerate(parts):
             # a pending that only forwards one existing task needs no task of its own
@@ -96,7 +98,7 @@ class Lowering:
                 continue
             key = (name, i)
             if key not in self.graph:
-                pipe = O.Pipeline(p.ops, f"{label} partition {i}", self.token)
+                pipe = O.Pipeline(p.ops, f"{label} partition {i}", self.token, i)
                 self.graph[key] = (O.run_pipeline, pipe, *p.inputs)
                 self.tasks_per_label[label] = self.tasks_per_label.get(label, 0) + 1
             keys.append(key)
@@ -106,6 +108,39 @@ class Lowering:
         if len(parts) != 1:
             raise InternalError(f"{label} expected one partition, got {len(parts)}")
         return self.materialize(parts, label)[0]
+
+    def _task_name(self, parts: list[Pending], label: str) -> str:
+        """What a group of tasks does, for the dashboard, logs and errors: the operator that
+        produces their output (or the step `label` names) and the table it reads, e.g.
+        `scan-lineitem`, `hashjoin-build-orders`, `exchange-split-lineitem`."""
+        node = None
+        if parts and parts[0].ops:
+            node = self._node_of.get(parts[0].ops[-1].node)
+        word = _LABEL_WORDS.get(label)
+        if word is None:
+            word = _op_word(node) if node is not None else label
+        table = self._table_of(node) if node is not None else ""
+        return f"{word}-{table}" if table else word
+
+    def _table_of(self, node: P.PhysicalPlan) -> str:
+        """The first table read below `node` (the probe side first), as a key-safe word."""
+        hit = self._tables.get(id(node))
+        if hit is not None:
+            return hit
+        found, stack = "", [node]
+        while stack:
+            cur = stack.pop()
+            table = getattr(cur, "table", None)
+            if isinstance(table, str) and table:
+                found = table
+                break
+            if isinstance(cur, (P.RecursiveExec, P.WorkTableExec)):
+                found = cur.name.split("#")[0]
+                break
+            stack.extend(reversed(cur.children()))
+        word = "".join(c if c.isalnum() or c == "_" else "_" for c in found.lower())[:40]
+        self._tables[id(node)] = word
+        return word
 
     # ---- nodes ---------------------------------------------------------------------------
 
@@ -126,6 +161,7 @@ class Lowering:
         if method is None:
             raise InternalError(f"no lowering for {type(node).__name__}")
         nid = self.node_ids.setdefault(id(node), len(self.node_ids))
+        self._node_of[nid] = node
         self._stack.append(nid)
         try:
             parts = method(self, node)
@@ -246,17 +282,37 @@ class Lowering:
                 return parts
             keys = self.materialize(parts, "gather")
             return [Pending((O.Concat(indices=tuple(range(len(keys)))),), tuple(keys))]
+        if getattr(node, "kind", "tasks") == "p2p" and self.token is not None:
+            return self._disk_exchange(node, parts)
+        # the task grid: a split task per input partition, a getitem per (input, output)
         split_op = O.HashSplit(keys=node.keys, n=node.n)
         split_keys = self.materialize([p.then(split_op) for p in parts], "shuffle-split")
         outputs = []
         for j in range(node.n):
             pieces = []
             for sk in split_keys:
-                gk = (f"{sk[0]}-get", sk[1], j)
+                gk = (sk[0].replace("exchange-split-", "exchange-piece-", 1), sk[1], j)
                 self.graph[gk] = (operator.getitem, sk, j)
                 pieces.append(gk)
             outputs.append(Pending((O.Concat(indices=tuple(range(len(pieces)))),), tuple(pieces)))
         return outputs
+
+    def _disk_exchange(self, node: P.ExchangeExec, parts: list[Pending]) -> list[Pending]:
+        """The disk-backed exchange (execution.exchange): write tasks, one barrier, readers
+        fused into the consumers. Only for a query the driver runs (it has a token, and its
+        files are removed when the graph ends); to_dask graphs keep the task grid."""
+        from . import exchange as X
+
+        exid = hashlib.sha1(repr(([(p.ops, p.inputs) for p in parts], node.keys,
+                                  node.n)).encode()).hexdigest()[:16]
+        writes = [p.then(X.ExchangeWrite(keys=node.keys, n=node.n, exid=exid,
+                                         qid=self.token.qid, part=i))
+                  for i, p in enumerate(parts)]
+        wkeys = self.materialize(writes, "exchange-write")
+        table = wkeys[0][0].rsplit("-", 1)[0].replace("exchange-write", "exchange-barrier", 1)
+        bkey = (f"{table}-{exid}", 0)
+        self.graph[bkey] = (X.barrier, *wkeys)
+        return [Pending((X.ExchangeRead(exid=exid, part=j),), (bkey,)) for j in range(node.n)]
 
     def _sortexec(self, node: P.SortExec):
         op = O.Sort(keys=node.keys, fetch=node.fetch)
@@ -348,6 +404,25 @@ class Lowering:
         P.SingleRowExec: _singlerowexec, P.MapBatchesExec: _mapbatchesexec,
         P.WriteExec: _writeexec, P.SampleExec: _sampleexec,
     }
+
+
+# task-name words: per materialization step, else per operator
+_LABEL_WORDS = {"build": "hashjoin-build", "broadcast": "broadcast", "semi-match": "semijoin-match",
+                "shuffle-split": "exchange-split", "exchange-write": "exchange-write"}
+_OP_WORDS = {
+    P.ScanExec: "scan", P.MemoryScanExec: "scan", P.DaskScanExec: "scan", P.ValuesExec: "values",
+    P.ProjectExec: "project", P.HashJoinExec: "hashjoin", P.NestedLoopJoinExec: "nljoin",
+    P.AggregateExec: "aggregate", P.ExchangeExec: "exchange", P.SortExec: "sort",
+    P.LimitExec: "limit", P.UnionExec: "union", P.WindowExec: "window",
+    P.RecursiveExec: "recursive", P.WorkTableExec: "worktable", P.SingleRowExec: "singlerow",
+    P.MapBatchesExec: "mapbatches", P.WriteExec: "write", P.SampleExec: "sample",
+}
+
+
+def _op_word(node: P.PhysicalPlan) -> str:
+    if isinstance(node, P.SortExec) and node.fetch is not None:
+        return "topn"
+    return _OP_WORDS.get(type(node), "task")
 
 
 def _unscaled_sum_inputs(parts: list[Pending], ids: tuple[str, ...]) -> list[Pending]:

@@ -417,29 +417,64 @@ class ReservoirMerge(Op):
 class CancelToken:
     """Per-query state shared by its tasks: set when the query is cancelled (Ctrl-C, timeout),
     so tasks that have not started stop at once; and, for EXPLAIN ANALYZE, rows and seconds per
-    plan node. Process-local: on a cluster, futures are cancelled instead and no per-operator
-    statistics are collected."""
+    plan node and partition. On a cluster each task runs a pickled copy (cancellation is
+    then done by cancelling futures): the copy records its statistics in the worker
+    process's table under the query's id (execution.diagnostics), which the client collects
+    and merges when the query ends."""
 
     def __init__(self, collect_stats: bool = False) -> None:
+        import uuid
+
         self.reason: str | None = None
+        self.qid = uuid.uuid4().hex
+        self.collecting = collect_stats
+        self.remote = False
+        # node -> [rows, seconds, ops]; node -> {partition: [rows, seconds, ops]}
         self.stats: dict[int, list] | None = {} if collect_stats else None
+        self.parts: dict[int, dict[int, list]] | None = {} if collect_stats else None
         self._lock = threading.Lock()
 
     def cancel(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason
 
-    def record(self, node: int | None, seconds: float, rows: int) -> None:
-        if node is None:
+    def record(self, node: int | None, seconds: float, rows: int, part: int = 0,
+               counted: bool = True) -> None:
+        if node is None or not self.collecting:
+            return
+        if self.remote:
+            from . import diagnostics
+
+            diagnostics.record(self.qid, node, part, seconds, rows, counted)
             return
         with self._lock:
             entry = self.stats.setdefault(node, [0, 0.0, 0])
             entry[0] += rows
             entry[1] += seconds
             entry[2] += 1
+            p = self.parts.setdefault(node, {}).setdefault(part, [0, 0.0, 0])
+            p[0] += rows
+            p[1] += seconds
+            p[2] += 1
+
+    def merge(self, entries: dict) -> None:
+        """Add entries collected from workers ((node, partition) -> [rows, seconds, ops])."""
+        if not self.collecting:
+            return
+        with self._lock:
+            for (node, part), (rows, seconds, ops) in entries.items():
+                p = self.parts.setdefault(node, {}).setdefault(part, [0, 0.0, 0])
+                p[0] += rows
+                p[1] += seconds
+                p[2] += ops
+                entry = self.stats.setdefault(node, [0, 0.0, 0])
+                entry[0] += rows
+                entry[1] += seconds
+                entry[2] += ops
 
     def __getstate__(self):
-        return {"reason": None, "stats": None}
+        return {"reason": None, "stats": None, "parts": None, "qid": self.qid,
+                "collecting": self.collecting, "remote": True}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -447,13 +482,15 @@ class CancelToken:
 
 
 class Pipeline:
-    """The ops of one task, where it sits in the plan (for error messages), and the
-    query's cancel token."""
+    """The ops of one task, where it sits in the plan (for error messages), the output
+    partition it makes (for per-partition statistics), and the query's cancel token."""
 
-    def __init__(self, ops: tuple[Op, ...], where: str, token: CancelToken | None = None):
+    def __init__(self, ops: tuple[Op, ...], where: str, token: CancelToken | None = None,
+                 part: int = 0):
         self.ops = ops
         self.where = where
         self.token = token
+        self.part = part
 
     def __repr__(self):
         return f"Pipeline({self.ops!r})"
@@ -463,11 +500,11 @@ def run_pipeline(pipeline: Pipeline, *inputs):
     token = pipeline.token
     if token is not None and token.reason is not None:
         raise QueryCancelled(token.reason)
-    stats = token.stats if token is not None else None
+    collecting = token is not None and token.collecting
     data = None
     for op in pipeline.ops:
         try:
-            if stats is None:
+            if not collecting:
                 data = op.run(data, inputs)
             else:
                 start = time.perf_counter()
@@ -475,7 +512,8 @@ def run_pipeline(pipeline: Pipeline, *inputs):
                 rows = 0
                 if op.counts_rows:
                     rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
-                token.record(op.node, time.perf_counter() - start, rows)
+                token.record(op.node, time.perf_counter() - start, rows,
+                             getattr(pipeline, "part", 0), op.counts_rows)
         except Error:
             raise
         except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:

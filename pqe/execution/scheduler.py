@@ -2,7 +2,14 @@
 
 On dask.distributed, spilling, retries of lost work and the dashboard come from Dask; pqe
 only submits the graph (partitions are read inside tasks, never scattered from the client)
-and turns Dask's failures into `pqe.Error`s that name the operator.
+and turns Dask's failures into `pqe.Error`s that name the operator (execution.cluster: worker
+support, progress, version checks, stalls, a lost scheduler). A LocalCluster started by
+`workers=` listens on 127.0.0.1 only, its dashboard included.
+
+Timeouts of a cluster run (seconds; Dask config keys, or the Executor's attributes):
+`pqe.stall-timeout` (default 300): no task of the query finished for that long (e.g. every
+worker paused for memory) -> ExecutionError naming the workers' state;
+`pqe.no-workers-timeout` (default 30): the cluster had no worker for that long -> ExecutionError.
 """
 
 from __future__ import annotations
@@ -34,21 +41,32 @@ class Executor:
     query and every calling thread of the Context."""
 
     def __init__(self, scheduler: str | None = None, client=None, threads: int | None = None,
-                 workers: int | None = None, memory_limit: str | int | None = None):
+                 workers: int | None = None, memory_limit: str | int | None = None, *,
+                 stall_timeout: float | None = None, no_workers_timeout: float | None = None):
         self.kind = "threads"
         self.client = client
         self.cluster = None
+        self.runner = None
+        self.reruns = 0  # graphs run again after a disk exchange lost pieces with a worker
         self._own_client = False
         self.threads = threads or default_threads()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        # a cluster run fails when no task finished for this long / no worker was there
+        self.stall_timeout = _seconds(stall_timeout, "pqe.stall-timeout", 300.0)
+        self.no_workers_timeout = _seconds(no_workers_timeout, "pqe.no-workers-timeout", 30.0)
+        # bytes a query may hold at once: per worker with workers=, for the whole process on
+        # threads (the planner then uses disk-backed exchanges past it)
+        self.memory_limit = _bytes(memory_limit)
         if workers is not None:
             if client is not None or scheduler not in (None, "distributed"):
                 raise Error("workers= starts a local cluster: do not combine it with "
                             "scheduler= or client=")
             self._start_local_cluster(workers, memory_limit, threads)
-        elif memory_limit is not None:
-            raise Error("memory_limit= applies to workers=: pass workers=N too")
+        elif memory_limit is not None and (client is not None or (
+                isinstance(scheduler, str) and "://" in scheduler)):
+            raise Error("memory_limit= applies to this process's threads or to workers=N: "
+                        "a cluster's workers have their own limits")
         elif client is not None:
             self.kind = "distributed"
         elif scheduler in (None, "threads", "threaded", "threading"):
@@ -67,6 +85,24 @@ class Executor:
         else:
             raise Error(f"unknown scheduler {scheduler!r}: use 'threads', 'sync', a "
                         "'tcp://host:port' address, client=, or workers=")
+        if self.kind == "distributed":
+            self._connect()
+        elif self.memory_limit is not None:
+            _warn_pool_keeps_memory()
+
+    def _connect(self) -> None:
+        """Check the cluster's versions and install pqe's worker plugin; on failure the
+        Executor closes what it started."""
+        from .cluster import ClusterRunner
+
+        address = getattr(getattr(self.client, "scheduler", None), "address", None)
+        self.runner = ClusterRunner(self.client, address, self.stall_timeout,
+                                    self.no_workers_timeout)
+        try:
+            self.runner.setup()
+        except BaseException:
+            self.close()
+            raise
 
     def _start_local_cluster(self, workers: int, memory_limit, threads: int | None) -> None:
         from distributed import Client, LocalCluster
@@ -78,10 +114,17 @@ class Executor:
         # kill them. They inherit SIGINT ignored from here; queries are cancelled instead.
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        # Arrow's pool is chosen when a process first allocates: the system allocator gives
+        # freed memory back (mimalloc, the default, keeps it mapped and Dask pauses the worker
+        # for it); set in the environment the workers start with, restarts included
+        pool = os.environ.get("ARROW_DEFAULT_MEMORY_POOL") or "system"
+        env = {"distributed.nanny.pre-spawn-environ.ARROW_DEFAULT_MEMORY_POOL": pool}
         try:
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
-                                        processes=True, memory_limit=memory_limit or "auto",
-                                        dashboard_address=":0")
+            # loopback only: the scheduler, the workers, and the dashboard
+            with dask.config.set(env):
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
+                                            processes=True, memory_limit=memory_limit or "auto",
+                                            host="127.0.0.1", dashboard_address="127.0.0.1:0")
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
@@ -94,7 +137,12 @@ class Executor:
         if self.kind == "sync":
             return 1
         if self.kind == "distributed":
-            info = self.client.scheduler_info()
+            client = self.client
+            if client is None:
+                raise Error("this Context's dask client is closed")
+            # a lost scheduler is reported when the query runs; planning uses what was known
+            info = client.scheduler_info() if client.status == "running" else \
+                (getattr(client, "_scheduler_identity", None) or {})
             return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
         return self.threads
 
@@ -151,12 +199,12 @@ class Executor:
 
     def run_graph(self, graph: dict, keys: list, token=None, progress=None) -> list:
         """Run one graph on this executor (from inside a job). `progress(done, total)` deltas
-        are reported as tasks finish on the local schedulers."""
+        are reported as tasks finish: first (0, tasks in the graph), then (finished, 0)."""
         if token is not None and token.reason is not None:
             raise QueryCancelled(token.reason)
         try:
             if self.kind == "distributed":
-                return self._run_distributed(graph, keys, token)
+                return self._run_distributed(graph, keys, token, progress)
             with _Progress(progress, token, len(graph)):
                 if self.kind == "sync":
                     return list(dask.local.get_sync(graph, keys))
@@ -168,51 +216,99 @@ class Executor:
             raise QueryCancelled(token.reason if token is not None else "cancelled") from None
         except Exception as e:  # scheduler failures that are not pqe's own errors
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
+        finally:
+            if self.kind != "distributed" and token is not None:
+                from .exchange import remove_query
+
+                remove_query(token.qid)  # disk-backed exchanges' files of this graph
+            if self.kind != "distributed" and self.memory_limit is not None:
+                from .cluster import release_memory
+
+                release_memory()  # the process stays within its limit between queries
 
     def run(self, graph: dict, keys: list) -> list:
         return self.run_graph(graph, keys)
 
-    def _run_distributed(self, graph: dict, keys: list, token=None) -> list:
-        from distributed import KilledWorker, TimeoutError as DaskTimeout, wait
+    def _run_distributed(self, graph: dict, keys: list, token=None, progress=None) -> list:
+        """On the cluster runner; a query whose disk-backed exchange lost pieces with a
+        worker runs once more."""
+        from .exchange import ExchangeLost
 
-        futures = None
+        runner = self.runner
+        if runner is None:
+            raise Error("this Context's dask client is closed")
+        runner.stall_timeout = self.stall_timeout
+        runner.no_workers_timeout = self.no_workers_timeout
         try:
-            futures = self.client.get(graph, keys, sync=False)
-            while True:
-                try:
-                    wait(futures, timeout=0.1)
-                    break
-                except (DaskTimeout, TimeoutError):
-                    pass
-                if token is not None and token.reason is not None:
-                    self.client.cancel(futures)
-                    raise QueryCancelled(token.reason)
-            return list(self.client.gather(futures))
-        except KeyboardInterrupt:
-            if futures is not None:
-                self.client.cancel(futures)
-            raise
-        except KilledWorker as e:
-            key = e.args[0] if e.args else "?"
-            name = key[0] if isinstance(key, tuple) else str(key)
-            operator = name.rsplit("-", 1)[0]
-            raise ExecutionError(
-                f"{operator} task {key} failed on every worker that ran it (workers died, "
-                f"e.g. out of memory): raise memory_limit or use more workers") from e
-        except OSError as e:
-            raise ExecutionError(f"lost the connection to the dask cluster: {e}") from e
+            return runner.run(graph, keys, token, progress)
+        except ExchangeLost as e:
+            if token is not None and token.reason is not None:
+                raise
+            import logging
+
+            logging.getLogger("pqe").warning("%s: running the query once more", e)
+            self.reruns += 1
+            return runner.run(graph, keys, token, None)
 
     def close(self) -> None:
+        self.runner = None
         with self._lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
         if self._own_client and self.client is not None:
-            self.client.close()
+            try:
+                self.client.close(timeout=5)
+            except Exception:  # noqa: BLE001 - a lost scheduler: nothing left to close
+                pass
             self.client = None
         if self.cluster is not None:
-            self.cluster.close()
+            try:
+                self.cluster.close()
+            except Exception:  # noqa: BLE001 - e.g. a nanny restarting a worker that died:
+                pass  # Dask's close races with it; the processes are gone either way
             self.cluster = None
+
+
+_pool_warned = False
+
+
+def _warn_pool_keeps_memory() -> None:
+    """memory_limit= on threads: Arrow's pool was fixed when this process first allocated;
+    only the system allocator gives freed memory back between queries."""
+    global _pool_warned
+    import pyarrow as pa
+
+    backend = pa.default_memory_pool().backend_name
+    if backend != "system" and not _pool_warned:
+        import warnings
+
+        _pool_warned = True
+        warnings.warn(f"pqe: memory_limit= on threads: Arrow allocates with {backend}, which "
+                      f"keeps freed memory mapped, so the process grows past its limit across "
+                      f"queries; start Python with ARROW_DEFAULT_MEMORY_POOL=system",
+                      RuntimeWarning, stacklevel=4)
+
+
+def _seconds(value, key: str, default: float) -> float | None:
+    if value is None:
+        value = dask.config.get(key, default)
+    if value is None:
+        return None
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(value, "s"))
+
+
+def _bytes(value) -> int | None:
+    if value is None or value == "auto":
+        return None
+    from dask.utils import parse_bytes
+
+    try:
+        return int(parse_bytes(value)) if isinstance(value, str) else int(value)
+    except (ValueError, TypeError) as e:
+        raise Error(f"memory_limit={value!r} is not a size (e.g. '2GiB' or 2_000_000_000)") from e
 
 
 class _Stopped(Exception):

@@ -342,18 +342,24 @@ class AggregateExec(PhysicalPlan):
 @dataclass(eq=False)
 class ExchangeExec(PhysicalPlan):
     """Moves rows between partitions: 'hash' repartitions on `keys` into `n` partitions,
-    'gather' concatenates all partitions into one."""
+    'gather' concatenates all partitions into one. A hash exchange is one of two kinds (the
+    planner's exchange rule picks it from the partition counts and the memory limit):
+    'tasks', a split task per input partition and a task per (input, output) pair, held in
+    memory; 'p2p', a write task per input partition putting its pieces on local disk, one
+    barrier task, and readers fused into the consumers (execution.exchange): O(P) tasks."""
 
     input: PhysicalPlan = None
     mode: str = "gather"
     keys: tuple[str, ...] = ()
+    kind: str = "tasks"
 
     def children(self):
         return (self.input,)
 
     def describe(self, names):
         if self.mode == "hash":
-            return f"Exchange[hash({_cols(self.keys, names)})]: {self.input.n} -> {self.n}"
+            return (f"Exchange[hash({_cols(self.keys, names)}), {self.kind}]: "
+                    f"{self.input.n} -> {self.n}")
         return f"Exchange[gather]: {self.input.n} -> 1"
 
 
@@ -589,15 +595,19 @@ def display_names(plan: PhysicalPlan) -> dict[str, str]:
 
 def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
     """Plan text; with `stats` (id(node) -> (rows, seconds, tasks)) each line also shows the
-    rows the operator produced and the time its tasks spent in it (summed over partitions)."""
+    rows the operator produced and the time its tasks spent in it (summed over partitions),
+    and, when the stats carry `partitions` ([(rows, seconds)] per partition) for an operator
+    of several partitions, the largest and median partition and their ratio (skew)."""
     names = display_names(plan)
     lines: list[str] = []
 
     def rec(p: PhysicalPlan, depth: int):
         line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
         if stats is not None and id(p) in stats:
-            rows, seconds, tasks = stats[id(p)]
+            entry = stats[id(p)]
+            rows, seconds, tasks = entry
             line += f" rows={rows} time={seconds:.3f}s"
+            line += partition_detail(getattr(entry, "partitions", None))
         lines.append(line)
         for c in p.children():
             rec(c, depth + 1)
@@ -606,6 +616,41 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def skew(values) -> float | None:
+    """max / median (None with fewer than two values or nothing at all; inf when the median
+    is 0 and the max is not)."""
+    import statistics
+
+    values = list(values)
+    if len(values) < 2:
+        return None
+    med, top = statistics.median(values), max(values)
+    if med <= 0:
+        return None if top <= 0 else float("inf")
+    return top / med
+
+
+def partition_detail(parts) -> str:
+    """` parts=N rows max/median=a/b skew=s time max/median=x/y skew=t` for an operator
+    that ran as several partitions ([(rows, seconds)] each); empty otherwise. Only numbers
+    change from run to run."""
+    import statistics
+
+    if not parts or len(parts) < 2:
+        return ""
+    rows = [r for r, _ in parts]
+    secs = [s for _, s in parts]
+
+    def fmt(v):
+        return "-" if v is None else ("inf" if v == float("inf") else f"{v:.2f}")
+
+    med = statistics.median(rows)
+    med_text = f"{med:.0f}" if med == int(med) else f"{med:.1f}"
+    return (f" | parts={len(parts)} rows max/median={max(rows)}/{med_text}"
+            f" skew={fmt(skew(rows))} time max/median={max(secs):.3f}s/"
+            f"{statistics.median(secs):.3f}s skew={fmt(skew(secs))}")
+
+
 __all__ = [name for name in dir() if name.endswith("Exec")] + [
-    "PhysicalPlan", "Dist", "ANY", "SINGLE", "AggSpec", "WriteSpec", "format_physical", "T",
-    "field"]
+    "PhysicalPlan", "Dist", "ANY", "SINGLE", "AggSpec", "WriteSpec", "format_physical",
+    "partition_detail", "skew", "T", "field"]

@@ -49,6 +49,17 @@ class PlannerConfig:
     # a dense (perfect-hash) build is broadcast whole: at most this many rows
     dense_build_rows: int = 20_000_000
     gather_groups: int = 200_000
+    # hash exchanges (rule `choose_exchanges`): "auto" uses the task grid ("tasks") while
+    # input x output partitions stay under p2p_partitions^2 and the disk-backed exchange
+    # ("p2p") from there on, and for every hash exchange when the plan's memory estimate
+    # exceeds half of memory_limit; "tasks" or "p2p" force one kind
+    exchange: str = "auto"
+    p2p_partitions: int = 32  # the crossover measured in benchmarks/CLUSTER.md
+    memory_limit: int | None = None  # bytes a query may hold at once on this machine
+    # bytes of one partition in memory (None: partitions are sized by rows and threads only):
+    # scans and hash exchanges make enough partitions that none exceeds it
+    max_partition_bytes: int | None = None
+    max_partitions: int = 4096
 
 
 class PhysicalPlanner:
@@ -92,15 +103,27 @@ class PhysicalPlanner:
 
     # ---- sources -----------------------------------------------------------------------------
 
-    def _partition_count(self, rows: int, units: int) -> int:
+    def _partition_count(self, rows: int, units: int, nbytes: float = 0.0) -> int:
         """Enough partitions for the cores (target_partitions), more when they would exceed
-        max_partition_rows (memory per task stays bounded as data grows), never more than
-        units (row groups) nor partitions under min_partition_rows."""
+        max_partition_rows or max_partition_bytes (memory per task stays bounded as data
+        grows), never more than units (row groups) nor partitions under min_partition_rows."""
         if units <= 1:
             return 1
         by_size = max(1, math.ceil(rows / max(1, self.cfg.min_partition_rows)))
-        wanted = max(self.cfg.target_partitions, math.ceil(rows / self.cfg.max_partition_rows))
+        wanted = max(self.cfg.target_partitions, math.ceil(rows / self.cfg.max_partition_rows),
+                     self._by_bytes(nbytes))
         return max(1, min(units, wanted, by_size))
+
+    def _by_bytes(self, nbytes: float) -> int:
+        limit = self.cfg.max_partition_bytes
+        if not limit or nbytes <= 0:
+            return 1
+        return min(self.cfg.max_partitions, math.ceil(nbytes / limit))
+
+    def _shuffle_partitions(self, nbytes: float) -> int:
+        """Output partitions of a hash exchange moving about `nbytes`: the target, or more so
+        that none exceeds max_partition_bytes."""
+        return max(self.cfg.target_partitions, 1, self._by_bytes(nbytes))
 
     def _scan(self, node: L.Scan) -> PhysicalPlan:
         # the same table read with the same columns and filters under other aliases (Q21's l1
@@ -138,7 +161,7 @@ class PhysicalPlanner:
         if node.filters and isinstance(provider, ParquetTable):
             units = _prune_units(provider, node, units, self.compile_filter)
         rows = sum(u.num_rows for u in units)
-        n = self._partition_count(rows, len(units))
+        n = self._partition_count(rows, len(units), self.est.bytes(node) if units else 0.0)
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
@@ -265,7 +288,7 @@ class PhysicalPlanner:
                                dense and not node.null_aware)
             out.est_bytes = rbytes * 2  # the build table and its hash table
             return out
-        n = left.n if left_ready else max(self.cfg.target_partitions, 1)
+        n = left.n if left_ready else self._shuffle_partitions(lbytes + rbytes)
         hk = _hash_positions(lkeys, left)
         lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
         rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
@@ -356,7 +379,7 @@ class PhysicalPlanner:
         if not group or groups <= self.cfg.gather_groups:
             return AggregateExec(schema, 1, SINGLE, self._gather(partial), "final", group, aggs)
         hk = tuple(group[i] for i in _hash_positions(group, projected))
-        n = max(self.cfg.target_partitions, 1)
+        n = self._shuffle_partitions(self.est.bytes(node.input))
         ex = ExchangeExec(partial_fields, n, Dist("hash", hk), partial, "hash", hk)
         return AggregateExec(schema, n, Dist("hash", hk), ex, "final", group, aggs)
 
@@ -441,7 +464,8 @@ class PhysicalPlanner:
             if pids:
                 hk = tuple(pids[i] for i in _hash_positions(pids, current))
                 if not current.dist.groups_within(pids):
-                    current = self._hash(current, hk, max(self.cfg.target_partitions, 1)
+                    current = self._hash(current, hk, self._shuffle_partitions(
+                                         self.est.bytes(node.input))
                                          if current.n > 1 else 1)
             else:
                 current = self._gather(current)
@@ -766,6 +790,57 @@ def plan_write(plan: PhysicalPlan, spec, ids: tuple[str, ...]) -> PhysicalPlan:
     return WriteExec(schema, plan.n, ANY, plan, spec, tuple(ids))
 
 
+# a task holds its input partition decoded, its output, and hash tables or sort buffers:
+# about this many partitions' worth of memory at once (SF10 on 2 threads under 2 GiB: with 4,
+# q5, q9 and q18 peaked at 2.4-2.9 GB)
+TASK_MEMORY_FACTOR = 8
+# under memory_limit, what operators hold between tasks (builds, gathers, shuffle pieces: the
+# plan's estimate) gets this share; the running tasks the rest
+HELD_FRACTION = 0.5
+
+
+def bound_memory(cfg: PlannerConfig, memory_limit: int | None, threads: int) -> PlannerConfig:
+    """The planner's settings for running on `threads` threads of one process within
+    `memory_limit` bytes (Context(memory_limit=) on threads): partitions sized so that every
+    running task fits (limit / threads / TASK_MEMORY_FACTOR each), and hash exchanges through
+    local disk when the plan's estimate exceeds half the limit (`choose_exchanges`)."""
+    if not memory_limit:
+        return cfg
+    per_task = memory_limit // max(1, threads) // TASK_MEMORY_FACTOR
+    return replace(cfg, memory_limit=int(memory_limit),
+                   max_partition_bytes=max(8 << 20, int(per_task)))
+
+
+def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:
+    """The exchange rule: each hash exchange's kind. The task grid costs the scheduler one
+    task per (input, output) partition pair and keeps every piece in memory; the disk-backed
+    exchange costs 2P + 1 tasks and writes the pieces to local disk (benchmarks/CLUSTER.md:
+    the crossover). Disk is also chosen for every hash exchange when the plan's estimate
+    exceeds `memory_limit`, so what a query holds at once stays bounded."""
+    from .plan import estimated_memory
+
+    mode = cfg.exchange
+    if mode not in ("auto", "tasks", "p2p"):
+        raise InternalError(f"unknown exchange kind {mode!r}")
+    over = cfg.memory_limit is not None and \
+        estimated_memory(plan) > cfg.memory_limit * HELD_FRACTION
+    grid = max(1, cfg.p2p_partitions) ** 2
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ExchangeExec) and node.mode == "hash":
+            if mode == "auto":
+                node.kind = "p2p" if over or node.input.n * node.n >= grid else "tasks"
+            else:
+                node.kind = mode
+        stack.extend(node.children())
+    return plan
+
+
 def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
                   compile_filter=None) -> PhysicalPlan:
     """The partitioned plan. `compile_filter` turns pushed scan filters into a
@@ -773,4 +848,4 @@ def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
     planner = PhysicalPlanner(config, compile_filter)
     out = planner.plan(plan)
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
-    return out
+    return choose_exchanges(out, config)

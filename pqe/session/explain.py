@@ -28,8 +28,9 @@ def explain_query(session: SessionState, plan: LogicalPlan, analyze: bool = Fals
              "", "== Physical Plan ==", format_physical(phys, stats)]
     if analyze:
         parts += ["", "== Execution ==",
-                  f"rows={table.num_rows} time={elapsed:.3f}s (operator times are summed "
-                  f"over partitions; on a cluster they are not collected)"]
+                  f"rows={table.num_rows} time={elapsed:.3f}s (operator times are summed over "
+                  f"partitions; `| parts=` shows the largest and median partition and their "
+                  f"ratio, the skew, on threads and on a cluster)"]
     return "\n".join(parts)
 
 

@@ -135,10 +135,14 @@ class SessionState:
     def physical_plan(self, optimized: LogicalPlan) -> PhysicalPlan:
         """The partitioned plan of an optimized logical plan."""
         from ..kernels.scan import pruning_expression
+        from ..physical.planner import bound_memory
 
-        return run_deep(plan_physical, optimized,
-                        self.config.planner_config(self.executor.parallelism),
-                        pruning_expression)
+        cfg = self.config.planner_config(self.executor.parallelism)
+        if self.executor.kind != "distributed" and self.executor.memory_limit \
+                and cfg.memory_limit is None:
+            # memory_limit= on threads: partitions sized to fit, exchanges through disk
+            cfg = bound_memory(cfg, self.executor.memory_limit, self.executor.threads)
+        return run_deep(plan_physical, optimized, cfg, pruning_expression)
 
     def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
             timeout: float | None = None, cancel=None, progress: Progress | None = None
@@ -179,6 +183,8 @@ class SessionState:
         what is available, instead of letting the process be killed."""
         if not self.config.memory_guard or self.executor.kind == "distributed":
             return
+        if self.executor.memory_limit:
+            return  # the plan was bounded to memory_limit= (disk-backed exchanges past it)
         need = estimated_memory(phys)
         have = available_memory()
         if have is not None and need > have:
