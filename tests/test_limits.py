@@ -123,6 +123,16 @@ def test_cte_depth_is_not_exponential(ctx, depth):
     assert rows(ctx, _doubling_ctes(depth)).to_pylist() == [{"a": 1}]
 
 
+def test_explain_of_a_deep_shared_plan_is_linear(ctx):
+    # the physical plan is a DAG: each CTE is shared by both sides of the next join; a tree
+    # walk of it (EXPLAIN's text, the task names) doubled with every level and hung CI
+    text = timed(lambda: ctx.sql(_doubling_ctes(30)).explain())
+    physical = text.split("== Physical Plan ==")[1]
+    assert physical.count("-> shared #") == 30 and len(physical.splitlines()) < 200
+    analyzed = timed(lambda: ctx.sql(_doubling_ctes(30)).explain(analyze=True))
+    assert "shared #30" in analyzed
+
+
 def test_large_cte_read_twice_is_computed_once(ctx):
     text = timed(lambda: ctx.sql(_doubling_ctes(12)).explain())
     assert "WithCTE" in text and "CTEScan" in text

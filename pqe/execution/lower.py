@@ -127,9 +127,12 @@ class Lowering:
         hit = self._tables.get(id(node))
         if hit is not None:
             return hit
-        found, stack = "", [node]
+        found, stack, seen = "", [node], set()
         while stack:
             cur = stack.pop()
+            if id(cur) in seen:  # the plan is a DAG: shared subplans are walked once
+                continue
+            seen.add(id(cur))
             table = getattr(cur, "table", None)
             if isinstance(table, str) and table:
                 found = table

@@ -577,8 +577,12 @@ def display_names(plan: PhysicalPlan) -> dict[str, str]:
     """id -> display name for every column in the plan (ambiguous names get #k suffixes)."""
     out: dict[str, str] = {}
     used: dict[str, int] = {}
+    visited: set[int] = set()
 
     def rec(p: PhysicalPlan):
+        if id(p) in visited:  # a shared subplan (the plan is a DAG) is named once
+            return
+        visited.add(id(p))
         for c in p.children():
             rec(c)
         for f in p.schema:
@@ -600,9 +604,31 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
     of several partitions, the largest and median partition and their ratio (skew)."""
     names = display_names(plan)
     lines: list[str] = []
+    # A subplan with several consumers (a shared CTE or view) is computed once; it is shown
+    # in full under its first consumer, marked `shared #k`, and as a one-line reference under
+    # the others, so the text stays linear in the plan's size (a tree walk of the DAG doubled
+    # with every self-join of the previous CTE).
+    parents: dict[int, int] = {}
+    visited: set[int] = set()
+    stack = [plan]
+    while stack:
+        cur = stack.pop()
+        for c in cur.children():
+            parents[id(c)] = parents.get(id(c), 0) + 1
+            if id(c) not in visited:
+                visited.add(id(c))
+                stack.append(c)
+    shared: dict[int, int] = {}
 
     def rec(p: PhysicalPlan, depth: int):
-        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
+        mark = ""
+        if parents.get(id(p), 0) > 1:
+            if id(p) in shared:
+                lines.append("  " * depth + f"-> shared #{shared[id(p)]}")
+                return
+            shared[id(p)] = len(shared) + 1
+            mark = f" shared #{shared[id(p)]}"
+        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]{mark}"
         if stats is not None and id(p) in stats:
             entry = stats[id(p)]
             rows, seconds, tasks = entry
