@@ -687,7 +687,33 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
+    if T.is_integer(src) and T.is_floating(dst):
+        # rounds to the nearest DOUBLE (SQL); Arrow's safe cast refuses integers past 2^53
+        return x.cast(dst, safe=False)
+    if T.is_decimal(src) and T.is_text(dst):
+        return _decimal_text(x, src)
     return x.cast(dst)
+
+
+def _decimal_text(x: E, t: pa.DataType) -> E:
+    """DECIMAL as text in plain digits with every decimal of its scale ('-0.0000000001',
+    '0.0000000000'), as PostgreSQL and DuckDB write it. Arrow writes a value below 1e-6 in
+    scientific notation ('-1E-10', '0E-10'), but never one of at least 1: such values are
+    written as |x| + 1 with the leading 1 turned into 0, and the sign put back."""
+    if t.scale == 0:
+        return x.cast(T.TEXT)
+    wide = _decimal_type(t.precision + 1, t.scale)
+    a = _call("abs", [x.cast(wide)])
+    one = scalar(decimal.Decimal(1), pa.decimal128(1, 0))
+    shifted = _call("add", [a, one]).cast(wide).cast(T.TEXT)   # '1.0000000001'
+    small = _call("replace_substring_regex", [shifted],
+                  pc.ReplaceSubstringOptions(r"^1", "0", max_replacements=1))
+    negative = _call("less", [x, scalar(decimal.Decimal(0), t)])
+    small = _call("if_else", [negative, _call("binary_join_element_wise",
+                                               [scalar("-", T.TEXT), small, scalar("", T.TEXT)]),
+                              small])
+    below_one = _call("less", [a, one.cast(wide)])
+    return _call("if_else", [below_one, small, x.cast(T.TEXT)])
 
 
 def _zoned_text(x: E, t: pa.DataType) -> E:
@@ -846,6 +872,8 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
+    if T.is_decimal(src) and T.is_text(dst):
+        return _decimal_text(x, src)
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
         return utc(x, src).cast(dst, safe=False)
     return x.cast(dst, safe=False)
