@@ -85,8 +85,9 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
         return (T.FLOAT64, T.FLOAT64), out
     if fn == "modulo":
         return (out, out), out
-    # decimal add/subtract/multiply: operands keep their own (decimal) types
-    return (T.as_decimal(a), T.as_decimal(b)), out
+    # decimal add/subtract/multiply: operands keep their own (decimal) types; an untyped
+    # NULL takes the other operand's (as in T.arithmetic_type)
+    return (T.as_decimal(b if T.is_null(a) else a), T.as_decimal(a if T.is_null(b) else b)), out
 
 
 def _negate(fn, ts):
