@@ -253,7 +253,7 @@ def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
                  len(str(whole)))
     wide = pa.decimal128 if digits + 1 <= T.MAX_DECIMAL_PRECISION else pa.decimal256
     values = pc.cast(values, wide(digits, scale))
-    shift = pa.scalar(decimal.Decimal(whole).scaleb(-scale), wide(digits, scale))
+    shift = pa.scalar(decimal.Decimal(whole).scaleb(-scale, context=decimal.Context(prec=80)), wide(digits, scale))
     targets = (pc.subtract if backward else pc.add)(values, shift)
     both = pa.concat_arrays([pc.cast(values, targets.type), targets])
     ranks = pc.rank(both, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense")

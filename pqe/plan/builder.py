@@ -120,6 +120,9 @@ def _nullable(fdef: F.FunctionDef, args: Sequence[Expr]) -> bool:
     return any(a.nullable for a in args)
 
 
+_WIDE = decimal.Context(prec=80, traps=[decimal.InvalidOperation])
+
+
 def literal_as(value_expr: Literal, dtype: pa.DataType) -> Literal | None:
     """The literal in `dtype` when that represents its value exactly (else None), so a
     comparison can cast the literal instead of every value of a column."""
@@ -136,7 +139,10 @@ def literal_as(value_expr: Literal, dtype: pa.DataType) -> Literal | None:
         return literal_as(Literal(int(v), T.INT64), dtype)
     if T.is_decimal(dtype) and isinstance(v, (int, decimal.Decimal)):
         d = decimal.Decimal(v)
-        q = d.quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+        try:  # 38 digits and a scale: beyond the default context's 28
+            q = d.quantize(decimal.Decimal(1).scaleb(-dtype.scale), context=_WIDE)
+        except decimal.InvalidOperation:  # more digits than even _WIDE holds
+            return None
         if q != d or len(q.as_tuple().digits) > dtype.precision:
             return None
         return Literal(q, dtype)
