@@ -146,21 +146,6 @@ _register("pqe_assert_single_row", assert_single_row, {"n": pa.int64()}, pa.bool
           "Check that a scalar subquery yields at most one row per outer row")
 
 
-def check_modulo_operands(ctx, fits):
-    """TRUE everywhere, or an error when an operand of DECIMAL % has more than 18 digits
-    (unscaled): the exact remainder is taken on int64 (kernels.expressions._decimal_modulo)."""
-    if isinstance(fits, pa.Scalar):
-        fits = pa.array([fits.as_py()], pa.bool_())
-    if pc.any(pc.invert(fits)).as_py():
-        raise pa.ArrowInvalid("DECIMAL % supports operands of at most 18 digits (unscaled); "
-                              "an operand is larger")
-    return pa.array(np.ones(len(fits), dtype=bool))
-
-
-_register("pqe_check_modulo_operands", check_modulo_operands, {"fits": pa.bool_()}, pa.bool_(),
-          "Check that the operands of DECIMAL % fit the exact int64 remainder")
-
-
 def check_cast(ctx, texts, failed, type_name):
     """TRUE everywhere, or an error naming the first text that CAST could not convert (the
     same conversion gives NULL under TRY_CAST)."""
