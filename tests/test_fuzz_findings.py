@@ -160,3 +160,15 @@ def test_k17_wide_decimal_modulo_is_exact(ctx):
                          f"({BIG38}, 9999999999999999999999999999.9999999998)"],
                    f"SELECT a % b AS r, a % 1.00 AS s, a % 7 AS u, "
                    f"CAST('{BIG38}' AS DECIMAL(38,10)) % 0.01 AS v FROM t")
+
+
+def test_k10_double_modulo_is_fmod(ctx):
+    """DOUBLE % is C's fmod, as DuckDB computes it (x - y * trunc(x / y) lost the remainder
+    to rounding and gave NaN for x % inf). x % 0 stays NULL (pqe's division-by-zero rule;
+    DuckDB answers NaN), so those rows are left out of the comparison."""
+    same_as_duckdb(ctx, ["CREATE TABLE t(a DOUBLE, b DOUBLE)",
+                         "INSERT INTO t VALUES (-1.5, 0.1), (1e308, 0.1), (0.5, 'Infinity'), "
+                         "('Infinity', 2), (NULL, 1), (1, NULL), ('NaN', 2), (-7, 3), (7, -3), "
+                         "(-0.0, 1), (5e-324, 2), (1e300, 1e-300)"],
+                   "SELECT a % b AS r, a % 2.5 AS s, 7.5 % b AS u FROM t")
+    assert values(ctx, "SELECT a % 0 FROM t WHERE a = -7") == [(None,)]

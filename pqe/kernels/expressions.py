@@ -234,8 +234,7 @@ def _modulo(c: Compiler, e: Call) -> E:
         cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])
         q = _call("divide_checked", [ca, cb])
         return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
-    q = _call("trunc", [_call("divide", [ca, cb])])
-    return _call("subtract", [ca, _call("multiply", [q, cb])])
+    return _call("pqe_fmod", [ca.cast(T.FLOAT64), cb.cast(T.FLOAT64)]).cast(e.dtype)
 
 
 # DECIMAL % is exact on unscaled int64 values of at most this many digits
