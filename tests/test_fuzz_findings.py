@@ -172,3 +172,22 @@ def test_k10_double_modulo_is_fmod(ctx):
                          "(-0.0, 1), (5e-324, 2), (1e300, 1e-300)"],
                    "SELECT a % b AS r, a % 2.5 AS s, 7.5 % b AS u FROM t")
     assert values(ctx, "SELECT a % 0 FROM t WHERE a = -7") == [(None,)]
+
+
+def test_k22_window_float_sums_see_only_their_frame(ctx):
+    """A window SUM/AVG of DOUBLE uses only the values in each frame: an inf or NaN of an
+    earlier window partition or row (inf - inf) no longer poisons later frames, and a large
+    value before a small frame does not cancel its digits; so the answer does not depend on
+    the partition count either."""
+    setup = ["CREATE TABLE t(g INT, o INT, x DOUBLE)",
+             "INSERT INTO t VALUES (1, 1, 'inf'), (1, 2, 1.0), (2, 1, '-inf'), (2, 2, 'inf'), "
+             "(3, 1, 2.0), (3, 2, 'inf'), (4, 1, 1e20), (4, 2, 1.0), (4, 3, 1.0), (5, 1, 'NaN'), "
+             "(5, 2, 3.0), (5, 3, 4.0), (6, 1, NULL), (6, 2, 0.5)"]
+    same_as_duckdb(ctx, setup,
+                   "SELECT g, o, AVG(x) OVER (PARTITION BY g) AS a, SUM(x) OVER (PARTITION BY g "
+                   "ORDER BY o) AS r, SUM(x) OVER (PARTITION BY g ORDER BY o ROWS BETWEEN "
+                   "CURRENT ROW AND 1 FOLLOWING) AS f, SUM(x) OVER (ORDER BY g, o ROWS BETWEEN "
+                   "1 PRECEDING AND CURRENT ROW) AS s FROM t")
+    assert values(ctx, "SELECT f FROM (SELECT g, o, SUM(x) OVER (PARTITION BY g ORDER BY o ROWS "
+                       "BETWEEN CURRENT ROW AND 1 FOLLOWING) AS f FROM t) AS w "
+                       "WHERE g = 4 AND o = 2") == [(2.0,)]   # 1e20 + 2 - 1e20 gave 0
