@@ -18,7 +18,7 @@ from .. import types as T
 from ..errors import BindError, TypeMismatchError
 from . import functions as F
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Literal,
-                   SortKey, and_, conjuncts)
+                   SortKey, SubqueryExpr, and_, conjuncts, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
 
@@ -292,7 +292,7 @@ def scan(table: str, provider, qualifier: str | None = None) -> Scan:
     return Scan(table, provider, fields)
 
 
-def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> Values:
+def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> LogicalPlan:
     if not rows:
         raise BindError("VALUES needs at least one row")
     width = len(rows[0])
@@ -308,9 +308,15 @@ def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> Values:
                 raise TypeMismatchError(f"VALUES column {j + 1} mixes incompatible types")
             t = nxt
         types.append(t)
+    cast_rows = tuple(tuple(cast(r[j], types[j]) for j in range(width)) for r in rows)
+    if any(isinstance(x, SubqueryExpr) for r in cast_rows for e in r for x in walk(e)):
+        # a subquery is planned where a Project holds it (decorrelation), never inside a
+        # Values node's constants: one SELECT per row, UNION ALL
+        one = Values((new_field("dummy", T.INT32, False),), ((Literal(0, T.INT32),),))
+        return union_all([project(one, [(e, names[j]) for j, e in enumerate(r)])
+                          for r in cast_rows])
     fields = tuple(
         new_field(names[j], types[j], any(r[j].nullable for r in rows)) for j in range(width))
-    cast_rows = tuple(tuple(cast(r[j], types[j]) for j in range(width)) for r in rows)
     return Values(fields, cast_rows)
 
 
