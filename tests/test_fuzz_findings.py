@@ -191,3 +191,28 @@ def test_k22_window_float_sums_see_only_their_frame(ctx):
     assert values(ctx, "SELECT f FROM (SELECT g, o, SUM(x) OVER (PARTITION BY g ORDER BY o ROWS "
                        "BETWEEN CURRENT ROW AND 1 FOLLOWING) AS f FROM t) AS w "
                        "WHERE g = 4 AND o = 2") == [(2.0,)]   # 1e20 + 2 - 1e20 gave 0
+
+
+def test_k6_scalar_subquery_in_values(ctx):
+    """A scalar subquery in VALUES (INSERT's or a FROM clause's) is planned like one in a
+    SELECT list (each row a SELECT, UNION ALL), not handed to the expression compiler."""
+    same_as_duckdb(ctx, ["CREATE TABLE t(a DOUBLE, b INT)",
+                         "INSERT INTO t VALUES ((SELECT 1.5), 1), "
+                         "(2, (SELECT COUNT(*) FROM (VALUES (1), (2)) AS w(y)))",
+                         "INSERT INTO t VALUES ((SELECT MAX(a) FROM t), NULL)"],
+                   "SELECT * FROM t")
+    same_as_duckdb(ctx, [], "SELECT * FROM (VALUES ((SELECT 1.5)), (2.5)) AS v(x)")
+
+
+def test_k23_dates_past_year_9999(ctx):
+    """DATE values past 9999-12-31 (legal in Arrow, DuckDB and PostgreSQL) are computed,
+    stored and compared in Arrow; only Python's datetime.date cannot hold them."""
+    got = same_as_duckdb(ctx, ["CREATE TABLE t(d DATE)",
+                               "INSERT INTO t VALUES (DATE '9999-12-31' + 1), (DATE '2000-01-01')",
+                               "UPDATE t SET d = d + 1 WHERE d > DATE '9999-01-01'"],
+                         "SELECT d, CAST(d AS VARCHAR) AS s, d > DATE '9999-12-31' AS g, "
+                         "EXTRACT(YEAR FROM d) AS y FROM t")
+    assert sorted(got.column("s").to_pylist()) == ["10000-01-02", "2000-01-01"]
+    got = same_as_duckdb(ctx, [], "SELECT DATE '9999-12-31' + 1 AS d, "
+                                  "CAST(x AS VARCHAR) AS s FROM (VALUES (DATE '9999-12-31' + 2)) AS v(x)")
+    assert got.column("d").cast(pa.int32()).to_pylist() == [2932897]

@@ -1077,11 +1077,17 @@ def filter_table(table: pa.Table, predicate: E) -> pa.Table:
 _ONE_ROW = pa.table({"__one": pa.array([0], pa.int8())})
 
 
+def evaluate_array(e: Expr) -> pa.Array:
+    """Evaluate an expression without column references to a one-element array of its type."""
+    out = project(_ONE_ROW, [Compiler()(e)], ["v"]).column(0)
+    return out.combine_chunks() if out.num_chunks != 1 else out.chunk(0)
+
+
 def evaluate_constant(e: Expr) -> Literal:
-    """Evaluate an expression without column references to a literal (constant folding)."""
-    out = project(_ONE_ROW, [Compiler()(e)], ["v"])
-    value = out.column(0)[0]
-    return Literal(_py(value), e.dtype)
+    """Evaluate an expression without column references to a literal (constant folding).
+    OverflowError when the value has no Python form (a DATE past year 9999): keep the
+    expression, or use `evaluate_array`."""
+    return Literal(_py(evaluate_array(e)[0]), e.dtype)
 
 
 def _py(s: pa.Scalar):
