@@ -216,3 +216,19 @@ def test_k23_dates_past_year_9999(ctx):
     got = same_as_duckdb(ctx, [], "SELECT DATE '9999-12-31' + 1 AS d, "
                                   "CAST(x AS VARCHAR) AS s FROM (VALUES (DATE '9999-12-31' + 2)) AS v(x)")
     assert got.column("d").cast(pa.int32()).to_pylist() == [2932897]
+
+
+def test_date_plus_interval_is_a_timestamp(ctx):
+    """DATE +/- INTERVAL is a TIMESTAMP (PostgreSQL, DuckDB); DATE +/- integer stays a DATE.
+    Compared with a DATE, a day/month interval shift stays a DATE comparison, so the column is
+    not cast and the filter still reaches the scan."""
+    same_as_duckdb(ctx, ["CREATE TABLE t(d DATE)",
+                         "INSERT INTO t VALUES ('2020-01-31'), ('2020-02-15'), ('2020-03-31'), (NULL)"],
+                   "SELECT d + INTERVAL 1 MONTH AS a, d - INTERVAL '1' MONTH AS b, "
+                   "INTERVAL '2' DAY + d AS c, d + INTERVAL '36' HOUR AS h, d + 3 AS i, "
+                   "d >= DATE '2020-03-01' - INTERVAL '1' MONTH AS g FROM t")
+    same_as_duckdb(ctx, [], "SELECT d FROM (VALUES (DATE '2020-01-01'), (DATE '2020-02-15')) AS "
+                            "v(d) WHERE d < DATE '2020-01-01' + INTERVAL 2 MONTH "
+                            "AND d > DATE '2020-01-01' + INTERVAL '12' HOUR")
+    plan = ctx.sql("SELECT d FROM t WHERE d <= DATE '1998-12-01' - INTERVAL '68' DAY").explain()
+    assert "filters=[(t.d <= DATE '1998-09-24')]" in plan

@@ -157,6 +157,9 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         return null_of(e.dtype)
     months, days, nanos = b.value.months * sign, b.value.days * sign, b.value.nanoseconds * sign
     out = c(a)
+    if pa.types.is_date(a.dtype) and pa.types.is_timestamp(e.dtype):  # date + interval
+        out = out.cast(e.dtype)
+        a = Cast(a, e.dtype)
     if pa.types.is_date(a.dtype):
         if nanos:
             raise UnsupportedError("adding a time interval to a DATE is not supported; cast to TIMESTAMP")

@@ -176,6 +176,22 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
     return e
 
 
+def _date_shift_as_date(e: Expr, other: Expr) -> Expr:
+    """`date +/- interval` (a TIMESTAMP, PostgreSQL) compared with a DATE: when the interval
+    has no time part the timestamp is a midnight, so CAST(... AS DATE) is the same value and
+    the comparison stays between DATEs (`l_shipdate <= DATE '1998-12-01' - INTERVAL '90' DAY`
+    keeps the column uncast: pushed into scans, pruning row groups)."""
+    if not (pa.types.is_date(other.dtype) and isinstance(e, Call) and e.fn in ("add", "subtract")
+            and pa.types.is_timestamp(e.dtype) and e.dtype.tz is None):
+        return e
+    dates = [x for x in e.args if pa.types.is_date(x.dtype)]
+    ivs = [x for x in e.args if T.is_interval(x.dtype)]
+    if len(dates) == 1 and len(ivs) == 1 and isinstance(ivs[0], Literal) and (
+            ivs[0].value is None or ivs[0].value.nanoseconds == 0):
+        return Cast(e, T.DATE)
+    return e
+
+
 def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     """A scalar function call, type-checked, with implicit casts inserted."""
     name = F.canonical(fn)
@@ -192,6 +208,7 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     if name in F.COMPARISONS:
         a, b = args
         args = (_string_literal_to(a, b), _string_literal_to(b, a))
+        args = (_date_shift_as_date(args[0], args[1]), _date_shift_as_date(args[1], args[0]))
         unwrapped = _unwrap_literal_comparison(*args)
         if unwrapped is not None:
             args = unwrapped
