@@ -712,8 +712,8 @@ class MemoryTable(TableProvider):
                     cs.min, cs.max = mm["min"].as_py(), mm["max"].as_py()
                 if t.num_rows <= self.EXACT_NDV_ROWS:
                     cs.distinct_count = pc.count_distinct(col, mode="only_valid").as_py()
-            except (pa.ArrowException, TypeError, ValueError):
-                pass  # statistics only steer plans
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                pass  # statistics only steer plans (a DATE past 9999 has no Python form)
             cols[f.name] = cs
         return TableStats(t.num_rows, t.nbytes, cols)
 

@@ -99,7 +99,7 @@ KNOWN = HERE / "fuzz_known_findings.json"
 BASELINE = HERE / "fuzz_baseline.json"
 # generator -> cases in CI; features steered around (each a known finding, see KNOWN)
 CI_CASES = {"select": 250, "values": 150, "dml": 80, "params": 120}
-CI_DISABLED = {"params": ("params_bind_order",)}   # K1: pqe binds ? breadth-first
+CI_DISABLED: dict[str, tuple[str, ...]] = {}
 
 
 @pytest.fixture(scope="module", params=list(CI_CASES))
@@ -160,16 +160,21 @@ def test_known_findings_are_documented():
         assert k.reason and (k.match or k.cases or k.oracle != "*"), k.id
 
 
-def test_params_bind_order_finding_still_reproduces():
-    """K1, steered around in the CI run above, is still what pqe does: when pqe binds `?` in
-    text order this fails; then remove K1 and CI_DISABLED["params"]."""
+def test_params_bind_in_text_order():
+    """Regression test for K1: `?` placeholders bind in the order they appear in the text,
+    whatever their depth in the parse tree (they were bound breadth-first)."""
     import pqe
 
     cur = pqe.connect().cursor()
     cur.execute("SELECT lower(?) AS a, ? AS b", ("X", "y"))
-    if cur.fetchall() == [("x", "y")]:
-        pytest.fail("K1 is fixed: remove it from fuzz_known_findings.json and CI_DISABLED")
-    assert any(k.id == "K1" for k in load_known(KNOWN))
+    assert cur.fetchall() == [("x", "y")]
+    cur.execute("SELECT CASE WHEN ? THEN upper(?) ELSE ? END, ? + (SELECT ? * 2)",
+                (True, "a", "b", 1, 20))
+    assert cur.fetchall() == [("A", 41)]
+    cur.execute("SELECT x FROM (VALUES (1), (2), (3)) AS v(x) WHERE x > abs(?) AND x < ? "
+                "ORDER BY x", (-1, 3))
+    assert cur.fetchall() == [(2,)]
+    assert not any(k.id == "K1" for k in load_known(KNOWN))
 
 
 # ---- the generators' building blocks --------------------------------------------------------
@@ -180,7 +185,7 @@ def test_parameterize_and_breadth_first_order():
     rng = random.Random(1)
     sql, params = parameterize("SELECT LOWER('A') AS o0, 5 AS o1 FROM t ORDER BY 1", rng, p=1.0)
     assert sql == "SELECT LOWER(?) AS o0, ? AS o1 FROM t ORDER BY 1" and params == ["A", 5]
-    assert breadth_first_order(sql, params) == [5, "A"]       # pqe binds the shallow ? first
+    assert breadth_first_order(sql, params) == [5, "A"]       # the shallow ? first
     assert breadth_first_order("SELECT ? + ?, LOWER(?)", [1, 2, "x"]) is None
     assert unmark(mark(sql, params), params) == (sql, params)
     # ORDER BY ordinals, LIMIT and IS TRUE keep their literals

@@ -21,6 +21,7 @@ import pqe
 from pqe.kernels import aggregate as agg
 from pqe.kernels import decimals
 from pqe.physical.plan import AggSpec
+from pqe.testing import oracle
 from tests.helpers import assert_same
 
 D = decimal.Decimal
@@ -128,7 +129,7 @@ def ctx(request):
 
 def _check(ctx, duck, sql: str, types: list[pa.DataType] | None = None, ordered: bool = False):
     got = ctx.sql(sql).to_arrow()
-    want = duck.sql(sql).to_arrow_table()
+    want = oracle.query(duck, sql)   # DuckDB's type names: a HUGEINT is not a DECIMAL(38,0)
     assert_same(got, want, ordered=ordered, rel=1e-12)
     if types is not None:
         assert [f.type for f in got.schema] == types, got.schema
@@ -292,8 +293,13 @@ def test_bigint_arithmetic_overflow_raises(ctx, sql):
 
 
 def test_integer_kernels_at_the_limits(ctx, duck):
-    _check(ctx, duck, "SELECT id, v % -1 AS m, floor(v) AS f, ceil(v) AS c, sign(v) AS g "
+    _check(ctx, duck, "SELECT id, v % -1 AS m, sign(v) AS g "
            "FROM big WHERE v IS NOT NULL ORDER BY id", ordered=True)
+    # FLOOR/CEIL of an integer is the integer itself, an exact BIGINT in pqe (DuckDB 2.0 and
+    # PostgreSQL answer a DOUBLE, which rounds values past 2^53)
+    got = ctx.sql("SELECT v, floor(v) AS f, ceil(v) AS c FROM big WHERE v IS NOT NULL").to_arrow()
+    assert got.schema.field("f").type == got.schema.field("c").type == pa.int64()
+    assert got.column("f").to_pylist() == got.column("c").to_pylist() == got.column("v").to_pylist()
 
 
 def test_date_arithmetic_does_not_wrap():

@@ -253,9 +253,11 @@ class Int64DecimalCompiler(Compiler):
         if isinstance(e, Literal) and T.is_decimal(t):
             if e.value is None:
                 return null_of(T.INT64)
-            v = decimal.Decimal(e.value).scaleb(t.scale)
+            v = decimal.Decimal(e.value).scaleb(t.scale, context=decimal.Context(prec=80))
             if v != v.to_integral_value():
                 raise NotFast("literal has more digits than its scale")
+            if not -(2 ** 63) <= int(v) < 2 ** 63:
+                raise NotFast("literal's unscaled value does not fit int64")
             return scalar(int(v), T.INT64)
         if isinstance(e, Cast):
             if T.is_decimal(e.arg.dtype) or T.is_decimal(t):

@@ -157,6 +157,9 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         return null_of(e.dtype)
     months, days, nanos = b.value.months * sign, b.value.days * sign, b.value.nanoseconds * sign
     out = c(a)
+    if pa.types.is_date(a.dtype) and pa.types.is_timestamp(e.dtype):  # date + interval
+        out = out.cast(e.dtype)
+        a = Cast(a, e.dtype)
     if pa.types.is_date(a.dtype):
         if nanos:
             raise UnsupportedError("adding a time interval to a DATE is not supported; cast to TIMESTAMP")
@@ -234,8 +237,7 @@ def _modulo(c: Compiler, e: Call) -> E:
         cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])
         q = _call("divide_checked", [ca, cb])
         return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
-    q = _call("trunc", [_call("divide", [ca, cb])])
-    return _call("subtract", [ca, _call("multiply", [q, cb])])
+    return _call("pqe_fmod", [ca.cast(T.FLOAT64), cb.cast(T.FLOAT64)]).cast(e.dtype)
 
 
 # DECIMAL % is exact on unscaled int64 values of at most this many digits
@@ -246,25 +248,54 @@ def _decimal_modulo(a: E, b: E, t: pa.DataType) -> E:
     """a % b for operands of the DECIMAL type t (the resolver casts both to it), exactly: the
     remainder of their unscaled integers, truncated toward zero so it has the dividend's sign
     (PostgreSQL); % 0 is NULL like integer % 0 (float64 answered 3.33 for 33.30 % 3.33).
-    Unscaled values must have at most 18 digits to fit int64: always so when t does, else
-    checked at run time, failing the query rather than giving a rounded answer."""
-    if t.scale > _MODULO_DIGITS:
-        raise UnsupportedError(
-            f"% on {T.type_name(t)}: at most {_MODULO_DIGITS} decimals are supported")
-    check = None
+    Up to 18 digits on unscaled int64; wider types with decimal256 kernels (`_wide_modulo`)."""
     if t.precision > _MODULO_DIGITS:
-        bound = scalar(decimal.Decimal(10 ** _MODULO_DIGITS).scaleb(-t.scale), t)
-        fits = [_call("less", [_call("abs", [x]), bound]) for x in (a, b)]
-        check = _call("pqe_check_modulo_operands", [_call("and_kleene", fits)])
-        # values that do not fit fail the check; 0 keeps them from failing the casts first
-        narrow = pa.decimal128(_MODULO_DIGITS, t.scale)
-        zero = scalar(decimal.Decimal(0), t)
-        a, b = (_call("if_else", [f, x, zero]).cast(narrow)
-                for f, x in zip(fits, (a, b), strict=True))
+        return _wide_modulo(a, b, t)
     ua, ub = _unscaled(a, t.scale), _zero_to_null(_unscaled(b, t.scale), T.INT64)
     rem = _call("subtract", [ua, _call("multiply", [_call("divide", [ua, ub]), ub])])
-    out = _from_unscaled(rem, t)
-    return out if check is None else _call("if_else", [check, out, null_of(t)])
+    return _from_unscaled(rem, t)
+
+
+def _wide_modulo(a: E, b: E, t: pa.DataType) -> E:
+    """a % b = a - b * trunc(a / b) for DECIMAL(p, s) operands of more than 18 digits, exact,
+    on decimal256. Arrow sizes a quotient a / b as p1 + max(4, p2 + 1) digits with
+    max(4, p2 + 1) decimals (76 at most: p1 + p2 <= 75), truncated there, which never crosses
+    an integer (a quotient's fraction is a multiple of 1 / unscaled b, b < 10^p2); and a
+    product as p1 + p2 + 1 digits. At p = 38 the divisors below 10^37 units are one branch
+    (as DECIMAL(37, s)); the others have quotients of -9..9, counted by comparisons."""
+    p, s = t.precision, t.scale
+    unit = decimal.Decimal(1).scaleb(-s, context=decimal.Context(prec=80))
+    wide = pa.decimal256(p, s)
+    x, y = a.cast(wide), b.cast(wide)
+    zero = scalar(decimal.Decimal(0), wide)
+    is_zero = _call("equal", [y, zero])
+    y = _call("if_else", [is_zero, scalar(unit, wide), y])   # % 0 is NULL (below)
+
+    def remainder(divisor: E, dtype: pa.DataType) -> E:
+        d = divisor.cast(dtype)
+        q = _call("round", [_call("divide", [x, d])], pc.RoundOptions(0, "towards_zero"))
+        q = q.cast(pa.decimal256(p, 0))                      # |q| <= unscaled |a| < 10^p
+        return _call("multiply", [d, q]).cast(wide)          # |b * q| <= |a|
+
+    if p < T.MAX_DECIMAL_PRECISION:
+        prod = remainder(y, wide)
+    else:
+        narrow = pa.decimal256(p - 1, s)
+        small = _call("less", [_call("abs", [y]), scalar(decimal.Decimal(10 ** (p - 1)) * unit, wide)])
+        prod_small = remainder(_call("if_else", [small, y, scalar(unit, wide)]), narrow)
+        # |b| >= 10^37 units: |q| = |a / b| < 10, the number of k in 1..9 with k|b| <= |a|
+        ax, ay = _call("abs", [x]), _call("abs", [y])
+        count = None
+        for k in range(1, 10):
+            ge = _call("greater_equal", [ax, _call("multiply", [ay, scalar(decimal.Decimal(k), pa.decimal256(1, 0))])])
+            ge = ge.cast(T.INT64)
+            count = ge if count is None else _call("add", [count, ge])
+        same_sign = _call("equal", [_call("less", [x, zero]), _call("less", [y, zero])])
+        q = _call("if_else", [same_sign, count, _call("negate", [count])])
+        prod_big = _call("multiply", [y, q.cast(pa.decimal256(19, 0))]).cast(wide)
+        prod = _call("if_else", [small, prod_small, prod_big])
+    rem = _call("subtract", [x, prod]).cast(t)
+    return _call("if_else", [is_zero, null_of(t), rem])
 
 
 def _unscaled(x: E, scale: int) -> E:
@@ -687,7 +718,33 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
+    if T.is_integer(src) and T.is_floating(dst):
+        # rounds to the nearest DOUBLE (SQL); Arrow's safe cast refuses integers past 2^53
+        return x.cast(dst, safe=False)
+    if T.is_decimal(src) and T.is_text(dst):
+        return _decimal_text(x, src)
     return x.cast(dst)
+
+
+def _decimal_text(x: E, t: pa.DataType) -> E:
+    """DECIMAL as text in plain digits with every decimal of its scale ('-0.0000000001',
+    '0.0000000000'), as PostgreSQL and DuckDB write it. Arrow writes a value below 1e-6 in
+    scientific notation ('-1E-10', '0E-10'), but never one of at least 1: such values are
+    written as |x| + 1 with the leading 1 turned into 0, and the sign put back."""
+    if t.scale == 0:
+        return x.cast(T.TEXT)
+    wide = _decimal_type(t.precision + 1, t.scale)
+    a = _call("abs", [x.cast(wide)])
+    one = scalar(decimal.Decimal(1), pa.decimal128(1, 0))
+    shifted = _call("add", [a, one]).cast(wide).cast(T.TEXT)   # '1.0000000001'
+    small = _call("replace_substring_regex", [shifted],
+                  pc.ReplaceSubstringOptions(r"^1", "0", max_replacements=1))
+    negative = _call("less", [x, scalar(decimal.Decimal(0), t)])
+    small = _call("if_else", [negative, _call("binary_join_element_wise",
+                                               [scalar("-", T.TEXT), small, scalar("", T.TEXT)]),
+                              small])
+    below_one = _call("less", [a, one.cast(wide)])
+    return _call("if_else", [below_one, small, x.cast(T.TEXT)])
 
 
 def _zoned_text(x: E, t: pa.DataType) -> E:
@@ -846,6 +903,8 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
+    if T.is_decimal(src) and T.is_text(dst):
+        return _decimal_text(x, src)
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
         return utc(x, src).cast(dst, safe=False)
     return x.cast(dst, safe=False)
@@ -1021,11 +1080,17 @@ def filter_table(table: pa.Table, predicate: E) -> pa.Table:
 _ONE_ROW = pa.table({"__one": pa.array([0], pa.int8())})
 
 
+def evaluate_array(e: Expr) -> pa.Array:
+    """Evaluate an expression without column references to a one-element array of its type."""
+    out = project(_ONE_ROW, [Compiler()(e)], ["v"]).column(0)
+    return out.combine_chunks() if out.num_chunks != 1 else out.chunk(0)
+
+
 def evaluate_constant(e: Expr) -> Literal:
-    """Evaluate an expression without column references to a literal (constant folding)."""
-    out = project(_ONE_ROW, [Compiler()(e)], ["v"])
-    value = out.column(0)[0]
-    return Literal(_py(value), e.dtype)
+    """Evaluate an expression without column references to a literal (constant folding).
+    OverflowError when the value has no Python form (a DATE past year 9999): keep the
+    expression, or use `evaluate_array`."""
+    return Literal(_py(evaluate_array(e)[0]), e.dtype)
 
 
 def _py(s: pa.Scalar):

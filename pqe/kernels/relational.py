@@ -129,17 +129,18 @@ def single_row(table: pa.Table) -> pa.Table:
 
 
 def values(rows, fields) -> pa.Table:
-    from .expressions import evaluate_constant
+    """The rows of a VALUES list (literals, or constant expressions evaluated in Arrow, whose
+    values may have no Python form: a DATE past year 9999)."""
+    from .expressions import evaluate_array
     from ..plan.expr import Literal
 
     cols = []
     for j, f in enumerate(fields):
-        vals = []
-        for r in rows:
-            e = r[j]
-            if not isinstance(e, Literal):
-                e = evaluate_constant(e)
-            vals.append(e.value)
         t = f.dtype if not T.is_null(f.dtype) else pa.null()
-        cols.append(pa.array(vals, type=t))
+        if all(isinstance(r[j], Literal) for r in rows):
+            cols.append(pa.array([r[j].value for r in rows], type=t))
+            continue
+        cols.append(pa.concat_arrays([
+            pa.array([r[j].value], type=t) if isinstance(r[j], Literal)
+            else evaluate_array(r[j]).cast(t) for r in rows]))
     return pa.Table.from_arrays(cols, names=[f.id for f in fields])

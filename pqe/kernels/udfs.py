@@ -146,19 +146,26 @@ _register("pqe_assert_single_row", assert_single_row, {"n": pa.int64()}, pa.bool
           "Check that a scalar subquery yields at most one row per outer row")
 
 
-def check_modulo_operands(ctx, fits):
-    """TRUE everywhere, or an error when an operand of DECIMAL % has more than 18 digits
-    (unscaled): the exact remainder is taken on int64 (kernels.expressions._decimal_modulo)."""
-    if isinstance(fits, pa.Scalar):
-        fits = pa.array([fits.as_py()], pa.bool_())
-    if pc.any(pc.invert(fits)).as_py():
-        raise pa.ArrowInvalid("DECIMAL % supports operands of at most 18 digits (unscaled); "
-                              "an operand is larger")
-    return pa.array(np.ones(len(fits), dtype=bool))
+def fmod(ctx, x, y):
+    """DOUBLE % DOUBLE as C's fmod (PostgreSQL, DuckDB): the exact remainder with the dividend's
+    sign; x % inf is x, inf % y is NaN. (x - y * trunc(x / y) loses the remainder to rounding
+    and gives NaN for x % inf.) Division by zero is handled by the caller."""
+    n = max(1 if isinstance(v, pa.Scalar) else len(v) for v in (x, y))
+    xs, vx = _to_numpy(x, "float64")
+    ys, vy = _to_numpy(y, "float64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.fmod(np.broadcast_to(xs, (n,)), np.broadcast_to(ys, (n,)))
+    mask = None
+    for v in (vx, vy):
+        if v is not None:
+            v = v.to_numpy(zero_copy_only=False) if isinstance(v, pa.Array) else np.asarray(v)
+            valid = np.broadcast_to(v, (n,))
+            mask = ~valid if mask is None else mask | ~valid
+    return pa.array(out, pa.float64(), mask=mask)
 
 
-_register("pqe_check_modulo_operands", check_modulo_operands, {"fits": pa.bool_()}, pa.bool_(),
-          "Check that the operands of DECIMAL % fit the exact int64 remainder")
+_register("pqe_fmod", fmod, {"x": pa.float64(), "y": pa.float64()}, pa.float64(),
+          "The floating-point remainder of x / y with the sign of x (C fmod)")
 
 
 def check_cast(ctx, texts, failed, type_name):

@@ -95,6 +95,43 @@ def _prefix(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _range_sums(values: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> np.ndarray:
+    """Float sums of values[fs:fe) for every row, from only the values inside each frame:
+    prefix-sum differences would let an inf or NaN before a frame (or in an earlier window
+    partition) poison it (inf - inf), and cancel a small frame's digits against a large
+    prefix. Each range is cut into aligned power-of-two blocks (at most two per level),
+    whose sums are pairwise sums of the values; one pass per level, over all rows at once."""
+    n = len(values)
+    fs = np.asarray(fs, dtype=np.int64)
+    fe = np.asarray(fe, dtype=np.int64)
+    total = np.zeros(len(fs), dtype=np.float64)
+    if n == 0:
+        return total
+    levels = [values.astype(np.float64)]
+    while len(levels[-1]) > 1:
+        prev = levels[-1]
+        if len(prev) % 2:
+            prev = np.append(prev, 0.0)
+        levels.append(prev[0::2] + prev[1::2])
+    pos = np.minimum(fs, fe)
+    blocked = np.zeros(len(fs), dtype=bool)     # ascending: a block that did not fit
+    for k, level in enumerate(levels):           # rise to aligned blocks
+        size = 1 << k
+        take = ~blocked & ((pos >> k) & 1 == 1) & (pos + size <= fe)
+        blocked |= ((pos >> k) & 1 == 1) & (pos + size > fe)
+        idx = np.where(take, pos >> k, 0)
+        total += np.where(take, level[np.minimum(idx, len(level) - 1)], 0.0)
+        pos = np.where(take, pos + size, pos)
+    for k in range(len(levels) - 1, -1, -1):     # then fill the rest from the largest
+        size = 1 << k
+        level = levels[k]
+        take = pos + size <= fe
+        idx = np.where(take, pos >> k, 0)
+        total += np.where(take, level[np.minimum(idx, len(level) - 1)], 0.0)
+        pos = np.where(take, pos + size, pos)
+    return total
+
+
 def _sparse_min(ranks: np.ndarray, fs: np.ndarray, fe: np.ndarray, fn) -> np.ndarray:
     """Range-minimum (or maximum) of ranks over [fs, fe) for every row; ranges must be
     non-empty. Sparse table: O(n log n)."""
@@ -260,7 +297,7 @@ def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
                  len(str(whole)))
     wide = pa.decimal128 if digits + 1 <= T.MAX_DECIMAL_PRECISION else pa.decimal256
     values = pc.cast(values, wide(digits, scale))
-    shift = pa.scalar(decimal.Decimal(whole).scaleb(-scale), wide(digits, scale))
+    shift = pa.scalar(decimal.Decimal(whole).scaleb(-scale, context=decimal.Context(prec=80)), wide(digits, scale))
     targets = (pc.subtract if backward else pc.add)(values, shift)
     both = pa.concat_arrays([pc.cast(values, targets.type), targets])
     ranks = pc.rank(both, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense")
@@ -404,8 +441,8 @@ def _frame_aggregate(col, spec: WindowSpec, fs, fe) -> pa.Array:
         return _exact_frame_sum(col, spec, fs, fe, cnt)
     if fn in ("sum", "avg"):
         vals = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
-        ps = _prefix(vals)
-        total = ps[fe] - ps[fs]
+        with np.errstate(invalid="ignore", over="ignore"):   # inf - inf is NaN, as in SQL
+            total = _range_sums(vals, fs, fe)
         if fn == "avg":
             total = total / np.maximum(cnt, 1)
         return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.float64()))

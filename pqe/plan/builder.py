@@ -18,7 +18,7 @@ from .. import types as T
 from ..errors import BindError, TypeMismatchError
 from . import functions as F
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Literal,
-                   SortKey, and_, conjuncts)
+                   SortKey, SubqueryExpr, and_, conjuncts, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
 
@@ -120,6 +120,9 @@ def _nullable(fdef: F.FunctionDef, args: Sequence[Expr]) -> bool:
     return any(a.nullable for a in args)
 
 
+_WIDE = decimal.Context(prec=80, traps=[decimal.InvalidOperation])
+
+
 def literal_as(value_expr: Literal, dtype: pa.DataType) -> Literal | None:
     """The literal in `dtype` when that represents its value exactly (else None), so a
     comparison can cast the literal instead of every value of a column."""
@@ -136,7 +139,10 @@ def literal_as(value_expr: Literal, dtype: pa.DataType) -> Literal | None:
         return literal_as(Literal(int(v), T.INT64), dtype)
     if T.is_decimal(dtype) and isinstance(v, (int, decimal.Decimal)):
         d = decimal.Decimal(v)
-        q = d.quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+        try:  # 38 digits and a scale: beyond the default context's 28
+            q = d.quantize(decimal.Decimal(1).scaleb(-dtype.scale), context=_WIDE)
+        except decimal.InvalidOperation:  # more digits than even _WIDE holds
+            return None
         if q != d or len(q.as_tuple().digits) > dtype.precision:
             return None
         return Literal(q, dtype)
@@ -170,6 +176,22 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
     return e
 
 
+def _date_shift_as_date(e: Expr, other: Expr) -> Expr:
+    """`date +/- interval` (a TIMESTAMP, PostgreSQL) compared with a DATE: when the interval
+    has no time part the timestamp is a midnight, so CAST(... AS DATE) is the same value and
+    the comparison stays between DATEs (`l_shipdate <= DATE '1998-12-01' - INTERVAL '90' DAY`
+    keeps the column uncast: pushed into scans, pruning row groups)."""
+    if not (pa.types.is_date(other.dtype) and isinstance(e, Call) and e.fn in ("add", "subtract")
+            and pa.types.is_timestamp(e.dtype) and e.dtype.tz is None):
+        return e
+    dates = [x for x in e.args if pa.types.is_date(x.dtype)]
+    ivs = [x for x in e.args if T.is_interval(x.dtype)]
+    if len(dates) == 1 and len(ivs) == 1 and isinstance(ivs[0], Literal) and (
+            ivs[0].value is None or ivs[0].value.nanoseconds == 0):
+        return Cast(e, T.DATE)
+    return e
+
+
 def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     """A scalar function call, type-checked, with implicit casts inserted."""
     name = F.canonical(fn)
@@ -186,6 +208,7 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
     if name in F.COMPARISONS:
         a, b = args
         args = (_string_literal_to(a, b), _string_literal_to(b, a))
+        args = (_date_shift_as_date(args[0], args[1]), _date_shift_as_date(args[1], args[0]))
         unwrapped = _unwrap_literal_comparison(*args)
         if unwrapped is not None:
             args = unwrapped
@@ -286,7 +309,7 @@ def scan(table: str, provider, qualifier: str | None = None) -> Scan:
     return Scan(table, provider, fields)
 
 
-def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> Values:
+def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> LogicalPlan:
     if not rows:
         raise BindError("VALUES needs at least one row")
     width = len(rows[0])
@@ -302,9 +325,15 @@ def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> Values:
                 raise TypeMismatchError(f"VALUES column {j + 1} mixes incompatible types")
             t = nxt
         types.append(t)
+    cast_rows = tuple(tuple(cast(r[j], types[j]) for j in range(width)) for r in rows)
+    if any(isinstance(x, SubqueryExpr) for r in cast_rows for e in r for x in walk(e)):
+        # a subquery is planned where a Project holds it (decorrelation), never inside a
+        # Values node's constants: one SELECT per row, UNION ALL
+        one = Values((new_field("dummy", T.INT32, False),), ((Literal(0, T.INT32),),))
+        return union_all([project(one, [(e, names[j]) for j, e in enumerate(r)])
+                          for r in cast_rows])
     fields = tuple(
         new_field(names[j], types[j], any(r[j].nullable for r in rows)) for j in range(width))
-    cast_rows = tuple(tuple(cast(r[j], types[j]) for j in range(width)) for r in rows)
     return Values(fields, cast_rows)
 
 

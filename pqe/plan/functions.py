@@ -80,10 +80,11 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
     a, b = ts
     # date +/- integer days, date +/- interval, date - date
     if fn in ("add", "subtract"):
+        # date +/- interval is a TIMESTAMP (PostgreSQL), date +/- integer a DATE
         if T.is_temporal(a) and (T.is_interval(b) or T.is_integer(b)):
-            return (None, None), a
+            return (None, None), T.TIMESTAMP if pa.types.is_date(a) and T.is_interval(b) else a
         if fn == "add" and T.is_temporal(b) and (T.is_interval(a) or T.is_integer(a)):
-            return (None, None), b
+            return (None, None), T.TIMESTAMP if pa.types.is_date(b) and T.is_interval(a) else b
         if fn == "subtract" and pa.types.is_date(a) and pa.types.is_date(b):
             return (None, None), T.INT64
         if T.is_interval(a) and T.is_interval(b):
@@ -99,8 +100,9 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
         return (T.FLOAT64, T.FLOAT64), out
     if fn == "modulo":
         return (out, out), out
-    # decimal add/subtract/multiply: operands keep their own (decimal) types
-    return (T.as_decimal(a), T.as_decimal(b)), out
+    # decimal add/subtract/multiply: operands keep their own (decimal) types; an untyped
+    # NULL takes the other operand's (as in T.arithmetic_type)
+    return (T.as_decimal(b if T.is_null(a) else a), T.as_decimal(a if T.is_null(b) else b)), out
 
 
 def _negate(fn, ts):

@@ -197,8 +197,11 @@ def _constant_rows(plan: LogicalPlan) -> pa.Table | None:
         if not all(isinstance(x, Literal) for x in items):
             from ..kernels.expressions import evaluate_constant
 
-            items = [x if isinstance(x, Literal) else _constant(evaluate_constant, x, f)
-                     for x in items]
+            try:
+                items = [x if isinstance(x, Literal) else _constant(evaluate_constant, x, f)
+                         for x in items]
+            except OverflowError:  # a value with no Python form (DATE past 9999): in Arrow
+                return None
         try:
             columns.append(pa.array([x.value for x in items], type=f.dtype))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:

@@ -184,6 +184,9 @@ def parameter_literal(value: Any) -> exp.Expression:
             if len(str(abs(value))) > 38:
                 raise SQLSyntaxError(f"parameter {value} does not fit DECIMAL(38, 0)")
             return exp.cast(exp.Literal.string(str(value)), "DECIMAL(38, 0)")
+        if value == -(1 << 63):
+            # the literal would be -(9223372036854775808), a DECIMAL: the value is a BIGINT
+            return exp.cast(exp.Literal.string(str(value)), "BIGINT")
         return exp.Literal.number(value)
     if isinstance(value, float):
         text = repr(value) if math.isfinite(value) else ("nan" if math.isnan(value) else

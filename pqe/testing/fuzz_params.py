@@ -14,8 +14,9 @@ and through DuckDB with the same parameters and compares the results. Three form
            SET and WHERE; the table is compared after each statement.
 
 The feature "params_bind_order" (on by default) allows statements whose placeholders sit at
-different depths out of text order; disabled, only statements pqe binds in text order anyway
-are generated (pqe binds `?` in breadth-first tree order: known finding K1).
+different depths out of text order; disabled, only statements whose breadth-first tree order
+is their text order are generated. pqe once bound `?` breadth-first (finding K1, fixed): a
+failure that goes away with the parameters in that order is reported as 'bind_order'.
 
 Parameter values come from the edge pools too: multi-byte text, quotes and SQL-looking text,
 integers at the int64 limits, NaN/inf/-0.0, 38-digit decimals, NULL.
