@@ -39,7 +39,18 @@ def _set_args(node: exp.Expression) -> dict:
 def statement_word(ast: exp.Expression) -> str:
     """What the user wrote first, for refusals that name it ("SUMMARIZE statements ...")."""
     if isinstance(ast, exp.Command):
-        return str(ast.this).upper()
+        word = str(ast.this).upper()
+        if word in ("CREATE", "DROP", "ALTER") and ast.expression is not None:
+            # name the object kind too: CREATE MACRO, CREATE OR REPLACE FUNCTION, DROP SECRET
+            rest = str(ast.expression.name if isinstance(ast.expression, exp.Literal)
+                       else ast.expression).split()
+            kind = []
+            for w in rest:
+                kind.append(w.upper())
+                if w.upper() not in ("OR", "REPLACE", "TEMP", "TEMPORARY", "IF", "NOT", "EXISTS"):
+                    break
+            word = " ".join([word, *kind])
+        return word
     node = ast
     while True:
         if isinstance(node, exp.Identifier):
@@ -97,6 +108,10 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         if table is not None:
             catalog.lookup(*name_of(table))
         return S.NoOp("CREATE INDEX")
+    if kind and kind not in ("TABLE", "VIEW"):
+        # CREATE FUNCTION / MACRO / SCHEMA / SEQUENCE / TYPE ...: UDFs are registered from
+        # Python (Context.register_udf), never created by SQL text
+        raise UnsupportedError(f"CREATE {kind} statements are not supported")
     properties = stmt.args.get("properties")
     temporary = False
     if properties is not None:
@@ -512,7 +527,7 @@ def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
 
 def _drop(stmt: exp.Drop) -> S.Drop:
     kind = (stmt.args.get("kind") or "TABLE").upper()
-    if kind not in ("TABLE", "VIEW"):
+    if kind and kind not in ("TABLE", "VIEW"):
         raise UnsupportedError(f"DROP {kind} is not supported")
     refuse_unknown_args(stmt, {"kind", "this", "tables", "exists"}, f"DROP {kind}")
     targets = stmt.args.get("tables") or [stmt.this]
