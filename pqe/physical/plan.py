@@ -68,11 +68,23 @@ class WindowSpec:
     args: tuple[str, ...]
     out: str
     dtype: object
-    mode: str = "range"  # frame mode: "rows" | "range"
+    mode: str = "range"  # frame mode: "rows" | "range" | "groups"
     start: Bound = Bound("unbounded_preceding")
     end: Bound = Bound("current")
     has_order: bool = False
     consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
+    exclude: str = "no_others"  # frame EXCLUDE: "current_row" | "group" | "ties"
+    ignore_nulls: bool = False  # IGNORE NULLS (value functions and lag/lead)
+
+    def describe(self, names) -> str:
+        text = f"{self.fn}({_cols(self.args, names)})"
+        if self.ignore_nulls:
+            text += " IGNORE NULLS"
+        if self.mode == "groups":
+            text += " [GROUPS]"
+        if self.exclude != "no_others":
+            text += f" [EXCLUDE {self.exclude.replace('_', ' ').upper()}]"
+        return text
 
 
 # Dense (perfect-hash) joins: a broadcast build side whose unique integer key spans at most
@@ -419,7 +431,7 @@ class WindowExec(PhysicalPlan):
         return (self.input,)
 
     def describe(self, names):
-        parts = ", ".join(f"{s.fn}({_cols(s.args, names)})" for s in self.specs)
+        parts = ", ".join(s.describe(names) for s in self.specs)
         out = f"Window: {parts}"
         if self.partition:
             out += f" partitionBy=[{_cols(self.partition, names)}]"

@@ -458,7 +458,9 @@ class PhysicalPlanner:
                     start = Bound(frame.start.kind, frame.start.offset)
                     end = Bound(frame.end.kind, frame.end.offset)
                 specs.append(WindowSpec(call.fn, args, f.id, f.dtype, mode, start, end,
-                                        bool(oby), tuple(call.consts)))
+                                        bool(oby), tuple(call.consts),
+                                        frame.exclude if frame is not None else "no_others",
+                                        call.ignore_nulls))
             if extra:
                 current = self._project_columns(current, extra)
             if pids:

@@ -102,8 +102,12 @@ def format_expr(e: Expr) -> str:
                         "unbounded_following": "UNBOUNDED FOLLOWING"}.get(
                     x.kind, f"{x.offset} {x.kind.upper()}")
             over.append(f"{e.frame.mode.upper()} BETWEEN {b(e.frame.start)} AND {b(e.frame.end)}")
+            if e.frame.exclude != "no_others":
+                over.append("EXCLUDE " + e.frame.exclude.replace("_", " ").upper())
         name = "count" if e.fn == "count_star" else e.fn
-        return f"{name}({args or ('*' if e.fn == 'count_star' else '')}) OVER ({' '.join(over)})"
+        nulls = " IGNORE NULLS" if e.ignore_nulls else ""
+        return (f"{name}({args or ('*' if e.fn == 'count_star' else '')}){nulls} "
+                f"OVER ({' '.join(over)})")
     if isinstance(e, SubqueryExpr):
         if e.kind == "exists":
             return ("NOT " if e.negated else "") + "EXISTS(<subquery>)"

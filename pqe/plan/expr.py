@@ -227,9 +227,10 @@ class FrameBound:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    mode: str  # "rows" | "range"
+    mode: str  # "rows" | "range" | "groups"
     start: FrameBound
     end: FrameBound
+    exclude: str = "no_others"  # | "current_row" | "group" | "ties"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +247,7 @@ class WindowCall(Expr):
     frame: Frame | None
     dtype: pa.DataType
     consts: tuple = ()
+    ignore_nulls: bool = False  # first/last/nth_value, lag/lead: skip NULL values
 
     def children(self) -> tuple[Expr, ...]:
         return self.args + self.partition_by + tuple(k.expr for k in self.order_by)

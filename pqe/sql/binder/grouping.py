@@ -60,7 +60,7 @@ def find_aggs(node: exp.Expression) -> list[exp.Expression]:
             # the window's own function is not a GROUP BY aggregate, but its arguments,
             # PARTITION BY and ORDER BY may hold some: rank() OVER (ORDER BY sum(x))
             func = n.this
-            if isinstance(func, exp.Filter):
+            while isinstance(func, (exp.Filter, exp.IgnoreNulls, exp.RespectNulls)):
                 func = func.this
             kids = list(func.iter_expressions()) if isinstance(func, exp.Expression) else []
             kids += list(n.args.get("partition_by") or [])
