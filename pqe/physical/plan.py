@@ -640,13 +640,13 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
                 return
             shared[id(p)] = len(shared) + 1
             mark = f" shared #{shared[id(p)]}"
-        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]{mark}"
+        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
         if stats is not None and id(p) in stats:
             entry = stats[id(p)]
             rows, seconds, tasks = entry
             line += f" rows={rows} time={seconds:.3f}s"
             line += partition_detail(getattr(entry, "partitions", None))
-        lines.append(line)
+        lines.append(line + mark)
         for c in p.children():
             rec(c, depth + 1)
 

@@ -195,11 +195,11 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
             n = decimal.Decimal(value.this)
             if n < 0:
                 raise BindError("window frame offsets must not be negative")
-            if n == int(n):
-                return FrameBound(kind, checked_int(int(n), "window frame offset"))
-            if mode != "range":
+            if mode == "range":  # any size: the kernel compares key +/- offset exactly
+                return FrameBound(kind, int(n) if n == int(n) else n)
+            if n != int(n):
                 raise BindError(f"{mode.upper()} frame offsets must be integers, not {n}")
-            return FrameBound(kind, n)
+            return FrameBound(kind, checked_int(int(n), "window frame offset"))
         if isinstance(value, exp.Interval) and isinstance(value.this, exp.Literal):
             # RANGE over a DATE or TIMESTAMP key: the offset is a datetime.timedelta
             if mode != "range":
