@@ -42,13 +42,16 @@ SINGLE = Dist("single")
 
 @dataclass(frozen=True)
 class AggSpec:
-    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*))."""
+    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*)). A
+    user-defined aggregate (`udf`) may take more arguments: columns `arg`, then `more`."""
 
     fn: str
     arg: str | None
     out: str
     dtype: object  # pa.DataType of the final value
     arg_dtype: object = None
+    more: tuple[str, ...] = ()
+    udf: object = None  # pqe.plan.udf.AggregateUDF
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,19 @@ def parameter_literal(value: Any) -> exp.Expression:
                          f"bool, int, float, Decimal, str, date or datetime)")
 
 
+def builtin_call(name: str) -> str | None:
+    """What SQL parses `name(x)` as, when that is not a plain call of a function named
+    `name` (a keyword or a built-in sqlglot knows): a user function cannot take that name."""
+    try:
+        (stmt,) = sqlglot.parse(f"SELECT {name}(x, y)", read=DIALECT)
+    except (ParseError, ValueError, TokenError):
+        return "a SQL keyword"
+    call = stmt.expressions[0] if isinstance(stmt, exp.Select) and stmt.expressions else None
+    if isinstance(call, exp.Anonymous) and call.name.lower() == name.lower():
+        return None
+    return type(call).__name__.upper() if call is not None else "a SQL keyword"
+
+
 def parse(sql: str) -> list[exp.Expression]:
     """Parse one or more `;`-separated statements."""
     if not isinstance(sql, str):

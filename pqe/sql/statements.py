@@ -19,7 +19,9 @@ from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
 from ..plan.logical import LogicalPlan
+from ..plan.udf import AggregateUDF
 from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
+from .binder.grouping import USER_AGGREGATES
 from .parser import PQEDialect, ParsedStatement
 
 
@@ -53,7 +55,12 @@ def statement_word(ast: exp.Expression) -> str:
 
 
 def bind_statement(parsed: ParsedStatement, catalog: CatalogSnapshot, sql: str) -> S.Statement:
-    stmt = _bind(parsed.ast, catalog, sql)
+    names = frozenset(n for n, f in catalog.functions().items() if isinstance(f, AggregateUDF))
+    token = USER_AGGREGATES.set(names)
+    try:
+        stmt = _bind(parsed.ast, catalog, sql)
+    finally:
+        USER_AGGREGATES.reset(token)
     if parsed.explain is not None:
         return S.Explain(stmt, parsed.explain == "analyze")
     return stmt
