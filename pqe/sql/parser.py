@@ -217,14 +217,20 @@ def parameter_literal(value: Any) -> exp.Expression:
 def builtin_call(name: str) -> str | None:
     """What SQL parses `name(x)` as, when that is not a plain call of a function named
     `name` (a keyword or a built-in sqlglot knows): a user function cannot take that name."""
+    for args in ("x", "x, y", "x, y, z"):  # a known function may refuse some counts
+        try:
+            (stmt,) = sqlglot.parse(f"SELECT {name}({args})", read=DIALECT)
+        except (ParseError, ValueError, TokenError):
+            continue
+        call = stmt.expressions[0] if isinstance(stmt, exp.Select) and stmt.expressions else None
+        if isinstance(call, exp.Anonymous) and call.name.lower() == name.lower():
+            continue
+        return type(call).__name__.upper() if call is not None else "a SQL keyword"
     try:
-        (stmt,) = sqlglot.parse(f"SELECT {name}(x, y)", read=DIALECT)
+        (stmt,) = sqlglot.parse(f"SELECT {name}(x)", read=DIALECT)
     except (ParseError, ValueError, TokenError):
         return "a SQL keyword"
-    call = stmt.expressions[0] if isinstance(stmt, exp.Select) and stmt.expressions else None
-    if isinstance(call, exp.Anonymous) and call.name.lower() == name.lower():
-        return None
-    return type(call).__name__.upper() if call is not None else "a SQL keyword"
+    return None
 
 
 def parse(sql: str) -> list[exp.Expression]:

@@ -96,6 +96,9 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
 
 def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement:
     kind = (stmt.args.get("kind") or "").upper()
+    if kind in ("FUNCTION", "MACRO", "AGGREGATE", "PROCEDURE"):
+        raise UnsupportedError(f"CREATE {kind} is not supported: register Python functions "
+                               f"with Context.register_udf / register_udaf")
     if kind == "INDEX":
         # an index never changes an answer; pqe scans and hashes instead
         refuse_unknown_args(stmt, {"kind", "this", "unique", "exists"}, "CREATE INDEX")

@@ -235,6 +235,9 @@ class GroupingMixin:
             arg_nodes = list(node.expressions)
             udf = self.catalog.function(name)
             if isinstance(udf, AggregateUDF):
+                if any(isinstance(a, exp.Distinct) for a in arg_nodes):
+                    raise UnsupportedError(f"DISTINCT is not supported for the user-defined "
+                                           f"aggregate {name}")
                 for a in arg_nodes:
                     if not window and find_aggs(a):
                         raise AggregateMisuseError(
