@@ -12,7 +12,7 @@ import pyarrow as pa
 from .access import policy_from
 from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
-from .expressions import UserFunction
+from .expressions import UDF
 from .errors import CatalogError, Error
 from .extras import require
 from .execution.scheduler import Executor
@@ -115,7 +115,7 @@ class Context:
         self._session.register(name, PlanTable(df.logical_plan()))
 
     def register_udf(self, name: str, fn: Callable, arg_types: Sequence[str | pa.DataType],
-                     return_type: str | pa.DataType) -> UserFunction:
+                     return_type: str | pa.DataType) -> UDF:
         """A Python scalar function SQL can call as `name(...)` in this Context, vectorized:
         `fn(*arrays)` gets one pyarrow array per argument (a batch of rows, NULLs
         included; arguments are cast to `arg_types`, SQL or Arrow type names) and returns a
@@ -128,12 +128,12 @@ class Context:
 
         udf = scalar_udf(check_name(name, builtin_call), fn, arg_types, return_type)
         self._session.register_function(udf)
-        return UserFunction(udf)
+        return UDF(udf)
 
     def register_udaf(self, name: str, update: Callable, merge: Callable,
                       arg_types: Sequence[str | pa.DataType], return_type: str | pa.DataType,
                       *, state_type: str | pa.DataType | None = None,
-                      finalize: Callable | None = None, skip_nulls: bool = True) -> UserFunction:
+                      finalize: Callable | None = None, skip_nulls: bool = True) -> UDF:
         """A Python aggregate SQL can call as `name(...)`, computed in two phases like SUM:
         `update(*arrays)` gets the argument values of ONE group in one partition (rows with
         a NULL argument left out unless `skip_nulls=False`) and returns that group's state
@@ -148,14 +148,14 @@ class Context:
         udf = aggregate_udf(check_name(name, builtin_call), update, merge, arg_types,
                             return_type, state_type, finalize, skip_nulls)
         self._session.register_function(udf)
-        return UserFunction(udf)
+        return UDF(udf)
 
-    def udf(self, name: str) -> UserFunction:
+    def udf(self, name: str) -> UDF:
         """The handle of a registered user function, for the DataFrame API."""
         udf = self._session.catalog.function(name)
         if udf is None:
             raise CatalogError(f"function {name!r} is not registered")
-        return UserFunction(udf)
+        return UDF(udf)
 
     def functions(self) -> list[str]:
         """The names of the registered user-defined functions, sorted."""

@@ -506,7 +506,7 @@ def nth_value(expr: str | Expr, n: int) -> Expr:
     return _window_fn("nth_value", to_expr(expr), lit(n))
 
 
-class UserFunction:
+class UDF:
     """A registered user-defined function (Context.register_udf / register_udaf): calling it
     makes an expression, `f(col("a"), 1)` (a string is a column name, other values are
     literals), as SQL's `f(a, 1)` does."""
@@ -550,6 +550,6 @@ def to_expr(value: str | Expr) -> Expr:
 WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile",
                     "lag", "lead", "first_value", "last_value", "nth_value")
 
-__all__ = ["Expr", "UserFunction", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
+__all__ = ["Expr", "UDF", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
            "Literal", "AggCall", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
            "ntile", "lag", "lead", "first_value", "last_value", "nth_value"]

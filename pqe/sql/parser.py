@@ -30,6 +30,11 @@ class PQEDialect(Dialect):
 
     NULL_ORDERING = "nulls_are_large"
 
+    class Tokenizer(Tokenizer):
+        # SUMMARIZE t / SUMMARIZE SELECT ... (DuckDB's): sqlglot's parser knows the
+        # statement once the word is its keyword
+        KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE}
+
     class Parser(parser.Parser):
         # `?` remembers where it stands in the text: parameters bind in textual order, not in
         # the order a tree walk meets them (`VALUES (lower(?), ?)`)

@@ -83,6 +83,10 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
         return _describe(ast, catalog, sql)
     if isinstance(ast, exp.Copy):
         return _copy(ast, catalog, sql)
+    if isinstance(ast, exp.Summarize):
+        from .summarize import summarize
+
+        return summarize(ast, catalog, sql)
     if isinstance(ast, exp.Command) and ast.this.upper() == "SHOW":
         what = ast.expression.name.strip().upper() if ast.expression is not None else ""
         if what == "TABLES":
