@@ -87,6 +87,10 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
         from .summarize import summarize
 
         return summarize(ast, catalog, sql)
+    if isinstance(ast, exp.Command) and ast.this.upper() == "CREATE" \
+            and str(ast.expression or "").upper().split(None, 1)[:1] == ["MACRO"]:
+        raise UnsupportedError("CREATE MACRO is not supported: register Python functions "
+                               "with Context.register_udf / register_udaf")
     if isinstance(ast, exp.Command) and ast.this.upper() == "SHOW":
         what = ast.expression.name.strip().upper() if ast.expression is not None else ""
         if what == "TABLES":
