@@ -381,7 +381,7 @@ def test_decimal_arguments_reach_the_function_as_declared(threads_ctx):
 
     def scale(a):
         seen.append(a.type)
-        return pc.multiply(a, pa.scalar(decimal.Decimal("2"), pa.decimal128(1, 0)))
+        return pc.multiply(a, pa.scalar(decimal.Decimal(2), pa.decimal128(1, 0)))
 
     ctx.register_arrow("money", pa.table({"m": pa.array([decimal.Decimal("1.25"), None],
                                                          pa.decimal128(10, 2))}))

@@ -2,8 +2,9 @@
 step that turns the one-row aggregate of every column's statistics into one row per column.
 
 HyperLogLog (Flajolet et al., with linear counting for small cardinalities, as DuckDB's
-approx_unique): 2^12 one-byte registers, about 1.6% standard error, exact in practice below
-a few hundred distinct values. A partition's sketch is built with numpy from pqe's value
+approx_unique): 2^12 one-byte registers, about 1.6% standard error; up to 512 distinct
+values a sketch holds their 64-bit hashes instead (HyperLogLog++'s sparse form), so small
+counts are exact. A partition's sketch is built with numpy from pqe's value
 hashes (kernels.hashing: equal values hash equally in every process), sketches merge by
 register-wise maximum, so the estimate does not depend on how rows are partitioned.
 """
@@ -21,28 +22,60 @@ _P = 12
 _M = 1 << _P
 _REST = 64 - _P
 _SALT = np.uint64(0x2545F4914F6CDD1D)  # decorrelates the sketch from partitioning's hash bits
+_SPARSE = 512  # up to this many distinct values a sketch lists their hashes (exact count)
 
 
-def hll_update(values: pa.Array) -> bytes:
-    """The sketch of some values (NULLs already left out)."""
-    regs = np.zeros(_M, np.uint8)
-    if len(values):
-        with np.errstate(over="ignore"):
-            h = fmix(hash_column(values) ^ _SALT)
+def _hashes(values: pa.Array) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return fmix(hash_column(values) ^ _SALT)
+
+
+def _dense(h: np.ndarray, regs: np.ndarray | None = None) -> np.ndarray:
+    """Registers updated with hashes `h`: the top bits pick a register, which keeps the
+    largest position of the first 1 bit in the rest."""
+    regs = np.zeros(_M, np.uint8) if regs is None else regs
+    if len(h):
         idx = (h >> np.uint64(_REST)).astype(np.int64)
         rest = (h & np.uint64((1 << _REST) - 1)).astype(np.float64)  # 52 bits: exact
         rank = np.full(len(h), _REST + 1, np.uint8)
         nz = rest > 0
         rank[nz] = (_REST - np.floor(np.log2(rest[nz]))).astype(np.uint8)
         np.maximum.at(regs, idx, rank)
-    return regs.tobytes()
+    return regs
+
+
+def _pack(h: np.ndarray) -> bytes:
+    """A sketch: the distinct hashes themselves while there are few (exact counts, as
+    HyperLogLog++'s sparse form), registers past that."""
+    h = np.unique(h)
+    if len(h) <= _SPARSE:
+        return b"S" + h.astype("<u8").tobytes()
+    return b"D" + _dense(h).tobytes()
+
+
+def _unpack(state: bytes) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if state[:1] == b"S":
+        return np.frombuffer(state, "<u8", offset=1).astype(np.uint64), None
+    return None, np.frombuffer(state, np.uint8, offset=1).copy()
+
+
+def hll_update(values: pa.Array) -> bytes:
+    """The sketch of some values (NULLs already left out)."""
+    return _pack(_hashes(values))
 
 
 def hll_merge(states: pa.Array) -> bytes:
-    regs = np.zeros(_M, np.uint8)
+    sparse, regs = [], None
     for s in states.drop_null().to_pylist():
-        np.maximum(regs, np.frombuffer(s, np.uint8), out=regs)
-    return regs.tobytes()
+        h, r = _unpack(s)
+        if h is not None:
+            sparse.append(h)
+        else:
+            regs = r if regs is None else np.maximum(regs, r, out=regs)
+    h = np.unique(np.concatenate(sparse)) if sparse else np.zeros(0, np.uint64)
+    if regs is None:
+        return _pack(h)
+    return b"D" + _dense(h, regs).tobytes()
 
 
 def hll_finalize(states: pa.Array) -> pa.Array:
@@ -52,7 +85,10 @@ def hll_finalize(states: pa.Array) -> pa.Array:
         if s is None:
             out.append(None)
             continue
-        regs = np.frombuffer(s, np.uint8)
+        h, regs = _unpack(s)
+        if h is not None:
+            out.append(len(h))
+            continue
         est = alpha * _M * _M / float(np.sum(np.ldexp(1.0, -regs.astype(np.int64))))
         zeros = int(np.count_nonzero(regs == 0))
         if est <= 2.5 * _M and zeros:
