@@ -390,3 +390,25 @@ def test_decimal_arguments_reach_the_function_as_declared(threads_ctx):
     got = ctx.sql("SELECT dbl_money(m) + m AS v FROM money").to_arrow()
     assert got.column("v").to_pylist() == [decimal.Decimal("3.75"), None]
     assert seen and all(t == pa.decimal128(10, 2) for t in seen)
+
+
+def test_decimal_arguments_of_a_user_aggregate_stay_decimal(threads_ctx):
+    """A decimal column summed by SUM and also read by a user aggregate (as its first or a
+    later argument) reaches the aggregate as decimal128, not as the unscaled int64 the
+    engine sums internally."""
+    ctx = threads_ctx
+    values = pa.array([decimal.Decimal(v) for v in ("1.25", "2.50", "3.00", "0.75", "1.00")],
+                      pa.decimal128(10, 2))
+    money = pa.table({"g": [1, 1, 2, 2, 2], "m": values, "n": values})
+    ctx.register_arrow("money2", money)
+
+    def first_type(a, b):
+        assert a.type == b.type == pa.decimal128(10, 2), (a.type, b.type)
+        return pc.sum(b).as_py()
+
+    ctx.register_udaf("dec_sum", first_type, lambda s: sum(s.to_pylist(), decimal.Decimal(0)),
+                      ["DECIMAL(10,2)", "DECIMAL(10,2)"], "DECIMAL(38,2)")
+    got = ctx.sql("SELECT g, sum(m) AS a, dec_sum(n, m) AS b FROM money2 GROUP BY g "
+                  "ORDER BY g").to_arrow().to_pylist()
+    assert got == [{"g": 1, "a": decimal.Decimal("3.75"), "b": decimal.Decimal("3.75")},
+                   {"g": 2, "a": decimal.Decimal("4.75"), "b": decimal.Decimal("4.75")}]

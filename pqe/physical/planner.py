@@ -611,7 +611,8 @@ def _int64_sums(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> tuple[
         return ()
     summed = {s.arg for s in aggs if s.fn in ("sum", "avg") and s.arg is not None
               and T.is_decimal(s.arg_dtype)}
-    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group)
+    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group) \
+        | {c for s in aggs for c in s.more}  # a user aggregate's later arguments
     return tuple(sorted(summed - other))
 
 
