@@ -41,7 +41,18 @@ def _set_args(node: exp.Expression) -> dict:
 def statement_word(ast: exp.Expression) -> str:
     """What the user wrote first, for refusals that name it ("SUMMARIZE statements ...")."""
     if isinstance(ast, exp.Command):
-        return str(ast.this).upper()
+        word = str(ast.this).upper()
+        if word in ("CREATE", "DROP", "ALTER") and ast.expression is not None:
+            # name the object kind too: CREATE MACRO, CREATE OR REPLACE FUNCTION, DROP SECRET
+            rest = str(ast.expression.name if isinstance(ast.expression, exp.Literal)
+                       else ast.expression).split()
+            kind = []
+            for w in rest:
+                kind.append(w.upper())
+                if w.upper() not in ("OR", "REPLACE", "TEMP", "TEMPORARY", "IF", "NOT", "EXISTS"):
+                    break
+            word = " ".join([word, *kind])
+        return word
     node = ast
     while True:
         if isinstance(node, exp.Identifier):
@@ -87,16 +98,18 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
         from .summarize import summarize
 
         return summarize(ast, catalog, sql)
-    if isinstance(ast, exp.Command) and ast.this.upper() == "CREATE" \
-            and str(ast.expression or "").upper().split(None, 1)[:1] == ["MACRO"]:
-        raise UnsupportedError("CREATE MACRO is not supported: register Python functions "
-                               "with Context.register_udf / register_udaf")
     if isinstance(ast, exp.Command) and ast.this.upper() == "SHOW":
         what = ast.expression.name.strip().upper() if ast.expression is not None else ""
         if what == "TABLES":
             return S.ShowTables()
         raise UnsupportedError(f"SHOW {what} is not supported")
-    raise UnsupportedError(f"{statement_word(ast)} statements are not supported")
+    word = statement_word(ast)
+    hint = ": register Python functions with Context.register_udf / register_udaf" \
+        if word.startswith("CREATE") and word.split()[-1] in _FUNCTION_KINDS else ""
+    raise UnsupportedError(f"{word} statements are not supported{hint}")
+
+
+_FUNCTION_KINDS = ("FUNCTION", "MACRO", "AGGREGATE", "PROCEDURE")
 
 
 # ---- CREATE ----------------------------------------------------------------------------------
@@ -104,9 +117,9 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
 
 def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement:
     kind = (stmt.args.get("kind") or "").upper()
-    if kind in ("FUNCTION", "MACRO", "AGGREGATE", "PROCEDURE"):
-        raise UnsupportedError(f"CREATE {kind} is not supported: register Python functions "
-                               f"with Context.register_udf / register_udaf")
+    if kind in _FUNCTION_KINDS:
+        raise UnsupportedError(f"CREATE {kind} statements are not supported: register Python "
+                               f"functions with Context.register_udf / register_udaf")
     if kind == "INDEX":
         # an index never changes an answer; pqe scans and hashes instead
         refuse_unknown_args(stmt, {"kind", "this", "unique", "exists"}, "CREATE INDEX")
@@ -115,6 +128,10 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         if table is not None:
             catalog.lookup(*name_of(table))
         return S.NoOp("CREATE INDEX")
+    if kind and kind not in ("TABLE", "VIEW"):
+        # CREATE FUNCTION / MACRO / SCHEMA / SEQUENCE / TYPE ...: UDFs are registered from
+        # Python (Context.register_udf), never created by SQL text
+        raise UnsupportedError(f"CREATE {kind} statements are not supported")
     properties = stmt.args.get("properties")
     temporary = False
     if properties is not None:
@@ -530,7 +547,7 @@ def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
 
 def _drop(stmt: exp.Drop) -> S.Drop:
     kind = (stmt.args.get("kind") or "TABLE").upper()
-    if kind not in ("TABLE", "VIEW"):
+    if kind and kind not in ("TABLE", "VIEW"):
         raise UnsupportedError(f"DROP {kind} is not supported")
     refuse_unknown_args(stmt, {"kind", "this", "tables", "exists"}, f"DROP {kind}")
     targets = stmt.args.get("tables") or [stmt.this]
