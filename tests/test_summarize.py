@@ -26,8 +26,8 @@ DATA = pa.table({
     "b": pa.array([None if r % 3 == 0 else r % 2 == 0 for r in range(N)], pa.bool_()),
     "empty": pa.array([None] * N, pa.int64()),
 })
-COLUMNS = ["column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "count",
-           "null_percentage"]
+COLUMNS = ["column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "q25",
+           "q50", "q75", "count", "null_percentage"]
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,13 @@ def _rows(table: pa.Table) -> dict[str, dict]:
     return {r["column_name"]: r for r in table.to_pylist()}
 
 
+def _number(text: str) -> float:
+    """A statistic's text as a number (dates as day numbers)."""
+    if len(text) == 10 and text[4] == "-":
+        return datetime.date.fromisoformat(text).toordinal()
+    return float(text)
+
+
 def _float(text):
     return None if text is None else float(text)
 
@@ -57,7 +64,7 @@ def _check_against_duckdb(got: pa.Table, want: pa.Table, exact_distinct: dict[st
     assert got.column_names == COLUMNS
     assert [got.schema.field(c).type for c in COLUMNS] == [
         pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.string(),
-        pa.string(), pa.int64(), pa.decimal128(9, 2)]
+        pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.decimal128(9, 2)]
     g, w = _rows(got), _rows(want)
     assert list(g) == list(w)  # one row per column, in the columns' order
     for name, row in g.items():
@@ -72,6 +79,15 @@ def _check_against_duckdb(got: pa.Table, want: pa.Table, exact_distinct: dict[st
                     assert row[key] is None, (name, key)
                 else:
                     assert _float(row[key]) == pytest.approx(_float(ref[key]), rel=rel), name
+        # approximate quantiles (DuckDB's interpolate, pqe's take a value): within 1% of the
+        # column's range, in the column's type
+        for key in ("q25", "q50", "q75"):
+            if ref[key] is None:
+                assert row[key] is None, (name, key)
+                continue
+            span = _number(ref["max"]) - _number(ref["min"])
+            assert abs(_number(row[key]) - _number(ref[key])) <= 0.01 * span + 1, (name, key)
+            assert ("." in row[key]) == ("." in ref[key]), (name, key, row[key], ref[key])
         # approximate, as DuckDB's: within 5% of the exact count (exact when small)
         exact = exact_distinct[name]
         if exact <= 512:
@@ -168,3 +184,22 @@ def test_approx_unique_does_not_depend_on_partitioning():
             answers.add(row["approx_unique"])
     assert len(answers) == 1
     assert abs(answers.pop() - 50_000) <= 0.04 * 50_000
+
+
+def test_quantiles_are_exact_for_small_inputs_and_close_for_large_ones():
+    """Up to 2,048 values per sketch the quantiles are values of the column at exactly 25%,
+    50% and 75% of the rows; past that, within a fraction of a percent of the range."""
+    small = pa.table({"v": pa.array(list(range(100, 0, -1)), pa.int64()),
+                      "day": pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=r)
+                                       for r in range(100)], pa.date32())})
+    large = pa.table({"x": pa.array([(r * 7919) % 100_000 / 10 for r in range(100_000)])})
+    with pqe.Context(partitions=4) as ctx:
+        ctx.register_arrow("small", small)
+        ctx.register_arrow("large", large)
+        rows = _rows(ctx.sql("SUMMARIZE small").to_arrow())
+        assert [rows["v"][q] for q in ("q25", "q50", "q75")] == ["25", "50", "75"]
+        assert [rows["day"][q] for q in ("q25", "q50", "q75")] == [
+            "2024-01-25", "2024-02-19", "2024-03-15"]
+        (row,) = ctx.sql("SUMMARIZE large").to_arrow().to_pylist()
+        for q, want in (("q25", 2500.0), ("q50", 5000.0), ("q75", 7500.0)):
+            assert abs(float(row[q]) - want) <= 0.005 * 10_000, (q, row[q])

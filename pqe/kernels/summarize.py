@@ -11,6 +11,7 @@ register-wise maximum, so the estimate does not depend on how rows are partition
 
 from __future__ import annotations
 
+import datetime
 import decimal
 
 import numpy as np
@@ -97,12 +98,102 @@ def hll_finalize(states: pa.Array) -> pa.Array:
     return pa.array(out, pa.int64())
 
 
+# ---- quantiles -------------------------------------------------------------------------------
+
+_K = 2048  # points a quantile sketch keeps; up to this many values it is exact
+
+
+def _compress(v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted points sorted by value, at most _K of them: past that, the values at _K
+    evenly spaced cumulative weights, each carrying an equal share of the total."""
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    if len(v) <= _K:
+        return v, w
+    cum = np.cumsum(w)
+    total = cum[-1]
+    idx = np.searchsorted(cum, (np.arange(_K) + 0.5) * (total / _K), side="left")
+    return v[np.minimum(idx, len(v) - 1)], np.full(_K, total / _K)
+
+
+def _encode(v: np.ndarray, w: np.ndarray) -> bytes:
+    return v.astype("<f8").tobytes() + w.astype("<f8").tobytes()
+
+
+def _decode(state: bytes) -> tuple[np.ndarray, np.ndarray]:
+    both = np.frombuffer(state, "<f8")
+    n = len(both) // 2
+    return both[:n], both[n:]
+
+
+def _as_numbers(values: pa.Array) -> np.ndarray:
+    t = values.type
+    if pa.types.is_date(t):
+        values = values.cast(pa.int32())
+    x = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return x[~np.isnan(x)]
+
+
+def quantile_update(values: pa.Array) -> bytes:
+    """A quantile sketch of some values (NULLs already left out; NaN too)."""
+    x = _as_numbers(values)
+    return _encode(*_compress(x, np.ones(len(x))))
+
+
+def quantile_merge(states: pa.Array) -> bytes:
+    parts = [_decode(s) for s in states.drop_null().to_pylist()]
+    if not parts:
+        return _encode(np.zeros(0), np.zeros(0))
+    return _encode(*_compress(np.concatenate([v for v, _ in parts]),
+                              np.concatenate([w for _, w in parts])))
+
+
+class QuantileText:
+    """finalize: each sketch's 25th, 50th and 75th percentiles (the first value whose
+    cumulative weight reaches q of the total: exact for up to _K values), written as the
+    column's type writes them, tab-separated for the pivot."""
+
+    QS = (0.25, 0.5, 0.75)
+
+    def __init__(self, kind: str, scale: int = 0):
+        self.kind = kind
+        self.scale = scale
+
+    def __repr__(self) -> str:
+        return f"QuantileText({self.kind!r}, {self.scale})"
+
+    def _text(self, x: float) -> str:
+        if self.kind == "integer":
+            return str(round(x))
+        if self.kind == "decimal":
+            q = decimal.Decimal(1).scaleb(-self.scale)
+            return str(decimal.Decimal(x).quantize(q, rounding=decimal.ROUND_HALF_UP))
+        if self.kind == "date":
+            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=round(x))).isoformat()
+        return repr(float(x))
+
+    def __call__(self, states: pa.Array) -> pa.Array:
+        out = []
+        for s in states.to_pylist():
+            v, w = _decode(s) if s is not None else (np.zeros(0), np.zeros(0))
+            if not len(v):
+                out.append(None)
+                continue
+            cum = np.cumsum(w)
+            idx = np.searchsorted(cum, np.array(self.QS) * cum[-1], side="left")
+            out.append("\t".join(self._text(v[min(i, len(v) - 1)]) for i in idx))
+        return pa.array(out, pa.string())
+
+
 class Pivot:
     """The one-row table of per-column statistics -> one row per column, DuckDB's SUMMARIZE
-    shape (without its quantiles). `columns` holds, per summarized column, its name, SQL
-    type, and the input columns of its min, max, approx_unique, avg, std and count (None
-    where the statistic does not apply to the type); `rows` is the input column of
-    count(*)."""
+    shape. `columns` holds, per summarized column, its name, SQL type, and the input columns
+    of its min, max, approx_unique, avg, std, quantiles and count (None where the statistic
+    does not apply to the type); `rows` is the input column of count(*)."""
+
+    TYPES = (pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.string(),
+             pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(),
+             pa.decimal128(9, 2))
 
     def __init__(self, columns: tuple, rows: str, out_names: tuple[str, ...]):
         self.columns = columns
@@ -116,15 +207,15 @@ class Pivot:
         row = t.slice(0, 1).to_pylist()[0] if t.num_rows else {}
         total = row.get(self.rows) or 0
         out: dict[str, list] = {n: [] for n in self.out_names}
-        for name, type_name, lo, hi, uniq, avg, std, count in self.columns:
+        for name, type_name, lo, hi, uniq, avg, std, quant, count in self.columns:
+            qs = row.get(quant) if quant is not None else None
             values = [name, type_name, *(row.get(c) if c is not None else None
-                                         for c in (lo, hi, uniq, avg, std)), total,
+                                         for c in (lo, hi, uniq, avg, std)),
+                      *(qs.split("\t") if qs is not None else (None, None, None)), total,
                       _null_percentage(total, row.get(count))]
             for n, v in zip(self.out_names, values, strict=True):
                 out[n].append(v)
-        types = [pa.string(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.string(),
-                 pa.string(), pa.int64(), pa.decimal128(9, 2)]
-        return pa.table({n: pa.array(out[n], ty) for n, ty in zip(self.out_names, types,
+        return pa.table({n: pa.array(out[n], ty) for n, ty in zip(self.out_names, self.TYPES,
                                                                    strict=True)})
 
 

@@ -1,11 +1,12 @@
 """SUMMARIZE t / SUMMARIZE SELECT ... / SUMMARIZE 'file.parquet': DuckDB's per-column
-statistics (column_name, column_type, min, max, approx_unique, avg, std, count,
-null_percentage; DuckDB's quantiles q25/q50/q75 are not computed).
+statistics (column_name, column_type, min, max, approx_unique, avg, std, q25, q50, q75,
+count, null_percentage).
 
 One query: a single ungrouped aggregate computes every statistic of every column in one
 parallel pass over the source (partial states per partition, then one final step; the
-distinct counts are HyperLogLog sketches, kernels.summarize, not one DISTINCT pre-aggregation
-per column), then a Python step turns its one row into one row per column. It is an ordinary
+distinct counts are HyperLogLog sketches and the quantiles mergeable weighted-point
+sketches, kernels.summarize, not one DISTINCT pre-aggregation or sort per column), then a
+Python step turns its one row into one row per column. It is an ordinary
 query plan: SUMMARIZE returns a lazy DataFrame and EXPLAIN SUMMARIZE shows the plan.
 """
 
@@ -26,10 +27,10 @@ from ..plan.logical import MapBatches, UserFunction
 from ..plan.udf import AggregateUDF
 from .binder import Binder, refuse_unknown_args
 
-OUT = ("column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "count",
-       "null_percentage")
-_OUT_TYPES = (T.TEXT, T.TEXT, T.TEXT, T.TEXT, T.INT64, T.TEXT, T.TEXT, T.INT64,
-              T.decimal(9, 2))
+OUT = ("column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "q25", "q50",
+       "q75", "count", "null_percentage")
+_OUT_TYPES = (T.TEXT, T.TEXT, T.TEXT, T.TEXT, T.INT64, T.TEXT, T.TEXT, T.TEXT, T.TEXT, T.TEXT,
+              T.INT64, T.decimal(9, 2))
 
 
 def _ordered(t: pa.DataType) -> bool:
@@ -47,6 +48,23 @@ def _approx_unique(t: pa.DataType) -> AggregateUDF:
     parts = (K.hll_update, K.hll_merge, K.hll_finalize, (t,), T.INT64, T.BINARY, True)
     return AggregateUDF("approx_unique", K.hll_update, K.hll_merge, K.hll_finalize, (t,),
                         T.INT64, T.BINARY, True, _token("approx_unique", *parts))
+
+
+def _quantiles(t: pa.DataType) -> AggregateUDF:
+    """q25, q50 and q75 over values of type `t` (numbers, dates): a mergeable sketch of
+    weighted points per partition, as text for the pivot."""
+    from ..plan.udf import _token
+
+    kind = ("integer" if T.is_integer(t) else "decimal" if T.is_decimal(t)
+            else "date" if pa.types.is_date(t) else "float")
+    final = K.QuantileText(kind, t.scale if T.is_decimal(t) else 0)
+    parts = (K.quantile_update, K.quantile_merge, final, (t,), T.TEXT, T.BINARY, True)
+    return AggregateUDF("quantiles", K.quantile_update, K.quantile_merge, final, (t,),
+                        T.TEXT, T.BINARY, True, _token("quantiles", *parts))
+
+
+def _quantiled(t: pa.DataType) -> bool:
+    return T.is_numeric(t) or pa.types.is_date(t)
 
 
 def summarize(stmt: exp.Summarize, catalog: CatalogSnapshot, sql: str) -> S.Query:
@@ -67,6 +85,7 @@ def summarize(stmt: exp.Summarize, catalog: CatalogSnapshot, sql: str) -> S.Quer
                 ("uniq", _hashable, lambda r: B.user_aggregate(_approx_unique(r.dtype), [r])),
                 ("avg", T.is_numeric, lambda r: B.aggregate_call("avg", [r])),
                 ("std", T.is_numeric, lambda r: B.aggregate_call("stddev_samp", [r])),
+                ("quant", _quantiled, lambda r: B.user_aggregate(_quantiles(r.dtype), [r])),
                 ("count", lambda t: True, lambda r: B.aggregate_call("count", [r]))):
             if ok(f.dtype):
                 names.append(f"{stat}_{i}")
