@@ -138,6 +138,14 @@ def test_errors_name_the_function_and_partition_on_the_cluster(cluster_ctx):
     assert "partition" in msg
 
 
+def test_summarize_on_the_cluster_equals_threads(cluster_ctx, threads_ctx):
+    """SUMMARIZE's sketches (user aggregates inside pqe) and its pivot run on the workers;
+    below 512 distinct / 2,048 values they are exact, so the answers are equal."""
+    got = cluster_ctx.sql("SUMMARIZE t").to_arrow()
+    assert got.equals(threads_ctx.sql("SUMMARIZE t").to_arrow())
+    assert got.num_rows == DATA.num_columns
+
+
 # ---- threads only ------------------------------------------------------------------------------
 
 

@@ -107,7 +107,9 @@ def _type(t: str | pa.DataType, what: str) -> pa.DataType:
     return out
 
 
-def _token(name: str, *parts: object) -> str:
+def content_token(name: str, *parts: object) -> str:
+    """A hash of a function's name, code and signature (cloudpickled): its identity in task
+    keys and the name of its Arrow kernel; refuses code that does not pickle."""
     import cloudpickle
 
     try:
@@ -128,7 +130,7 @@ def scalar_udf(name: str, fn: Callable, arg_types: Sequence[str | pa.DataType],
         raise CatalogError(f"function {name} needs at least one argument (Arrow calls a "
                            f"function without arguments once, not per batch)")
     ret = _type(return_type, f"function {name}")
-    return ScalarUDF(name, fn, args, ret, _token(name, fn, args, ret))
+    return ScalarUDF(name, fn, args, ret, content_token(name, fn, args, ret))
 
 
 def aggregate_udf(name: str, update: Callable, merge: Callable, arg_types, return_type,
@@ -145,7 +147,7 @@ def aggregate_udf(name: str, update: Callable, merge: Callable, arg_types, retur
     if finalize is None and state != ret:
         raise CatalogError(f"aggregate {name}: its state is {T.type_name(state)} but it "
                            f"returns {T.type_name(ret)}: give a finalize function")
-    token = _token(name, update, merge, finalize, args, ret, state, bool(skip_nulls))
+    token = content_token(name, update, merge, finalize, args, ret, state, bool(skip_nulls))
     return AggregateUDF(name, update, merge, finalize, args, ret, state, bool(skip_nulls), token)
 
 

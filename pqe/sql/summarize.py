@@ -24,7 +24,7 @@ from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import AggCall, ColumnRef, Expr
 from ..plan.logical import MapBatches, UserFunction
-from ..plan.udf import AggregateUDF
+from ..plan.udf import AggregateUDF, content_token
 from .binder import Binder, refuse_unknown_args
 
 OUT = ("column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "q25", "q50",
@@ -43,24 +43,20 @@ def _hashable(t: pa.DataType) -> bool:
 
 def _approx_unique(t: pa.DataType) -> AggregateUDF:
     """approx_unique over values of type `t`: a HyperLogLog sketch per partition."""
-    from ..plan.udf import _token
-
     parts = (K.hll_update, K.hll_merge, K.hll_finalize, (t,), T.INT64, T.BINARY, True)
     return AggregateUDF("approx_unique", K.hll_update, K.hll_merge, K.hll_finalize, (t,),
-                        T.INT64, T.BINARY, True, _token("approx_unique", *parts))
+                        T.INT64, T.BINARY, True, content_token("approx_unique", *parts))
 
 
 def _quantiles(t: pa.DataType) -> AggregateUDF:
     """q25, q50 and q75 over values of type `t` (numbers, dates): a mergeable sketch of
     weighted points per partition, as text for the pivot."""
-    from ..plan.udf import _token
-
     kind = ("integer" if T.is_integer(t) else "decimal" if T.is_decimal(t)
             else "date" if pa.types.is_date(t) else "float")
     final = K.QuantileText(kind, t.scale if T.is_decimal(t) else 0)
     parts = (K.quantile_update, K.quantile_merge, final, (t,), T.TEXT, T.BINARY, True)
     return AggregateUDF("quantiles", K.quantile_update, K.quantile_merge, final, (t,),
-                        T.TEXT, T.BINARY, True, _token("quantiles", *parts))
+                        T.TEXT, T.BINARY, True, content_token("quantiles", *parts))
 
 
 def _quantiled(t: pa.DataType) -> bool:
