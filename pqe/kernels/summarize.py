@@ -170,7 +170,7 @@ class QuantileText:
             return str(decimal.Decimal(x).quantize(q, rounding=decimal.ROUND_HALF_UP))
         if self.kind == "date":
             return (datetime.date(1970, 1, 1) + datetime.timedelta(days=round(x))).isoformat()
-        return repr(float(x))
+        return pa.array([float(x)]).cast(pa.string())[0].as_py()  # as CAST(x AS VARCHAR)
 
     def __call__(self, states: pa.Array) -> pa.Array:
         out = []

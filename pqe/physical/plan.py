@@ -334,7 +334,10 @@ class AggregateExec(PhysicalPlan):
 
     def describe(self, names):
         g = _cols(self.group, names)
-        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
+        def args(s: AggSpec) -> str:
+            return ", ".join(names.get(c, c) for c in (s.arg, *s.more)) if s.arg else "*"
+
+        a = ", ".join(f"{s.fn}({args(s)})" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:
