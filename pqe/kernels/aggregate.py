@@ -5,6 +5,10 @@ is computed: count -> count (combine: sum); sum -> sum (sum); avg -> sum + count
 divide); min/max -> min/max; stddev/variance -> count, sum, sum of squares. A partial table
 has the group keys then the state columns; `final` accepts the concatenation of any number of
 partial tables (and is itself a valid partial, so reductions can be trees).
+
+A user-defined aggregate (`spec.udf`) has one state column of its own type: the same Acero
+pass lists each group's row numbers (`hash_list`), and kernels.user_functions calls its
+update per group on those rows, its merge per group when states combine, its finalize once.
 """
 
 from __future__ import annotations
