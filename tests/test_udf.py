@@ -12,7 +12,6 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
 from helpers import assert_same, register_tpch
 
 import pqe
