@@ -157,6 +157,13 @@ class Context:
             raise CatalogError(f"function {name!r} is not registered")
         return UDF(udf)
 
+    def deregister_function(self, name: str) -> None:
+        """Remove a user-defined function (CatalogError if there is none). DataFrames built
+        with it keep it: their plans hold the function itself."""
+        with self._session.write_lock:
+            if not self._session.catalog.drop_function(name):
+                raise CatalogError(f"function {name!r} is not registered")
+
     def functions(self) -> list[str]:
         """The names of the registered user-defined functions, sorted."""
         return self._session.catalog.function_names()

@@ -305,6 +305,20 @@ def test_sql_cannot_create_functions(threads_ctx):
     assert threads_ctx.sql("SELECT twice(1.5) AS v").to_arrow().to_pylist() == [{"v": 3.0}]
 
 
+def test_deregister_and_replace(threads_ctx):
+    ctx = threads_ctx
+    ctx.register_udf("temp_fn", twice, ["DOUBLE"], "DOUBLE")
+    df = ctx.sql("SELECT temp_fn(2.0) AS v")
+    ctx.register_udf("temp_fn", lambda a: pc.negate(a), ["DOUBLE"], "DOUBLE")  # replaces it
+    assert ctx.sql("SELECT temp_fn(2.0) AS v").to_arrow().to_pylist() == [{"v": -2.0}]
+    ctx.deregister_function("TEMP_FN")
+    with pytest.raises(pqe.BindError, match="unknown function TEMP_FN"):
+        ctx.sql("SELECT temp_fn(2.0)")
+    assert df.to_arrow().to_pylist() == [{"v": 4.0}]  # the plan holds the function it bound
+    with pytest.raises(pqe.CatalogError, match="function 'temp_fn' is not registered"):
+        ctx.deregister_function("temp_fn")
+
+
 def test_udfs_are_per_context(threads_ctx):
     with pqe.Context() as other:
         other.register_arrow("t", DATA)
