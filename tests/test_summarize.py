@@ -151,6 +151,9 @@ def test_summarize_file_and_describe_file_follow_the_access_policy(tmp_path):
         assert rows["big"]["count"] == N and rows["big"]["min"] == "0"
         desc = ctx.sql(f"DESCRIBE '{path}'").to_arrow()
         assert desc.column("column_name").to_pylist() == DATA.column_names
+        assert ctx.sql(f"DESCRIBE read_parquet('{path}')").to_arrow().equals(desc)
+        assert ctx.sql(f"SUMMARIZE read_parquet('{path}')").to_arrow().num_rows == len(
+            DATA.column_names)
         assert desc.column("column_type").to_pylist() == [
             "INTEGER", "BIGINT", "DOUBLE", "DECIMAL(8,2)", "VARCHAR", "DATE", "BOOLEAN", "BIGINT"]
     with pqe.Context(allowed_paths=[str(tmp_path)]) as ctx:
@@ -162,8 +165,9 @@ def test_summarize_file_and_describe_file_follow_the_access_policy(tmp_path):
                           ({"allowed_paths": [str(tmp_path)]}, other / "x.parquet")):
         with pqe.Context(**kwargs) as ctx:
             for stmt in ("DESCRIBE", "SUMMARIZE"):
-                with pytest.raises(pqe.AccessError, match="not allowed"):
-                    ctx.sql(f"{stmt} '{path_}'")
+                for source in (f"'{path_}'", f"read_parquet('{path_}')"):
+                    with pytest.raises(pqe.AccessError, match="not allowed"):
+                        ctx.sql(f"{stmt} {source}")
 
 
 def test_describe_query(ctx):

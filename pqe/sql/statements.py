@@ -22,7 +22,7 @@ from ..plan.logical import LogicalPlan
 from ..plan.udf import AggregateUDF
 from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
 from .binder.grouping import USER_AGGREGATES
-from .parser import PQEDialect, ParsedStatement
+from .parser import PQEDialect, ParsedStatement, parse
 
 
 def name_of(node: exp.Expression) -> tuple[str, bool]:
@@ -563,6 +563,13 @@ def _drop(stmt: exp.Drop) -> S.Drop:
 def _describe(stmt: exp.Describe, catalog: CatalogSnapshot, sql: str) -> S.Describe:
     refuse_unknown_args(stmt, {"this", "kind"}, "DESCRIBE")
     target = stmt.this
+    if isinstance(target, exp.Schema) and isinstance(target.this, exp.Table) \
+            and target.this.name.lower() in ("read_parquet", "read_csv") \
+            and not target.this.args.get("db"):
+        # DESCRIBE read_parquet('f'): sqlglot reads a table with a column list; it is the
+        # table function, bound (and access-checked) as FROM read_parquet('f') is
+        args = ", ".join(e.sql(dialect=PQEDialect) for e in target.expressions)
+        (target,) = parse(f"SELECT * FROM {target.this.name}({args})")
     if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier) \
             and not _is_path(catalog, target):
         name, quoted = name_of(target)
