@@ -12,7 +12,7 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from helpers import assert_same, register_tpch
+from helpers import assert_same, duck_arrow, duckdb_tpch, register_tpch
 
 import pqe
 from pqe import col
@@ -371,7 +371,8 @@ def disc_price(price: pa.Array, discount: pa.Array) -> pa.Array:
 
 def test_udf_in_a_tpch_join_and_aggregate_equals_sql(tpch_dir):
     """TPC-H Q5's shape (six-way join, GROUP BY, ORDER BY) with the revenue computed by a
-    scalar UDF and summed by a UDAF, against the query written in SQL."""
+    scalar UDF and summed by a UDAF, against the query written in SQL, and against DuckDB
+    running the same Python function as its own UDF."""
     ctx = register_tpch(pqe.Context(partitions=4), tpch_dir)
     try:
         ctx.register_udf("disc_price", disc_price, ["DOUBLE", "DOUBLE"], "DOUBLE")
@@ -389,6 +390,22 @@ def test_udf_in_a_tpch_join_and_aggregate_equals_sql(tpch_dir):
         assert got.num_rows == want.num_rows > 0
         assert got.column("n_name").to_pylist() == want.column("n_name").to_pylist()
         for g, w in zip(got.column("revenue").to_pylist(), want.column("revenue").to_pylist(),
+                        strict=True):
+            assert abs(g - w) <= 1e-9 * w
+        # DuckDB, with the same Python function registered as its own Arrow UDF
+        con = duckdb_tpch(tpch_dir)
+        try:
+            import duckdb
+
+            dbl = duckdb.sqltype("DOUBLE")
+            con.create_function("disc_price", disc_price, [dbl, dbl], dbl, type="arrow")
+            duck = duck_arrow(con, f"SELECT n_name, sum(disc_price(CAST(l_extendedprice AS "
+                                   f"DOUBLE), CAST(l_discount AS DOUBLE))) AS revenue {body} "
+                                   f"ORDER BY revenue DESC")
+        finally:
+            con.close()
+        assert got.column("n_name").to_pylist() == duck.column("n_name").to_pylist()
+        for g, w in zip(got.column("revenue").to_pylist(), duck.column("revenue").to_pylist(),
                         strict=True):
             assert abs(g - w) <= 1e-9 * w
     finally:
