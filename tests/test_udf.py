@@ -227,6 +227,12 @@ def test_arguments_are_cast_to_the_declared_types(threads_ctx):
     with pytest.raises(pqe.TypeMismatchError, match="function twice: argument 1 is VARCHAR, "
                                                     "expected DOUBLE"):
         ctx.sql("SELECT twice(s) FROM t")
+    ctx.register_udf("as_int", lambda a: a, ["BIGINT"], "BIGINT")
+    assert ctx.sql("SELECT as_int(k) AS v FROM t WHERE id = 3").to_arrow().to_pylist() == [
+        {"v": 3}]
+    with pytest.raises(pqe.TypeMismatchError, match="function as_int: argument 1 is DOUBLE, "
+                                                    "expected BIGINT"):
+        ctx.sql("SELECT as_int(x) FROM t")  # never silently truncated
     with pytest.raises(pqe.TypeMismatchError, match="function label takes 2 arguments, got 1"):
         ctx.sql("SELECT label(s) FROM t")
     with pytest.raises(pqe.AggregateMisuseError, match="not allowed in WHERE"):

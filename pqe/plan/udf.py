@@ -152,8 +152,10 @@ def aggregate_udf(name: str, update: Callable, merge: Callable, arg_types, retur
 
 
 def check_arguments(udf: ScalarUDF | AggregateUDF, types: Sequence[pa.DataType]) -> None:
-    """Arguments are implicitly cast to the declared types, as for a built-in; refuse a count
-    or a type that cannot be cast so (at bind time, naming the function)."""
+    """Arguments are implicitly cast to the declared types; refuse a count or a type that
+    cannot be cast so without losing the value's kind (at bind time, naming the function):
+    numbers widen (an integer to any number, a decimal to a decimal or a float), text stays
+    text, DATE becomes TIMESTAMP; a float never silently becomes an integer or a decimal."""
     want = udf.arg_types
     if len(types) != len(want):
         raise TypeMismatchError(f"function {udf.name} takes {len(want)} argument"
@@ -161,8 +163,9 @@ def check_arguments(udf: ScalarUDF | AggregateUDF, types: Sequence[pa.DataType])
     for i, (got, w) in enumerate(zip(types, want, strict=True)):
         if T.is_null(got) or got == w:
             continue
-        ok = (T.is_numeric(got) and T.is_numeric(w)) or (T.is_text(got) and T.is_text(w)) \
-            or (T.is_temporal(got) and T.is_temporal(w)) or T.common_type(got, w) == w
+        ok = T.common_type(got, w) == w or (T.is_integer(got) and T.is_numeric(w)) \
+            or (T.is_decimal(got) and (T.is_decimal(w) or T.is_floating(w))) \
+            or (T.is_text(got) and T.is_text(w))
         if not ok:
             raise TypeMismatchError(
                 f"function {udf.name}: argument {i + 1} is {T.type_name(got)}, expected "
