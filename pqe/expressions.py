@@ -506,6 +506,34 @@ def nth_value(expr: str | Expr, n: int) -> Expr:
     return _window_fn("nth_value", to_expr(expr), lit(n))
 
 
+class UDF:
+    """A registered user-defined function (Context.register_udf / register_udaf): calling it
+    makes an expression, `f(col("a"), 1)` (a string is a column name, other values are
+    literals), as SQL's `f(a, 1)` does."""
+
+    def __init__(self, udf: Any):
+        self.udf = udf
+        self.name = udf.name
+        self.aggregate = hasattr(udf, "merge")
+
+    def __repr__(self) -> str:
+        kind = "aggregate" if self.aggregate else "function"
+        return f"<pqe user {kind} {self.name}>"
+
+    def __call__(self, *args: Any) -> Expr:
+        items = [to_expr(a) for a in args]
+        name = f"{self.name}({', '.join(e._name for e in items)})"
+        udf = self.udf
+        if self.aggregate:
+            for e in items:
+                if e._agg:
+                    raise BindError(f"aggregate {self.name} over an aggregate ({e._name})")
+            return Expr(lambda r: B.user_aggregate(udf, [e._resolve(r) for e in items]), name,
+                        agg=True)
+        return Expr(lambda r: B.user_call(udf, [e._resolve(r) for e in items]), name,
+                    any(e._agg for e in items))
+
+
 def wrap(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
@@ -522,6 +550,6 @@ def to_expr(value: str | Expr) -> Expr:
 WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile",
                     "lag", "lead", "first_value", "last_value", "nth_value")
 
-__all__ = ["Expr", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
+__all__ = ["Expr", "UDF", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
            "Literal", "AggCall", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
            "ntile", "lag", "lead", "first_value", "last_value", "nth_value"]

@@ -42,13 +42,16 @@ SINGLE = Dist("single")
 
 @dataclass(frozen=True)
 class AggSpec:
-    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*))."""
+    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*)). A
+    user-defined aggregate (`udf`) may take more arguments: columns `arg`, then `more`."""
 
     fn: str
     arg: str | None
     out: str
     dtype: object  # pa.DataType of the final value
     arg_dtype: object = None
+    more: tuple[str, ...] = ()
+    udf: object = None  # pqe.plan.udf.AggregateUDF
 
 
 @dataclass(frozen=True)
@@ -343,7 +346,10 @@ class AggregateExec(PhysicalPlan):
 
     def describe(self, names):
         g = _cols(self.group, names)
-        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
+        def args(s: AggSpec) -> str:
+            return ", ".join(names.get(c, c) for c in (s.arg, *s.more)) if s.arg else "*"
+
+        a = ", ".join(f"{s.fn}({args(s)})" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:

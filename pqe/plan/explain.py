@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import types as T
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, InList, Literal, OuterRef,
-                   SortKey, SubqueryExpr, WindowCall)
+                   SortKey, SubqueryExpr, UserCall, WindowCall)
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
           "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -68,6 +68,8 @@ def format_expr(e: Expr) -> str:
             return f"{format_expr(e.args[0])} IS NOT NULL"
         if e.fn.startswith("extract_"):
             return f"EXTRACT({e.fn[8:]} FROM {format_expr(e.args[0])})"
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, UserCall):
         return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
     if isinstance(e, Cast):
         kw = "TRY_CAST" if e.try_ else "CAST"

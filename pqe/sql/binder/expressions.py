@@ -22,6 +22,7 @@ from ...errors import (
 from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import Expr, Literal, SubqueryExpr, lit
+from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
 from .literals import interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type
@@ -342,6 +343,11 @@ def _subquery(b, node, scope, rec):
 
 
 def _anonymous(b, node, scope, rec):
+    udf = b.catalog.function(node.name)
+    if udf is not None:  # a user function (its name is no built-in's: pqe.plan.udf)
+        if isinstance(udf, AggregateUDF):
+            raise AggregateMisuseError(f"aggregate function {node.name} is not allowed here")
+        return B.user_call(udf, [rec(a) for a in node.expressions])
     name = F.canonical(node.name)
     if name == "date_part" and len(node.expressions) == 2:
         part = rec(node.expressions[0])
