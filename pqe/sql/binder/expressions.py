@@ -192,8 +192,17 @@ def _neg(b, node, scope, rec):
             and not isinstance(inner.value, bool):
         if isinstance(inner.value, decimal.Decimal):
             return Literal(inner.value.copy_negate(), inner.dtype)  # exact, 38 digits
-        return Literal(-inner.value, inner.dtype)
+        if not (T.is_integer(inner.dtype) and _int_overflows(-inner.value, inner.dtype)):
+            return Literal(-inner.value, inner.dtype)
+        # -(-2^63) has no BIGINT: the checked kernel reports the overflow if a row needs it
     return B.call("negate", inner)
+
+
+def _int_overflows(value: int, dtype) -> bool:
+    import numpy as np
+
+    info = np.iinfo(dtype.to_pandas_dtype())
+    return not info.min <= value <= info.max
 
 
 def _not(b, node, scope, rec):
