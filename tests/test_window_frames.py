@@ -131,3 +131,15 @@ def test_frame_pieces_on_an_empty_and_a_one_row_table():
                "between current row and current row exclude current row) as f from {}")
         assert c.sql(sql.format("e")).to_arrow().num_rows == 0
         assert c.sql(sql.format("o")).to_arrow().to_pylist() == [{"k": 1, "s": None, "f": None}]
+
+
+def test_frames_on_a_local_cluster():
+    """The frame specs (GROUPS, EXCLUDE, IGNORE NULLS) travel to worker processes."""
+    pytest.importorskip("distributed")
+    with pqe.Context(workers=2, memory_limit="1GiB") as c:
+        c.register_arrow("t", T)
+        _check(c, "select id, sum(v) over (partition by g order by k nulls first groups between "
+                  "1 preceding and 1 following exclude ties) as a, last_value(kv ignore nulls) "
+                  "over (partition by g order by k nulls first range between 2 preceding and "
+                  "current row exclude group) as b, lead(s, 2 ignore nulls) over (order by id) "
+                  "as c from t order by id")
