@@ -36,7 +36,16 @@ _STATES = {
     "stddev_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
     "var_samp": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
     "var_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+    # holistic: the state is the list of the group's values (in row order), the lists of
+    # several partials are concatenated; the final value reads the whole list (`_holistic`)
+    "string_agg": [("", "list", "list_merge")],
+    "array_agg": [("", "list", "list_merge")],
+    "median": [("", "list", "list_merge")],
+    "quantile_cont": [("", "list", "list_merge")],
+    "quantile_disc": [("", "list", "list_merge")],
 }
+
+_LIST_KERNELS = ("list", "list_merge")
 
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
@@ -106,7 +115,31 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
     return out
 
 
+def _merge_list_levels(states, rows) -> pa.Array:
+    """List states (one per input row) and each group's row numbers -> one list per group:
+    the group's lists concatenated in row order, from the offsets of the two levels (no loop
+    over groups)."""
+    states = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
+    rows = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
+    col = pa.ListArray.from_arrays(rows.offsets, states.take(rows.values))
+    inner = col.values
+    outer_offsets = col.offsets.to_numpy()
+    inner_offsets = inner.offsets.to_numpy()
+    return pa.ListArray.from_arrays(pa.array(inner_offsets[outer_offsets], pa.int32()),
+                                    inner.values)
+
+
+def _one_list(col, merge: bool) -> pa.Array:
+    """The list state of a whole table (no groups): all its values, or all its lists' values
+    (list states of partials) in one list."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    values = pc.list_flatten(col) if merge else col
+    return pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
+
+
 def _agg_entry(col, kernel: str, out: str, grouped: bool):
+    if kernel in _LIST_KERNELS:
+        return (col, kernel, None, out)  # `_aggregate` makes them
     name = ("hash_" + kernel) if grouped else kernel
     target = [] if kernel == "count_all" else col
     return (target, name, _options(kernel), out)
@@ -282,14 +315,36 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
         limb_names[name] = outs
     for name, arr in prep.items():
         table = table.append_column(name, arr)
-    out = _run(table, list(group), entries)
+    lists = [e for e in entries if e[1] in _LIST_KERNELS]
+    entries = [e for e in entries if e[1] not in _LIST_KERNELS]
+    if grouped:
+        # hash_list has no kernel for list values: list states are merged through the list
+        # of each group's row numbers
+        entries += [(col, "hash_list", None, out) for col, kernel, _, out in lists
+                    if kernel == "list"]
+        if any(kernel == "list_merge" for _, kernel, _, _ in lists):
+            table = table.append_column("__row", pa.array(np.arange(table.num_rows), pa.int64()))
+            entries.append(("__row", "hash_list", None, "__rows"))
+    if entries or grouped:
+        out = _run(table, list(group), entries)
+    else:  # only lists and no groups: one row
+        out = pa.table({"__one": pa.array([0], pa.int8())})
     cols = [out.column(g) for g in group]
     names = list(group)
     internal = {o for v in limb_names.values() for o in v} | {f"{m}.wsum" for m in exact}
+    internal |= {e[3] for e in lists} | {"__rows"}  # made below
     for e in entries:
         if e[3] not in internal:
             cols.append(out.column(e[3]))
             names.append(e[3])
+    for col, kernel, _, name in lists:  # in their place among the states (by name, below)
+        if grouped:
+            state = _merge_list_levels(table.column(col), out.column("__rows")) \
+                if kernel == "list_merge" else out.column(name)
+        else:
+            state = _one_list(table.column(col), kernel == "list_merge")
+        cols.append(state)
+        names.append(name)
     for name, outs in limb_names.items():
         carried = None
         if exact[name][3] is not None:
@@ -401,6 +456,8 @@ def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
 
 def _finish(t: pa.Table, s):
     dtype = s.dtype
+    if s.fn in _HOLISTIC:
+        return _holistic(t.column(s.out), s)
     if s.fn in ("count", "count_star"):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
@@ -442,6 +499,74 @@ def _finish(t: pa.Table, s):
     return col
 
 
+_HOLISTIC = ("string_agg", "array_agg", "median", "quantile_cont", "quantile_disc")
+
+
+def _non_null_values(state) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """A list state's non-NULL values, the group (row of the state) of each, and the number
+    of them in each group."""
+    state = state.combine_chunks() if isinstance(state, pa.ChunkedArray) else state
+    values = pc.list_flatten(state)
+    parents = pc.list_parent_indices(state)
+    if values.null_count:
+        keep = pc.is_valid(values)
+        values, parents = values.filter(keep), parents.filter(keep)
+    p = parents.to_numpy(zero_copy_only=False).astype(np.int64)
+    return values, p, np.bincount(p, minlength=len(state)).astype(np.int64)
+
+
+def _holistic(state, s) -> pa.Array:
+    """The final value of a holistic aggregate from its list state, for all groups at once:
+    values of all groups are sorted by (group, value) and picked by offsets."""
+    state = state.combine_chunks() if isinstance(state, pa.ChunkedArray) else state
+    n = len(state)
+    if s.fn == "array_agg":  # NULL for no rows (an ungrouped aggregate of nothing)
+        empty = pc.equal(pc.fill_null(pc.list_value_length(state), 0), 0)
+        return pc.if_else(empty, pa.scalar(None, state.type), state)
+    values, parents, counts = _non_null_values(state)
+    none = counts == 0
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    if s.fn == "string_agg":
+        lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values,
+                                         mask=pa.array(none))
+        return pc.binary_join(lists, s.params[0])
+    order = pc.sort_indices(pa.table({"p": parents, "v": values}),
+                            sort_keys=[("p", "ascending"), ("v", "ascending")])
+    ordered = values.take(order)
+    start = offsets[:-1]
+    if not len(ordered):
+        return pa.nulls(n, s.dtype)
+    if s.fn == "quantile_disc":
+        at = np.where(none, 0, start + _disc_index(counts, s.params[0]))
+        picked = ordered.take(pa.array(at, pa.int64()))
+        return pc.if_else(pa.array(none), pa.scalar(None, picked.type), picked)
+    q = 0.5 if s.fn == "median" else float(s.params[0])
+    v = ordered.to_numpy(zero_copy_only=False).astype(np.float64)
+    rn = (np.maximum(counts, 1) - 1).astype(np.float64) * q
+    lo, hi = np.floor(rn).astype(np.int64), np.ceil(rn).astype(np.int64)
+    safe = np.where(none, 0, start)
+    v_lo = v[np.minimum(safe + lo, len(v) - 1)]
+    v_hi = v[np.minimum(safe + hi, len(v) - 1)]
+    with np.errstate(invalid="ignore"):
+        out = np.where(lo == hi, v_lo, v_lo + (rn - lo) * (v_hi - v_lo))  # DuckDB's lerp
+    return pa.array(out, pa.float64(), mask=none)
+
+
+def _disc_index(counts: np.ndarray, q) -> np.ndarray:
+    """QUANTILE_DISC's position in each group's sorted values, as DuckDB computes it:
+    max(1, n - floor(n - n * q)) - 1, exactly (integers) for a DECIMAL fraction, in DOUBLE
+    for a DOUBLE one."""
+    if isinstance(q, decimal.Decimal):
+        exp = q.as_tuple().exponent
+        scaling = 10 ** max(0, -exp)
+        integral = int(q * scaling)
+        floored = (counts * scaling - counts * integral) // scaling
+    else:
+        floored = np.floor(counts.astype(np.float64) - counts.astype(np.float64) * float(q))
+        floored = floored.astype(np.int64)
+    return np.maximum(1, counts - floored) - 1
+
+
 def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
@@ -456,6 +581,8 @@ def state_types(spec) -> list[pa.DataType]:
             out.append(pa.float64())  # sums of floats
         elif spec.fn in ("bool_and", "bool_or"):
             out.append(pa.bool_())
+        elif kernel == "list":
+            out.append(pa.list_(spec.arg_dtype))
         else:
             out.append(spec.arg_dtype)
     return out

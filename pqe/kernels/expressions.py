@@ -466,10 +466,6 @@ def _text_unary(kernel):
     return build
 
 
-def _length(c, e):
-    return _call("utf8_length", [c(e.args[0])]).cast(T.INT64)
-
-
 def _trim(kernel_ws, kernel_chars):
     def build(c, e):
         if len(e.args) == 1:
@@ -489,15 +485,6 @@ def _replace(c, e):
     if a == "":
         return c(s)
     return _call("replace_substring", [c(s)], pc.ReplaceSubstringOptions(a, b))
-
-
-def _regexp_replace(c, e):
-    s, old, new = e.args
-    a, b = _const_text(old, "pattern"), _const_text(new, "replacement")
-    if a is None or b is None:
-        return null_of(T.TEXT)
-    b = b.replace("\\", "\\\\") if "\\" not in b else b
-    return _call("replace_substring_regex", [c(s)], pc.ReplaceSubstringOptions(a, b, max_replacements=1))
 
 
 def _position(c, e):
@@ -993,12 +980,16 @@ def _date_trunc(c, e):
 
 def _date_diff(c, e):
     part = _const_text(e.args[0], "DATE_DIFF part")
-    kern = {"day": "days_between", "week": "weeks_between", "month": "month_interval_between",
+    # DuckDB counts the part boundaries crossed, except weeks: whole 7-day spans of days
+    kern = {"day": "days_between", "week": "weeks_7_days", "month": "month_interval_between",
             "year": "years_between", "quarter": "quarters_between", "hour": "hours_between",
             "minute": "minutes_between", "second": "seconds_between"}.get((part or "").lower())
     if kern is None:
         raise UnsupportedError(f"DATE_DIFF('{part}') is not supported")
     a, b = utc(c(e.args[1]), e.args[1].dtype), utc(c(e.args[2]), e.args[2].dtype)
+    if kern == "weeks_7_days":
+        days = _call("days_between", [a, b]).cast(T.INT64)
+        return _call("divide", [days, scalar(7, T.INT64)])  # truncates toward zero
     if kern == "month_interval_between":
         return _call("add", [_call("multiply", [_call("years_between", [a, b]), scalar(12, T.INT64)]),
                              _call("subtract", [_call("month", [b]), _call("month", [a])])]).cast(T.INT64)
@@ -1018,6 +1009,8 @@ def _pi(c, e):
     return scalar(math.pi, T.FLOAT64)
 
 
+# with kernels.scalars' functions (text, dates, lists, structs, hashing), added by
+# pqe.kernels when the package is imported (scalars builds on this module's helpers)
 _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "add": _arith("add"), "subtract": _arith("subtract"), "multiply": _arith("multiply"),
     "divide": _divide, "modulo": _modulo, "negate": _negate,
@@ -1037,10 +1030,9 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "trim": _trim("utf8_trim_whitespace", "utf8_trim"),
     "ltrim": _trim("utf8_ltrim_whitespace", "utf8_ltrim"),
     "rtrim": _trim("utf8_rtrim_whitespace", "utf8_rtrim"),
-    "length": _length, "replace": _replace, "position": _position,
+    "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
-    "regexp_replace": _regexp_replace,
     "abs": _abs, "round": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
     "sqrt": _float_unary("sqrt"), "exp": _float_unary("exp"), "ln": _float_unary("ln"),
     "log10": _float_unary("log10"), "log2": _float_unary("log2"),
@@ -1093,10 +1085,15 @@ def evaluate_constant(e: Expr) -> Literal:
     return Literal(_py(evaluate_array(e)[0]), e.dtype)
 
 
+def _tuples(v):
+    """Lists as tuples, recursively: a list literal's value must be hashable (plans are)."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
 def _py(s: pa.Scalar):
     if isinstance(s, pa.MonthDayNanoIntervalScalar):
         return s.value
-    v = s.as_py()
+    v = _tuples(s.as_py())
     if isinstance(v, datetime.datetime) and v.tzinfo is None:
         return v
     return v

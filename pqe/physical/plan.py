@@ -49,6 +49,8 @@ class AggSpec:
     out: str
     dtype: object  # pa.DataType of the final value
     arg_dtype: object = None
+    # constant arguments after the first (STRING_AGG's separator, a quantile's fraction)
+    params: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -331,7 +333,8 @@ class AggregateExec(PhysicalPlan):
 
     def describe(self, names):
         g = _cols(self.group, names)
-        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
+        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'}"
+                      + "".join(f", {p!r}" for p in s.params) + ")" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:

@@ -351,7 +351,8 @@ class PhysicalPlanner:
         for a, f in zip(node.aggs, node.agg_fields, strict=True):
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None
-            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None))
+            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None,
+                                 _agg_params(a)))
         if not pre:  # count(*) with no group keys and no arguments: keep one column
             f0 = child.schema[0]
             pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))
@@ -578,6 +579,16 @@ def _agg_input(a: AggCall) -> tuple[str, Expr | None]:
     if a.distinct:
         raise InternalError("DISTINCT aggregate reached the physical planner")
     return fn, arg
+
+
+def _agg_params(a: AggCall) -> tuple:
+    """The constant arguments after the first (builder.aggregate_call checked they are)."""
+    out = []
+    for e in a.args[1:]:
+        if not isinstance(e, Literal):
+            raise InternalError(f"aggregate {a.fn}: argument {e} is not a constant")
+        out.append(e.value)
+    return tuple(out)
 
 
 def _strategy(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> str:

@@ -45,7 +45,7 @@ def is_agg_node(node: exp.Expression) -> bool:
         return True
     if isinstance(node, exp.Anonymous):
         return F.canonical(node.name) in F.AGGREGATE
-    return isinstance(node, exp.AggFunc)
+    return isinstance(node, exp.AggFunc) or type(node) in AGGS  # LIST(x) is no AggFunc
 
 
 def find_aggs(node: exp.Expression) -> list[exp.Expression]:
@@ -227,17 +227,23 @@ class GroupingMixin:
             arg_nodes = list(node.expressions)
         else:
             name = AGGS.get(type(node))
+            shown = user_function_name(node, self.sql) or node.sql_name()
             if name is None:
-                shown = user_function_name(node, self.sql) or node.sql_name()
                 raise UnsupportedError(f"aggregate function {shown} is not supported yet")
             this = node.this
+            if isinstance(this, exp.Order):
+                raise UnsupportedError(f"ORDER BY inside {shown.upper()}(...) is not supported")
             if isinstance(this, exp.Distinct):
                 distinct = True
                 arg_nodes = list(this.expressions)
-            elif this is None or isinstance(this, exp.Star):
+            elif isinstance(this, exp.Star):
                 arg_nodes = []
             else:
-                arg_nodes = [this] + list(node.args.get("expressions") or [])
+                arg_nodes = ([this] if this is not None else []) \
+                    + list(node.args.get("expressions") or [])
+            # the registry's further argument keys, in order (STRING_AGG's separator, ...)
+            arg_nodes += [node.args[k] for k in F.AGGREGATE[name].args
+                          if k not in ("this", "expressions") and node.args.get(k) is not None]
         for a in arg_nodes:
             if not window and find_aggs(a):
                 raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedError
+from ...plan import functions as F
 from ..parser import PQEDialect, node_position
 from .expressions import BINARY, FUNCS
 from .grouping import AGGS
@@ -76,7 +77,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.TableSample: _args("method", "percent", "size", "rows", "seed"),
     exp.Distinct: _args("expressions"),
     exp.Star: _args("except_", "replace", "rename"),  # expanded by qualify
-    exp.Column: _args("this", "table"),
+    # a.b.c may be a struct field (s.x.y, t.s.x): qualify makes those Dots; a column still
+    # qualified by a database afterwards is refused by the binder
+    exp.Column: _args("this", "table", "db"),
     exp.Identifier: _args("this", "quoted"),
     exp.Alias: _args("this", "alias"),
     exp.Var: _args("this"),
@@ -117,7 +120,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.ReadCSV: _args("this", "expressions"),
     exp.ReadParquet: _args("expressions"),
     # ---- aggregates (`this`, or DISTINCT / * in it, then `expressions`) ------------------------
-    **{cls: _args(*(k for k in ("this", "expressions") if k in cls.arg_types)) for cls in AGGS},
+    **{cls: _args(*(k for k in ("this", "expressions", *F.AGGREGATE[name].args)
+                    if k in cls.arg_types)) for cls, name in AGGS.items()},
     # COUNT is always BIGINT in pqe: the parser's big_int flag says just that
     exp.Count: _args("this", "expressions", "big_int"),
     # ---- window functions (every argument is read, then checked for arity) ---------------------
@@ -138,6 +142,9 @@ CONSUMED[exp.Coalesce] = _args("this", "expressions", "is_nvl", "is_null")  # NV
 CONSUMED[exp.Greatest] = _args("this", "expressions", "ignore_nulls")  # NULLs skipped (DuckDB)
 CONSUMED[exp.Least] = _args("this", "expressions", "ignore_nulls")
 CONSUMED[exp.Pad] = _args("this", "expression", "fill_pattern", "is_left")  # LPAD / RPAD
+CONSUMED[exp.ConcatWs] = _args("expressions", "safe")  # NULL arguments skipped (DuckDB)
+CONSUMED[exp.Bracket] = _args("this", "expressions")  # l[i] (1-based), s['field']
+CONSUMED[exp.Dot] = _args("this", "expression")  # s.field (qualify makes it from a column)
 
 # bound by their text (pqe.types parses it): nothing inside is walked
 OPAQUE: frozenset[type] = frozenset({exp.DataType})
@@ -148,6 +155,7 @@ _NAMES: dict = {
     exp.IgnoreNulls: "IGNORE NULLS", exp.Collate: "COLLATE", exp.AtTimeZone: "AT TIME ZONE",
     exp.Bracket: "subscripts ([...])", exp.Array: "ARRAY values", exp.Struct: "STRUCT values",
     exp.Dot: "field access (a.b.c)", exp.Lambda: "lambda functions",
+    exp.Slice: "list slices (l[a:b])",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
     exp.IntDiv: "integer division (DIV)", exp.BitwiseLeftShift: "<<",
@@ -166,6 +174,7 @@ _NAMES: dict = {
     (exp.Union, "by_name"): "UNION BY NAME", (exp.Intersect, "by_name"): "INTERSECT BY NAME",
     (exp.Except, "by_name"): "EXCEPT BY NAME",
     (exp.Ordered, "with_fill"): "ORDER BY ... WITH FILL",
+    (exp.Order, "this"): "ORDER BY inside an aggregate",
     (exp.Order, "siblings"): "ORDER SIBLINGS BY",
     (exp.Between, "symmetric"): "BETWEEN SYMMETRIC",
     (exp.Distinct, "on"): "DISTINCT ON",
@@ -238,6 +247,11 @@ def describe_arg(node: exp.Expression, key: str, value, what: str | None = None,
             return f"{_value_key(value)} window frames"
     if isinstance(node, exp.Join) and key in ("kind", "side", "method"):
         return f"{_value_key(value)} JOIN"
+    if isinstance(node, exp.Order) and key == "this" and isinstance(node.parent, exp.Func):
+        from .qualification import user_function_name
+
+        fn = user_function_name(node.parent, sql) or node.parent.sql_name()
+        return f"ORDER BY inside {fn}(...)"
     if isinstance(node, exp.Fetch) and key == "direction":
         return f"FETCH {_value_key(value)}"
     if isinstance(node, exp.Trim) and key == "position":
