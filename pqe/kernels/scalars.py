@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
-from ..plan.expr import Call
+from ..plan.expr import Call, Literal
 from . import hashing
 from .expressions import Compiler, E, _call, _const_int, _const_text, null_of, scalar, utc
 
@@ -113,6 +113,8 @@ def _regexp_extract(c: Compiler, e: Call) -> E:
 def _concat_ws(c: Compiler, e: Call) -> E:
     """CONCAT_WS(sep, a, ...): the non-NULL arguments joined by sep; NULL when sep is."""
     sep, *args = e.args
+    # NULL constants are skipped anyway (and Arrow's kernel fails on all-constant input)
+    args = [a for a in args if not (isinstance(a, Literal) and a.value is None)]
     if not args:
         return _call("if_else", [_call("is_valid", [c(sep)]), scalar("", T.TEXT), null_of(T.TEXT)])
     return _call("binary_join_element_wise", [c(a) for a in args] + [c(sep)],
@@ -266,9 +268,10 @@ def drop_chars(ctx, strings, counts):
     lead = (data & 0xC0) != 0x80  # the first byte of each character
     chars_before = np.concatenate([[0], np.cumsum(lead)])  # characters before byte i
     k = np.maximum(pc.fill_null(counts, 0).to_numpy(zero_copy_only=False), 0)
-    # the byte where the (k+1)-th character of the row starts: searchsorted on the counts
+    # the byte where the (k+1)-th character of the row starts: the last byte with k
+    # characters of the row before it (past the row's end when it has no more)
     target = chars_before[offsets[:-1]] + k
-    cut = np.searchsorted(chars_before, target, side="left")
+    cut = np.searchsorted(chars_before, target, side="right") - 1
     cut = np.clip(np.minimum(cut, offsets[1:]), offsets[:-1], offsets[1:])
     lengths = offsets[1:] - cut
     new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
@@ -369,7 +372,7 @@ def _typeof(c: Compiler, e: Call) -> E:
 # the specifiers pqe's STRFTIME and STRPTIME read as DuckDB does (others are refused)
 _STRFTIME = set("YmdHMSfjaAbByIp%")
 _STRPTIME = set("YmdHMSjbByIp%")
-_SPEC = re.compile(r"%(.)|[^%]+|%$", re.S)
+_SPEC = re.compile(r"%(.)|[^%]+|%$", re.DOTALL)
 
 
 def _format_parts(fmt: str, allowed: set, fn: str) -> list[str]:

@@ -334,7 +334,8 @@ class AggregateExec(PhysicalPlan):
     def describe(self, names):
         g = _cols(self.group, names)
         a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'}"
-                      + "".join(f", {p!r}" for p in s.params) + ")" for s in self.aggs)
+                      + "".join(f", {p!r}" if isinstance(p, str) else f", {p}" for p in s.params)
+                      + ")" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:

@@ -368,6 +368,8 @@ def is_list(t: pa.DataType) -> bool:
 
 def _list_value(fn, ts):
     """LIST_VALUE(a, b, ...) and [a, b, ...]: a list of the arguments' common type."""
+    if not ts:
+        return [], pa.list_(T.NULL)  # [] is NULL[] in DuckDB
     elem = T.NULL
     for t in ts:
         nxt = T.common_type(elem, t)
@@ -480,7 +482,7 @@ _register(SCALAR, "concat_ws", 2, None, _concat_ws, nulls="custom", sqlglot="Con
           args=("expressions",))
 _register(SCALAR, "chr", 1, 1, _chr, sqlglot="Chr", args=("expressions",))
 _register(SCALAR, "ascii", 1, 1, _text_args(1, T.INT64), sqlglot="Ascii")
-_register(SCALAR, "octet_length", 1, 1, _octet_length)
+_register(SCALAR, "octet_length", 1, 1, _octet_length, aliases=("strlen",))
 _register(SCALAR, "translate", 3, 3, _text_args(3, T.TEXT), sqlglot="Translate",
           args=("this", "from_", "to"))
 _register(SCALAR, "overlay", 3, 4, _overlay, sqlglot="Overlay",
