@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, InternalError
 from . import decimals
-from .relational import canonical_floats
+from .relational import canonical_floats, sort_indices
 
 # fn -> list of (state suffix, partial kernel, final kernel)
 _STATES = {
@@ -51,6 +51,9 @@ _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
 
 def _states(spec) -> list[tuple[str, str, str]]:
+    if spec.order:  # the values' list, then one list per ORDER BY key (".o0", ...)
+        return _STATES[spec.fn] + [(f".o{i}", "list", "list_merge")
+                                   for i in range(len(spec.order))]
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
     if spec.fn == "max" and spec.arg_dtype is not None and T.is_floating(spec.arg_dtype):
@@ -372,6 +375,8 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
+            if suffix.startswith(".o"):  # an ORDER BY key's list
+                col = s.order[int(suffix[2:])][0]
             if kernel == "wraps":
                 continue  # made with its sum
             if kernel == "sum" and _exact(s):
@@ -457,7 +462,11 @@ def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
 def _finish(t: pa.Table, s):
     dtype = s.dtype
     if s.fn in _HOLISTIC:
-        return _holistic(t.column(s.out), s)
+        state = t.column(s.out)
+        if s.order:
+            state = _ordered_lists(state, [t.column(f"{s.out}.o{i}") for i in range(len(s.order))],
+                                   s.order)
+        return _holistic(state, s)
     if s.fn in ("count", "count_star"):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
@@ -513,6 +522,27 @@ def _non_null_values(state) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         values, parents = values.filter(keep), parents.filter(keep)
     p = parents.to_numpy(zero_copy_only=False).astype(np.int64)
     return values, p, np.bincount(p, minlength=len(state)).astype(np.int64)
+
+
+def _ordered_lists(state, keys: list, order) -> pa.Array:
+    """Each group's list of values in the order of its key lists (made from the same rows in
+    the same order): all groups sorted at once by (group, keys...), a stable sort, so ties
+    keep the rows' order. NULLs placed as each key says."""
+    state = state.combine_chunks() if isinstance(state, pa.ChunkedArray) else state
+    values = pc.list_flatten(state)
+    parents = pc.list_parent_indices(state)
+    cols = {"__group": parents}
+    spec = [("__group", True, False)]
+    for i, (k, (_, asc, nulls_first)) in enumerate(zip(keys, order, strict=True)):
+        k = k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k
+        cols[f"k{i}"] = pc.list_flatten(k)
+        spec.append((f"k{i}", asc, nulls_first))
+    idx = sort_indices(pa.table(cols), spec)
+    counts = np.bincount(parents.to_numpy(zero_copy_only=False).astype(np.int64),
+                         minlength=len(state))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values.take(idx),
+                                    mask=state.is_null() if state.null_count else None)
 
 
 def _holistic(state, s) -> pa.Array:

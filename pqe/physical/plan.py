@@ -51,6 +51,8 @@ class AggSpec:
     arg_dtype: object = None
     # constant arguments after the first (STRING_AGG's separator, a quantile's fraction)
     params: tuple = ()
+    # the order of the values inside the aggregate: (column, ascending, nulls_first) keys
+    order: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,15 @@ def int64_decimal_applicable(exprs) -> bool:
         return False
     return all(fits_int64(x.dtype) for x in nodes
                if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
+
+
+def _order_text(order, names) -> str:
+    if not order:
+        return ""
+    return " ORDER BY " + ", ".join(
+        names.get(c, c) + ("" if asc else " DESC")
+        + ("" if nulls_first == (not asc) else (" NULLS FIRST" if nulls_first else " NULLS LAST"))
+        for c, asc, nulls_first in order)
 
 
 SEGMENT_AGGREGATES = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
@@ -335,7 +346,7 @@ class AggregateExec(PhysicalPlan):
         g = _cols(self.group, names)
         a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'}"
                       + "".join(f", {p!r}" if isinstance(p, str) else f", {p}" for p in s.params)
-                      + ")" for s in self.aggs)
+                      + _order_text(s.order, names) + ")" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:

@@ -351,8 +351,9 @@ class PhysicalPlanner:
         for a, f in zip(node.aggs, node.agg_fields, strict=True):
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None
+            order = tuple((column_for(k.expr), k.ascending, k.nulls_first) for k in a.order_by)
             specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None,
-                                 _agg_params(a)))
+                                 _agg_params(a), order))
         if not pre:  # count(*) with no group keys and no arguments: keep one column
             f0 = child.schema[0]
             pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))

@@ -301,8 +301,13 @@ def between(arg: Expr, low: Expr, high: Expr, negated: bool = False) -> Expr:
     return not_(e) if negated else e
 
 
+# aggregates whose answer depends on the order of the values (ORDER BY inside them)
+ORDERED_AGGREGATES = frozenset({"string_agg", "array_agg"})
+
+
 def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
-                   filter: Expr | None = None, display: str | None = None) -> AggCall:
+                   filter: Expr | None = None, display: str | None = None,
+                   order_by: Sequence[SortKey] = ()) -> AggCall:
     name = F.canonical(fn)
     if name == "count" and not args:
         name = "count_star"
@@ -322,7 +327,12 @@ def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
         filter = cast(filter, T.BOOLEAN)
     if name in ("min", "max", "any_value", "bool_and", "bool_or") :
         distinct = False  # DISTINCT does not change these
-    return AggCall(name, coerced, ret, distinct, filter)
+    if order_by and name not in ORDERED_AGGREGATES:
+        raise UnsupportedError(f"ORDER BY inside {(display or fn).upper()}(...) is not supported")
+    if order_by and distinct:
+        raise UnsupportedError(f"DISTINCT with ORDER BY inside {(display or fn).upper()}(...) "
+                               "is not supported")
+    return AggCall(name, coerced, ret, distinct, filter, tuple(order_by))
 
 
 def _check_constant_agg_args(name: str, rest: Sequence[Expr], display: str) -> None:

@@ -47,6 +47,13 @@ def format_literal(value, dtype: pa.DataType) -> str:
     return repr(value)
 
 
+def _sort_key_text(k) -> str:
+    text = format_expr(k.expr) + ("" if k.ascending else " DESC")
+    if k.nulls_first != (not k.ascending):  # not the default placement: say it
+        text += " NULLS FIRST" if k.nulls_first else " NULLS LAST"
+    return text
+
+
 def format_expr(e: Expr) -> str:
     if isinstance(e, ColumnRef):
         return e.field.display
@@ -83,6 +90,8 @@ def format_expr(e: Expr) -> str:
         args = "*" if e.fn == "count_star" else ", ".join(format_expr(a) for a in e.args)
         if e.distinct:
             args = "DISTINCT " + args
+        if e.order_by:
+            args += " ORDER BY " + ", ".join(_sort_key_text(k) for k in e.order_by)
         out = f"{name}({args})"
         if e.filter is not None:
             out += f" FILTER (WHERE {format_expr(e.filter)})"

@@ -68,7 +68,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Rollup: _args("expressions"),
     exp.Cube: _args("expressions"),
     exp.GroupingSets: _args("expressions"),
-    exp.Order: _args("expressions"),
+    # `this`: the argument of an aggregate ordered inside it (STRING_AGG(x, ',' ORDER BY y));
+    # the binder refuses it elsewhere
+    exp.Order: _args("this", "expressions"),
     exp.Ordered: _args("this", "desc", "nulls_first"),
     exp.Limit: _args("expression", "limit_options"),
     exp.Offset: _args("expression"),
