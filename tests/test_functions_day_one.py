@@ -210,6 +210,34 @@ def test_list_functions(scalars, sql):
     check(*scalars, sql, order_by=["id"] if "id" in sql else None)
 
 
+UNNEST_QUERIES = [
+    "SELECT id, unnest(l) AS u, s FROM t",
+    "SELECT unnest([1, 2, NULL]) AS u",
+    "SELECT unnest(list_value(s, 'x')) AS u FROM t",
+    "SELECT DISTINCT unnest(l) AS u FROM t ORDER BY u",
+    "SELECT id, unnest(l) AS u FROM t WHERE i > 0 ORDER BY id DESC, u LIMIT 3",
+    "SELECT u, count(*) AS c FROM (SELECT unnest(l) AS u FROM t) GROUP BY u",
+    "SELECT unnest(l) AS u FROM t WHERE l IS NULL OR len(l) = 0",
+]
+
+
+@pytest.mark.parametrize("parts", [None, 4])
+@pytest.mark.parametrize("sql", UNNEST_QUERIES)
+def test_unnest_in_the_select_list(sql, parts):
+    t = scalar_table()
+    ctx = pqe.Context(partitions=parts)
+    ctx.register_arrow("t", t)
+    check(ctx, oracle.connect({"t": t}), sql)
+
+
+def test_unnest_runs_per_partition_after_where(scalars):
+    ctx, _ = scalars
+    plan = "\n".join(r["plan"] for r in ctx.sql(
+        "EXPLAIN SELECT id, unnest(l) AS u FROM t WHERE id > 1").to_pylist())
+    assert "MapBatches: unnest [id, u]" in plan
+    assert plan.index("MapBatches") < plan.index("Filter")  # the filter runs first
+
+
 # ---- structs -------------------------------------------------------------------------------------
 
 
@@ -425,7 +453,11 @@ def test_quantile_disc_position_is_exact():
     ("SELECT quantile_cont(i, i) FROM t", pqe.UnsupportedError, "non-constant quantile"),
     ("SELECT median(CAST(i AS DECIMAL(10, 2))) FROM t", pqe.UnsupportedError, "DECIMAL"),
     ("SELECT median(d) FROM t", pqe.UnsupportedError, "MEDIAN of DATE"),
-    ("SELECT unnest(l) FROM t", pqe.UnsupportedError, "UNNEST"),
+    ("SELECT unnest(l) + 1 FROM t", pqe.UnsupportedError, "UNNEST"),
+    ("SELECT * FROM unnest([1, 2])", pqe.UnsupportedError, "UNNEST in FROM"),
+    ("SELECT count(*), unnest(l) FROM t", pqe.UnsupportedError, "UNNEST in a SELECT with"),
+    ("SELECT unnest(l), unnest(l) FROM t", pqe.UnsupportedError, "several UNNESTs"),
+    ("SELECT unnest(s) FROM t", pqe.TypeMismatchError, "UNNEST needs a list"),
     ("SELECT l[1:2] FROM t", pqe.UnsupportedError, "list slices"),
     ("SELECT regexp_extract(s, '(a)', 9) FROM t", pqe.UnsupportedError, "group 9"),
     ("SELECT regexp_replace(s, 'a', 'b', 'gx') FROM t", pqe.UnsupportedError, "'x'"),

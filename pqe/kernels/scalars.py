@@ -534,6 +534,18 @@ def _struct_extract(c: Compiler, e: Call) -> E:
     return _call("struct_field", [c(a)], pc.StructFieldOptions([_const_text(name, "field name")]))
 
 
+def unnest_column(table: pa.Table, position: int) -> pa.Table:
+    """SELECT ..., UNNEST(l), ...: one row per element of the list in column `position` (no
+    row for a NULL or empty list), the other columns repeated for each element; the list
+    column becomes its elements. Run per partition as a MapBatches function (picklable:
+    a module-level function under functools.partial)."""
+    lists = table.column(position).combine_chunks()
+    parents = pc.list_parent_indices(lists)
+    cols = [lists.flatten() if i == position else table.column(i).take(parents)
+            for i in range(table.num_columns)]
+    return pa.Table.from_arrays(cols, names=table.column_names)
+
+
 CALLS = {
     "regexp_replace": _regexp_replace, "regexp_extract": _regexp_extract,
     "concat_ws": _concat_ws, "chr": lambda c, e: _call("pqe_chr", [c(e.args[0])]),

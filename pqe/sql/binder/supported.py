@@ -115,6 +115,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.DateTrunc: _args("unit", "this"),
     exp.Exists: _args("this"),
     exp.Anonymous: _args("this", "expressions"),
+    # UNNEST(list) as a select item (select.py); elsewhere the binder refuses it by name
+    exp.Unnest: _args("expressions"),
     exp.Any: _args("this"),
     exp.All: _args("this"),
     exp.Grouping: _args("expressions"),
