@@ -483,3 +483,26 @@ def test_decimal_fraction_is_kept_exact():
         "EXPLAIN SELECT quantile_disc(x, 0.7) FROM t").to_pylist())
     assert "quantile_disc(agg_arg, 0.7)" in plan
     assert ctx.sql("SELECT quantile_disc(x, 0.7) AS v FROM t").to_pylist() == [{"v": 6}]
+
+
+# ---- a cluster -------------------------------------------------------------------------------------
+
+CLUSTER_QUERIES = [
+    ("SELECT k, median(x) AS m, quantile_disc(s, 0.5) AS q, string_agg(s, ',' ORDER BY id) AS g "
+    "FROM t GROUP BY k"),
+    ("SELECT id, chr(ascii(s)) AS c, regexp_extract(s, '[a-z]+') AS r, translate(s, 'ab', 'ba') "
+    "AS tr, md5(s) AS m, overlay(s placing 'x' from 2) AS o FROM t WHERE id < 50"),
+    "SELECT u, count(*) AS c FROM (SELECT unnest([k, x]) AS u FROM t) GROUP BY u",
+]
+
+
+def test_on_a_local_cluster():
+    """Workers are other processes: the functions pyarrow registers (chr, lists, ...), the
+    list states and the UNNEST step travel with the tasks."""
+    t = agg_table(600)
+    con = oracle.connect({"t": t})
+    with pqe.Context(workers=2, memory_limit="1GiB", partitions=4) as ctx:
+        ctx.register_arrow("t", t)
+        for sql in CLUSTER_QUERIES:
+            check(ctx, con, sql)
+        assert ctx.sql("SELECT count(DISTINCT now()) AS n FROM t").to_pylist() == [{"n": 1}]
