@@ -136,6 +136,13 @@ DATE_QUERIES = [
     "date_diff('second', ts, TIMESTAMP '2022-03-01') c, date_diff('day', ts, TIMESTAMP '2022-03-01') e, "
     "date_diff('week', TIMESTAMP '2022-03-01', ts) f FROM t"),
     "SELECT id, date_diff('day', d, ts) a FROM t",
+    ("SELECT id, date_diff('millisecond', ts, TIMESTAMP '2022-03-01 00:00:00.0005') a, "
+     "date_diff('ms', d, DATE '2022-03-01') b, date_diff('microsecond', ts, "
+     "TIMESTAMP '2022-03-01') c, date_diff('us', d, ts) e FROM t"),
+    ("SELECT id, date_diff('days', d, DATE '2022-03-01') a, date_diff('yr', d, DATE '2022-03-01') "
+     "b, date_diff('mins', ts, TIMESTAMP '2022-03-01') c, date_diff('h', ts, "
+     "TIMESTAMP '2022-03-01') e, date_diff('m', ts, TIMESTAMP '2022-03-01') f, "
+     "date_diff('mon', d, DATE '2022-03-01') g, date_diff('w', d, DATE '2022-03-01') h FROM t"),
     "SELECT id, strftime(ts, '%Y/%m/%d %H:%M:%S.%f %j %a %A %b %B %y %I %p %%') v FROM t",
     "SELECT id, strftime(d, '%d.%m.%Y') v FROM t",
     "SELECT id, strftime(ts, '%f') v FROM t",

@@ -978,12 +978,26 @@ def _date_trunc(c, e):
     return out if utc_type(t) == t else out.cast(t)
 
 
+# DuckDB's other spellings of DATE_DIFF's parts (plurals, abbreviations)
+_DIFF_PARTS = {"days": "day", "d": "day", "dd": "day", "weeks": "week", "w": "week",
+               "months": "month", "mon": "month", "mons": "month", "years": "year", "y": "year",
+               "yr": "year", "yrs": "year", "quarters": "quarter", "hours": "hour", "h": "hour",
+               "hr": "hour", "hrs": "hour", "minutes": "minute", "min": "minute",
+               "mins": "minute", "m": "minute", "seconds": "second", "s": "second",
+               "sec": "second", "secs": "second", "milliseconds": "millisecond",
+               "ms": "millisecond", "msec": "millisecond", "msecs": "millisecond",
+               "microseconds": "microsecond", "us": "microsecond", "usec": "microsecond",
+               "usecs": "microsecond"}
+
+
 def _date_diff(c, e):
     part = _const_text(e.args[0], "DATE_DIFF part")
     # DuckDB counts the part boundaries crossed, except weeks: whole 7-day spans of days
     kern = {"day": "days_between", "week": "weeks_7_days", "month": "month_interval_between",
             "year": "years_between", "quarter": "quarters_between", "hour": "hours_between",
-            "minute": "minutes_between", "second": "seconds_between"}.get((part or "").lower())
+            "minute": "minutes_between", "second": "seconds_between",
+            "millisecond": "milliseconds_between", "microsecond": "microseconds_between",
+            }.get(_DIFF_PARTS.get((part or "").lower(), (part or "").lower()))
     if kern is None:
         raise UnsupportedError(f"DATE_DIFF('{part}') is not supported")
     a, b = utc(c(e.args[1]), e.args[1].dtype), utc(c(e.args[2]), e.args[2].dtype)
