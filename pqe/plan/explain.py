@@ -34,6 +34,8 @@ def format_literal(value, dtype: pa.DataType) -> str:
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, decimal.Decimal):
         return str(value)
+    if isinstance(value, (tuple, list)) and hasattr(dtype, "value_type"):  # a list: [1, 2]
+        return "[" + ", ".join(format_literal(v, dtype.value_type) for v in value) + "]"
     if T.is_interval(dtype):
         months, days, nanos = value.months, value.days, value.nanoseconds
         parts = []
