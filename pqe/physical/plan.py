@@ -178,9 +178,13 @@ class ScanExec(PhysicalPlan):
     kept_units: int = 0
     dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
     encoded: tuple[str, ...] = ()  # of those, the ones returned still dictionary-encoded
+    # struct columns read as some children only: (file column, child names)
+    nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def describe(self, names):
-        cols = ", ".join(c for c, _ in self.columns)
+        kids = dict(self.nested)
+        cols = ", ".join(c + (f".{{{', '.join(kids[c])}}}" if c in kids else "")
+                         for c, _ in self.columns)
         kind = "ParquetScan" if self.provider.kind == "parquet" else "CsvScan"
         out = f"{kind}: {self.table} columns=[{cols}]"
         if self.filters:

@@ -165,8 +165,10 @@ class PhysicalPlanner:
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
+        names = {f.id: f.name for f in node.fields}
+        nested = tuple((names[i], kids) for i, kids in node.nested)
         return ScanExec(node.schema, len(parts), dist, node.table, provider, columns,
-                        node.filters, parts, total, len(units), dict_cols)
+                        node.filters, parts, total, len(units), dict_cols, nested=nested)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
         return ValuesExec(node.schema, 1, SINGLE, node.rows)
@@ -659,7 +661,9 @@ def _scan_key(node: L.Scan) -> tuple:
     by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
     filters = tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
                     for e in node.filters)
-    return (id(node.provider), tuple(f.name for f in node.schema), filters)
+    by_name = {f.id: f.name for f in node.fields}
+    nested = tuple((by_name[i], kids) for i, kids in node.nested)
+    return (id(node.provider), tuple(f.name for f in node.schema), filters, nested)
 
 
 def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:

@@ -149,6 +149,10 @@ def describe_node(plan) -> str:
         out = f"Scan: {plan.table} [{cols}]"
         if plan.filters:
             out += " filters=[" + ", ".join(format_expr(f) for f in plan.filters) + "]"
+        if plan.nested:
+            names = {f.id: f.name for f in plan.fields}
+            out += " nested=[" + ", ".join(f"{names[i]}.{{{', '.join(kids)}}}"
+                                           for i, kids in plan.nested) + "]"
         return out
     if isinstance(plan, L.Values):
         return f"Values: {len(plan.rows)} rows [{', '.join(f.name for f in plan.fields)}]"
