@@ -123,6 +123,11 @@ def test_hash_is_deterministic_and_64_bit(scalars):
     # equal values hash equally, whatever their integer width
     ctx.register_arrow("w", pa.table({"x": pa.array([7], pa.int8()), "y": pa.array([7], pa.int64())}))
     assert ctx.sql("SELECT hash(x) = hash(y) AS v FROM w").to_pylist() == [{"v": True}]
+    # buckets: UBIGINT % n is a UBIGINT (as in DuckDB), whatever the hash's top bit
+    rows = ctx.sql("SELECT hash(s) % 4 AS b, typeof(hash(s) % 4) AS t FROM t").to_pylist()
+    assert {r["t"] for r in rows} == {"UBIGINT"} and {r["b"] for r in rows} <= {0, 1, 2, 3}
+    assert None not in [r["b"] for r in rows] and len({r["b"] for r in rows}) > 1
+    assert ctx.sql("SELECT hash('') <> 0 AS a").to_pylist() == [{"a": True}]
 
 
 # ---- dates ---------------------------------------------------------------------------------------

@@ -232,6 +232,9 @@ def _modulo(c: Compiler, e: Call) -> E:
     if T.is_decimal(e.dtype):
         return _decimal_modulo(c(a), c(b), e.dtype)
     ca, cb = c(a), _zero_to_null(c(b), b.dtype)
+    if pa.types.is_unsigned_integer(e.dtype):  # no negative operands, no overflow
+        q = _call("divide_checked", [ca, cb])
+        return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
     if _is_int(e.dtype):
         # x % -1 is 0 (PostgreSQL, DuckDB), also for -2^63, whose quotient overflows: use 1
         cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])

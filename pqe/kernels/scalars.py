@@ -320,10 +320,17 @@ def _hash_input(c: Compiler, e: Call) -> tuple[E, pa.DataType]:
     raise UnsupportedError(f"HASH of {T.type_name(t)} is not supported")
 
 
+_HASH_SALT = np.uint64(0x2545F4914F6CDD1D)
+
+
 def hash_kernel(ctx, values):
-    """hashing.hash_column: every byte of the value, splitmix64-mixed; NULL has its own."""
+    """hashing.hash_column (every byte of the value, splitmix64-mixed; NULL has its own),
+    salted and mixed once more: HASH('') and HASH(0) are not 0, and HASH's values are not the
+    partitioning hash's."""
     (values,) = _arrays(ctx, values)
-    return pa.array(hashing.hash_column(values), pa.uint64())
+    with np.errstate(over="ignore"):
+        h = hashing.hash_column(values) + _HASH_SALT
+    return pa.array(hashing.fmix(h), pa.uint64())
 
 
 for _t in (pa.int64(), pa.float64(), pa.string(), pa.binary(), pa.bool_()):

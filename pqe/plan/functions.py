@@ -91,6 +91,10 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
             return (None, None), T.INTERVAL
     if fn == "multiply" and (T.is_interval(a) and T.is_integer(b) or T.is_interval(b) and T.is_integer(a)):
         return (None, None), T.INTERVAL
+    if fn == "modulo" and pa.types.is_uint64(a) and (T.is_integer(b) or T.is_null(b)):
+        # UBIGINT % n is a UBIGINT (DuckDB): HASH(x) % n buckets; in BIGINT the larger half
+        # of the UBIGINT values would not fit (a negative n is an error: it does not fit)
+        return (pa.uint64(), pa.uint64()), pa.uint64()
     out = T.arithmetic_type(fn, a, b)
     if T.is_null(out):
         return (None, None), T.NULL
