@@ -538,3 +538,25 @@ def test_on_a_local_cluster():
         for sql in CLUSTER_QUERIES:
             check(ctx, con, sql)
         assert ctx.sql("SELECT count(DISTINCT now()) AS n FROM t").to_pylist() == [{"n": 1}]
+
+
+def test_dataframe_aggregates_equal_their_sql():
+    """col(x).median() / .quantile(q) / .string_agg(sep) / .list() build the same aggregates
+    as SQL (one builder), so they give the same answers."""
+    t = agg_table(800)
+    ctx = pqe.Context(partitions=4)
+    ctx.register_arrow("t", t)
+    api = (ctx.table("t").group_by("k")
+           .agg(pqe.col("x").median().alias("m"),
+                pqe.col("f").quantile(0.7, "nearest").alias("q"),
+                pqe.col("x").quantile(0.25).alias("c"),
+                pqe.col("s").string_agg("|").alias("g"),
+                pqe.col("x").list().alias("l"))
+           .to_arrow().to_pylist())
+    sql = ctx.sql("SELECT k, median(x) AS m, quantile_disc(f, 0.7) AS q, "
+                  "quantile_cont(x, 0.25) AS c, string_agg(s, '|') AS g, array_agg(x) AS l "
+                  "FROM t GROUP BY k").to_arrow().to_pylist()
+    key = lambda r: (r["k"] is None, r["k"] or 0)
+    assert sorted(api, key=key) == sorted(sql, key=key)
+    with pytest.raises(pqe.BindError, match="interpolation"):
+        pqe.col("x").quantile(0.5, "cubic")
