@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -25,12 +26,16 @@ from .expressions import Compiler, E, _call, _const_int, _const_text, null_of, s
 # ---- registration helpers ---------------------------------------------------------------------
 
 
+_REGISTERING = threading.Lock()  # tasks on threads may compile a new signature at once
+
+
 def _register(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str) -> str:
-    try:
-        pc.get_function(name)
-    except (KeyError, pa.ArrowKeyError):
-        pc.register_scalar_function(fn, name, {"summary": summary, "description": summary},
-                                    in_types, out_type)
+    with _REGISTERING:
+        try:
+            pc.get_function(name)
+        except (KeyError, pa.ArrowKeyError):
+            pc.register_scalar_function(fn, name, {"summary": summary, "description": summary},
+                                        in_types, out_type)
     return name
 
 
