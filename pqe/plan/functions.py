@@ -492,11 +492,12 @@ _register(SCALAR, "translate", 3, 3, _text_args(3, T.TEXT), sqlglot="Translate",
 _register(SCALAR, "overlay", 3, 4, _overlay, sqlglot="Overlay",
           args=("this", "expression", "from_", "for_"))
 _register(SCALAR, "md5", 1, 1, _text_args(1, T.TEXT), sqlglot="MD5")
-# a deterministic 64-bit hash of the value (kernels.hashing: splitmix64-mixed words), the
-# same in every process and run; NULL has a hash too (not NULL), as in DuckDB. Its values
-# are not DuckDB's.
+# a deterministic 64-bit UBIGINT hash of the value (kernels.hashing's splitmix64-mixed
+# words, salted and mixed once more in kernels.scalars), the same in every process and run;
+# NULL has a hash too (not NULL), as in DuckDB. Its values are not DuckDB's.
 _register(SCALAR, "hash", 1, 1, _hash, nulls="never")
-# the argument's SQL type name, decided at bind time (the binder replaces it by a literal)
+# the argument's type name as DuckDB spells it: a constant (the kernel compiles it to the
+# name; constant folding makes it a literal); the argument is never evaluated
 _register(SCALAR, "typeof", 1, 1, _any_to(T.TEXT), nulls="never", sqlglot="Typeof")
 # math
 _register(SCALAR, "abs", 1, 1, _numeric_same, sqlglot="Abs")
@@ -548,6 +549,7 @@ _register(SCALAR, "list_extract", 2, 2, _list_extract, nulls="custom",
 # s.x, s['x'], STRUCT_EXTRACT(s, 'x'): the name is a constant
 _register(SCALAR, "struct_extract", 2, 2, _struct_extract, nulls="custom",
           sqlglot="StructExtract", args=("this", "expression"))
+# one value per statement, taken when it is bound (the binder makes it a literal)
 _register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never", sqlglot="CurrentDate",
           args=())
 # internal: fails the query when a correlated scalar subquery yields several rows for a row
