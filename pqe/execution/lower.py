@@ -185,7 +185,8 @@ class Lowering:
         out = tuple(f.id for f in node.schema)
         return [Pending((O.ReadFiles(provider=node.provider, units=units, columns=node.columns,
                                      filters=node.filters, out_ids=out,
-                                     dict_columns=node.dict_columns, encoded=node.encoded),), ())
+                                     dict_columns=node.dict_columns, encoded=node.encoded,
+                                     nested=node.nested),), ())
                 for units in node.parts]
 
     def _memoryscanexec(self, node: P.MemoryScanExec):

@@ -75,15 +75,17 @@ class ReadFiles(Op):
     are opened by kernels.scan when the task runs on a worker."""
 
     label = "scan"
-    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded")
+    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded",
+               "nested")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
-                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r})")
+                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r}, "
+                f"{self.nested!r})")
 
     def run(self, data, inputs):
         return scan.read_files(self.provider, self.units, self.columns, self.filters,
-                               self.out_ids, self.dict_columns, self.encoded)
+                               self.out_ids, self.dict_columns, self.encoded, self.nested)
 
 
 class ReadMemory(Op):

@@ -52,6 +52,10 @@ class AggSpec:
     arg_dtype: object = None
     more: tuple[str, ...] = ()
     udf: object = None  # pqe.plan.udf.AggregateUDF
+    # constant arguments after the first (STRING_AGG's separator, a quantile's fraction)
+    params: tuple = ()
+    # the order of the values inside the aggregate: (column, ascending, nulls_first) keys
+    order: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,15 @@ def int64_decimal_applicable(exprs) -> bool:
                if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
 
 
+def _order_text(order, names) -> str:
+    if not order:
+        return ""
+    return " ORDER BY " + ", ".join(
+        names.get(c, c) + ("" if asc else " DESC")
+        + ("" if nulls_first == (not asc) else (" NULLS FIRST" if nulls_first else " NULLS LAST"))
+        for c, asc, nulls_first in order)
+
+
 SEGMENT_AGGREGATES = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
 
 
@@ -180,9 +193,13 @@ class ScanExec(PhysicalPlan):
     kept_units: int = 0
     dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
     encoded: tuple[str, ...] = ()  # of those, the ones returned still dictionary-encoded
+    # struct columns read as some children only: (file column, child names)
+    nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def describe(self, names):
-        cols = ", ".join(c for c, _ in self.columns)
+        kids = dict(self.nested)
+        cols = ", ".join(c + (f".{{{', '.join(kids[c])}}}" if c in kids else "")
+                         for c, _ in self.columns)
         kind = "ParquetScan" if self.provider.kind == "parquet" else "CsvScan"
         out = f"{kind}: {self.table} columns=[{cols}]"
         if self.filters:
@@ -349,7 +366,9 @@ class AggregateExec(PhysicalPlan):
         def args(s: AggSpec) -> str:
             return ", ".join(names.get(c, c) for c in (s.arg, *s.more)) if s.arg else "*"
 
-        a = ", ".join(f"{s.fn}({args(s)})" for s in self.aggs)
+        a = ", ".join(f"{s.fn}({args(s)}"
+                      + "".join(f", {p!r}" if isinstance(p, str) else f", {p}" for p in s.params)
+                      + _order_text(s.order, names) + ")" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:

@@ -165,8 +165,10 @@ class PhysicalPlanner:
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
+        names = {f.id: f.name for f in node.fields}
+        nested = tuple((names[i], kids) for i, kids in node.nested)
         return ScanExec(node.schema, len(parts), dist, node.table, provider, columns,
-                        node.filters, parts, total, len(units), dict_cols)
+                        node.filters, parts, total, len(units), dict_cols, nested=nested)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
         return ValuesExec(node.schema, 1, SINGLE, node.rows)
@@ -352,11 +354,13 @@ class PhysicalPlanner:
             if a.udf is not None:
                 ids = [column_for(x) for x in _user_agg_inputs(a)]
                 specs.append(AggSpec(a.fn, ids[0], f.id, f.dtype, a.args[0].dtype,
-                                     tuple(ids[1:]), a.udf))
+                                     more=tuple(ids[1:]), udf=a.udf))
                 continue
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None
-            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None))
+            order = tuple((column_for(k.expr), k.ascending, k.nulls_first) for k in a.order_by)
+            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None,
+                                 params=_agg_params(a), order=order))
         if not pre:  # count(*) with no group keys and no arguments: keep one column
             f0 = child.schema[0]
             pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))
@@ -596,6 +600,16 @@ def _user_agg_inputs(a: AggCall) -> list[Expr]:
     return [Case(((a.filter, x),), Literal(None, x.dtype), x.dtype) for x in a.args]
 
 
+def _agg_params(a: AggCall) -> tuple:
+    """The constant arguments after the first (builder.aggregate_call checked they are)."""
+    out = []
+    for e in a.args[1:]:
+        if not isinstance(e, Literal):
+            raise InternalError(f"aggregate {a.fn}: argument {e} is not a constant")
+        out.append(e.value)
+    return tuple(out)
+
+
 def _strategy(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> str:
     """'segments' when one integer/date key and simple aggregates allow reducing sorted runs
     (the kernel checks each partition's order), else 'hash'."""
@@ -664,7 +678,9 @@ def _scan_key(node: L.Scan) -> tuple:
     by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
     filters = tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
                     for e in node.filters)
-    return (id(node.provider), tuple(f.name for f in node.schema), filters)
+    by_name = {f.id: f.name for f in node.fields}
+    nested = tuple((by_name[i], kids) for i, kids in node.nested)
+    return (id(node.provider), tuple(f.name for f in node.schema), filters, nested)
 
 
 def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:
