@@ -50,6 +50,9 @@ class Lowering:
         self._shared: dict[int, list[Pending]] = {}
         self._node_of: dict[int, P.PhysicalPlan] = {}  # number -> physical node (task names)
         self._tables: dict[int, str] = {}
+        # id(scan) -> the dynamic filters of the broadcast joins being lowered above it:
+        # (file column, build table's graph key, build key column id)
+        self._dynamic: dict[int, list[tuple]] = {}
 
     def lower_plan(self, root: P.PhysicalPlan) -> list[Pending]:
         """The pending output partitions of a whole plan."""
@@ -183,10 +186,16 @@ class Lowering:
 
     def _scanexec(self, node: P.ScanExec):
         out = tuple(f.id for f in node.schema)
+        # a scan with several consumers is read once for all of them: no one join's filter
+        dynamic = self._dynamic.get(id(node), []) if self._parents.get(id(node), 0) <= 1 else []
+        inputs = tuple(build for _, build, _, _ in dynamic)
         return [Pending((O.ReadFiles(provider=node.provider, units=units, columns=node.columns,
                                      filters=node.filters, out_ids=out,
-                                     dict_columns=node.dict_columns, encoded=node.encoded),), ())
-                for units in node.parts]
+                                     dict_columns=node.dict_columns, encoded=node.encoded,
+                                     ranges=tuple((i, key, spans[p])
+                                                  for i, (_, _, key, spans) in enumerate(dynamic))),),
+                        inputs)
+                for p, units in enumerate(node.parts)]
 
     def _memoryscanexec(self, node: P.MemoryScanExec):
         out = tuple(f.id for f in node.schema)
@@ -220,14 +229,24 @@ class Lowering:
     def _hashjoinexec(self, node: P.HashJoinExec):
         if node.mode == "build_left":
             return self._build_left_semi(node)
-        left = self.lower(node.left)
         out = tuple(f.id for f in node.schema)
         if node.mode == "broadcast" or node.right.n == 1:
             build = self._broadcast_key(node.right)
+            dynamic = node.runtime_filter
+            if dynamic is not None:  # the probe scan reads what the build's keys can match
+                scan, column, position, spans = dynamic
+                self._dynamic.setdefault(id(scan), []).append(
+                    (column, build, node.right_keys[position], spans))
+            try:
+                left = self.lower(node.left)
+            finally:
+                if dynamic is not None:
+                    self._dynamic[id(scan)].pop()
             if node.dense:
                 build = self._dense_build(build, node.right_keys[0])
             builds = [build] * len(left)
         else:
+            left = self.lower(node.left)
             builds = self.materialize(self.lower(node.right), "build")
         parts = []
         for p, b in zip(left, builds, strict=True):

@@ -75,14 +75,27 @@ class ReadFiles(Op):
     are opened by kernels.scan when the task runs on a worker."""
 
     label = "scan"
-    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded")
+    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded",
+               "ranges")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
-                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r})")
+                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r}, "
+                f"{self.ranges!r})")
 
     def run(self, data, inputs):
-        return scan.read_files(self.provider, self.units, self.columns, self.filters,
+        units = self.units
+        # dynamic filters: (task input holding a join's build, its key column, the range of
+        # the probe key in each unit): units outside the build keys' [min, max] cannot match
+        if self.ranges:
+            keep = [True] * len(units)
+            for i, key, spans in self.ranges:
+                lo, hi = scan.key_range(inputs[i], key)
+                for j, span in enumerate(spans):
+                    if lo is None or span is not None and (span[1] < lo or span[0] > hi):
+                        keep[j] = False
+            units = tuple(u for u, k in zip(units, keep, strict=True) if k)
+        return scan.read_files(self.provider, units, self.columns, self.filters,
                                self.out_ids, self.dict_columns, self.encoded)
 
 

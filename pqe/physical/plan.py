@@ -274,6 +274,12 @@ class HashJoinExec(PhysicalPlan):
     # the broadcast build becomes one lookup array (kernels.dense_join) shared by every probe
     # partition; the build checks the key is unique and narrow and else hashes as usual
     dense: bool = False
+    # a dynamic filter (inner and semi broadcast joins): (scan, file column, key position,
+    # (min, max) of the column in each unit of each scan partition) when probe key
+    # `left_keys[position]` is that column of a Parquet scan below the probe side, read with
+    # row groups sorted or clustered by it. The scan's tasks wait for the build, then skip
+    # the units whose range misses the build keys' [min, max] (execution.ops.ReadFiles)
+    runtime_filter: tuple | None = None
 
     def children(self):
         return (self.left, self.right)
@@ -287,6 +293,9 @@ class HashJoinExec(PhysicalPlan):
             out += f" filter={_expr(self.filter)}"
         if self.null_aware:
             out += " null_aware"
+        if self.runtime_filter is not None:
+            scan, column = self.runtime_filter[:2]
+            out += f" dynamic_filter=[{scan.table}.{column}]"
         return out
 
 
