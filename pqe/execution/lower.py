@@ -156,7 +156,13 @@ class Lowering:
         if self._parents.get(id(node), 0) > 1:
             hit = self._shared.get(id(node))
             if hit is None:
-                keys = self.materialize(self._lower(node), "shared")
+                # computed once for every consumer: no one consumer's dynamic filter applies
+                dynamic, self._dynamic = self._dynamic, {}
+                try:
+                    parts = self._lower(node)
+                finally:
+                    self._dynamic = dynamic
+                keys = self.materialize(parts, "shared")
                 hit = [Pending((O.Concat(indices=(0,)),), (k,)) for k in keys]
                 self._shared[id(node)] = hit
             return list(hit)

@@ -249,8 +249,11 @@ class PhysicalPlanner:
                        and all(T.is_integer(k.dtype) for k in node.on[0]))
         if left.n == 1 and right.n == 1:
             dense = dense_shape and kind in dense_kinds and self._dense_build(rnode, rexprs[0], rrows)
-            return HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
-                                node.filter, "partitioned", node.null_aware, dense)
+            out = HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
+                               node.filter, "partitioned", node.null_aware, dense)
+            if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
+                out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
+            return out
         can_broadcast = kind in ("inner", "left", "semi", "anti")
         left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
         # costs in "hash table inserts": a build row costs 1 (once per probing partition),
@@ -740,7 +743,7 @@ def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: floa
                     node = None
                     break
                 cid, node = node.exprs[pos[0]].id, node.input
-            elif (isinstance(node, HashJoinExec) and node.mode == "broadcast"
+            elif (isinstance(node, HashJoinExec) and _probes_in_place(node)
                   and node.kind in ("inner", "left", "semi", "anti")
                   and any(f.id == cid for f in node.left.schema)):
                 node = node.left
@@ -761,6 +764,13 @@ def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: floa
         if spans is not None:
             return (node, name, position, spans)
     return None
+
+
+def _probes_in_place(join: HashJoinExec) -> bool:
+    """The join's left partitions probe a whole build where they are (no exchange between the
+    left input and the join): broadcast joins, and one-partition joins."""
+    return join.mode == "broadcast" or (join.mode == "partitioned" and join.left.n == 1
+                                        and join.right.n == 1)
 
 
 def _clustered_by(scan: ScanExec, column: str) -> tuple | None:
@@ -922,4 +932,34 @@ def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
     planner = PhysicalPlanner(config, compile_filter)
     out = planner.plan(plan)
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
+    _drop_shared_dynamic_filters(out)
     return choose_exchanges(out, config)
+
+
+def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
+    """A dynamic filter holds only while every node from its join down to the scan has that
+    one consumer: a shared subplan (TPC-DS Q75's sales-join-item, probed by a 2001 and a 2002
+    date_dim) is computed once for all its consumers, so no one join's build may narrow it."""
+    parents: dict[int, int] = {}
+    joins: list[HashJoinExec] = []
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, HashJoinExec) and node.runtime_filter is not None:
+            joins.append(node)
+        for child in node.children():
+            parents[id(child)] = parents.get(id(child), 0) + 1
+            stack.append(child)
+    for join in joins:
+        scan, node = join.runtime_filter[0], join.left
+        while True:
+            if parents.get(id(node), 0) > 1:
+                join.runtime_filter = None
+                break
+            if node is scan:
+                break
+            node = node.input if isinstance(node, ProjectExec) else node.left
