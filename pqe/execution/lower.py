@@ -192,16 +192,30 @@ class Lowering:
 
     def _scanexec(self, node: P.ScanExec):
         out = tuple(f.id for f in node.schema)
-        # a scan with several consumers is read once for all of them: no one join's filter
-        dynamic = self._dynamic.get(id(node), []) if self._parents.get(id(node), 0) <= 1 else []
-        inputs = tuple(build for _, build, _, _ in dynamic)
-        return [Pending((O.ReadFiles(provider=node.provider, units=units, columns=node.columns,
-                                     filters=node.filters, out_ids=out,
-                                     dict_columns=node.dict_columns, encoded=node.encoded,
-                                     ranges=tuple((i, key, spans[p])
-                                                  for i, (_, _, key, spans) in enumerate(dynamic))),),
-                        inputs)
-                for p, units in enumerate(node.parts)]
+        # dynamic filters as groups of (build, key, unit ranges): a unit is read when, in every
+        # group, some build's key range meets it. The joins being lowered above this scan
+        # each make a group; a scan shared by several consumers is read once for all of them,
+        # so only a group of one join per consumer (any of their ranges) can apply
+        if self._parents.get(id(node), 0) <= 1:
+            groups = [[(build, key, spans)] for _, build, key, spans in self._dynamic.get(id(node), [])]
+        elif node.dynamic_joins:
+            groups = [[(self._broadcast_key(j.right), j.right_keys[j.runtime_filter[2]],
+                        j.runtime_filter[3]) for j in node.dynamic_joins]]
+        else:
+            groups = []
+        inputs = tuple(build for g in groups for build, _, _ in g)
+        parts = []
+        for p, units in enumerate(node.parts):
+            ranges, i = [], 0
+            for g in groups:
+                ranges.append(tuple((i + k, key, spans[p]) for k, (_, key, spans) in enumerate(g)))
+                i += len(g)
+            parts.append(Pending((O.ReadFiles(provider=node.provider, units=units,
+                                              columns=node.columns, filters=node.filters,
+                                              out_ids=out, dict_columns=node.dict_columns,
+                                              encoded=node.encoded, ranges=tuple(ranges)),),
+                                 inputs))
+        return parts
 
     def _memoryscanexec(self, node: P.MemoryScanExec):
         out = tuple(f.id for f in node.schema)

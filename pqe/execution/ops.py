@@ -85,15 +85,19 @@ class ReadFiles(Op):
 
     def run(self, data, inputs):
         units = self.units
-        # dynamic filters: (task input holding a join's build, its key column, the range of
-        # the probe key in each unit): units outside the build keys' [min, max] cannot match
+        # dynamic filters: groups of (task input holding a join's build, its key column, the
+        # range of the probe key in each unit); a unit is read when, in every group, some
+        # build's keys' [min, max] meets its range (no other rows can match)
         if self.ranges:
             keep = [True] * len(units)
-            for i, key, spans in self.ranges:
-                lo, hi = scan.key_range(inputs[i], key)
-                for j, span in enumerate(spans):
-                    if lo is None or span is not None and (span[1] < lo or span[0] > hi):
-                        keep[j] = False
+            for group in self.ranges:
+                meets = [False] * len(units)
+                for i, key, spans in group:
+                    lo, hi = scan.key_range(inputs[i], key)
+                    for j, span in enumerate(spans):
+                        if lo is not None and (span is None or span[1] >= lo and span[0] <= hi):
+                            meets[j] = True
+                keep = [k and m for k, m in zip(keep, meets, strict=True)]
             units = tuple(u for u, k in zip(units, keep, strict=True) if k)
         return scan.read_files(self.provider, units, self.columns, self.filters,
                                self.out_ids, self.dict_columns, self.encoded)

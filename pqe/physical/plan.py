@@ -165,6 +165,9 @@ class ScanExec(PhysicalPlan):
     kept_units: int = 0
     dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
     encoded: tuple[str, ...] = ()  # of those, the ones returned still dictionary-encoded
+    # shared by several consumers, each reaching a join with a dynamic filter on this scan:
+    # one such join per consumer; the scan reads the units inside any of their build ranges
+    dynamic_joins: tuple = ()
 
     def describe(self, names):
         cols = ", ".join(c for c, _ in self.columns)
@@ -175,6 +178,9 @@ class ScanExec(PhysicalPlan):
         if self.dict_columns:
             out += " dictionary=[" + ", ".join(
                 c + (" (encoded)" if c in self.encoded else "") for c in self.dict_columns) + "]"
+        if self.dynamic_joins:
+            column = self.dynamic_joins[0].runtime_filter[1]
+            out += f" dynamic_filter=[{column}: any of {len(self.dynamic_joins)} builds]"
         unit = "row_groups" if self.provider.kind == "parquet" else "files"
         out += f" {unit}={self.kept_units}/{self.total_units}"
         return out

@@ -939,7 +939,12 @@ def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
 def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
     """A dynamic filter holds only while every node from its join down to the scan has that
     one consumer: a shared subplan (TPC-DS Q75's sales-join-item, probed by a 2001 and a 2002
-    date_dim) is computed once for all its consumers, so no one join's build may narrow it."""
+    date_dim) is computed once for all its consumers, so no one join's build may narrow it.
+
+    A shared scan itself (Q39's inventory, read once for a January and a February date_dim)
+    may still skip the units outside every consumer's range when each of its consumers reaches
+    a join with a dynamic filter: `ScanExec.dynamic_joins` lists one such join per consumer, and
+    the scan reads the units inside the union of their builds' [min, max]."""
     parents: dict[int, int] = {}
     joins: list[HashJoinExec] = []
     seen: set[int] = set()
@@ -954,12 +959,35 @@ def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
         for child in node.children():
             parents[id(child)] = parents.get(id(child), 0) + 1
             stack.append(child)
+    by_scan: dict[int, tuple[ScanExec, dict[int, HashJoinExec]]] = {}
     for join in joins:
-        scan, node = join.runtime_filter[0], join.left
-        while True:
+        scan, node, above = join.runtime_filter[0], join.left, join
+        while node is not scan:
             if parents.get(id(node), 0) > 1:
                 join.runtime_filter = None
                 break
-            if node is scan:
-                break
-            node = node.input if isinstance(node, ProjectExec) else node.left
+            node, above = (node.input if isinstance(node, ProjectExec) else node.left), node
+        else:
+            if parents.get(id(scan), 0) > 1:  # one join per consumer of the shared scan
+                by_scan.setdefault(id(scan), (scan, {}))[1].setdefault(id(above), join)
+    for scan, entries in by_scan.values():
+        chosen = list(entries.values())
+        if len(entries) == parents[id(scan)] and not any(_reaches(j.right, scan) for j in chosen):
+            scan.dynamic_joins = tuple(chosen)
+        for join in joins:
+            if join.runtime_filter is not None and join.runtime_filter[0] is scan \
+                    and not any(join is j for j in scan.dynamic_joins):
+                join.runtime_filter = None
+
+
+def _reaches(node: PhysicalPlan, target: PhysicalPlan) -> bool:
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if cur is target:
+            return True
+        if id(cur) not in seen:
+            seen.add(id(cur))
+            stack.extend(cur.children())
+    return False
