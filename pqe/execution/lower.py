@@ -213,7 +213,8 @@ class Lowering:
             parts.append(Pending((O.ReadFiles(provider=node.provider, units=units,
                                               columns=node.columns, filters=node.filters,
                                               out_ids=out, dict_columns=node.dict_columns,
-                                              encoded=node.encoded, ranges=tuple(ranges)),),
+                                              encoded=node.encoded, nested=node.nested,
+                                              ranges=tuple(ranges)),),
                                  inputs))
         return parts
 

@@ -13,7 +13,7 @@ import time
 
 import pyarrow as pa
 
-from ..errors import Error, ExecutionError, InternalError, QueryCancelled
+from ..errors import Error, ExecutionError, InternalError, QueryCancelled, UserFunctionError
 from ..kernels import aggregate as agg
 from ..kernels import decimals, dense_join
 from ..kernels import join as joins
@@ -76,12 +76,12 @@ class ReadFiles(Op):
 
     label = "scan"
     _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded",
-               "ranges")
+               "nested", "ranges")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
                 f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r}, "
-                f"{self.ranges!r})")
+                f"{self.nested!r}, {self.ranges!r})")
 
     def run(self, data, inputs):
         units = self.units
@@ -100,7 +100,7 @@ class ReadFiles(Op):
                 keep = [k and m for k, m in zip(keep, meets, strict=True)]
             units = tuple(u for u, k in zip(units, keep, strict=True) if k)
         return scan.read_files(self.provider, units, self.columns, self.filters,
-                               self.out_ids, self.dict_columns, self.encoded)
+                               self.out_ids, self.dict_columns, self.encoded, self.nested)
 
 
 class ReadMemory(Op):
@@ -531,6 +531,8 @@ def run_pipeline(pipeline: Pipeline, *inputs):
                     rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
                 token.record(op.node, time.perf_counter() - start, rows,
                              getattr(pipeline, "part", 0), op.counts_rows)
+        except UserFunctionError as e:  # the user's code: say where it ran
+            raise UserFunctionError(f"{e} (in {pipeline.where})") from None
         except Error:
             raise
         except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:

@@ -5,6 +5,10 @@ is computed: count -> count (combine: sum); sum -> sum (sum); avg -> sum + count
 divide); min/max -> min/max; stddev/variance -> count, sum, sum of squares. A partial table
 has the group keys then the state columns; `final` accepts the concatenation of any number of
 partial tables (and is itself a valid partial, so reductions can be trees).
+
+A user-defined aggregate (`spec.udf`) has one state column of its own type: the same Acero
+pass lists each group's row numbers (`hash_list`), and kernels.user_functions calls its
+update per group on those rows, its merge per group when states combine, its finalize once.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, InternalError
 from . import decimals
+from . import user_functions as U
+from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_lists
 from .relational import canonical_floats
 
 # fn -> list of (state suffix, partial kernel, final kernel)
@@ -36,12 +42,30 @@ _STATES = {
     "stddev_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
     "var_samp": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
     "var_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+    # holistic: the state is the list of the group's values (in row order), the lists of
+    # several partials are concatenated; the final value reads the whole list (kernels.holistic)
+    "string_agg": [("", "list", "list_merge")],
+    "array_agg": [("", "list", "list_merge")],
+    "median": [("", "list", "list_merge")],
+    "quantile_cont": [("", "list", "list_merge")],
+    "quantile_disc": [("", "list", "list_merge")],
 }
+
+_LIST_KERNELS = ("list", "list_merge")
 
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
 
+_USER = [("", "user", "user")]  # a user-defined aggregate: one state column (its state_type)
+_ROWS = "__pqe_rows"  # row numbers, listed per group for user-defined aggregates
+
+
 def _states(spec) -> list[tuple[str, str, str]]:
+    if spec.udf is not None:
+        return _USER
+    if spec.order:  # the values' list, then one list per ORDER BY key (".o0", ...)
+        return _STATES[spec.fn] + [(f".o{i}", "list", "list_merge")
+                                   for i in range(len(spec.order))]
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
     if spec.fn == "max" and spec.arg_dtype is not None and T.is_floating(spec.arg_dtype):
@@ -107,6 +131,8 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
 
 
 def _agg_entry(col, kernel: str, out: str, grouped: bool):
+    if kernel in _LIST_KERNELS:
+        return (col, kernel, None, out)  # `_aggregate` makes them
     name = ("hash_" + kernel) if grouped else kernel
     target = [] if kernel == "count_all" else col
     return (target, name, _options(kernel), out)
@@ -282,14 +308,36 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
         limb_names[name] = outs
     for name, arr in prep.items():
         table = table.append_column(name, arr)
-    out = _run(table, list(group), entries)
+    lists = [e for e in entries if e[1] in _LIST_KERNELS]
+    entries = [e for e in entries if e[1] not in _LIST_KERNELS]
+    if grouped:
+        # hash_list has no kernel for list values: list states are merged through the list
+        # of each group's row numbers
+        entries += [(col, "hash_list", None, out) for col, kernel, _, out in lists
+                    if kernel == "list"]
+        if any(kernel == "list_merge" for _, kernel, _, _ in lists):
+            table = table.append_column("__row", pa.array(np.arange(table.num_rows), pa.int64()))
+            entries.append(("__row", "hash_list", None, "__rows"))
+    if entries or grouped:
+        out = _run(table, list(group), entries)
+    else:  # only lists and no groups: one row
+        out = pa.table({"__one": pa.array([0], pa.int8())})
     cols = [out.column(g) for g in group]
     names = list(group)
     internal = {o for v in limb_names.values() for o in v} | {f"{m}.wsum" for m in exact}
+    internal |= {e[3] for e in lists} | {"__rows"}  # made below
     for e in entries:
         if e[3] not in internal:
             cols.append(out.column(e[3]))
             names.append(e[3])
+    for col, kernel, _, name in lists:  # in their place among the states (by name, below)
+        if grouped:
+            state = merge_list_levels(table.column(col), out.column("__rows")) \
+                if kernel == "list_merge" else out.column(name)
+        else:
+            state = one_list(table.column(col), kernel == "list_merge")
+        cols.append(state)
+        names.append(name)
     for name, outs in limb_names.items():
         carried = None
         if exact[name][3] is not None:
@@ -314,11 +362,17 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
     entries = []
     exact: dict = {}
     as_decimal: dict[str, pa.DataType] = {}
+    user = [s for s in specs if s.udf is not None]
+    if user:  # grouped: each group's row numbers; else one row for all (a count nobody reads)
+        prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
-            if kernel == "wraps":
-                continue  # made with its sum
+            if suffix.startswith(".o"):  # an ORDER BY key's list
+                col = s.order[int(suffix[2:])][0]
+            if kernel in ("wraps", "user"):
+                continue  # made with its sum; user aggregates: below
             if kernel == "sum" and _exact(s):
                 src = fast[s.arg] if s.arg in fast else table.column(s.arg)
                 exact[name] = (s.arg, src, _exact_type(s), None)
@@ -345,6 +399,10 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
                 col, kernel = sq, "sum"
             entries.append(_agg_entry(col, kernel, name, grouped))
     out = _aggregate(table, group, entries, exact, prep)
+    if user:
+        rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
+        for s in user:
+            out = out.append_column(s.out, U.partial_states(table, s, rows, offsets))
     out = out.select(list(group) + [n for s in specs for n in state_names(s)])
     if as_decimal:  # int64 min/max back to the decimal128 state type
         cols = [decimals.from_unscaled(c, as_decimal[n]) if n in as_decimal else c
@@ -359,16 +417,26 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     grouped = bool(group)
     entries = []
     exact: dict = {}
+    prep: dict = {}
+    user = [s for s in specs if s.udf is not None]
+    if user:  # grouped: each group's row numbers; else one row for all (a count nobody reads)
+        prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     for s in specs:
         for (_, first, kernel), name in zip(_states(s), state_names(s), strict=True):
-            if first == "wraps":
-                continue  # combined with its sum
+            if first in ("wraps", "user"):
+                continue  # combined with its sum; user aggregates: below
             if first == "sum" and _exact(s):
                 exact[name] = (name, table.column(name), _exact_type(s),
                                table.column(name + ".w"))
             else:
                 entries.append(_agg_entry(name, kernel, name, grouped))
-    out = _aggregate(table, group, entries, exact, {})
+    out = _aggregate(table, group, entries, exact, prep)
+    if user:
+        rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
+        for s in user:
+            out = out.append_column(s.out, U.merged_states(table.column(s.out), s.udf,
+                                                           offsets, rows))
     return out.select(list(group) + [n for s in specs for n in state_names(s)])
 
 
@@ -401,6 +469,14 @@ def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
 
 def _finish(t: pa.Table, s):
     dtype = s.dtype
+    if s.udf is not None:
+        return U.final_values(t.column(s.out), s.udf)
+    if s.fn in HOLISTIC:
+        state = t.column(s.out)
+        if s.order:
+            state = ordered_lists(state, [t.column(f"{s.out}.o{i}") for i in range(len(s.order))],
+                                   s.order)
+        return holistic(state, s)
     if s.fn in ("count", "count_star"):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
@@ -446,7 +522,9 @@ def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
     for _, kernel, _ in _states(spec):
-        if kernel in ("count_all", "count", "wraps"):
+        if kernel == "user":
+            out.append(spec.udf.state_type)
+        elif kernel in ("count_all", "count", "wraps"):
             out.append(pa.int64())
         elif kernel == "any_nan":
             out.append(pa.bool_())
@@ -456,6 +534,8 @@ def state_types(spec) -> list[pa.DataType]:
             out.append(pa.float64())  # sums of floats
         elif spec.fn in ("bool_and", "bool_or"):
             out.append(pa.bool_())
+        elif kernel == "list":
+            out.append(pa.list_(spec.arg_dtype))
         else:
             out.append(spec.arg_dtype)
     return out

@@ -19,7 +19,8 @@ from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, L
                          and_, conjuncts, disjuncts, or_, transform)
 from ..plan.logical import Filter, LogicalPlan, map_expressions, transform_up
 
-_NOT_FOLDABLE = frozenset({"current_timestamp"})
+# a new value per row (random) or per statement (folded by the binder in SQL)
+_NOT_FOLDABLE = frozenset({"current_timestamp", "current_date", "random"})
 
 
 def simplify(plan: LogicalPlan) -> LogicalPlan:

@@ -42,13 +42,20 @@ SINGLE = Dist("single")
 
 @dataclass(frozen=True)
 class AggSpec:
-    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*))."""
+    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*)). A
+    user-defined aggregate (`udf`) may take more arguments: columns `arg`, then `more`."""
 
     fn: str
     arg: str | None
     out: str
     dtype: object  # pa.DataType of the final value
     arg_dtype: object = None
+    more: tuple[str, ...] = ()
+    udf: object = None  # pqe.plan.udf.AggregateUDF
+    # constant arguments after the first (STRING_AGG's separator, a quantile's fraction)
+    params: tuple = ()
+    # the order of the values inside the aggregate: (column, ascending, nulls_first) keys
+    order: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -68,11 +75,23 @@ class WindowSpec:
     args: tuple[str, ...]
     out: str
     dtype: object
-    mode: str = "range"  # frame mode: "rows" | "range"
+    mode: str = "range"  # frame mode: "rows" | "range" | "groups"
     start: Bound = Bound("unbounded_preceding")
     end: Bound = Bound("current")
     has_order: bool = False
     consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
+    exclude: str = "no_others"  # frame EXCLUDE: "current_row" | "group" | "ties"
+    ignore_nulls: bool = False  # IGNORE NULLS (value functions and lag/lead)
+
+    def describe(self, names) -> str:
+        text = f"{self.fn}({_cols(self.args, names)})"
+        if self.ignore_nulls:
+            text += " IGNORE NULLS"
+        if self.mode == "groups":
+            text += " [GROUPS]"
+        if self.exclude != "no_others":
+            text += f" [EXCLUDE {self.exclude.replace('_', ' ').upper()}]"
+        return text
 
 
 # Dense (perfect-hash) joins: a broadcast build side whose unique integer key spans at most
@@ -105,6 +124,15 @@ def int64_decimal_applicable(exprs) -> bool:
         return False
     return all(fits_int64(x.dtype) for x in nodes
                if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
+
+
+def _order_text(order, names) -> str:
+    if not order:
+        return ""
+    return " ORDER BY " + ", ".join(
+        names.get(c, c) + ("" if asc else " DESC")
+        + ("" if nulls_first == (not asc) else (" NULLS FIRST" if nulls_first else " NULLS LAST"))
+        for c, asc, nulls_first in order)
 
 
 SEGMENT_AGGREGATES = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
@@ -168,9 +196,13 @@ class ScanExec(PhysicalPlan):
     # shared by several consumers, each reaching a join with a dynamic filter on this scan:
     # one such join per consumer; the scan reads the units inside any of their build ranges
     dynamic_joins: tuple = ()
+    # struct columns read as some children only: (file column, child names)
+    nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def describe(self, names):
-        cols = ", ".join(c for c, _ in self.columns)
+        kids = dict(self.nested)
+        cols = ", ".join(c + (f".{{{', '.join(kids[c])}}}" if c in kids else "")
+                         for c, _ in self.columns)
         kind = "ParquetScan" if self.provider.kind == "parquet" else "CsvScan"
         out = f"{kind}: {self.table} columns=[{cols}]"
         if self.filters:
@@ -346,7 +378,12 @@ class AggregateExec(PhysicalPlan):
 
     def describe(self, names):
         g = _cols(self.group, names)
-        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
+        def args(s: AggSpec) -> str:
+            return ", ".join(names.get(c, c) for c in (s.arg, *s.more)) if s.arg else "*"
+
+        a = ", ".join(f"{s.fn}({args(s)}"
+                      + "".join(f", {p!r}" if isinstance(p, str) else f", {p}" for p in s.params)
+                      + _order_text(s.order, names) + ")" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:
@@ -434,7 +471,7 @@ class WindowExec(PhysicalPlan):
         return (self.input,)
 
     def describe(self, names):
-        parts = ", ".join(f"{s.fn}({_cols(s.args, names)})" for s in self.specs)
+        parts = ", ".join(s.describe(names) for s in self.specs)
         out = f"Window: {parts}"
         if self.partition:
             out += f" partitionBy=[{_cols(self.partition, names)}]"
@@ -643,13 +680,13 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
                 return
             shared[id(p)] = len(shared) + 1
             mark = f" shared #{shared[id(p)]}"
-        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]{mark}"
+        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
         if stats is not None and id(p) in stats:
             entry = stats[id(p)]
             rows, seconds, tasks = entry
             line += f" rows={rows} time={seconds:.3f}s"
             line += partition_detail(getattr(entry, "partitions", None))
-        lines.append(line)
+        lines.append(line + mark)
         for c in p.children():
             rec(c, depth + 1)
 

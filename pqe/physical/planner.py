@@ -168,8 +168,10 @@ class PhysicalPlanner:
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
+        names = {f.id: f.name for f in node.fields}
+        nested = tuple((names[i], kids) for i, kids in node.nested)
         return ScanExec(node.schema, len(parts), dist, node.table, provider, columns,
-                        node.filters, parts, total, len(units), dict_cols)
+                        node.filters, parts, total, len(units), dict_cols, nested=nested)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
         return ValuesExec(node.schema, 1, SINGLE, node.rows)
@@ -357,9 +359,16 @@ class PhysicalPlanner:
             return f.id
 
         for a, f in zip(node.aggs, node.agg_fields, strict=True):
+            if a.udf is not None:
+                ids = [column_for(x) for x in _user_agg_inputs(a)]
+                specs.append(AggSpec(a.fn, ids[0], f.id, f.dtype, a.args[0].dtype,
+                                     more=tuple(ids[1:]), udf=a.udf))
+                continue
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None
-            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None))
+            order = tuple((column_for(k.expr), k.ascending, k.nulls_first) for k in a.order_by)
+            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None,
+                                 params=_agg_params(a), order=order))
         if not pre:  # count(*) with no group keys and no arguments: keep one column
             f0 = child.schema[0]
             pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))
@@ -466,7 +475,9 @@ class PhysicalPlanner:
                     start = Bound(frame.start.kind, frame.start.offset)
                     end = Bound(frame.end.kind, frame.end.offset)
                 specs.append(WindowSpec(call.fn, args, f.id, f.dtype, mode, start, end,
-                                        bool(oby), tuple(call.consts)))
+                                        bool(oby), tuple(call.consts),
+                                        frame.exclude if frame is not None else "no_others",
+                                        call.ignore_nulls))
             if extra:
                 current = self._project_columns(current, extra)
             if pids:
@@ -588,6 +599,25 @@ def _agg_input(a: AggCall) -> tuple[str, Expr | None]:
     return fn, arg
 
 
+def _user_agg_inputs(a: AggCall) -> list[Expr]:
+    """A user-defined aggregate's argument columns; FILTER makes the filtered-out rows NULL
+    in every argument, and such rows are left out (so `skip_nulls=False` aggregates refuse
+    FILTER at bind time)."""
+    if a.filter is None:
+        return list(a.args)
+    return [Case(((a.filter, x),), Literal(None, x.dtype), x.dtype) for x in a.args]
+
+
+def _agg_params(a: AggCall) -> tuple:
+    """The constant arguments after the first (builder.aggregate_call checked they are)."""
+    out = []
+    for e in a.args[1:]:
+        if not isinstance(e, Literal):
+            raise InternalError(f"aggregate {a.fn}: argument {e} is not a constant")
+        out.append(e.value)
+    return tuple(out)
+
+
 def _strategy(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> str:
     """'segments' when one integer/date key and simple aggregates allow reducing sorted runs
     (the kernel checks each partition's order), else 'hash'."""
@@ -605,7 +635,8 @@ def _int64_sums(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> tuple[
         return ()
     summed = {s.arg for s in aggs if s.fn in ("sum", "avg") and s.arg is not None
               and T.is_decimal(s.arg_dtype)}
-    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group)
+    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group) \
+        | {c for s in aggs for c in s.more}  # a user aggregate's later arguments
     return tuple(sorted(summed - other))
 
 
@@ -655,7 +686,9 @@ def _scan_key(node: L.Scan) -> tuple:
     by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
     filters = tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
                     for e in node.filters)
-    return (id(node.provider), tuple(f.name for f in node.schema), filters)
+    by_name = {f.id: f.name for f in node.fields}
+    nested = tuple((by_name[i], kids) for i, kids in node.nested)
+    return (id(node.provider), tuple(f.name for f in node.schema), filters, nested)
 
 
 def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:

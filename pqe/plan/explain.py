@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import types as T
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, InList, Literal, OuterRef,
-                   SortKey, SubqueryExpr, WindowCall)
+                   SortKey, SubqueryExpr, UserCall, WindowCall)
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
           "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -34,6 +34,8 @@ def format_literal(value, dtype: pa.DataType) -> str:
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, decimal.Decimal):
         return str(value)
+    if isinstance(value, (tuple, list)) and hasattr(dtype, "value_type"):  # a list: [1, 2]
+        return "[" + ", ".join(format_literal(v, dtype.value_type) for v in value) + "]"
     if T.is_interval(dtype):
         months, days, nanos = value.months, value.days, value.nanoseconds
         parts = []
@@ -45,6 +47,13 @@ def format_literal(value, dtype: pa.DataType) -> str:
             parts.append(f"{nanos / 1e9:g} seconds")
         return f"INTERVAL '{' '.join(parts)}'"
     return repr(value)
+
+
+def _sort_key_text(k) -> str:
+    text = format_expr(k.expr) + ("" if k.ascending else " DESC")
+    if k.nulls_first != (not k.ascending):  # not the default placement: say it
+        text += " NULLS FIRST" if k.nulls_first else " NULLS LAST"
+    return text
 
 
 def format_expr(e: Expr) -> str:
@@ -69,6 +78,8 @@ def format_expr(e: Expr) -> str:
         if e.fn.startswith("extract_"):
             return f"EXTRACT({e.fn[8:]} FROM {format_expr(e.args[0])})"
         return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, UserCall):
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
     if isinstance(e, Cast):
         kw = "TRY_CAST" if e.try_ else "CAST"
         return f"{kw}({format_expr(e.arg)} AS {T.type_name(e.dtype)})"
@@ -83,6 +94,8 @@ def format_expr(e: Expr) -> str:
         args = "*" if e.fn == "count_star" else ", ".join(format_expr(a) for a in e.args)
         if e.distinct:
             args = "DISTINCT " + args
+        if e.order_by:
+            args += " ORDER BY " + ", ".join(_sort_key_text(k) for k in e.order_by)
         out = f"{name}({args})"
         if e.filter is not None:
             out += f" FILTER (WHERE {format_expr(e.filter)})"
@@ -102,8 +115,12 @@ def format_expr(e: Expr) -> str:
                         "unbounded_following": "UNBOUNDED FOLLOWING"}.get(
                     x.kind, f"{x.offset} {x.kind.upper()}")
             over.append(f"{e.frame.mode.upper()} BETWEEN {b(e.frame.start)} AND {b(e.frame.end)}")
+            if e.frame.exclude != "no_others":
+                over.append("EXCLUDE " + e.frame.exclude.replace("_", " ").upper())
         name = "count" if e.fn == "count_star" else e.fn
-        return f"{name}({args or ('*' if e.fn == 'count_star' else '')}) OVER ({' '.join(over)})"
+        nulls = " IGNORE NULLS" if e.ignore_nulls else ""
+        return (f"{name}({args or ('*' if e.fn == 'count_star' else '')}){nulls} "
+                f"OVER ({' '.join(over)})")
     if isinstance(e, SubqueryExpr):
         if e.kind == "exists":
             return ("NOT " if e.negated else "") + "EXISTS(<subquery>)"
@@ -138,6 +155,10 @@ def describe_node(plan) -> str:
         out = f"Scan: {plan.table} [{cols}]"
         if plan.filters:
             out += " filters=[" + ", ".join(format_expr(f) for f in plan.filters) + "]"
+        if plan.nested:
+            names = {f.id: f.name for f in plan.fields}
+            out += " nested=[" + ", ".join(f"{names[i]}.{{{', '.join(kids)}}}"
+                                           for i, kids in plan.nested) + "]"
         return out
     if isinstance(plan, L.Values):
         return f"Values: {len(plan.rows)} rows [{', '.join(f.name for f in plan.fields)}]"

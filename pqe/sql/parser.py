@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlglot
 from sqlglot import exp, parser
@@ -24,11 +24,21 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
 
+def _anonymous_call(name: str):
+    """A parser for NAME(args) as a plain call, whatever sqlglot's own reading of it."""
+    return lambda args: exp.Anonymous(this=name, expressions=args)
+
+
 class PQEDialect(Dialect):
     """sqlglot's default dialect (standard, PostgreSQL-flavoured) with PostgreSQL's NULL
     ordering: NULLs sort as the largest values (ASC -> NULLS LAST, DESC -> NULLS FIRST)."""
 
     NULL_ORDERING = "nulls_are_large"
+
+    class Tokenizer(Tokenizer):
+        # SUMMARIZE t / SUMMARIZE SELECT ... (DuckDB's): sqlglot's parser knows the
+        # statement once the word is its keyword
+        KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE}
 
     class Parser(parser.Parser):
         # `?` remembers where it stands in the text: parameters bind in textual order, not in
@@ -41,6 +51,11 @@ class PQEDialect(Dialect):
         # their name stands, as other calls do: a refusal then names what the user wrote
         FUNCTION_PARSERS = {name: (lambda fn: lambda self: _with_name_position(self, fn))(fn)
                             for name, fn in parser.Parser.FUNCTION_PARSERS.items()}
+        # DATE_DIFF('part', start, end) as DuckDB writes it (the default dialect reads
+        # BigQuery's DATE_DIFF(start, end, part) and turns `end` into a unit word)
+        FUNCTIONS: ClassVar[dict] = {**parser.Parser.FUNCTIONS,
+                                     **{name: _anonymous_call(name)
+                                        for name in ("DATE_DIFF", "DATEDIFF")}}
 
 
 def _with_name_position(p: parser.Parser, fn) -> exp.Expression | None:
@@ -212,6 +227,25 @@ def parameter_literal(value: Any) -> exp.Expression:
         return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
     raise SQLSyntaxError(f"a parameter of type {type(value).__name__} cannot be bound (use None, "
                          f"bool, int, float, Decimal, str, date or datetime)")
+
+
+def builtin_call(name: str) -> str | None:
+    """What SQL parses `name(x)` as, when that is not a plain call of a function named
+    `name` (a keyword or a built-in sqlglot knows): a user function cannot take that name."""
+    for args in ("x", "x, y", "x, y, z"):  # a known function may refuse some counts
+        try:
+            (stmt,) = sqlglot.parse(f"SELECT {name}({args})", read=DIALECT)
+        except (ParseError, ValueError, TokenError):
+            continue
+        call = stmt.expressions[0] if isinstance(stmt, exp.Select) and stmt.expressions else None
+        if isinstance(call, exp.Anonymous) and call.name.lower() == name.lower():
+            continue
+        return type(call).__name__.upper() if call is not None else "a SQL keyword"
+    try:
+        (stmt,) = sqlglot.parse(f"SELECT {name}(x)", read=DIALECT)
+    except (ParseError, ValueError, TokenError):
+        return "a SQL keyword"
+    return None
 
 
 def parse(sql: str) -> list[exp.Expression]:

@@ -4,6 +4,7 @@ Aggregate (HAVING, QUALIFY, the select list, ORDER BY)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 
 from sqlglot import exp
@@ -24,6 +25,7 @@ from ...plan.expr import (
     transform,
 )
 from ...plan.logical import LogicalPlan, map_expressions, transform_up
+from ...plan.udf import AggregateUDF
 from .qualification import user_function_name
 from .scope import AggContext, Scope
 
@@ -38,14 +40,20 @@ def is_grouping_call(node: exp.Expression) -> bool:
         or type(node).__name__ == "Grouping"
 
 
+# the user-defined aggregates (lower-case names) of the catalog the statement being bound on
+# this thread sees: set by bind_statement, read by is_agg_node (a module-level predicate)
+USER_AGGREGATES: ContextVar[frozenset[str]] = ContextVar("pqe_user_aggregates",
+                                                         default=frozenset())
+
+
 def is_agg_node(node: exp.Expression) -> bool:
     if isinstance(node, exp.Filter):
         return is_agg_node(node.this)
     if is_grouping_call(node):
         return True
     if isinstance(node, exp.Anonymous):
-        return F.canonical(node.name) in F.AGGREGATE
-    return isinstance(node, exp.AggFunc)
+        return F.canonical(node.name) in F.AGGREGATE or node.name.lower() in USER_AGGREGATES.get()
+    return isinstance(node, exp.AggFunc) or type(node) in AGGS  # LIST(x) is no AggFunc
 
 
 def find_aggs(node: exp.Expression) -> list[exp.Expression]:
@@ -60,7 +68,7 @@ def find_aggs(node: exp.Expression) -> list[exp.Expression]:
             # the window's own function is not a GROUP BY aggregate, but its arguments,
             # PARTITION BY and ORDER BY may hold some: rank() OVER (ORDER BY sum(x))
             func = n.this
-            if isinstance(func, exp.Filter):
+            while isinstance(func, (exp.Filter, exp.IgnoreNulls, exp.RespectNulls)):
                 func = func.this
             kids = list(func.iter_expressions()) if isinstance(func, exp.Expression) else []
             kids += list(n.args.get("partition_by") or [])
@@ -222,29 +230,62 @@ class GroupingMixin:
             filt = rec(node.expression.this, "FILTER")
             node = node.this
         distinct = False
+        order: list[exp.Order] = []
+
+        def unwrap(n):
+            """`x ORDER BY y` inside the call: the argument, the keys kept aside."""
+            if isinstance(n, exp.Order):
+                order.append(n)
+                return n.this
+            return n
+
         if isinstance(node, exp.Anonymous):
             name = node.name
-            arg_nodes = list(node.expressions)
+            shown = node.name
+            arg_nodes = [unwrap(a) for a in node.expressions]
+            udf = self.catalog.function(name)
+            if isinstance(udf, AggregateUDF):
+                if order:
+                    raise UnsupportedError(f"ORDER BY inside the user-defined aggregate {name} "
+                                           f"is not supported")
+                if any(isinstance(a, exp.Distinct) for a in arg_nodes):
+                    raise UnsupportedError(f"DISTINCT is not supported for the user-defined "
+                                           f"aggregate {name}")
+                for a in arg_nodes:
+                    if not window and find_aggs(a):
+                        raise AggregateMisuseError(
+                            f"aggregate function calls cannot be nested: {node.sql()}")
+                return B.user_aggregate(udf, [rec(a, "aggregate argument") for a in arg_nodes],
+                                        False, filt)
         else:
             name = AGGS.get(type(node))
+            shown = user_function_name(node, self.sql) or node.sql_name()
             if name is None:
-                shown = user_function_name(node, self.sql) or node.sql_name()
                 raise UnsupportedError(f"aggregate function {shown} is not supported yet")
-            this = node.this
+            this = unwrap(node.this)
             if isinstance(this, exp.Distinct):
                 distinct = True
                 arg_nodes = list(this.expressions)
-            elif this is None or isinstance(this, exp.Star):
+            elif isinstance(this, exp.Star):
                 arg_nodes = []
             else:
-                arg_nodes = [this] + list(node.args.get("expressions") or [])
-        for a in arg_nodes:
+                arg_nodes = ([this] if this is not None else []) \
+                    + [unwrap(a) for a in node.args.get("expressions") or []]
+            # the registry's further argument keys, in order (STRING_AGG's separator, ...)
+            arg_nodes += [unwrap(node.args[k]) for k in F.AGGREGATE[name].args
+                          if k not in ("this", "expressions") and node.args.get(k) is not None]
+        key_nodes = [o for ob in order for o in ob.expressions]
+        if len(order) > 1:
+            raise UnsupportedError(f"several ORDER BY inside {shown.upper()}(...) are not supported")
+        for a in arg_nodes + [o.this for o in key_nodes]:
             if not window and find_aggs(a):
                 raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")
         args = [rec(a, "aggregate argument") for a in arg_nodes]
+        keys = [self._sort_key(o, rec(o.this, "ORDER BY inside an aggregate"))
+                for o in key_nodes]
         if name == "count" and distinct and len(args) > 1:
             raise UnsupportedError("COUNT(DISTINCT a, b) is not supported")
-        return B.aggregate_call(name, args, distinct, filt, display=name)
+        return B.aggregate_call(name, args, distinct, filt, display=shown, order_by=keys)
 
     def _above_aggregate(self, plan: LogicalPlan, agg: AggContext) -> LogicalPlan:
         """A subquery bound in the FROM scope but evaluated above the Aggregate: its outer

@@ -21,6 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedError
+from ...plan import functions as F
 from ..parser import PQEDialect, node_position
 from .expressions import BINARY, FUNCS
 from .grouping import AGGS
@@ -67,7 +68,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Rollup: _args("expressions"),
     exp.Cube: _args("expressions"),
     exp.GroupingSets: _args("expressions"),
-    exp.Order: _args("expressions"),
+    # `this`: the argument of an aggregate ordered inside it (STRING_AGG(x, ',' ORDER BY y));
+    # the binder refuses it elsewhere
+    exp.Order: _args("this", "expressions"),
     exp.Ordered: _args("this", "desc", "nulls_first"),
     exp.Limit: _args("expression", "limit_options"),
     exp.Offset: _args("expression"),
@@ -76,16 +79,21 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.TableSample: _args("method", "percent", "size", "rows", "seed"),
     exp.Distinct: _args("expressions"),
     exp.Star: _args("except_", "replace", "rename"),  # expanded by qualify
-    exp.Column: _args("this", "table"),
+    # a.b.c may be a struct field (s.x.y, t.s.x): qualify makes those Dots; a column still
+    # qualified by a database afterwards is refused by the binder
+    exp.Column: _args("this", "table", "db"),
     exp.Identifier: _args("this", "quoted"),
     exp.Alias: _args("this", "alias"),
     exp.Var: _args("this"),
     exp.Window: _args("this", "partition_by", "order", "spec", "alias", "over"),
-    # EXCLUDE NO OTHERS is the default frame; the other EXCLUDE forms are refused
-    exp.WindowSpec: _args("start", "start_side", "end", "end_side", kind=("ROWS", "RANGE"),
-                          exclude=("NO OTHERS",)),
+    exp.WindowSpec: _args("start", "start_side", "end", "end_side",
+                          kind=("ROWS", "RANGE", "GROUPS"),
+                          exclude=("NO OTHERS", "CURRENT ROW", "GROUP", "TIES")),
     exp.Filter: _args("this", "expression"),
     exp.RespectNulls: _args("this"),  # the default: window functions read NULLs
+    # FIRST_VALUE/LAST_VALUE/NTH_VALUE/LAG/LEAD(...) IGNORE NULLS; the window binder refuses
+    # it on any other function, and no other binder accepts the node
+    exp.IgnoreNulls: _args("this"),
     # ---- expressions ---------------------------------------------------------------------------
     exp.Literal: _args("this", "is_string"),
     exp.Boolean: _args("this"),
@@ -110,6 +118,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.DateTrunc: _args("unit", "this"),
     exp.Exists: _args("this"),
     exp.Anonymous: _args("this", "expressions"),
+    # UNNEST(list) as a select item (select.py); elsewhere the binder refuses it by name
+    exp.Unnest: _args("expressions"),
     exp.Any: _args("this"),
     exp.All: _args("this"),
     exp.Grouping: _args("expressions"),
@@ -117,7 +127,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.ReadCSV: _args("this", "expressions"),
     exp.ReadParquet: _args("expressions"),
     # ---- aggregates (`this`, or DISTINCT / * in it, then `expressions`) ------------------------
-    **{cls: _args(*(k for k in ("this", "expressions") if k in cls.arg_types)) for cls in AGGS},
+    **{cls: _args(*(k for k in ("this", "expressions", *F.AGGREGATE[name].args)
+                    if k in cls.arg_types)) for cls, name in AGGS.items()},
     # COUNT is always BIGINT in pqe: the parser's big_int flag says just that
     exp.Count: _args("this", "expressions", "big_int"),
     # ---- window functions (every argument is read, then checked for arity) ---------------------
@@ -138,6 +149,12 @@ CONSUMED[exp.Coalesce] = _args("this", "expressions", "is_nvl", "is_null")  # NV
 CONSUMED[exp.Greatest] = _args("this", "expressions", "ignore_nulls")  # NULLs skipped (DuckDB)
 CONSUMED[exp.Least] = _args("this", "expressions", "ignore_nulls")
 CONSUMED[exp.Pad] = _args("this", "expression", "fill_pattern", "is_left")  # LPAD / RPAD
+CONSUMED[exp.ConcatWs] = _args("expressions", "safe")  # NULL arguments skipped (DuckDB)
+CONSUMED[exp.Bracket] = _args("this", "expressions")  # l[i] (1-based), s['field']
+CONSUMED[exp.Dot] = _args("this", "expression")  # s.field (qualify makes it from a column)
+
+# the functions IGNORE NULLS applies to (windows.py binds it)
+_IGNORE_NULLS = frozenset({exp.FirstValue, exp.LastValue, exp.NthValue, exp.Lag, exp.Lead})
 
 # bound by their text (pqe.types parses it): nothing inside is walked
 OPAQUE: frozenset[type] = frozenset({exp.DataType})
@@ -148,6 +165,7 @@ _NAMES: dict = {
     exp.IgnoreNulls: "IGNORE NULLS", exp.Collate: "COLLATE", exp.AtTimeZone: "AT TIME ZONE",
     exp.Bracket: "subscripts ([...])", exp.Array: "ARRAY values", exp.Struct: "STRUCT values",
     exp.Dot: "field access (a.b.c)", exp.Lambda: "lambda functions",
+    exp.Slice: "list slices (l[a:b])",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
     exp.IntDiv: "integer division (DIV)", exp.BitwiseLeftShift: "<<",
@@ -166,6 +184,7 @@ _NAMES: dict = {
     (exp.Union, "by_name"): "UNION BY NAME", (exp.Intersect, "by_name"): "INTERSECT BY NAME",
     (exp.Except, "by_name"): "EXCEPT BY NAME",
     (exp.Ordered, "with_fill"): "ORDER BY ... WITH FILL",
+    (exp.Order, "this"): "ORDER BY inside an aggregate",
     (exp.Order, "siblings"): "ORDER SIBLINGS BY",
     (exp.Between, "symmetric"): "BETWEEN SYMMETRIC",
     (exp.Distinct, "on"): "DISTINCT ON",
@@ -238,6 +257,11 @@ def describe_arg(node: exp.Expression, key: str, value, what: str | None = None,
             return f"{_value_key(value)} window frames"
     if isinstance(node, exp.Join) and key in ("kind", "side", "method"):
         return f"{_value_key(value)} JOIN"
+    if isinstance(node, exp.Order) and key == "this" and isinstance(node.parent, exp.Func):
+        from .qualification import user_function_name
+
+        fn = user_function_name(node.parent, sql) or node.parent.sql_name()
+        return f"ORDER BY inside {fn}(...)"
     if isinstance(node, exp.Fetch) and key == "direction":
         return f"FETCH {_value_key(value)}"
     if isinstance(node, exp.Trim) and key == "position":
@@ -282,7 +306,7 @@ def check_supported(root: exp.Expression, sql: str = "") -> None:
         if cls in OPAQUE:
             continue
         spec = CONSUMED.get(cls)
-        if spec is None:
+        if spec is None or (cls is exp.IgnoreNulls and type(node.this) not in _IGNORE_NULLS):
             raise refusal(describe_node(node, sql), sql, node)
         children = []
         for key, value in node.args.items():
