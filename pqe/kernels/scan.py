@@ -45,6 +45,16 @@ def pruning_expression(provider, filters: tuple[Expr, ...], names: dict[str, str
     return Compiler(_text_casts(provider, names), rename=names)(pred)
 
 
+def key_range(build, key: str) -> tuple:
+    """(min, max) of a join build's key column (a table, or a dense index over one), as Python
+    values; (None, None) when it has no non-NULL key, so nothing can match."""
+    table = getattr(build, "table", build)
+    if table.num_rows == 0:
+        return None, None
+    mm = pc.min_max(table.column(key))
+    return mm["min"].as_py(), mm["max"].as_py()
+
+
 def read_files(provider, units, columns: tuple[tuple[str, str], ...],
                filters: tuple[Expr, ...], out_ids: tuple[str, ...],
                dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = (),

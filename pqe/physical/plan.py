@@ -193,6 +193,9 @@ class ScanExec(PhysicalPlan):
     kept_units: int = 0
     dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
     encoded: tuple[str, ...] = ()  # of those, the ones returned still dictionary-encoded
+    # shared by several consumers, each reaching a join with a dynamic filter on this scan:
+    # one such join per consumer; the scan reads the units inside any of their build ranges
+    dynamic_joins: tuple = ()
     # struct columns read as some children only: (file column, child names)
     nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -207,6 +210,9 @@ class ScanExec(PhysicalPlan):
         if self.dict_columns:
             out += " dictionary=[" + ", ".join(
                 c + (" (encoded)" if c in self.encoded else "") for c in self.dict_columns) + "]"
+        if self.dynamic_joins:
+            column = self.dynamic_joins[0].runtime_filter[1]
+            out += f" dynamic_filter=[{column}: any of {len(self.dynamic_joins)} builds]"
         unit = "row_groups" if self.provider.kind == "parquet" else "files"
         out += f" {unit}={self.kept_units}/{self.total_units}"
         return out
@@ -306,6 +312,12 @@ class HashJoinExec(PhysicalPlan):
     # the broadcast build becomes one lookup array (kernels.dense_join) shared by every probe
     # partition; the build checks the key is unique and narrow and else hashes as usual
     dense: bool = False
+    # a dynamic filter (inner and semi broadcast joins): (scan, file column, key position,
+    # (min, max) of the column in each unit of each scan partition) when probe key
+    # `left_keys[position]` is that column of a Parquet scan below the probe side, read with
+    # row groups sorted or clustered by it. The scan's tasks wait for the build, then skip
+    # the units whose range misses the build keys' [min, max] (execution.ops.ReadFiles)
+    runtime_filter: tuple | None = None
 
     def children(self):
         return (self.left, self.right)
@@ -319,6 +331,9 @@ class HashJoinExec(PhysicalPlan):
             out += f" filter={_expr(self.filter)}"
         if self.null_aware:
             out += " null_aware"
+        if self.runtime_filter is not None:
+            scan, column = self.runtime_filter[:2]
+            out += f" dynamic_filter=[{scan.table}.{column}]"
         return out
 
 
