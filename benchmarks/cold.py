@@ -104,6 +104,16 @@ def report(results: dict, args, queries: list[str], engines: list[str]) -> str:
              "engine; the OS page cache is warm); `process s` = interpreter start to exit; "
              "`query MiB` = peak RSS of the process minus its peak after imports and "
              "registration; `peak MiB` = the process's peak RSS.", "",
+             "What the engines keep between runs of one process (so what a warm run skips "
+             "and a cold one pays): pqe keeps each registered Parquet table's file list, "
+             "footers, row-group statistics and schema in its catalog (checked against size "
+             "and mtime, or the object store's etag, before each query; a changed file is "
+             "re-read), plus its compiled kernels; DuckDB, with views over `read_parquet` as "
+             "here, re-reads the footers on every query unless its object cache is enabled "
+             "(off by default); Polars' `scan_parquet` frames re-read the metadata on each "
+             "collect; DataFusion's listing tables keep the file listing and, with statistics "
+             "collection on, the files' statistics in the session. None caches query results.",
+             "",
              f"- Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} "
              f"cores; Python {platform.python_version()}; "
              + ", ".join(f"{e} {pkg_version(e)}" for e in engines), ""]
