@@ -48,6 +48,19 @@ class Compiler:
                  rename: dict[str, str] | None = None):
         self.cast_fields = cast_fields or {}
         self.rename = rename or {}
+        # the rows whose values are used (a boolean expression, None: every row): checked
+        # casts inside a CASE branch or a later COALESCE argument fail only for rows that
+        # take them, as SQL evaluates them (Arrow computes every branch for every row)
+        self.guard: E | None = None
+
+    def guarded(self, when: E, e: Expr) -> E:
+        """`e` compiled for the rows where `when` (a non-NULL boolean) holds."""
+        outer = self.guard
+        self.guard = when if outer is None else _call("and", [outer, when])
+        try:
+            return self.compile(e)
+        finally:
+            self.guard = outer
 
     def __call__(self, e: Expr) -> E:
         return self.compile(e)
@@ -91,7 +104,7 @@ def _arrow_decimal_precision(fn: str, pa_: int, sa: int, pb_: int, sb: int) -> i
 _MAX_DECIMAL256_PRECISION = 76
 
 
-def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
+def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E, pa.DataType]:
     """Decimal operands for Arrow's kernel. SQL caps a result at 38 digits and keeps its scale
     (the bound type); Arrow's decimal128 kernels instead refuse a result precision above 38
     (p1 + p2 + 1 for a product, one digit more than the wider operand for a sum). Such
@@ -103,8 +116,10 @@ def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
     ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
     ca, cb = c(a), c(b)
     pa_, pb_ = ta.precision, tb.precision
-    if _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale) <= T.MAX_DECIMAL_PRECISION:
-        return ca, cb
+    scale = ta.scale + tb.scale if e.fn == "multiply" else max(ta.scale, tb.scale)
+    out = _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale)
+    if out <= T.MAX_DECIMAL_PRECISION:  # (and the type of Arrow's result)
+        return ca, cb, pa.decimal128(out, scale)
     while _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale) > _MAX_DECIMAL256_PRECISION:
         if pa_ - ta.scale >= pb_ - tb.scale and pa_ > ta.scale + 1:
             pa_ -= 1
@@ -112,7 +127,9 @@ def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
             pb_ -= 1
         else:
             break
-    return ca.cast(pa.decimal256(pa_, ta.scale)), cb.cast(pa.decimal256(pb_, tb.scale))
+    out = _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale)
+    return (ca.cast(pa.decimal256(pa_, ta.scale)), cb.cast(pa.decimal256(pb_, tb.scale)),
+            pa.decimal256(out, scale))
 
 
 def _arith(name: str) -> Callable[[Compiler, Call], E]:
@@ -126,9 +143,15 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
         if _is_int(e.dtype):
             return _call(name + "_checked", [c(a), c(b)])
         if T.is_decimal(e.dtype):
-            ca, cb = _decimal_operands(c, e)
+            ca, cb, out_type = _decimal_operands(c, e)
             out = _call(name, [ca, cb])
-            return out.cast(e.dtype)
+            if out_type == e.dtype:
+                return out
+            exact, exact_type = out, out_type
+            if out_type.scale > e.dtype.scale:
+                out = _round_decimal(out, out_type, e.dtype.scale)
+                out_type = _rounded_type(out_type, e.dtype)
+            return _checked_numeric_cast(c, out, out_type, e.dtype, exact, exact_type)
         return _call(name, [c(a), c(b)])
     return build
 
@@ -614,9 +637,15 @@ def _power(c, e):
 
 
 def _coalesce(c, e):
+    """Each argument is guarded by the rows where every earlier one is NULL (see `_case`)."""
     if len(e.args) == 1:
         return c(e.args[0])
-    return _call("coalesce", [c(a) for a in e.args])
+    args, all_null = [], None
+    for a in e.args:
+        args.append(c(a) if all_null is None else c.guarded(all_null, a))
+        null = _call("is_null", [args[-1]])
+        all_null = null if all_null is None else _call("and", [all_null, null])
+    return _call("coalesce", args)
 
 
 def _nullif(c, e):
@@ -646,11 +675,21 @@ def _greatest(kernel):
 
 
 def _case(c: Compiler, e: Case) -> E:
-    conds = [c(w) for w, _ in e.whens]
-    values = [c(t) for _, t in e.whens]
+    """Arrow's case_when computes every branch for every row: a branch (and a later WHEN) is
+    compiled guarded by the rows that reach it, so its checked casts fail only there."""
+    conds, values = [], []
+    before = None  # some earlier WHEN holds
+    for w, t in e.whens:
+        cond = c(w) if before is None else c.guarded(_call("invert", [before]), w)
+        taken = _call("coalesce", [cond, scalar(False, T.BOOLEAN)])
+        here = taken if before is None else _call("and", [_call("invert", [before]), taken])
+        conds.append(cond)
+        values.append(c.guarded(here, t))
+        before = taken if before is None else _call("or", [before, taken])
+    else_ = c.guarded(_call("invert", [before]), e.else_)
     names = [f"c{i}" for i in range(len(conds))]
     cond_struct = _call("make_struct", conds, pc.MakeStructOptions(names))
-    return _call("case_when", [cond_struct, *values, c(e.else_)])
+    return _call("case_when", [cond_struct, *values, else_])
 
 
 def _in_list(c: Compiler, e: InList) -> E:
@@ -701,7 +740,8 @@ def _cast(c: Compiler, e: Cast) -> E:
     if e.try_:
         return _try_cast(x, src, dst)
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
-        return _numeric_cast(_cast_rounding(x, src, dst), src, dst)
+        return _checked_numeric_cast(c, _cast_rounding(x, src, dst), _rounded_type(src, dst),
+                                     dst, x, src)
     if T.is_text(src) and T.is_boolean(dst):
         low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
         truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
@@ -793,6 +833,28 @@ def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         if dst.precision - dst.scale < digits:
             x = x.cast(_decimal_type(digits + dst.scale, dst.scale))
     return x.cast(dst)
+
+
+def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
+                          shown: E, shown_type: pa.DataType) -> E:
+    """`x` (type t, already rounded) cast to the integer or DECIMAL type `dst`: a value out of
+    its range fails with pqe's error naming the value (`shown`, the value before rounding) and
+    the type, not Arrow's ('Integer value out of bounds', 'Decimal value does not fit in
+    precision 10', 'Rescaling Decimal value would cause data loss'), and only in rows whose
+    value is used (`c.guard`)."""
+    ok = _fits(x, t, dst)
+    if ok is None:
+        return _numeric_cast(x, t, dst)
+    ok = _call("coalesce", [ok, scalar(False, T.BOOLEAN)])  # NULL x: NULL, no failure
+    failed = _call("and", [_call("is_valid", [x]), _call("invert", [ok])])
+    if c.guard is not None:
+        failed = _call("and", [failed, c.guard])
+    text = _call("if_else", [failed, shown, null_of(shown_type)]).cast(T.TEXT)
+    check = _call("pqe_check_range", [text, failed, scalar(T.type_name(dst), T.TEXT)])
+    zero = scalar(decimal.Decimal(0) if T.is_decimal(t) else 0.0 if T.is_floating(t) else 0, t)
+    safe = _call("if_else", [ok, x, zero])
+    return _call("if_else", [_call("and", [check, ok]), _numeric_cast(safe, t, dst),
+                             null_of(dst)])
 
 
 def _decimal_type(precision: int, scale: int) -> pa.DataType:

@@ -181,6 +181,26 @@ def check_cast(ctx, texts, failed, type_name):
     return pa.array(np.ones(len(failed), dtype=bool))
 
 
+def check_range(ctx, texts, failed, type_name):
+    """TRUE everywhere, or an error naming the first value that is out of range of the numeric
+    type a CAST (or a DECIMAL result) needs: `texts` holds the values as text where `failed`
+    (NULL elsewhere), so the message shows the value, not Arrow's 'Integer value out of
+    bounds' or 'Decimal value does not fit in precision 10'."""
+    if isinstance(failed, pa.Scalar):
+        failed = pa.array([failed.as_py()], pa.bool_())
+    if pc.any(failed).as_py():
+        i = pc.index(failed, True).as_py()
+        text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
+        name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
+        raise ExecutionError(f"value {text} is out of range for {name}")
+    return pa.array(np.ones(len(failed), dtype=bool))
+
+
+_register("pqe_check_range", check_range,
+          {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
+          "Fail a numeric CAST naming the first value out of the target type's range")
+
+
 _register("pqe_check_cast", check_cast,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a CAST of text naming the first value that does not convert")
