@@ -318,3 +318,16 @@ def test_avg_of_decimal_past_38_digits_is_exact(ctx):
         (1, pytest.approx(1e-10 / 3)), (2, 1.0)]
     assert values(ctx, "SELECT AVG(c) OVER () FROM t LIMIT 1") == [
         (pytest.approx((1e-10 + 1) / 4),)]
+
+
+def test_star_subquery_in_insert_values(ctx):
+    """sqlglot's qualify skips a bare VALUES: EXISTS (SELECT * FROM t) in INSERT ... VALUES
+    kept its * and failed ('the SELECT list is empty after expanding *'; seed 101 case 746)."""
+    same_as_duckdb(ctx, ["CREATE TABLE d0 (c0 VARCHAR, c1 BIGINT)",
+                         "CREATE TABLE d1 (c0 BIGINT, c1 BIGINT)",
+                         "INSERT INTO d0 VALUES ((EXISTS(SELECT * FROM d1)), 0)",
+                         "INSERT INTO d1 VALUES (5, 6)",
+                         "INSERT INTO d0 VALUES (CAST(EXISTS(SELECT * FROM d1 WHERE c0 > 1) AS "
+                         "VARCHAR), (SELECT MAX(c1) FROM (SELECT * FROM d1) AS s)), "
+                         "('a', (SELECT c1 FROM d1 WHERE c0 IN (SELECT c0 FROM d1)))"],
+                   "SELECT * FROM d0")
