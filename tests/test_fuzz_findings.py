@@ -331,3 +331,35 @@ def test_star_subquery_in_insert_values(ctx):
                          "VARCHAR), (SELECT MAX(c1) FROM (SELECT * FROM d1) AS s)), "
                          "('a', (SELECT c1 FROM d1 WHERE c0 IN (SELECT c0 FROM d1)))"],
                    "SELECT * FROM d0")
+
+
+def test_insert_values_with_a_subquery_casts_each_row_to_the_columns(ctx):
+    """INSERT ... VALUES with a subquery is bound as a UNION ALL of its rows; a DECIMAL(38,10)
+    in one row and a DOUBLE (0E-10) in another were unified to DOUBLE before the column's
+    cast: 12345678901234567890.1234567890 was stored as 12345678901234567168 (a silent wrong
+    answer; seed 101 case 1329). Each value is now cast to its column first, as constant rows
+    are and as PostgreSQL and DuckDB coerce INSERT's VALUES."""
+    same_as_duckdb(ctx, ["CREATE TABLE d0 (c0 BIGINT)",
+                         "CREATE TABLE d1 (c0 DOUBLE, c3 DECIMAL(38,10), c4 DOUBLE, s VARCHAR)",
+                         "INSERT INTO d1 VALUES (1e+308, CAST('12345678901234567890.1234567890' "
+                         "AS DECIMAL(38, 10)), (SELECT 0.0 FROM d0), 'a'), "
+                         "(1e+308, 0E-10, 5e-324, (SELECT 'b'))",
+                         "INSERT INTO d1 (c3, c0) VALUES ((SELECT 99999999999999999999.5), 1.5e0)"],
+                   "SELECT * FROM d1")
+
+
+def test_cast_between_dates_and_numbers_is_refused(ctx):
+    """CAST of a DATE to a number (or of a number or BOOLEAN to a DATE) is refused when bound,
+    as PostgreSQL and DuckDB refuse it; Arrow answered the day number, or failed with its raw
+    'Unsupported cast from date32[day] to decimal128'."""
+    con = oracle.connect()
+    try:
+        for sql in ["SELECT CAST(DATE '2020-01-01' AS INTEGER)",
+                    "SELECT CAST(DATE '2020-01-01' AS DECIMAL(10,2))",
+                    "SELECT CAST(1.5 AS DATE)"]:
+            with pytest.raises(pqe.Error, match=r"cannot cast (DATE|DECIMAL\(2,1\)) to "):
+                ctx.sql(sql).to_arrow()
+            with pytest.raises(Exception):
+                con.execute(sql).fetchall()
+    finally:
+        con.close()
