@@ -20,7 +20,7 @@ from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, Cata
                      IntegrityError, InterfaceError, InternalError, NotSupportedError,
                      OperationalError, ProgrammingError, QueryCancelled, QueryTimeout,
                      ResourceError, SQLSyntaxError, TypeMismatchError, UnknownColumnError,
-                     UnknownTableError, UnsupportedError, Warning)
+                     UnknownTableError, UnsupportedError, UserFunctionError, Warning)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
@@ -63,7 +63,8 @@ __all__ = [
     "SQLSyntaxError", "BindError", "UnknownTableError", "UnknownColumnError",
     "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError", "UnsupportedError",
     "ExecutionError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",
-    "QueryTimeout", "ResourceError", "connect", "apilevel", "paramstyle", "threadsafety",
+    "QueryTimeout", "ResourceError", "UserFunctionError", "connect", "apilevel", "paramstyle",
+    "threadsafety",
     "Warning", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "ProgrammingError", "NotSupportedError", "__version__",
 ]

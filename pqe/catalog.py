@@ -745,9 +745,18 @@ class CatalogSnapshot:
     a statement reads is the version of the same moment (writers replace entries, never
     change them)."""
 
-    def __init__(self, tables: dict[str, Any], sql_made: frozenset[str] = frozenset()) -> None:
+    def __init__(self, tables: dict[str, Any], sql_made: frozenset[str] = frozenset(),
+                 functions: dict[str, Any] | None = None) -> None:
         self._tables = tables
         self._sql_made = sql_made
+        self._functions = functions or {}
+
+    def function(self, name: str) -> Any:
+        """The user-defined function registered as `name` (any case), or None."""
+        return self._functions.get(name.lower())
+
+    def functions(self) -> dict[str, Any]:
+        return dict(self._functions)
 
     def made_by_sql(self, key: str) -> bool:
         """Whether SQL created this table or view (SQL may change or drop only those; what
@@ -783,12 +792,35 @@ class Catalog:
     def __init__(self) -> None:
         self._tables: dict[str, Any] = {}
         self._sql_made: set[str] = set()
+        # user-defined functions (pqe.plan.udf objects) by lower-case name: Python registers
+        # them (Context.register_udf / register_udaf); SQL cannot create or drop them
+        self._functions: dict[str, Any] = {}
         self._lock = threading.RLock()
 
     def frozen(self) -> CatalogSnapshot:
         """A consistent snapshot for binding one statement."""
         with self._lock:
-            return CatalogSnapshot(dict(self._tables), frozenset(self._sql_made))
+            return CatalogSnapshot(dict(self._tables), frozenset(self._sql_made),
+                                   dict(self._functions))
+
+    def register_function(self, name: str, udf: Any, replace: bool = True) -> None:
+        """Add or replace the user-defined function `name` (checked by pqe.plan.udf)."""
+        with self._lock:
+            if not replace and name.lower() in self._functions:
+                raise CatalogError(f"function {name!r} already exists")
+            self._functions[name.lower()] = udf
+
+    def drop_function(self, name: str) -> bool:
+        with self._lock:
+            return self._functions.pop(name.lower(), None) is not None
+
+    def function(self, name: str) -> Any:
+        with self._lock:
+            return self._functions.get(name.lower())
+
+    def function_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._functions)
 
     def register(self, name: str, provider: Any, replace: bool = True,
                  by_sql: bool = False) -> None:

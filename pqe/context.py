@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 from .access import policy_from
 from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
+from .expressions import UDF
 from .errors import CatalogError, Error
 from .extras import require
 from .execution.scheduler import Executor
@@ -112,6 +113,60 @@ class Context:
             raise CatalogError(f"register_dataframe: the DataFrame has two columns named "
                                f"{dup[0]!r}; rename one first")
         self._session.register(name, PlanTable(df.logical_plan()))
+
+    def register_udf(self, name: str, fn: Callable, arg_types: Sequence[str | pa.DataType],
+                     return_type: str | pa.DataType) -> UDF:
+        """A Python scalar function SQL can call as `name(...)` in this Context, vectorized:
+        `fn(*arrays)` gets one pyarrow array per argument (a batch of rows, NULLs
+        included; arguments are cast to `arg_types`, SQL or Arrow type names) and returns a
+        pyarrow array of as many `return_type` values. It runs inside the query's tasks (on
+        a cluster: on the workers, so it must pickle with cloudpickle). Returns a handle
+        for the DataFrame API: `f(col("a"))`. A built-in's name is refused; registering a
+        name again replaces the function."""
+        from .plan.udf import check_name, scalar_udf
+        from .sql import builtin_call
+
+        udf = scalar_udf(check_name(name, builtin_call), fn, arg_types, return_type)
+        self._session.register_function(udf)
+        return UDF(udf)
+
+    def register_udaf(self, name: str, update: Callable, merge: Callable,
+                      arg_types: Sequence[str | pa.DataType], return_type: str | pa.DataType,
+                      *, state_type: str | pa.DataType | None = None,
+                      finalize: Callable | None = None, skip_nulls: bool = True) -> UDF:
+        """A Python aggregate SQL can call as `name(...)`, computed in two phases like SUM:
+        `update(*arrays)` gets the argument values of ONE group in one partition (rows with
+        a NULL argument left out unless `skip_nulls=False`) and returns that group's state
+        (a Python value or pyarrow scalar of `state_type`, default `return_type`);
+        `merge(states)` gets one group's states from several partitions (a pyarrow array)
+        and returns one state; `finalize(states)` (optional) maps the array of all groups'
+        merged states to an array of results. Python runs once per group, never per row.
+        Returns a handle for the DataFrame API: `df.group_by("k").agg(f(col("x")))`."""
+        from .plan.udf import aggregate_udf, check_name
+        from .sql import builtin_call
+
+        udf = aggregate_udf(check_name(name, builtin_call), update, merge, arg_types,
+                            return_type, state_type, finalize, skip_nulls)
+        self._session.register_function(udf)
+        return UDF(udf)
+
+    def udf(self, name: str) -> UDF:
+        """The handle of a registered user function, for the DataFrame API."""
+        udf = self._session.catalog.function(name)
+        if udf is None:
+            raise CatalogError(f"function {name!r} is not registered")
+        return UDF(udf)
+
+    def deregister_function(self, name: str) -> None:
+        """Remove a user-defined function (CatalogError if there is none). DataFrames built
+        with it keep it: their plans hold the function itself."""
+        with self._session.write_lock:
+            if not self._session.catalog.drop_function(name):
+                raise CatalogError(f"function {name!r} is not registered")
+
+    def functions(self) -> list[str]:
+        """The names of the registered user-defined functions, sorted."""
+        return self._session.catalog.function_names()
 
     def deregister(self, name: str) -> None:
         """Remove a registered table, view or DataFrame (CatalogError if there is none)."""

@@ -105,6 +105,10 @@ class ExecutionError(OperationalError):
     """A failure while running a plan: names the operator, and the file or partition if known."""
 
 
+class UserFunctionError(ExecutionError):
+    """A user-defined function failed or returned something other than it declared."""
+
+
 class QueryCancelled(OperationalError):
     """The query was stopped: interrupted (Ctrl-C) or past its timeout."""
 

@@ -301,6 +301,26 @@ def _sort_key(item, r: Resolver, descending: bool = False, nulls_last: bool | No
     return SortKey(e, not descending, nulls_first)
 
 
+_MISSING = object()
+
+
+class _Then:
+    """`pqe.when(cond)` waiting for its `.then(value)` (Polars' spelling of a CASE branch);
+    not an expression until then."""
+
+    __slots__ = ("_branches", "_condition")
+
+    def __init__(self, branches: tuple, condition: Expr):
+        self._branches, self._condition = branches, condition
+
+    def then(self, value: Any) -> When:
+        """The value of rows where the condition is TRUE."""
+        return When(self._branches + ((self._condition, wrap(value)),))
+
+    def __getattr__(self, name):
+        raise BindError(f"when(condition) needs .then(value) before .{name}")
+
+
 class When(Expr):
     """`pqe.when(cond, value).when(cond2, value2).otherwise(default)`: SQL's
     `CASE WHEN cond THEN value ... ELSE default END`. Without otherwise(), rows that match
@@ -319,8 +339,11 @@ class When(Expr):
         agg = any(c._agg or v._agg for c, v in branches) or (else_ is not None and else_._agg)
         super().__init__(build, "CASE", agg)
 
-    def when(self, condition: Any, value: Any) -> When:
-        """Another branch, tried when the earlier conditions are not TRUE."""
+    def when(self, condition: Any, value: Any = _MISSING) -> When | _Then:
+        """Another branch, tried when the earlier conditions are not TRUE:
+        `.when(cond, value)`, or Polars' spelling `.when(cond).then(value)`."""
+        if value is _MISSING:
+            return _Then(self._branches, wrap(condition))
         return When(self._branches + ((wrap(condition), wrap(value)),))
 
     def otherwise(self, value: Any) -> Expr:
@@ -422,10 +445,12 @@ def count() -> Expr:
     return Expr(lambda r: B.aggregate_call("count", []), "count", agg=True)
 
 
-def when(condition: Any, value: Any) -> When:
-    """SQL CASE: `pqe.when(col("x") > 0, "pos").when(col("x") < 0, "neg").otherwise("zero")`.
-    Values are literals unless they are expressions; without otherwise() unmatched rows are
-    NULL."""
+def when(condition: Any, value: Any = _MISSING) -> When | _Then:
+    """SQL CASE: `pqe.when(col("x") > 0, "pos").when(col("x") < 0, "neg").otherwise("zero")`,
+    or as Polars spells it, `pqe.when(col("x") > 0).then("pos").otherwise("zero")`. Values
+    are literals unless they are expressions; without otherwise() unmatched rows are NULL."""
+    if value is _MISSING:
+        return _Then((), wrap(condition))
     return When(((wrap(condition), wrap(value)),))
 
 
@@ -506,6 +531,34 @@ def nth_value(expr: str | Expr, n: int) -> Expr:
     return _window_fn("nth_value", to_expr(expr), lit(n))
 
 
+class UDF:
+    """A registered user-defined function (Context.register_udf / register_udaf): calling it
+    makes an expression, `f(col("a"), 1)` (a string is a column name, other values are
+    literals), as SQL's `f(a, 1)` does."""
+
+    def __init__(self, udf: Any):
+        self.udf = udf
+        self.name = udf.name
+        self.aggregate = hasattr(udf, "merge")
+
+    def __repr__(self) -> str:
+        kind = "aggregate" if self.aggregate else "function"
+        return f"<pqe user {kind} {self.name}>"
+
+    def __call__(self, *args: Any) -> Expr:
+        items = [to_expr(a) for a in args]
+        name = f"{self.name}({', '.join(e._name for e in items)})"
+        udf = self.udf
+        if self.aggregate:
+            for e in items:
+                if e._agg:
+                    raise BindError(f"aggregate {self.name} over an aggregate ({e._name})")
+            return Expr(lambda r: B.user_aggregate(udf, [e._resolve(r) for e in items]), name,
+                        agg=True)
+        return Expr(lambda r: B.user_call(udf, [e._resolve(r) for e in items]), name,
+                    any(e._agg for e in items))
+
+
 def wrap(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
@@ -522,6 +575,6 @@ def to_expr(value: str | Expr) -> Expr:
 WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile",
                     "lag", "lead", "first_value", "last_value", "nth_value")
 
-__all__ = ["Expr", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
+__all__ = ["Expr", "UDF", "When", "col", "lit", "count", "when", "coalesce", "Resolver", "SortExpr",
            "Literal", "AggCall", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist",
            "ntile", "lag", "lead", "first_value", "last_value", "nth_value"]

@@ -26,3 +26,20 @@ def require(module: str, feature: str) -> ModuleType:
         extra = EXTRAS.get(module, module.split(".")[0])
         raise MissingDependencyError(
             f"{feature} needs {module.split('.')[0]}: pip install 'pqe[{extra}]'") from None
+
+
+def check(module: str, feature: str) -> None:
+    """Raise MissingDependencyError if `module` is not installed, without importing it (the
+    shell checks its extras at start; importing prompt_toolkit costs ~0.3 s a `-c` run never
+    uses)."""
+    from importlib.util import find_spec
+
+    try:
+        found = find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        extra = EXTRAS.get(module, module.split(".")[0])
+        raise MissingDependencyError(
+            f"{feature} needs {module.split('.')[0]}: pip install 'pqe[{extra}]'")
+

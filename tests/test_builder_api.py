@@ -59,8 +59,16 @@ def test_when_otherwise_and_coalesce_match_sql(bctx):
                    "AS size, CASE WHEN g = 1 THEN 1 END AS flag, coalesce(s, '?') AS first, "
                    "coalesce(x, t, 0) AS n FROM t")
     same(built, sql)
+    # Polars' spelling builds the same CASE
+    polars_style = df.select("g", size=pqe.when(col("x") > 40).then("big")
+                             .when(col("x") > 15).then("mid").otherwise("small"),
+                             flag=pqe.when(col("g") == 1).then(1), first=pqe.coalesce("s", lit("?")),
+                             n=pqe.coalesce(col("x"), col("t"), 0))
+    same(polars_style, sql)
     with pytest.raises(pqe.BindError, match="at least one"):
         pqe.coalesce()
+    with pytest.raises(pqe.BindError, match=r"needs \.then\(value\) before \.otherwise"):
+        pqe.when(col("x") > 1).otherwise(0)
 
 
 # ---- windows ---------------------------------------------------------------------------------------

@@ -23,6 +23,10 @@ import pytest
 from pqe.testing.slt_isolated import run_many_isolated
 from pqe.testing.slt_results import FileResult
 
+# the corpus runs once, in one module fixture (~8 minutes on a quiet CI machine): the
+# per-test timeout of the rest of the suite would cut it off on a busy one
+pytestmark = pytest.mark.timeout(2400)
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "conformance" / "sqlite"
 BASELINE = Path(__file__).with_name("conformance_baseline.json")

@@ -152,3 +152,30 @@ def test_storage_options_for_a_local_path_is_an_error(tmp_path):
     pq.write_table(pa.table({"a": [1]}), tmp_path / "x.parquet")
     with pytest.raises(pqe.CatalogError, match="storage_options"):
         ParquetTable(str(tmp_path / "x.parquet"), storage_options={"anon": True})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheduler", ["threads", "cluster"])
+def test_tpch_sf01_from_s3_all_queries(s3, scheduler):
+    """The issue's scale: TPC-H SF0.1 (one file per table) from the S3 endpoint, all 22
+    queries against DuckDB on the same files read locally. On demand (PQE_SLOW=1): ~1 min
+    for the upload and the queries."""
+    from helpers import duckdb_tpch, table_path, tpch_data
+
+    fs, options = s3
+    local = tpch_data(0.1)
+    if not fs.exists("tpch/sf01"):
+        fs.put(str(local) + "/", "tpch/sf01/", recursive=True)
+    ctx = pqe.Context() if scheduler == "threads" else pqe.Context(workers=2, memory_limit="1GiB")
+    con = duckdb_tpch(local)
+    try:
+        for t in TABLES:
+            rel = table_path(local, t).relative_to(local).as_posix()
+            ctx.catalog.register(t, ParquetTable(f"s3://tpch/sf01/{rel}", storage_options=options))
+        for query in TPCH_QUERIES:
+            sql = tpch_query(query)
+            assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql),
+                        ordered=has_top_level_order(sql))
+    finally:
+        ctx.close()
+        con.close()

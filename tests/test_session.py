@@ -232,10 +232,18 @@ def test_recursive_cte_over_a_table_and_progress(ctx):
 
 
 def test_refused_statements_name_what_the_user_wrote(ctx):
-    for stmt, word in [("summarize t", "SUMMARIZE"), ("install x", "INSTALL"),
-                       ("checkpoint", "CHECKPOINT"), ("reindex", "REINDEX")]:
+    for stmt, word in [("vacuum", "VACUUM"), ("install x", "INSTALL"),
+                       ("checkpoint", "CHECKPOINT"), ("reindex", "REINDEX"),
+                       ("create function f(x) as x + 1", "CREATE FUNCTION"),
+                       ("create macro m(x) as x + 1", "CREATE MACRO"),
+                       ("create or replace macro m(x) as x + 1", "CREATE OR REPLACE MACRO"),
+                       ("create schema s", "CREATE SCHEMA"), ("drop macro m", "DROP MACRO"),
+                       ("create sequence q", "CREATE SEQUENCE")]:
         with pytest.raises(pqe.UnsupportedError, match=f"^{word} statements are not supported"):
             ctx.sql(stmt)
+    for sql in ("select 1::hugeint", "create table h (x hugeint)"):
+        with pytest.raises(pqe.UnsupportedError, match="^type HUGEINT is not supported"):
+            ctx.sql(sql)
 
 
 def test_session_is_the_only_path(ctx):

@@ -13,7 +13,7 @@ import time
 
 import pyarrow as pa
 
-from ..errors import Error, ExecutionError, InternalError, QueryCancelled
+from ..errors import Error, ExecutionError, InternalError, QueryCancelled, UserFunctionError
 from ..kernels import aggregate as agg
 from ..kernels import decimals, dense_join
 from ..kernels import join as joins
@@ -514,6 +514,8 @@ def run_pipeline(pipeline: Pipeline, *inputs):
                     rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
                 token.record(op.node, time.perf_counter() - start, rows,
                              getattr(pipeline, "part", 0), op.counts_rows)
+        except UserFunctionError as e:  # the user's code: say where it ran
+            raise UserFunctionError(f"{e} (in {pipeline.where})") from None
         except Error:
             raise
         except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:

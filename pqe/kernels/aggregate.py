@@ -5,6 +5,10 @@ is computed: count -> count (combine: sum); sum -> sum (sum); avg -> sum + count
 divide); min/max -> min/max; stddev/variance -> count, sum, sum of squares. A partial table
 has the group keys then the state columns; `final` accepts the concatenation of any number of
 partial tables (and is itself a valid partial, so reductions can be trees).
+
+A user-defined aggregate (`spec.udf`) has one state column of its own type: the same Acero
+pass lists each group's row numbers (`hash_list`), and kernels.user_functions calls its
+update per group on those rows, its merge per group when states combine, its finalize once.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, InternalError
 from . import decimals
+from . import user_functions as U
 from .relational import canonical_floats
 
 # fn -> list of (state suffix, partial kernel, final kernel)
@@ -41,7 +46,13 @@ _STATES = {
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
 
+_USER = [("", "user", "user")]  # a user-defined aggregate: one state column (its state_type)
+_ROWS = "__pqe_rows"  # row numbers, listed per group for user-defined aggregates
+
+
 def _states(spec) -> list[tuple[str, str, str]]:
+    if spec.udf is not None:
+        return _USER
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
     if spec.fn == "max" and spec.arg_dtype is not None and T.is_floating(spec.arg_dtype):
@@ -314,11 +325,15 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
     entries = []
     exact: dict = {}
     as_decimal: dict[str, pa.DataType] = {}
+    user = [s for s in specs if s.udf is not None]
+    if user:  # grouped: each group's row numbers; else one row for all (a count nobody reads)
+        prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
-            if kernel == "wraps":
-                continue  # made with its sum
+            if kernel in ("wraps", "user"):
+                continue  # made with its sum; user aggregates: below
             if kernel == "sum" and _exact(s):
                 src = fast[s.arg] if s.arg in fast else table.column(s.arg)
                 exact[name] = (s.arg, src, _exact_type(s), None)
@@ -345,6 +360,10 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
                 col, kernel = sq, "sum"
             entries.append(_agg_entry(col, kernel, name, grouped))
     out = _aggregate(table, group, entries, exact, prep)
+    if user:
+        rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
+        for s in user:
+            out = out.append_column(s.out, U.partial_states(table, s, rows, offsets))
     out = out.select(list(group) + [n for s in specs for n in state_names(s)])
     if as_decimal:  # int64 min/max back to the decimal128 state type
         cols = [decimals.from_unscaled(c, as_decimal[n]) if n in as_decimal else c
@@ -359,16 +378,26 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     grouped = bool(group)
     entries = []
     exact: dict = {}
+    prep: dict = {}
+    user = [s for s in specs if s.udf is not None]
+    if user:  # grouped: each group's row numbers; else one row for all (a count nobody reads)
+        prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     for s in specs:
         for (_, first, kernel), name in zip(_states(s), state_names(s), strict=True):
-            if first == "wraps":
-                continue  # combined with its sum
+            if first in ("wraps", "user"):
+                continue  # combined with its sum; user aggregates: below
             if first == "sum" and _exact(s):
                 exact[name] = (name, table.column(name), _exact_type(s),
                                table.column(name + ".w"))
             else:
                 entries.append(_agg_entry(name, kernel, name, grouped))
-    out = _aggregate(table, group, entries, exact, {})
+    out = _aggregate(table, group, entries, exact, prep)
+    if user:
+        rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
+        for s in user:
+            out = out.append_column(s.out, U.merged_states(table.column(s.out), s.udf,
+                                                           offsets, rows))
     return out.select(list(group) + [n for s in specs for n in state_names(s)])
 
 
@@ -401,6 +430,8 @@ def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
 
 def _finish(t: pa.Table, s):
     dtype = s.dtype
+    if s.udf is not None:
+        return U.final_values(t.column(s.out), s.udf)
     if s.fn in ("count", "count_star"):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
@@ -446,7 +477,9 @@ def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
     for _, kernel, _ in _states(spec):
-        if kernel in ("count_all", "count", "wraps"):
+        if kernel == "user":
+            out.append(spec.udf.state_type)
+        elif kernel in ("count_all", "count", "wraps"):
             out.append(pa.int64())
         elif kernel == "any_nan":
             out.append(pa.bool_())

@@ -20,7 +20,7 @@ from .. import types as T
 from ..errors import ExecutionError
 from ..physical.plan import MAX_INT64_PRECISION, int64_decimal_applicable
 from ..physical.plan import fits_int64 as _fits_int64
-from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, walk
+from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall, walk
 from .expressions import Compiler, E, _call, _zero_to_null, null_of, scalar
 
 
@@ -265,6 +265,8 @@ class Int64DecimalCompiler(Compiler):
             return super().compile(e)
         if isinstance(e, InList) and T.is_decimal(e.arg.dtype):
             raise NotFast("IN list over decimals")
+        if isinstance(e, UserCall) and involves_decimals(e):
+            raise NotFast("a user function sees decimals as decimals")
         if isinstance(e, Call):
             decimal_args = any(T.is_decimal(a.dtype) for a in e.args)
             if e.fn in ("add", "subtract", "multiply") and T.is_decimal(t):

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError, InternalError, UnsupportedError
-from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal
+from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .relational import canonical_floats
 
@@ -79,6 +79,10 @@ class Compiler:
             if e.args and all(T.is_null(a.dtype) for a in e.args) and e.fn not in _NULL_AWARE:
                 return null_of(e.dtype if not T.is_null(e.dtype) else T.BOOLEAN)
             return fn(self, e)
+        if isinstance(e, UserCall):
+            from .user_functions import kernel_name
+
+            return _call(kernel_name(e.udf), [self.compile(a) for a in e.args])
         if isinstance(e, Cast):
             return _cast(self, e)
         if isinstance(e, Case):

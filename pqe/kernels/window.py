@@ -7,9 +7,14 @@ arithmetic on whole arrays:
 - ranking: row_number, rank, dense_rank, percent_rank, cume_dist, ntile from segment and
   peer-group starts;
 - navigation: lag/lead/first_value/last_value/nth_value as `take` at computed positions;
-- aggregates over frames (ROWS or RANGE, any bounds): each row's frame is an index range
-  [start, end); sum/count/avg are differences of prefix sums (exact integers for integers and
-  decimals), min/max use a sparse table over value ranks (so any orderable type works).
+- aggregates over frames (ROWS, RANGE or GROUPS, any bounds): each row's frame is an index
+  range [start, end); sum/count/avg are differences of prefix sums (exact integers for
+  integers and decimals), min/max use a sparse table over value ranks (so any orderable type
+  works). A frame EXCLUDE (CURRENT ROW, GROUP, TIES) cuts the range into at most three
+  ordered pieces; every function combines its pieces (sums add, min/max take the best, the
+  value functions take the first/last/n-th row across them);
+- IGNORE NULLS (first/last/nth_value, lag/lead): positions among the valid rows only, from
+  the sorted positions of the non-NULL values and their running count.
 """
 
 from __future__ import annotations
@@ -172,6 +177,8 @@ def _frame(spec: WindowSpec, idx, c):
             if spec.mode == "rows":
                 return idx if is_start else idx + 1
             return c["peer_start"] if is_start else c["peer_end"]
+        if spec.mode == "groups":
+            return _groups_bound(b, is_start, c)
         if spec.mode == "rows":
             off = int(b.offset)
             pos = idx - off if b.kind == "preceding" else idx + off
@@ -182,6 +189,52 @@ def _frame(spec: WindowSpec, idx, c):
 
     fs, fe = bound(spec.start, True), bound(spec.end, False)
     return fs, np.maximum(fe, fs)  # empty frames have end == start
+
+
+def _groups_bound(b: Bound, is_start: bool, c):
+    """Where a GROUPS `n PRECEDING/FOLLOWING` bound falls: the first row (a start) or just
+    past the last row (an end) of the peer group n groups before or after the row's own,
+    clipped to the row's window partition (a target before its first group or after its last
+    one gives an empty frame, as in PostgreSQL)."""
+    peer_flags, seg_start, seg_end = c["peer_flags"], c["seg_start"], c["seg_end"]
+    n = len(peer_flags)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    group = np.cumsum(peer_flags, dtype=np.int64) - 1
+    starts = np.flatnonzero(peer_flags).astype(np.int64)
+    ends = np.append(starts[1:], n)
+    first, last = group[seg_start], group[seg_end - 1]
+    off = int(b.offset)
+    target = group - off if b.kind == "preceding" else group + off
+    inside = np.clip(target, 0, len(starts) - 1)
+    pos = (starts if is_start else ends)[inside]
+    before, after = target < first, target > last
+    return np.where(before, seg_start, np.where(after, seg_end, pos))
+
+
+def _pieces(spec: WindowSpec, idx, c, fs, fe) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The frame [fs, fe) minus its EXCLUDE clause: ordered index ranges (some empty)."""
+    if spec.exclude == "no_others":
+        return [(fs, fe)]
+
+    def clip(x):
+        return np.minimum(np.maximum(x, fs), fe)
+
+    if spec.exclude == "current_row":
+        xs, xe = idx, idx + 1
+    else:  # GROUP, or TIES (the group but the row itself)
+        xs, xe = c["peer_start"], c["peer_end"]
+    pieces = [(fs, clip(xs))]
+    if spec.exclude == "ties":
+        pieces.append((clip(idx), clip(idx + 1)))
+    pieces.append((clip(xe), fe))
+    return pieces
+
+
+def _valid_positions(col) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted positions of the non-NULL values, and the running count of them (length n + 1)."""
+    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(valid).astype(np.int64), _prefix(valid.astype(np.int64))
 
 
 def _range_offset(b: Bound, is_start: bool, order_key, seg_flags, peer_start, peer_end):
@@ -373,25 +426,69 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
     if fn in ("lag", "lead"):
         offset = int(spec.consts[0]) if spec.consts else 1
         default = spec.consts[1] if len(spec.consts) > 1 else None
+        col = table.column(spec.args[0])
+        if spec.ignore_nulls and offset != 0:
+            backward = (fn == "lag") == (offset > 0)
+            j, valid = _nth_valid_neighbour(col, idx, abs(offset), backward, seg_start, seg_end)
+            return _take_or(col, j, valid, default, spec.dtype)
         j = idx - offset if fn == "lag" else idx + offset
         valid = (j >= seg_start) & (j < seg_end)
-        return _take_or(table.column(spec.args[0]), j, valid, default, spec.dtype)
+        return _take_or(col, j, valid, default, spec.dtype)
     fs, fe = _frame(spec, idx, c)
-    nonempty = fe > fs
-    if fn == "first_value":
-        return _take_or(table.column(spec.args[0]), fs, nonempty, None, spec.dtype)
-    if fn == "last_value":
-        return _take_or(table.column(spec.args[0]), fe - 1, nonempty, None, spec.dtype)
-    if fn == "nth_value":
-        k = int(spec.consts[0])
-        pos = fs + k - 1
-        return _take_or(table.column(spec.args[0]), pos, (pos < fe) & (k >= 1), None, spec.dtype)
+    pieces = _pieces(spec, idx, c, fs, fe)
+    if fn in ("first_value", "last_value", "nth_value"):
+        col = table.column(spec.args[0])
+        k = int(spec.consts[0]) if fn == "nth_value" else 1
+        pos, ok = _nth_in_pieces(col, pieces, k, fn == "last_value", spec.ignore_nulls)
+        return _take_or(col, pos, ok & (k >= 1), None, spec.dtype)
     if fn == "count_star":
-        return pa.array(fe - fs)
-    return _frame_aggregate(table.column(spec.args[0]), spec, fs, fe)
+        return pa.array(sum(e - s for s, e in pieces))
+    return _frame_aggregate(table.column(spec.args[0]), spec, pieces)
 
 
-def _exact_frame_sum(col, spec: WindowSpec, fs, fe, cnt) -> pa.Array:
+def _nth_valid_neighbour(col, idx, k: int, backward: bool, seg_start, seg_end):
+    """The position of the k-th non-NULL row before (`backward`) or after each row, within
+    its window partition (LAG/LEAD IGNORE NULLS), and whether there is one."""
+    positions, running = _valid_positions(col)
+    if backward:
+        target = running[idx] - k            # valid rows before row i: running[i]
+    else:
+        target = running[idx + 1] + k - 1    # valid rows up to and including row i
+    inside = (target >= 0) & (target < len(positions))
+    pos = positions[np.clip(target, 0, max(len(positions) - 1, 0))] if len(positions) else idx
+    ok = inside & (pos >= seg_start) & (pos < seg_end)
+    return np.where(ok, pos, 0), ok
+
+
+def _nth_in_pieces(col, pieces, k: int, from_end: bool, ignore_nulls: bool):
+    """The k-th row (k >= 1) of each frame, counted from its start (or from its end for
+    LAST_VALUE) across the frame's ordered pieces, skipping NULLs if asked: positions and a
+    mask of the frames that have one."""
+    n_rows = len(pieces[0][0])
+    pos = np.zeros(n_rows, dtype=np.int64)
+    found = np.zeros(n_rows, dtype=bool)
+    if k < 1:
+        return pos, found
+    remaining = np.full(n_rows, k, dtype=np.int64)
+    if ignore_nulls:
+        positions, running = _valid_positions(col)
+    for s, e in (reversed(pieces) if from_end else pieces):
+        if ignore_nulls:
+            have = running[e] - running[s]
+            target = (running[e] - remaining) if from_end else (running[s] + remaining - 1)
+            here = positions[np.clip(target, 0, max(len(positions) - 1, 0))] if len(
+                positions) else s
+        else:
+            have = e - s
+            here = (e - remaining) if from_end else (s + remaining - 1)
+        take = ~found & (remaining <= have)
+        pos = np.where(take, here, pos)
+        found |= take
+        remaining = np.where(found, remaining, remaining - np.maximum(have, 0))
+    return pos, found
+
+
+def _exact_frame_sum(col, spec: WindowSpec, pieces, cnt) -> pa.Array:
     """SUM/AVG of integers or decimals over frames, exactly (never wrapping): prefix sums of
     each 32-bit limb (decimals.limbs: one limb when no sum of the partition can overflow
     int64) are exact, so are their differences over [fs, fe); the limb sums are carried into
@@ -403,7 +500,7 @@ def _exact_frame_sum(col, spec: WindowSpec, fs, fe, cnt) -> pa.Array:
     sums = []
     for p in parts:
         ps = _prefix(p)
-        sums.append(ps[fe] - ps[fs])
+        sums.append(sum(ps[fe] - ps[fs] for fs, fe in pieces))
     has = cnt > 0
     scale = t.scale if T.is_decimal(t) else 0
     if spec.fn == "sum" and T.is_integer(spec.dtype) and len(sums) == 1:
@@ -426,23 +523,23 @@ def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     return pc.if_else(pa.array(valid), vals, fill)
 
 
-def _frame_aggregate(col, spec: WindowSpec, fs, fe) -> pa.Array:
+def _frame_aggregate(col, spec: WindowSpec, pieces) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     fn = spec.fn
     valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
     counts = _prefix(valid.astype(np.int64))
-    cnt = counts[fe] - counts[fs]
+    cnt = sum(counts[fe] - counts[fs] for fs, fe in pieces)
     if fn == "count":
         return pa.array(cnt)
     has = cnt > 0
     t = col.type
     if fn in ("sum", "avg") and (T.is_integer(t) or T.is_decimal(t) or T.is_boolean(t)):
-        return _exact_frame_sum(col, spec, fs, fe, cnt)
+        return _exact_frame_sum(col, spec, pieces, cnt)
     if fn in ("sum", "avg"):
         vals = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
         with np.errstate(invalid="ignore", over="ignore"):   # inf - inf is NaN, as in SQL
-            total = _range_sums(vals, fs, fe)
+            total = sum(_range_sums(vals, fs, fe) for fs, fe in pieces)
         if fn == "avg":
             total = total / np.maximum(cnt, 1)
         return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.float64()))
@@ -454,10 +551,15 @@ def _frame_aggregate(col, spec: WindowSpec, fs, fe) -> pa.Array:
         ranks = np.where(valid, ranks, big if use_min else -1)
         if len(ranks) == 0:
             return pa.nulls(0, spec.dtype)
-        safe_fs = np.where(fe > fs, fs, 0)
-        safe_fe = np.where(fe > fs, fe, 1)
-        best = _sparse_min(ranks, safe_fs, safe_fe, np.minimum if use_min else np.maximum)
-        ok = has & (fe > fs)
+        pick = np.minimum if use_min else np.maximum
+        best = None
+        for fs, fe in pieces:
+            safe_fs = np.where(fe > fs, fs, 0)
+            safe_fe = np.where(fe > fs, fe, 1)
+            part = _sparse_min(ranks, safe_fs, safe_fe, pick)
+            part = np.where(fe > fs, part, big if use_min else -1)
+            best = part if best is None else pick(best, part)
+        ok = has
         # value with that rank: first occurrence of each rank
         order = np.argsort(ranks, kind="stable")
         sorted_ranks = ranks[order]

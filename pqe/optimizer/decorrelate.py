@@ -28,7 +28,7 @@ from ..errors import UnsupportedError
 from ..plan import builder as B
 from ..plan import functions as F
 from ..plan.expr import (AggCall, Call, Case, ColumnRef, Expr, Field, Literal, OuterRef, SortKey,
-                         SubqueryExpr, WindowCall, and_, column_ids, conjuncts,
+                         SubqueryExpr, UserCall, WindowCall, and_, column_ids, conjuncts,
                          has_outer_ref, has_subquery, transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
                             Sort, Window, transform_up, walk_plan)
@@ -355,7 +355,8 @@ def _empty_value(value_expr: Expr, agg: Aggregate) -> Expr | None:
     counts = {f.id for a, f in zip(agg.aggs, agg.agg_fields, strict=True)
               if a.fn in ("count", "count_star")}
     non_strict = any(isinstance(x, Call) and F.SCALAR[x.fn].nulls != "propagate"
-                     for x in walk(value_expr)) or any(isinstance(x, Case) for x in walk(value_expr))
+                     for x in walk(value_expr)) or any(isinstance(x, (Case, UserCall))
+                                                       for x in walk(value_expr))
     refs = column_ids(value_expr)
     if not (refs & counts) and not non_strict:
         return None

@@ -13,8 +13,8 @@ this prunes most of the scanned rows.
 
 from __future__ import annotations
 
-from ..plan.expr import (ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts, or_,
-                         replace_columns, unique)
+from ..plan.expr import (ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts,
+                         has_user_call, or_, replace_columns, unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window)
 
@@ -42,10 +42,13 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     if isinstance(plan, Filter):
         return _push(plan.input, _add(preds, conjuncts(plan.predicate)))
     if isinstance(plan, Scan):
-        filters = _add(list(plan.filters), preds)
-        if len(filters) == len(plan.filters):
-            return plan
-        return Scan(plan.table, plan.provider, plan.fields, plan.projection, tuple(filters))
+        # a user function's predicate stays above the scan: run by pqe's tasks, where its
+        # errors name the partition, never by the file scanner or row-group pruning
+        held = [p for p in preds if has_user_call(p)]
+        filters = _add(list(plan.filters), [p for p in preds if not has_user_call(p)])
+        if len(filters) != len(plan.filters):
+            plan = Scan(plan.table, plan.provider, plan.fields, plan.projection, tuple(filters))
+        return _wrap(plan, held)
     if isinstance(plan, Project):
         mapping = {f.id: e for f, e in zip(plan.fields, plan.exprs, strict=True)}
         down = [replace_columns(p, mapping) for p in preds]

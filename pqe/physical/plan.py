@@ -42,13 +42,16 @@ SINGLE = Dist("single")
 
 @dataclass(frozen=True)
 class AggSpec:
-    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*))."""
+    """One aggregate of a physical aggregate: fn over column `arg` (None for count(*)). A
+    user-defined aggregate (`udf`) may take more arguments: columns `arg`, then `more`."""
 
     fn: str
     arg: str | None
     out: str
     dtype: object  # pa.DataType of the final value
     arg_dtype: object = None
+    more: tuple[str, ...] = ()
+    udf: object = None  # pqe.plan.udf.AggregateUDF
 
 
 @dataclass(frozen=True)
@@ -68,11 +71,23 @@ class WindowSpec:
     args: tuple[str, ...]
     out: str
     dtype: object
-    mode: str = "range"  # frame mode: "rows" | "range"
+    mode: str = "range"  # frame mode: "rows" | "range" | "groups"
     start: Bound = Bound("unbounded_preceding")
     end: Bound = Bound("current")
     has_order: bool = False
     consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
+    exclude: str = "no_others"  # frame EXCLUDE: "current_row" | "group" | "ties"
+    ignore_nulls: bool = False  # IGNORE NULLS (value functions and lag/lead)
+
+    def describe(self, names) -> str:
+        text = f"{self.fn}({_cols(self.args, names)})"
+        if self.ignore_nulls:
+            text += " IGNORE NULLS"
+        if self.mode == "groups":
+            text += " [GROUPS]"
+        if self.exclude != "no_others":
+            text += f" [EXCLUDE {self.exclude.replace('_', ' ').upper()}]"
+        return text
 
 
 # Dense (perfect-hash) joins: a broadcast build side whose unique integer key spans at most
@@ -331,7 +346,10 @@ class AggregateExec(PhysicalPlan):
 
     def describe(self, names):
         g = _cols(self.group, names)
-        a = ", ".join(f"{s.fn}({names.get(s.arg, s.arg) if s.arg else '*'})" for s in self.aggs)
+        def args(s: AggSpec) -> str:
+            return ", ".join(names.get(c, c) for c in (s.arg, *s.more)) if s.arg else "*"
+
+        a = ", ".join(f"{s.fn}({args(s)})" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:
@@ -419,7 +437,7 @@ class WindowExec(PhysicalPlan):
         return (self.input,)
 
     def describe(self, names):
-        parts = ", ".join(f"{s.fn}({_cols(s.args, names)})" for s in self.specs)
+        parts = ", ".join(s.describe(names) for s in self.specs)
         out = f"Window: {parts}"
         if self.partition:
             out += f" partitionBy=[{_cols(self.partition, names)}]"
@@ -628,13 +646,13 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
                 return
             shared[id(p)] = len(shared) + 1
             mark = f" shared #{shared[id(p)]}"
-        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]{mark}"
+        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
         if stats is not None and id(p) in stats:
             entry = stats[id(p)]
             rows, seconds, tasks = entry
             line += f" rows={rows} time={seconds:.3f}s"
             line += partition_detail(getattr(entry, "partitions", None))
-        lines.append(line)
+        lines.append(line + mark)
         for c in p.children():
             rec(c, depth + 1)
 

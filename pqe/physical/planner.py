@@ -349,6 +349,11 @@ class PhysicalPlanner:
             return f.id
 
         for a, f in zip(node.aggs, node.agg_fields, strict=True):
+            if a.udf is not None:
+                ids = [column_for(x) for x in _user_agg_inputs(a)]
+                specs.append(AggSpec(a.fn, ids[0], f.id, f.dtype, a.args[0].dtype,
+                                     tuple(ids[1:]), a.udf))
+                continue
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None
             specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None))
@@ -458,7 +463,9 @@ class PhysicalPlanner:
                     start = Bound(frame.start.kind, frame.start.offset)
                     end = Bound(frame.end.kind, frame.end.offset)
                 specs.append(WindowSpec(call.fn, args, f.id, f.dtype, mode, start, end,
-                                        bool(oby), tuple(call.consts)))
+                                        bool(oby), tuple(call.consts),
+                                        frame.exclude if frame is not None else "no_others",
+                                        call.ignore_nulls))
             if extra:
                 current = self._project_columns(current, extra)
             if pids:
@@ -580,6 +587,15 @@ def _agg_input(a: AggCall) -> tuple[str, Expr | None]:
     return fn, arg
 
 
+def _user_agg_inputs(a: AggCall) -> list[Expr]:
+    """A user-defined aggregate's argument columns; FILTER makes the filtered-out rows NULL
+    in every argument, and such rows are left out (so `skip_nulls=False` aggregates refuse
+    FILTER at bind time)."""
+    if a.filter is None:
+        return list(a.args)
+    return [Case(((a.filter, x),), Literal(None, x.dtype), x.dtype) for x in a.args]
+
+
 def _strategy(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> str:
     """'segments' when one integer/date key and simple aggregates allow reducing sorted runs
     (the kernel checks each partition's order), else 'hash'."""
@@ -597,7 +613,8 @@ def _int64_sums(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> tuple[
         return ()
     summed = {s.arg for s in aggs if s.fn in ("sum", "avg") and s.arg is not None
               and T.is_decimal(s.arg_dtype)}
-    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group)
+    other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group) \
+        | {c for s in aggs for c in s.more}  # a user aggregate's later arguments
     return tuple(sorted(summed - other))
 
 

@@ -17,8 +17,9 @@ import pyarrow as pa
 from .. import types as T
 from ..errors import BindError, TypeMismatchError
 from . import functions as F
+from . import udf as U
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Literal,
-                   SortKey, SubqueryExpr, and_, conjuncts, walk)
+                   SortKey, SubqueryExpr, UserCall, and_, conjuncts, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
 
@@ -298,6 +299,28 @@ def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
     if name in ("min", "max", "any_value", "bool_and", "bool_or") :
         distinct = False  # DISTINCT does not change these
     return AggCall(name, coerced, ret, distinct, filter)
+
+
+def user_call(udf: U.ScalarUDF, args: Sequence[Expr]) -> Expr:
+    """A call of a user-defined scalar function, arguments cast to its declared types."""
+    U.check_arguments(udf, [a.dtype for a in args])
+    return UserCall(udf, tuple(cast(a, t) for a, t in zip(args, udf.arg_types, strict=True)),
+                    udf.return_type)
+
+
+def user_aggregate(udf: U.AggregateUDF, args: Sequence[Expr], distinct: bool = False,
+                   filter: Expr | None = None) -> AggCall:
+    """A call of a user-defined aggregate, arguments cast to its declared types."""
+    if distinct:
+        raise BindError(f"DISTINCT is not supported for the user-defined aggregate {udf.name}")
+    U.check_arguments(udf, [a.dtype for a in args])
+    coerced = tuple(cast(a, t) for a, t in zip(args, udf.arg_types, strict=True))
+    if filter is not None:
+        if not udf.skip_nulls:
+            raise BindError(f"FILTER is not supported for the user-defined aggregate "
+                            f"{udf.name}: it sees NULLs (skip_nulls=False)")
+        filter = cast(filter, T.BOOLEAN)
+    return AggCall(udf.name, coerced, udf.return_type, False, filter, udf)
 
 
 # ---- plans -------------------------------------------------------------------------------------

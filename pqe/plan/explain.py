@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import types as T
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, InList, Literal, OuterRef,
-                   SortKey, SubqueryExpr, WindowCall)
+                   SortKey, SubqueryExpr, UserCall, WindowCall)
 
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
           "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -69,6 +69,8 @@ def format_expr(e: Expr) -> str:
         if e.fn.startswith("extract_"):
             return f"EXTRACT({e.fn[8:]} FROM {format_expr(e.args[0])})"
         return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, UserCall):
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
     if isinstance(e, Cast):
         kw = "TRY_CAST" if e.try_ else "CAST"
         return f"{kw}({format_expr(e.arg)} AS {T.type_name(e.dtype)})"
@@ -102,8 +104,12 @@ def format_expr(e: Expr) -> str:
                         "unbounded_following": "UNBOUNDED FOLLOWING"}.get(
                     x.kind, f"{x.offset} {x.kind.upper()}")
             over.append(f"{e.frame.mode.upper()} BETWEEN {b(e.frame.start)} AND {b(e.frame.end)}")
+            if e.frame.exclude != "no_others":
+                over.append("EXCLUDE " + e.frame.exclude.replace("_", " ").upper())
         name = "count" if e.fn == "count_star" else e.fn
-        return f"{name}({args or ('*' if e.fn == 'count_star' else '')}) OVER ({' '.join(over)})"
+        nulls = " IGNORE NULLS" if e.ignore_nulls else ""
+        return (f"{name}({args or ('*' if e.fn == 'count_star' else '')}){nulls} "
+                f"OVER ({' '.join(over)})")
     if isinstance(e, SubqueryExpr):
         if e.kind == "exists":
             return ("NOT " if e.negated else "") + "EXISTS(<subquery>)"

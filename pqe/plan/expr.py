@@ -126,6 +126,27 @@ class Call(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class UserCall(Expr):
+    """A call of a user-defined scalar function (`pqe.plan.udf.ScalarUDF`), which the node
+    holds: its code ships with the plan. Never constant-folded, never pushed into a scan,
+    and treated as able to return NULL for any input."""
+
+    udf: Any  # pqe.plan.udf.ScalarUDF
+    args: tuple[Expr, ...]
+    dtype: pa.DataType
+
+    @property
+    def fn(self) -> str:
+        return self.udf.name
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return replace(self, args=tuple(children))
+
+
+@dataclass(frozen=True, slots=True)
 class Cast(Expr):
     arg: Expr
     dtype: pa.DataType
@@ -189,13 +210,15 @@ class InList(Expr):
 
 @dataclass(frozen=True, slots=True)
 class AggCall(Expr):
-    """An aggregate function call; lives only in `Aggregate` nodes."""
+    """An aggregate function call; lives only in `Aggregate` nodes. `udf` holds a
+    user-defined aggregate (`pqe.plan.udf.AggregateUDF`, named `fn`)."""
 
     fn: str
     args: tuple[Expr, ...]
     dtype: pa.DataType
     distinct: bool = False
     filter: Expr | None = None
+    udf: Any = None
 
     @property
     def nullable(self) -> bool:
@@ -227,9 +250,10 @@ class FrameBound:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    mode: str  # "rows" | "range"
+    mode: str  # "rows" | "range" | "groups"
     start: FrameBound
     end: FrameBound
+    exclude: str = "no_others"  # | "current_row" | "group" | "ties"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +270,7 @@ class WindowCall(Expr):
     frame: Frame | None
     dtype: pa.DataType
     consts: tuple = ()
+    ignore_nulls: bool = False  # first/last/nth_value, lag/lead: skip NULL values
 
     def children(self) -> tuple[Expr, ...]:
         return self.args + self.partition_by + tuple(k.expr for k in self.order_by)
@@ -322,6 +347,10 @@ def has_subquery(expr: Expr) -> bool:
 
 def has_outer_ref(expr: Expr) -> bool:
     return any(isinstance(e, OuterRef) for e in walk(expr))
+
+
+def has_user_call(expr: Expr) -> bool:
+    return any(isinstance(e, UserCall) for e in walk(expr))
 
 
 def is_aggregate(expr: Expr) -> bool:

@@ -222,6 +222,11 @@ class SessionState:
         with self.write_lock:
             self.catalog.register(name, provider)
 
+    def register_function(self, udf: Any) -> None:
+        """Add (or replace) a user-defined function (pqe.plan.udf) under its name."""
+        with self.write_lock:
+            self.catalog.register_function(udf.name, udf)
+
     def deregister(self, name: str) -> bool:
         with self.write_lock:
             return self.catalog.drop(name)

@@ -13,11 +13,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pqe {__version__}")
         return 0
-    from ..extras import MissingDependencyError, require
+    from ..extras import MissingDependencyError, check
 
     try:
         for module in ("rich", "prompt_toolkit", "pygments"):
-            require(module, "pqe-sql")
+            check(module, "pqe-sql")
     except MissingDependencyError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1

@@ -30,6 +30,11 @@ class PQEDialect(Dialect):
 
     NULL_ORDERING = "nulls_are_large"
 
+    class Tokenizer(Tokenizer):
+        # SUMMARIZE t / SUMMARIZE SELECT ... (DuckDB's): sqlglot's parser knows the
+        # statement once the word is its keyword
+        KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE}
+
     class Parser(parser.Parser):
         # `?` remembers where it stands in the text: parameters bind in textual order, not in
         # the order a tree walk meets them (`VALUES (lower(?), ?)`)
@@ -212,6 +217,25 @@ def parameter_literal(value: Any) -> exp.Expression:
         return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
     raise SQLSyntaxError(f"a parameter of type {type(value).__name__} cannot be bound (use None, "
                          f"bool, int, float, Decimal, str, date or datetime)")
+
+
+def builtin_call(name: str) -> str | None:
+    """What SQL parses `name(x)` as, when that is not a plain call of a function named
+    `name` (a keyword or a built-in sqlglot knows): a user function cannot take that name."""
+    for args in ("x", "x, y", "x, y, z"):  # a known function may refuse some counts
+        try:
+            (stmt,) = sqlglot.parse(f"SELECT {name}({args})", read=DIALECT)
+        except (ParseError, ValueError, TokenError):
+            continue
+        call = stmt.expressions[0] if isinstance(stmt, exp.Select) and stmt.expressions else None
+        if isinstance(call, exp.Anonymous) and call.name.lower() == name.lower():
+            continue
+        return type(call).__name__.upper() if call is not None else "a SQL keyword"
+    try:
+        (stmt,) = sqlglot.parse(f"SELECT {name}(x)", read=DIALECT)
+    except (ParseError, ValueError, TokenError):
+        return "a SQL keyword"
+    return None
 
 
 def parse(sql: str) -> list[exp.Expression]:

@@ -19,8 +19,10 @@ from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
 from ..plan.logical import LogicalPlan
+from ..plan.udf import AggregateUDF
 from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
-from .parser import PQEDialect, ParsedStatement
+from .binder.grouping import USER_AGGREGATES
+from .parser import PQEDialect, ParsedStatement, parse
 
 
 def name_of(node: exp.Expression) -> tuple[str, bool]:
@@ -39,7 +41,18 @@ def _set_args(node: exp.Expression) -> dict:
 def statement_word(ast: exp.Expression) -> str:
     """What the user wrote first, for refusals that name it ("SUMMARIZE statements ...")."""
     if isinstance(ast, exp.Command):
-        return str(ast.this).upper()
+        word = str(ast.this).upper()
+        if word in ("CREATE", "DROP", "ALTER") and ast.expression is not None:
+            # name the object kind too: CREATE MACRO, CREATE OR REPLACE FUNCTION, DROP SECRET
+            rest = str(ast.expression.name if isinstance(ast.expression, exp.Literal)
+                       else ast.expression).split()
+            kind = []
+            for w in rest:
+                kind.append(w.upper())
+                if w.upper() not in ("OR", "REPLACE", "TEMP", "TEMPORARY", "IF", "NOT", "EXISTS"):
+                    break
+            word = " ".join([word, *kind])
+        return word
     node = ast
     while True:
         if isinstance(node, exp.Identifier):
@@ -53,7 +66,12 @@ def statement_word(ast: exp.Expression) -> str:
 
 
 def bind_statement(parsed: ParsedStatement, catalog: CatalogSnapshot, sql: str) -> S.Statement:
-    stmt = _bind(parsed.ast, catalog, sql)
+    names = frozenset(n for n, f in catalog.functions().items() if isinstance(f, AggregateUDF))
+    token = USER_AGGREGATES.set(names)
+    try:
+        stmt = _bind(parsed.ast, catalog, sql)
+    finally:
+        USER_AGGREGATES.reset(token)
     if parsed.explain is not None:
         return S.Explain(stmt, parsed.explain == "analyze")
     return stmt
@@ -76,12 +94,22 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
         return _describe(ast, catalog, sql)
     if isinstance(ast, exp.Copy):
         return _copy(ast, catalog, sql)
+    if isinstance(ast, exp.Summarize):
+        from .summarize import summarize
+
+        return summarize(ast, catalog, sql)
     if isinstance(ast, exp.Command) and ast.this.upper() == "SHOW":
         what = ast.expression.name.strip().upper() if ast.expression is not None else ""
         if what == "TABLES":
             return S.ShowTables()
         raise UnsupportedError(f"SHOW {what} is not supported")
-    raise UnsupportedError(f"{statement_word(ast)} statements are not supported")
+    word = statement_word(ast)
+    hint = ": register Python functions with Context.register_udf / register_udaf" \
+        if word.startswith("CREATE") and word.split()[-1] in _FUNCTION_KINDS else ""
+    raise UnsupportedError(f"{word} statements are not supported{hint}")
+
+
+_FUNCTION_KINDS = ("FUNCTION", "MACRO", "AGGREGATE", "PROCEDURE")
 
 
 # ---- CREATE ----------------------------------------------------------------------------------
@@ -89,6 +117,9 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
 
 def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement:
     kind = (stmt.args.get("kind") or "").upper()
+    if kind in _FUNCTION_KINDS:
+        raise UnsupportedError(f"CREATE {kind} statements are not supported: register Python "
+                               f"functions with Context.register_udf / register_udaf")
     if kind == "INDEX":
         # an index never changes an answer; pqe scans and hashes instead
         refuse_unknown_args(stmt, {"kind", "this", "unique", "exists"}, "CREATE INDEX")
@@ -97,6 +128,10 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         if table is not None:
             catalog.lookup(*name_of(table))
         return S.NoOp("CREATE INDEX")
+    if kind and kind not in ("TABLE", "VIEW"):
+        # CREATE FUNCTION / MACRO / SCHEMA / SEQUENCE / TYPE ...: UDFs are registered from
+        # Python (Context.register_udf), never created by SQL text
+        raise UnsupportedError(f"CREATE {kind} statements are not supported")
     properties = stmt.args.get("properties")
     temporary = False
     if properties is not None:
@@ -537,7 +572,7 @@ def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
 
 def _drop(stmt: exp.Drop) -> S.Drop:
     kind = (stmt.args.get("kind") or "TABLE").upper()
-    if kind not in ("TABLE", "VIEW"):
+    if kind and kind not in ("TABLE", "VIEW"):
         raise UnsupportedError(f"DROP {kind} is not supported")
     refuse_unknown_args(stmt, {"kind", "this", "tables", "exists"}, f"DROP {kind}")
     targets = stmt.args.get("tables") or [stmt.this]
@@ -553,6 +588,13 @@ def _drop(stmt: exp.Drop) -> S.Drop:
 def _describe(stmt: exp.Describe, catalog: CatalogSnapshot, sql: str) -> S.Describe:
     refuse_unknown_args(stmt, {"this", "kind"}, "DESCRIBE")
     target = stmt.this
+    if isinstance(target, exp.Schema) and isinstance(target.this, exp.Table) \
+            and target.this.name.lower() in ("read_parquet", "read_csv") \
+            and not target.this.args.get("db"):
+        # DESCRIBE read_parquet('f'): sqlglot reads a table with a column list; it is the
+        # table function, bound (and access-checked) as FROM read_parquet('f') is
+        args = ", ".join(e.sql(dialect=PQEDialect) for e in target.expressions)
+        (target,) = parse(f"SELECT * FROM {target.this.name}({args})")
     if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier) \
             and not _is_path(catalog, target):
         name, quoted = name_of(target)

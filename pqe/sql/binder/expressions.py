@@ -22,6 +22,7 @@ from ...errors import (
 from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import Expr, Literal, SubqueryExpr, lit
+from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
 from .literals import interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type
@@ -191,8 +192,17 @@ def _neg(b, node, scope, rec):
             and not isinstance(inner.value, bool):
         if isinstance(inner.value, decimal.Decimal):
             return Literal(inner.value.copy_negate(), inner.dtype)  # exact, 38 digits
-        return Literal(-inner.value, inner.dtype)
+        if not (T.is_integer(inner.dtype) and _int_overflows(-inner.value, inner.dtype)):
+            return Literal(-inner.value, inner.dtype)
+        # -(-2^63) has no BIGINT: the checked kernel reports the overflow if a row needs it
     return B.call("negate", inner)
+
+
+def _int_overflows(value: int, dtype) -> bool:
+    import numpy as np
+
+    info = np.iinfo(dtype.to_pandas_dtype())
+    return not info.min <= value <= info.max
 
 
 def _not(b, node, scope, rec):
@@ -359,6 +369,11 @@ def _subquery(b, node, scope, rec):
 
 
 def _anonymous(b, node, scope, rec):
+    udf = b.catalog.function(node.name)
+    if udf is not None:  # a user function (its name is no built-in's: pqe.plan.udf)
+        if isinstance(udf, AggregateUDF):
+            raise AggregateMisuseError(f"aggregate function {node.name} is not allowed here")
+        return B.user_call(udf, [rec(a) for a in node.expressions])
     name = F.canonical(node.name)
     if name == "date_part" and len(node.expressions) == 2:
         part = rec(node.expressions[0])

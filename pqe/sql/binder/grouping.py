@@ -4,6 +4,7 @@ Aggregate (HAVING, QUALIFY, the select list, ORDER BY)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 
 from sqlglot import exp
@@ -24,6 +25,7 @@ from ...plan.expr import (
     transform,
 )
 from ...plan.logical import LogicalPlan, map_expressions, transform_up
+from ...plan.udf import AggregateUDF
 from .qualification import user_function_name
 from .scope import AggContext, Scope
 
@@ -38,13 +40,19 @@ def is_grouping_call(node: exp.Expression) -> bool:
         or type(node).__name__ == "Grouping"
 
 
+# the user-defined aggregates (lower-case names) of the catalog the statement being bound on
+# this thread sees: set by bind_statement, read by is_agg_node (a module-level predicate)
+USER_AGGREGATES: ContextVar[frozenset[str]] = ContextVar("pqe_user_aggregates",
+                                                         default=frozenset())
+
+
 def is_agg_node(node: exp.Expression) -> bool:
     if isinstance(node, exp.Filter):
         return is_agg_node(node.this)
     if is_grouping_call(node):
         return True
     if isinstance(node, exp.Anonymous):
-        return F.canonical(node.name) in F.AGGREGATE
+        return F.canonical(node.name) in F.AGGREGATE or node.name.lower() in USER_AGGREGATES.get()
     return isinstance(node, exp.AggFunc)
 
 
@@ -60,7 +68,7 @@ def find_aggs(node: exp.Expression) -> list[exp.Expression]:
             # the window's own function is not a GROUP BY aggregate, but its arguments,
             # PARTITION BY and ORDER BY may hold some: rank() OVER (ORDER BY sum(x))
             func = n.this
-            if isinstance(func, exp.Filter):
+            while isinstance(func, (exp.Filter, exp.IgnoreNulls, exp.RespectNulls)):
                 func = func.this
             kids = list(func.iter_expressions()) if isinstance(func, exp.Expression) else []
             kids += list(n.args.get("partition_by") or [])
@@ -225,6 +233,17 @@ class GroupingMixin:
         if isinstance(node, exp.Anonymous):
             name = node.name
             arg_nodes = list(node.expressions)
+            udf = self.catalog.function(name)
+            if isinstance(udf, AggregateUDF):
+                if any(isinstance(a, exp.Distinct) for a in arg_nodes):
+                    raise UnsupportedError(f"DISTINCT is not supported for the user-defined "
+                                           f"aggregate {name}")
+                for a in arg_nodes:
+                    if not window and find_aggs(a):
+                        raise AggregateMisuseError(
+                            f"aggregate function calls cannot be nested: {node.sql()}")
+                return B.user_aggregate(udf, [rec(a, "aggregate argument") for a in arg_nodes],
+                                        False, filt)
         else:
             name = AGGS.get(type(node))
             if name is None:

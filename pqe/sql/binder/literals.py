@@ -99,7 +99,10 @@ def sql_type(dt: exp.DataType) -> pa.DataType:
     try:
         return T.parse_type(base.lower().replace("_", " "))
     except Error:
-        raise UnsupportedError(f"type {text} is not supported") from None
+        # named as DuckDB spells it (sqlglot's canonical names, INT128, are not what users write)
+        spelled = dt.sql(dialect="duckdb")
+        spelled = {"INT128": "HUGEINT", "UINT128": "UHUGEINT"}.get(spelled, spelled)
+        raise UnsupportedError(f"type {spelled} is not supported") from None
 
 
 def interval_literal(text: str, unit: str | None) -> Literal:

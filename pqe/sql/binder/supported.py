@@ -81,11 +81,14 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Alias: _args("this", "alias"),
     exp.Var: _args("this"),
     exp.Window: _args("this", "partition_by", "order", "spec", "alias", "over"),
-    # EXCLUDE NO OTHERS is the default frame; the other EXCLUDE forms are refused
-    exp.WindowSpec: _args("start", "start_side", "end", "end_side", kind=("ROWS", "RANGE"),
-                          exclude=("NO OTHERS",)),
+    exp.WindowSpec: _args("start", "start_side", "end", "end_side",
+                          kind=("ROWS", "RANGE", "GROUPS"),
+                          exclude=("NO OTHERS", "CURRENT ROW", "GROUP", "TIES")),
     exp.Filter: _args("this", "expression"),
     exp.RespectNulls: _args("this"),  # the default: window functions read NULLs
+    # FIRST_VALUE/LAST_VALUE/NTH_VALUE/LAG/LEAD(...) IGNORE NULLS; the window binder refuses
+    # it on any other function, and no other binder accepts the node
+    exp.IgnoreNulls: _args("this"),
     # ---- expressions ---------------------------------------------------------------------------
     exp.Literal: _args("this", "is_string"),
     exp.Boolean: _args("this"),
@@ -138,6 +141,9 @@ CONSUMED[exp.Coalesce] = _args("this", "expressions", "is_nvl", "is_null")  # NV
 CONSUMED[exp.Greatest] = _args("this", "expressions", "ignore_nulls")  # NULLs skipped (DuckDB)
 CONSUMED[exp.Least] = _args("this", "expressions", "ignore_nulls")
 CONSUMED[exp.Pad] = _args("this", "expression", "fill_pattern", "is_left")  # LPAD / RPAD
+
+# the functions IGNORE NULLS applies to (windows.py binds it)
+_IGNORE_NULLS = frozenset({exp.FirstValue, exp.LastValue, exp.NthValue, exp.Lag, exp.Lead})
 
 # bound by their text (pqe.types parses it): nothing inside is walked
 OPAQUE: frozenset[type] = frozenset({exp.DataType})
@@ -282,7 +288,7 @@ def check_supported(root: exp.Expression, sql: str = "") -> None:
         if cls in OPAQUE:
             continue
         spec = CONSUMED.get(cls)
-        if spec is None:
+        if spec is None or (cls is exp.IgnoreNulls and type(node.this) not in _IGNORE_NULLS):
             raise refusal(describe_node(node, sql), sql, node)
         children = []
         for key, value in node.args.items():

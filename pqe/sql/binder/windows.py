@@ -2,10 +2,9 @@
 
 What reaches the kernels (pqe.kernels.window via WindowCall/WindowSpec): the function name,
 value arguments, PARTITION BY and ORDER BY keys, constant arguments (ntile buckets, lag/lead
-offset and default, nth_value n) and a frame of mode ROWS or RANGE with bounds (unbounded,
-current, or an offset: an integer, a decimal, or a timedelta for RANGE over dates). Frames in
-GROUPS mode, EXCLUDE clauses and IGNORE NULLS have no place in that spec: they are refused
-by name here (and by the generic argument check), never dropped.
+offset and default, nth_value n), IGNORE NULLS (value functions and lag/lead only), and a
+frame of mode ROWS, RANGE or GROUPS with bounds (unbounded, current, or an offset: an
+integer, a decimal, or a timedelta for RANGE over dates) and an EXCLUDE clause.
 """
 
 from __future__ import annotations
@@ -80,9 +79,12 @@ class WindowMixin:
         func = spec.this
         if isinstance(func, exp.RespectNulls):
             func = func.this  # RESPECT NULLS: the default
+        ignore_nulls = False
         if isinstance(func, exp.IgnoreNulls):
-            raise UnsupportedError(f"IGNORE NULLS in {func.this.sql(dialect=PQEDialect)[:60]} "
-                                   f"is not supported")
+            func, ignore_nulls = func.this, True
+            if WINDOW_FUNCS.get(type(func)) not in _IGNORE_NULLS:
+                raise UnsupportedError(f"IGNORE NULLS in {func.sql(dialect=PQEDialect)[:60]} "
+                                       f"is not supported")
         filt = None
         if isinstance(func, exp.Filter):
             filt = func.expression.this
@@ -106,7 +108,10 @@ class WindowMixin:
                 consts = (consts[0], B.cast(args[2], dtype).value if isinstance(B.cast(args[2], dtype), Literal) else consts[1])
             if filt is not None:
                 raise UnsupportedError(f"FILTER on {name} is not supported")
-            return WindowCall(name, tuple(value_args), pby, oby, frame, dtype, consts)
+            if frame is not None and frame.mode == "groups" and not oby:
+                raise BindError("a GROUPS window frame needs an ORDER BY")
+            return WindowCall(name, tuple(value_args), pby, oby, frame, dtype, consts,
+                              ignore_nulls)
         if is_agg_node(func):
             agg = self.agg_call(func, scope, rec=lambda n, clause: self.expr(
                 n, scope, agg=agg_ctx, clause=clause))
@@ -130,8 +135,14 @@ class WindowMixin:
                     args = (B.case([(f, lit(1))], None),)
                     agg = AggCall("count", args, T.INT64)
             fn = agg.fn
+            if frame is not None and frame.mode == "groups" and not oby:
+                raise BindError("a GROUPS window frame needs an ORDER BY")
             return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype)
         raise UnsupportedError(f"window function {func.sql(dialect=PQEDialect)} is not supported")
+
+
+# the window functions IGNORE NULLS applies to (PostgreSQL 16 / DuckDB): they read one value
+_IGNORE_NULLS = frozenset({"first_value", "last_value", "nth_value", "lag", "lead"})
 
 
 def window_consts(name: str, args: list) -> tuple[list, tuple]:
@@ -159,12 +170,15 @@ def window_consts(name: str, args: list) -> tuple[list, tuple]:
 
 def window_frame(spec: exp.WindowSpec) -> Frame:
     mode = (spec.args.get("kind") or "range").lower()
-    if mode not in ("rows", "range"):
+    if mode not in ("rows", "range", "groups"):
         raise UnsupportedError(f"{mode.upper()} window frames are not supported")
     exclude = spec.args.get("exclude")
+    excluded = "no_others"
     if exclude:
         text = (exclude.name if isinstance(exclude, exp.Expression) else str(exclude)).upper()
-        if text != "NO OTHERS":  # the default
+        excluded = {"NO OTHERS": "no_others", "CURRENT ROW": "current_row", "GROUP": "group",
+                    "TIES": "ties"}.get(text)
+        if excluded is None:
             raise UnsupportedError(f"window frame EXCLUDE {text} is not supported")
 
     def bound(value, side) -> FrameBound:
@@ -181,9 +195,11 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
             n = decimal.Decimal(value.this)
             if n < 0:
                 raise BindError("window frame offsets must not be negative")
-            if n == int(n):
-                return FrameBound(kind, checked_int(int(n), "window frame offset"))
-            return FrameBound(kind, n)
+            if mode == "range":  # any size: the kernel compares key +/- offset exactly
+                return FrameBound(kind, int(n) if n == int(n) else n)
+            if n != int(n):
+                raise BindError(f"{mode.upper()} frame offsets must be integers, not {n}")
+            return FrameBound(kind, checked_int(int(n), "window frame offset"))
         if isinstance(value, exp.Interval) and isinstance(value.this, exp.Literal):
             # RANGE over a DATE or TIMESTAMP key: the offset is a datetime.timedelta
             if mode != "range":
@@ -203,4 +219,4 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
     start = bound(spec.args.get("start"), spec.args.get("start_side"))
     end_value = spec.args.get("end")
     end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
-    return Frame(mode, start, end)
+    return Frame(mode, start, end, excluded)

@@ -1,0 +1,156 @@
+"""Running user-defined functions (pqe.plan.udf) inside tasks.
+
+Scalar: each function becomes an Arrow scalar kernel named by its content token, registered
+in the running process the first time an expression calling it is compiled (on a worker:
+when the task that needs it runs), so Acero calls it on whole batches like a built-in.
+
+Aggregate: the partial step groups by Arrow (`hash_list` of row numbers in the same Acero
+pass as the built-in aggregates) and calls `update` once per group on that group's argument
+slices; combining calls `merge` once per group on its partial states; the final step calls
+`finalize` once on all groups' states.
+
+What the user's code raises, or returns wrongly (not an array, wrong length, wrong type),
+becomes one `UserFunctionError` line naming the function; the task runner adds the
+partition.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import types as T
+from ..errors import UserFunctionError
+
+_LOCK = threading.Lock()
+_REGISTERED: set[str] = set()
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().split("\n")[0]
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def kernel_name(udf) -> str:
+    """The Arrow function running `udf` in this process (registered on first use)."""
+    name = f"pqe_user_{udf.token}"
+    if name in _REGISTERED:
+        return name
+    with _LOCK:
+        if name not in _REGISTERED:
+            try:
+                pc.get_function(name)
+            except (KeyError, pa.ArrowKeyError):
+                doc = {"summary": f"user function {udf.name}", "description": ""}
+                in_types = {f"arg{i}": t for i, t in enumerate(udf.arg_types)}
+                pc.register_scalar_function(_scalar_kernel(udf), name, doc, in_types,
+                                            udf.return_type)
+            _REGISTERED.add(name)
+    return name
+
+
+def _scalar_kernel(udf):
+    def kernel(ctx, *args):
+        n = ctx.batch_length
+        arrays = [pa.repeat(a, n) if isinstance(a, pa.Scalar) else a for a in args]
+        try:
+            out = udf.fn(*arrays)
+        except Exception as e:  # noqa: BLE001 - the user's code: report it as theirs
+            raise UserFunctionError(f"function {udf.name} failed: {_one_line(e)}") from None
+        return checked(out, n, udf.return_type, f"function {udf.name}")
+    return kernel
+
+
+def checked(out, n: int, dtype: pa.DataType, what: str) -> pa.Array:
+    """`out` as an array of `n` values of `dtype`, or a UserFunctionError saying why not."""
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    if not isinstance(out, pa.Array):
+        raise UserFunctionError(f"{what} returned {type(out).__name__}, not a pyarrow array")
+    if len(out) != n:
+        raise UserFunctionError(f"{what} returned {len(out)} values for {n} rows")
+    if out.type != dtype:
+        if T.is_null(out.type) or (T.normalize(out.type) == dtype):
+            return out.cast(dtype)
+        raise UserFunctionError(f"{what} returned {T.type_name(out.type)} values, but it "
+                                f"was declared to return {T.type_name(dtype)}")
+    return out
+
+
+# ---- aggregates ----------------------------------------------------------------------------------
+
+
+def _states_array(states: list, udf, step: str) -> pa.Array:
+    values = [s.as_py() if isinstance(s, pa.Scalar) else s for s in states]
+    try:
+        return pa.array(values, type=udf.state_type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+        raise UserFunctionError(f"aggregate {udf.name}: {step} returned a value that is not "
+                                f"a {T.type_name(udf.state_type)} ({_one_line(e)})") from None
+
+
+def _call(udf, step: str, fn, *args):
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - the user's code: report it as theirs
+        raise UserFunctionError(f"aggregate {udf.name} failed in {step}: {_one_line(e)}") from None
+
+
+def group_slices(lists, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row numbers ordered by group, and each group's [start, end) in them: from a
+    `hash_list` of row numbers (grouped) or None (no group keys: all rows are one group)."""
+    if lists is None:
+        return np.arange(n, dtype=np.int64), np.array([0, n], dtype=np.int64)
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks() if lists.num_chunks else pa.array([], lists.type)
+    rows = lists.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    offsets = lists.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    return rows, offsets - offsets[0]
+
+
+def partial_states(table: pa.Table, spec, rows: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """`update` per group over the group's argument values (NULL rows left out unless the
+    aggregate asked for them)."""
+    udf = spec.udf
+    take = pa.array(rows, pa.int64())
+    cols = []
+    for name in (spec.arg, *spec.more):
+        col = table.column(name).take(take)
+        cols.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    if udf.skip_nulls and any(c.null_count for c in cols):
+        valid = np.ones(len(rows), dtype=bool)
+        for c in cols:
+            if c.null_count:
+                valid &= pc.is_valid(c).to_numpy(zero_copy_only=False)
+        before = np.concatenate([[0], np.cumsum(valid)])
+        offsets = before[offsets]
+        keep = pa.array(valid)
+        cols = [c.filter(keep) for c in cols]
+    states = []
+    for i in range(len(offsets) - 1):
+        lo, hi = int(offsets[i]), int(offsets[i + 1])
+        states.append(_call(udf, "update", udf.update, *[c.slice(lo, hi - lo) for c in cols]))
+    return _states_array(states, udf, "update")
+
+
+def merged_states(states, udf, offsets: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """`merge` per group over the group's partial states."""
+    col = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
+    col = col.take(pa.array(rows, pa.int64()))
+    out = []
+    for i in range(len(offsets) - 1):
+        lo, hi = int(offsets[i]), int(offsets[i + 1])
+        out.append(_call(udf, "merge", udf.merge, col.slice(lo, hi - lo)))
+    return _states_array(out, udf, "merge")
+
+
+def final_values(states, udf) -> pa.Array:
+    """`finalize` over every group's merged state (the states themselves without one)."""
+    col = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
+    if udf.finalize is None:
+        return col
+    out = _call(udf, "finalize", udf.finalize, col)
+    return checked(out, len(col), udf.return_type, f"aggregate {udf.name} (finalize)")
