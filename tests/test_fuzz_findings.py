@@ -363,3 +363,18 @@ def test_cast_between_dates_and_numbers_is_refused(ctx):
                 con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def test_product_of_two_38_digit_decimals(ctx):
+    """DECIMAL(38,10) * DECIMAL(38,10) needs 77 digits in Arrow, one more than decimal256 has:
+    the operand that fits 37 digits is narrowed, per row. Always narrowing the first failed
+    with Arrow's raw 'Decimal value does not fit in precision 37' where the product fits
+    DECIMAL(38,20); when neither operand fits, the error names both."""
+    same_as_duckdb(ctx, [], f"SELECT x * y AS p, y * x AS q FROM (VALUES "
+                            f"(CAST('{BIG38}' AS DECIMAL(38,10)), CAST('0.0000000001' AS DECIMAL(38,10))), "
+                            f"(CAST('-1.5' AS DECIMAL(38,10)), CAST('-123456789.5' AS DECIMAL(38,10))), "
+                            f"(NULL, 1), (CAST('-0.0000000001' AS DECIMAL(38,10)), "
+                            f"CAST('-{BIG38}' AS DECIMAL(38,10)))) AS v(x, y)")
+    with pytest.raises(pqe.Error, match=rf"value {BIG38} \* {BIG38} is out of range for "
+                                        r"DECIMAL\(38,20\)"):
+        ctx.sql(f"SELECT x * x FROM (VALUES (CAST('{BIG38}' AS DECIMAL(38,10)))) AS v(x)").to_arrow()

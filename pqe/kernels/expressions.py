@@ -147,6 +147,8 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
         if _is_int(e.dtype):
             return _call(name + "_checked", [c(a), c(b)])
         if T.is_decimal(e.dtype):
+            if name == "multiply" and _both_38_digits(e):
+                return _wide_product(c, e)
             ca, cb, out_type = _decimal_operands(c, e)
             out = _call(name, [ca, cb])
             if out_type == e.dtype:
@@ -158,6 +160,50 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
             return _checked_numeric_cast(c, out, out_type, e.dtype, exact, exact_type)
         return _call(name, [c(a), c(b)])
     return build
+
+
+def _both_38_digits(e: Call) -> bool:
+    ta, tb = (T.as_decimal(x.dtype) for x in e.args)
+    return (ta.precision == tb.precision == T.MAX_DECIMAL_PRECISION
+            and ta.scale < T.MAX_DECIMAL_PRECISION - 1 and tb.scale < T.MAX_DECIMAL_PRECISION - 1)
+
+
+def _wide_product(c: Compiler, e: Call) -> E:
+    """DECIMAL(38,sa) * DECIMAL(38,sb): Arrow's decimal256 product needs 38 + 38 + 1 = 77
+    digits, one more than it has, so one operand must fit 37 digits. Narrowing always the same
+    one failed (with Arrow's raw 'Decimal value does not fit in precision 37') for
+    9999999999999999999999999999.9999999999 * 0.0000000001, whose product fits DECIMAL(38,20).
+    Per row, the operand that fits 37 digits is narrowed; when neither does, the product has
+    at least 74 - sa - sb integer digits, past any result type, and fails naming both."""
+    a, b = e.args
+    ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
+    ca, cb = c(a), c(b)
+    false = scalar(False, T.BOOLEAN)
+    a_fits = _call("coalesce", [_fits(ca, ta, pa.decimal128(37, ta.scale)), false])
+    b_fits = _call("coalesce", [_fits(cb, tb, pa.decimal128(37, tb.scale)), false])
+    a37 = _call("if_else", [a_fits, ca, scalar(decimal.Decimal(0), ta)]).cast(
+        pa.decimal256(37, ta.scale))
+    b37 = _call("if_else", [b_fits, cb, scalar(decimal.Decimal(0), tb)]).cast(
+        pa.decimal256(37, tb.scale))
+    product = _call("if_else", [a_fits,
+                                _call("multiply", [a37, cb.cast(pa.decimal256(38, tb.scale))]),
+                                _call("multiply", [ca.cast(pa.decimal256(38, ta.scale)), b37])])
+    neither = _call("and", [_call("and", [_call("is_valid", [ca]), _call("is_valid", [cb])]),
+                            _call("invert", [_call("or", [a_fits, b_fits])])])
+    if c.guard is not None:
+        neither = _call("and", [neither, c.guard])
+    both = _call("binary_join_element_wise", [ca.cast(T.TEXT), cb.cast(T.TEXT),
+                                              scalar(" * ", T.TEXT)])
+    text = _call("if_else", [neither, both, null_of(T.TEXT)])
+    check = _call("pqe_check_range", [text, neither, scalar(T.type_name(e.dtype), T.TEXT)])
+    out_type = pa.decimal256(76, ta.scale + tb.scale)
+    product = _call("if_else", [check, product, null_of(out_type)])
+    if out_type.scale > e.dtype.scale:
+        exact = product
+        product = _round_decimal(product, out_type, e.dtype.scale)
+        return _checked_numeric_cast(c, product, _rounded_type(out_type, e.dtype), e.dtype,
+                                     exact, out_type)
+    return _checked_numeric_cast(c, product, out_type, e.dtype, product, out_type)
 
 
 def _temporal_arith(c: Compiler, e: Call) -> E:
