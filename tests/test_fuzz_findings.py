@@ -297,6 +297,9 @@ def test_no_row_evaluates_nothing(ctx):
     same_as_duckdb(ctx, setup, "SELECT ABS(a.c0) AS a FROM t, t AS a ORDER BY 1 LIMIT 0")
     same_as_duckdb(ctx, setup, "SELECT (SELECT CAST(SUM(c0) AS BIGINT) FROM t) AS s WHERE FALSE")
     same_as_duckdb(ctx, setup, "SELECT c0, COUNT(*) AS n FROM t WHERE NULL GROUP BY c0")
+    # NULL AND NULL folds to NULL (it was kept, so the overflowing SUM below it ran; case 2244)
+    same_as_duckdb(ctx, setup, "WITH w AS (SELECT SUM(9223372036854775807 + 2147483648) AS s "
+                               "FROM t) SELECT 1 AS x FROM w WHERE NOT NULL BETWEEN 'a' AND 'b'")
     # without GROUP BY an aggregate of no row is one row; a LEFT JOIN keeps its left rows
     same_as_duckdb(ctx, setup, "SELECT COUNT(*) AS n, SUM(c0) AS s FROM t WHERE FALSE")
     same_as_duckdb(ctx, setup, "SELECT t.c0, u.c0 AS d FROM t LEFT JOIN "

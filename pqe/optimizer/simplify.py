@@ -82,7 +82,7 @@ def _simplify_node(e: Expr) -> Expr | None:
             kept = [p for p in parts if not _is_bool(p, True)]
             if len(kept) != len(parts):
                 return and_(kept) or TRUE
-            return None
+            return _fold(e) if all(isinstance(p, Literal) for p in parts) else None  # NULL AND NULL
         if e.fn == "or":
             parts = disjuncts(e)
             if any(_is_bool(p, True) for p in parts):
@@ -95,7 +95,7 @@ def _simplify_node(e: Expr) -> Expr | None:
                 return factored
             if len(kept) != len(parts):
                 return or_(kept)
-            return None
+            return _fold(e) if all(isinstance(p, Literal) for p in parts) else None
         if e.fn == "not" and isinstance(e.args[0], Call) and e.args[0].fn == "not":
             return e.args[0].args[0]
     if isinstance(e, (Call, Cast, Case, InList)) and not isinstance(e, AggCall):
