@@ -149,6 +149,8 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
         if T.is_decimal(e.dtype):
             if name == "multiply" and _both_38_digits(e):
                 return _wide_product(c, e)
+            if name == "multiply" and _both_38_digits(e, simple=False):
+                return _narrowed_product(c, e)
             ca, cb, out_type = _decimal_operands(c, e)
             out = _call(name, [ca, cb])
             if out_type == e.dtype:
@@ -162,10 +164,33 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
     return build
 
 
-def _both_38_digits(e: Call) -> bool:
+def _both_38_digits(e: Call, simple: bool = True) -> bool:
+    """Both operands DECIMAL(38,s) with s <= 36; with `simple`, also both columns, constants or
+    casts of them: `_wide_product` repeats each operand several times, which nested products
+    would multiply (the expression has no shared subexpressions)."""
     ta, tb = (T.as_decimal(x.dtype) for x in e.args)
-    return (ta.precision == tb.precision == T.MAX_DECIMAL_PRECISION
-            and ta.scale < T.MAX_DECIMAL_PRECISION - 1 and tb.scale < T.MAX_DECIMAL_PRECISION - 1)
+    if not (ta.precision == tb.precision == T.MAX_DECIMAL_PRECISION
+            and ta.scale < T.MAX_DECIMAL_PRECISION - 1 and tb.scale < T.MAX_DECIMAL_PRECISION - 1):
+        return False
+    leaf = (ColumnRef, Literal)
+    return not simple or all(isinstance(x, leaf) or isinstance(x, Cast) and isinstance(x.arg, leaf)
+                             for x in e.args)
+
+
+def _narrowed_product(c: Compiler, e: Call) -> E:
+    """DECIMAL(38,a) * DECIMAL(38,b) of compound operands: the first is narrowed to 37 digits
+    (a checked cast; a value that does not fit fails naming it and DECIMAL(37,a))."""
+    a, b = e.args
+    ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
+    narrow = pa.decimal128(37, ta.scale)
+    ca = _checked_numeric_cast(c, c(a), ta, narrow).cast(pa.decimal256(37, ta.scale))
+    cb = c(b).cast(pa.decimal256(38, tb.scale))
+    out_type = pa.decimal256(76, ta.scale + tb.scale)
+    out = _call("multiply", [ca, cb])
+    if out_type.scale > e.dtype.scale:
+        out = _round_decimal(out, out_type, e.dtype.scale)
+        out_type = _rounded_type(out_type, e.dtype)
+    return _checked_numeric_cast(c, out, out_type, e.dtype)
 
 
 def _wide_product(c: Compiler, e: Call) -> E:
@@ -687,9 +712,13 @@ def _power(c, e):
 
 
 def _coalesce(c, e):
-    """Each argument is guarded by the rows where every earlier one is NULL (see `_case`)."""
+    """Each argument is guarded by the rows where every earlier one is NULL (see `_case`);
+    the guard holds the earlier arguments, so past a few it is left out (the expression
+    would double with every argument)."""
     if len(e.args) == 1:
         return c(e.args[0])
+    if len(e.args) > 4:
+        return _call("coalesce", [c(a) for a in e.args])
     args, all_null = [], None
     for a in e.args:
         args.append(c(a) if all_null is None else c.guarded(all_null, a))
@@ -725,12 +754,13 @@ def _greatest(kernel):
 
 
 def _case(c: Compiler, e: Case) -> E:
-    """Arrow's case_when computes every branch for every row: a branch (and a later WHEN) is
-    compiled guarded by the rows that reach it, so its checked casts fail only there."""
+    """Arrow's case_when computes every branch for every row: a branch is compiled guarded by
+    the rows that take it, so its checked casts fail only there. (WHEN conditions are not:
+    each would hold every earlier one, and the expression would double with every WHEN.)"""
     conds, values = [], []
     before = None  # some earlier WHEN holds
     for w, t in e.whens:
-        cond = c(w) if before is None else c.guarded(_call("invert", [before]), w)
+        cond = c(w)
         taken = _call("coalesce", [cond, scalar(False, T.BOOLEAN)])
         here = taken if before is None else _call("and", [_call("invert", [before]), taken])
         conds.append(cond)
@@ -886,25 +916,66 @@ def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
 
 
 def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
-                          shown: E, shown_type: pa.DataType) -> E:
+                          shown: E | None = None, shown_type: pa.DataType | None = None) -> E:
     """`x` (type t, already rounded) cast to the integer or DECIMAL type `dst`: a value out of
-    its range fails with pqe's error naming the value (`shown`, the value before rounding) and
-    the type, not Arrow's ('Integer value out of bounds', 'Decimal value does not fit in
-    precision 10', 'Rescaling Decimal value would cause data loss'), and only in rows whose
-    value is used (`c.guard`)."""
-    ok = _fits(x, t, dst)
-    if ok is None:
+    its range fails with pqe's error naming the value and the type, not Arrow's ('Integer
+    value out of bounds', 'Decimal value does not fit in precision 10', 'Rescaling Decimal
+    value would cause data loss'), and only in rows whose value is used (`c.guard`). The
+    check is one registered function over `x` (udfs.range_checked): an expression that
+    repeated `x` for the bounds, the check and the cast grew exponentially with nested
+    arithmetic. (`shown` is kept for callers; the message shows the value checked.)"""
+    bounds = _range_bounds(t, dst)
+    if bounds is None:
         return _numeric_cast(x, t, dst)
-    ok = _call("coalesce", [ok, scalar(False, T.BOOLEAN)])  # NULL x: NULL, no failure
-    failed = _call("and", [_call("is_valid", [x]), _call("invert", [ok])])
-    if c.guard is not None:
-        failed = _call("and", [failed, c.guard])
-    text = _call("if_else", [failed, shown, null_of(shown_type)]).cast(T.TEXT)
-    check = _call("pqe_check_range", [text, failed, scalar(T.type_name(dst), T.TEXT)])
-    zero = scalar(decimal.Decimal(0) if T.is_decimal(t) else 0.0 if T.is_floating(t) else 0, t)
-    safe = _call("if_else", [ok, x, zero])
-    return _call("if_else", [_call("and", [check, ok]), _numeric_cast(safe, t, dst),
-                             null_of(dst)])
+    kind, wide = _range_kind(t)
+    lo, hi, lo_inclusive = bounds
+    value = (lambda v: v) if pa.types.is_int64(wide) else float if T.is_floating(wide) else \
+        decimal.Decimal
+    args = [x if t == wide else x.cast(wide),
+            null_of(wide) if lo is None else scalar(value(lo), wide),
+            null_of(wide) if hi is None else scalar(value(hi), wide),
+            scalar(lo_inclusive, T.BOOLEAN),
+            c.guard if c.guard is not None else scalar(True, T.BOOLEAN),
+            scalar(T.type_name(dst), T.TEXT)]
+    out = _call(f"pqe_range_{kind}", args)
+    if pa.types.is_int64(wide) and T.is_decimal(dst):
+        # Arrow checks an integer -> DECIMAL cast against BIGINT's 19 digits, even unsafe
+        out = out.cast(_decimal_type(19 + dst.scale, dst.scale))
+    return out.cast(dst, safe=False)
+
+
+def _range_kind(t: pa.DataType) -> tuple[str, pa.DataType]:
+    if T.is_floating(t):
+        return "f64", pa.float64()
+    if T.is_integer(t):
+        return "i64", pa.int64()
+    return f"d{t.scale}", pa.decimal256(76, t.scale)
+
+
+def _range_bounds(t: pa.DataType, dst: pa.DataType):
+    """(lo, hi exclusive, lo inclusive?) of `dst` as Python numbers, a bound None where no
+    value of t reaches it; None when every value of t fits (see `_fits`)."""
+    if T.is_integer(dst):
+        signed = pa.types.is_signed_integer(dst)
+        lo = -(2 ** (dst.bit_width - 1)) if signed else 0
+        hi = 2 ** (dst.bit_width - 1) if signed else 2 ** dst.bit_width
+        inclusive = True
+    else:
+        hi = 10 ** (dst.precision - dst.scale)
+        lo, inclusive = -hi, False
+    if T.is_floating(t):
+        return lo, hi, inclusive
+    if T.is_integer(t):
+        reach = 2 ** (t.bit_width - 1) if pa.types.is_signed_integer(t) else 2 ** t.bit_width
+        low_reach = -reach if pa.types.is_signed_integer(t) else 0
+    else:
+        reach = 10 ** (t.precision - t.scale)
+        low_reach = -reach
+    lo = lo if lo > low_reach else None
+    hi = hi if hi < reach else None
+    if lo is None and hi is None:
+        return None
+    return lo, hi, inclusive
 
 
 def _decimal_type(precision: int, scale: int) -> pa.DataType:
