@@ -84,6 +84,18 @@ class PqeEngine(Engine):
 
         return operator_seconds(self.ctx, sql)
 
+    def scan_reads(self, sql: str) -> list:
+        """What the query reads (planned once, outside the timing): see `scan_floor`."""
+        from .profile import scan_reads
+
+        return scan_reads(self.ctx, sql)
+
+    def scan_floor(self, reads: list) -> int:
+        """pyarrow alone reading the row groups and columns pqe's plan reads."""
+        from .profile import read_floor
+
+        return read_floor(reads, self.threads)
+
     def close(self) -> None:
         self.ctx.close()
 

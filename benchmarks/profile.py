@@ -69,3 +69,67 @@ def operator_seconds(ctx: Any, sql: str) -> dict[str, float]:
         if m:
             out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
     return out
+
+
+# ---- scan floor ------------------------------------------------------------------------------
+
+Read = tuple[str, list[int], list[str]]  # a file, its row groups, the columns
+
+
+def scan_reads(ctx: Any, sql: str) -> list[list[Read]]:
+    """What the query reads from Parquet, from pqe's physical plan: the reads of every
+    partition of every distinct scan. The row groups are the ones left after pruning by the
+    pushed filters' statistics (pyarrow.dataset prunes the same way); a scan the plan shares
+    between uses (a CTE read twice, Q21's lineitem aliases) is read once, as pqe does."""
+    from pqe.physical.plan import ScanExec
+
+    session = ctx.session
+    stmt = session.bind(session.parse(sql)[0], sql)
+    phys = session.physical_plan(session.optimize(stmt.plan))
+    seen: set[int] = set()
+    jobs: list[list[Read]] = []
+
+    def walk(node: Any) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, ScanExec) and node.provider.kind == "parquet":
+            columns = [name for name, _ in node.columns]
+            for part in node.parts:
+                job: list[Read] = []
+                for unit in part:
+                    if not unit.fs.is_local:
+                        raise ValueError("the scan floor reads local files only")
+                    path = unit.fs.fs_path(unit.path)
+                    if job and job[-1][0] == path:
+                        job[-1][1].extend(unit.row_groups)
+                    else:
+                        job.append((path, list(unit.row_groups), columns))
+                if job:
+                    jobs.append(job)
+        for child in node.children():
+            walk(child)
+
+    walk(phys)
+    return jobs
+
+
+def read_floor(jobs: list[list[Read]], threads: int) -> int:
+    """Read what `scan_reads` listed with pyarrow alone: each of pqe's scan partitions is one
+    job (`threads` at a time) that opens its files and decodes their row groups (same
+    columns, Arrow's default types); no filter is evaluated and nothing is done with the rows.
+    Returns the number of rows read."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    def one(job: list[Read]) -> int:
+        rows = 0
+        for path, groups, columns in job:
+            pf = pq.ParquetFile(path)
+            groups = groups or list(range(pf.metadata.num_row_groups))
+            rows += pf.read_row_groups(groups, columns=columns, use_threads=False).num_rows
+        return rows
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        return sum(pool.map(one, jobs))

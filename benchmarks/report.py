@@ -135,6 +135,9 @@ def query_table(results: Results, query: str) -> str:
         lines.append(f"     {NAMES.get(name, name):<14}{_secs(o.median):>10}{_secs(o.best):>10}"
                      f"{'' if r is None else f'{r:.2f}x':>11}{'' if o.rows is None else o.rows:>7}"
                      f"  {MARKS[o.status]}{': ' + o.error if o.error else ''}")
+        if o.scan_floor:
+            lines.append(f"     {'':<14}scan floor (pyarrow alone): {o.scan_floor:.3f} s; "
+                         f"pqe / floor {o.median / o.scan_floor:.2f}x" if o.median else "")
         if o.profile and "error" not in o.profile:
             phases = "  ".join(f"{p} {o.profile.get(p, 0.0):.3f}" for p in PHASES)
             lines.append(f"     {'':<14}profile: {phases}")
@@ -253,22 +256,30 @@ def _cell(o: Outcome | None) -> str:
 def markdown(results: Results) -> str:
     m, t = results.machine or machine(), totals(results)
     others = [e for e in results.engines if e != "duckdb"] if "duckdb" in results.engines else []
+    floors = _floors(results)
     head = ["Query", *(f"{NAMES.get(e, e)} (s)" for e in results.engines),
-            *(f"{NAMES.get(e, e)} / DuckDB" for e in others)]
+            *(f"{NAMES.get(e, e)} / DuckDB" for e in others),
+            *(["pqe scan floor (s)", "pqe / floor"] if floors else [])]
     rows = [head, ["---"] + ["---:"] * (len(head) - 1)]
     for q in results.queries:
         rats = [ratio(results, e, q) for e in others]
         rows.append([q, *(_cell(results.get(e, q)) for e in results.engines),
-                     *("" if r is None else f"{r:.2f}" for r in rats)])
+                     *("" if r is None else f"{r:.2f}" for r in rats),
+                     *(_floor_cells(results.get("pqe", q)) if floors else [])])
     common = t["common_queries"]
+    floor_sum = sum(floors.get(q, 0.0) for q in common)
+    pqe_sum = t["pqe"]["common_sum_median"] if "pqe" in t else 0.0
     rows.append([f"**sum ({len(common)} common)**",
                  *(f"**{t[e]['common_sum_median']:.3f}**" for e in results.engines),
                  *(f"**{t[e]['common_sum_median'] / t['duckdb']['common_sum_median']:.2f}**"
-                   if t["duckdb"]["common_sum_median"] else "" for e in others)])
+                   if t["duckdb"]["common_sum_median"] else "" for e in others),
+                 *([f"**{floor_sum:.3f}**", f"**{pqe_sum / floor_sum:.2f}**"
+                    if floor_sum and all(q in floors for q in common) else ""]
+                   if floors else [])])
     if others:
         rows.append(["geomean of ratios", *([""] * len(results.engines)),
                      *("" if (g := t[e]["geomean_vs_duckdb"]) is None else f"{g:.2f}"
-                       for e in others)])
+                       for e in others), *(["", ""] if floors else [])])
     table = "\n".join("| " + " | ".join(r) + " |" for r in rows)
     v = results.versions
     out = [
@@ -298,7 +309,13 @@ def markdown(results: Results) -> str:
         else "- Answers were not checked (`--no-check`).",
         "", "## Results (median seconds per query)", "",
         "`✗` = wrong answer (time still shown), `error` = the engine raised, `timeout` = no "
-        "answer within the timeout, `?` = not checked.", "", table, "",
+        "answer within the timeout, `?` = not checked."
+        + (" `pqe scan floor` = the median time pyarrow alone takes to read what pqe's plan "
+           "for the query reads (the same columns of the same row groups, those left after "
+           "pruning by the pushed filters' statistics; each of pqe's scan partitions one job, "
+           f"{results.threads} at a time, decoded to Arrow's default types, no filter "
+           "evaluated); `pqe / floor` = pqe's time over it, how far pqe is from only reading "
+           "its data." if floors else ""), "", table, "",
         "## Answers and memory", "",
         "| Engine | answered | correct | wrong | errors | timeouts | sum of medians (s) | "
         "sum of bests (s) | largest RSS growth during a query |",
@@ -324,6 +341,17 @@ def markdown(results: Results) -> str:
     out += _profile_md(results)
     out += ["## Not compared", "", DASK_SQL_NOTE, ""]
     return "\n".join(out)
+
+
+def _floors(results: Results) -> dict[str, float]:
+    return {q: o.scan_floor for q, o in results.outcomes.get("pqe", {}).items()
+            if o.scan_floor}
+
+
+def _floor_cells(o: Outcome | None) -> list[str]:
+    if o is None or not o.scan_floor:
+        return ["", ""]
+    return [_secs(o.scan_floor), f"{o.median / o.scan_floor:.2f}" if o.median else ""]
 
 
 def _profile_md(results: Results) -> list[str]:
@@ -411,7 +439,7 @@ def from_json(data: dict[str, Any]) -> Results:
             res.outcomes.setdefault(engine, {})[query] = Outcome(
                 engine, query, status=o["status"], times=o["times"], warmup=o["warmup"],
                 rows=o["rows"], error=o["error"] or "", rss_growth=o["rss_growth_bytes"],
-                profile=o["profile"])
+                profile=o["profile"], scan_floor=o.get("scan_floor"))
     return res
 
 

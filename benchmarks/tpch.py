@@ -6,7 +6,9 @@
 
 Every engine runs the unchanged queries in sql/tpch over the same Parquet files with the same
 thread count. Per query and engine: one warm-up run (its answer is checked against DuckDB's),
-then `--runs` timed runs, reported as best and median. A failure (exception, timeout, wrong
+then `--runs` timed runs, reported as best and median. For pqe also its scan floor: the median
+time pyarrow alone takes to read the row groups and columns pqe's plan reads, on the same
+threads (`--no-floor` skips it). A failure (exception, timeout, wrong
 answer) is recorded for that query and engine and the run goes on.
 
 Outputs: a table per query on stdout; for a full run (all 22 queries) at SF >= 0.1 a JSON file
@@ -56,6 +58,8 @@ class Outcome:
     error: str = ""
     rss_growth: int | None = None  # bytes: sampled peak RSS in the warm-up minus RSS before
     profile: dict[str, float] | None = None
+    # pqe only: seconds pyarrow alone takes to read what the query reads (median of the runs)
+    scan_floor: float | None = None
 
     @property
     def median(self) -> float | None:
@@ -73,7 +77,7 @@ class Outcome:
         return {"status": self.status, "median": self.median, "best": self.best,
                 "times": self.times, "warmup": self.warmup, "rows": self.rows,
                 "error": self.error or None, "rss_growth_bytes": self.rss_growth,
-                "profile": self.profile}
+                "profile": self.profile, "scan_floor": self.scan_floor}
 
 
 @dataclass
@@ -199,8 +203,9 @@ def _error_text(e: BaseException) -> str:
 
 def run_engine_query(engine: Engine, caller: Caller, query: str, sql: str, runs: int,
                      check: bool, reference: pa.Table | None, order_keys: list[int] | None,
-                     profile: bool) -> tuple[Outcome, pa.Table | None]:
-    """Warm up, check, time and (for pqe with --profile) profile one query on one engine."""
+                     profile: bool, floor: bool = True) -> tuple[Outcome, pa.Table | None]:
+    """Warm up, check, time and (for pqe with --profile) profile one query on one engine; for
+    pqe also time its scan floor (unless `floor` is false)."""
     out = Outcome(engine.name, query)
     answer: pa.Table | None = None
     try:
@@ -226,12 +231,28 @@ def run_engine_query(engine: Engine, caller: Caller, query: str, sql: str, runs:
             diff = compare(answer, reference, order_keys)
             if diff is not None:
                 out.status, out.error = "wrong", diff
+    if floor and hasattr(engine, "scan_floor") and out.status in ("ok", "unchecked", "reference"):
+        out.scan_floor = _scan_floor(engine, caller, sql, max(1, runs))
     if profile and hasattr(engine, "profile") and out.status in ("ok", "unchecked", "reference"):
         out.profile = _profile(engine, caller, sql, max(1, runs), reference, order_keys)
     return out, answer
 
 
 OPERATOR_PREFIX = "op:"
+
+
+def _scan_floor(engine: Any, caller: Caller, sql: str, runs: int) -> float | None:
+    """Median seconds of `runs` reads, by pyarrow alone (`benchmarks.profile.read_floor`), of
+    the row groups and columns pqe's plan for the query reads, on as many threads: what
+    reading the query's data costs before any engine work (after the timed runs, like the
+    profile). None when it cannot be measured (files not local)."""
+    try:
+        reads = engine.scan_reads(sql)
+        engine.scan_floor(reads)  # warm-up, as for the engines
+        times = [caller(partial(engine.scan_floor, reads), lambda: None)[1] for _ in range(runs)]
+    except Exception:  # noqa: BLE001 - the floor is extra information, never a failure
+        return None
+    return statistics.median(times)
 
 
 def _profile(engine: Any, caller: Caller, sql: str, runs: int, reference: pa.Table | None,
@@ -318,7 +339,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Results
                 out = Outcome(name, query, status="error", error=engine)
             else:
                 out, answer = run_engine_query(engine, caller, query, sql, args.runs,
-                                               results.checked, reference, keys, args.profile)
+                                               results.checked, reference, keys, args.profile,
+                                               not args.no_floor)
                 if name == REFERENCE and results.checked:
                     reference = answer if out.status == "reference" else None
             results.outcomes.setdefault(name, {})[query] = out
@@ -373,6 +395,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before a query run is abandoned (default 300)")
     p.add_argument("--no-check", action="store_true", help="do not check answers")
+    p.add_argument("--no-floor", action="store_true",
+                   help="do not time pqe's scan floor (pyarrow alone reading what each query "
+                        "reads)")
     p.add_argument("--profile", action="store_true",
                    help="also time pqe's phases (parse, bind, optimize, plan, lower, execute)")
     p.add_argument("--data", help="TPC-H Parquet directory (default: data/tpch/sf<SF>, "

@@ -158,11 +158,13 @@ class Expr:
 
     # ---- aggregates ----------------------------------------------------------------------
 
-    def _aggregate(self, fn: str, distinct: bool = False) -> Expr:
+    def _aggregate(self, fn: str, distinct: bool = False, *consts: Any) -> Expr:
         if self._agg:
             raise BindError(f"aggregate {fn} over an aggregate ({self._name})")
-        return Expr(lambda r: B.aggregate_call(fn, [self._resolve(r)], distinct),
-                    f"{fn}({self._name})", agg=True)
+        extra = [plan_lit(c) for c in consts]  # constant arguments (a separator, a fraction)
+        shown = "".join(f", {c!r}" for c in consts)
+        return Expr(lambda r: B.aggregate_call(fn, [self._resolve(r), *extra], distinct),
+                    f"{fn}({self._name}{shown})", agg=True)
 
     def sum(self) -> Expr:
         """SUM of the values (NULLs skipped); an aggregate: use it in group_by().agg(),
@@ -204,6 +206,28 @@ class Expr:
     def first(self) -> Expr:
         """Any one value of the group (ANY_VALUE); an aggregate."""
         return self._aggregate("any_value")
+
+    def median(self) -> Expr:
+        """MEDIAN of the numbers (a DOUBLE, between the two middle values); an aggregate."""
+        return self._aggregate("median")
+
+    def quantile(self, q: float, interpolation: str = "linear") -> Expr:
+        """The q-th quantile (0 <= q <= 1); an aggregate. interpolation "linear" is SQL's
+        QUANTILE_CONT (a DOUBLE), "nearest" QUANTILE_DISC (one of the values)."""
+        fn = {"linear": "quantile_cont", "nearest": "quantile_disc"}.get(interpolation)
+        if fn is None:
+            raise BindError(f"quantile interpolation {interpolation!r}: 'linear' or 'nearest'")
+        if isinstance(q, float):  # as SQL's 0.7 is read: the decimal written, exactly
+            q = decimal.Decimal(repr(q))
+        return self._aggregate(fn, False, q)
+
+    def string_agg(self, separator: str = ",") -> Expr:
+        """The non-NULL values as text joined by `separator` (STRING_AGG); an aggregate."""
+        return self._aggregate("string_agg", False, separator)
+
+    def list(self) -> Expr:
+        """The values, NULLs included, as a list (ARRAY_AGG); an aggregate."""
+        return self._aggregate("array_agg")
 
     # ---- windows -------------------------------------------------------------------------
 

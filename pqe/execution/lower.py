@@ -50,6 +50,9 @@ class Lowering:
         self._shared: dict[int, list[Pending]] = {}
         self._node_of: dict[int, P.PhysicalPlan] = {}  # number -> physical node (task names)
         self._tables: dict[int, str] = {}
+        # id(scan) -> the dynamic filters of the broadcast joins being lowered above it:
+        # (file column, build table's graph key, build key column id)
+        self._dynamic: dict[int, list[tuple]] = {}
 
     def lower_plan(self, root: P.PhysicalPlan) -> list[Pending]:
         """The pending output partitions of a whole plan."""
@@ -153,7 +156,13 @@ class Lowering:
         if self._parents.get(id(node), 0) > 1:
             hit = self._shared.get(id(node))
             if hit is None:
-                keys = self.materialize(self._lower(node), "shared")
+                # computed once for every consumer: no one consumer's dynamic filter applies
+                dynamic, self._dynamic = self._dynamic, {}
+                try:
+                    parts = self._lower(node)
+                finally:
+                    self._dynamic = dynamic
+                keys = self.materialize(parts, "shared")
                 hit = [Pending((O.Concat(indices=(0,)),), (k,)) for k in keys]
                 self._shared[id(node)] = hit
             return list(hit)
@@ -183,10 +192,31 @@ class Lowering:
 
     def _scanexec(self, node: P.ScanExec):
         out = tuple(f.id for f in node.schema)
-        return [Pending((O.ReadFiles(provider=node.provider, units=units, columns=node.columns,
-                                     filters=node.filters, out_ids=out,
-                                     dict_columns=node.dict_columns, encoded=node.encoded),), ())
-                for units in node.parts]
+        # dynamic filters as groups of (build, key, unit ranges): a unit is read when, in every
+        # group, some build's key range meets it. The joins being lowered above this scan
+        # each make a group; a scan shared by several consumers is read once for all of them,
+        # so only a group of one join per consumer (any of their ranges) can apply
+        if self._parents.get(id(node), 0) <= 1:
+            groups = [[(build, key, spans)] for _, build, key, spans in self._dynamic.get(id(node), [])]
+        elif node.dynamic_joins:
+            groups = [[(self._broadcast_key(j.right), j.right_keys[j.runtime_filter[2]],
+                        j.runtime_filter[3]) for j in node.dynamic_joins]]
+        else:
+            groups = []
+        inputs = tuple(build for g in groups for build, _, _ in g)
+        parts = []
+        for p, units in enumerate(node.parts):
+            ranges, i = [], 0
+            for g in groups:
+                ranges.append(tuple((i + k, key, spans[p]) for k, (_, key, spans) in enumerate(g)))
+                i += len(g)
+            parts.append(Pending((O.ReadFiles(provider=node.provider, units=units,
+                                              columns=node.columns, filters=node.filters,
+                                              out_ids=out, dict_columns=node.dict_columns,
+                                              encoded=node.encoded, nested=node.nested,
+                                              ranges=tuple(ranges)),),
+                                 inputs))
+        return parts
 
     def _memoryscanexec(self, node: P.MemoryScanExec):
         out = tuple(f.id for f in node.schema)
@@ -220,14 +250,24 @@ class Lowering:
     def _hashjoinexec(self, node: P.HashJoinExec):
         if node.mode == "build_left":
             return self._build_left_semi(node)
-        left = self.lower(node.left)
         out = tuple(f.id for f in node.schema)
         if node.mode == "broadcast" or node.right.n == 1:
             build = self._broadcast_key(node.right)
+            dynamic = node.runtime_filter
+            if dynamic is not None:  # the probe scan reads what the build's keys can match
+                scan, column, position, spans = dynamic
+                self._dynamic.setdefault(id(scan), []).append(
+                    (column, build, node.right_keys[position], spans))
+            try:
+                left = self.lower(node.left)
+            finally:
+                if dynamic is not None:
+                    self._dynamic[id(scan)].pop()
             if node.dense:
                 build = self._dense_build(build, node.right_keys[0])
             builds = [build] * len(left)
         else:
+            left = self.lower(node.left)
             builds = self.materialize(self.lower(node.right), "build")
         parts = []
         for p, b in zip(left, builds, strict=True):

@@ -75,15 +75,32 @@ class ReadFiles(Op):
     are opened by kernels.scan when the task runs on a worker."""
 
     label = "scan"
-    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded")
+    _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded",
+               "nested", "ranges")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
-                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r})")
+                f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r}, "
+                f"{self.nested!r}, {self.ranges!r})")
 
     def run(self, data, inputs):
-        return scan.read_files(self.provider, self.units, self.columns, self.filters,
-                               self.out_ids, self.dict_columns, self.encoded)
+        units = self.units
+        # dynamic filters: groups of (task input holding a join's build, its key column, the
+        # range of the probe key in each unit); a unit is read when, in every group, some
+        # build's keys' [min, max] meets its range (no other rows can match)
+        if self.ranges:
+            keep = [True] * len(units)
+            for group in self.ranges:
+                meets = [False] * len(units)
+                for i, key, spans in group:
+                    lo, hi = scan.key_range(inputs[i], key)
+                    for j, span in enumerate(spans):
+                        if lo is not None and (span is None or span[1] >= lo and span[0] <= hi):
+                            meets[j] = True
+                keep = [k and m for k, m in zip(keep, meets, strict=True)]
+            units = tuple(u for u, k in zip(units, keep, strict=True) if k)
+        return scan.read_files(self.provider, units, self.columns, self.filters,
+                               self.out_ids, self.dict_columns, self.encoded, self.nested)
 
 
 class ReadMemory(Op):

@@ -24,6 +24,7 @@ from .. import types as T
 from ..errors import ExecutionError, InternalError
 from . import decimals
 from . import user_functions as U
+from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_lists
 from .relational import canonical_floats
 
 # fn -> list of (state suffix, partial kernel, final kernel)
@@ -41,7 +42,16 @@ _STATES = {
     "stddev_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
     "var_samp": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
     "var_pop": [(".s", "sum", "sum"), (".q", "sum_sq", "sum"), (".c", "count", "sum")],
+    # holistic: the state is the list of the group's values (in row order), the lists of
+    # several partials are concatenated; the final value reads the whole list (kernels.holistic)
+    "string_agg": [("", "list", "list_merge")],
+    "array_agg": [("", "list", "list_merge")],
+    "median": [("", "list", "list_merge")],
+    "quantile_cont": [("", "list", "list_merge")],
+    "quantile_disc": [("", "list", "list_merge")],
 }
+
+_LIST_KERNELS = ("list", "list_merge")
 
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
@@ -53,6 +63,9 @@ _ROWS = "__pqe_rows"  # row numbers, listed per group for user-defined aggregate
 def _states(spec) -> list[tuple[str, str, str]]:
     if spec.udf is not None:
         return _USER
+    if spec.order:  # the values' list, then one list per ORDER BY key (".o0", ...)
+        return _STATES[spec.fn] + [(f".o{i}", "list", "list_merge")
+                                   for i in range(len(spec.order))]
     if spec.fn == "any_value" and spec.arg_dtype is not None and T.is_decimal(spec.arg_dtype):
         return [("", "min", "min")]  # Arrow's hash_first has no decimal kernel; any value will do
     if spec.fn == "max" and spec.arg_dtype is not None and T.is_floating(spec.arg_dtype):
@@ -118,6 +131,8 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
 
 
 def _agg_entry(col, kernel: str, out: str, grouped: bool):
+    if kernel in _LIST_KERNELS:
+        return (col, kernel, None, out)  # `_aggregate` makes them
     name = ("hash_" + kernel) if grouped else kernel
     target = [] if kernel == "count_all" else col
     return (target, name, _options(kernel), out)
@@ -293,14 +308,36 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
         limb_names[name] = outs
     for name, arr in prep.items():
         table = table.append_column(name, arr)
-    out = _run(table, list(group), entries)
+    lists = [e for e in entries if e[1] in _LIST_KERNELS]
+    entries = [e for e in entries if e[1] not in _LIST_KERNELS]
+    if grouped:
+        # hash_list has no kernel for list values: list states are merged through the list
+        # of each group's row numbers
+        entries += [(col, "hash_list", None, out) for col, kernel, _, out in lists
+                    if kernel == "list"]
+        if any(kernel == "list_merge" for _, kernel, _, _ in lists):
+            table = table.append_column("__row", pa.array(np.arange(table.num_rows), pa.int64()))
+            entries.append(("__row", "hash_list", None, "__rows"))
+    if entries or grouped:
+        out = _run(table, list(group), entries)
+    else:  # only lists and no groups: one row
+        out = pa.table({"__one": pa.array([0], pa.int8())})
     cols = [out.column(g) for g in group]
     names = list(group)
     internal = {o for v in limb_names.values() for o in v} | {f"{m}.wsum" for m in exact}
+    internal |= {e[3] for e in lists} | {"__rows"}  # made below
     for e in entries:
         if e[3] not in internal:
             cols.append(out.column(e[3]))
             names.append(e[3])
+    for col, kernel, _, name in lists:  # in their place among the states (by name, below)
+        if grouped:
+            state = merge_list_levels(table.column(col), out.column("__rows")) \
+                if kernel == "list_merge" else out.column(name)
+        else:
+            state = one_list(table.column(col), kernel == "list_merge")
+        cols.append(state)
+        names.append(name)
     for name, outs in limb_names.items():
         carried = None
         if exact[name][3] is not None:
@@ -332,6 +369,8 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
     for s in specs:
         for (suffix, kernel, _), name in zip(_states(s), state_names(s), strict=True):
             col = s.arg
+            if suffix.startswith(".o"):  # an ORDER BY key's list
+                col = s.order[int(suffix[2:])][0]
             if kernel in ("wraps", "user"):
                 continue  # made with its sum; user aggregates: below
             if kernel == "sum" and _exact(s):
@@ -432,6 +471,12 @@ def _finish(t: pa.Table, s):
     dtype = s.dtype
     if s.udf is not None:
         return U.final_values(t.column(s.out), s.udf)
+    if s.fn in HOLISTIC:
+        state = t.column(s.out)
+        if s.order:
+            state = ordered_lists(state, [t.column(f"{s.out}.o{i}") for i in range(len(s.order))],
+                                   s.order)
+        return holistic(state, s)
     if s.fn in ("count", "count_star"):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
@@ -489,6 +534,8 @@ def state_types(spec) -> list[pa.DataType]:
             out.append(pa.float64())  # sums of floats
         elif spec.fn in ("bool_and", "bool_or"):
             out.append(pa.bool_())
+        elif kernel == "list":
+            out.append(pa.list_(spec.arg_dtype))
         else:
             out.append(spec.arg_dtype)
     return out

@@ -10,7 +10,7 @@ Build sides that do not qualify keep Acero's hash join (`kernels.join.hash_join`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -32,9 +32,15 @@ class DenseIndex:
     lo: int
     slots: np.ndarray  # int32 row numbers, -1 where no build row has that key
 
+    guarded: np.ndarray = field(init=False, repr=False)  # slots between two -1 sentinels
+
+    def __post_init__(self) -> None:
+        # probes clip out-of-range keys onto the sentinels
+        self.guarded = np.concatenate([np.int32([-1]), self.slots, np.int32([-1])])
+
     @property
     def nbytes(self) -> int:
-        return self.table.nbytes + self.slots.nbytes
+        return self.table.nbytes + 2 * self.slots.nbytes
 
 
 fits = dense_fits  # the planner's rule (physical.plan), checked again at build time
@@ -69,7 +75,9 @@ def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
     slots[offsets] = rows
     if not np.array_equal(slots[offsets], rows):  # a key occurs twice: not a perfect hash
         return table
-    return DenseIndex(table, key, lo, slots)
+    # one chunk: probes gather rows from it with `take`, which would otherwise concatenate
+    # the chunks again for every probe partition
+    return DenseIndex(table.combine_chunks(), key, lo, slots)
 
 
 def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,
@@ -77,43 +85,83 @@ def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,
     """Join `left` (a probe partition) with the index's table: kind inner, left, semi or anti;
     `residual` a compiled condition over both sides' columns, or None. None when the probe
     key cannot be compared as int64 (the caller falls back to a hash join)."""
-    col = left.column(left_key)
-    if not pa.types.is_integer(col.type):
+    pos = _positions(left.column(left_key), index)
+    if pos is None:
         return None
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    try:
-        arr = pc.cast(arr, pa.int64())
-    except pa.ArrowInvalid:
-        return None
-    n = len(arr)
-    # int64 keys minus lo may wrap, but never into [0, len(slots)): that needs key < -2^63
-    miss = index.lo - 1 if index.lo > -(2 ** 63) else index.lo + len(index.slots)  # NULL keys
-    offsets = arr.fill_null(miss).to_numpy(zero_copy_only=False) - index.lo
-    hit = (offsets >= 0) & (offsets < len(index.slots))
-    pos = np.full(n, -1, dtype=np.int32)
-    pos[hit] = index.slots[offsets[hit]]
-    matched = np.flatnonzero(pos >= 0)
+    n = len(pos)
+    hit = pos >= 0
+    matched = None
     right = index.table
     if residual is not None:  # pairs failing the condition do not match
+        matched = np.flatnonzero(hit)
         pairs = _combine(left.take(matched), right.take(pos[matched]), None)
         keep = filter_table(pairs.append_column("__pqe_pair", pa.array(np.arange(len(matched)))),
                             residual).column("__pqe_pair").to_numpy()
         lost = np.ones(len(matched), dtype=bool)
         lost[keep] = False
         pos[matched[lost]] = -1
+        hit[matched[lost]] = False
         matched = matched[keep]
-    if kind == "inner":
-        return _combine(left.take(matched), right.take(pos[matched]), out_ids)
-    if kind == "semi":
-        return left.take(matched).select(list(out_ids))
-    if kind == "anti":
-        mask = np.ones(n, dtype=bool)
-        mask[matched] = False
-        return left.filter(pa.array(mask)).select(list(out_ids))
     if kind == "left":
-        taken = right.take(pa.array(pos, mask=pos < 0))
+        taken = right.take(pa.array(pos, mask=~hit)) if not hit.all() else right.take(pos)
         return _combine(left, taken, out_ids)
+    if kind == "anti":
+        return _keep_rows(left, ~hit).select(list(out_ids))
+    kept = _keep_rows(left, hit)
+    if kind == "semi":
+        return kept.select(list(out_ids))
+    if kind == "inner":
+        if matched is None:
+            matched = np.flatnonzero(hit) if kept.num_rows < n else None
+        rows = pos if matched is None else pos[matched]
+        return _combine(kept, right.take(rows), out_ids)
     raise ValueError(f"dense join does not do {kind} joins")
+
+
+def _positions(col, index: DenseIndex) -> np.ndarray | None:
+    """The build row of every probe key (int32, -1: no build row, NULL keys included), or None
+    when the key is not an integer that fits int64. Chunk by chunk (no concatenated copy of
+    the keys): one subtraction, one clip and one gather per chunk, over a slots array with a
+    -1 sentinel at each end (keys below the range clip to the first, keys above to the last)."""
+    if not pa.types.is_integer(col.type):
+        return None
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    try:
+        parts = [_chunk_positions(pc.cast(c, pa.int64()), index) for c in chunks]
+    except pa.ArrowInvalid:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+
+
+def _chunk_positions(arr: pa.Array, index: DenseIndex) -> np.ndarray:
+    if arr.null_count:
+        # NULL keys never match: any key outside the range does the same
+        miss = index.lo - 1 if index.lo > -(2 ** 63) else index.lo + len(index.slots)
+        arr = arr.fill_null(miss)
+    keys = arr.to_numpy(zero_copy_only=False)
+    span = len(index.slots)
+    if len(keys) == 0:
+        return np.empty(0, dtype=np.int32)
+    kmin, kmax = int(keys.min()), int(keys.max())
+    # key - (lo - 1) must not wrap: keys near the int64 ends take the slower, exact path
+    if kmin - (index.lo - 1) < -(2 ** 62) or kmax - (index.lo - 1) > 2 ** 62:
+        offsets = keys - index.lo  # may wrap, but never into [0, span)
+        inside = (offsets >= 0) & (offsets < span)
+        pos = np.full(len(keys), -1, dtype=np.int32)
+        pos[inside] = index.slots[offsets[inside]]
+        return pos
+    offsets = np.subtract(keys, index.lo - 1)
+    np.clip(offsets, 0, span + 1, out=offsets)
+    return index.guarded.take(offsets)
+
+
+def _keep_rows(table: pa.Table, mask: np.ndarray) -> pa.Table:
+    """The rows of `table` where `mask` is set (the table itself when every row is)."""
+    if mask.all():
+        return table
+    return table.filter(pa.array(mask))
 
 
 def _combine(left: pa.Table, right: pa.Table, out_ids) -> pa.Table:

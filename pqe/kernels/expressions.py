@@ -330,6 +330,9 @@ def _modulo(c: Compiler, e: Call) -> E:
     if T.is_decimal(e.dtype):
         return _decimal_modulo(c(a), c(b), e.dtype)
     ca, cb = c(a), _zero_to_null(c(b), b.dtype)
+    if pa.types.is_unsigned_integer(e.dtype):  # no negative operands, no overflow
+        q = _call("divide_checked", [ca, cb])
+        return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
     if _is_int(e.dtype):
         # x % -1 is 0 (PostgreSQL, DuckDB), also for -2^63, whose quotient overflows: use 1
         cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])
@@ -564,10 +567,6 @@ def _text_unary(kernel):
     return build
 
 
-def _length(c, e):
-    return _call("utf8_length", [c(e.args[0])]).cast(T.INT64)
-
-
 def _trim(kernel_ws, kernel_chars):
     def build(c, e):
         if len(e.args) == 1:
@@ -587,15 +586,6 @@ def _replace(c, e):
     if a == "":
         return c(s)
     return _call("replace_substring", [c(s)], pc.ReplaceSubstringOptions(a, b))
-
-
-def _regexp_replace(c, e):
-    s, old, new = e.args
-    a, b = _const_text(old, "pattern"), _const_text(new, "replacement")
-    if a is None or b is None:
-        return null_of(T.TEXT)
-    b = b.replace("\\", "\\\\") if "\\" not in b else b
-    return _call("replace_substring_regex", [c(s)], pc.ReplaceSubstringOptions(a, b, max_replacements=1))
 
 
 def _position(c, e):
@@ -1174,14 +1164,32 @@ def _date_trunc(c, e):
     return out if utc_type(t) == t else out.cast(t)
 
 
+# DuckDB's other spellings of DATE_DIFF's parts (plurals, abbreviations)
+_DIFF_PARTS = {"days": "day", "d": "day", "dd": "day", "weeks": "week", "w": "week",
+               "months": "month", "mon": "month", "mons": "month", "years": "year", "y": "year",
+               "yr": "year", "yrs": "year", "quarters": "quarter", "hours": "hour", "h": "hour",
+               "hr": "hour", "hrs": "hour", "minutes": "minute", "min": "minute",
+               "mins": "minute", "m": "minute", "seconds": "second", "s": "second",
+               "sec": "second", "secs": "second", "milliseconds": "millisecond",
+               "ms": "millisecond", "msec": "millisecond", "msecs": "millisecond",
+               "microseconds": "microsecond", "us": "microsecond", "usec": "microsecond",
+               "usecs": "microsecond"}
+
+
 def _date_diff(c, e):
     part = _const_text(e.args[0], "DATE_DIFF part")
-    kern = {"day": "days_between", "week": "weeks_between", "month": "month_interval_between",
+    # DuckDB counts the part boundaries crossed, except weeks: whole 7-day spans of days
+    kern = {"day": "days_between", "week": "weeks_7_days", "month": "month_interval_between",
             "year": "years_between", "quarter": "quarters_between", "hour": "hours_between",
-            "minute": "minutes_between", "second": "seconds_between"}.get((part or "").lower())
+            "minute": "minutes_between", "second": "seconds_between",
+            "millisecond": "milliseconds_between", "microsecond": "microseconds_between",
+            }.get(_DIFF_PARTS.get((part or "").lower(), (part or "").lower()))
     if kern is None:
         raise UnsupportedError(f"DATE_DIFF('{part}') is not supported")
     a, b = utc(c(e.args[1]), e.args[1].dtype), utc(c(e.args[2]), e.args[2].dtype)
+    if kern == "weeks_7_days":
+        days = _call("days_between", [a, b]).cast(T.INT64)
+        return _call("divide", [days, scalar(7, T.INT64)])  # truncates toward zero
     if kern == "month_interval_between":
         return _call("add", [_call("multiply", [_call("years_between", [a, b]), scalar(12, T.INT64)]),
                              _call("subtract", [_call("month", [b]), _call("month", [a])])]).cast(T.INT64)
@@ -1201,6 +1209,8 @@ def _pi(c, e):
     return scalar(math.pi, T.FLOAT64)
 
 
+# with kernels.scalars' functions (text, dates, lists, structs, hashing), added by
+# pqe.kernels when the package is imported (scalars builds on this module's helpers)
 _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "add": _arith("add"), "subtract": _arith("subtract"), "multiply": _arith("multiply"),
     "divide": _divide, "modulo": _modulo, "negate": _negate,
@@ -1220,10 +1230,9 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "trim": _trim("utf8_trim_whitespace", "utf8_trim"),
     "ltrim": _trim("utf8_ltrim_whitespace", "utf8_ltrim"),
     "rtrim": _trim("utf8_rtrim_whitespace", "utf8_rtrim"),
-    "length": _length, "replace": _replace, "position": _position,
+    "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
-    "regexp_replace": _regexp_replace,
     "abs": _abs, "round": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
     "sqrt": _float_unary("sqrt"), "exp": _float_unary("exp"), "ln": _float_unary("ln"),
     "log10": _float_unary("log10"), "log2": _float_unary("log2"),
@@ -1276,10 +1285,15 @@ def evaluate_constant(e: Expr) -> Literal:
     return Literal(_py(evaluate_array(e)[0]), e.dtype)
 
 
+def _tuples(v):
+    """Lists as tuples, recursively: a list literal's value must be hashable (plans are)."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
 def _py(s: pa.Scalar):
     if isinstance(s, pa.MonthDayNanoIntervalScalar):
         return s.value
-    v = s.as_py()
+    v = _tuples(s.as_py())
     if isinstance(v, datetime.datetime) and v.tzinfo is None:
         return v
     return v

@@ -77,6 +77,10 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
         return _null_aware_anti(left, right, left_keys, right_keys, out_ids)
     if kind in ("semi", "anti") and right.num_rows == 0:
         return (left if kind == "anti" else left.slice(0, 0)).select(list(out_ids))
+    if left.num_rows == 0 and kind in ("inner", "left", "semi", "anti"):
+        # no probe rows, no output rows: skip hashing the build (a broadcast build is hashed
+        # once per probe partition, and dynamic filters leave many partitions empty)
+        right = right.slice(0, 0)
     left, right, null_ids = _without_null_types(left, right, left_keys, right_keys)
     left, left_keys = _match_keys(left, left_keys)
     right, right_keys = _match_keys(right, right_keys)

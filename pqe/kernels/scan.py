@@ -45,9 +45,20 @@ def pruning_expression(provider, filters: tuple[Expr, ...], names: dict[str, str
     return Compiler(_text_casts(provider, names), rename=names)(pred)
 
 
+def key_range(build, key: str) -> tuple:
+    """(min, max) of a join build's key column (a table, or a dense index over one), as Python
+    values; (None, None) when it has no non-NULL key, so nothing can match."""
+    table = getattr(build, "table", build)
+    if table.num_rows == 0:
+        return None, None
+    mm = pc.min_max(table.column(key))
+    return mm["min"].as_py(), mm["max"].as_py()
+
+
 def read_files(provider, units, columns: tuple[tuple[str, str], ...],
                filters: tuple[Expr, ...], out_ids: tuple[str, ...],
-               dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = ()) -> pa.Table:
+               dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = (),
+               nested: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> pa.Table:
     """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
     `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`.
 
@@ -55,7 +66,10 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     them alone is evaluated once per distinct value and mapped to the rows through the
     dictionary indices; the ones in `out_ids` are decoded to text after all filters, so only
     the surviving rows are materialized, except `encoded` ones, returned as dictionaries to an
-    aggregate that groups by them (kernels.aggregate decodes its few output keys)."""
+    aggregate that groups by them (kernels.aggregate decodes its few output keys).
+
+    `nested` struct columns are read as the named children only (pyarrow.dataset projects
+    the nested fields: no other leaf is decoded) and rebuilt with the other children NULL."""
     names = {cid: name for name, cid in columns}
     dict_ids = {cid for name, cid in columns if name in dict_columns}
     # filters on float columns run after reading: the scanner trusts row-group statistics,
@@ -75,7 +89,8 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
         plain_filters += tuple(decimal_filters)
         decimal_filters = []
     expr = pruning_expression(provider, plain_filters, names)
-    read_cols = [name for name, _ in columns]
+    kids = dict(nested)
+    read_cols = _nested_projection(columns, kids) if kids else [name for name, _ in columns]
     schema = provider.schema
     if dict_columns:
         schema = _dictionary_schema(schema, dict_columns)
@@ -83,6 +98,8 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     tables = []
     for unit, row_groups in _by_file(units):
         t = _read_unit(provider, fmt, unit, row_groups, schema, read_cols, expr)
+        if kids:
+            t = _rebuild_structs(t, columns, kids, provider.schema)
         if dict_filters:
             t = _filter_by_dictionary(t, dict_filters, names)
         if decimal_filters:  # one pass for all of them
@@ -100,6 +117,37 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
     if mixed:
         t = filter_table(t, Compiler()(and_(mixed)))
     return t.select(list(out_ids))
+
+
+_SEP = "\x1f"  # between a struct column's name and a child's, in the projected names
+
+
+def _nested_projection(columns, kids: dict) -> dict:
+    """The dataset projection: each column by name, the children of `kids`' structs alone."""
+    out = {}
+    for name, _ in columns:
+        if name in kids:
+            for k in kids[name]:
+                out[name + _SEP + k] = pc.field(name, k)
+        else:
+            out[name] = pc.field(name)
+    return out
+
+
+def _rebuild_structs(t: pa.Table, columns, kids: dict, schema: pa.Schema) -> pa.Table:
+    """The columns in order, each struct of `kids` rebuilt whole from its read children and
+    NULL ones for the others (the struct's type is unchanged; the query reads no other)."""
+    cols = []
+    for name, _ in columns:
+        if name not in kids:
+            cols.append(t.column(name))
+            continue
+        st = schema.field(name).type
+        arrays = [t.column(name + _SEP + f.name).combine_chunks() if f.name in kids[name]
+                  else pa.nulls(t.num_rows, f.type) for f in st]
+        arrays = [a.cast(f.type) if a.type != f.type else a for a, f in zip(arrays, st, strict=True)]
+        cols.append(pa.StructArray.from_arrays(arrays, fields=list(st)))
+    return pa.Table.from_arrays(cols, names=[name for name, _ in columns])
 
 
 def _decode_dictionaries(t: pa.Table, ids, provider, names) -> pa.Table:

@@ -16,6 +16,7 @@ from .distinct_aggregates import rewrite_distinct_aggregates
 from .extract_join_keys import extract_join_keys
 from .inline_dataframes import inline_dataframes
 from .join_reorder import join_reorder
+from .prune_struct_fields import prune_struct_fields
 from .push_down_filter import push_down_filter
 from .push_down_projection import push_down_projection
 from .push_down_semi_join import push_down_semi_join
@@ -32,7 +33,8 @@ Rule = Callable[[LogicalPlan], LogicalPlan]
 # - push_down_semi_join after extract_join_keys (it reads the keys) and before join_reorder,
 #   which then sees the semi join as the filtered input it is.
 # - join_reorder after both: it needs keys to connect inputs and pushed filters to estimate.
-# - push_down_projection last (FINAL_RULES): it runs once, on the final join order.
+# - push_down_projection last (FINAL_RULES): it runs once, on the final join order;
+#   prune_struct_fields after it, on the columns that are left.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("inline_dataframes", inline_dataframes),
     ("decorrelate", decorrelate),
@@ -45,6 +47,8 @@ RULES: tuple[tuple[str, Rule], ...] = (
 )
 FINAL_RULES: tuple[tuple[str, Rule], ...] = (
     ("push_down_projection", push_down_projection),
+    # after push_down_projection: it reads the final uses of the scans' columns
+    ("prune_struct_fields", prune_struct_fields),
 )
 MAX_PASSES = 4
 

@@ -28,7 +28,7 @@ def _unfiltered(a: AggCall) -> AggCall:
         return a
     arg = a.args[0]
     masked = Case(((a.filter, arg),), Literal(None, arg.dtype), arg.dtype)
-    return AggCall(a.fn, (masked,), a.dtype, a.distinct, None)
+    return AggCall(a.fn, (masked, *a.args[1:]), a.dtype, a.distinct, None)
 
 
 def _rule(node: LogicalPlan) -> LogicalPlan | None:
@@ -44,7 +44,9 @@ def _rule(node: LogicalPlan) -> LogicalPlan | None:
             plain.append(i)
     parts: list[Aggregate] = []
     for arg_tuple, idxs in branches.items():
-        (arg,) = arg_tuple
+        # the first argument is the one made distinct; the others are constants (the
+        # separator of STRING_AGG(DISTINCT x, sep))
+        arg, *consts = arg_tuple
         first = not parts
         inner = B.aggregate(node.input, [(g, f.name) for g, f in
                                          zip(node.group, node.group_fields, strict=True)]
@@ -54,7 +56,8 @@ def _rule(node: LogicalPlan) -> LogicalPlan | None:
         gfields = node.group_fields if first else tuple(
             B.new_field(f.name, f.dtype, f.nullable) for f in node.group_fields)
         parts.append(Aggregate(inner, keys, gfields,
-                               tuple(AggCall(aggs[i].fn, (value,), aggs[i].dtype) for i in idxs),
+                               tuple(AggCall(aggs[i].fn, (value, *consts), aggs[i].dtype)
+                                     for i in idxs),
                                tuple(node.agg_fields[i] for i in idxs)))
     if plain:
         gfields = node.group_fields if not parts else tuple(

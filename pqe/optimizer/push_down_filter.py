@@ -5,7 +5,10 @@ inputs of joins they concern (for inner joins a predicate spanning both sides be
 the join condition), below aggregates when they only test group keys, into each UNION input,
 and finally into scans (`Scan.filters`), where pyarrow.dataset prunes row groups by statistics.
 
-ON-clause predicates of outer joins move only into the null-supplying side. A disjunction
+ON-clause predicates of outer joins move only into the null-supplying side. A WHERE predicate
+that no NULL-extended row can pass (`sr_reason_sk = r_reason_sk` above `store_sales LEFT JOIN
+store_returns`, TPC-DS Q93) makes the outer join an inner one first, so the predicate and the
+join can move like any other inner join's. A disjunction
 spanning several inputs of a join also yields, for each input it constrains in every branch,
 a derived filter pushed to that input (the original stays at the join): for TPC-H Q7 and Q19
 this prunes most of the scanned rows.
@@ -13,7 +16,7 @@ this prunes most of the scanned rows.
 
 from __future__ import annotations
 
-from ..plan.expr import (ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts,
+from ..plan.expr import (Call, Cast, ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts,
                          has_user_call, or_, replace_columns, unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window)
@@ -125,7 +128,49 @@ def _derived(preds: list[Expr], side: set[str]) -> list[Expr]:
     return out
 
 
+_STRICT = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+
+
+def _plain_column(e: Expr) -> str | None:
+    while isinstance(e, Cast) and not e.try_:
+        e = e.arg
+    return e.id if isinstance(e, ColumnRef) else None
+
+
+def _null_rejected(preds: list[Expr], on=()) -> set[str]:
+    """Columns whose NULL makes one of `preds` (or an equi-join key pair of `on`) not true: a
+    comparison (or IS NOT NULL) with the column, possibly cast, as an operand. Conservative:
+    other shapes reject nothing."""
+    out: set[str] = set()
+    for p in preds:
+        if isinstance(p, Call) and (p.fn in _STRICT or p.fn == "is_not_null"):
+            out.update(c for a in p.args if (c := _plain_column(a)) is not None)
+    for pair in on:
+        out.update(c for a in pair if (c := _plain_column(a)) is not None)
+    return out
+
+
+def _outer_to_inner(plan: LogicalPlan, rejected: set[str]) -> LogicalPlan:
+    """An outer join whose NULL-extended rows the predicates above reject (a rejected column of
+    the null-supplying side) as the join it then is: LEFT becomes INNER, FULL becomes LEFT,
+    RIGHT or INNER."""
+    if not isinstance(plan, Join) or plan.null_aware or plan.kind not in ("left", "right", "full"):
+        return plan
+    right_gone = bool(rejected & _ids(plan.right))  # the left rows extended with NULLs
+    left_gone = bool(rejected & _ids(plan.left))
+    kind = plan.kind
+    if kind == "left" and right_gone or kind == "right" and left_gone:
+        kind = "inner"
+    elif kind == "full":
+        kind = ("inner" if left_gone and right_gone else "right" if right_gone
+                else "left" if left_gone else kind)
+    if kind == plan.kind:
+        return plan
+    return Join(plan.left, plan.right, kind, plan.on, plan.filter, plan.null_aware)
+
+
 def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
+    plan = _outer_to_inner(plan, _null_rejected(preds))
     lids, rids = _ids(plan.left), _ids(plan.right)
     kind = plan.kind
     on_preds = conjuncts(plan.filter)
@@ -134,7 +179,11 @@ def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
         lo, ro, both, none = _split(everything, lids, rids)
         lo = _add(lo, _derived(both, lids))
         ro = _add(ro, _derived(both, rids))
-        left, right = _push(plan.left, lo), _push(plan.right, ro)
+        # this join drops rows whose keys (or the columns its conditions compare) are NULL: an
+        # outer join below that supplies them NULL-extended rows is an inner join
+        rejected = _null_rejected(everything, plan.on)
+        left = _push(_outer_to_inner(plan.left, rejected), lo)
+        right = _push(_outer_to_inner(plan.right, rejected), ro)
         return _wrap(Join(left, right, "inner", plan.on, and_(both)), none)
     # outer / semi / anti joins: WHERE predicates only enter the preserved side
     alo, aro, aboth, anone = _split(preds, lids, rids)

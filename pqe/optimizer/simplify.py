@@ -25,7 +25,8 @@ from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, L
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Sort, Values,
                             Window, map_expressions, transform_up)
 
-_NOT_FOLDABLE = frozenset({"current_timestamp"})
+# a new value per row (random) or per statement (folded by the binder in SQL)
+_NOT_FOLDABLE = frozenset({"current_timestamp", "current_date", "random"})
 
 
 def simplify(plan: LogicalPlan) -> LogicalPlan:

@@ -52,6 +52,10 @@ class AggSpec:
     arg_dtype: object = None
     more: tuple[str, ...] = ()
     udf: object = None  # pqe.plan.udf.AggregateUDF
+    # constant arguments after the first (STRING_AGG's separator, a quantile's fraction)
+    params: tuple = ()
+    # the order of the values inside the aggregate: (column, ascending, nulls_first) keys
+    order: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,15 @@ def int64_decimal_applicable(exprs) -> bool:
                if isinstance(x, ColumnRef) and T.is_decimal(x.dtype))
 
 
+def _order_text(order, names) -> str:
+    if not order:
+        return ""
+    return " ORDER BY " + ", ".join(
+        names.get(c, c) + ("" if asc else " DESC")
+        + ("" if nulls_first == (not asc) else (" NULLS FIRST" if nulls_first else " NULLS LAST"))
+        for c, asc, nulls_first in order)
+
+
 SEGMENT_AGGREGATES = frozenset({"count_star", "count", "sum", "avg", "min", "max"})
 
 
@@ -180,9 +193,16 @@ class ScanExec(PhysicalPlan):
     kept_units: int = 0
     dict_columns: tuple[str, ...] = ()  # low-cardinality text columns read as dictionaries
     encoded: tuple[str, ...] = ()  # of those, the ones returned still dictionary-encoded
+    # shared by several consumers, each reaching a join with a dynamic filter on this scan:
+    # one such join per consumer; the scan reads the units inside any of their build ranges
+    dynamic_joins: tuple = ()
+    # struct columns read as some children only: (file column, child names)
+    nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def describe(self, names):
-        cols = ", ".join(c for c, _ in self.columns)
+        kids = dict(self.nested)
+        cols = ", ".join(c + (f".{{{', '.join(kids[c])}}}" if c in kids else "")
+                         for c, _ in self.columns)
         kind = "ParquetScan" if self.provider.kind == "parquet" else "CsvScan"
         out = f"{kind}: {self.table} columns=[{cols}]"
         if self.filters:
@@ -190,6 +210,9 @@ class ScanExec(PhysicalPlan):
         if self.dict_columns:
             out += " dictionary=[" + ", ".join(
                 c + (" (encoded)" if c in self.encoded else "") for c in self.dict_columns) + "]"
+        if self.dynamic_joins:
+            column = self.dynamic_joins[0].runtime_filter[1]
+            out += f" dynamic_filter=[{column}: any of {len(self.dynamic_joins)} builds]"
         unit = "row_groups" if self.provider.kind == "parquet" else "files"
         out += f" {unit}={self.kept_units}/{self.total_units}"
         return out
@@ -289,6 +312,12 @@ class HashJoinExec(PhysicalPlan):
     # the broadcast build becomes one lookup array (kernels.dense_join) shared by every probe
     # partition; the build checks the key is unique and narrow and else hashes as usual
     dense: bool = False
+    # a dynamic filter (inner and semi broadcast joins): (scan, file column, key position,
+    # (min, max) of the column in each unit of each scan partition) when probe key
+    # `left_keys[position]` is that column of a Parquet scan below the probe side, read with
+    # row groups sorted or clustered by it. The scan's tasks wait for the build, then skip
+    # the units whose range misses the build keys' [min, max] (execution.ops.ReadFiles)
+    runtime_filter: tuple | None = None
 
     def children(self):
         return (self.left, self.right)
@@ -302,6 +331,9 @@ class HashJoinExec(PhysicalPlan):
             out += f" filter={_expr(self.filter)}"
         if self.null_aware:
             out += " null_aware"
+        if self.runtime_filter is not None:
+            scan, column = self.runtime_filter[:2]
+            out += f" dynamic_filter=[{scan.table}.{column}]"
         return out
 
 
@@ -349,7 +381,9 @@ class AggregateExec(PhysicalPlan):
         def args(s: AggSpec) -> str:
             return ", ".join(names.get(c, c) for c in (s.arg, *s.more)) if s.arg else "*"
 
-        a = ", ".join(f"{s.fn}({args(s)})" for s in self.aggs)
+        a = ", ".join(f"{s.fn}({args(s)}"
+                      + "".join(f", {p!r}" if isinstance(p, str) else f", {p}" for p in s.params)
+                      + _order_text(s.order, names) + ")" for s in self.aggs)
         how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:

@@ -60,6 +60,9 @@ class PlannerConfig:
     # scans and hash exchanges make enough partitions that none exceeds it
     max_partition_bytes: int | None = None
     max_partitions: int = 4096
+    # broadcast joins filter their probe-side scan by the build keys' [min, max] at run time
+    # when that scan's row groups are clustered by the key (see _dynamic_filter)
+    dynamic_filters: bool = True
 
 
 class PhysicalPlanner:
@@ -165,8 +168,10 @@ class PhysicalPlanner:
         parts = _balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
+        names = {f.id: f.name for f in node.fields}
+        nested = tuple((names[i], kids) for i, kids in node.nested)
         return ScanExec(node.schema, len(parts), dist, node.table, provider, columns,
-                        node.filters, parts, total, len(units), dict_cols)
+                        node.filters, parts, total, len(units), dict_cols, nested=nested)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
         return ValuesExec(node.schema, 1, SINGLE, node.rows)
@@ -246,8 +251,11 @@ class PhysicalPlanner:
                        and all(T.is_integer(k.dtype) for k in node.on[0]))
         if left.n == 1 and right.n == 1:
             dense = dense_shape and kind in dense_kinds and self._dense_build(rnode, rexprs[0], rrows)
-            return HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
-                                node.filter, "partitioned", node.null_aware, dense)
+            out = HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
+                               node.filter, "partitioned", node.null_aware, dense)
+            if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
+                out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
+            return out
         can_broadcast = kind in ("inner", "left", "semi", "anti")
         left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
         # costs in "hash table inserts": a build row costs 1 (once per probing partition),
@@ -287,6 +295,8 @@ class PhysicalPlanner:
                                lkeys, rkeys, node.filter, "broadcast", node.null_aware,
                                dense and not node.null_aware)
             out.est_bytes = rbytes * 2  # the build table and its hash table
+            if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
+                out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
             return out
         n = left.n if left_ready else self._shuffle_partitions(lbytes + rbytes)
         hk = _hash_positions(lkeys, left)
@@ -352,11 +362,13 @@ class PhysicalPlanner:
             if a.udf is not None:
                 ids = [column_for(x) for x in _user_agg_inputs(a)]
                 specs.append(AggSpec(a.fn, ids[0], f.id, f.dtype, a.args[0].dtype,
-                                     tuple(ids[1:]), a.udf))
+                                     more=tuple(ids[1:]), udf=a.udf))
                 continue
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None
-            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None))
+            order = tuple((column_for(k.expr), k.ascending, k.nulls_first) for k in a.order_by)
+            specs.append(AggSpec(fn, arg_id, f.id, f.dtype, arg.dtype if arg is not None else None,
+                                 params=_agg_params(a), order=order))
         if not pre:  # count(*) with no group keys and no arguments: keep one column
             f0 = child.schema[0]
             pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))
@@ -596,6 +608,16 @@ def _user_agg_inputs(a: AggCall) -> list[Expr]:
     return [Case(((a.filter, x),), Literal(None, x.dtype), x.dtype) for x in a.args]
 
 
+def _agg_params(a: AggCall) -> tuple:
+    """The constant arguments after the first (builder.aggregate_call checked they are)."""
+    out = []
+    for e in a.args[1:]:
+        if not isinstance(e, Literal):
+            raise InternalError(f"aggregate {a.fn}: argument {e} is not a constant")
+        out.append(e.value)
+    return tuple(out)
+
+
 def _strategy(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> str:
     """'segments' when one integer/date key and simple aggregates allow reducing sorted runs
     (the kernel checks each partition's order), else 'hash'."""
@@ -664,7 +686,9 @@ def _scan_key(node: L.Scan) -> tuple:
     by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
     filters = tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
                     for e in node.filters)
-    return (id(node.provider), tuple(f.name for f in node.schema), filters)
+    by_name = {f.id: f.name for f in node.fields}
+    nested = tuple((by_name[i], kids) for i, kids in node.nested)
+    return (id(node.provider), tuple(f.name for f in node.schema), filters, nested)
 
 
 def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:
@@ -726,6 +750,82 @@ def _clustering(node: L.Scan, provider, parts) -> Dist:
             if all(bounds[i][1] < bounds[i + 1][0] for i in range(len(bounds) - 1)):
                 return Dist("clustered", (f.id,))
     return ANY
+
+
+DYNAMIC_BUILD_SHARE = 0.01  # a build of at most this share of the probe scan's rows
+
+
+def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: float) -> tuple | None:
+    """(scan, file column, position of the key in the join's keys) for a broadcast join's dynamic filter: a probe key that is, through
+    partition-local operators that keep its values (projections, the probe side of broadcast
+    joins that keep probe rows' columns), an integer or date column of a Parquet scan whose
+    row groups hold narrow ranges of it (sorted or clustered data: TPC-DS's fact tables by
+    date). Only then can the build keys' [min, max] skip row groups; on unclustered data the
+    scan would only wait for the build. And only for a build estimated at most 1% of the
+    scan's rows (a filtered dimension: TPC-DS's date ranges): a larger build (TPC-H's filtered
+    orders against lineitem) spans the key range anyway, and waiting for it would only keep
+    the scan from running beside the build. With it, the units' ranges of the column."""
+    for position, key in enumerate(keys):
+        node, cid = probe, key
+        while True:
+            if isinstance(node, ScanExec):
+                break
+            if isinstance(node, ProjectExec):
+                pos = [i for i, f in enumerate(node.schema) if f.id == cid]
+                if not pos or not isinstance(node.exprs[pos[0]], ColumnRef):
+                    node = None
+                    break
+                cid, node = node.exprs[pos[0]].id, node.input
+            elif (isinstance(node, HashJoinExec) and _probes_in_place(node)
+                  and node.kind in ("inner", "left", "semi", "anti")
+                  and any(f.id == cid for f in node.left.schema)):
+                node = node.left
+            else:
+                node = None
+                break
+        if node is None or not isinstance(node.provider, ParquetTable):
+            continue
+        if build_rows > DYNAMIC_BUILD_SHARE * sum(u.num_rows for part in node.parts for u in part):
+            continue
+        name = next((n for n, i in node.columns if i == cid), None)
+        if name is None:
+            continue
+        dtype = node.provider.schema.field(name).type
+        if not (pa.types.is_integer(dtype) or pa.types.is_date(dtype)):
+            continue
+        spans = _clustered_by(node, name)
+        if spans is not None:
+            return (node, name, position, spans)
+    return None
+
+
+def _probes_in_place(join: HashJoinExec) -> bool:
+    """The join's left partitions probe a whole build where they are (no exchange between the
+    left input and the join): broadcast joins, and one-partition joins."""
+    return join.mode == "broadcast" or (join.mode == "partitioned" and join.left.n == 1
+                                        and join.right.n == 1)
+
+
+def _clustered_by(scan: ScanExec, column: str) -> tuple | None:
+    """When the scan's row groups hold narrow ranges of `column` (their widths add up to at
+    most twice the whole range; each row group of unclustered data spans nearly all of it),
+    the (min, max) of every unit of every partition, in the order of `scan.parts`; else None."""
+    ranges = scan.provider.unit_ranges(column)
+    units = [u for part in scan.parts for u in part]
+    if ranges is None or len(units) < 2:
+        return None
+    spans = [ranges.get(u) for u in units]
+    if any(r is None for r in spans):
+        return None
+
+    def num(v) -> int:
+        return v.toordinal() if hasattr(v, "toordinal") else int(v)
+
+    lo = min(num(r[0]) for r in spans)
+    hi = max(num(r[1]) for r in spans)
+    if sum(num(r[1]) - num(r[0]) for r in spans) > 2 * max(1, hi - lo):
+        return None
+    return tuple(tuple(ranges[u] for u in part) for part in scan.parts)
 
 
 def _dictionary_columns(node: L.Scan, provider: ParquetTable, columns) -> tuple[str, ...]:
@@ -865,4 +965,62 @@ def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
     planner = PhysicalPlanner(config, compile_filter)
     out = planner.plan(plan)
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
+    _drop_shared_dynamic_filters(out)
     return choose_exchanges(out, config)
+
+
+def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
+    """A dynamic filter holds only while every node from its join down to the scan has that
+    one consumer: a shared subplan (TPC-DS Q75's sales-join-item, probed by a 2001 and a 2002
+    date_dim) is computed once for all its consumers, so no one join's build may narrow it.
+
+    A shared scan itself (Q39's inventory, read once for a January and a February date_dim)
+    may still skip the units outside every consumer's range when each of its consumers reaches
+    a join with a dynamic filter: `ScanExec.dynamic_joins` lists one such join per consumer, and
+    the scan reads the units inside the union of their builds' [min, max]."""
+    parents: dict[int, int] = {}
+    joins: list[HashJoinExec] = []
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, HashJoinExec) and node.runtime_filter is not None:
+            joins.append(node)
+        for child in node.children():
+            parents[id(child)] = parents.get(id(child), 0) + 1
+            stack.append(child)
+    by_scan: dict[int, tuple[ScanExec, dict[int, HashJoinExec]]] = {}
+    for join in joins:
+        scan, node, above = join.runtime_filter[0], join.left, join
+        while node is not scan:
+            if parents.get(id(node), 0) > 1:
+                join.runtime_filter = None
+                break
+            node, above = (node.input if isinstance(node, ProjectExec) else node.left), node
+        else:
+            if parents.get(id(scan), 0) > 1:  # one join per consumer of the shared scan
+                by_scan.setdefault(id(scan), (scan, {}))[1].setdefault(id(above), join)
+    for scan, entries in by_scan.values():
+        chosen = list(entries.values())
+        if len(entries) == parents[id(scan)] and not any(_reaches(j.right, scan) for j in chosen):
+            scan.dynamic_joins = tuple(chosen)
+        for join in joins:
+            if join.runtime_filter is not None and join.runtime_filter[0] is scan \
+                    and not any(join is j for j in scan.dynamic_joins):
+                join.runtime_filter = None
+
+
+def _reaches(node: PhysicalPlan, target: PhysicalPlan) -> bool:
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if cur is target:
+            return True
+        if id(cur) not in seen:
+            seen.add(id(cur))
+            stack.extend(cur.children())
+    return False

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from .. import types as T
-from ..errors import BindError, TypeMismatchError
+from ..errors import BindError, TypeMismatchError, UnsupportedError
 from . import functions as F
 from . import udf as U
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Literal,
@@ -202,6 +202,8 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
             raise BindError(f"aggregate function {(display or fn).upper()} is not allowed here")
         raise BindError(f"unknown function {(display or fn).upper()}")
     F.check_arity(fdef, len(args), display or fn)
+    if name == "struct_extract":
+        return struct_field(*args)
     if name == "nullif":
         # NULLIF(a, b) = CASE WHEN a = b THEN NULL ELSE a END: the type of `a` (PostgreSQL)
         a, b = args
@@ -228,6 +230,23 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
             isinstance(a, Literal) and a.value is None for a in coerced):
         return Literal(None, ret)  # NULL in, NULL out: no kernel needed (NULL < NULL, ...)
     return Call(name, coerced, ret, _nullable(fdef, coerced))
+
+
+def struct_field(base: Expr, name: Expr) -> Expr:
+    """STRUCT_EXTRACT(s, 'field'), s.field, s['field']: typed by the named field (the name is
+    a constant; fields are matched by exact name, then ignoring case)."""
+    if not pa.types.is_struct(base.dtype):
+        raise TypeMismatchError(f"STRUCT_EXTRACT needs a STRUCT, not {T.type_name(base.dtype)}")
+    if not (isinstance(name, Literal) and isinstance(name.value, str)):
+        raise UnsupportedError("STRUCT_EXTRACT with a field name that is not a constant "
+                               "is not supported")
+    names = [f.name for f in base.dtype]
+    hit = name.value if name.value in names else next(
+        (n for n in names if n.lower() == name.value.lower()), None)
+    if hit is None:
+        raise BindError(f"struct has no field '{name.value}' (fields: {', '.join(names)})")
+    ftype = base.dtype.field(hit).type
+    return Call("struct_extract", (base, Literal(hit, T.TEXT)), ftype, True)
 
 
 def compare(op: str, a: Expr, b: Expr) -> Expr:
@@ -283,8 +302,13 @@ def between(arg: Expr, low: Expr, high: Expr, negated: bool = False) -> Expr:
     return not_(e) if negated else e
 
 
+# aggregates whose answer depends on the order of the values (ORDER BY inside them)
+ORDERED_AGGREGATES = frozenset({"string_agg", "array_agg"})
+
+
 def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
-                   filter: Expr | None = None, display: str | None = None) -> AggCall:
+                   filter: Expr | None = None, display: str | None = None,
+                   order_by: Sequence[SortKey] = ()) -> AggCall:
     name = F.canonical(fn)
     if name == "count" and not args:
         name = "count_star"
@@ -292,13 +316,43 @@ def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
     if fdef is None:
         raise BindError(f"unknown aggregate function {(display or fn).upper()}")
     F.check_arity(fdef, len(args), display or fn)
+    if name == "string_agg" and len(args) == 1:
+        args = [*args, Literal(",", T.TEXT)]  # DuckDB's default separator
     wants, ret = fdef.resolve(name, [a.dtype for a in args])
     coerced = tuple(_coerce(a, w) for a, w in zip(args, wants, strict=True))
+    if name in F.CONSTANT_AGG_ARGS:
+        _check_constant_agg_args(name, coerced[1:], display or fn)
     if filter is not None:
+        if name == "array_agg":  # a filtered-out row would show as a NULL element
+            raise UnsupportedError(f"FILTER on {(display or fn).upper()} is not supported")
         filter = cast(filter, T.BOOLEAN)
     if name in ("min", "max", "any_value", "bool_and", "bool_or") :
         distinct = False  # DISTINCT does not change these
-    return AggCall(name, coerced, ret, distinct, filter)
+    if order_by and name not in ORDERED_AGGREGATES:
+        raise UnsupportedError(f"ORDER BY inside {(display or fn).upper()}(...) is not supported")
+    if order_by and distinct:
+        raise UnsupportedError(f"DISTINCT with ORDER BY inside {(display or fn).upper()}(...) "
+                               "is not supported")
+    return AggCall(name, coerced, ret, distinct, filter, tuple(order_by))
+
+
+def _check_constant_agg_args(name: str, rest: Sequence[Expr], display: str) -> None:
+    """The separator of STRING_AGG and the fraction of a quantile are constants: the plan
+    carries their values (AggSpec.params), not a column."""
+    what = F.CONSTANT_AGG_ARGS[name]
+    for a in rest:
+        if not isinstance(a, Literal):
+            raise UnsupportedError(f"a non-constant {what} in {display.upper()} is not supported")
+        if name == "string_agg" and a.value is None:
+            raise UnsupportedError(f"a NULL {what} in {display.upper()} is not supported")
+        if name != "string_agg":
+            if a.value is None:
+                raise UnsupportedError(f"a NULL {what} in {display.upper()} is not supported")
+            if a.value < 0:
+                raise UnsupportedError(f"a negative (descending) {what} in {display.upper()} is not supported")
+            if a.value > 1:
+                raise BindError(f"{display.upper()}: the quantile must be between 0 and 1, "
+                                f"not {a.value}")
 
 
 def user_call(udf: U.ScalarUDF, args: Sequence[Expr]) -> Expr:
@@ -320,7 +374,7 @@ def user_aggregate(udf: U.AggregateUDF, args: Sequence[Expr], distinct: bool = F
             raise BindError(f"FILTER is not supported for the user-defined aggregate "
                             f"{udf.name}: it sees NULLs (skip_nulls=False)")
         filter = cast(filter, T.BOOLEAN)
-    return AggCall(udf.name, coerced, udf.return_type, False, filter, udf)
+    return AggCall(udf.name, coerced, udf.return_type, False, filter, udf=udf)
 
 
 # ---- plans -------------------------------------------------------------------------------------

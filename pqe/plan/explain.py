@@ -34,6 +34,8 @@ def format_literal(value, dtype: pa.DataType) -> str:
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, decimal.Decimal):
         return str(value)
+    if isinstance(value, (tuple, list)) and hasattr(dtype, "value_type"):  # a list: [1, 2]
+        return "[" + ", ".join(format_literal(v, dtype.value_type) for v in value) + "]"
     if T.is_interval(dtype):
         months, days, nanos = value.months, value.days, value.nanoseconds
         parts = []
@@ -45,6 +47,13 @@ def format_literal(value, dtype: pa.DataType) -> str:
             parts.append(f"{nanos / 1e9:g} seconds")
         return f"INTERVAL '{' '.join(parts)}'"
     return repr(value)
+
+
+def _sort_key_text(k) -> str:
+    text = format_expr(k.expr) + ("" if k.ascending else " DESC")
+    if k.nulls_first != (not k.ascending):  # not the default placement: say it
+        text += " NULLS FIRST" if k.nulls_first else " NULLS LAST"
+    return text
 
 
 def format_expr(e: Expr) -> str:
@@ -85,6 +94,8 @@ def format_expr(e: Expr) -> str:
         args = "*" if e.fn == "count_star" else ", ".join(format_expr(a) for a in e.args)
         if e.distinct:
             args = "DISTINCT " + args
+        if e.order_by:
+            args += " ORDER BY " + ", ".join(_sort_key_text(k) for k in e.order_by)
         out = f"{name}({args})"
         if e.filter is not None:
             out += f" FILTER (WHERE {format_expr(e.filter)})"
@@ -144,6 +155,10 @@ def describe_node(plan) -> str:
         out = f"Scan: {plan.table} [{cols}]"
         if plan.filters:
             out += " filters=[" + ", ".join(format_expr(f) for f in plan.filters) + "]"
+        if plan.nested:
+            names = {f.id: f.name for f in plan.fields}
+            out += " nested=[" + ", ".join(f"{names[i]}.{{{', '.join(kids)}}}"
+                                           for i, kids in plan.nested) + "]"
         return out
     if isinstance(plan, L.Values):
         return f"Values: {len(plan.rows)} rows [{', '.join(f.name for f in plan.fields)}]"

@@ -210,7 +210,8 @@ class InList(Expr):
 
 @dataclass(frozen=True, slots=True)
 class AggCall(Expr):
-    """An aggregate function call; lives only in `Aggregate` nodes. `udf` holds a
+    """An aggregate function call; lives only in `Aggregate` nodes. `order_by`: the order of
+    the values inside the aggregate (STRING_AGG(x, ',' ORDER BY y)). `udf` holds a
     user-defined aggregate (`pqe.plan.udf.AggregateUDF`, named `fn`)."""
 
     fn: str
@@ -218,6 +219,7 @@ class AggCall(Expr):
     dtype: pa.DataType
     distinct: bool = False
     filter: Expr | None = None
+    order_by: tuple[SortKey, ...] = ()
     udf: Any = None
 
     @property
@@ -225,12 +227,15 @@ class AggCall(Expr):
         return self.fn not in ("count", "count_star")
 
     def children(self) -> tuple[Expr, ...]:
-        return self.args + ((self.filter,) if self.filter is not None else ())
+        return (self.args + tuple(k.expr for k in self.order_by)
+                + ((self.filter,) if self.filter is not None else ()))
 
     def with_children(self, children: tuple[Expr, ...]) -> Expr:
-        n = len(self.args)
-        return replace(self, args=tuple(children[:n]),
-                       filter=children[n] if self.filter is not None else None)
+        n, m = len(self.args), len(self.order_by)
+        keys = tuple(SortKey(e, k.ascending, k.nulls_first)
+                     for e, k in zip(children[n:n + m], self.order_by, strict=True))
+        return replace(self, args=tuple(children[:n]), order_by=keys,
+                       filter=children[n + m] if self.filter is not None else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import types as T
-from ..errors import BindError, TypeMismatchError
+from ..errors import BindError, TypeMismatchError, UnsupportedError
 
 Resolver = Callable[[str, Sequence[pa.DataType]], tuple[Sequence[pa.DataType | None], pa.DataType]]
 
@@ -91,6 +91,10 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
             return (None, None), T.INTERVAL
     if fn == "multiply" and (T.is_interval(a) and T.is_integer(b) or T.is_interval(b) and T.is_integer(a)):
         return (None, None), T.INTERVAL
+    if fn == "modulo" and pa.types.is_uint64(a) and (T.is_integer(b) or T.is_null(b)):
+        # UBIGINT % n is a UBIGINT (DuckDB): HASH(x) % n buckets; in BIGINT the larger half
+        # of the UBIGINT values would not fit (a negative n is an error: it does not fit)
+        return (pa.uint64(), pa.uint64()), pa.uint64()
     out = T.arithmetic_type(fn, a, b)
     if T.is_null(out):
         return (None, None), T.NULL
@@ -146,6 +150,13 @@ def _text_args(n_text: int, ret: pa.DataType, rest: Sequence[pa.DataType] = ()):
                 raise _fail(fn, ts)
         return casts, ret
     return resolve
+
+
+def _length(fn, ts):
+    """LENGTH / LEN of text (characters) or of a list (elements), as DuckDB."""
+    if ts and is_list(ts[0]):
+        return (None,), T.INT64
+    return _text_args(1, T.INT64)(fn, ts)
 
 
 def _substring(fn, ts):
@@ -288,6 +299,129 @@ def _regexp_replace(fn, ts):
     return _text_args(3, T.TEXT, [T.TEXT])(fn, ts)
 
 
+
+def _regexp_replace_args(fn, ts):
+    """REGEXP_REPLACE(s, pattern, replacement[, options]): options is a constant string of
+    DuckDB's flags (the kernel reads 'g' and 'i', refuses the others)."""
+    return _text_args(4, T.TEXT)(fn, ts)
+
+
+def _regexp_extract(fn, ts):
+    if len(ts) > 2 and not (T.is_integer(ts[2]) or T.is_null(ts[2])):
+        raise _fail(fn, ts)
+    return _text_args(2, T.TEXT, [T.INT64])(fn, ts)
+
+
+def _concat_ws(fn, ts):
+    # the separator is text, the rest any type rendered as text (DuckDB, PostgreSQL)
+    if not (T.is_text(ts[0]) or T.is_null(ts[0])):
+        raise _fail(fn, ts)
+    return [T.TEXT] * len(ts), T.TEXT
+
+
+def _chr(fn, ts):
+    if not (T.is_integer(ts[0]) or T.is_null(ts[0])):
+        raise _fail(fn, ts)
+    return (T.INT64,), T.TEXT
+
+
+def _octet_length(fn, ts):
+    (a,) = ts
+    if T.is_text(a) or pa.types.is_binary(a) or T.is_null(a):
+        return (None,), T.INT64
+    raise _fail(fn, ts)
+
+
+def _overlay(fn, ts):
+    for t in ts[:2]:
+        if not (T.is_text(t) or T.is_null(t)):
+            raise _fail(fn, ts)
+    for t in ts[2:]:
+        if not (T.is_integer(t) or T.is_null(t)):
+            raise _fail(fn, ts)
+    return [T.TEXT, T.TEXT] + [T.INT64] * (len(ts) - 2), T.TEXT
+
+
+def _hash(fn, ts):
+    (a,) = ts
+    if is_list(a) or pa.types.is_struct(a):
+        raise TypeMismatchError(f"HASH of {T.type_name(a)} is not supported")
+    return (None,), pa.uint64()
+
+
+def _any_to(ret: pa.DataType):
+    def resolve(fn, ts):
+        return [None] * len(ts), ret
+    return resolve
+
+
+def _strftime(fn, ts):
+    a, f = ts
+    if not (T.is_temporal(a) or T.is_null(a)) or not (T.is_text(f) or T.is_null(f)):
+        raise _fail(fn, ts)
+    return (None, T.TEXT), T.TEXT
+
+
+def _strptime(fn, ts):
+    return _text_args(2, T.TIMESTAMP)(fn, ts)
+
+
+def is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _list_value(fn, ts):
+    """LIST_VALUE(a, b, ...) and [a, b, ...]: a list of the arguments' common type."""
+    if not ts:
+        return [], pa.list_(T.NULL)  # [] is NULL[] in DuckDB
+    elem = T.NULL
+    for t in ts:
+        nxt = T.common_type(elem, t)
+        if nxt is None:
+            raise TypeMismatchError("list elements have no common type: "
+                                    + ", ".join(T.type_name(t) for t in ts))
+        elem = nxt
+    if T.is_null(elem):
+        elem = T.INT32  # [NULL] or []: DuckDB types an all-NULL list INTEGER[]
+    return [elem] * len(ts), pa.list_(elem)
+
+
+def _list_length(fn, ts):
+    (a,) = ts
+    if not (is_list(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    return (None,), T.INT64
+
+
+def _list_contains(fn, ts):
+    a, x = ts
+    if T.is_null(a):
+        return (None, None), T.BOOLEAN
+    if not is_list(a):
+        raise _fail(fn, ts)
+    elem = a.value_type
+    common = T.common_type(elem, x)
+    if common is None:
+        raise TypeMismatchError(f"LIST_CONTAINS: cannot look for a {T.type_name(x)} in a "
+                                f"{T.type_name(a)}")
+    return (pa.list_(common), common), T.BOOLEAN
+
+
+def _list_extract(fn, ts):
+    a, i = ts
+    if not is_list(a) or not (T.is_integer(i) or T.is_null(i)):
+        raise _fail(fn, ts)
+    return (None, T.INT64), a.value_type
+
+
+def _struct_extract(fn, ts):
+    a, name = ts
+    if not pa.types.is_struct(a) or not T.is_text(name):
+        raise _fail(fn, ts)
+    # the field's type depends on the constant name: builder.struct_field types the call
+    return (None, T.TEXT), T.NULL
+
+
 # arithmetic and comparison operators
 for _op in ("add", "subtract", "multiply"):
     _register(SCALAR, _op, 2, 2, _arith)
@@ -322,7 +456,7 @@ _register(SCALAR, "lower", 1, 1, _text_args(1, T.TEXT), sqlglot="Lower", aliases
 _register(SCALAR, "trim", 1, 2, _text_args(2, T.TEXT))
 _register(SCALAR, "ltrim", 1, 2, _text_args(2, T.TEXT))
 _register(SCALAR, "rtrim", 1, 2, _text_args(2, T.TEXT))
-_register(SCALAR, "length", 1, 1, _text_args(1, T.INT64), sqlglot="Length",
+_register(SCALAR, "length", 1, 1, _length, sqlglot="Length",
           aliases=("char_length", "character_length", "len"))
 _register(SCALAR, "replace", 3, 3, _text_args(3, T.TEXT), sqlglot="Replace",
           args=("this", "expression", "replacement"))
@@ -341,8 +475,30 @@ _register(SCALAR, "lpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]), sqlglo
 _register(SCALAR, "rpad", 2, 3, _text_args(1, T.TEXT, [T.INT64, T.TEXT]))
 _register(SCALAR, "repeat", 2, 2, _text_args(1, T.TEXT, [T.INT64]), sqlglot="Repeat",
           args=("this", "times"))
-_register(SCALAR, "regexp_replace", 3, 3, _regexp_replace, sqlglot="RegexpReplace",
-          args=("this", "expression", "replacement"))
+# sqlglot's default dialect files the 4th argument (DuckDB's options) under `position`, and
+# REGEXP_EXTRACT's 3rd (DuckDB's group) under `position` too
+_register(SCALAR, "regexp_replace", 3, 4, _regexp_replace_args, sqlglot="RegexpReplace",
+          args=("this", "expression", "replacement", "position"))
+_register(SCALAR, "regexp_extract", 2, 3, _regexp_extract, sqlglot="RegexpExtract",
+          args=("this", "expression", "position"))
+# CONCAT_WS(sep, a, ...): NULL arguments are skipped, a NULL separator gives NULL
+_register(SCALAR, "concat_ws", 2, None, _concat_ws, nulls="custom", sqlglot="ConcatWs",
+          args=("expressions",))
+_register(SCALAR, "chr", 1, 1, _chr, sqlglot="Chr", args=("expressions",))
+_register(SCALAR, "ascii", 1, 1, _text_args(1, T.INT64), sqlglot="Ascii")
+_register(SCALAR, "octet_length", 1, 1, _octet_length, aliases=("strlen",))
+_register(SCALAR, "translate", 3, 3, _text_args(3, T.TEXT), sqlglot="Translate",
+          args=("this", "from_", "to"))
+_register(SCALAR, "overlay", 3, 4, _overlay, sqlglot="Overlay",
+          args=("this", "expression", "from_", "for_"))
+_register(SCALAR, "md5", 1, 1, _text_args(1, T.TEXT), sqlglot="MD5")
+# a deterministic 64-bit UBIGINT hash of the value (kernels.hashing's splitmix64-mixed
+# words, salted and mixed once more in kernels.scalars), the same in every process and run;
+# NULL has a hash too (not NULL), as in DuckDB. Its values are not DuckDB's.
+_register(SCALAR, "hash", 1, 1, _hash, nulls="never")
+# the argument's type name as DuckDB spells it: a constant (the kernel compiles it to the
+# name; constant folding makes it a literal); the argument is never evaluated
+_register(SCALAR, "typeof", 1, 1, _any_to(T.TEXT), nulls="never", sqlglot="Typeof")
 # math
 _register(SCALAR, "abs", 1, 1, _numeric_same, sqlglot="Abs")
 _register(SCALAR, "round", 1, 2, _round, refine=_round_refine, sqlglot="Round",
@@ -375,12 +531,33 @@ for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "
     _register(SCALAR, f"extract_{_part}", 1, 1, _extract)
 _register(SCALAR, "date_trunc", 2, 2, _date_trunc, aliases=("datetrunc",))
 _register(SCALAR, "date_diff", 3, 3, _date_diff, aliases=("datediff",))
+_register(SCALAR, "strftime", 2, 2, _strftime)
+_register(SCALAR, "strptime", 2, 2, _strptime)
+# a DOUBLE in [0, 1), a new one for every row (Arrow's `random`, seeded from the system's
+# entropy: not repeatable, and pqe has no SETSEED)
+_register(SCALAR, "random", 0, 0, _const(T.FLOAT64), nulls="never", sqlglot="Rand", args=())
+# lists: [a, b], LIST_VALUE(a, b); LEN / ARRAY_LENGTH; LIST_CONTAINS; l[i] (1-based)
+_register(SCALAR, "list_value", 0, None, _list_value, nulls="never", sqlglot="Array",
+          args=("expressions",), aliases=("list_pack",))
+_register(SCALAR, "list_length", 1, 1, _list_length, sqlglot="ArraySize",
+          aliases=("array_length",))
+_register(SCALAR, "list_contains", 2, 2, _list_contains, nulls="custom",
+          sqlglot="ArrayContains", args=("this", "expression"),
+          aliases=("array_contains", "list_has", "array_has"))
+_register(SCALAR, "list_extract", 2, 2, _list_extract, nulls="custom",
+          aliases=("list_element", "array_extract"))
+# s.x, s['x'], STRUCT_EXTRACT(s, 'x'): the name is a constant
+_register(SCALAR, "struct_extract", 2, 2, _struct_extract, nulls="custom",
+          sqlglot="StructExtract", args=("this", "expression"))
+# one value per statement, taken when it is bound (the binder makes it a literal)
 _register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never", sqlglot="CurrentDate",
           args=())
 # internal: fails the query when a correlated scalar subquery yields several rows for a row
 _register(SCALAR, "pqe_assert_single_row", 1, 1, lambda fn, ts: ((T.INT64,), T.BOOLEAN), nulls="never")
+# one value per statement, taken when it is bound (the binder makes it a literal)
 _register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never",
-          sqlglot="CurrentTimestamp", args=())
+          sqlglot="CurrentTimestamp", args=(), aliases=("now", "get_current_timestamp",
+                                                         "transaction_timestamp"))
 
 
 # ---- aggregates --------------------------------------------------------------------------------
@@ -434,6 +611,49 @@ def _agg_bool(fn, ts):
     return _logical(fn, ts)
 
 
+def _agg_string_agg(fn, ts):
+    """STRING_AGG(x, sep): text joined with a constant separator (',' when omitted); x of
+    any type is rendered as text (DuckDB)."""
+    if len(ts) > 1 and not (T.is_text(ts[1]) or T.is_null(ts[1])):
+        raise _fail(fn, ts)
+    return [T.TEXT] * len(ts), T.TEXT
+
+
+def _agg_list(fn, ts):
+    (a,) = ts
+    return (None,), pa.list_(T.INT32 if T.is_null(a) else a)
+
+
+def _scalar_quantile(fn, ts):
+    if len(ts) > 1 and is_list(ts[1]):
+        raise UnsupportedError(f"a list of quantiles in {fn.upper()} is not supported")
+    if len(ts) > 1 and not (T.is_numeric(ts[1]) or T.is_null(ts[1])):
+        raise _fail(fn, ts)
+
+
+def _agg_quantile_cont(fn, ts):
+    """MEDIAN / QUANTILE_CONT of integers and floats: a DOUBLE interpolated between the two
+    nearest values. DECIMAL (DuckDB keeps the DECIMAL type) and dates are refused."""
+    a = ts[0]
+    _scalar_quantile(fn, ts)
+    if T.is_decimal(a) or T.is_temporal(a):
+        raise UnsupportedError(f"{fn.upper()} of {T.type_name(a)} is not supported; "
+                               f"cast the argument to DOUBLE")
+    if not (T.is_integer(a) or T.is_floating(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    return [T.FLOAT64] + [None] * (len(ts) - 1), T.FLOAT64
+
+
+def _agg_quantile_disc(fn, ts):
+    """QUANTILE_DISC(x, q): the value at the q-th position of the sorted values, any orderable
+    type (numbers, text, dates), of the argument's type."""
+    a = ts[0]
+    _scalar_quantile(fn, ts)
+    if not (T.is_numeric(a) or T.is_text(a) or T.is_temporal(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    return (None, None), T.INT32 if T.is_null(a) else a
+
+
 _register(AGGREGATE, "count_star", 0, 0, _agg_count, nulls="never", window=True)
 _register(AGGREGATE, "count", 1, 1, _agg_count, nulls="never", window=True, sqlglot="Count")
 _register(AGGREGATE, "sum", 1, 1, _agg_sum, window=True, sqlglot="Sum")
@@ -449,6 +669,22 @@ for _fn, _cls, _aliases in (("stddev_samp", ("Stddev", "StddevSamp"), ("stddev",
     _register(AGGREGATE, _fn, 1, 1, _agg_stat, sqlglot=_cls, aliases=_aliases)
 _register(AGGREGATE, "bool_and", 1, 1, _agg_bool, window=True, sqlglot="LogicalAnd", aliases=("every",))
 _register(AGGREGATE, "bool_or", 1, 1, _agg_bool, window=True, sqlglot="LogicalOr")
+# holistic aggregates: their partial state is the list of the group's values (Arrow's
+# hash_list), lists of several partials are concatenated, the final step reads the whole list
+# (kernels.aggregate); the constant arguments (separator, quantile) travel in AggSpec.params
+_register(AGGREGATE, "string_agg", 1, 2, _agg_string_agg, sqlglot="GroupConcat",
+          args=("this", "separator"), aliases=("listagg", "group_concat"))
+_register(AGGREGATE, "array_agg", 1, 1, _agg_list, sqlglot=("ArrayAgg", "List"),
+          args=("this", "expressions"), aliases=("list",))
+_register(AGGREGATE, "median", 1, 1, _agg_quantile_cont, sqlglot="Median")
+_register(AGGREGATE, "quantile_cont", 2, 2, _agg_quantile_cont)
+# QUANTILE is QUANTILE_DISC in DuckDB
+_register(AGGREGATE, "quantile_disc", 2, 2, _agg_quantile_disc, sqlglot="Quantile",
+          args=("this", "quantile"), aliases=("quantile",))
+
+# aggregates whose extra arguments must be constants (read when the plan is made)
+CONSTANT_AGG_ARGS = {"string_agg": "separator", "quantile_cont": "quantile",
+                     "quantile_disc": "quantile"}
 
 
 # ---- window-only functions ------------------------------------------------------------------

@@ -66,13 +66,15 @@ def _check_refs(node: LogicalPlan, exprs, available: set[str]) -> None:
 @dataclass(frozen=True, slots=True)
 class Scan(LogicalPlan):
     """FROM table: reads `provider`; `projection` (column positions) and `filters` are pushed in
-    by the optimizer."""
+    by the optimizer. `nested`: (column id, child names) for struct columns of which the query
+    reads only those children (s.x, s['y']): the others are not read, and come back NULL."""
 
     table: str
     provider: TableProvider
     fields: tuple[Field, ...]
     projection: tuple[int, ...] | None = None
     filters: tuple[Expr, ...] = ()
+    nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
     schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self):

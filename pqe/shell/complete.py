@@ -51,6 +51,9 @@ count sum avg min max stddev variance coalesce nullif abs round floor ceil sqrt 
 exp mod sign length lower upper trim ltrim rtrim substring substr concat replace position
 strpos starts_with ends_with extract date_trunc date_part year month day current_date
 row_number rank dense_rank lag lead first_value last_value greatest least
+string_agg array_agg median quantile_cont quantile_disc regexp_extract regexp_replace
+concat_ws chr ascii octet_length translate overlay md5 hash typeof date_diff strftime
+strptime current_timestamp random list_value list_contains unnest struct_extract
 """.split()
 
 # Keywords after which a table name comes

@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlglot
 from sqlglot import exp, parser
@@ -22,6 +22,11 @@ from ..errors import SQLSyntaxError, UnsupportedError
 # sqlglot logs a warning when it falls back to a generic Command; pqe reports its own errors.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
+
+
+def _anonymous_call(name: str):
+    """A parser for NAME(args) as a plain call, whatever sqlglot's own reading of it."""
+    return lambda args: exp.Anonymous(this=name, expressions=args)
 
 
 class PQEDialect(Dialect):
@@ -46,6 +51,11 @@ class PQEDialect(Dialect):
         # their name stands, as other calls do: a refusal then names what the user wrote
         FUNCTION_PARSERS = {name: (lambda fn: lambda self: _with_name_position(self, fn))(fn)
                             for name, fn in parser.Parser.FUNCTION_PARSERS.items()}
+        # DATE_DIFF('part', start, end) as DuckDB writes it (the default dialect reads
+        # BigQuery's DATE_DIFF(start, end, part) and turns `end` into a unit word)
+        FUNCTIONS: ClassVar[dict] = {**parser.Parser.FUNCTIONS,
+                                     **{name: _anonymous_call(name)
+                                        for name in ("DATE_DIFF", "DATEDIFF")}}
 
 
 def _with_name_position(p: parser.Parser, fn) -> exp.Expression | None:

@@ -4,10 +4,12 @@ sqlglot class (`HANDLERS`). What each handled class consumes of its arguments is
 
 from __future__ import annotations
 
+import datetime
 import decimal
 from collections.abc import Callable
 from dataclasses import replace
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ... import types as T
@@ -21,7 +23,7 @@ from ...errors import (
 )
 from ...plan import builder as B
 from ...plan import functions as F
-from ...plan.expr import Expr, Literal, SubqueryExpr, lit
+from ...plan.expr import Call, Expr, Literal, SubqueryExpr, lit
 from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
@@ -107,6 +109,9 @@ class ExpressionMixin:
         return SubqueryExpr("in", plan, T.BOOLEAN, B.cast(arg, common), False, op)
 
     def _column(self, node: exp.Column, scope: Scope) -> Expr:
+        if node.args.get("db") is not None:
+            raise UnsupportedError(f"qualified column names ({node.sql(dialect=PQEDialect)}) "
+                                   "are not supported")
         table = node.table or None
         name = node.name
         hit = scope.lookup(table, name)
@@ -368,6 +373,45 @@ def _subquery(b, node, scope, rec):
     return SubqueryExpr("scalar", plan, plan.schema[0].dtype)
 
 
+def _statement_time(b, fn: str) -> Literal:
+    """CURRENT_TIMESTAMP / NOW() and CURRENT_DATE: one value per statement, taken when it is
+    first bound (UTC, pqe's session zone), the same in every row and partition."""
+    now = b.__dict__.setdefault("_statement_now",
+                                datetime.datetime.now(datetime.UTC).replace(tzinfo=None))
+    return Literal(now.date(), T.DATE) if fn == "current_date" else Literal(now, T.TIMESTAMP)
+
+
+def _bind_time(b, e: Expr) -> Expr:
+    if isinstance(e, Call) and e.fn in ("current_timestamp", "current_date"):
+        return _statement_time(b, e.fn)
+    return e
+
+
+def _bracket(b, node, scope, rec):
+    """l[i] (1-based, DuckDB) on a list; s['field'] on a struct."""
+    if len(node.expressions) != 1:
+        raise UnsupportedError(f"subscripts with several indexes: {node.sql(dialect=PQEDialect)[:60]}")
+    base = rec(node.this)
+    index = rec(node.expressions[0])
+    if pa.types.is_struct(base.dtype):
+        if not (isinstance(index, Literal) and isinstance(index.value, str)):
+            raise UnsupportedError("a struct subscript that is not a constant field name")
+        return B.call("struct_extract", base, index)
+    if F.is_list(base.dtype) or T.is_null(base.dtype):
+        return B.call("list_extract", base, index)
+    raise TypeMismatchError(f"cannot subscript a {T.type_name(base.dtype)}")
+
+
+def _dot(b, node, scope, rec):
+    """s.field on a struct column (sqlglot's qualify makes `s.field` a Dot when s is a column)."""
+    base = rec(node.this)
+    field = node.expression
+    if not isinstance(field, exp.Identifier) or not pa.types.is_struct(base.dtype):
+        raise UnsupportedError(f"field access {node.sql(dialect=PQEDialect)[:60]} on a "
+                               f"{T.type_name(base.dtype)} is not supported")
+    return B.call("struct_extract", base, lit(field.name))
+
+
 def _anonymous(b, node, scope, rec):
     udf = b.catalog.function(node.name)
     if udf is not None:  # a user function (its name is no built-in's: pqe.plan.udf)
@@ -380,7 +424,7 @@ def _anonymous(b, node, scope, rec):
         if isinstance(part, Literal) and isinstance(part.value, str):
             return B.call(f"extract_{part.value.lower()}", rec(node.expressions[1]))
     args = [rec(a) for a in node.expressions]
-    return B.call(name, *args, display=node.name)
+    return _bind_time(b, B.call(name, *args, display=node.name))
 
 
 def _function(b, node, scope, rec):
@@ -398,7 +442,7 @@ def _function(b, node, scope, rec):
         else:
             args.append(rec(v))
     display = user_function_name(node, b.sql) or node.sql_name()
-    return B.call(fn, *args, display=display)
+    return _bind_time(b, B.call(fn, *args, display=display))
 
 
 def _window(b, node, scope, rec):
@@ -413,6 +457,7 @@ HANDLERS: dict[type, Handler] = {
     exp.Interval: _interval, exp.Extract: _extract, exp.Substring: _substring,
     exp.Trim: _trim, exp.DateTrunc: _date_trunc, exp.Exists: _exists,
     exp.Subquery: _subquery, exp.Anonymous: _anonymous, exp.Window: _window,
+    exp.Bracket: _bracket, exp.Dot: _dot,
     **{cls: _binary for cls in BINARY},
     **{cls: _function for cls in FUNCS if cls not in BINARY},
 }

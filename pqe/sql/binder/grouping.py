@@ -53,7 +53,7 @@ def is_agg_node(node: exp.Expression) -> bool:
         return True
     if isinstance(node, exp.Anonymous):
         return F.canonical(node.name) in F.AGGREGATE or node.name.lower() in USER_AGGREGATES.get()
-    return isinstance(node, exp.AggFunc)
+    return isinstance(node, exp.AggFunc) or type(node) in AGGS  # LIST(x) is no AggFunc
 
 
 def find_aggs(node: exp.Expression) -> list[exp.Expression]:
@@ -230,11 +230,24 @@ class GroupingMixin:
             filt = rec(node.expression.this, "FILTER")
             node = node.this
         distinct = False
+        order: list[exp.Order] = []
+
+        def unwrap(n):
+            """`x ORDER BY y` inside the call: the argument, the keys kept aside."""
+            if isinstance(n, exp.Order):
+                order.append(n)
+                return n.this
+            return n
+
         if isinstance(node, exp.Anonymous):
             name = node.name
-            arg_nodes = list(node.expressions)
+            shown = node.name
+            arg_nodes = [unwrap(a) for a in node.expressions]
             udf = self.catalog.function(name)
             if isinstance(udf, AggregateUDF):
+                if order:
+                    raise UnsupportedError(f"ORDER BY inside the user-defined aggregate {name} "
+                                           f"is not supported")
                 if any(isinstance(a, exp.Distinct) for a in arg_nodes):
                     raise UnsupportedError(f"DISTINCT is not supported for the user-defined "
                                            f"aggregate {name}")
@@ -246,24 +259,33 @@ class GroupingMixin:
                                         False, filt)
         else:
             name = AGGS.get(type(node))
+            shown = user_function_name(node, self.sql) or node.sql_name()
             if name is None:
-                shown = user_function_name(node, self.sql) or node.sql_name()
                 raise UnsupportedError(f"aggregate function {shown} is not supported yet")
-            this = node.this
+            this = unwrap(node.this)
             if isinstance(this, exp.Distinct):
                 distinct = True
                 arg_nodes = list(this.expressions)
-            elif this is None or isinstance(this, exp.Star):
+            elif isinstance(this, exp.Star):
                 arg_nodes = []
             else:
-                arg_nodes = [this] + list(node.args.get("expressions") or [])
-        for a in arg_nodes:
+                arg_nodes = ([this] if this is not None else []) \
+                    + [unwrap(a) for a in node.args.get("expressions") or []]
+            # the registry's further argument keys, in order (STRING_AGG's separator, ...)
+            arg_nodes += [unwrap(node.args[k]) for k in F.AGGREGATE[name].args
+                          if k not in ("this", "expressions") and node.args.get(k) is not None]
+        key_nodes = [o for ob in order for o in ob.expressions]
+        if len(order) > 1:
+            raise UnsupportedError(f"several ORDER BY inside {shown.upper()}(...) are not supported")
+        for a in arg_nodes + [o.this for o in key_nodes]:
             if not window and find_aggs(a):
                 raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")
         args = [rec(a, "aggregate argument") for a in arg_nodes]
+        keys = [self._sort_key(o, rec(o.this, "ORDER BY inside an aggregate"))
+                for o in key_nodes]
         if name == "count" and distinct and len(args) > 1:
             raise UnsupportedError("COUNT(DISTINCT a, b) is not supported")
-        return B.aggregate_call(name, args, distinct, filt, display=name)
+        return B.aggregate_call(name, args, distinct, filt, display=shown, order_by=keys)
 
     def _above_aggregate(self, plan: LogicalPlan, agg: AggContext) -> LogicalPlan:
         """A subquery bound in the FROM scope but evaluated above the Aggregate: its outer

@@ -4,14 +4,19 @@ ORDER BY (ALL), and LIMIT / OFFSET / FETCH (WITH TIES, PERCENT)."""
 from __future__ import annotations
 
 import decimal
+import functools
+import uuid
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ... import types as T
-from ...errors import AmbiguousColumnError, BindError, UnsupportedError
+from ...errors import AmbiguousColumnError, BindError, TypeMismatchError, UnsupportedError
+from ...kernels.scalars import unnest_column
 from ...plan import builder as B
+from ...plan import functions as F
 from ...plan.expr import ColumnRef, Expr, Literal, SortKey, WindowCall, lit
-from ...plan.logical import LogicalPlan, Sort, Window
+from ...plan.logical import LogicalPlan, MapBatches, Sort, UserFunction, Window
 from .grouping import find_aggs
 from .literals import checked_int
 from .qualification import ORDER_ALL
@@ -83,6 +88,7 @@ class SelectMixin:
         if not items:
             raise BindError("the SELECT list is empty: name at least one column")
         bound: list[tuple[Expr, str]] = []
+        unnest_at = self._unnest_item(items, agg_ctx, win_nodes)
         for it in items:
             if isinstance(it, exp.Star) or (isinstance(it, exp.Column) and isinstance(it.this, exp.Star)):
                 if sel.args.get("from_") is not None:  # qualify expanded it to nothing
@@ -91,6 +97,9 @@ class SelectMixin:
                 raise BindError("SELECT * needs a FROM clause")
             name = it.alias_or_name
             target = it.this if isinstance(it, exp.Alias) else it
+            if isinstance(target, exp.Unnest):  # its list; the rows are made below
+                name = name if isinstance(it, exp.Alias) else "unnest"
+                target = target.expressions[0]
             bound.append((self.expr(target, scope, agg=agg_ctx, clause="SELECT"), name))
 
         distinct = sel.args.get("distinct")
@@ -119,8 +128,11 @@ class SelectMixin:
             extra.append((e, f"__order{len(extra)}"))
             keys.append((o, len(bound) + len(extra) - 1))
 
+        if unnest_at is not None and extra:
+            raise UnsupportedError("UNNEST with ORDER BY on an expression that is not in the "
+                                   "select list is not supported")
         proj = B.project(plan, bound + extra)
-        plan = proj
+        plan = proj if unnest_at is None else self._unnest(proj, unnest_at, [n for _, n in bound])
         if distinct is not None:
             plan = B.distinct(plan)
         if keys:
@@ -130,6 +142,44 @@ class SelectMixin:
         if extra:
             plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[: len(bound)]])
         return plan, [n for _, n in bound]
+
+    def _unnest_item(self, items, agg_ctx, win_nodes) -> int | None:
+        """The position of the select item that is UNNEST(list) (alone or aliased): the only
+        form pqe implements, in a SELECT without aggregates or window functions."""
+        at = None
+        for i, it in enumerate(items):
+            target = it.this if isinstance(it, exp.Alias) else it
+            if isinstance(target, exp.Unnest):
+                if at is not None:
+                    raise UnsupportedError("several UNNESTs in one SELECT list are not supported")
+                if len(target.expressions) != 1:
+                    raise UnsupportedError("UNNEST of several lists is not supported")
+                at = i
+        if at is not None and (agg_ctx is not None or win_nodes):
+            raise UnsupportedError("UNNEST in a SELECT with aggregates or window functions is "
+                                   "not supported")
+        return at
+
+    def _unnest(self, proj: LogicalPlan, at: int, names: list[str]) -> LogicalPlan:
+        """One row per element of column `at`'s list, the other columns repeated (DuckDB's
+        UNNEST in the select list): a partition-local MapBatches step
+        (kernels.scalars.unnest_column) between the projection and DISTINCT / ORDER BY."""
+        lt = proj.schema[at].dtype
+        if T.is_null(lt):
+            lt = pa.list_(T.INT32)
+            proj = B.project(proj, [(B.cast(ColumnRef(f), lt) if i == at else ColumnRef(f), n)
+                                    for i, (f, n) in enumerate(zip(proj.schema, names,
+                                                                   strict=True))])
+        if not F.is_list(lt):
+            raise TypeMismatchError(f"UNNEST needs a list, not {T.type_name(lt)}")
+        # the function's column names: the select list's (for EXPLAIN), unless two are alike
+        inner = names if len(set(names)) == len(names) else [f"c{i}" for i in range(len(names))]
+        fields = tuple(B.new_field(inner[i], lt.value_type if i == at else f.dtype)
+                       for i, f in enumerate(proj.schema))
+        fn = UserFunction(functools.partial(unnest_column, position=at), "unnest",
+                          uuid.uuid4().hex)
+        node = MapBatches(proj, fn, tuple(inner), fields)
+        return B.project(node, [(ColumnRef(f), n) for f, n in zip(fields, names, strict=True)])
 
     def _order_limit_outer(self, node, plan, names, outer):
         """ORDER BY / LIMIT attached to a parenthesized query or a set operation."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import UnsupportedError
+from ...plan import functions as F
 from ..parser import PQEDialect, node_position
 from .expressions import BINARY, FUNCS
 from .grouping import AGGS
@@ -67,7 +68,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Rollup: _args("expressions"),
     exp.Cube: _args("expressions"),
     exp.GroupingSets: _args("expressions"),
-    exp.Order: _args("expressions"),
+    # `this`: the argument of an aggregate ordered inside it (STRING_AGG(x, ',' ORDER BY y));
+    # the binder refuses it elsewhere
+    exp.Order: _args("this", "expressions"),
     exp.Ordered: _args("this", "desc", "nulls_first"),
     exp.Limit: _args("expression", "limit_options"),
     exp.Offset: _args("expression"),
@@ -76,7 +79,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.TableSample: _args("method", "percent", "size", "rows", "seed"),
     exp.Distinct: _args("expressions"),
     exp.Star: _args("except_", "replace", "rename"),  # expanded by qualify
-    exp.Column: _args("this", "table"),
+    # a.b.c may be a struct field (s.x.y, t.s.x): qualify makes those Dots; a column still
+    # qualified by a database afterwards is refused by the binder
+    exp.Column: _args("this", "table", "db"),
     exp.Identifier: _args("this", "quoted"),
     exp.Alias: _args("this", "alias"),
     exp.Var: _args("this"),
@@ -113,6 +118,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.DateTrunc: _args("unit", "this"),
     exp.Exists: _args("this"),
     exp.Anonymous: _args("this", "expressions"),
+    # UNNEST(list) as a select item (select.py); elsewhere the binder refuses it by name
+    exp.Unnest: _args("expressions"),
     exp.Any: _args("this"),
     exp.All: _args("this"),
     exp.Grouping: _args("expressions"),
@@ -120,7 +127,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.ReadCSV: _args("this", "expressions"),
     exp.ReadParquet: _args("expressions"),
     # ---- aggregates (`this`, or DISTINCT / * in it, then `expressions`) ------------------------
-    **{cls: _args(*(k for k in ("this", "expressions") if k in cls.arg_types)) for cls in AGGS},
+    **{cls: _args(*(k for k in ("this", "expressions", *F.AGGREGATE[name].args)
+                    if k in cls.arg_types)) for cls, name in AGGS.items()},
     # COUNT is always BIGINT in pqe: the parser's big_int flag says just that
     exp.Count: _args("this", "expressions", "big_int"),
     # ---- window functions (every argument is read, then checked for arity) ---------------------
@@ -141,6 +149,9 @@ CONSUMED[exp.Coalesce] = _args("this", "expressions", "is_nvl", "is_null")  # NV
 CONSUMED[exp.Greatest] = _args("this", "expressions", "ignore_nulls")  # NULLs skipped (DuckDB)
 CONSUMED[exp.Least] = _args("this", "expressions", "ignore_nulls")
 CONSUMED[exp.Pad] = _args("this", "expression", "fill_pattern", "is_left")  # LPAD / RPAD
+CONSUMED[exp.ConcatWs] = _args("expressions", "safe")  # NULL arguments skipped (DuckDB)
+CONSUMED[exp.Bracket] = _args("this", "expressions")  # l[i] (1-based), s['field']
+CONSUMED[exp.Dot] = _args("this", "expression")  # s.field (qualify makes it from a column)
 
 # the functions IGNORE NULLS applies to (windows.py binds it)
 _IGNORE_NULLS = frozenset({exp.FirstValue, exp.LastValue, exp.NthValue, exp.Lag, exp.Lead})
@@ -154,6 +165,7 @@ _NAMES: dict = {
     exp.IgnoreNulls: "IGNORE NULLS", exp.Collate: "COLLATE", exp.AtTimeZone: "AT TIME ZONE",
     exp.Bracket: "subscripts ([...])", exp.Array: "ARRAY values", exp.Struct: "STRUCT values",
     exp.Dot: "field access (a.b.c)", exp.Lambda: "lambda functions",
+    exp.Slice: "list slices (l[a:b])",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
     exp.IntDiv: "integer division (DIV)", exp.BitwiseLeftShift: "<<",
@@ -172,6 +184,7 @@ _NAMES: dict = {
     (exp.Union, "by_name"): "UNION BY NAME", (exp.Intersect, "by_name"): "INTERSECT BY NAME",
     (exp.Except, "by_name"): "EXCEPT BY NAME",
     (exp.Ordered, "with_fill"): "ORDER BY ... WITH FILL",
+    (exp.Order, "this"): "ORDER BY inside an aggregate",
     (exp.Order, "siblings"): "ORDER SIBLINGS BY",
     (exp.Between, "symmetric"): "BETWEEN SYMMETRIC",
     (exp.Distinct, "on"): "DISTINCT ON",
@@ -244,6 +257,11 @@ def describe_arg(node: exp.Expression, key: str, value, what: str | None = None,
             return f"{_value_key(value)} window frames"
     if isinstance(node, exp.Join) and key in ("kind", "side", "method"):
         return f"{_value_key(value)} JOIN"
+    if isinstance(node, exp.Order) and key == "this" and isinstance(node.parent, exp.Func):
+        from .qualification import user_function_name
+
+        fn = user_function_name(node.parent, sql) or node.parent.sql_name()
+        return f"ORDER BY inside {fn}(...)"
     if isinstance(node, exp.Fetch) and key == "direction":
         return f"FETCH {_value_key(value)}"
     if isinstance(node, exp.Trim) and key == "position":
