@@ -152,7 +152,13 @@ def arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
     """Result type of `a op b` for op in add, subtract, multiply, divide, modulo."""
     if is_null(a) or is_null(b):
         other = b if is_null(a) else a
-        return NULL if is_null(other) else arithmetic_type(op, other, other)
+        if is_null(other):
+            return NULL
+        if op == "multiply" and is_decimal(other):
+            # NULL * x is NULL: x's type, not the product x * x, whose doubled scale widened
+            # a CASE or UNION with x past the values of x (DECIMAL(38,10) became (38,20))
+            return other
+        return arithmetic_type(op, other, other)
     if is_integer(a) and is_integer(b):
         return INT64
     if is_numeric(a) and is_numeric(b):

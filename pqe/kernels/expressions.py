@@ -48,6 +48,19 @@ class Compiler:
                  rename: dict[str, str] | None = None):
         self.cast_fields = cast_fields or {}
         self.rename = rename or {}
+        # the rows whose values are used (a boolean expression, None: every row): checked
+        # casts inside a CASE branch or a later COALESCE argument fail only for rows that
+        # take them, as SQL evaluates them (Arrow computes every branch for every row)
+        self.guard: E | None = None
+
+    def guarded(self, when: E, e: Expr) -> E:
+        """`e` compiled for the rows where `when` (a non-NULL boolean) holds."""
+        outer = self.guard
+        self.guard = when if outer is None else _call("and", [outer, when])
+        try:
+            return self.compile(e)
+        finally:
+            self.guard = outer
 
     def __call__(self, e: Expr) -> E:
         return self.compile(e)
@@ -95,7 +108,7 @@ def _arrow_decimal_precision(fn: str, pa_: int, sa: int, pb_: int, sb: int) -> i
 _MAX_DECIMAL256_PRECISION = 76
 
 
-def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
+def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E, pa.DataType]:
     """Decimal operands for Arrow's kernel. SQL caps a result at 38 digits and keeps its scale
     (the bound type); Arrow's decimal128 kernels instead refuse a result precision above 38
     (p1 + p2 + 1 for a product, one digit more than the wider operand for a sum). Such
@@ -107,8 +120,10 @@ def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
     ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
     ca, cb = c(a), c(b)
     pa_, pb_ = ta.precision, tb.precision
-    if _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale) <= T.MAX_DECIMAL_PRECISION:
-        return ca, cb
+    scale = ta.scale + tb.scale if e.fn == "multiply" else max(ta.scale, tb.scale)
+    out = _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale)
+    if out <= T.MAX_DECIMAL_PRECISION:  # (and the type of Arrow's result)
+        return ca, cb, pa.decimal128(out, scale)
     while _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale) > _MAX_DECIMAL256_PRECISION:
         if pa_ - ta.scale >= pb_ - tb.scale and pa_ > ta.scale + 1:
             pa_ -= 1
@@ -116,7 +131,9 @@ def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E]:
             pb_ -= 1
         else:
             break
-    return ca.cast(pa.decimal256(pa_, ta.scale)), cb.cast(pa.decimal256(pb_, tb.scale))
+    out = _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale)
+    return (ca.cast(pa.decimal256(pa_, ta.scale)), cb.cast(pa.decimal256(pb_, tb.scale)),
+            pa.decimal256(out, scale))
 
 
 def _arith(name: str) -> Callable[[Compiler, Call], E]:
@@ -130,11 +147,88 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
         if _is_int(e.dtype):
             return _call(name + "_checked", [c(a), c(b)])
         if T.is_decimal(e.dtype):
-            ca, cb = _decimal_operands(c, e)
+            if name == "multiply" and _both_38_digits(e):
+                return _wide_product(c, e)
+            if name == "multiply" and _both_38_digits(e, simple=False):
+                return _narrowed_product(c, e)
+            ca, cb, out_type = _decimal_operands(c, e)
             out = _call(name, [ca, cb])
-            return out.cast(e.dtype)
+            if out_type == e.dtype:
+                return out
+            exact, exact_type = out, out_type
+            if out_type.scale > e.dtype.scale:
+                out = _round_decimal(out, out_type, e.dtype.scale)
+                out_type = _rounded_type(out_type, e.dtype)
+            return _checked_numeric_cast(c, out, out_type, e.dtype, exact, exact_type)
         return _call(name, [c(a), c(b)])
     return build
+
+
+def _both_38_digits(e: Call, simple: bool = True) -> bool:
+    """Both operands DECIMAL(38,s) with s <= 36; with `simple`, also both columns, constants or
+    casts of them: `_wide_product` repeats each operand several times, which nested products
+    would multiply (the expression has no shared subexpressions)."""
+    ta, tb = (T.as_decimal(x.dtype) for x in e.args)
+    if not (ta.precision == tb.precision == T.MAX_DECIMAL_PRECISION
+            and ta.scale < T.MAX_DECIMAL_PRECISION - 1 and tb.scale < T.MAX_DECIMAL_PRECISION - 1):
+        return False
+    leaf = (ColumnRef, Literal)
+    return not simple or all(isinstance(x, leaf) or isinstance(x, Cast) and isinstance(x.arg, leaf)
+                             for x in e.args)
+
+
+def _narrowed_product(c: Compiler, e: Call) -> E:
+    """DECIMAL(38,a) * DECIMAL(38,b) of compound operands: the first is narrowed to 37 digits
+    (a checked cast; a value that does not fit fails naming it and DECIMAL(37,a))."""
+    a, b = e.args
+    ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
+    narrow = pa.decimal128(37, ta.scale)
+    ca = _checked_numeric_cast(c, c(a), ta, narrow).cast(pa.decimal256(37, ta.scale))
+    cb = c(b).cast(pa.decimal256(38, tb.scale))
+    out_type = pa.decimal256(76, ta.scale + tb.scale)
+    out = _call("multiply", [ca, cb])
+    if out_type.scale > e.dtype.scale:
+        out = _round_decimal(out, out_type, e.dtype.scale)
+        out_type = _rounded_type(out_type, e.dtype)
+    return _checked_numeric_cast(c, out, out_type, e.dtype)
+
+
+def _wide_product(c: Compiler, e: Call) -> E:
+    """DECIMAL(38,sa) * DECIMAL(38,sb): Arrow's decimal256 product needs 38 + 38 + 1 = 77
+    digits, one more than it has, so one operand must fit 37 digits. Narrowing always the same
+    one failed (with Arrow's raw 'Decimal value does not fit in precision 37') for
+    9999999999999999999999999999.9999999999 * 0.0000000001, whose product fits DECIMAL(38,20).
+    Per row, the operand that fits 37 digits is narrowed; when neither does, the product has
+    at least 74 - sa - sb integer digits, past any result type, and fails naming both."""
+    a, b = e.args
+    ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
+    ca, cb = c(a), c(b)
+    false = scalar(False, T.BOOLEAN)
+    a_fits = _call("coalesce", [_fits(ca, ta, pa.decimal128(37, ta.scale)), false])
+    b_fits = _call("coalesce", [_fits(cb, tb, pa.decimal128(37, tb.scale)), false])
+    a37 = _call("if_else", [a_fits, ca, scalar(decimal.Decimal(0), ta)]).cast(
+        pa.decimal256(37, ta.scale))
+    b37 = _call("if_else", [b_fits, cb, scalar(decimal.Decimal(0), tb)]).cast(
+        pa.decimal256(37, tb.scale))
+    product = _call("if_else", [a_fits,
+                                _call("multiply", [a37, cb.cast(pa.decimal256(38, tb.scale))]),
+                                _call("multiply", [ca.cast(pa.decimal256(38, ta.scale)), b37])])
+    neither = _call("and", [_call("and", [_call("is_valid", [ca]), _call("is_valid", [cb])]),
+                            _call("invert", [_call("or", [a_fits, b_fits])])])
+    if c.guard is not None:
+        neither = _call("and", [neither, c.guard])
+    both = _call("binary_join_element_wise", [ca.cast(T.TEXT), cb.cast(T.TEXT),
+                                              scalar(" * ", T.TEXT)])
+    text = _call("if_else", [neither, both, null_of(T.TEXT)])
+    check = _call("pqe_check_range", [text, neither, scalar(T.type_name(e.dtype), T.TEXT)])
+    out_type = pa.decimal256(76, ta.scale + tb.scale)
+    product = _call("if_else", [check, product, null_of(out_type)])
+    if out_type.scale > e.dtype.scale:
+        exact = product
+        product = _round_decimal(product, out_type, e.dtype.scale)
+        return _checked_numeric_cast(c, product, _rounded_type(out_type, e.dtype), e.dtype,
+                                     exact, out_type)
+    return _checked_numeric_cast(c, product, out_type, e.dtype, product, out_type)
 
 
 def _temporal_arith(c: Compiler, e: Call) -> E:
@@ -608,9 +702,19 @@ def _power(c, e):
 
 
 def _coalesce(c, e):
+    """Each argument is guarded by the rows where every earlier one is NULL (see `_case`);
+    the guard holds the earlier arguments, so past a few it is left out (the expression
+    would double with every argument)."""
     if len(e.args) == 1:
         return c(e.args[0])
-    return _call("coalesce", [c(a) for a in e.args])
+    if len(e.args) > 4:
+        return _call("coalesce", [c(a) for a in e.args])
+    args, all_null = [], None
+    for a in e.args:
+        args.append(c(a) if all_null is None else c.guarded(all_null, a))
+        null = _call("is_null", [args[-1]])
+        all_null = null if all_null is None else _call("and", [all_null, null])
+    return _call("coalesce", args)
 
 
 def _nullif(c, e):
@@ -640,11 +744,22 @@ def _greatest(kernel):
 
 
 def _case(c: Compiler, e: Case) -> E:
-    conds = [c(w) for w, _ in e.whens]
-    values = [c(t) for _, t in e.whens]
+    """Arrow's case_when computes every branch for every row: a branch is compiled guarded by
+    the rows that take it, so its checked casts fail only there. (WHEN conditions are not:
+    each would hold every earlier one, and the expression would double with every WHEN.)"""
+    conds, values = [], []
+    before = None  # some earlier WHEN holds
+    for w, t in e.whens:
+        cond = c(w)
+        taken = _call("coalesce", [cond, scalar(False, T.BOOLEAN)])
+        here = taken if before is None else _call("and", [_call("invert", [before]), taken])
+        conds.append(cond)
+        values.append(c.guarded(here, t))
+        before = taken if before is None else _call("or", [before, taken])
+    else_ = c.guarded(_call("invert", [before]), e.else_)
     names = [f"c{i}" for i in range(len(conds))]
     cond_struct = _call("make_struct", conds, pc.MakeStructOptions(names))
-    return _call("case_when", [cond_struct, *values, c(e.else_)])
+    return _call("case_when", [cond_struct, *values, else_])
 
 
 def _in_list(c: Compiler, e: InList) -> E:
@@ -695,7 +810,8 @@ def _cast(c: Compiler, e: Cast) -> E:
     if e.try_:
         return _try_cast(x, src, dst)
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
-        return _numeric_cast(_cast_rounding(x, src, dst), src, dst)
+        return _checked_numeric_cast(c, _cast_rounding(x, src, dst), _rounded_type(src, dst),
+                                     dst, x, src)
     if T.is_text(src) and T.is_boolean(dst):
         low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
         truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
@@ -787,6 +903,69 @@ def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         if dst.precision - dst.scale < digits:
             x = x.cast(_decimal_type(digits + dst.scale, dst.scale))
     return x.cast(dst)
+
+
+def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
+                          shown: E | None = None, shown_type: pa.DataType | None = None) -> E:
+    """`x` (type t, already rounded) cast to the integer or DECIMAL type `dst`: a value out of
+    its range fails with pqe's error naming the value and the type, not Arrow's ('Integer
+    value out of bounds', 'Decimal value does not fit in precision 10', 'Rescaling Decimal
+    value would cause data loss'), and only in rows whose value is used (`c.guard`). The
+    check is one registered function over `x` (udfs.range_checked): an expression that
+    repeated `x` for the bounds, the check and the cast grew exponentially with nested
+    arithmetic. (`shown` is kept for callers; the message shows the value checked.)"""
+    bounds = _range_bounds(t, dst)
+    if bounds is None:
+        return _numeric_cast(x, t, dst)
+    kind, wide = _range_kind(t)
+    lo, hi, lo_inclusive = bounds
+    value = (lambda v: v) if pa.types.is_int64(wide) else float if T.is_floating(wide) else \
+        decimal.Decimal
+    args = [x if t == wide else x.cast(wide),
+            null_of(wide) if lo is None else scalar(value(lo), wide),
+            null_of(wide) if hi is None else scalar(value(hi), wide),
+            scalar(lo_inclusive, T.BOOLEAN),
+            c.guard if c.guard is not None else scalar(True, T.BOOLEAN),
+            scalar(T.type_name(dst), T.TEXT)]
+    out = _call(f"pqe_range_{kind}", args)
+    if pa.types.is_int64(wide) and T.is_decimal(dst):
+        # Arrow checks an integer -> DECIMAL cast against BIGINT's 19 digits, even unsafe
+        out = out.cast(_decimal_type(19 + dst.scale, dst.scale))
+    return out.cast(dst, safe=False)
+
+
+def _range_kind(t: pa.DataType) -> tuple[str, pa.DataType]:
+    if T.is_floating(t):
+        return "f64", pa.float64()
+    if T.is_integer(t):
+        return "i64", pa.int64()
+    return f"d{t.scale}", pa.decimal256(76, t.scale)
+
+
+def _range_bounds(t: pa.DataType, dst: pa.DataType):
+    """(lo, hi exclusive, lo inclusive?) of `dst` as Python numbers, a bound None where no
+    value of t reaches it; None when every value of t fits (see `_fits`)."""
+    if T.is_integer(dst):
+        signed = pa.types.is_signed_integer(dst)
+        lo = -(2 ** (dst.bit_width - 1)) if signed else 0
+        hi = 2 ** (dst.bit_width - 1) if signed else 2 ** dst.bit_width
+        inclusive = True
+    else:
+        hi = 10 ** (dst.precision - dst.scale)
+        lo, inclusive = -hi, False
+    if T.is_floating(t):
+        return lo, hi, inclusive
+    if T.is_integer(t):
+        reach = 2 ** (t.bit_width - 1) if pa.types.is_signed_integer(t) else 2 ** t.bit_width
+        low_reach = -reach if pa.types.is_signed_integer(t) else 0
+    else:
+        reach = 10 ** (t.precision - t.scale)
+        low_reach = -reach
+    lo = lo if lo > low_reach else None
+    hi = hi if hi < reach else None
+    if lo is None and hi is None:
+        return None
+    return lo, hi, inclusive
 
 
 def _decimal_type(precision: int, scale: int) -> pa.DataType:

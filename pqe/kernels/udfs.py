@@ -181,6 +181,71 @@ def check_cast(ctx, texts, failed, type_name):
     return pa.array(np.ones(len(failed), dtype=bool))
 
 
+def check_range(ctx, texts, failed, type_name):
+    """TRUE everywhere, or an error naming the first value that is out of range of the numeric
+    type a CAST (or a DECIMAL result) needs: `texts` holds the values as text where `failed`
+    (NULL elsewhere), so the message shows the value, not Arrow's 'Integer value out of
+    bounds' or 'Decimal value does not fit in precision 10'."""
+    if isinstance(failed, pa.Scalar):
+        failed = pa.array([failed.as_py()], pa.bool_())
+    if pc.any(failed).as_py():
+        i = pc.index(failed, True).as_py()
+        text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
+        name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
+        raise ExecutionError(f"value {text} is out of range for {name}")
+    return pa.array(np.ones(len(failed), dtype=bool))
+
+
+_register("pqe_check_range", check_range,
+          {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
+          "Fail a numeric CAST naming the first value out of the target type's range")
+
+
+def range_checked(ctx, x, lo, hi, lo_inclusive, guard, type_name):
+    """`x` where it is in the range of a numeric type (lo .. hi, hi exclusive; a NULL bound is
+    no bound; NaN is out of range), NULL where it is not and `guard` is FALSE (a CASE branch
+    or COALESCE argument the row does not take), and an error naming the first value out of
+    range where `guard` is TRUE. `x` arrives once, widened to one of a few kinds (int64,
+    float64, decimal256(76, s)), so the expression holding it does not repeat it."""
+    def one(v):  # a constant argument, as a scalar
+        return v[0] if isinstance(v, pa.Array) else v
+
+    lo, hi, lo_inclusive, type_name = one(lo), one(hi), one(lo_inclusive), one(type_name)
+    arrays = [a for a in (x, guard) if isinstance(a, pa.Array)]
+    n = max(len(a) for a in arrays) if arrays else 1
+    arr = x if isinstance(x, pa.Array) else pa.array([x.as_py()] * n, x.type)
+    bad = None
+    if lo.is_valid:
+        bad = pc.less(arr, lo) if lo_inclusive.as_py() else pc.less_equal(arr, lo)
+    if hi.is_valid:
+        above = pc.greater_equal(arr, hi)
+        bad = above if bad is None else pc.or_(bad, above)
+    if pa.types.is_floating(arr.type):
+        nan = pc.is_nan(arr)
+        bad = nan if bad is None else pc.or_(bad, nan)
+    if bad is None:
+        return arr
+    bad = pc.fill_null(bad, False)
+    if not pc.any(bad).as_py():
+        return arr
+    g = guard if isinstance(guard, pa.Array) else pa.array([guard.as_py()] * n, pa.bool_())
+    failing = pc.and_(bad, pc.fill_null(g, False))
+    if pc.any(failing).as_py():
+        i = pc.index(failing, True).as_py()
+        raise ExecutionError(f"value {arr[i].as_py()} is out of range for {type_name.as_py()}")
+    return pc.if_else(bad, pa.scalar(None, arr.type), arr)
+
+
+RANGE_KINDS = {"i64": pa.int64(), "f64": pa.float64(),
+               **{f"d{s}": pa.decimal256(76, s) for s in range(39)}}
+for _kind, _t in RANGE_KINDS.items():
+    _register(f"pqe_range_{_kind}", range_checked,
+              {"x": _t, "lo": _t, "hi": _t, "lo_inclusive": pa.bool_(), "guard": pa.bool_(),
+               "type": pa.string()}, _t,
+              "x where it is in a numeric type's range; an error naming the first value out "
+              "of range where guard holds")
+
+
 _register("pqe_check_cast", check_cast,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a CAST of text naming the first value that does not convert")

@@ -5,7 +5,12 @@
 - boolean identities: `x AND TRUE` -> x, `x OR TRUE` -> TRUE, `NOT NOT x` -> x;
 - common conjuncts pulled out of OR: `(a AND b) OR (a AND c)` -> `a AND (b OR c)`, which
   exposes join keys and scan filters hidden in disjunctions (TPC-H Q19);
-- filters that are always TRUE disappear.
+- filters that are always TRUE disappear;
+- empty relations: a filter that is always FALSE (or NULL) and LIMIT 0 become an empty VALUES,
+  which replaces every operator that yields no row over it (projections, filters, sorts,
+  windows, joins that need a row from the empty side, grouped aggregates). Their
+  expressions are then never evaluated, as SQL never evaluates them for no row (an
+  overflowing projection under LIMIT 0 is no error), and nothing is scanned.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from ..errors import Error
 from ..plan import builder as B
 from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, Literal,
                          and_, conjuncts, disjuncts, or_, transform)
-from ..plan.logical import Filter, LogicalPlan, map_expressions, transform_up
+from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Sort, Values,
+                            Window, map_expressions, transform_up)
 
 # a new value per row (random) or per statement (folded by the binder in SQL)
 _NOT_FOLDABLE = frozenset({"current_timestamp", "current_date", "random"})
@@ -28,9 +34,36 @@ def simplify(plan: LogicalPlan) -> LogicalPlan:
         node = map_expressions(node, simplify_expr)
         if isinstance(node, Filter) and node.predicate == TRUE:
             return node.input
+        if _yields_no_row(node):
+            return Values(fields=node.schema, rows=())
         return node
 
     return transform_up(plan, rule)
+
+
+def _is_empty(node: LogicalPlan) -> bool:
+    return isinstance(node, Values) and not node.rows
+
+
+def _yields_no_row(node: LogicalPlan) -> bool:
+    if _is_empty(node):
+        return False
+    if isinstance(node, Filter):
+        p = node.predicate
+        return (isinstance(p, Literal) and p.value is not True) or _is_empty(node.input)
+    if isinstance(node, (Limit, Sort)) and node.fetch == 0:  # (Sort: ORDER BY ... LIMIT 0)
+        return True
+    if isinstance(node, (Limit, Project, Sort, Window)):
+        return _is_empty(node.input)
+    if isinstance(node, Aggregate):  # without GROUP BY it yields one row
+        return bool(node.group) and _is_empty(node.input)
+    if isinstance(node, Join):
+        left, right = _is_empty(node.left), _is_empty(node.right)
+        if node.kind in ("inner", "semi"):
+            return left or right
+        return left if node.kind in ("left", "anti") else right if node.kind == "right" else (
+            left and right)
+    return False
 
 
 def simplify_expr(e: Expr) -> Expr:
@@ -50,7 +83,7 @@ def _simplify_node(e: Expr) -> Expr | None:
             kept = [p for p in parts if not _is_bool(p, True)]
             if len(kept) != len(parts):
                 return and_(kept) or TRUE
-            return None
+            return _fold(e) if all(isinstance(p, Literal) for p in parts) else None  # NULL AND NULL
         if e.fn == "or":
             parts = disjuncts(e)
             if any(_is_bool(p, True) for p in parts):
@@ -63,7 +96,7 @@ def _simplify_node(e: Expr) -> Expr | None:
                 return factored
             if len(kept) != len(parts):
                 return or_(kept)
-            return None
+            return _fold(e) if all(isinstance(p, Literal) for p in parts) else None
         if e.fn == "not" and isinstance(e.args[0], Call) and e.args[0].fn == "not":
             return e.args[0].args[0]
     if isinstance(e, (Call, Cast, Case, InList)) and not isinstance(e, AggCall):

@@ -318,6 +318,8 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
     if isinstance(source_ast, exp.Values) and not _has_query(source_ast):
         source = _constant_values(binder, source_ast, types, name)
     else:
+        if isinstance(source_ast, exp.Values):
+            _cast_rows_to_columns(source_ast, types)
         source = binder.bind_query(source_ast)
     if len(source.schema) != len(cols):
         raise BindError(f"INSERT INTO {name} has {len(cols)} target columns but "
@@ -332,6 +334,29 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
     source = B.project(source, items)
     conflict = _on_conflict(stmt, entry, name, cols, binder)
     return S.Insert(name, entry, tuple(cols), source, conflict)
+
+
+def _cast_rows_to_columns(values: exp.Values, types: list[pa.DataType]) -> None:
+    """INSERT ... VALUES with subqueries is bound as a query (a UNION ALL of its rows): each
+    value is first cast to its column's type, as constant rows are (and as PostgreSQL coerces
+    INSERT's VALUES), so the rows are not unified with each other first: a DECIMAL(38,10) in
+    one row and a DOUBLE in another went through DOUBLE and lost digits."""
+    targets = []
+    for t in types:
+        try:
+            targets.append(None if T.is_null(t) else
+                           exp.DataType.build(T.type_name(t), dialect=PQEDialect))
+        except Exception:  # a type without SQL syntax: the rows are unified as before
+            targets.append(None)
+    for tup in values.expressions:
+        items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+        if len(items) != len(types):
+            return  # refused with its message after binding
+    for tup in values.expressions:
+        items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+        for node, to in zip(items, targets, strict=True):
+            if to is not None:
+                node.replace(exp.Cast(this=node.copy(), to=to.copy()))
 
 
 def _has_query(values: exp.Values) -> bool:

@@ -238,6 +238,9 @@ def _sql_value(v, sql_type: str) -> str:
         return f"CAST({v!r} AS DOUBLE)" if sql_type != "DOUBLE" else repr(v)
     if isinstance(v, decimal.Decimal) and sql_type.startswith("DECIMAL"):
         return f"CAST('{v}' AS {sql_type})"
+    if isinstance(v, decimal.Decimal):
+        # plain digits: str() writes Decimal('-1E-10') as -1E-10, a DOUBLE literal in SQL
+        return format(v, "f")
     return str(v)
 
 

@@ -302,7 +302,24 @@ def _cast(b, node, scope, rec):
                 return B.cast(arg, to)
             raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
         return folded
+    _check_castable(arg.dtype, to)
     return B.cast(arg, to, try_=(t is exp.TryCast or bool(node.args.get("safe"))))
+
+
+def _check_castable(src, dst) -> None:
+    """A date, time or interval converts only to text or another of its kind: CAST(DATE ..
+    AS INTEGER) is refused, as PostgreSQL and DuckDB refuse it (Arrow answered the day number,
+    or failed with its raw 'Unsupported cast from date32[day] to decimal128')."""
+    def kind(t):
+        if T.is_interval(t):
+            return "interval"
+        if T.is_temporal(t):
+            return "temporal"
+        return "numeric" if T.is_numeric(t) or T.is_boolean(t) else None
+
+    a, b = kind(src), kind(dst)
+    if a is not None and b is not None and a != b:
+        raise TypeMismatchError(f"cannot cast {T.type_name(src)} to {T.type_name(dst)}")
 
 
 def _interval(b, node, scope, rec):

@@ -107,6 +107,21 @@ class QualifyMixin:
                     node = done
                 else:
                     target.replace(done)
+        if isinstance(node, exp.Values):
+            # sqlglot's qualify skips a bare VALUES (INSERT's source): a subquery in a row
+            # (EXISTS (SELECT * FROM t)) kept its * and unqualified names. A row sees no outer
+            # columns, so each outermost subquery is qualified on its own
+            for sub in list(node.find_all(exp.Select)):
+                if sub.find_ancestor(exp.Select) is not None:
+                    continue
+                try:
+                    done = qualify(sub, schema=mapping, dialect=PQEDialect,
+                                   validate_qualify_columns=True, quote_identifiers=True,
+                                   identify=True)
+                except OptimizeError as e:
+                    raise self._qualify_error(str(e), schema, sub) from None
+                if done is not sub:
+                    sub.replace(done)
         if targets is branches:
             # the set operation's own ORDER BY names output columns: unquoted names fold to
             # lower case, as qualify folds them in each branch
