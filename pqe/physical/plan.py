@@ -607,12 +607,10 @@ class SampleExec(PhysicalPlan):
         return f"Sample: {describe_sample(self)}"
 
 
-def estimated_memory(plan: PhysicalPlan) -> float:
-    """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
-    what its operators materialize (Dask keeps results until their consumers finish). A node
-    several consumers share (a CTE, equal subplans) is computed once and counted once; the
-    walk is linear in the nodes, not in the paths to them."""
-    total = 0.0
+def nodes_once(plan: PhysicalPlan):
+    """Every node of the plan once, parents before children: the plan is a DAG (a shared
+    scan, CTE or view has several consumers), so walks must be linear in its nodes, not in
+    the paths to them."""
     seen: set[int] = set()
     stack = [plan]
     while stack:
@@ -620,9 +618,16 @@ def estimated_memory(plan: PhysicalPlan) -> float:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        total += node.est_bytes
+        yield node
         stack.extend(node.children())
-    return total
+
+
+def estimated_memory(plan: PhysicalPlan) -> float:
+    """A conservative estimate of the bytes a plan holds at once on one machine: the sum of
+    what its operators materialize (Dask keeps results until their consumers finish). A node
+    several consumers share (a CTE, equal subplans) is computed once and counted once; the
+    walk is linear in the nodes, not in the paths to them."""
+    return sum(node.est_bytes for node in nodes_once(plan))
 
 
 def display_names(plan: PhysicalPlan) -> dict[str, str]:
@@ -661,15 +666,9 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
     # the others, so the text stays linear in the plan's size (a tree walk of the DAG doubled
     # with every self-join of the previous CTE).
     parents: dict[int, int] = {}
-    visited: set[int] = set()
-    stack = [plan]
-    while stack:
-        cur = stack.pop()
+    for cur in nodes_once(plan):
         for c in cur.children():
             parents[id(c)] = parents.get(id(c), 0) + 1
-            if id(c) not in visited:
-                visited.add(id(c))
-                stack.append(c)
     shared: dict[int, int] = {}
 
     def rec(p: PhysicalPlan, depth: int):

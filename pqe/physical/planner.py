@@ -934,7 +934,7 @@ def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:
     exchange costs 2P + 1 tasks and writes the pieces to local disk (benchmarks/CLUSTER.md:
     the crossover). Disk is also chosen for every hash exchange when the plan's estimate
     exceeds `memory_limit`, so what a query holds at once stays bounded."""
-    from .plan import estimated_memory
+    from .plan import estimated_memory, nodes_once
 
     mode = cfg.exchange
     if mode not in ("auto", "tasks", "p2p"):
@@ -942,19 +942,12 @@ def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:
     over = cfg.memory_limit is not None and \
         estimated_memory(plan) > cfg.memory_limit * HELD_FRACTION
     grid = max(1, cfg.p2p_partitions) ** 2
-    seen: set[int] = set()
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in nodes_once(plan):
         if isinstance(node, ExchangeExec) and node.mode == "hash":
             if mode == "auto":
                 node.kind = "p2p" if over or node.input.n * node.n >= grid else "tasks"
             else:
                 node.kind = mode
-        stack.extend(node.children())
     return plan
 
 
