@@ -7,7 +7,8 @@ one-line pqe.Error in bounded time, never a hang and never a raw Dask exception.
   for `no_workers_timeout`;
 - every worker paused (as Dask pauses workers for memory): pqe.Error after `stall_timeout`
   naming the paused workers; the Context works again once they resume;
-- a task whose workers keep dying: ExecutionError naming the operator from the task's name.
+- a task whose workers keep dying: ExecutionError naming the operator from the task's name;
+- a Dask cluster whose close never finishes: Context.close returns and kills its workers.
 """
 
 from __future__ import annotations
@@ -158,6 +159,38 @@ def test_task_whose_workers_keep_dying_names_the_operator():
             ctx.session.executor.run_graph(graph, [key])
     finally:
         ctx.close()
+
+
+def test_close_returns_even_when_dask_cluster_close_hangs(monkeypatch):
+    """Closing a Context whose LocalCluster never finishes closing (Dask's close can race a
+    nanny restarting a worker that died, and wait forever): close returns after its timeout
+    and the worker processes are killed, none left behind."""
+    import asyncio
+
+    from pqe.execution import scheduler
+
+    ctx = pqe.Context(workers=1, memory_limit="1GiB")
+    cluster = ctx.session.executor.cluster
+    pids = list(ctx.session.executor.client.run(os.getpid).values())
+    assert len(pids) == 1
+
+    async def never_closes():
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(cluster, "_close", never_closes)
+    monkeypatch.setattr(scheduler, "_CLOSE_TIMEOUT", 2.0)
+    t0 = time.monotonic()
+    ctx.close()
+    assert time.monotonic() - t0 < 20
+    assert wait_until(lambda: not _alive(pids[0]), 10)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"  # a zombie is dead, only not yet reaped
+    except FileNotFoundError:
+        return False
 
 
 def _barriers(dask_scheduler=None):

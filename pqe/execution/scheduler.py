@@ -263,11 +263,28 @@ class Executor:
                 pass
             self.client = None
         if self.cluster is not None:
+            cluster, self.cluster = self.cluster, None
             try:
-                self.cluster.close()
+                cluster.close(timeout=_CLOSE_TIMEOUT)
             except Exception:  # noqa: BLE001 - e.g. a nanny restarting a worker that died:
-                pass  # Dask's close races with it; the processes are gone either way
-            self.cluster = None
+                # Dask's close races with it and can wait forever; the workers are ours
+                _kill_workers(cluster)
+
+
+_CLOSE_TIMEOUT = 30.0
+
+
+def _kill_workers(cluster) -> None:
+    """The worker processes of a LocalCluster whose close did not finish: SIGKILL them, so
+    closing a Context always returns and leaves no process behind."""
+    nannies = list(getattr(cluster, "workers", {}).values()) + list(getattr(cluster, "_created", ()))
+    for nanny in nannies:
+        pid = getattr(getattr(nanny, "process", None), "pid", None)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # already gone
+                pass
 
 
 _pool_warned = False
