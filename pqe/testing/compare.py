@@ -539,8 +539,12 @@ def compare(actual: pa.Table, expected: pa.Table, *, order_by: Sequence[int | st
             ok = actual.column(i).null_count == actual.num_rows and \
                 expected.column(i).null_count == expected.num_rows
         if check_types and not ok:
+            every_null = actual.num_rows > 0 and \
+                actual.column(i).null_count == actual.num_rows and \
+                expected.column(i).null_count == expected.num_rows
             return Mismatch("types", f"column {i} {fa.name!r}: type {ta} ({fa.type}), expected "
-                            f"{te} ({fe.type})", column=i, column_name=fa.name,
+                            f"{te} ({fe.type})" + (" (every value NULL)" if every_null else ""),
+                            column=i, column_name=fa.name,
                             actual_type=str(ta), expected_type=str(te))
         cols.append(_Col(ta, te, float_rel, float_abs, decimal_ulp))
     if actual.num_rows != expected.num_rows:
