@@ -6,6 +6,8 @@ is a failure, not a stuck CI job)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from helpers import assert_same, duck_arrow, duckdb_tpch, register_tpch, tpch_data, tpch_query
@@ -86,5 +88,33 @@ def test_worker_hands_freed_memory_back_when_over_its_fraction():
             time.sleep(0.2)
         assert rss < peak - (200 << 20), (peak, rss)
         client.run(_release)
+    finally:
+        ctx.close()
+
+
+def test_plans_on_a_cluster_are_bounded_by_each_workers_memory(tpch_dir):
+    """The planner sizes partitions, broadcast builds and exchanges by the smallest worker's
+    memory limit and its threads (SF10 Q5 and Q9 on 2 x 1 GiB workers were killed by a 420-660
+    MB orders build broadcast to every worker; bounded, both answer within 510 MiB)."""
+    from pqe.physical.planner import BROADCAST_FRACTION
+
+    ctx = register_tpch(pqe.Context(workers=1, threads=2, memory_limit="1GiB", partitions=4),
+                        tpch_dir)
+    try:
+        ex = ctx.session.executor
+        assert ex.worker_memory() == (1 << 30, 2)
+        sql = tpch_query("q9")
+        assert "HashJoin[broadcast, dense]: inner on=[lineitem.l_orderkey = orders.o_orderkey]" \
+            in ctx.sql(sql).explain()
+        # the same cluster, as if its workers had 1/8 of the memory the orders build needs
+        orders_build = 15_000 * 12 + 4 * 60_000
+        ex.worker_memory = lambda: (int(orders_build / BROADCAST_FRACTION) // 8, 2)
+        text = ctx.sql(sql).explain()
+        assert re.search(r"HashJoin\[partitioned\]: inner on=\[(orders.o_orderkey = "
+                         r"lineitem.l_orderkey|lineitem.l_orderkey = orders.o_orderkey)\]", text)
+        assert ", p2p]" in text  # the estimate passes half the limit: exchanges through disk
+        got = ctx.sql(sql).to_arrow()
+        del ex.worker_memory
+        assert got.equals(ctx.sql(sql).to_arrow())
     finally:
         ctx.close()

@@ -403,3 +403,69 @@ def test_dynamic_filter_on_a_shared_scan_reads_any_builds_range(clustered):
                      WHERE dim.y = 2002 AND dim.k >= 190 AND dim.z = 0)"""
     assert "any of 2 builds" in clustered.sql(sql).explain()
     assert rows(clustered, sql) == [(2000, 10_000)]
+
+
+def test_a_foreign_key_join_to_a_filtered_unique_key_keeps_the_fact_side_fraction(tpch_dir):
+    """lineitem JOIN orders WHERE o_orderdate in one year: o_orderkey spans 4x as many values
+    as there are orders, so l_orderkey's distinct count read from its span was 4x too high and
+    the join was estimated at the size of the filtered orders (SF10 Q5: 2.3M, truly 9.1M); the
+    gathered build sized from it killed 1 GiB workers. A foreign key takes its values from the
+    unique key's domain (containment)."""
+    from pqe.plan.logical import Join, walk_plan
+    from pqe.plan.stats import Estimator
+
+    from helpers import register_tpch
+
+    ctx = register_tpch(pqe.Context(), tpch_dir)
+    sql = ("SELECT l_extendedprice FROM lineitem JOIN orders ON l_orderkey = o_orderkey "
+           "WHERE o_orderdate >= DATE '1994-01-01' AND o_orderdate < DATE '1995-01-01'")
+    plan = ctx.sql(sql).optimized_plan()
+    join = next(p for p in walk_plan(plan) if isinstance(p, Join))
+    actual = ctx.sql(f"SELECT count(*) AS n FROM ({sql})").to_pylist()[0]["n"]
+    est = Estimator().rows(join)
+    assert actual / 1.5 < est < actual * 1.5, (est, actual)
+
+
+def test_broadcast_builds_are_capped_by_the_memory_each_process_has(tpch_dir):
+    """Under a memory limit (threads' memory_limit=, or each Dask worker's) a broadcast build,
+    held whole by every process that probes it, takes at most BROADCAST_FRACTION of it; a
+    dense lookup array counts 4 bytes per key of its span. Larger builds join partitioned."""
+    from dataclasses import replace
+
+    from pqe.physical.planner import BROADCAST_FRACTION, bound_memory
+
+    from helpers import register_tpch, tpch_query
+
+    ctx = register_tpch(pqe.Context(partitions=4), tpch_dir)
+    sql = tpch_query("q9")
+    assert "HashJoin[broadcast, dense]: inner on=[lineitem.l_orderkey = orders.o_orderkey]" \
+        in ctx.sql(sql).explain()
+    cfg = ctx.session.config
+    orders_build = 15_000 * 12 + 4 * 60_000  # SF0.01 orders: key and date, and a 60k-key span
+    limit = int(orders_build / BROADCAST_FRACTION) // 2
+    bounded = bound_memory(cfg.planner, limit, 2)
+    assert bounded.broadcast_bytes == int(limit * BROADCAST_FRACTION)
+    ctx.session.config = replace(cfg, planner=bounded)
+    text = ctx.sql(sql).explain()
+    assert "HashJoin[partitioned]: inner on=[orders.o_orderkey = lineitem.l_orderkey]" in text \
+        or "HashJoin[partitioned]: inner on=[lineitem.l_orderkey = orders.o_orderkey]" in text
+    ctx.session.config = cfg
+
+
+def test_a_dense_index_holds_its_slots_once():
+    """The lookup array with its two sentinels is one array, `slots` a view of it: a second
+    copy doubled every dense build's memory, and what Dask ships to each worker."""
+    import numpy as np
+
+    from pqe.kernels import dense_join
+
+    t = pa.table({"k": pa.array([10, 12, 15], pa.int64()), "v": ["a", "b", "c"]})
+    idx = dense_join.build(t, "k")
+    assert isinstance(idx, dense_join.DenseIndex)
+    assert np.shares_memory(idx.slots, idx.guarded) and len(idx.guarded) == len(idx.slots) + 2
+    assert idx.slots.tolist() == [0, -1, 1, -1, -1, 2]
+    assert idx.nbytes == t.nbytes + 8 * 4
+    import pickle
+
+    back = pickle.loads(pickle.dumps(idx))
+    assert back.slots.tolist() == idx.slots.tolist() and back.guarded[0] == back.guarded[-1] == -1

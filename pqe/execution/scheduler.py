@@ -146,6 +146,19 @@ class Executor:
             return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
         return self.threads
 
+    def worker_memory(self) -> tuple[int, int] | None:
+        """(bytes, threads) of the smallest memory limit among the cluster's workers and the
+        threads sharing it, or None on threads or when no worker has a limit."""
+        if self.kind != "distributed" or self.client is None:
+            return None
+        client = self.client
+        info = client.scheduler_info() if client.status == "running" else \
+            (getattr(client, "_scheduler_identity", None) or {})
+        limits = [(int(w.get("memory_limit") or 0), int(w.get("nthreads") or 1))
+                  for w in info.get("workers", {}).values()]
+        limits = [lt for lt in limits if lt[0] > 0]
+        return min(limits) if limits else None
+
     @property
     def dashboard_link(self) -> str | None:
         return self.client.dashboard_link if self.client is not None else None

@@ -10,15 +10,12 @@ Build sides that do not qualify keep Acero's hash join (`kernels.join.hash_join`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..physical.plan import DENSE_DENSITY as DENSITY
-from ..physical.plan import DENSE_MAX_SLOTS as MAX_SLOTS
-from ..physical.plan import DENSE_SLACK as SLACK
 from ..physical.plan import dense_fits
 from .expressions import filter_table
 
@@ -30,17 +27,18 @@ class DenseIndex:
     table: pa.Table
     key: str
     lo: int
-    slots: np.ndarray  # int32 row numbers, -1 where no build row has that key
+    # int32 row numbers of keys lo-1 .. lo+span: -1 where no build row has that key, and a -1
+    # sentinel at each end, which probes clip out-of-range keys onto. One array: `slots` is a
+    # view of it (a second copy doubled a broadcast build's memory and what Dask ships)
+    guarded: np.ndarray
 
-    guarded: np.ndarray = field(init=False, repr=False)  # slots between two -1 sentinels
-
-    def __post_init__(self) -> None:
-        # probes clip out-of-range keys onto the sentinels
-        self.guarded = np.concatenate([np.int32([-1]), self.slots, np.int32([-1])])
+    @property
+    def slots(self) -> np.ndarray:
+        return self.guarded[1:-1]
 
     @property
     def nbytes(self) -> int:
-        return self.table.nbytes + 2 * self.slots.nbytes
+        return self.table.nbytes + self.guarded.nbytes
 
 
 fits = dense_fits  # the planner's rule (physical.plan), checked again at build time
@@ -71,13 +69,14 @@ def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
     if not fits(span, n):
         return table
     offsets = keys - lo
-    slots = np.full(span, -1, dtype=np.int32)
+    guarded = np.full(span + 2, -1, dtype=np.int32)
+    slots = guarded[1:-1]
     slots[offsets] = rows
     if not np.array_equal(slots[offsets], rows):  # a key occurs twice: not a perfect hash
         return table
     # one chunk: probes gather rows from it with `take`, which would otherwise concatenate
     # the chunks again for every probe partition
-    return DenseIndex(table.combine_chunks(), key, lo, slots)
+    return DenseIndex(table.combine_chunks(), key, lo, guarded)
 
 
 def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,

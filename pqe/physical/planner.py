@@ -60,6 +60,9 @@ class PlannerConfig:
     # scans and hash exchanges make enough partitions that none exceeds it
     max_partition_bytes: int | None = None
     max_partitions: int = 4096
+    # bytes a broadcast build may take (its table and its hash table or lookup array), held
+    # by every process that probes it (None: no cap); larger builds join partitioned
+    broadcast_bytes: int | None = None
     # broadcast joins filter their probe-side scan by the build keys' [min, max] at run time
     # when that scan's row groups are clustered by the key (see _dynamic_filter)
     dynamic_filters: bool = True
@@ -250,7 +253,8 @@ class PhysicalPlanner:
         dense_shape = (not node.null_aware and len(node.on) == 1
                        and all(T.is_integer(k.dtype) for k in node.on[0]))
         if left.n == 1 and right.n == 1:
-            dense = dense_shape and kind in dense_kinds and self._dense_build(rnode, rexprs[0], rrows)
+            dense = dense_shape and kind in dense_kinds and \
+                self._dense_build(rnode, rexprs[0], rrows, self.est.bytes(rnode))
             out = HashJoinExec(schema, 1, SINGLE, left, right, kind, lkeys, rkeys,
                                node.filter, "partitioned", node.null_aware, dense)
             if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
@@ -268,10 +272,10 @@ class PhysicalPlanner:
         if swapped:
             lbytes, rbytes = rbytes, lbytes
         dense = False
-        if kind in dense_kinds and dense_shape and self._dense_build(rnode, rexprs[0], rrows):
+        if kind in dense_kinds and dense_shape and self._dense_build(rnode, rexprs[0], rrows, rbytes):
             broadcast_cost = rrows + lrows * probe * DENSE_PROBE
             dense = True
-        elif kind == "inner" and dense_shape and self._dense_build(lnode, lexprs[0], lrows) \
+        elif kind == "inner" and dense_shape and self._dense_build(lnode, lexprs[0], lrows, lbytes) \
                 and lrows + rrows * probe * DENSE_PROBE < min(broadcast_cost, partitioned_cost):
             # the larger side has the unique key (orders against filtered lineitem): build it
             # once and stream the smaller side through it
@@ -281,8 +285,10 @@ class PhysicalPlanner:
             left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
             broadcast_cost = rrows + lrows * probe * DENSE_PROBE
             dense = True
+        if not dense and not self._broadcast_fits(rbytes * 2):
+            can_broadcast = False  # every probing process would hold a build too large
         if kind in ("semi", "anti") and not node.null_aware and right.n > 1 \
-                and lrows <= self.cfg.build_left_rows \
+                and lrows <= self.cfg.build_left_rows and self._broadcast_fits(lbytes * 2) \
                 and lrows * right.n + rrows * probe < min(broadcast_cost, partitioned_cost):
             # small preserved side: hash it, stream the big side through it, no shuffle
             out = HashJoinExec(schema, 1, SINGLE, self._gather(left), right, kind, lkeys, rkeys,
@@ -308,17 +314,24 @@ class PhysicalPlanner:
         out.est_bytes = (0 if left_ready else lbytes) + rbytes * 2
         return out
 
-    def _dense_build(self, side: L.LogicalPlan, key: Expr, rows: float) -> bool:
-        """Whether `side`, built on the single key `key`, will get a dense lookup array: an
-        integer key, probably unique, whose min..max span fits (physical.plan.dense_fits; the
-        build checks again at run time and falls back to a hash join)."""
+    def _dense_build(self, side: L.LogicalPlan, key: Expr, rows: float, nbytes: float) -> bool:
+        """Whether `side` (about `nbytes` bytes), built on the single key `key`, will get a
+        dense lookup array: an integer key, probably unique, whose min..max span fits
+        (physical.plan.dense_fits; the build checks again at run time and falls back to a hash
+        join), and whose table and lookup array (4 bytes per key in the span) fit a broadcast."""
         if not T.is_integer(key.dtype) or rows > self.cfg.dense_build_rows:
             return False
         est = self.est.column(side, key)
         lo, hi = est.min, est.max
         if lo is None or hi is None or not dense_fits(int(hi - lo + 1), rows):
             return False
+        if not self._broadcast_fits(nbytes + 4 * int(hi - lo + 3)):
+            return False
         return self.est.unique(side, key)
+
+    def _broadcast_fits(self, nbytes: float) -> bool:
+        cap = self.cfg.broadcast_bytes
+        return cap is None or nbytes <= cap
 
     def _nested_loop(self, node, left, right, lrows, rrows) -> PhysicalPlan:
         if node.null_aware:
@@ -914,18 +927,25 @@ TASK_MEMORY_FACTOR = 8
 # under memory_limit, what operators hold between tasks (builds, gathers, shuffle pieces: the
 # plan's estimate) gets this share; the running tasks the rest
 HELD_FRACTION = 0.5
+# a broadcast build is held whole by every process that probes it, beside the running tasks:
+# at most this share of a process's memory (SF10 q5 and q9 on 1 GiB workers: the orders build
+# with its lookup array, 420-660 MB, killed the workers)
+BROADCAST_FRACTION = 0.125
 
 
 def bound_memory(cfg: PlannerConfig, memory_limit: int | None, threads: int) -> PlannerConfig:
-    """The planner's settings for running on `threads` threads of one process within
-    `memory_limit` bytes (Context(memory_limit=) on threads): partitions sized so that every
-    running task fits (limit / threads / TASK_MEMORY_FACTOR each), and hash exchanges through
-    local disk when the plan's estimate exceeds half the limit (`choose_exchanges`)."""
+    """The planner's settings for running on `threads` threads per process, each process
+    within `memory_limit` bytes (Context(memory_limit=) on threads; a Dask worker's memory
+    limit): partitions sized so that every running task fits (limit / threads /
+    TASK_MEMORY_FACTOR each), broadcast builds of at most BROADCAST_FRACTION of the limit, and
+    hash exchanges through local disk when the plan's estimate exceeds half the limit
+    (`choose_exchanges`)."""
     if not memory_limit:
         return cfg
     per_task = memory_limit // max(1, threads) // TASK_MEMORY_FACTOR
     return replace(cfg, memory_limit=int(memory_limit),
-                   max_partition_bytes=max(8 << 20, int(per_task)))
+                   max_partition_bytes=max(8 << 20, int(per_task)),
+                   broadcast_bytes=int(memory_limit * BROADCAST_FRACTION))
 
 
 def choose_exchanges(plan: PhysicalPlan, cfg: PlannerConfig) -> PhysicalPlan:

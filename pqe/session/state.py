@@ -138,10 +138,13 @@ class SessionState:
         from ..physical.planner import bound_memory
 
         cfg = self.config.planner_config(self.executor.parallelism)
-        if self.executor.kind != "distributed" and self.executor.memory_limit \
-                and cfg.memory_limit is None:
-            # memory_limit= on threads: partitions sized to fit, exchanges through disk
-            cfg = bound_memory(cfg, self.executor.memory_limit, self.executor.threads)
+        if cfg.memory_limit is None:
+            if self.executor.kind != "distributed" and self.executor.memory_limit:
+                # memory_limit= on threads: partitions sized to fit, exchanges through disk
+                cfg = bound_memory(cfg, self.executor.memory_limit, self.executor.threads)
+            elif (worker := self.executor.worker_memory()) is not None:
+                # each worker within its own limit: partitions, broadcasts and exchanges too
+                cfg = bound_memory(cfg, *worker)
         return run_deep(plan_physical, optimized, cfg, pruning_expression)
 
     def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
