@@ -201,3 +201,25 @@ def test_oracle_has_pqe_semantics():
     with pytest.raises(Exception, match="(?i)catalog|not exist|table"):
         oracle.query(con, "select * from tbl")   # no replacement scan of this module's `tbl`
     con.close()
+
+
+def test_rounding_a_38_digit_decimal_to_the_oracles_scale_does_not_trap():
+    """A DECIMAL(38,10) near its limit compared with an oracle that dropped scale: quantizing
+    it to 2 places needs 41 digits, past the decimal module's default 28 (the fuzzer crashed
+    with InvalidOperation, seed 201 case 1599); the values compare instead."""
+    import decimal
+
+    import pyarrow as pa
+
+    from pqe.testing.compare import compare
+
+    D = decimal.Decimal
+    a = pa.table({"x": pa.array([D("9999999999999999999999999999.9999999999"), D("1.5")],
+                                pa.decimal128(38, 10))})
+    e = pa.table({"x": pa.array([D("10000000000000000000000000000.00"), D("1.60")],
+                                pa.decimal128(38, 2))})
+    m = compare(a, e, check_types=False)
+    assert m is not None and "1.60" in str(m)
+    same = pa.table({"x": pa.array([D("10000000000000000000000000000.00"), D("1.50")],
+                                   pa.decimal128(38, 2))})
+    assert compare(a, same, check_types=False) is None

@@ -381,3 +381,15 @@ def test_product_of_two_38_digit_decimals(ctx):
     with pytest.raises(pqe.Error, match=rf"value {BIG38} \* {BIG38} is out of range for "
                                         r"DECIMAL\(38,20\)"):
         ctx.sql(f"SELECT x * x FROM (VALUES (CAST('{BIG38}' AS DECIMAL(38,10)))) AS v(x)").to_arrow()
+
+
+def test_in_subquery_over_the_int64_minimum(ctx):
+    """Seed 201 case 718: an IN subquery whose list holds -2^63, probed by a partition of
+    NULL keys only, leaked 'Python int too large to convert to C long'."""
+    same_as_duckdb(ctx, [
+        "CREATE TABLE t0(c0 INTEGER)",
+        "INSERT INTO t0 VALUES (NULL), (1073741824), (NULL), (NULL), (NULL), (NULL), (NULL)",
+        "CREATE TABLE t1(c0 BIGINT)",
+        "INSERT INTO t1 VALUES (-9223372036854775808), (NULL), (-9223372036854775808), (NULL)",
+    ], "SELECT c0, c0 IN (SELECT c0 FROM t1) AS m, c0 NOT IN (SELECT c0 FROM t1 WHERE c0 IS NOT "
+       "NULL) AS n FROM t0")

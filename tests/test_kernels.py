@@ -192,3 +192,33 @@ def test_dense_join_matches_the_hash_join(kind, with_filter):
     key = [(c, "ascending") for c in out_ids]
     assert got.schema.names == list(out_ids)
     assert got.sort_by(key).to_pylist() == want.select(list(out_ids)).sort_by(key).to_pylist()
+
+
+@pytest.mark.parametrize("build_keys", [
+    [-(2 ** 63), -(2 ** 63) + 2, None],          # lo at the int64 minimum: lo - 1 overflows
+    [2 ** 63 - 3, 2 ** 63 - 1, None],            # the span's end at the int64 maximum
+    [-1, 0, 1],
+], ids=["int64-min", "int64-max", "middle"])
+@pytest.mark.parametrize("probe_keys", [
+    [None, None],                                 # a partition of NULL keys only
+    [-(2 ** 63), None, 2 ** 63 - 1, 0],
+    [-(2 ** 63) + 2, 1073741824, -1, 2 ** 63 - 1, 2 ** 63 - 3],
+    [],
+], ids=["nulls", "ends", "mixed", "empty"])
+def test_dense_probe_at_the_int64_ends_matches_a_set_lookup(build_keys, probe_keys):
+    """Probe keys and build ranges at the ends of int64: no overflow (seed 201 case 718: an IN
+    subquery over -2^63 leaked 'Python int too large to convert to C long'), every match
+    right, NULL keys never matching."""
+    import numpy as np
+
+    from pqe.kernels import dense_join
+
+    build = pa.table({"k": pa.array(build_keys, pa.int64()), "v": list(range(len(build_keys)))})
+    idx = dense_join.build(build, "k")
+    assert isinstance(idx, dense_join.DenseIndex)
+    for typ in (pa.int64(), pa.int32()):
+        keys = [k for k in probe_keys if k is None or typ == pa.int64() or -2**31 <= k < 2**31]
+        probe = pa.table({"p": pa.array(keys, typ)})
+        pos = dense_join._positions(probe.column("p"), idx)
+        want = [build_keys.index(k) if k is not None and k in build_keys else -1 for k in keys]
+        assert list(np.asarray(pos)) == want

@@ -144,8 +144,10 @@ def _chunk_positions(arr: pa.Array, index: DenseIndex) -> np.ndarray:
     if len(keys) == 0:
         return np.empty(0, dtype=np.int32)
     kmin, kmax = int(keys.min()), int(keys.max())
-    # key - (lo - 1) must not wrap: keys near the int64 ends take the slower, exact path
-    if kmin - (index.lo - 1) < -(2 ** 62) or kmax - (index.lo - 1) > 2 ** 62:
+    # key - (lo - 1) must not wrap, nor lo - 1 itself (lo = -2^63): keys near the int64 ends
+    # take the slower, exact path
+    if index.lo == -(2 ** 63) or kmin - (index.lo - 1) < -(2 ** 62) \
+            or kmax - (index.lo - 1) > 2 ** 62:
         offsets = keys - index.lo  # may wrap, but never into [0, span)
         inside = (offsets >= 0) & (offsets < span)
         pos = np.full(len(keys), -1, dtype=np.int32)

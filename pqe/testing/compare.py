@@ -452,8 +452,10 @@ class _Col:
                 return True
             if self.round_to is not None and isinstance(a, decimal.Decimal):
                 q = decimal.Decimal(1).scaleb(-self.round_to)
-                return any(a.quantize(q, rounding=m) == b for m in
-                           (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_EVEN, decimal.ROUND_DOWN))
+                # enough digits for any DECIMAL(38) or int64 at any scale: quantize never traps
+                with decimal.localcontext(prec=120):
+                    return any(a.quantize(q, rounding=m) == b for m in
+                               (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_EVEN, decimal.ROUND_DOWN))
             return False
         if type(a) is not type(b) and self.mixed and {type(a), type(b)} == {_Ts, _Days}:
             return _midnight(a) == _midnight(b)   # DATE vs TIMESTAMP, types not checked
