@@ -393,3 +393,29 @@ def test_in_subquery_over_the_int64_minimum(ctx):
         "INSERT INTO t1 VALUES (-9223372036854775808), (NULL), (-9223372036854775808), (NULL)",
     ], "SELECT c0, c0 IN (SELECT c0 FROM t1) AS m, c0 NOT IN (SELECT c0 FROM t1 WHERE c0 IS NOT "
        "NULL) AS n FROM t0")
+
+
+def test_overflow_is_raised_when_the_expression_is_computed(ctx):
+    """K39's other side: pqe skips an overflowing join condition only for rows a join removes
+    first; computed, the subtraction raises, never wraps."""
+    ctx.sql("CREATE TABLE k39a (c3 BIGINT)")
+    ctx.sql("INSERT INTO k39a VALUES (-4611686018427387904)")
+    ctx.sql("CREATE TABLE k39b (c0 BIGINT, c5 VARCHAR)")
+    ctx.sql("INSERT INTO k39b VALUES (4611686018427387904, 'é')")
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT 1 FROM k39a JOIN k39b ON k39b.c0 - k39a.c3 IN (9223372036854775807)"
+                ).to_arrow()
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT k39b.c0 - k39a.c3 FROM k39a, k39b").to_arrow()
+
+
+def test_nan_to_an_integer_is_an_error(ctx):
+    """K40's other side: NaN never becomes an integer silently."""
+    ctx.sql("CREATE TABLE k40 (c1 BIGINT, d DOUBLE)")
+    ctx.sql("INSERT INTO k40 VALUES (NULL, 'nan')")
+    for sql in ("UPDATE k40 SET c1 = d", "SELECT CAST(d AS BIGINT) FROM k40",
+                "INSERT INTO k40 (c1) SELECT d FROM k40"):
+        with pytest.raises(pqe.Error, match="nan is out of range"):
+            ctx.sql(sql).to_arrow()
+    assert values(ctx, "SELECT c1 FROM k40") == [(None,)]
+    assert values(ctx, "SELECT 0.25 + CAST(0.0 AS DOUBLE) % 0") == [(None,)]  # x % 0 is NULL

@@ -541,8 +541,8 @@ def compare(actual: pa.Table, expected: pa.Table, *, order_by: Sequence[int | st
             ok = actual.column(i).null_count == actual.num_rows and \
                 expected.column(i).null_count == expected.num_rows
         if check_types and not ok:
-            every_null = actual.num_rows > 0 and \
-                actual.column(i).null_count == actual.num_rows and \
+            # (no rows: nothing was computed either, only typed)
+            every_null = actual.column(i).null_count == actual.num_rows and \
                 expected.column(i).null_count == expected.num_rows
             return Mismatch("types", f"column {i} {fa.name!r}: type {ta} ({fa.type}), expected "
                             f"{te} ({fe.type})" + (" (every value NULL)" if every_null else ""),
