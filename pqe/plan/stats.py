@@ -79,6 +79,13 @@ class Estimator:
         width = sum(widths.get(f.id, type_width(f.dtype)) for f in plan.schema) or 8
         return self.rows(plan) * width
 
+    def decoded_bytes(self, scan: Scan, rows: float, ids) -> float:
+        """Bytes of `rows` rows of the scan's columns `ids` once decoded, filter-only columns
+        included: what a scan task holds before its filters drop rows and columns."""
+        widths = self._widths(scan)
+        width = sum(widths.get(f.id, type_width(f.dtype)) for f in scan.fields if f.id in ids)
+        return rows * (width or 8)
+
     def _widths(self, plan: LogicalPlan) -> dict[str, float]:
         """Average bytes per value of columns read from files (Parquet metadata), by id."""
         out: dict[str, float] = {}
