@@ -419,3 +419,38 @@ def test_nan_to_an_integer_is_an_error(ctx):
             ctx.sql(sql).to_arrow()
     assert values(ctx, "SELECT c1 FROM k40") == [(None,)]
     assert values(ctx, "SELECT 0.25 + CAST(0.0 AS DOUBLE) % 0") == [(None,)]  # x % 0 is NULL
+
+
+def test_decimal_to_double_is_the_nearest_double(ctx):
+    """Seed 201 case 3686: `c IN (?, ?)` with a DECIMAL(38,10) column holding 99.99 and the
+    parameters Decimal('99.99') and 3.0 was false: Arrow's decimal -> double cast gave
+    99.99000000000001 for the column, the literal's DECIMAL(4,2) gave 99.99. Every DECIMAL
+    converts to the double nearest its value (Python's float(Decimal) is correctly rounded)."""
+    import random
+
+    rng = random.Random(7)
+    for p, s in ((38, 10), (18, 2), (10, 2), (38, 0), (38, 37), (5, 5)):
+        vals = [D(0), D(1).scaleb(-s), D("99.99").quantize(D(1).scaleb(-s)) if p - s >= 2 else D(0)]
+        for _ in range(300):
+            digits = rng.randint(1, p)
+            v = D(rng.randrange(10 ** digits)).scaleb(-s) * rng.choice((1, -1))
+            vals.append(v)
+        t = pa.table({"d": pa.array(vals, pa.decimal128(p, s))})
+        name = f"dd_{p}_{s}"
+        ctx.register_arrow(name, t)
+        got = [r["x"] for r in ctx.sql(f"SELECT CAST(d AS DOUBLE) AS x FROM {name}").to_pylist()]
+        assert got == [float(v) for v in vals], (p, s)
+    ctx.sql("CREATE TABLE p0 (c0 DECIMAL(38,10))")
+    ctx.sql("INSERT INTO p0 VALUES (99.99), (3), (0.1), (NULL)")
+    assert values(ctx, "SELECT c0 IN (99.99, 3.0e0) FROM p0") == [(True,), (True,), (False,), (None,)]
+    assert values(ctx, "SELECT count(*) FROM p0 WHERE c0 = 0.1e0 OR c0 = 99.99e0") == [(2,)]
+
+
+def test_an_out_of_range_constant_cast_fails_when_evaluated(ctx):
+    """K43's other side: the cast is checked whenever a row needs it."""
+    ctx.sql("CREATE TABLE k43 (c0 BIGINT)")
+    ctx.sql("INSERT INTO k43 VALUES (1)")
+    with pytest.raises(pqe.Error, match="out of range for DECIMAL"):
+        ctx.sql("SELECT c0 FROM k43 WHERE CAST(2147483647 AS DECIMAL(10, 2)) > c0").to_arrow()
+    with pytest.raises(pqe.Error, match="out of range for DECIMAL"):
+        ctx.sql("SELECT CAST(2147483647 AS DECIMAL(10, 2))").to_arrow()

@@ -330,6 +330,9 @@ class Int64DecimalCompiler(Compiler):
                 raise NotFast("narrowing cast: the decimal128 path checks the range")
             return self._rescale(x, src.scale, dst.scale)
         if T.is_decimal(src) and T.is_floating(dst):
+            if src.precision > 15:  # past 2^53 the unscaled int64 rounds before the division
+                raise NotFast("decimal -> double past 15 digits: the decimal128 path is exact")
+            # two exact doubles, one correctly rounded division: the nearest double
             return _call("divide", [x.cast(T.FLOAT64), scalar(float(_pow10(src.scale)), T.FLOAT64)]).cast(dst)
         if T.is_decimal(src) and T.is_integer(dst):
             return _round_div(x, _pow10(src.scale)).cast(dst)

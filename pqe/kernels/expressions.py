@@ -833,6 +833,11 @@ def _cast(c: Compiler, e: Cast) -> E:
         return x.cast(dst, safe=False)
     if T.is_decimal(src) and T.is_text(dst):
         return _decimal_text(x, src)
+    if T.is_decimal(src) and T.is_floating(dst):
+        # Arrow scales the unscaled integer by an inexact power of ten (DECIMAL(38,10) 99.99
+        # became 99.99000000000001, unequal to the DOUBLE 99.99 a DECIMAL(4,2) gave, so
+        # `c IN (99.99, 3.0e0)` was false): its digits, parsed, are the nearest double
+        return x.cast(T.TEXT).cast(pa.float64()).cast(dst)
     return x.cast(dst)
 
 
