@@ -6,6 +6,12 @@
     python -m benchmarks.fuzz --generators dml,params --queries 2000
     python -m benchmarks.fuzz --queries 5000 --disable cast_double_int,full_join
     python -m benchmarks.fuzz --known tests/fuzz_known_findings.json   # mark known findings
+    python -m benchmarks.fuzz --merge shard*.jsonl --known tests/fuzz_known_findings.json
+
+A long run can go in shards (`--start`, `--queries`): case i of a seed is the same whichever
+shard runs it, so shards 0-4999, 5000-9999, ... of one seed are one run. `--merge` adds up
+their logs' summaries and re-checks every finding against the known-findings file as it is
+now (a finding explained later counts as explained), printing one line per seed.
 
 Generators (`pqe.testing.fuzz.GENERATORS`): select (random queries; diff, type, partition,
 TLP, NoREC oracles), values (the same over edge values: multi-byte text, int64 limits,
@@ -58,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"comma-separated generators (default: all of {','.join(GENERATORS)})")
     ap.add_argument("--known", default=None, help="known-findings JSON (tests/fuzz_known_findings"
                     ".json): findings it explains are marked known")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="LOG",
+                    help="add up the JSON-lines logs of shards instead of running")
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, load_known(args.known) if args.known else [])
 
     if args.log is None:
         args.log = os.path.join(tempfile.gettempdir(), f"pqe-fuzz-seed{args.seed}.jsonl")
@@ -85,6 +95,68 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total time {time.monotonic() - t0:.0f} s")
     print(rep.log_line())
     return 1 if any(not f.known for f in rep.findings) else 0
+
+
+def merge(paths: list[str], known) -> int:
+    """One summary per seed over shard logs; findings re-checked against `known`."""
+    import json
+    from collections import Counter, defaultdict
+
+    from pqe.testing.fuzz_oracles import Failure
+
+    seeds: dict = defaultdict(lambda: {"cases": 0, "checks": Counter(), "mismatches": Counter(),
+                                       "failing": Counter(), "findings": [], "ranges": [],
+                                       "refused": Counter(), "tested": Counter()})
+    for path in paths:
+        failures, summary, findings = {}, None, []
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec["type"] == "failure":
+                    failures[rec["case"]["index"]] = rec
+                elif rec["type"] == "finding":
+                    findings.append(rec)
+                elif rec["type"] == "summary":
+                    summary = rec
+        if summary is None:
+            print(f"{path}: no summary (the shard did not finish); left out")
+            continue
+        s = seeds[summary["seed"]]
+        s["cases"] += summary["cases"]
+        s["checks"].update(summary["checks"])
+        s["mismatches"].update(summary["mismatches"])
+        s["failing"].update(summary["failing_cases"])
+        for g, st in summary["generators"].items():
+            s["refused"][g] += st["refused"]
+            s["tested"][g] += st["tested"]
+        s["ranges"].append(path)
+        for fd in findings:
+            first = fd["occurrences"][0]
+            rec = failures.get(first)
+            kid = None
+            if rec is not None:
+                gen = rec["case"]["generator"]
+                for fl in rec["failures"]:
+                    fail = Failure(fl["oracle"], tuple(fl["partitions"]), fl["role"], fl["detail"],
+                                   fl.get("error_class", ""))
+                    kid = next((k.id for k in known
+                                if k.matches(gen, summary["seed"], first, fail)), None)
+                    if kid:
+                        break
+            s["findings"].append((fd["generator"], fd["oracle"], fd["occurrences"], kid,
+                                  fd.get("known")))
+    bad = 0
+    for seed, s in sorted(seeds.items()):
+        unexplained = [f for f in s["findings"] if not f[3]]
+        bad += len(unexplained)
+        refusals = ", ".join(f"{g} {s['refused'][g]}/{s['tested'][g]}" for g in sorted(s["tested"]))
+        print(f"[fuzz merge] seed {seed}: {s['cases']} cases in {len(s['ranges'])} shard(s), "
+              f"{sum(s['checks'].values())} checks, {sum(s['mismatches'].values())} mismatches, "
+              f"{len(s['findings'])} distinct findings, {len(unexplained)} unexplained | "
+              f"refused: {refusals}")
+        for gen, oracle, occ, kid, was in unexplained:
+            print(f"    unexplained: {gen} {oracle} cases {occ[:8]}")
+    return 1 if bad else 0
 
 
 def replay(fz: Fuzzer, i: int) -> int:
