@@ -454,3 +454,27 @@ def test_an_out_of_range_constant_cast_fails_when_evaluated(ctx):
         ctx.sql("SELECT c0 FROM k43 WHERE CAST(2147483647 AS DECIMAL(10, 2)) > c0").to_arrow()
     with pytest.raises(pqe.Error, match="out of range for DECIMAL"):
         ctx.sql("SELECT CAST(2147483647 AS DECIMAL(10, 2))").to_arrow()
+
+
+def test_a_projection_never_returns_chunks_of_another_type(ctx):
+    """Seed 201 case 5412: Arrow computes 1.00 + x + 3.33 (DECIMALs of one scale) as
+    DECIMAL(11,2) chunks under a DECIMAL(12,2) column; a UNION above it failed with 'Referenced
+    field ... was decimal128(11, 2) but should have been decimal128(12, 2)'. Projections cast
+    such chunks to their declared type; a value needing the 12th digit stays exact."""
+    from pqe.kernels.expressions import project
+
+    import pyarrow.compute as pc
+
+    t = pa.table({"m": pa.array([D("99999999.99"), None], pa.decimal128(10, 2))})
+    one, c = (pc.scalar(pa.scalar(D(v), pa.decimal128(3, 2))) for v in ("1.00", "3.33"))
+    e = pc.Expression._call("add", [pc.Expression._call("add", [one, pc.field("m")]), c])
+    out = project(t, [e], ["x"])
+    assert all(ch.type == out.schema.field(0).type for ch in out.column(0).chunks)
+    assert out.column(0).to_pylist() == [D("100000004.32"), None]
+    got = same_as_duckdb(ctx, [
+        "CREATE TABLE t1 (c1 DECIMAL(10,2), c2 DECIMAL(10,2))",
+        "INSERT INTO t1 VALUES (1.50, 99999999.99), (NULL, 2.00)",
+    ], "WITH w1 AS (SELECT 2.25 AS o0), w2 AS (SELECT o0, 100, o2, NULL FROM (SELECT c1 AS o0, "
+       "'a_c' AS o2 FROM t1) UNION SELECT 1.00 + MAX(c2) + 3.33 AS o0, SUM(o0), NULL, "
+       "'1970-01-01' FROM w1, t1) SELECT o0 FROM w2")
+    assert got.num_rows == 3

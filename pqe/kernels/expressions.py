@@ -1265,7 +1265,22 @@ def project(table: pa.Table, exprs: list[E], names: list[str],
     if predicate is not None:
         decls.append(ac.Declaration("filter", ac.FilterNodeOptions(predicate)))
     decls.append(ac.Declaration("project", ac.ProjectNodeOptions(exprs, names)))
-    return ac.Declaration.from_sequence(decls).to_table(use_threads=False)
+    return _consistent(ac.Declaration.from_sequence(decls).to_table(use_threads=False))
+
+
+def _consistent(t: pa.Table) -> pa.Table:
+    """Arrow (26) can return a chunk whose type differs from its column's: the sum of two
+    DECIMALs of one scale, added to a third (1.00 + x + 3.33), is declared DECIMAL(12,2) and
+    computed as DECIMAL(11,2); the next operator bound to the declared type then fails ('Referenced
+    field ... was decimal128(11, 2) but should have been decimal128(12, 2)', fuzz seed 201 case
+    5412). Such chunks are cast to the declared type (a widening: the values are the same)."""
+    cols = None
+    for i, col in enumerate(t.columns):
+        ftype = t.schema.field(i).type
+        if any(c.type != ftype for c in col.chunks):
+            cols = cols if cols is not None else list(t.columns)
+            cols[i] = pa.chunked_array([c.cast(ftype) for c in col.chunks], ftype)
+    return t if cols is None else pa.Table.from_arrays(cols, schema=t.schema)
 
 
 def filter_table(table: pa.Table, predicate: E) -> pa.Table:
