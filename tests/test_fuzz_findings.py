@@ -478,3 +478,23 @@ def test_a_projection_never_returns_chunks_of_another_type(ctx):
        "'a_c' AS o2 FROM t1) UNION SELECT 1.00 + MAX(c2) + 3.33 AS o0, SUM(o0), NULL, "
        "'1970-01-01' FROM w1, t1) SELECT o0 FROM w2")
     assert got.num_rows == 3
+
+
+def test_overflow_in_a_case_branch_not_taken_is_not_raised(ctx):
+    """Seed 201 cases 6757 and 7762: Arrow computes every CASE branch for every row; an
+    overflow-checked integer operation in a branch a row does not take must not fail (SQL
+    evaluates only the branch taken). Its operands are NULL in the other rows."""
+    same_as_duckdb(ctx, ["CREATE TABLE g0 (c0 INTEGER)",
+                         "INSERT INTO g0 VALUES (-2147483648), (5)"],
+                   "SELECT c0 FROM g0 GROUP BY c0 HAVING COUNT(*) <= CASE WHEN TRUE THEN NULL "
+                   "ELSE c0 - 9223372036854775807 END")
+    same_as_duckdb(ctx, ["CREATE TABLE g1 (c0 INTEGER)", "INSERT INTO g1 VALUES (-2147483648), (5)"],
+                   "SELECT CASE WHEN c0 > 0 THEN c0 - 9223372036854775807 ELSE c0 END AS x, "
+                   "COALESCE(c0, ABS(c0 - 9223372036854775807)) AS y FROM g1")
+    ctx.sql("CREATE TABLE g2 (c0 BIGINT)")
+    ctx.sql("INSERT INTO g2 VALUES (CASE WHEN TRUE THEN -4611686018427387904 "
+            "ELSE -4611686018427387904 * 2147483648 END)")
+    assert values(ctx, "SELECT c0 FROM g2") == [(-4611686018427387904,)]
+    with pytest.raises(pqe.Error, match="overflow"):  # the branch taken still raises
+        ctx.sql("SELECT CASE WHEN c0 < 0 THEN c0 - 9223372036854775807 ELSE 0 END FROM g1"
+                ).to_arrow()

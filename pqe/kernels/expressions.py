@@ -136,6 +136,16 @@ def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E, pa.DataType]:
             pa.decimal256(out, scale))
 
 
+def _used(c: Compiler, x: E, dtype: pa.DataType) -> E:
+    """An operand of an overflow-checked integer kernel, NULL in the rows a CASE branch or a
+    later COALESCE argument does not take (`Compiler.guard`): Arrow computes every branch for
+    every row, SQL only the branch a row takes, so `CASE WHEN TRUE THEN NULL ELSE c - 2^63 + 1
+    END` must not fail (fuzz seed 201 case 6757)."""
+    if c.guard is None or T.is_null(dtype):
+        return x
+    return _call("if_else", [c.guard, x, null_of(dtype)])
+
+
 def _arith(name: str) -> Callable[[Compiler, Call], E]:
     def build(c: Compiler, e: Call) -> E:
         a, b = e.args
@@ -145,7 +155,7 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
             days = [c(x).cast(pa.int32()).cast(T.INT64) for x in (a, b)]
             return _call("subtract_checked", days)  # in int64: int32 days may not fit
         if _is_int(e.dtype):
-            return _call(name + "_checked", [c(a), c(b)])
+            return _call(name + "_checked", [_used(c, c(a), a.dtype), _used(c, c(b), b.dtype)])
         if T.is_decimal(e.dtype):
             if name == "multiply" and _both_38_digits(e):
                 return _wide_product(c, e)
@@ -423,7 +433,9 @@ def _negate(c: Compiler, e: Call) -> E:
             v = a.value
             return scalar(pa.MonthDayNano([-v.months, -v.days, -v.nanoseconds]), T.INTERVAL)
         raise UnsupportedError("negating a non-constant interval is not supported")
-    return _call("negate_checked" if _is_int(e.dtype) else "negate", [c(a)])
+    if _is_int(e.dtype):
+        return _call("negate_checked", [_used(c, c(a), a.dtype)])
+    return _call("negate", [c(a)])
 
 
 # ---- comparison and logic ----------------------------------------------------------------------
@@ -691,7 +703,9 @@ def _sign(c, e):
 
 
 def _abs(c, e):
-    return _call("abs_checked" if T.is_integer(e.dtype) else "abs", [c(e.args[0])])
+    if T.is_integer(e.dtype):
+        return _call("abs_checked", [_used(c, c(e.args[0]), e.args[0].dtype)])
+    return _call("abs", [c(e.args[0])])
 
 
 def _power(c, e):
