@@ -523,6 +523,11 @@ def test_a_predicate_is_never_copied_onto_a_preserved_side_or_a_not_in(keyed):
     # the subquery would drop that NULL and let 2000 through
     not_in = "SELECT yr FROM s WHERE yr = 2000 AND yr NOT IN (SELECT y FROM n)"
     assert rows(keyed, not_in) == []
+    # a predicate that can fail (a cast of text) is not copied onto rows it never saw
+    keyed.register_arrow("a", pa.table({"s": ["5", "6"]}))
+    keyed.register_arrow("b", pa.table({"t": ["5", "abc"]}))
+    cast = "SELECT s, t FROM a JOIN b ON a.s = b.t WHERE CAST(a.s AS INTEGER) = 5"
+    assert rows(keyed, cast) == [("5", "5")]
 
 
 # ---- LEFT JOIN ... WHERE <key of the right side> IS NULL ------------------------------------
@@ -559,7 +564,7 @@ def test_rollup_aggregates_its_input_once_and_matches_one_group_by_per_set():
         "a": ["x", "x", "y", "y", "y", None, "z"],
         "b": pa.array([1, 2, 1, 1, None, 3, 4], pa.int64()),
         "v": pa.array([10, None, 30, 40, 50, 60, None], pa.int32()),
-        "d": pa.array([D("1.5"), D("2.25"), None, D("4.00"), D("5.5"), D("6"), None],
+        "d": pa.array([D("1.5"), D("2.25"), None, D("4.00"), D("5.5"), D(6), None],
                       pa.decimal128(9, 2))}))
     aggs = ("avg(v), sum(v), count(v), count(*), min(d), max(v), sum(d), avg(d), "
             "count(*) FILTER (WHERE v > 20)")

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..plan.expr import (Call, Cast, ColumnRef, Expr, OuterRef, SubqueryExpr, UserCall, and_,
-                         column_ids, conjuncts, disjuncts, has_user_call, or_, replace_columns,
-                         unique, walk)
+from ..plan.expr import (Call, Cast, ColumnRef, Expr, InList, Literal, and_, column_ids,
+                         conjuncts, disjuncts, has_user_call, or_, replace_columns, unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window)
 
@@ -182,8 +181,9 @@ def _outer_to_inner(plan: LogicalPlan, rejected: set[str]) -> LogicalPlan:
 
 # ---- transfer across join keys -----------------------------------------------------------
 
-# a function whose value is not fixed by its arguments' values: not copied
-_VOLATILE = frozenset({"random", "uuid", "gen_random_uuid"})
+_COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+_LOGIC = frozenset({"and", "or", "not"})
+_TEXT_MATCH = frozenset({"like", "ilike", "starts_with", "ends_with", "contains"})
 
 
 def _identity_type(t: pa.DataType) -> bool:
@@ -194,9 +194,30 @@ def _identity_type(t: pa.DataType) -> bool:
             or pa.types.is_timestamp(t))
 
 
+def _operand(e: Expr) -> bool:
+    """A literal, the column, or the column widened from an integer (a cast that cannot
+    fail)."""
+    if isinstance(e, (Literal, ColumnRef)):
+        return True
+    return (isinstance(e, Cast) and not e.try_ and isinstance(e.arg, ColumnRef)
+            and pa.types.is_integer(e.arg.dtype)
+            and (pa.types.is_int64(e.dtype) or pa.types.is_float64(e.dtype)))
+
+
 def _transferable(p: Expr) -> bool:
-    return not any(isinstance(e, (UserCall, SubqueryExpr, OuterRef))
-                   or isinstance(e, Call) and e.fn in _VOLATILE for e in walk(p))
+    """Predicates that are copied onto another column: comparisons, IN lists, NULL tests and
+    text matches of the column with literals, under AND / OR / NOT. Nothing that can raise
+    an error (a cast, arithmetic) or is not a function of the value (random()): the copy is
+    evaluated on rows the original never saw."""
+    if isinstance(p, InList):
+        return _operand(p.arg) and all(isinstance(v, Literal) for v in p.values)
+    if not isinstance(p, Call):
+        return False
+    if p.fn in _LOGIC:
+        return all(_transferable(a) for a in p.args)
+    if p.fn in _COMPARE or p.fn in _TEXT_MATCH or p.fn in ("is_null", "is_not_null"):
+        return all(_operand(a) for a in p.args)
+    return False
 
 
 def _implied(plan: LogicalPlan, depth: int = 0) -> list[Expr]:

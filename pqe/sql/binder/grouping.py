@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+from ... import types as T
 from ...errors import AggregateMisuseError, Error, UnsupportedError
 from ...plan import builder as B
-from ... import types as T
 from ...plan import functions as F
 from ...plan.expr import (
     AggCall,
