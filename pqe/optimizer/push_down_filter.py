@@ -12,12 +12,22 @@ join can move like any other inner join's. A disjunction
 spanning several inputs of a join also yields, for each input it constrains in every branch,
 a derived filter pushed to that input (the original stays at the join): for TPC-H Q7 and Q19
 this prunes most of the scanned rows.
+
+A predicate on one join key column that every row of one input satisfies (a WHERE or ON
+predicate pushed into it, or a filter already inside it: `_implied`) also holds for the rows of
+the other input that can match, so it is transferred across the key equality to the other
+input: into both inputs of an inner join, from the preserved side of a left/right, semi or anti
+join into the other side (the other side's rows it removes match no preserved row that is kept).
+For TPC-DS Q78 `ss_sold_year = 2000` reaches the web and catalog aggregates LEFT JOINed on the
+year, which then read one year of sales instead of all of them.
 """
 
 from __future__ import annotations
 
-from ..plan.expr import (Call, Cast, ColumnRef, Expr, and_, column_ids, conjuncts, disjuncts,
-                         has_user_call, or_, replace_columns, unique)
+import pyarrow as pa
+
+from ..plan.expr import (Call, Cast, ColumnRef, Expr, InList, Literal, and_, column_ids,
+                         conjuncts, disjuncts, has_user_call, or_, replace_columns, unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window)
 
@@ -169,6 +179,138 @@ def _outer_to_inner(plan: LogicalPlan, rejected: set[str]) -> LogicalPlan:
     return Join(plan.left, plan.right, kind, plan.on, plan.filter, plan.null_aware)
 
 
+# ---- transfer across join keys -----------------------------------------------------------
+
+_COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+_LOGIC = frozenset({"and", "or", "not"})
+_TEXT_MATCH = frozenset({"like", "ilike", "starts_with", "ends_with", "contains"})
+
+
+def _identity_type(t: pa.DataType) -> bool:
+    """Types whose `=` holds only between identical values (not floats: -0.0 = 0.0), so any
+    predicate has the same value on both sides of a key equality."""
+    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            or pa.types.is_date(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
+            or pa.types.is_timestamp(t))
+
+
+def _operand(e: Expr) -> bool:
+    """A literal, the column, or the column widened from an integer (a cast that cannot
+    fail)."""
+    if isinstance(e, (Literal, ColumnRef)):
+        return True
+    return (isinstance(e, Cast) and not e.try_ and isinstance(e.arg, ColumnRef)
+            and pa.types.is_integer(e.arg.dtype)
+            and (pa.types.is_int64(e.dtype) or pa.types.is_float64(e.dtype)))
+
+
+def _transferable(p: Expr) -> bool:
+    """Predicates that are copied onto another column: comparisons, IN lists, NULL tests and
+    text matches of the column with literals, under AND / OR / NOT. Nothing that can raise
+    an error (a cast, arithmetic) or is not a function of the value (random()): the copy is
+    evaluated on rows the original never saw."""
+    if isinstance(p, InList):
+        return _operand(p.arg) and all(isinstance(v, Literal) for v in p.values)
+    if not isinstance(p, Call):
+        return False
+    if p.fn in _LOGIC:
+        return all(_transferable(a) for a in p.args)
+    if p.fn in _COMPARE or p.fn in _TEXT_MATCH or p.fn in ("is_null", "is_not_null"):
+        return all(_operand(a) for a in p.args)
+    return False
+
+
+def _implied(plan: LogicalPlan, depth: int = 0) -> list[Expr]:
+    """Predicates on a single output column of `plan` that every output row satisfies: filters
+    (a scan's pushed-in ones included) carried up through renaming projections, group keys
+    and the preserved side of joins. Conservative: other shapes imply nothing."""
+    if depth > 64:
+        return []
+    out_ids = _ids(plan)
+
+    def single(ps) -> list[Expr]:
+        return [p for p in ps if len(ids := column_ids(p)) == 1 and ids <= out_ids
+                and _transferable(p)]
+
+    if isinstance(plan, Scan):
+        return single(plan.filters)
+    if isinstance(plan, Filter):
+        return unique(single(conjuncts(plan.predicate)) + _implied(plan.input, depth + 1))
+    if isinstance(plan, (Sort, Limit, Window)):
+        return [p for p in _implied(plan.children()[0], depth + 1) if column_ids(p) <= out_ids]
+    if isinstance(plan, Project):
+        back: dict[str, list[str]] = {}  # input column -> output columns that rename it
+        for f, e in zip(plan.fields, plan.exprs, strict=True):
+            if isinstance(e, ColumnRef):
+                back.setdefault(e.id, []).append(f.id)
+        return _renamed(_implied(plan.input, depth + 1), back, plan)
+    if isinstance(plan, Aggregate):
+        back = {}
+        for f, e in zip(plan.group_fields, plan.group, strict=True):
+            if isinstance(e, ColumnRef):
+                back.setdefault(e.id, []).append(f.id)
+        return _renamed(_implied(plan.input, depth + 1), back, plan)
+    if isinstance(plan, Join):
+        if plan.kind in ("inner", "semi", "anti") or plan.kind == "left":
+            out = _implied(plan.left, depth + 1)
+            if plan.kind == "inner":
+                out = out + _implied(plan.right, depth + 1)
+        elif plan.kind == "right":
+            out = _implied(plan.right, depth + 1)
+        else:
+            return []
+        return [p for p in out if column_ids(p) <= out_ids]
+    return []
+
+
+def _renamed(preds: list[Expr], back: dict[str, list[str]], plan: LogicalPlan) -> list[Expr]:
+    fields = {f.id: f for f in plan.schema}
+    out = []
+    for p in preds:
+        (cid,) = column_ids(p)
+        for new in back.get(cid, ()):
+            out.append(replace_columns(p, {cid: ColumnRef(fields[new])}))
+    return out
+
+
+def _key_pairs(plan: Join, conds: list[Expr], lids: set[str], rids: set[str]):
+    """(left column, right column) pairs the join's rows are equal on (`=` on an identity
+    type): its keys and the equalities between the sides among `conds`."""
+    pairs = list(plan.on)
+    for c in conds:
+        if isinstance(c, Call) and c.fn == "eq":
+            a, b = c.args
+            if isinstance(a, ColumnRef) and isinstance(b, ColumnRef):
+                if a.id in rids and b.id in lids:
+                    a, b = b, a
+                if a.id in lids and b.id in rids:
+                    pairs.append((a, b))
+    return [(a, b) for a, b in pairs
+            if isinstance(a, ColumnRef) and isinstance(b, ColumnRef)
+            and a.dtype == b.dtype and _identity_type(a.dtype)]
+
+
+def _transfer(preds: list[Expr], pairs, forward: bool) -> list[Expr]:
+    """`preds` (single-column, on one side) rewritten onto the other side's key columns."""
+    mapping: dict[str, list[Expr]] = {}
+    for a, b in pairs:
+        src, dst = (a, b) if forward else (b, a)
+        mapping.setdefault(src.id, []).append(dst)
+    out = []
+    for p in preds:
+        ids = column_ids(p)
+        if len(ids) != 1:
+            continue
+        (cid,) = ids
+        for dst in mapping.get(cid, ()):
+            out.append(replace_columns(p, {cid: dst}))
+    return out
+
+
+def _single(preds: list[Expr]) -> list[Expr]:
+    return [p for p in preds if len(column_ids(p)) == 1 and _transferable(p)]
+
+
 def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
     plan = _outer_to_inner(plan, _null_rejected(preds))
     lids, rids = _ids(plan.left), _ids(plan.right)
@@ -179,6 +321,11 @@ def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
         lo, ro, both, none = _split(everything, lids, rids)
         lo = _add(lo, _derived(both, lids))
         ro = _add(ro, _derived(both, rids))
+        pairs = _key_pairs(plan, both, lids, rids)
+        if pairs:
+            to_right = _transfer(_single(lo) + _implied(plan.left), pairs, True)
+            to_left = _transfer(_single(ro) + _implied(plan.right), pairs, False)
+            lo, ro = _add(lo, to_left), _add(ro, to_right)
         # this join drops rows whose keys (or the columns its conditions compare) are NULL: an
         # outer join below that supplies them NULL-extended rows is an inner join
         rejected = _null_rejected(everything, plan.on)
@@ -205,6 +352,15 @@ def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
     else:  # full
         above += alo + aro
         stay_on += olo + oro
+    if kind != "full" and not plan.null_aware:
+        # the preserved side's key predicates, onto the other side's keys: a row they remove
+        # there matches only preserved rows that fail them (gone, or unmatched by the ON)
+        pairs = _key_pairs(plan, olo + oro + oboth, lids, rids)
+        if pairs:
+            if kind == "right":
+                down_left += _transfer(_single(aro + oro) + _implied(plan.right), pairs, False)
+            else:
+                down_right += _transfer(_single(alo + olo) + _implied(plan.left), pairs, True)
     left, right = _push(plan.left, down_left), _push(plan.right, down_right)
     join = Join(left, right, kind, plan.on, and_(stay_on), plan.null_aware)
     return _wrap(join, above)

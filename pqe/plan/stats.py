@@ -116,7 +116,12 @@ class Estimator:
         if isinstance(plan, Values):
             return float(len(plan.rows))
         if isinstance(plan, Filter):
-            return self.rows(plan.input) * self.selectivity(conjuncts(plan.predicate), plan.input)
+            preds = conjuncts(plan.predicate)
+            unmatched = self._unmatched_rows(plan.input, preds)
+            if unmatched is not None:
+                n, rest = unmatched
+                return n * self.selectivity(rest, plan.input)
+            return self.rows(plan.input) * self.selectivity(preds, plan.input)
         if isinstance(plan, (Project, Sort, SingleRow)):
             n = self.rows(plan.input)
             if isinstance(plan, Sort) and plan.fetch is not None:
@@ -198,6 +203,36 @@ class Estimator:
                     continue
             rest.append(c)
         return tuple(pairs), rest
+
+    def _unmatched_rows(self, plan: LogicalPlan, preds: list[Expr]):
+        """`preds` over an outer join testing that a column of the null-supplying side which
+        no matched row has NULL (a key, or a column that is never NULL there) IS NULL keep
+        exactly the unmatched preserved rows (the anti-join idiom `LEFT JOIN r ON ... WHERE
+        r.key IS NULL`): (those rows, as an anti join's estimate, and the other predicates),
+        or None when no predicate is such a test. Taken as a generic IS NULL's 5% it made the
+        90% of sales without a return (TPC-DS Q78) look 18x smaller than they are."""
+        if not isinstance(plan, Join) or plan.kind not in ("left", "right"):
+            return None
+        preserved, other = ((plan.left, plan.right) if plan.kind == "left"
+                            else (plan.right, plan.left))
+        on, _ = self._equi_pairs(plan)
+        if plan.kind == "right":
+            on = tuple((b, a) for a, b in on)
+        other_ids = set(other.column_ids)
+        never_null = {f.id for f in other.schema if not f.nullable}
+        never_null |= {k.id for _, k in on if isinstance(k, ColumnRef)}
+        tests, rest = [], []
+        for p in preds:
+            if (isinstance(p, Call) and p.fn == "is_null" and isinstance(p.args[0], ColumnRef)
+                    and p.args[0].id in other_ids and p.args[0].id in never_null):
+                tests.append(p)
+            else:
+                rest.append(p)
+        if not tests or not on:
+            return None
+        n = self.rows(preserved)
+        inner = self.join_rows(preserved, other, on)
+        return n * max(0.1, 1 - min(1.0, inner / n)), rest
 
     def _join_rows(self, plan: Join) -> float:
         nl = self.rows(plan.left)

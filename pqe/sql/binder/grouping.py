@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+from ... import types as T
 from ...errors import AggregateMisuseError, Error, UnsupportedError
 from ...plan import builder as B
 from ...plan import functions as F
@@ -198,21 +199,29 @@ class GroupingMixin:
 
     def _grouping_sets(self, plan, scope, gitems, aitems, sets):
         """One aggregate per grouping set, padded with NULLs for the keys it does not group
-        by, tagged with a grouping id (bit k set when key k is not grouped), UNION ALL."""
+        by, tagged with a grouping id (bit k set when key k is not grouped), UNION ALL.
+
+        When one set holds every key (ROLLUP, CUBE) and every aggregate can be combined from
+        partial results (`_rollup_base`), that set is aggregated once from the input and the
+        others from its groups: the input (TPC-DS Q22: a join of 2.3M rows) is joined and
+        aggregated once instead of once per set."""
         n = len(gitems)
+        rolled = _rollup_base(plan, gitems, aitems, sets)
         branches = []
         for s_ in sets:
-            agg = B.aggregate(plan, [gitems[i] for i in s_], aitems)
+            if rolled is not None:
+                node, refs, values = rolled(s_)
+            else:
+                node = B.aggregate(plan, [gitems[i] for i in s_], aitems)
+                refs = {i: ColumnRef(node.group_fields[k]) for k, i in enumerate(s_)}
+                values = [ColumnRef(f) for f in node.agg_fields]
             items = []
             for i, (e, name) in enumerate(gitems):
-                if i in s_:
-                    items.append((ColumnRef(agg.group_fields[s_.index(i)]), name))
-                else:
-                    items.append((Literal(None, e.dtype), name))
+                items.append((refs[i], name) if i in refs else (Literal(None, e.dtype), name))
             gid = sum(1 << (n - 1 - i) for i in range(n) if i not in s_)
             items.append((lit(gid), "grouping_id"))
-            items += [(ColumnRef(f), f.name) for f in agg.agg_fields]
-            branches.append(B.project(agg, items))
+            items += [(v, name) for v, (_, name) in zip(values, aitems, strict=True)]
+            branches.append(B.project(node, items))
         union = B.union_all(branches)
         fields = union.schema
         groups = [(e, f) for (e, _), f in zip(gitems, fields[:n], strict=True)]
@@ -354,3 +363,67 @@ class GroupingMixin:
             bit = B.call("modulo", B.call("divide", ColumnRef(agg.grouping_id), lit(1 << (n - 1 - pos))), lit(2))
             out = B.call("add", out, B.call("multiply", bit, lit(1 << (len(args) - 1 - k))))
         return out
+
+
+# aggregates whose value over a group is a combination of their partial results over the
+# group's parts (AVG from a SUM and a COUNT)
+_ROLLUP_FNS = frozenset({"sum", "count", "count_star", "min", "max", "avg"})
+
+
+def _rollup_base(plan, gitems, aitems, sets):
+    """For grouping sets among which one holds every key: the aggregate of that finest set
+    over `plan`, with partial aggregates (AVG as SUM and COUNT), and a function giving for
+    each set (node, {key index: column}, [value of each aggregate]) where node is that
+    aggregate or an aggregate of its groups (SUM of SUMs and of COUNTs, MIN of MINs, MAX of
+    MAXs). None when no set holds every key or an aggregate is not combinable (DISTINCT,
+    ordered, user-defined, statistical, ...)."""
+    finest = sorted(set().union(*(set(s) for s in sets)))
+    if len(sets) < 2 or not any(set(s) == set(finest) for s in sets):
+        return None
+    for a, _ in aitems:
+        if a.fn not in _ROLLUP_FNS or a.distinct or a.order_by or a.udf is not None:
+            return None
+        if a.fn in ("sum", "avg") and not (T.is_numeric(a.args[0].dtype)
+                                           or T.is_boolean(a.args[0].dtype)):
+            return None
+    partial: list[AggCall] = []
+    positions: list[list[int]] = []
+    for a, _ in aitems:
+        parts = ([B.aggregate_call("sum", [a.args[0]], filter=a.filter),
+                  B.aggregate_call("count", [a.args[0]], filter=a.filter)]
+                 if a.fn == "avg" else [a])
+        pos = []
+        for p in parts:
+            if p not in partial:
+                partial.append(p)
+            pos.append(partial.index(p))
+        positions.append(pos)
+    base = B.aggregate(plan, [gitems[i] for i in finest], [(p, str(p)) for p in partial])
+
+    def for_set(s_):
+        if set(s_) == set(finest):
+            node = base
+            refs = {i: ColumnRef(base.group_fields[k]) for k, i in enumerate(finest)}
+            state = [ColumnRef(f) for f in base.agg_fields]
+        else:
+            calls = [(B.aggregate_call(p.fn if p.fn in ("min", "max") else "sum",
+                                       [ColumnRef(f)]), str(p))
+                     for p, f in zip(partial, base.agg_fields, strict=True)]
+            group = [(ColumnRef(base.group_fields[finest.index(i)]), gitems[i][1]) for i in s_]
+            node = B.aggregate(base, group, calls)
+            refs = {i: ColumnRef(node.group_fields[k]) for k, i in enumerate(s_)}
+            state = [ColumnRef(f) for f in node.agg_fields]
+        values = []
+        for (a, _), pos in zip(aitems, positions, strict=True):
+            if a.fn == "avg":
+                v = B.call("divide", B.cast(state[pos[0]], T.FLOAT64),
+                           B.cast(state[pos[1]], T.FLOAT64))
+            elif a.fn in ("count", "count_star"):
+                # a SUM of counts over no rows (the empty set of an empty input) is NULL
+                v = B.call("coalesce", B.cast(state[pos[0]], T.INT64), Literal(0, T.INT64))
+            else:
+                v = B.cast(state[pos[0]], a.dtype)
+            values.append(v)
+        return node, refs, values
+
+    return for_set
