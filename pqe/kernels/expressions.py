@@ -961,6 +961,15 @@ def _range_kind(t: pa.DataType) -> tuple[str, pa.DataType]:
     return f"d{t.scale}", pa.decimal256(76, t.scale)
 
 
+def _reach(t: pa.DataType) -> tuple[int, int]:
+    """(lowest, past the highest) value an integer or DECIMAL type t can hold."""
+    if T.is_integer(t):
+        if pa.types.is_signed_integer(t):
+            return -(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1)
+        return 0, 2 ** t.bit_width
+    return -(10 ** (t.precision - t.scale)), 10 ** (t.precision - t.scale)
+
+
 def _range_bounds(t: pa.DataType, dst: pa.DataType):
     """(lo, hi exclusive, lo inclusive?) of `dst` as Python numbers, a bound None where no
     value of t reaches it; None when every value of t fits (see `_fits`)."""
@@ -974,12 +983,7 @@ def _range_bounds(t: pa.DataType, dst: pa.DataType):
         lo, inclusive = -hi, False
     if T.is_floating(t):
         return lo, hi, inclusive
-    if T.is_integer(t):
-        reach = 2 ** (t.bit_width - 1) if pa.types.is_signed_integer(t) else 2 ** t.bit_width
-        low_reach = -reach if pa.types.is_signed_integer(t) else 0
-    else:
-        reach = 10 ** (t.precision - t.scale)
-        low_reach = -reach
+    low_reach, reach = _reach(t)
     lo = lo if lo > low_reach else None
     hi = hi if hi < reach else None
     if lo is None and hi is None:
@@ -1126,12 +1130,7 @@ def _fits(x: E, t: pa.DataType, dst: pa.DataType) -> E | None:
     if T.is_floating(t):
         low, high = scalar(float(lo), t), scalar(float(hi), t)
     else:
-        if T.is_integer(t):
-            reach = 2 ** (t.bit_width - 1) if pa.types.is_signed_integer(t) else 2 ** t.bit_width
-            low_reach = -reach if pa.types.is_signed_integer(t) else 0
-        else:
-            reach = 10 ** (t.precision - t.scale)
-            low_reach = -reach
+        low_reach, reach = _reach(t)
         value = (lambda v: v) if T.is_integer(t) else decimal.Decimal
         low = scalar(value(lo), t) if lo > low_reach else None
         high = scalar(value(hi), t) if hi < reach else None

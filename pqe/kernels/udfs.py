@@ -168,17 +168,24 @@ _register("pqe_fmod", fmod, {"x": pa.float64(), "y": pa.float64()}, pa.float64()
           "The floating-point remainder of x / y with the sign of x (C fmod)")
 
 
-def check_cast(ctx, texts, failed, type_name):
-    """TRUE everywhere, or an error naming the first text that CAST could not convert (the
-    same conversion gives NULL under TRY_CAST)."""
+def _first_failure(texts, failed, type_name, message) -> pa.Array:
+    """TRUE everywhere, or an ExecutionError `message(text, type name)` for the first row
+    where `failed` holds (`texts`: the values as text)."""
     if isinstance(failed, pa.Scalar):
         failed = pa.array([failed.as_py()], pa.bool_())
     if pc.any(failed).as_py():
         i = pc.index(failed, True).as_py()
         text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
         name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
-        raise ExecutionError(f"{text!r} is not a valid {name}: not a number, or out of range")
+        raise ExecutionError(message(text, name))
     return pa.array(np.ones(len(failed), dtype=bool))
+
+
+def check_cast(ctx, texts, failed, type_name):
+    """TRUE everywhere, or an error naming the first text that CAST could not convert (the
+    same conversion gives NULL under TRY_CAST)."""
+    return _first_failure(texts, failed, type_name, lambda text, name:
+                          f"{text!r} is not a valid {name}: not a number, or out of range")
 
 
 def check_range(ctx, texts, failed, type_name):
@@ -186,14 +193,8 @@ def check_range(ctx, texts, failed, type_name):
     type a CAST (or a DECIMAL result) needs: `texts` holds the values as text where `failed`
     (NULL elsewhere), so the message shows the value, not Arrow's 'Integer value out of
     bounds' or 'Decimal value does not fit in precision 10'."""
-    if isinstance(failed, pa.Scalar):
-        failed = pa.array([failed.as_py()], pa.bool_())
-    if pc.any(failed).as_py():
-        i = pc.index(failed, True).as_py()
-        text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
-        name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
-        raise ExecutionError(f"value {text} is out of range for {name}")
-    return pa.array(np.ones(len(failed), dtype=bool))
+    return _first_failure(texts, failed, type_name,
+                          lambda text, name: f"value {text} is out of range for {name}")
 
 
 _register("pqe_check_range", check_range,

@@ -96,12 +96,7 @@ class QualifyMixin:
         branches = _set_operation_branches(node)
         targets = branches if len(branches) >= REBALANCE_BRANCHES else [node]
         for target in targets:
-            try:
-                done = qualify(target, schema=mapping, dialect=PQEDialect,
-                               validate_qualify_columns=True, quote_identifiers=True,
-                               identify=True)
-            except OptimizeError as e:
-                raise self._qualify_error(str(e), schema, target) from None
+            done = self._qualify_one(target, mapping, schema)
             if done is not target:
                 if target is node:
                     node = done
@@ -114,12 +109,7 @@ class QualifyMixin:
             for sub in list(node.find_all(exp.Select)):
                 if sub.find_ancestor(exp.Select) is not None:
                     continue
-                try:
-                    done = qualify(sub, schema=mapping, dialect=PQEDialect,
-                                   validate_qualify_columns=True, quote_identifiers=True,
-                                   identify=True)
-                except OptimizeError as e:
-                    raise self._qualify_error(str(e), schema, sub) from None
+                done = self._qualify_one(sub, mapping, schema)
                 if done is not sub:
                     sub.replace(done)
         if targets is branches:
@@ -175,6 +165,14 @@ class QualifyMixin:
             plan = self._bind_view(real, entry)
             return [(f.name, T.type_name(f.dtype)) for f in plan.schema]
         raise UnsupportedError(f"catalog entry {real!r} cannot be queried")
+
+    def _qualify_one(self, node: exp.Expression, mapping, schema) -> exp.Expression:
+        """sqlglot's qualify of one query (or set-operation branch), its errors as pqe's."""
+        try:
+            return qualify(node, schema=mapping, dialect=PQEDialect,
+                           validate_qualify_columns=True, quote_identifiers=True, identify=True)
+        except OptimizeError as e:
+            raise self._qualify_error(str(e), schema, node) from None
 
     def _qualify_error(self, msg: str, schema, node: exp.Expression | None = None) -> Error:
         m = re.search(r"Column '([^']*)' could not be resolved(?:.*?Line: (\d+), Col: (\d+))?", msg)
