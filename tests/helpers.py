@@ -54,24 +54,13 @@ def duck_arrow(con, sql: str, params=None) -> pa.Table:
 
 
 def assert_same(result: pa.Table, expected: pa.Table, ordered: bool = False,
-                rel: float = 1e-6, *, sql: str | None = None,
-                known_type_bugs: dict[str, str] | None = None, **kwargs) -> None:
+                rel: float = 1e-6, *, sql: str | None = None, **kwargs) -> None:
     """`result` is the answer `expected` is (pqe.testing.compare: names, logical types, values).
 
     Rows compare as a multiset; `ordered=True` in exact sequence; `sql=` takes the ORDER BY
     keys (ties in any order) and LIMIT from the query text; `order_by=`, `limit=`,
-    `check_types=` ... go to `compare`.
-
-    known_type_bugs: {regex: reason}. A type mismatch whose message matches a regex is a known
-    pqe bug: the values are still checked, then the test is marked xfail with the reason."""
+    `check_types=` ... go to `compare`."""
     m = compare(result, expected, ordered=ordered, float_rel=rel, sql=sql, **kwargs)
-    if m is not None and m.kind == "types" and known_type_bugs:
-        for pattern, reason in known_type_bugs.items():
-            if re.search(pattern, m.message):
-                v = compare(result, expected, ordered=ordered, float_rel=rel, sql=sql,
-                            **{**kwargs, "check_types": False})
-                assert v is None, str(v)
-                pytest.xfail(f"{reason} ({m.message})")
     assert m is None, str(m)
 
 

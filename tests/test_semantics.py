@@ -119,9 +119,6 @@ QUERIES = [
 
 # Type differences from DuckDB that are pqe bugs, not allowed differences (the values match):
 # none at present (DATE +/- INTERVAL is a TIMESTAMP, as in PostgreSQL and DuckDB)
-KNOWN_TYPE_BUGS: dict[str, str] = {}
-
-
 @pytest.fixture(scope="module")
 def duck_small():
     con = oracle.connect({"t1": T1, "t2": T2, "t3": T3})
@@ -143,7 +140,7 @@ def small_ctx(request):
 def test_matches_duckdb(small_ctx, duck_small, sql):
     expected = oracle.query(duck_small, sql)
     result = small_ctx.sql(sql).to_arrow()
-    assert_same(result, expected, sql=sql, known_type_bugs=KNOWN_TYPE_BUGS)
+    assert_same(result, expected, sql=sql)
 
 
 def test_user_data_is_not_altered(small_ctx):
