@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 
 import pqe
 from data.tpch import TABLES, generate, table_path
