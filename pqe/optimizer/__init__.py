@@ -13,6 +13,7 @@ from ..errors import Error, InternalError
 from ..plan.logical import LogicalPlan
 from .decorrelate import decorrelate
 from .distinct_aggregates import rewrite_distinct_aggregates
+from .eager_aggregate import eager_aggregate
 from .extract_join_keys import extract_join_keys
 from .inline_dataframes import inline_dataframes
 from .join_reorder import join_reorder
@@ -33,6 +34,7 @@ Rule = Callable[[LogicalPlan], LogicalPlan]
 # - push_down_semi_join after extract_join_keys (it reads the keys) and before join_reorder,
 #   which then sees the semi join as the filtered input it is.
 # - join_reorder after both: it needs keys to connect inputs and pushed filters to estimate.
+# - eager_aggregate after join_reorder: it aggregates an input of the final join below it.
 # - push_down_projection last (FINAL_RULES): it runs once, on the final join order;
 #   prune_struct_fields after it, on the columns that are left.
 RULES: tuple[tuple[str, Rule], ...] = (
@@ -44,6 +46,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("extract_join_keys", extract_join_keys),
     ("push_down_semi_join", push_down_semi_join),
     ("join_reorder", join_reorder),
+    ("eager_aggregate", eager_aggregate),
 )
 FINAL_RULES: tuple[tuple[str, Rule], ...] = (
     ("push_down_projection", push_down_projection),

@@ -79,7 +79,8 @@ def _aggregate_inputs(node: Aggregate) -> LogicalPlan:
     base = node.input.schema
     proj = Project(node.input, tuple(ColumnRef(f) for f in base) + tuple(e for e, _ in lifted),
                    base + tuple(f for _, f in lifted))
-    return Aggregate(_rewrite(proj) or proj, group, node.group_fields, aggs, node.agg_fields)
+    return Aggregate(_rewrite(proj) or proj, group, node.group_fields, aggs, node.agg_fields,
+                     node.local)
 
 
 def _filter(node: Filter) -> LogicalPlan:
@@ -415,7 +416,7 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
         inner = _attach(plan.input, d, mapping)
         aggs = tuple(a.with_children(tuple(sub(c) for c in a.children())) for a in plan.aggs)
         return Aggregate(inner, tuple(sub(g) for g in plan.group) + tuple(ColumnRef(f) for f in dfields),
-                         plan.group_fields + dfields, aggs, plan.agg_fields)
+                         plan.group_fields + dfields, aggs, plan.agg_fields, plan.local)
     if isinstance(plan, Sort) and plan.fetch is None:
         return Sort(_attach(plan.input, d, mapping), plan.keys, None)
     if isinstance(plan, Sort):

@@ -68,7 +68,7 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
         exprs = list(plan.group) + [a for a, _ in pairs]
         child = _prune(plan.input, _ordered(plan.input, column_ids_all(exprs)))
         return Aggregate(child, plan.group, plan.group_fields, tuple(a for a, _ in pairs),
-                         tuple(f for _, f in pairs))
+                         tuple(f for _, f in pairs), plan.local)
     if isinstance(plan, Window):
         pairs = [(c, f) for c, f in zip(plan.calls, plan.fields, strict=True) if f.id in need]
         in_ids = set(plan.input.column_ids)

@@ -408,6 +408,9 @@ class PhysicalPlanner:
         if group and projected.dist.groups_within(group):
             return AggregateExec(schema, projected.n, projected.dist, projected, "single", group,
                                  aggs, **first)
+        if node.local:  # each partition on its own: the consumer combines the partitions' rows
+            return AggregateExec(schema, projected.n, ANY, projected, "single", group, aggs,
+                                 **first)
         partial_fields = tuple(Field(c, c, pa.null()) for c in _state_columns(group, aggs))
         partial = AggregateExec(partial_fields, projected.n, ANY, projected, "partial", group,
                                 aggs, **first)
@@ -777,7 +780,7 @@ DYNAMIC_BUILD_SHARE = 0.01  # a build of at most this share of the probe scan's 
 def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: float) -> tuple | None:
     """(scan, file column, position of the key in the join's keys) for a broadcast join's dynamic filter: a probe key that is, through
     partition-local operators that keep its values (projections, the probe side of broadcast
-    joins that keep probe rows' columns), an integer or date column of a Parquet scan whose
+    joins that keep probe rows' columns, the group keys of one-step aggregates), an integer or date column of a Parquet scan whose
     row groups hold narrow ranges of it (sorted or clustered data: TPC-DS's fact tables by
     date). Only then can the build keys' [min, max] skip row groups; on unclustered data the
     scan would only wait for the build. And only for a build estimated at most 1% of the
@@ -799,6 +802,10 @@ def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: floa
                   and node.kind in ("inner", "left", "semi", "anti")
                   and any(f.id == cid for f in node.left.schema)):
                 node = node.left
+            elif isinstance(node, AggregateExec) and node.mode == "single" and cid in node.group:
+                # a group key of a partition-local aggregate (eager aggregation below the
+                # join): rows whose key the build lacks form groups that would not match
+                node = node.input
             else:
                 node = None
                 break
@@ -1018,7 +1025,8 @@ def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
             if parents.get(id(node), 0) > 1:
                 join.runtime_filter = None
                 break
-            node, above = (node.input if isinstance(node, ProjectExec) else node.left), node
+            node, above = (node.input if isinstance(node, (ProjectExec, AggregateExec))
+                           else node.left), node
         else:
             if parents.get(id(scan), 0) > 1:  # one join per consumer of the shared scan
                 by_scan.setdefault(id(scan), (scan, {}))[1].setdefault(id(above), join)

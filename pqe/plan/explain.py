@@ -182,7 +182,7 @@ def describe_node(plan) -> str:
         g = ", ".join(_named(e, f) for e, f in zip(plan.group, plan.group_fields, strict=True))
         a = ", ".join(f"{format_expr(e)} AS {f.name}"
                       for e, f in zip(plan.aggs, plan.agg_fields, strict=True))
-        return f"Aggregate: groupBy=[{g}] aggr=[{a}]"
+        return f"Aggregate{'[local]' if plan.local else ''}: groupBy=[{g}] aggr=[{a}]"
     if isinstance(plan, L.Sort):
         keys = ", ".join(format_sort_key(k) for k in plan.keys)
         return f"Sort: {keys}" + (f" fetch={plan.fetch}" if plan.fetch is not None else "")

@@ -208,13 +208,16 @@ class Join(LogicalPlan):
 @dataclass(frozen=True, slots=True)
 class Aggregate(LogicalPlan):
     """GROUP BY `group` computing `aggs`; output: group columns then aggregate columns.
-    With no group keys it yields exactly one row."""
+    With no group keys it yields exactly one row. `local`: a pre-aggregation whose consumer
+    combines its rows again (optimizer.eager_aggregate), so each partition may aggregate its
+    own rows and a group may come out once per partition."""
 
     input: LogicalPlan
     group: tuple[Expr, ...]
     group_fields: tuple[Field, ...]
     aggs: tuple[AggCall, ...]
     agg_fields: tuple[Field, ...]
+    local: bool = False
     schema: tuple[Field, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self):

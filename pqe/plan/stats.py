@@ -339,7 +339,8 @@ class Estimator:
                     return self.unique(plan.input, e)
             return False
         if isinstance(plan, Aggregate):
-            return len(plan.group) == 1 and plan.group_fields[0].id == cid
+            # a local aggregate's group may come out once per partition
+            return len(plan.group) == 1 and plan.group_fields[0].id == cid and not plan.local
         if isinstance(plan, Join):
             in_left = cid in set(plan.left.column_ids)
             if plan.kind in ("semi", "anti"):

@@ -1,0 +1,184 @@
+"""Eager aggregation (optimizer.eager_aggregate): an input of an inner join aggregated before
+the join. Every query is checked against DuckDB, and the plan is checked to contain the pushed
+(`local`) aggregate, so a test cannot pass because the rule silently stopped applying.
+
+The data is built so that a wrong rewrite shows: NULL join keys and NULL values, a dimension
+whose key repeats (each fact row joins twice), a residual join condition, FILTER clauses,
+BIGINT values whose partial sums leave the int64 range, DECIMAL and text aggregates, and a
+join that matches nothing (the one row of an aggregate without GROUP BY)."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pqe
+from pqe.optimizer.eager_aggregate import MIN_ROWS
+
+from helpers import assert_same, duck_arrow
+
+N = max(200_000, 4 * MIN_ROWS)
+KEYS = 500
+
+
+def _tables():
+    rng = np.random.default_rng(7)
+    fk = rng.integers(0, KEYS, N)
+    fk_null = rng.random(N) < 0.02
+    v = rng.integers(-1000, 1000, N).astype(np.int32)
+    v_null = rng.random(N) < 0.05
+    big = np.where(rng.random(N) < 0.5, 2 ** 62, -(2 ** 62) + 7).astype(np.int64)
+    d = rng.integers(-10 ** 9, 10 ** 9, N)
+    s = np.array([f"{c}{i % 97}" for c, i in zip("abcxyzé語" * (N // 8 + 1), range(N))])[:N]
+    fact = pa.table({
+        "fk": pa.array(fk, pa.int64(), mask=fk_null),
+        "g": pa.array(rng.integers(0, 3, N), pa.int64()),
+        "v": pa.array(v, pa.int32(), mask=v_null),
+        "big": pa.array(big, pa.int64()),
+        "d": pa.array(d, pa.int64()).cast(pa.decimal128(20, 0)).cast(pa.decimal128(22, 2)),
+        "f": pa.array(rng.random(N) * 100),
+        "s": pa.array(s),
+    })
+    k = np.arange(KEYS)
+    dim = pa.table({
+        "k": pa.array(k, pa.int64()),
+        "cat": pa.array([f"cat{i % 7}" for i in k]),
+        "name": pa.array([f"Name {i % 40}" for i in k]),
+        "lim": pa.array((k * 7) % 1000 - 400, pa.int64()),
+    })
+    # every key of the first half twice: a fact row matching it counts twice
+    dup = pa.concat_tables([dim, dim.slice(0, KEYS // 2)])
+    return fact, dim, dup
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("eager")
+    fact, dim, dup = _tables()
+    paths = {}
+    for name, t in (("fact", fact), ("dim", dim), ("dimdup", dup)):
+        paths[name] = str(root / f"{name}.parquet")
+        pq.write_table(t, paths[name], row_group_size=50_000)
+    con = duckdb.connect()
+    for name, p in paths.items():
+        con.execute(f"create view {name} as select * from read_parquet('{p}')")
+    yield paths, con
+    con.close()
+
+
+def _context(kind: str, paths) -> pqe.Context:
+    ctx = {"threaded": lambda: pqe.Context(threads=2), "sync": lambda: pqe.Context(scheduler="sync"),
+           "partitions4": lambda: pqe.Context(partitions=4)}[kind]()
+    for name, p in paths.items():
+        ctx.register_parquet(name, p)
+    return ctx
+
+
+QUERIES = {
+    "all_combinable": """
+        select d.cat, sum(f.v) sv, count(f.v) cv, count(*) n, avg(f.v) av, min(f.s) mn,
+               max(f.s) mx, sum(f.d) sd, avg(f.d) ad, min(f.f) mf
+        from fact f join dim d on f.fk = d.k group by d.cat""",
+    "keys_from_both_sides": """
+        select d.cat, f.g, sum(f.v) sv, count(*) n from fact f join dim d on f.fk = d.k
+        group by d.cat, f.g""",
+    "expressions": """
+        select upper(d.name) un, sum(f.v * 2 + 1) s2, max(length(f.s)) ml
+        from fact f join dim d on f.fk = d.k group by upper(d.name)""",
+    "filter_clauses": """
+        select d.cat, sum(f.v) filter (where f.v > 0) pos, count(*) filter (where f.s like 'a%') na,
+               avg(f.f) filter (where f.g = 1) af
+        from fact f join dim d on f.fk = d.k group by d.cat""",
+    "duplicate_dimension_keys": """
+        select d.cat, sum(f.v) sv, count(*) n, min(f.v) mn from fact f join dimdup d on f.fk = d.k
+        group by d.cat""",
+    "residual_condition": """
+        select d.cat, sum(f.v) sv, count(*) n from fact f join dim d on f.fk = d.k and f.g <> d.k % 3
+        group by d.cat""",
+    "bigint_partials_beyond_int64": """
+        select d.cat, sum(f.big) sb, avg(f.big) ab from fact f join dim d on f.fk = d.k
+        group by d.cat""",
+    "no_match_without_group_by": """
+        select sum(f.v) sv, count(f.v) cv, count(*) n, avg(f.v) av, max(f.s) mx
+        from fact f join dim d on f.fk = d.k where d.cat = 'none'""",
+    "without_group_by": """
+        select sum(f.v) sv, count(*) n, avg(f.d) ad from fact f join dim d on f.fk = d.k
+        where d.cat in ('cat1', 'cat2')""",
+    "dimension_written_first": """
+        select d.name, count(*) n, sum(f.f) sf from dim d, fact f
+        where d.k = f.fk and d.lim > 0 group by d.name""",
+}
+
+
+def _local_aggregates(ctx, sql) -> int:
+    return str(ctx.sql(sql).optimized_plan()).count("Aggregate[local]")
+
+
+@pytest.mark.parametrize("kind", ["threaded", "sync", "partitions4"])
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_eager_aggregation_answers(data, kind, name):
+    paths, con = data
+    sql = QUERIES[name]
+    ctx = _context(kind, paths)
+    try:
+        assert _local_aggregates(ctx, sql) == 1, ctx.sql(sql).optimized_plan()
+        assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql), rel=1e-9)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("sql", [
+    # an argument from both sides: nothing to aggregate before the join
+    "select d.cat, sum(f.v * d.lim) s from fact f join dim d on f.fk = d.k group by d.cat",
+    # COUNT(DISTINCT) does not combine from partial counts
+    "select d.cat, count(distinct f.v) c from fact f join dim d on f.fk = d.k group by d.cat",
+    # an outer join keeps unmatched rows the partial aggregate would have merged
+    "select d.cat, sum(f.v) s, count(*) n from fact f left join dim d on f.fk = d.k group by d.cat",
+    # grouping by the fact's own near-unique column: no reduction to gain
+    "select f.s, f.d, sum(f.v) s from fact f join dim d on f.fk = d.k group by f.s, f.d",
+])
+def test_not_applied_where_it_cannot_or_need_not(data, sql):
+    paths, con = data
+    ctx = _context("threaded", paths)
+    try:
+        assert _local_aggregates(ctx, sql) == 0
+        assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql), rel=1e-9)
+    finally:
+        ctx.close()
+
+
+def test_local_aggregate_in_explain_and_physical_plan(data):
+    paths, _ = data
+    ctx = _context("partitions4", paths)
+    try:
+        text = "\n".join(ctx.sql("explain " + QUERIES["all_combinable"]).to_arrow()
+                         .column(-1).to_pylist())
+        # the pushed aggregate runs per partition (no exchange below the join): one
+        # Aggregate[single] over the fact side, then the usual partial/final pair on top
+        physical = text.split("== Physical Plan ==")[1]
+        lines = physical.splitlines()
+        join = next(i for i, s in enumerate(lines) if "HashJoin" in s)
+        below = "\n".join(lines[join:])
+        assert "Aggregate[single" in below and "Exchange[hash" not in below.split("Aggregate[single")[0]
+        assert "Aggregate[local]" in text
+    finally:
+        ctx.close()
+
+
+def test_eager_aggregation_on_a_local_cluster(data):
+    paths, con = data
+    ctx = _context("threaded", paths)
+    ctx.close()
+    ctx = pqe.Context(workers=2, memory_limit="1GiB", partitions=4)
+    try:
+        for name, p in paths.items():
+            ctx.register_parquet(name, p)
+        for name in ("all_combinable", "duplicate_dimension_keys", "no_match_without_group_by"):
+            sql = QUERIES[name]
+            assert _local_aggregates(ctx, sql) == 1
+            assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql), rel=1e-9)
+    finally:
+        ctx.close()
