@@ -103,7 +103,7 @@ QUERIES = {
         group by d.cat""",
     "no_match_without_group_by": """
         select sum(f.v) sv, count(f.v) cv, count(*) n, avg(f.v) av, max(f.s) mx
-        from fact f join dim d on f.fk = d.k where d.cat = 'none'""",
+        from fact f join dim d on f.fk = d.k where f.g = 7""",
     "without_group_by": """
         select sum(f.v) sv, count(*) n, avg(f.d) ad from fact f join dim d on f.fk = d.k
         where d.cat in ('cat1', 'cat2')""",

@@ -367,10 +367,7 @@ def clustered(tmp_path):
 
 def test_dynamic_filter_skips_row_groups(clustered):
     sql = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.z = 1"
-    text = clustered.sql(sql).explain()
-    assert "dynamic_filter=[fact.k]" in text
-    # the filter reaches the scan through the fact side's eager (local) aggregate
-    assert "Aggregate[local]: groupBy=[fact.k]" in text
+    assert "dynamic_filter=[fact.k]" in clustered.sql(sql).explain()
     assert rows(clustered, sql) == [(2000,)]
     analyzed = clustered.sql(sql).explain(analyze=True)
     scan = next(line for line in analyzed.splitlines() if "ParquetScan: fact" in line)

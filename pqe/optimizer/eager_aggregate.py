@@ -17,8 +17,10 @@ them. The pushed aggregate is `local`: each partition may aggregate its own rows
 since the aggregate above combines whatever it gets.
 
 Applied only when the estimates promise a reduction (X's rows at least `MIN_REDUCTION` times
-the distinct combinations of the columns kept, each with a known distinct count), so it never
-adds a pass that does not shrink the join's input.
+the distinct combinations of the columns kept, each with a known distinct count) and the join
+is not selective (it keeps at least 1/`MIN_REDUCTION` of X's rows: probing a small build with
+every row of X costs less than aggregating X first, TPC-DS Q82), so it never adds a pass that
+does not shrink the work of the join.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
         groups *= ndv
     if groups * MIN_REDUCTION > rows:
         return None
+    if est.rows(join) * MIN_REDUCTION < rows:
+        return None  # a selective join: probing X costs less than aggregating it first
     return _rewrite(node, join, side, x, keep, group, aggs)
 
 
