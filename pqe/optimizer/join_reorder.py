@@ -12,7 +12,7 @@ Estimates come from `pqe.plan.stats` (Parquet row counts and min/max, filter sel
 from __future__ import annotations
 
 from .. import types as T
-from ..plan.expr import Call, ColumnRef, Expr, and_, column_ids, conjuncts
+from ..plan.expr import Call, ColumnRef, Expr, and_, column_ids, column_ids_all, conjuncts
 from ..plan.logical import Filter, Join, LogicalPlan, Project
 from ..plan.stats import Estimator
 from .extract_join_keys import _rule as _keys
@@ -32,7 +32,7 @@ def _visit(plan: LogicalPlan, est: Estimator) -> LogicalPlan:
         leaves = [_visit(leaf, est) for leaf in leaves]
         if len(leaves) > MAX_GREEDY_INPUTS:
             return plan.with_children(tuple(_visit(k, est) for k in plan.children()))
-        new = _greedy(leaves, conds, est)
+        new = _lift_left_joins(leaves, conds, est) or _greedy(leaves, conds, est)
         if new.column_ids != plan.column_ids:
             new = Project(new, tuple(ColumnRef(f) for f in plan.schema), plan.schema)
         return new
@@ -43,6 +43,33 @@ def _visit(plan: LogicalPlan, est: Estimator) -> LogicalPlan:
     if all(a is b for a, b in zip(new_kids, kids, strict=True)):
         return plan
     return plan.with_children(new_kids)
+
+
+def _lift_left_joins(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator):
+    """The join with each `A LEFT JOIN B` input whose B no inner condition reads joined last,
+    after its A has met the other inputs: `(A LEFT JOIN B) JOIN C ON a = c` is `(A JOIN C ON
+    a = c) LEFT JOIN B` (each row of A JOIN C finds the same B rows its A row did). When C
+    filters A (a date range on a fact table) the outer join then probes far fewer rows: TPC-DS
+    Q80 joined 2.9M store_sales rows to their returns before the 31-day date range kept 63k.
+    None when no input is such a left join or the other inputs would not shrink its A."""
+    read = column_ids_all(conds)
+    lifted: list[Join] = []
+    inner: list[LogicalPlan] = []
+    for leaf in leaves:
+        if (isinstance(leaf, Join) and leaf.kind == "left" and not leaf.null_aware
+                and not read & set(leaf.right.column_ids)):
+            lifted.append(leaf)
+            inner.append(leaf.left)
+        else:
+            inner.append(leaf)
+    if not lifted:
+        return None
+    plan = _greedy(inner, conds, est)
+    if all(est.rows(plan) >= est.rows(j.left) for j in lifted):
+        return None
+    for j in lifted:
+        plan = Join(plan, j.right, "left", j.on, j.filter)
+    return plan
 
 
 def _flatten(plan: LogicalPlan, leaves: list[LogicalPlan], conds: list[Expr]) -> None:
