@@ -12,7 +12,9 @@ of the TPC-H benchmark (benchmarks/engines.py: truncating integer division, Post
 ordering) plus division by zero giving NULL, as in pqe. DuckDB's answer is the oracle: the
 extension's own answer files come from a different generator.
 
-Each query runs once on DuckDB and once on pqe (the pqe time printed is that run). Outcomes:
+Each query runs once on DuckDB and once on pqe (the pqe time printed is that run); with
+--runs N each engine then runs it N more times and the report shows those medians beside the
+first run's times (the checked run is the warm-up, as in benchmarks.tpch). Outcomes:
 pass, wrong (the answers differ: benchmarks/compare.py, ORDER BY-aware with a numeric
 tolerance), pqe-error (error class and the first line of its message), duckdb-error (no
 reference), timeout (pqe gave no answer within --timeout seconds; it is cancelled).
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import re
 import resource
 import shutil
@@ -308,6 +311,10 @@ class QueryResult:
     status: str = "pass"
     pqe_seconds: float | None = None
     duckdb_seconds: float | None = None
+    # with --runs N > 1: the checked (first) run's times; the two above are then the medians
+    # of the N runs after it
+    pqe_first: float | None = None
+    duckdb_first: float | None = None
     rows: int | None = None
     expected_rows: int | None = None
     error_class: str = ""
@@ -319,6 +326,7 @@ class QueryResult:
 class Run:
     sf: float
     threads: int
+    runs: int
     timeout: float
     max_memory: float
     data: str
@@ -341,7 +349,25 @@ def _first_line(e: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def run_query(name: str, sql: str, pqe: Pqe, duck: DuckDB, caller: Caller) -> QueryResult:
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _timed_runs(out: QueryResult, sql: str, pqe: Pqe, duck: DuckDB, caller: Caller,
+                runs: int) -> None:
+    """After the checked run (each engine's warm-up): `runs` more of each, alternating, the
+    medians replacing the first run's times."""
+    out.pqe_first, out.duckdb_first = out.pqe_seconds, out.duckdb_seconds
+    mine, theirs = [], []
+    for _ in range(runs):
+        theirs.append(caller(partial(duck.run, sql), duck.interrupt)[1])
+        mine.append(caller(partial(pqe.run, sql), pqe.interrupt)[1])
+    out.pqe_seconds, out.duckdb_seconds = _median(mine), _median(theirs)
+
+
+def run_query(name: str, sql: str, pqe: Pqe, duck: DuckDB, caller: Caller,
+              runs: int = 1) -> QueryResult:
     out = QueryResult(name)
     try:
         want, out.duckdb_seconds = caller(partial(duck.run, sql), duck.interrupt)
@@ -369,6 +395,11 @@ def run_query(name: str, sql: str, pqe: Pqe, duck: DuckDB, caller: Caller) -> Qu
         diff = f"answer check failed: {type(e).__name__}: {_first_line(e)}"
     if diff is not None:
         out.status, out.error = "wrong", diff
+    elif runs > 1:
+        try:
+            _timed_runs(out, sql, pqe, duck, caller, runs)
+        except Exception as e:  # noqa: BLE001 - a failure of a repeated run is a result
+            out.status, out.error_class, out.error = "pqe-error", type(e).__name__, _first_line(e)
     return out
 
 
@@ -413,7 +444,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Run:
     qdir = queries_dir(args)
     cap_memory(args.max_memory)
     root = Path(args.data) if args.data else generate(args.sf)
-    out = Run(sf=args.sf, threads=args.threads, timeout=args.timeout,
+    out = Run(sf=args.sf, threads=args.threads, runs=args.runs, timeout=args.timeout,
               max_memory=args.max_memory, data=_rel(root),
               queries_dir=str(args.queries_dir), started=report.now(),
               command=getattr(args, "command", "python -m benchmarks.tpcds"),
@@ -428,7 +459,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Run:
     try:
         for name in args.queries:
             sql = (qdir / f"{name}.sql").read_text()
-            r = run_query(name, sql, pqe, duck, caller)
+            r = run_query(name, sql, pqe, duck, caller, args.runs)
             out.results.append(r)
             log(line(r))
     finally:
@@ -507,16 +538,36 @@ def markdown(run: Run, diagnosis: str = "") -> str:
         "",
         f"**{c['pass']} of {total} pass**: " + ", ".join(f"{c[s]} {s}" for s in STATUSES) + ".",
         "",
-        "| query | status | pqe s | DuckDB s | rows | expected | detail |",
-        "|---|---|---:|---:|---:|---:|---|",
     ]
+    timed = [r for r in run.results if r.status == "pass" and r.pqe_seconds and r.duckdb_seconds]
+    if timed:
+        mine = sum(r.pqe_seconds for r in timed)
+        theirs = sum(r.duckdb_seconds for r in timed)
+        ratios = [r.pqe_seconds / r.duckdb_seconds for r in timed]
+        geo = 2 ** (sum(math.log2(x) for x in ratios) / len(ratios))
+        what = (f"median of {run.runs} runs after a checked warm-up run" if run.runs > 1
+                else "one run, the checked one (each engine's first run of the query)")
+        over = [f"{r.query} ({x:.1f}x)" for r, x in zip(timed, ratios, strict=True) if x > 5]
+        lines += [f"Times: {what}. Passing queries: pqe {mine:.2f} s, DuckDB {theirs:.2f} s "
+                  f"(**{mine / theirs:.2f}x**; geomean of per-query ratios {geo:.2f}x); above "
+                  f"5x: {', '.join(over) or 'none'}.", ""]
+    first = run.runs > 1
+    lines += ["| query | status | pqe s | DuckDB s | pqe / DuckDB |"
+              + (" pqe first run s | DuckDB first run s |" if first else "")
+              + " rows | expected | detail |",
+              "|---|---|---:|---:|---:|" + ("---:|---:|" if first else "") + "---:|---:|---|"]
     for r in run.results:
         detail = (f"{r.error_class}: {r.error}" if r.error_class else r.error) or r.note
         if r.error and r.note:
             detail += f" ({r.note})"
-        t = "" if r.pqe_seconds is None else f"{r.pqe_seconds:.2f}"
+        t = "" if r.pqe_seconds is None else f"{r.pqe_seconds:.3f}"
         d = "" if r.duckdb_seconds is None else f"{r.duckdb_seconds:.3f}"
-        lines.append(f"| {r.query} | {r.status} | {t} | {d} | "
+        ratio = f"{r.pqe_seconds / r.duckdb_seconds:.2f}" if r.pqe_seconds and r.duckdb_seconds else ""
+        extra = ""
+        if first:
+            extra = " | ".join("" if v is None else f"{v:.3f}"
+                               for v in (r.pqe_first, r.duckdb_first)) + " | "
+        lines.append(f"| {r.query} | {r.status} | {t} | {d} | {ratio} | {extra}"
                      f"{'' if r.rows is None else r.rows} | "
                      f"{'' if r.expected_rows is None else r.expected_rows} | "
                      f"{_md_escape(detail)} |")
@@ -594,6 +645,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds before a pqe query is cancelled (default 120)")
     p.add_argument("--threads", type=int, default=2, help="threads per engine (default 2)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="timed runs per query and engine after the checked one, which is then "
+                        "the warm-up; the report shows their medians (default 1: the checked "
+                        "run's time only)")
     p.add_argument("--max-memory", type=float, default=8.0,
                    help="cap the process's address space at this many GiB, so that an "
                         "exploding query fails instead of exhausting the machine (default 8; "
