@@ -55,6 +55,49 @@ def profile_pqe(ctx: Any, sql: str) -> tuple[pa.Table, dict[str, float]]:
     return result, times
 
 
+def task_profile(ctx: Any, sql: str) -> dict[str, float]:
+    """Where one run of the query spends its wall time on the threaded scheduler: `plan`
+    (parse to task graph: serial Python), `execute` (the graph run, result assembled), and
+    within `execute` the time with two or more tasks running (`parallel`), exactly one
+    (`serial`: gathers, final steps, broadcast builds everyone waits for) and none (`idle`:
+    the scheduler and Python between tasks, the result's assembly); `task_seconds` = the
+    tasks' summed durations, `tasks` = their number. Each task of the graph is wrapped in a
+    clock (the graph is pqe's tuples, run unchanged otherwise)."""
+    from pqe.execution.lower import lower
+    from pqe.session.state import finish
+
+    session = ctx.session
+    start = time.perf_counter()
+    stmt = session.bind(session.parse(sql)[0], sql)
+    phys = session.physical_plan(session.optimize(stmt.plan))
+    graph, keys = lower(phys)
+    spans: list[tuple[float, float]] = []
+
+    def timed(fn, *args):
+        began = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            spans.append((began, time.perf_counter()))  # list.append is atomic
+
+    wrapped = {k: ((timed, *v) if isinstance(v, tuple) and v and callable(v[0]) else v)
+               for k, v in graph.items()}
+    planned = time.perf_counter()
+    finish(stmt.plan, session.executor.run_graph(wrapped, keys))
+    done = time.perf_counter()
+    # sweep the task boundaries: how long 0, 1 and 2+ tasks were running
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    running, last, by = 0, planned, {0: 0.0, 1: 0.0, 2: 0.0}
+    for t, delta in events:
+        by[min(running, 2)] += max(0.0, t - last)
+        running += delta
+        last = max(last, t)
+    by[0] += max(0.0, done - last)
+    return {"plan": planned - start, "execute": done - planned, "tasks": float(len(spans)),
+            "task_seconds": sum(e - s for s, e in spans), "idle": by[0], "serial": by[1],
+            "parallel": by[2]}
+
+
 _OPERATOR_LINE = re.compile(r"^\s*(\w+(?:\[\w+\])?)[:\s].*\btime=([0-9.]+)s")
 
 

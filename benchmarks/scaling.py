@@ -40,8 +40,30 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def task_profiles(root, threads: int, queries: list[str], runs: int) -> dict:
+    """{query: benchmarks.profile.task_profile of the median-execute run}, each query once
+    first as a warm-up (the caller has limited Arrow's pools to `threads`)."""
+    import pqe
+
+    from .engines import register_tpch
+    from .profile import task_profile
+
+    out = {}
+    ctx = register_tpch(pqe.Context(threads=threads), root)
+    try:
+        for q in queries:
+            sql = (REPO / "sql" / "tpch" / f"{q}.sql").read_text()
+            task_profile(ctx, sql)
+            got = sorted((task_profile(ctx, sql) for _ in range(max(1, runs))),
+                         key=lambda p: p["execute"])
+            out[q] = got[len(got) // 2]
+    finally:
+        ctx.close()
+    return out
+
+
 def measure(sfs: list[float], threads: list[int], runs: int, timeout: float,
-            queries: list[str], log=print) -> dict:
+            queries: list[str], log=print, profile: bool = False) -> dict:
     """{"runs": [{sf, threads, load, per-engine {query: median seconds or None}}], ...}."""
     out = {"machine": report.machine(), "started": report.now(), "runs": []}
     for sf in sfs:
@@ -56,13 +78,17 @@ def measure(sfs: list[float], threads: list[int], runs: int, timeout: float,
             cpu, io = pa.cpu_count(), pa.io_thread_count()
             pa.set_cpu_count(t)
             pa.set_io_thread_count(t)
+            prof = None
             try:
                 res: Results = run(parse_args(argv), log=log)
+                prof = task_profiles(res.data, t, queries, runs) if profile else None
             finally:
                 pa.set_cpu_count(cpu)
                 pa.set_io_thread_count(io)
             entry = {"sf": sf, "threads": t, "load_before": load, "other_cpu": res.other_cpu,
                      "wall": res.wall, "times": {}, "status": {}}
+            if prof is not None:
+                entry["profile"] = prof
             for engine in ENGINES:
                 entry["times"][engine] = {q: res.get(engine, q).median if res.get(engine, q) else None
                                           for q in queries}
@@ -150,6 +176,7 @@ def markdown(data: dict, command: str) -> str:
             tot = _total(p1) / _total(pn) if _total(p1) and _total(pn) else None
             lines.append(f"| {sf:g} | {_fmt(tot, 2)} | {_fmt(_geomean(per), 2)} | "
                          f"{_fmt(d1 / dn if d1 and dn else None, 2)} |")
+    lines += _profile_section(by, sfs, threads, queries)
     lines += ["", "## Per query (pqe seconds)", "",
               "| query | " + " | ".join(f"SF{sf:g} {t}t" for sf in sfs for t in threads if (sf, t) in by) + " |",
               "| --- | " + " | ".join("---:" for sf in sfs for t in threads if (sf, t) in by) + " |"]
@@ -157,6 +184,60 @@ def markdown(data: dict, command: str) -> str:
         cells = [_fmt(by[(sf, t)]["times"]["pqe"].get(q)) for sf in sfs for t in threads if (sf, t) in by]
         lines.append(f"| {q} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _profile_section(by: dict, sfs, threads, queries) -> list[str]:
+    """Where pqe's time goes on 1 and on the most threads (benchmarks.profile.task_profile)."""
+    if 1 not in threads or len(threads) < 2:
+        return []
+    hi = max(threads)
+    lines = ["", f"## Where the time goes: per-task profile, 1 and {hi} threads (pqe)", "",
+             ("From separate runs after the timed ones (`--profile`; the median of the runs by "
+              "execute time): every task of the graph timed. `plan` = parse to task graph "
+              "(serial Python); `task-s` = the tasks' summed durations; `inflation` = task-s on "
+              f"{hi} threads over task-s on 1 (the same work taking longer when tasks run side "
+              "by side: the GIL, memory bandwidth, Arrow's shared pools); of the execute wall "
+              f"time on {hi} threads, the share with {hi}+ tasks running, with one (serial "
+              "stages: gathers, final steps, builds every probe waits for) and with none (the "
+              "scheduler and Python between tasks, assembling the result).")]
+    for sf in sfs:
+        r1, rn = by.get((sf, 1)), by.get((sf, hi))
+        if r1 is None or rn is None or "profile" not in r1 or "profile" not in rn:
+            continue
+        p1, pn = r1["profile"], rn["profile"]
+        lines += ["", f"### SF{sf:g}", "",
+                  (f"| query | plan s | execute s 1t | execute s {hi}t | speed-up | tasks "
+                   f"{hi}t | task-s 1t | task-s {hi}t | inflation | {hi}+ running | 1 running | "
+                   "none running |"),
+                  "| --- | " + " | ".join("---:" for _ in range(11)) + " |"]
+        tot = dict.fromkeys(("plan", "e1", "en", "t1", "tn", "par", "ser", "idle"), 0.0)
+        for q in queries:
+            a, b = p1.get(q), pn.get(q)
+            if not a or not b:
+                continue
+            ex = b["execute"] or 1e-9
+            lines.append(
+                f"| {q} | {b['plan']:.3f} | {a['execute']:.3f} | {b['execute']:.3f} | "
+                f"{a['execute'] / ex:.2f} | {b['tasks']:.0f} | {a['task_seconds']:.3f} | "
+                f"{b['task_seconds']:.3f} | {b['task_seconds'] / max(a['task_seconds'], 1e-9):.2f} | "
+                f"{b['parallel'] / ex:.0%} | {b['serial'] / ex:.0%} | {b['idle'] / ex:.0%} |")
+            for k, v in (("plan", b["plan"]), ("e1", a["execute"]), ("en", b["execute"]),
+                         ("t1", a["task_seconds"]), ("tn", b["task_seconds"]),
+                         ("par", b["parallel"]), ("ser", b["serial"]), ("idle", b["idle"])):
+                tot[k] += v
+        if tot["en"]:
+            lines.append(
+                f"| **all** | {tot['plan']:.3f} | {tot['e1']:.3f} | {tot['en']:.3f} | "
+                f"{tot['e1'] / tot['en']:.2f} |  | {tot['t1']:.3f} | {tot['tn']:.3f} | "
+                f"{tot['tn'] / max(tot['t1'], 1e-9):.2f} | {tot['par'] / tot['en']:.0%} | "
+                f"{tot['ser'] / tot['en']:.0%} | {tot['idle'] / tot['en']:.0%} |")
+            # what the speed-up would be without the inflation and without the serial time
+            lines += ["", (f"With no inflation the tasks would need {tot['t1']:.2f} task-s "
+                           f"instead of {tot['tn']:.2f}; the execute wall time had one task "
+                           f"running for {tot['ser']:.2f} s and none for {tot['idle']:.2f} s of "
+                           f"{tot['en']:.2f} s; planning adds {tot['plan']:.2f} s of serial "
+                           "Python over the queries.")]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,9 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--queries", default=",".join(q[1:] for q in ALL_QUERIES))
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="also time every task of each query (benchmarks.profile.task_profile) "
+                        "and report where the time goes on 1 and on the most threads")
     args = p.parse_args(argv)
     queries = [f"q{int(x)}" for x in args.queries.split(",")]
-    data = measure(args.sfs, args.threads, args.runs, args.timeout, queries)
+    data = measure(args.sfs, args.threads, args.runs, args.timeout, queries,
+                   profile=args.profile)
     command = " ".join(["python -m benchmarks.scaling", *(sys.argv[1:] if argv is None else argv)])
     text = markdown(data, command)
     print(text)

@@ -61,3 +61,20 @@ def test_answer_check_catches_wrong_answers():
     assert compare(pa.table({"x": [d("0.050079")]}), avg, []) is not None
     sql = (tpch.QUERY_DIR / "q3.sql").read_text()
     assert order_key_columns(sql) == [1, 2]  # revenue desc, o_orderdate
+
+
+def test_task_profile_accounts_for_the_execute_time(tpch_ctx):
+    """benchmarks.profile.task_profile: the wall time splits into 2+/1/0 tasks running, the
+    tasks' summed time fits in threads x wall, and the answer-producing graph really ran."""
+    from benchmarks.profile import task_profile
+    from helpers import tpch_query
+
+    for q in ("q1", "q3", "q18"):
+        p = task_profile(tpch_ctx, tpch_query(q))
+        assert p["tasks"] >= 1 and p["plan"] > 0 and p["execute"] > 0
+        parts = p["parallel"] + p["serial"] + p["idle"]
+        assert abs(parts - p["execute"]) <= 0.01 * p["execute"] + 1e-3, p
+        threads = tpch_ctx.session.executor.threads or 1
+        assert 0 < p["task_seconds"] <= threads * p["execute"] + 1e-3, p
+        if p["parallel"] == 0:  # never two tasks at once: the tasks ran one after another
+            assert p["task_seconds"] <= p["serial"] + 1e-3, p
