@@ -107,6 +107,22 @@ QUERIES = {
     "without_group_by": """
         select sum(f.v) sv, count(*) n, avg(f.d) ad from fact f join dim d on f.fk = d.k
         where d.cat in ('cat1', 'cat2')""",
+    # CASE arguments whose conditions read the other side (TPC-DS Q2/Q43/Q59's day names)
+    "case_on_the_other_side": """
+        select d.cat, sum(case when d.lim > 0 then f.v end) pos,
+               sum(case when d.name like 'Name 1%' then f.v when d.lim < -100 then f.v * 2
+                        else 0 end) mix,
+               count(case when d.lim > 100 then f.s end) c, min(case when d.lim > 0 then f.f end) mn,
+               max(case when d.k % 2 = 0 then f.s else null end) mx, count(*) n
+        from fact f join dim d on f.fk = d.k group by d.cat""",
+    "case_with_duplicate_keys": """
+        select d.name, sum(case when d.lim > 0 then f.v else -f.v end) s,
+               sum(case when d.lim > 0 then f.d end) sd
+        from fact f join dimdup d on f.fk = d.k group by d.name""",
+    "case_without_group_by": """
+        select sum(case when d.cat = 'cat3' then f.big end) sb,
+               count(case when d.cat <> 'cat3' then f.v end) cv
+        from fact f join dim d on f.fk = d.k""",
     "dimension_written_first": """
         select d.name, count(*) n, sum(f.f) sf from dim d, fact f
         where d.k = f.fk and d.lim > 0 group by d.name""",
@@ -133,6 +149,8 @@ def test_eager_aggregation_answers(data, kind, name):
 @pytest.mark.parametrize("sql", [
     # an argument from both sides: nothing to aggregate before the join
     "select d.cat, sum(f.v * d.lim) s from fact f join dim d on f.fk = d.k group by d.cat",
+    # a CASE condition that reads both sides: no partial value per branch
+    "select d.cat, sum(case when f.v > d.lim then f.v end) s from fact f join dim d on f.fk = d.k group by d.cat",
     # COUNT(DISTINCT) does not combine from partial counts
     "select d.cat, count(distinct f.v) c from fact f join dim d on f.fk = d.k group by d.cat",
     # an outer join keeps unmatched rows the partial aggregate would have merged

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from .. import types as T
 from ..plan import builder as B
-from ..plan.expr import AggCall, Call, ColumnRef, Expr, Literal, column_ids, column_ids_all, \
-    replace_columns, walk
+from ..plan.expr import AggCall, Call, Case, ColumnRef, Expr, Literal, column_ids, \
+    column_ids_all, replace_columns, walk
 from ..plan.logical import Aggregate, Join, LogicalPlan, Project, transform_up
 from ..plan.stats import Estimator
 
@@ -60,7 +60,7 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
         if a.fn in ("sum", "avg") and not (T.is_numeric(a.args[0].dtype)
                                            or T.is_boolean(a.args[0].dtype)):
             return None
-    side = _side(join, aggs, est)
+    side, forms = _side(join, aggs, est)
     if side is None:
         return None
     x = getattr(join, side)
@@ -82,7 +82,7 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
         return None
     if est.rows(join) * MIN_REDUCTION < rows:
         return None  # a selective join: probing X costs less than aggregating it first
-    return _rewrite(node, join, side, x, keep, group, aggs)
+    return _rewrite(node, join, side, x, keep, group, aggs, forms)
 
 
 def _over_join(node: Aggregate):
@@ -104,16 +104,47 @@ def _over_join(node: Aggregate):
     return None
 
 
-def _side(join: Join, aggs, est: Estimator) -> str | None:
-    used = column_ids_all(aggs)
+def _side(join: Join, aggs, est: Estimator):
+    """(the side to aggregate, each aggregate's form) or (None, None). An aggregate's form is
+    None when its argument reads only that side, or the branches of its CASE argument when
+    the conditions read only the other side and the results only this one: `SUM(CASE WHEN
+    d.day = 'Sunday' THEN s.price END)` is, per joined row, the CASE over the partial SUM of
+    `s.price` (TPC-DS Q2, Q43, Q59), since every row of a partial group meets the same rows
+    of the other side."""
     lids, rids = set(join.left.column_ids), set(join.right.column_ids)
-    if used and used <= lids:
-        return "left"
-    if used and used <= rids:
-        return "right"
-    if not used:  # COUNT(*) only: shrink the bigger input
-        return "left" if est.rows(join.left) >= est.rows(join.right) else "right"
-    return None
+    for side, mine, other in (("left", lids, rids), ("right", rids, lids)):
+        forms = [_form(a, mine, other) for a in aggs]
+        if all(f is not False for f in forms):
+            if any(f is not None for f in forms) or column_ids_all(aggs):
+                return side, forms
+    if not column_ids_all(aggs):  # COUNT(*) only: shrink the bigger input
+        side = "left" if est.rows(join.left) >= est.rows(join.right) else "right"
+        return side, [None] * len(aggs)
+    return None, None
+
+
+def _form(a: AggCall, mine: set, other: set):
+    """None (the argument reads only `mine`), the CASE branches [(condition or None for
+    ELSE, result or None for NULL)], or False (not decomposable on this side)."""
+    if column_ids_all([a]) <= mine:  # COUNT(*) reads nothing: it fits either side
+        return None
+    arg = a.args[0] if a.args else None
+    if not (isinstance(arg, Case) and a.filter is None and a.fn in ("sum", "count", "min", "max")):
+        return False
+    branches = [(w, t) for w, t in arg.whens] + [(None, arg.else_)]
+    out = []
+    for cond, result in branches:
+        if cond is not None and not column_ids(cond) <= other:
+            return False
+        if isinstance(result, Literal) and result.value is None:
+            out.append((cond, None))
+        elif column_ids(result) <= mine:
+            out.append((cond, result))
+        else:
+            return False
+    if all(r is None for _, r in out):
+        return False
+    return out
 
 
 def _kept_columns(join: Join, side: str, group) -> list:
@@ -127,33 +158,57 @@ def _kept_columns(join: Join, side: str, group) -> list:
     return [f for f in x.schema if f.id in want & xids]
 
 
-def _rewrite(node: Aggregate, join: Join, side: str, x: LogicalPlan, keep, group, aggs):
+def _rewrite(node: Aggregate, join: Join, side: str, x: LogicalPlan, keep, group, aggs,
+             forms):
     partial: list[AggCall] = []
-    slots: list[list[int]] = []
-    for a in aggs:
-        parts = ([B.aggregate_call("sum", [a.args[0]], filter=a.filter),
-                  B.aggregate_call("count", [a.args[0]], filter=a.filter)]
-                 if a.fn == "avg" else [a])
-        pos = []
-        for p in parts:
-            if p not in partial:
-                partial.append(p)
-            pos.append(partial.index(p))
-        slots.append(pos)
+
+    def slot(p: AggCall) -> int:
+        if p not in partial:
+            partial.append(p)
+        return partial.index(p)
+
+    plans = []  # per aggregate: ("plain", [partial slots]) or ("case", [(cond, slot)])
+    for a, form in zip(aggs, forms, strict=True):
+        if form is None:
+            parts = ([B.aggregate_call("sum", [a.args[0]], filter=a.filter),
+                      B.aggregate_call("count", [a.args[0]], filter=a.filter)]
+                     if a.fn == "avg" else [a])
+            plans.append(("plain", [slot(p) for p in parts]))
+        else:
+            plans.append(("case", [(cond, None if r is None else slot(
+                B.aggregate_call(a.fn, [r]))) for cond, r in form]))
     pfields = tuple(B.new_field("partial", p.dtype, p.nullable) for p in partial)
     # the group keys keep their column ids: the join's keys and the grouping still read them
     pushed = Aggregate(x, tuple(ColumnRef(f) for f in keep), tuple(keep), tuple(partial),
                        pfields, local=True)
     joined = (Join(pushed, join.right, "inner", join.on, join.filter) if side == "left"
               else Join(join.left, pushed, "inner", join.on, join.filter))
-    combine = tuple(B.aggregate_call(p.fn if p.fn in ("min", "max") else "sum",
-                                     [ColumnRef(f)])
-                    for p, f in zip(partial, pfields, strict=True))
+
+    def combiner(fn: str) -> str:
+        return fn if fn in ("min", "max") else "sum"
+
+    combine: list[AggCall] = []
+    shapes = []  # per aggregate: the indexes of its combined columns
+    for a, (kind, info) in zip(aggs, plans, strict=True):
+        if kind == "plain":
+            shapes.append([len(combine) + k for k in range(len(info))])
+            combine += [B.aggregate_call(combiner(partial[i].fn), [ColumnRef(pfields[i])])
+                        for i in info]
+            continue
+        dtype = next(pfields[i].dtype for _, i in info if i is not None)
+        if any(i is not None and pfields[i].dtype != dtype for _, i in info):
+            return None
+        refs = [(c, ColumnRef(pfields[i]) if i is not None else Literal(None, dtype))
+                for c, i in info]
+        # the CASE, evaluated per joined row, picks the partial of the branch that row takes
+        arg = Case(tuple((c, r) for c, r in refs[:-1]), refs[-1][1], dtype)
+        shapes.append([len(combine)])
+        combine.append(B.aggregate_call(combiner(a.fn), [arg]))
     cfields = tuple(B.new_field("combined", c.dtype, c.nullable) for c in combine)
-    top = Aggregate(joined, group, node.group_fields, combine, cfields)
+    top = Aggregate(joined, group, node.group_fields, tuple(combine), cfields)
     state = [ColumnRef(f) for f in cfields]
     values: list[Expr] = []
-    for a, pos in zip(aggs, slots, strict=True):
+    for a, pos in zip(aggs, shapes, strict=True):
         if a.fn == "avg":
             v = B.call("divide", B.cast(state[pos[0]], T.FLOAT64),
                        B.cast(state[pos[1]], T.FLOAT64))

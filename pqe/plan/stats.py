@@ -299,6 +299,20 @@ class Estimator:
             for e, f in zip(plan.group, plan.group_fields, strict=True):
                 if isinstance(e, ColumnRef) and e.id in inner:
                     out[f.id] = inner[e.id]
+        elif isinstance(plan, Union):
+            # a column of UNION ALL: at most the sum of its inputs' distinct counts, within
+            # the union of their ranges (known only when every input knows its own)
+            inputs = [self._columns(p) for p in plan.inputs]
+            for k, f in enumerate(plan.fields):
+                parts = [cols.get(p.schema[k].id) for p, cols in zip(plan.inputs, inputs,
+                                                                      strict=True)]
+                if any(c is None or c.ndv is None for c in parts):
+                    continue
+                lows = [c.min for c in parts]
+                highs = [c.max for c in parts]
+                out[f.id] = ColumnEstimate(
+                    sum(c.ndv for c in parts),
+                    None if None in lows else min(lows), None if None in highs else max(highs))
         else:
             for child in plan.children():
                 out.update(self._columns(child))
