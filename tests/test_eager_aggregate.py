@@ -123,6 +123,11 @@ QUERIES = {
         select sum(case when d.cat = 'cat3' then f.big end) sb,
                count(case when d.cat <> 'cat3' then f.v end) cv
         from fact f join dim d on f.fk = d.k""",
+    # a UNION ALL input: its columns' distinct counts come from its inputs' statistics
+    "union_all_input": """
+        select d.cat, sum(u.v) sv, count(*) n
+        from (select fk, v from fact union all select fk, v + 1 from fact where g = 1) u
+        join dim d on u.fk = d.k group by d.cat""",
     "dimension_written_first": """
         select d.name, count(*) n, sum(f.f) sf from dim d, fact f
         where d.k = f.fk and d.lim > 0 group by d.name""",
