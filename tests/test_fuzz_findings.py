@@ -498,3 +498,20 @@ def test_overflow_in_a_case_branch_not_taken_is_not_raised(ctx):
     with pytest.raises(pqe.Error, match="overflow"):  # the branch taken still raises
         ctx.sql("SELECT CASE WHEN c0 < 0 THEN c0 - 9223372036854775807 ELSE 0 END FROM g1"
                 ).to_arrow()
+
+
+def test_an_aggregate_only_an_untaken_branch_uses_is_not_computed(ctx):
+    """Seed 201 case 6757 (second form): `CASE WHEN 'b' LIKE '%' THEN AVG(c2) ELSE AVG(c0 -
+    9223372036854775807) END` in HAVING. The condition folds to TRUE, so the ELSE branch and
+    the aggregate only it reads are dropped (DuckDB does the same); computed, that AVG's
+    argument overflows BIGINT. A branch that can be taken still computes its aggregate."""
+    setup = ["CREATE TABLE h0 (c0 BIGINT, c2 DOUBLE)", "INSERT INTO h0 VALUES (-5, 1.0), (3, 2.0), (3, 4.0)"]
+    same_as_duckdb(ctx, setup,
+                   "SELECT c0 FROM h0 GROUP BY c0 HAVING COUNT(*) <= CASE WHEN ('b' LIKE '%') "
+                   "THEN AVG(c2) ELSE AVG(c0 - 9223372036854775807) END")
+    same_as_duckdb(ctx, ["CREATE TABLE h1 (c0 BIGINT)", "INSERT INTO h1 VALUES (-5), (3), (NULL)"],
+                   "SELECT c0, CASE WHEN NULL THEN 1 WHEN c0 > 0 THEN 2 WHEN TRUE THEN 3 "
+                   "ELSE 4 END AS k, CASE WHEN 1 = 2 THEN 'x' END AS n FROM h1")
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT c0 FROM h0 GROUP BY c0 HAVING COUNT(*) <= CASE WHEN c0 > 0 "
+                "THEN AVG(c2) ELSE AVG(c0 - 9223372036854775807) END").to_arrow()

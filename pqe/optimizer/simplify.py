@@ -3,6 +3,7 @@
 - constant folding: a call whose arguments are all literals is evaluated once, with the same
   kernels execution uses (`date '1998-12-01' - interval '68' day` becomes a DATE literal);
 - boolean identities: `x AND TRUE` -> x, `x OR TRUE` -> TRUE, `NOT NOT x` -> x;
+- CASE branches with constant conditions: FALSE/NULL ones dropped, the first TRUE one taken;
 - common conjuncts pulled out of OR: `(a AND b) OR (a AND c)` -> `a AND (b OR c)`, which
   exposes join keys and scan filters hidden in disjunctions (TPC-H Q19);
 - filters that are always TRUE disappear;
@@ -99,6 +100,10 @@ def _simplify_node(e: Expr) -> Expr | None:
             return _fold(e) if all(isinstance(p, Literal) for p in parts) else None
         if e.fn == "not" and isinstance(e.args[0], Call) and e.args[0].fn == "not":
             return e.args[0].args[0]
+    if isinstance(e, Case):
+        pruned = _prune_case(e)
+        if pruned is not None:
+            return pruned
     if isinstance(e, (Call, Cast, Case, InList)) and not isinstance(e, AggCall):
         if isinstance(e, Call) and e.fn in _NOT_FOLDABLE:
             return None
@@ -113,6 +118,31 @@ def _simplify_node(e: Expr) -> Expr | None:
 
 
 _COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _prune_case(e: Case) -> Expr | None:
+    """CASE branches whose condition is a constant: a FALSE or NULL one is never taken, the
+    first TRUE one always (nothing after it is). What no row can take is then never computed:
+    an aggregate only an untaken branch used is not computed at all (DuckDB folds the same
+    way; PostgreSQL computes every aggregate of a HAVING clause)."""
+    whens: list[tuple[Expr, Expr]] = []
+    for w, t in e.whens:
+        if isinstance(w, Literal):
+            if w.value is True:
+                if not whens:
+                    return _typed(t, e.dtype)
+                return Case(tuple(whens), _typed(t, e.dtype), e.dtype)
+            continue  # FALSE or NULL: never taken
+        whens.append((w, t))
+    if len(whens) == len(e.whens):
+        return None
+    if not whens:
+        return _typed(e.else_, e.dtype)
+    return Case(tuple(whens), e.else_, e.dtype)
+
+
+def _typed(e: Expr, dtype) -> Expr:
+    return e if e.dtype == dtype else B.cast(e, dtype)
 
 
 def _widening(c: Cast) -> bool:
