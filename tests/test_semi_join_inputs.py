@@ -67,6 +67,10 @@ CASES = {
     "nested": """select id from a where k in (
         select c.k from c join (select x.k from b x join b y on x.k = y.k and x.w < y.w) d
         on c.k = d.k)""",
+    # a cross join inside: the semi join has no keys (a match exists when the other side
+    # has a row); and an empty other side (NOT IN over no rows keeps everything)
+    "cross_join_inside": "select id from a where k in (select b.k from b, c where c.flag)",
+    "cross_join_empty_side": "select id from a where k not in (select b.k from b, c where c.k < 0)",
     "cte_twice": """with j as (select x.k, x.w w1, y.w w2 from b x join b y on x.k = y.k where x.w <> y.w)
         select count(*), sum(id) from a where k in (select k from j)
         and k in (select c.k from c join j on c.k = j.k)""",
