@@ -87,3 +87,15 @@ def test_left_join_kept_below(ctx, con, sql):
     if "Join(left)" in plan:
         assert plan.index("Join(left)") > plan.index("Join(inner)"), plan
     assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
+
+
+def test_lifted_left_join_on_a_local_cluster(con):
+    ctx = pqe.Context(workers=2, memory_limit="1GiB", partitions=4)
+    try:
+        for name, t in _tables().items():
+            ctx.register_arrow(name, t)
+        for sql in LIFTED.values():
+            assert "Join(left)" in _optimized(ctx, sql)
+            assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
+    finally:
+        ctx.close()

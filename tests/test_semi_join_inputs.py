@@ -101,3 +101,15 @@ def test_a_join_whose_both_sides_are_read_stays_inner(ctx, con):
     optimized = text.split("== Optimized Logical Plan ==")[1].split("==")[0]
     assert "Join(inner)" in optimized
     assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
+
+
+def test_semi_join_rewrites_on_a_local_cluster(con):
+    ctx = pqe.Context(workers=2, memory_limit="1GiB", partitions=4)
+    try:
+        for name, t in _tables().items():
+            ctx.register_arrow(name, t)
+        for name in ("self_join_residual", "not_in_with_nulls", "nested", "cross_join_empty_side"):
+            sql = CASES[name]
+            assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
+    finally:
+        ctx.close()
