@@ -37,6 +37,18 @@ fail to plan ("Cannot coerce arithmetic expression Int64 - Utf8") and q21 return
 With the data converted to float64 in pandas first (which no other engine needs), q7-q9 still
 fail (dates) and q17, q20 and q21 return no rows (wrong answers). Checked on this machine."""
 
+# what each engine keeps between runs (RESULTS.md states it beside the warm medians)
+CACHING = (
+    "- Caching: what a warm run skips and a cold one pays. pqe keeps each registered Parquet "
+    "table's file list, footers, row-group statistics and schema in its catalog (checked "
+    "against size and mtime, or the object store's etag, before each query; a changed file is "
+    "re-read) and its compiled kernels; DuckDB, with views over `read_parquet` as here, "
+    "re-reads the footers on every query (its object cache is off by default); Polars' "
+    "`scan_parquet` frames re-read the metadata on each collect; DataFusion's listing tables "
+    "keep the file listing and, with statistics collection on, the files' statistics. None "
+    "caches results. One cold run per query and engine, each in a fresh process, is in "
+    "COLD.md (`python -m benchmarks.cold`).")
+
 
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -301,6 +313,7 @@ def markdown(results: Results) -> str:
         + (f"; the benchmark ran at nice {m['nice']}." if m.get("nice") else "."),
         "- Queries: `sql/tpch/q1.sql` .. `q22.sql`, unchanged for every engine (q15 is one "
         "statement with a CTE instead of a view).",
+        CACHING,
         "- Answers: each engine's warm-up answer is compared with DuckDB's (DuckDB set to "
         "truncating integer division and PostgreSQL NULL ordering, like pqe): same rows as a "
         "multiset, numbers to 1e-6 relative (integers exactly; a result DECIMAL coarser than "
