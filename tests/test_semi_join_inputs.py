@@ -71,6 +71,9 @@ CASES = {
     # has a row); and an empty other side (NOT IN over no rows keeps everything)
     "cross_join_inside": "select id from a where k in (select b.k from b, c where c.flag)",
     "cross_join_empty_side": "select id from a where k not in (select b.k from b, c where c.k < 0)",
+    # the subquery reads no column of its FROM (fuzz seed 202 case 1365: the projection was
+    # left with no column and the optimizer crashed)
+    "constant_select_list": "select id from a where s in (select 'é1' from (select b.k from b, c))",
     "cte_twice": """with j as (select x.k, x.w w1, y.w w2 from b x join b y on x.k = y.k where x.w <> y.w)
         select count(*), sum(id) from a where k in (select k from j)
         and k in (select c.k from c join j on c.k = j.k)""",

@@ -50,6 +50,8 @@ def _matches_only(plan: LogicalPlan, used: set[str]) -> LogicalPlan | None:
     into a semi join; None when nothing changes."""
     if isinstance(plan, Project):
         pairs = [(e, f) for e, f in zip(plan.exprs, plan.fields, strict=True) if f.id in used]
+        if not pairs:
+            return None  # nothing read (`IN (SELECT 'b' FROM ...)`): a projection keeps a column
         if any(isinstance(s, Call) and s.fn == "random" for e, _ in pairs for s in walk(e)):
             return None
         inner = _matches_only(plan.input, column_ids_all(e for e, _ in pairs))
