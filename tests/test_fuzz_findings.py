@@ -515,3 +515,21 @@ def test_an_aggregate_only_an_untaken_branch_uses_is_not_computed(ctx):
     with pytest.raises(pqe.Error, match="overflow"):
         ctx.sql("SELECT c0 FROM h0 GROUP BY c0 HAVING COUNT(*) <= CASE WHEN c0 > 0 "
                 "THEN AVG(c2) ELSE AVG(c0 - 9223372036854775807) END").to_arrow()
+
+
+def test_k53_decimal_product_past_18_digits_is_exact(ctx):
+    """K53: DuckDB multiplies DECIMAL(18) in 64 bits and overflows; pqe's product is exact at
+    the precision of both factors."""
+    t = ctx.sql("SELECT 99999999.99 * 2147483647 AS p").to_arrow()
+    assert t.column(0).to_pylist() == [decimal.Decimal("214748364678525163.53")]
+    assert t.schema.field(0).type == pa.decimal128(20, 2)
+
+
+def test_k34_insert_select_reads_the_table_before_the_insert(ctx):
+    """K34 (seed 202 case 2301): both branches of a UNION ALL read the table as it was before
+    the INSERT, so a 1-row table gains exactly 2 rows."""
+    ctx.sql("CREATE TABLE k34 (c0 DECIMAL(10,2), c1 VARCHAR, c2 VARCHAR)")
+    ctx.sql("INSERT INTO k34 (c1, c0) VALUES ('ß', 99999999.99)")
+    out = ctx.sql("INSERT INTO k34 SELECT c0, c1, c1 FROM k34 UNION ALL SELECT c0, c2, NULL FROM k34")
+    assert out.to_arrow().column(0).to_pylist() == [2]
+    assert values(ctx, "SELECT count(*) FROM k34") == [(3,)]
