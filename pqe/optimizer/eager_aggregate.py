@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from .. import types as T
 from ..plan import builder as B
-from ..plan.expr import AggCall, Call, Case, ColumnRef, Expr, Literal, column_ids, \
-    column_ids_all, replace_columns, walk
+from ..plan.expr import (AggCall, Call, Case, ColumnRef, Literal, column_ids, column_ids_all,
+                         replace_columns, walk)
 from ..plan.logical import Aggregate, Join, LogicalPlan, Project, transform_up
 from ..plan.stats import Estimator
 
@@ -114,9 +114,9 @@ def _side(join: Join, aggs, est: Estimator):
     lids, rids = set(join.left.column_ids), set(join.right.column_ids)
     for side, mine, other in (("left", lids, rids), ("right", rids, lids)):
         forms = [_form(a, mine, other) for a in aggs]
-        if all(f is not False for f in forms):
-            if any(f is not None for f in forms) or column_ids_all(aggs):
-                return side, forms
+        if all(f is not False for f in forms) and (
+                any(f is not None for f in forms) or column_ids_all(aggs)):
+            return side, forms
     if not column_ids_all(aggs):  # COUNT(*) only: shrink the bigger input
         side = "left" if est.rows(join.left) >= est.rows(join.right) else "right"
         return side, [None] * len(aggs)
@@ -184,15 +184,12 @@ def _rewrite(node: Aggregate, join: Join, side: str, x: LogicalPlan, keep, group
     joined = (Join(pushed, join.right, "inner", join.on, join.filter) if side == "left"
               else Join(join.left, pushed, "inner", join.on, join.filter))
 
-    def combiner(fn: str) -> str:
-        return fn if fn in ("min", "max") else "sum"
-
     combine: list[AggCall] = []
     shapes = []  # per aggregate: the indexes of its combined columns
     for a, (kind, info) in zip(aggs, plans, strict=True):
         if kind == "plain":
             shapes.append([len(combine) + k for k in range(len(info))])
-            combine += [B.aggregate_call(combiner(partial[i].fn), [ColumnRef(pfields[i])])
+            combine += [B.aggregate_call(B.combining_fn(partial[i].fn), [ColumnRef(pfields[i])])
                         for i in info]
             continue
         dtype = next(pfields[i].dtype for _, i in info if i is not None)
@@ -203,20 +200,11 @@ def _rewrite(node: Aggregate, join: Join, side: str, x: LogicalPlan, keep, group
         # the CASE, evaluated per joined row, picks the partial of the branch that row takes
         arg = Case(tuple((c, r) for c, r in refs[:-1]), refs[-1][1], dtype)
         shapes.append([len(combine)])
-        combine.append(B.aggregate_call(combiner(a.fn), [arg]))
+        combine.append(B.aggregate_call(B.combining_fn(a.fn), [arg]))
     cfields = tuple(B.new_field("combined", c.dtype, c.nullable) for c in combine)
     top = Aggregate(joined, group, node.group_fields, tuple(combine), cfields)
     state = [ColumnRef(f) for f in cfields]
-    values: list[Expr] = []
-    for a, pos in zip(aggs, shapes, strict=True):
-        if a.fn == "avg":
-            v = B.call("divide", B.cast(state[pos[0]], T.FLOAT64),
-                       B.cast(state[pos[1]], T.FLOAT64))
-        elif a.fn in ("count", "count_star"):
-            # no partial rows at all (an empty input without GROUP BY): a SUM of none is NULL
-            v = B.call("coalesce", B.cast(state[pos[0]], T.INT64), Literal(0, T.INT64))
-        else:
-            v = state[pos[0]]
-        values.append(B.cast(v, a.dtype))
+    values = [B.combined_value(a.fn, a.dtype, [state[i] for i in pos])
+              for a, pos in zip(aggs, shapes, strict=True)]
     exprs = tuple(ColumnRef(f) for f in node.group_fields) + tuple(values)
     return Project(top, exprs, node.schema)

@@ -449,6 +449,25 @@ def join(left: LogicalPlan, right: LogicalPlan, kind: str = "inner",
     return Join(left, right, kind, tuple(pairs), filter, null_aware)
 
 
+def combining_fn(fn: str) -> str:
+    """The aggregate that combines partial values of `fn` computed over parts of a group:
+    MIN of MINs, MAX of MAXs, SUM of SUMs and of COUNTs."""
+    return fn if fn in ("min", "max") else "sum"
+
+
+def combined_value(fn: str, dtype: pa.DataType, states: Sequence[Expr]) -> Expr:
+    """The value of aggregate `fn` (result type `dtype`) from its combined partial states:
+    AVG from a SUM and a COUNT, a COUNT from a SUM of counts (NULL when there were no
+    partial rows at all: 0), the others as they are."""
+    if fn == "avg":
+        v = call("divide", cast(states[0], T.FLOAT64), cast(states[1], T.FLOAT64))
+    elif fn in ("count", "count_star"):
+        v = call("coalesce", cast(states[0], T.INT64), Literal(0, T.INT64))
+    else:
+        v = states[0]
+    return cast(v, dtype)
+
+
 def aggregate(plan: LogicalPlan, group: Sequence[tuple[Expr, str]],
               aggs: Sequence[tuple[AggCall, str]]) -> Aggregate:
     gfields, gexprs = [], []

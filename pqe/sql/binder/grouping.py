@@ -406,24 +406,14 @@ def _rollup_base(plan, gitems, aitems, sets):
             refs = {i: ColumnRef(base.group_fields[k]) for k, i in enumerate(finest)}
             state = [ColumnRef(f) for f in base.agg_fields]
         else:
-            calls = [(B.aggregate_call(p.fn if p.fn in ("min", "max") else "sum",
-                                       [ColumnRef(f)]), str(p))
+            calls = [(B.aggregate_call(B.combining_fn(p.fn), [ColumnRef(f)]), str(p))
                      for p, f in zip(partial, base.agg_fields, strict=True)]
             group = [(ColumnRef(base.group_fields[finest.index(i)]), gitems[i][1]) for i in s_]
             node = B.aggregate(base, group, calls)
             refs = {i: ColumnRef(node.group_fields[k]) for k, i in enumerate(s_)}
             state = [ColumnRef(f) for f in node.agg_fields]
-        values = []
-        for (a, _), pos in zip(aitems, positions, strict=True):
-            if a.fn == "avg":
-                v = B.call("divide", B.cast(state[pos[0]], T.FLOAT64),
-                           B.cast(state[pos[1]], T.FLOAT64))
-            elif a.fn in ("count", "count_star"):
-                # a SUM of counts over no rows (the empty set of an empty input) is NULL
-                v = B.call("coalesce", B.cast(state[pos[0]], T.INT64), Literal(0, T.INT64))
-            else:
-                v = B.cast(state[pos[0]], a.dtype)
-            values.append(v)
+        values = [B.combined_value(a.fn, a.dtype, [state[i] for i in pos])
+                  for (a, _), pos in zip(aitems, positions, strict=True)]
         return node, refs, values
 
     return for_set
