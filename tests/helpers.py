@@ -76,3 +76,25 @@ def has_top_level_order(sql: str) -> bool:
         elif depth == 0:
             last_order = m.start()
     return last_order >= 0
+
+
+def duckdb_with(tables: dict[str, pa.Table]):
+    """A plain DuckDB connection with `tables` registered by name."""
+    import duckdb
+
+    con = duckdb.connect()
+    for name, t in tables.items():
+        con.register(name, t)
+    return con
+
+
+def context_with(kind: str, tables: dict[str, pa.Table]) -> pqe.Context:
+    """A Context of `kind` (threaded: 2 threads; partitions4: 4 partitions; sync; cluster: 2
+    LocalCluster workers of 1 GiB, 4 partitions) with `tables` registered as Arrow tables."""
+    ctx = {"threaded": lambda: pqe.Context(threads=2),
+           "partitions4": lambda: pqe.Context(partitions=4),
+           "sync": lambda: pqe.Context(scheduler="sync"),
+           "cluster": lambda: pqe.Context(workers=2, memory_limit="1GiB", partitions=4)}[kind]()
+    for name, t in tables.items():
+        ctx.register_arrow(name, t)
+    return ctx

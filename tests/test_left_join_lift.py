@@ -6,13 +6,9 @@ reads B); the plans are checked for where the left join ends up."""
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
-
-import pqe
-
-from helpers import assert_same, duck_arrow
+from helpers import assert_same, context_with, duck_arrow, duckdb_with
 
 N = 20_000
 
@@ -35,18 +31,14 @@ def _tables():
 
 @pytest.fixture(scope="module")
 def con():
-    c = duckdb.connect()
-    for name, t in _tables().items():
-        c.register(name, t)
+    c = duckdb_with(_tables())
     yield c
     c.close()
 
 
 @pytest.fixture(scope="module", params=["threaded", "partitions4"])
 def ctx(request):
-    c = pqe.Context(partitions=4) if request.param == "partitions4" else pqe.Context(threads=2)
-    for name, t in _tables().items():
-        c.register_arrow(name, t)
+    c = context_with(request.param, _tables())
     yield c
     c.close()
 
@@ -90,10 +82,8 @@ def test_left_join_kept_below(ctx, con, sql):
 
 
 def test_lifted_left_join_on_a_local_cluster(con):
-    ctx = pqe.Context(workers=2, memory_limit="1GiB", partitions=4)
+    ctx = context_with("cluster", _tables())
     try:
-        for name, t in _tables().items():
-            ctx.register_arrow(name, t)
         for sql in LIFTED.values():
             assert "Join(left)" in _optimized(ctx, sql)
             assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))

@@ -7,13 +7,9 @@ and nested subqueries; and the plans are checked to contain the rewrite."""
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
-
-import pqe
-
-from helpers import assert_same, duck_arrow
+from helpers import assert_same, context_with, duck_arrow, duckdb_with
 
 
 def _tables():
@@ -35,18 +31,14 @@ def _tables():
 
 @pytest.fixture(scope="module")
 def con():
-    c = duckdb.connect()
-    for name, t in _tables().items():
-        c.register(name, t)
+    c = duckdb_with(_tables())
     yield c
     c.close()
 
 
 @pytest.fixture(scope="module", params=["threaded", "partitions4"])
 def ctx(request):
-    c = pqe.Context(partitions=4) if request.param == "partitions4" else pqe.Context(threads=2)
-    for name, t in _tables().items():
-        c.register_arrow(name, t)
+    c = context_with(request.param, _tables())
     yield c
     c.close()
 
@@ -107,10 +99,8 @@ def test_a_join_whose_both_sides_are_read_stays_inner(ctx, con):
 
 
 def test_semi_join_rewrites_on_a_local_cluster(con):
-    ctx = pqe.Context(workers=2, memory_limit="1GiB", partitions=4)
+    ctx = context_with("cluster", _tables())
     try:
-        for name, t in _tables().items():
-            ctx.register_arrow(name, t)
         for name in ("self_join_residual", "not_in_with_nulls", "nested", "cross_join_empty_side"):
             sql = CASES[name]
             assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
