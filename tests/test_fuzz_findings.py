@@ -517,6 +517,32 @@ def test_an_aggregate_only_an_untaken_branch_uses_is_not_computed(ctx):
                 "THEN AVG(c2) ELSE AVG(c0 - 9223372036854775807) END").to_arrow()
 
 
+def test_k54_a_subquery_none_of_whose_columns_is_read_computes_nothing(ctx):
+    """Seed 201 case 10438 (K54): when no column of a subquery is read, pqe keeps one column so
+    its rows still count, and it used to keep the computed `c0 + c0`, which overflows BIGINT
+    for c0 = 2^62. The column kept is now a constant (a projection's or a global aggregate's);
+    DuckDB drops the expression too. A value that is read still raises."""
+    setup = ["CREATE TABLE k0 (c0 BIGINT)", "INSERT INTO k0 VALUES (4611686018427387904), (1)",
+             "CREATE TABLE k1 (c0 INTEGER)", "INSERT INTO k1 VALUES (7)"]
+    for sql in ["SELECT 1 FROM (SELECT c0 + c0 FROM k0), k1",
+                "SELECT 'x' FROM (SELECT c0 + c0 AS s, c0 * 4 AS m FROM k0) WHERE 1 = 1",
+                "SELECT 1 FROM (SELECT sum(c0 + c0) FROM k0)",
+                "SELECT count(*) FROM (SELECT sum(c0 + c0) AS s, count(*) AS n FROM k0)",
+                "SELECT count(*) FROM (SELECT c0, sum(c0 * 8) FROM k0 GROUP BY c0)",
+                "SELECT count(*) FROM (SELECT sum(c0 + c0) FROM k0 GROUP BY c0) JOIN k1 ON true",
+                "SELECT count(*) FROM (VALUES (1, 2), (3, 4)) v(a, b)"]:
+        same_as_duckdb(ctx, setup, sql)
+        ctx.sql("DROP TABLE k0")
+        ctx.sql("DROP TABLE k1")
+    for s in setup:
+        ctx.sql(s)
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT count(s) FROM (SELECT c0 + c0 AS s FROM k0), k1").to_arrow()
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT count(*) FROM (SELECT sum(c0 + c0) AS s FROM k0) WHERE s IS NOT NULL"
+                ).to_arrow()
+
+
 def test_k53_decimal_product_past_18_digits_is_exact(ctx):
     """K53: DuckDB multiplies DECIMAL(18) in 64 bits and overflows; pqe's product is exact at
     the precision of both factors."""

@@ -30,7 +30,11 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
             return plan
         return Scan(plan.table, plan.provider, plan.fields, proj, plan.filters)
     if isinstance(plan, Values):
-        keep = [i for i, f in enumerate(plan.fields) if f.id in need] or [0]
+        keep = [i for i, f in enumerate(plan.fields) if f.id in need]
+        if not keep:
+            # No column is read: one that cannot fail keeps the row count.
+            f = plan.fields[0].with_nullable(True)
+            return Values((f,), tuple((Literal(None, f.dtype),) for _ in plan.rows))
         if len(keep) == len(plan.fields):
             return plan
         return Values(tuple(plan.fields[i] for i in keep),
@@ -38,7 +42,7 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
     if isinstance(plan, Project):
         pairs = [(e, f) for e, f in zip(plan.exprs, plan.fields, strict=True) if f.id in need]
         if not pairs:
-            pairs = [(plan.exprs[0], plan.fields[0])]
+            pairs = [_placeholder(plan.exprs, plan.fields)]
         child_need = column_ids_all(e for e, _ in pairs)
         child = _prune(plan.input, _ordered(plan.input, child_need))
         if [f.id for _, f in pairs] == list(child.column_ids) and all(
@@ -63,8 +67,11 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
         return Join(left, right, plan.kind, plan.on, plan.filter, plan.null_aware)
     if isinstance(plan, Aggregate):
         pairs = [(a, f) for a, f in zip(plan.aggs, plan.agg_fields, strict=True) if f.id in need]
-        if not pairs and not plan.group and plan.aggs:
-            pairs = [(plan.aggs[0], plan.agg_fields[0])]  # keeps its one output row
+        if not pairs and not plan.group and plan.aggs and not plan.local:
+            # A global aggregate none of whose values is read is one row, whatever its input;
+            # computing an aggregate nobody reads could only fail (SUM overflow).
+            f = plan.agg_fields[0].with_nullable(True)
+            return Values((f,), ((Literal(None, f.dtype),),))
         exprs = list(plan.group) + [a for a, _ in pairs]
         child = _prune(plan.input, _ordered(plan.input, column_ids_all(exprs)))
         return Aggregate(child, plan.group, plan.group_fields, tuple(a for a, _ in pairs),
@@ -83,6 +90,7 @@ def _prune(plan: LogicalPlan, required: list[str]) -> LogicalPlan:
     if isinstance(plan, (Limit, SingleRow, Sample)):  # a sample picks rows by position only
         return plan.with_children((_prune(plan.children()[0], required),))
     if isinstance(plan, Union):
+        # rows only: the first column stays, computed as DuckDB does (its overflow is an error)
         positions = [i for i, f in enumerate(plan.fields) if f.id in need] or [0]
         inputs = []
         for child in plan.inputs:
@@ -113,6 +121,16 @@ def _merge(pairs, child: Project) -> LogicalPlan | None:
             isinstance(e, ColumnRef) and e.field == f for e, f in zip(exprs, fields, strict=True)):
         return child.input
     return Project(child.input, exprs, fields)
+
+
+def _placeholder(exprs, fields):
+    """The column a projection keeps when none of its columns is read (so its rows still
+    count): a constant, never an expression (or a column computed below) that might fail."""
+    for e, f in zip(exprs, fields, strict=True):
+        if isinstance(e, Literal):
+            return e, f
+    f = fields[0].with_nullable(True)
+    return Literal(None, f.dtype), f
 
 
 def _ordered(plan: LogicalPlan, ids: set[str]) -> list[str]:
