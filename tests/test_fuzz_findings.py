@@ -543,6 +543,35 @@ def test_k54_a_subquery_none_of_whose_columns_is_read_computes_nothing(ctx):
                 ).to_arrow()
 
 
+def test_a_condition_with_a_null_term_computes_nothing(ctx):
+    """Seed 201 case 12300: `SELECT NULL FROM (SELECT NULL AS o2 FROM t0 WHERE c0 IS DISTINCT
+    FROM -c0) WHERE o2`. The outer WHERE is NULL for every row; pushed into the scan beside the
+    inner condition, pqe still computed -c0, which overflows BIGINT for c0 = -2^63 (DuckDB
+    reads nothing). A conjunction with a constant NULL or FALSE term now yields no row, and a
+    join whose condition has one pairs no rows (LEFT/RIGHT JOIN keep their preserved side,
+    NULL-extended). A term that can be true still computes, and raises."""
+    setup = ["CREATE TABLE n0 (c0 BIGINT)",
+             "INSERT INTO n0 VALUES (-9223372036854775808), (NULL), (5)"]
+    for sql in ["SELECT NULL FROM (SELECT NULL AS o2 FROM n0 WHERE c0 IS DISTINCT FROM -c0) WHERE o2",
+                "SELECT count(*) FROM n0 WHERE -c0 > 0 AND NULL",
+                "SELECT count(*) FROM n0 WHERE -c0 > 0 AND 1 = 2",
+                "SELECT n0.c0 AS a, b.c0 AS b FROM n0 JOIN n0 AS b ON -n0.c0 > b.c0 AND NULL",
+                "SELECT n0.c0 AS a, b.c0 AS b FROM n0 LEFT JOIN n0 AS b ON -n0.c0 > b.c0 AND NULL",
+                "SELECT n0.c0 AS a, b.c0 AS b FROM n0 RIGHT JOIN n0 AS b ON -n0.c0 > b.c0 AND NULL",
+                "SELECT n0.c0 AS a, b.c0 AS b FROM n0 FULL JOIN n0 AS b ON n0.c0 > b.c0 AND NULL",
+                "SELECT count(*) FROM n0 WHERE NOT EXISTS "
+                "(SELECT 1 FROM n0 AS b WHERE -b.c0 > n0.c0 AND NULL)",
+                "SELECT count(*) FROM n0 WHERE c0 NOT IN (SELECT c0 FROM n0 AS b WHERE b.c0 < n0.c0 AND NULL)"]:
+        same_as_duckdb(ctx, setup, sql)
+        ctx.sql("DROP TABLE n0")
+    for s in setup:
+        ctx.sql(s)
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT count(*) FROM n0 WHERE -c0 > 0 OR NULL").to_arrow()
+    with pytest.raises(pqe.Error, match="overflow"):
+        ctx.sql("SELECT count(*) FROM n0 LEFT JOIN n0 AS b ON -n0.c0 > b.c0 OR NULL").to_arrow()
+
+
 def test_k53_decimal_product_past_18_digits_is_exact(ctx):
     """K53: DuckDB multiplies DECIMAL(18) in 64 bits and overflows; pqe's product is exact at
     the precision of both factors."""

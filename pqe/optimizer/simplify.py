@@ -23,8 +23,8 @@ from ..errors import Error
 from ..plan import builder as B
 from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, Literal,
                          and_, conjuncts, disjuncts, or_, transform)
-from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Sort, Values,
-                            Window, map_expressions, transform_up)
+from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort,
+                            Values, Window, map_expressions, transform_up)
 
 # a new value per row (random) or per statement (folded by the binder in SQL)
 _NOT_FOLDABLE = frozenset({"current_timestamp", "current_date", "random"})
@@ -37,6 +37,9 @@ def simplify(plan: LogicalPlan) -> LogicalPlan:
             return node.input
         if _yields_no_row(node):
             return Values(fields=node.schema, rows=())
+        if isinstance(node, Join) and node.filter is not None \
+                and _never_true(conjuncts(node.filter)):
+            return _unmatched_join(node)
         return node
 
     return transform_up(plan, rule)
@@ -49,9 +52,10 @@ def _is_empty(node: LogicalPlan) -> bool:
 def _yields_no_row(node: LogicalPlan) -> bool:
     if _is_empty(node):
         return False
-    if isinstance(node, Filter):
-        p = node.predicate
-        return (isinstance(p, Literal) and p.value is not True) or _is_empty(node.input)
+    if isinstance(node, Filter):  # a NULL or FALSE conjunct rejects every row
+        return _never_true(conjuncts(node.predicate)) or _is_empty(node.input)
+    if isinstance(node, Scan):  # (filters pushed into a scan, as conjuncts)
+        return _never_true(node.filters)
     if isinstance(node, (Limit, Sort)) and node.fetch == 0:  # (Sort: ORDER BY ... LIMIT 0)
         return True
     if isinstance(node, (Limit, Project, Sort, Window)):
@@ -60,11 +64,33 @@ def _yields_no_row(node: LogicalPlan) -> bool:
         return bool(node.group) and _is_empty(node.input)
     if isinstance(node, Join):
         left, right = _is_empty(node.left), _is_empty(node.right)
+        if node.kind in ("inner", "semi", "cross") and node.filter is not None \
+                and _never_true(conjuncts(node.filter)):
+            return True
         if node.kind in ("inner", "semi"):
             return left or right
         return left if node.kind in ("left", "anti") else right if node.kind == "right" else (
             left and right)
     return False
+
+
+def _unmatched_join(node: Join) -> LogicalPlan:
+    """A join whose condition is never true pairs no rows: the side whose rows could only
+    appear matched is dropped (LEFT JOIN ... ON x AND NULL keeps every left row, NULL-extended,
+    and computes nothing of x)."""
+    if node.kind in ("left", "anti") and not node.null_aware and not _is_empty(node.right):
+        return Join(node.left, Values(fields=node.right.schema, rows=()), node.kind, node.on,
+                    node.filter, node.null_aware)
+    if node.kind == "right" and not _is_empty(node.left):
+        return Join(Values(fields=node.left.schema, rows=()), node.right, node.kind, node.on,
+                    node.filter, node.null_aware)
+    return node
+
+
+def _never_true(preds) -> bool:
+    """A conjunction with a constant NULL or FALSE term: no row passes it, and none of the
+    other terms needs computing (`WHERE x / 0 > 1 AND NULL` scans nothing)."""
+    return any(isinstance(p, Literal) and p.value is not True for p in preds)
 
 
 def simplify_expr(e: Expr) -> Expr:
