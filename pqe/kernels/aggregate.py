@@ -357,6 +357,10 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
         sorted_states = _sorted_segments(table, group, specs, fast)
         if sorted_states is not None:
             return sorted_states
+    return _hash_partial(table, group, specs, fast)
+
+
+def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict) -> pa.Table:
     grouped = bool(group)
     prep: dict = {}
     entries = []
@@ -442,13 +446,21 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
 
 def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     """Combine states (of one or many partials) into final values."""
-    combined = combine(table, group, specs)
-    cols = [combined.column(g) for g in group] + [_finish(combined, s) for s in specs]
+    return _finish_all(combine(table, group, specs), group, specs)
+
+
+def _finish_all(states: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
+    cols = [states.column(g) for g in group] + [_finish(states, s) for s in specs]
     return pa.Table.from_arrays(cols, names=list(group) + [s.out for s in specs])
 
 
 def single(table: pa.Table, group: tuple[str, ...], specs, segments: bool = False) -> pa.Table:
-    return final(partial(table, group, specs, segments), group, specs)
+    table, fast = _unscaled_inputs(table, specs)
+    if segments:
+        states = _sorted_segments(table, group, specs, fast)
+        if states is not None:  # one row per key already: nothing to combine
+            return _finish_all(states, group, specs)
+    return final(_hash_partial(table, group, specs, fast), group, specs)
 
 
 _INT64_RANGE = (decimal.Decimal(-(2 ** 63)), decimal.Decimal(2 ** 63 - 1))
