@@ -11,6 +11,10 @@ RecursionError traceback or a crashed process.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
+import queue
 import sys
 import threading
 from collections.abc import Callable
@@ -26,6 +30,10 @@ _local = threading.local()
 _lock = threading.Lock()
 _active = 0
 _saved_limit = sys.getrecursionlimit()
+MAX_IDLE = 4  # deep threads kept for the next statements
+_idle: list = []
+_idle_lock = threading.Lock()
+_names = itertools.count(1)
 
 
 class TooDeepError(SQLSyntaxError):
@@ -57,25 +65,51 @@ def in_deep_thread() -> bool:
     return getattr(_local, "deep", False)
 
 
-def start_deep_thread(target: Callable[[], None], name: str) -> threading.Thread:
-    """Start `target` on a daemon thread with a large stack and the raised recursion limit."""
+class _Worker:
+    """A deep thread that runs jobs one after another (starting a thread with a 512 MiB stack
+    for every phase of every statement cost about 1 ms each, four times per query)."""
 
-    def body() -> None:
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        with _lock:
+            old = threading.stack_size(STACK_BYTES)
+            try:
+                thread = threading.Thread(target=self._loop, name=f"pqe-deep-{next(_names)}",
+                                          daemon=True)
+                thread.start()
+            finally:
+                threading.stack_size(old)
+
+    def _loop(self) -> None:
         _local.deep = True
-        _enter()
-        try:
-            target()
-        finally:
-            _leave()
+        while True:
+            job = self.jobs.get()
+            _enter()
+            try:
+                # jobs hand their own errors to their callers; nothing may end the worker
+                with contextlib.suppress(BaseException):
+                    job()
+            finally:
+                _leave()
+                job = None  # it would keep its result alive until the next job
+            with _idle_lock:
+                if len(_idle) >= MAX_IDLE:
+                    return
+                _idle.append(self)
 
-    with _lock:
-        old = threading.stack_size(STACK_BYTES)
-        try:
-            thread = threading.Thread(target=body, name=name, daemon=True)
-            thread.start()
-        finally:
-            threading.stack_size(old)
-    return thread
+
+def start_deep_thread(target: Callable[[], None], name: str = "") -> None:
+    """Run `target` on a deep thread (large stack, raised recursion limit): an idle one of
+    the pool, or a new one when all are busy (a query that timed out may still be stopping)."""
+    with _idle_lock:
+        worker = _idle.pop() if _idle else None
+    if worker is None:
+        worker = _Worker()
+    worker.jobs.put(target)
+
+
+def _forget_workers() -> None:  # a forked child has none of the parent's threads
+    _idle.clear()
 
 
 def run_deep(fn: Callable[..., T], *args, on_interrupt: Callable[[], None] | None = None,
@@ -116,6 +150,10 @@ def _guarded(fn, args, kwargs):
         raise TooDeepError() from None
     except MemoryError:
         raise Error("statement too large to plan: out of memory") from None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 class AnyEvent:
