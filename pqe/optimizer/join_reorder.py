@@ -89,6 +89,9 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
     joined, smallest first, only when nothing linked is left."""
     items: list[tuple[LogicalPlan, set[str]]] = [(leaf, set(leaf.column_ids)) for leaf in leaves]
     pending = list(conds)
+    refs = {id(c): column_ids(c) for c in pending}  # each condition's columns, walked once
+    # a pair's candidate join does not change while neither input does: built once
+    memo: dict[tuple[int, int], tuple[Join, list]] = {}
     while len(items) > 1:
         owner: dict[str, int] = {}
         for k, (_, ids) in enumerate(items):
@@ -96,12 +99,15 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
                 owner[i] = k
         pairs: set[tuple[int, int]] = set()
         for c in pending:
-            touched = {owner[i] for i in column_ids(c) if i in owner}
+            touched = {owner[i] for i in refs[id(c)] if i in owner}
             if len(touched) == 2:
                 pairs.add(tuple(sorted(touched)))
         best = None
         for i, j in sorted(pairs):
-            joined, used = _candidate(items[i], items[j], pending, est)
+            key = (id(items[i][0]), id(items[j][0]))
+            if key not in memo:
+                memo[key] = _candidate(items[i], items[j], pending, est, refs)
+            joined, used = memo[key]
             if not joined.on:
                 continue
             score = (est.rows(joined), i, j)
@@ -110,7 +116,7 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
         if best is None:  # nothing linked by keys: cross join the two smallest inputs
             order = sorted(range(len(items)), key=lambda k: (est.rows(items[k][0]), k))
             i, j = sorted(order[:2])
-            joined, used = _candidate(items[i], items[j], pending, est)
+            joined, used = _candidate(items[i], items[j], pending, est, refs)
             best = (None, i, j, joined, used)
         _, i, j, joined, used = best
         pending = [c for c in pending if c not in used]
@@ -121,11 +127,11 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
     return Filter(plan, rest) if rest is not None else plan
 
 
-def _candidate(a, b, pending, est: Estimator):
+def _candidate(a, b, pending, est: Estimator, refs: dict):
     (pa_, ia), (pb, ib) = a, b
     union = ia | ib
-    usable = [c for c in pending if column_ids(c) <= union
-              and not column_ids(c) <= ia and not column_ids(c) <= ib]
+    usable = [c for c in pending if refs[id(c)] <= union
+              and not refs[id(c)] <= ia and not refs[id(c)] <= ib]
     # probe (left) = the larger estimated input
     left, right = (pa_, pb) if est.rows(pa_) >= est.rows(pb) else (pb, pa_)
     cand = Join(left, right, "inner", (), and_(usable))

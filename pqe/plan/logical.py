@@ -36,7 +36,15 @@ class LogicalPlan:
 
     @property
     def column_ids(self) -> tuple[str, ...]:
-        return tuple(f.id for f in self.schema)
+        schema = self.schema  # nodes share schema tuples (a filter's is its input's)
+        hit = _IDS.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        ids = tuple(f.id for f in schema)
+        if len(_IDS) >= _IDS_MAX:
+            _IDS.clear()
+        _IDS[id(schema)] = (schema, ids)  # the entry holds the tuple: its id is not reused
+        return ids
 
     def field(self, column_id: str) -> Field:
         for f in self.schema:
@@ -48,6 +56,11 @@ class LogicalPlan:
         from .explain import format_plan
 
         return format_plan(self)
+
+
+# column ids by schema tuple: the optimizer asks for them tens of thousands of times per plan
+_IDS: dict[int, tuple[tuple, tuple[str, ...]]] = {}
+_IDS_MAX = 50_000
 
 
 def _set_schema(node: LogicalPlan, schema: tuple[Field, ...]) -> None:

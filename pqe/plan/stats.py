@@ -10,14 +10,28 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from .. import types as T
 from .expr import Call, Cast, ColumnRef, Expr, InList, Literal, column_ids, conjuncts
-from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, SingleRow,
-                      Sort, Union, Values, walk_plan)
+from .logical import (
+    Aggregate,
+    Filter,
+    Join,
+    Limit,
+    LogicalPlan,
+    Project,
+    Scan,
+    SingleRow,
+    Sort,
+    Union,
+    Values,
+    walk_plan,
+)
 
 DEFAULT_SELECTIVITY = 0.25
 EQ_SELECTIVITY = 0.1
@@ -61,7 +75,7 @@ class Estimator:
 
     def __init__(self) -> None:
         self._rows: dict[int, float] = {}
-        self._cols: dict[int, dict[str, ColumnEstimate]] = {}
+        self._cols: dict[int, Mapping[str, ColumnEstimate]] = {}
         self._unique: dict[tuple[int, str], bool] = {}
         self._keep: list[LogicalPlan] = []  # keep nodes alive so id() keys stay unique
 
@@ -265,27 +279,14 @@ class Estimator:
             est = ColumnEstimate(rows, est.min, est.max)
         return est
 
-    def _columns(self, plan: LogicalPlan) -> dict[str, ColumnEstimate]:
+    def _columns(self, plan: LogicalPlan) -> Mapping[str, ColumnEstimate]:
         key = id(plan)
         if key in self._cols:
             return self._cols[key]
         self._keep.append(plan)
         out: dict[str, ColumnEstimate] = {}
         if isinstance(plan, Scan):
-            stats = plan.provider.statistics()
-            n = stats.num_rows
-            for f in plan.fields:
-                cs = stats.columns.get(f.name)
-                if cs is None:
-                    continue
-                lo, hi = _as_number(cs.min), _as_number(cs.max)
-                ndv = cs.distinct_count
-                if ndv is None and lo is not None and hi is not None and n:
-                    if T.is_integer(f.dtype) or pa.types.is_date(f.dtype):
-                        ndv = min(n, hi - lo + 1)
-                    elif T.is_decimal(f.dtype):
-                        ndv = min(n, (hi - lo) * 10 ** f.dtype.scale + 1)
-                out[f.id] = ColumnEstimate(ndv, lo, hi)
+            out = _scan_columns(plan)
         elif isinstance(plan, Project):
             inner = self._columns(plan.input)
             for e, f in zip(plan.exprs, plan.fields, strict=True):
@@ -313,9 +314,9 @@ class Estimator:
                 out[f.id] = ColumnEstimate(
                     sum(c.ndv for c in parts),
                     None if None in lows else min(lows), None if None in highs else max(highs))
-        else:
-            for child in plan.children():
-                out.update(self._columns(child))
+        else:  # shared, never copied: a join's columns are its inputs' (read-only mappings)
+            kids = [self._columns(child) for child in plan.children()]
+            out = kids[0] if len(kids) == 1 else ChainMap(*kids) if kids else out
         self._cols[key] = out
         return out
 
@@ -443,7 +444,7 @@ class Estimator:
     @staticmethod
     def _col_lit(e: Call):
         a, b = e.args
-        strip = lambda x: x.arg if isinstance(x, Cast) else x  # noqa: E731
+        strip = lambda x: x.arg if isinstance(x, Cast) else x
         a, b = strip(a), strip(b)
         if isinstance(a, ColumnRef) and isinstance(b, Literal):
             return a, b, False
@@ -473,3 +474,34 @@ class Estimator:
 
 def log_rows(n: float) -> float:
     return math.log10(max(n, 1.0))
+
+
+# a table's column estimates, by its statistics object and the scan's fields: every optimizer
+# pass builds a new Estimator, and a scan's estimates only change with the file statistics
+_SCAN_COLS: dict[tuple, tuple[object, dict]] = {}
+
+
+def _scan_columns(plan: Scan) -> dict[str, ColumnEstimate]:
+    stats = plan.provider.statistics()
+    key = (id(stats), plan.fields)
+    hit = _SCAN_COLS.get(key)
+    if hit is not None and hit[0] is stats:
+        return hit[1]
+    out: dict[str, ColumnEstimate] = {}
+    n = stats.num_rows
+    for f in plan.fields:
+        cs = stats.columns.get(f.name)
+        if cs is None:
+            continue
+        lo, hi = _as_number(cs.min), _as_number(cs.max)
+        ndv = cs.distinct_count
+        if ndv is None and lo is not None and hi is not None and n:
+            if T.is_integer(f.dtype) or pa.types.is_date(f.dtype):
+                ndv = min(n, hi - lo + 1)
+            elif T.is_decimal(f.dtype):
+                ndv = min(n, (hi - lo) * 10 ** f.dtype.scale + 1)
+        out[f.id] = ColumnEstimate(ndv, lo, hi)
+    if len(_SCAN_COLS) >= 4096:
+        _SCAN_COLS.clear()
+    _SCAN_COLS[key] = (stats, out)  # holds the statistics object: its id is not reused
+    return out
