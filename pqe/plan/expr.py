@@ -336,7 +336,16 @@ def transform(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
 
 
 def column_ids(expr: Expr) -> set[str]:
-    return {e.id for e in walk(expr) if isinstance(e, ColumnRef)}
+    # (a loop, not `walk`: the optimizer asks this hundreds of thousands of times per plan)
+    out: set[str] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ColumnRef):
+            out.add(e.field.id)
+        else:
+            stack.extend(e.children())
+    return out
 
 
 def column_ids_all(exprs: Iterable[Expr]) -> set[str]:
@@ -347,7 +356,13 @@ def column_ids_all(exprs: Iterable[Expr]) -> set[str]:
 
 
 def has_subquery(expr: Expr) -> bool:
-    return any(isinstance(e, SubqueryExpr) for e in walk(expr))
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, SubqueryExpr):
+            return True
+        stack.extend(e.children())
+    return False
 
 
 def has_outer_ref(expr: Expr) -> bool:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import types as T
 from ..errors import InternalError
-from .expr import AggCall, ColumnRef, Expr, Field, SortKey, column_ids, walk
+from .expr import AggCall, ColumnRef, Expr, Field, SortKey, column_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..catalog import TableProvider
@@ -68,12 +68,16 @@ def _set_schema(node: LogicalPlan, schema: tuple[Field, ...]) -> None:
 
 
 def _check_refs(node: LogicalPlan, exprs, available: set[str]) -> None:
-    for e in exprs:
-        for sub in walk(e):
-            if isinstance(sub, ColumnRef) and sub.id not in available:
+    stack = list(exprs)  # (a loop, not `walk`: every node built checks its expressions)
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ColumnRef):
+            if e.field.id not in available:
                 raise InternalError(
-                    f"{type(node).__name__} references column {sub.field.display} "
-                    f"({sub.id}) that its input does not produce")
+                    f"{type(node).__name__} references column {e.field.display} "
+                    f"({e.field.id}) that its input does not produce")
+        else:
+            stack.extend(e.children())
 
 
 @dataclass(frozen=True, slots=True)
