@@ -5,6 +5,7 @@ answers as pqe must; otherwise the expected answer is written out, with the reas
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 
@@ -570,6 +571,57 @@ def test_a_condition_with_a_null_term_computes_nothing(ctx):
         ctx.sql("SELECT count(*) FROM n0 WHERE -c0 > 0 OR NULL").to_arrow()
     with pytest.raises(pqe.Error, match="overflow"):
         ctx.sql("SELECT count(*) FROM n0 LEFT JOIN n0 AS b ON -n0.c0 > b.c0 OR NULL").to_arrow()
+
+
+@pytest.mark.parametrize("value, column, stored", [
+    ("1", "b", None), ("20200101", "d", None), ("NULLIF(NULL, NULL) + 10", "d", None),
+    ("true", "i", None), ("DATE '2020-01-01'", "i", None),
+    ("'2020-01-02'", "d", datetime.date(2020, 1, 2)), ("5", "t", "5"), ("2.7", "i", 3),
+    ("TIMESTAMP '2020-01-03 10:00:00'", "d", datetime.date(2020, 1, 3)), ("NULL", "b", None)])
+def test_every_insert_and_update_form_types_values_alike(ctx, value, column, stored):
+    """Seed 202 case 6200: `INSERT INTO p0 VALUES (NULL, NULLIF(NULL, NULL) + 10)` into a DATE
+    column failed with Arrow's text (Unsupported cast from int64 to date32), and a VALUES row of
+    constants stored what INSERT ... SELECT and UPDATE refuse: 20200101 into a DATE column
+    became a date in the year 57,000, DATE '2020-01-01' into an INTEGER column the number
+    18262, 1 into a BOOLEAN true. Every form now follows one assignment rule (PostgreSQL's): a
+    number is never stored in a DATE or BOOLEAN column, nor those in a number column; text
+    and values with a common type are."""
+    ctx.sql("CREATE TABLE ty (b BOOLEAN, d DATE, i INTEGER, t VARCHAR)")
+    ctx.sql("INSERT INTO ty (t) VALUES ('seed')")
+    forms = [f"INSERT INTO ty ({column}) VALUES ({value})",
+             f"INSERT INTO ty ({column}) VALUES ((SELECT {value}))",
+             f"INSERT INTO ty ({column}) SELECT {value}",
+             f"UPDATE ty SET {column} = {value} WHERE t = 'seed'"]
+    if stored is None and value != "NULL":
+        for sql in forms:
+            with pytest.raises(pqe.TypeMismatchError, match=f"cannot store .* in column {column}"):
+                ctx.sql(sql)
+        assert ctx.sql("SELECT count(*) AS n FROM ty").to_pylist() == [{"n": 1}]
+        return
+    for sql in forms:
+        ctx.sql(sql)
+    got = ctx.sql(f"SELECT {column} AS v FROM ty").to_arrow().column(0).to_pylist()
+    assert got == [stored] * 4, got
+
+
+def test_a_group_by_expression_with_a_nan_constant_matches_the_select_list(ctx):
+    """Seed 201 case 18644: `SELECT CASE WHEN 1 < CAST('NaN' AS DOUBLE) THEN c1 ... END ...
+    GROUP BY <the same CASE>` was refused (column c1 must appear in the GROUP BY clause):
+    the two bound NaN literals compared unequal (NaN != NaN), so the select expression did
+    not match the GROUP BY one. Constants compare as values now, NaN equal to NaN."""
+    setup = ["CREATE TABLE g0 (c1 DATE, c2 BIGINT, f DOUBLE)", "CREATE TABLE g2 (c1 DECIMAL(38,10))",
+             "INSERT INTO g0 VALUES ('2020-01-01', 5, 1.5), ('2021-06-01', 50, NULL), "
+             "('2022-01-01', 5, 'NaN')", "INSERT INTO g2 VALUES (7), (60)"]
+    for sql in ["SELECT CASE WHEN 1 < CAST('NaN' AS DOUBLE) THEN a1.c1 WHEN a1.c2 BETWEEN 1 AND "
+                "a2.c1 THEN a1.c1 + 16 END AS k FROM g0 AS a1, g2 AS a2 GROUP BY CASE WHEN 1 < "
+                "CAST('NaN' AS DOUBLE) THEN a1.c1 WHEN a1.c2 BETWEEN 1 AND a2.c1 THEN a1.c1 + 16 END",
+                "SELECT coalesce(f, CAST('NaN' AS DOUBLE)) AS k, count(*) AS n FROM g0 "
+                "GROUP BY coalesce(f, CAST('NaN' AS DOUBLE))",
+                "SELECT c2 + CAST('NaN' AS DOUBLE) AS k, count(*) AS n FROM g0 "
+                "GROUP BY c2 + CAST('NaN' AS DOUBLE)"]:
+        same_as_duckdb(ctx, setup, sql)
+        for t in ("g0", "g2"):
+            ctx.sql(f"DROP TABLE {t}")
 
 
 def test_k53_decimal_product_past_18_digits_is_exact(ctx):

@@ -97,12 +97,30 @@ class OuterRef(_FieldRef):
 
 @dataclass(frozen=True, slots=True)
 class Literal(Expr):
+    """A constant. Two NaN literals of one type are the same expression (NaN != NaN in
+    Python, so `SELECT f(CAST('NaN' AS DOUBLE)) ... GROUP BY f(CAST('NaN' AS DOUBLE))` found
+    no GROUP BY match, and CSE and plan comparisons missed equal plans)."""
+
     value: Any
     dtype: pa.DataType
 
     @property
     def nullable(self) -> bool:
         return self.value is None
+
+    def _key(self) -> tuple:
+        v = self.value
+        if isinstance(v, float) and v != v:
+            return (type(self), "NaN", self.dtype)
+        return (type(self), v, self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Literal):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,14 @@ from sqlglot import exp
 
 from .. import types as T
 from ..catalog import CatalogSnapshot, MemoryTable, TableProvider
-from ..errors import AggregateMisuseError, BindError, CatalogError, TypeMismatchError, UnsupportedError
+from ..errors import (
+    AggregateMisuseError,
+    BindError,
+    CatalogError,
+    Error,
+    TypeMismatchError,
+    UnsupportedError,
+)
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
@@ -22,7 +29,7 @@ from ..plan.logical import LogicalPlan
 from ..plan.udf import AggregateUDF
 from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
 from .binder.grouping import USER_AGGREGATES
-from .parser import PQEDialect, ParsedStatement, parse
+from .parser import ParsedStatement, PQEDialect, parse
 
 
 def name_of(node: exp.Expression) -> tuple[str, bool]:
@@ -316,27 +323,25 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
         raise UnsupportedError(f"INSERT INTO {name} without VALUES or a query is not supported")
     binder = Binder(catalog, sql)
     if isinstance(source_ast, exp.Values) and not _has_query(source_ast):
-        source = _constant_values(binder, source_ast, types, name)
+        source = _constant_values(binder, source_ast, types, name, cols)
     else:
         if isinstance(source_ast, exp.Values):
-            _cast_rows_to_columns(source_ast, types)
+            _cast_rows_to_columns(source_ast, types, binder, name, cols)
         source = binder.bind_query(source_ast)
     if len(source.schema) != len(cols):
         raise BindError(f"INSERT INTO {name} has {len(cols)} target columns but "
                         f"{len(source.schema)} values per row")
     items = []
     for f, want, c in zip(source.schema, types, cols, strict=True):
-        if f.dtype != want and not T.is_null(f.dtype) and T.common_type(f.dtype, want) is None \
-                and not (T.is_text(f.dtype) or T.is_text(want)):
-            raise TypeMismatchError(f"INSERT INTO {name}: cannot store {T.type_name(f.dtype)} "
-                                    f"in column {c} ({T.type_name(want)})")
+        check_storable(f"INSERT INTO {name}", f.dtype, want, c)
         items.append((B.cast(ColumnRef(f), want), c))
     source = B.project(source, items)
     conflict = _on_conflict(stmt, entry, name, cols, binder)
     return S.Insert(name, entry, tuple(cols), source, conflict)
 
 
-def _cast_rows_to_columns(values: exp.Values, types: list[pa.DataType]) -> None:
+def _cast_rows_to_columns(values: exp.Values, types: list[pa.DataType], binder: Binder,
+                          table: str, cols: list[str]) -> None:
     """INSERT ... VALUES with subqueries is bound as a query (a UNION ALL of its rows): each
     value is first cast to its column's type, as constant rows are (and as PostgreSQL coerces
     INSERT's VALUES), so the rows are not unified with each other first: a DECIMAL(38,10) in
@@ -354,9 +359,16 @@ def _cast_rows_to_columns(values: exp.Values, types: list[pa.DataType]) -> None:
             return  # refused with its message after binding
     for tup in values.expressions:
         items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
-        for node, to in zip(items, targets, strict=True):
-            if to is not None:
-                node.replace(exp.Cast(this=node.copy(), to=to.copy()))
+        for node, to, want, col in zip(items, targets, types, cols, strict=True):
+            if to is None:
+                continue
+            try:  # the value's own type, before the cast: assignment typing as everywhere
+                have = binder.expr(node, Scope(), clause="VALUES").dtype
+            except Error:
+                have = None  # (its error is reported when the rows are bound)
+            if have is not None:
+                check_storable(f"INSERT INTO {table}", have, want, col)
+            node.replace(exp.Cast(this=node.copy(), to=to.copy()))
 
 
 def _has_query(values: exp.Values) -> bool:
@@ -364,8 +376,18 @@ def _has_query(values: exp.Values) -> bool:
                for n in values.walk())
 
 
+def check_storable(what: str, have: pa.DataType, want: pa.DataType, column: str) -> None:
+    """Assignment typing, the same for every INSERT and UPDATE form (PostgreSQL's rule): a
+    value is stored in a column of another type only when the two have a common type, or
+    one is text (parsed or formatted); a number never becomes a DATE or a BOOLEAN."""
+    if have != want and not T.is_null(have) and T.common_type(have, want) is None \
+            and not (T.is_text(have) or T.is_text(want)):
+        raise TypeMismatchError(f"{what}: cannot store {T.type_name(have)} in column {column} "
+                                f"({T.type_name(want)})")
+
+
 def _constant_values(binder: Binder, values: exp.Values, types: list[pa.DataType],
-                     table: str) -> LogicalPlan:
+                     table: str, cols: list[str]) -> LogicalPlan:
     """INSERT ... VALUES of constants: each value cast to its column's type right away, so a
     value that does not fit names its column and row."""
     rows = []
@@ -381,6 +403,7 @@ def _constant_values(binder: Binder, values: exp.Values, types: list[pa.DataType
             binder.check(node)
             e = binder.expr(node, Scope(), clause="VALUES")
             if j < len(types) and not T.is_null(types[j]):
+                check_storable(f"INSERT INTO {table}", e.dtype, types[j], cols[j])
                 e = B.cast(e, types[j])
             row.append(e)
         rows.append(row)
@@ -537,11 +560,7 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
     out = []
     for f, target in zip(matched.schema, entry.schema, strict=True):
         value = ColumnRef(f)
-        if f.dtype != target.type and T.common_type(f.dtype, target.type) is None \
-                and not T.is_text(f.dtype) and not T.is_text(target.type) \
-                and not T.is_null(f.dtype):
-            raise TypeMismatchError(f"UPDATE {name}: cannot store {T.type_name(f.dtype)} in "
-                                    f"column {target.name} ({T.type_name(target.type)})")
+        check_storable(f"UPDATE {name}", f.dtype, target.type, target.name)
         out.append((B.cast(value, target.type), target.name))
     parts = [B.project(matched, out + [(Literal(True, T.BOOLEAN), "__changed")])]
     if where is not None:
