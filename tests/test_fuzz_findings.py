@@ -624,6 +624,32 @@ def test_a_group_by_expression_with_a_nan_constant_matches_the_select_list(ctx):
             ctx.sql(f"DROP TABLE {t}")
 
 
+def test_timestamps_at_the_ends_of_the_range_are_planned(ctx, tmp_path):
+    """Seed 201 case 23085: `UPDATE d0 SET c3 = c1` stored TIMESTAMP '0001-01-01 00:00:00'
+    and the next statement crashed with Python's "year 0 is out of range": the estimator
+    turned the column's minimum into a number with datetime.timestamp(), which reads a naive
+    value in the local zone. Statistics at year 1 and 9999, in memory and in Parquet."""
+    import pyarrow.parquet as pq
+
+    setup = ["CREATE TABLE e0 (c0 VARCHAR, c1 DATE, c3 TIMESTAMP, c4 DECIMAL(10, 2))",
+             "INSERT INTO e0 (c1, c0) VALUES ('0001-01-01', '_')", "UPDATE e0 SET c3 = c1",
+             "INSERT INTO e0 (c3, c4) VALUES ('9999-12-31 23:59:59', 1)"]
+    for s in setup:
+        ctx.sql(s)
+    ctx.sql("UPDATE e0 SET c0 = c0 WHERE c4 <> 3.33")
+    got = ctx.sql("SELECT c3 FROM e0 WHERE c3 > TIMESTAMP '0001-06-01 00:00:00'").to_pylist()
+    assert got == [{"c3": datetime.datetime(9999, 12, 31, 23, 59, 59)}]
+    path = tmp_path / "edge.parquet"
+    pq.write_table(pa.table({"ts": pa.array([datetime.datetime(1, 1, 1), datetime.datetime(
+        9999, 12, 31, 23, 59, 59)], pa.timestamp("us")), "tz": pa.array(
+        [datetime.datetime(1, 1, 2, tzinfo=datetime.timezone.utc)] * 2, pa.timestamp("us", "UTC"))}),
+        path)
+    ctx.register_parquet("edge", str(path))
+    rows = ctx.sql("SELECT count(*) AS n FROM edge AS a JOIN edge AS b ON a.ts = b.ts "
+                   "WHERE a.ts < TIMESTAMP '2000-01-01 00:00:00'").to_pylist()
+    assert rows == [{"n": 1}]
+
+
 def test_k53_decimal_product_past_18_digits_is_exact(ctx):
     """K53: DuckDB multiplies DECIMAL(18) in 64 bits and overflows; pqe's product is exact at
     the precision of both factors."""

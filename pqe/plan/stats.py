@@ -46,13 +46,19 @@ class ColumnEstimate:
     max: float | None = None
 
 
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
 def _as_number(v) -> float | None:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float, decimal.Decimal)):
         return float(v)
     if isinstance(v, datetime.datetime):
-        return v.timestamp() / 86400.0
+        # days since the epoch by arithmetic: .timestamp() reads a naive value in the local
+        # zone and fails near year 1 ("year 0 is out of range", fuzz seed 201 case 23085)
+        epoch = _EPOCH if v.tzinfo is None else _EPOCH.replace(tzinfo=datetime.timezone.utc)
+        return (v - epoch) / datetime.timedelta(days=1)
     if isinstance(v, datetime.date):
         return float(v.toordinal() - 719163)  # days since epoch, as date32
     return None
