@@ -222,3 +222,37 @@ def test_dml_script_check_and_reduction():
     out, _ = reduce_script(stmts, fails, shrink=None)
     assert out == stmts[2:]
     eng.close()
+
+
+def test_the_query_clock_does_not_count_a_paused_process(monkeypatch):
+    """The fuzzer is paused (SIGSTOP) while benchmarks run; its wall-clock alarm then timed out
+    the query in flight ("no answer after 100 s") although it had not run. The watchdog's
+    clock skips gaps longer than PAUSE_GAP between its ticks, and still cancels a query that
+    runs past the limit."""
+    import threading
+
+    from pqe.testing import fuzz_engine
+
+    now = [0.0]
+    monkeypatch.setattr(fuzz_engine, "_clock", lambda: now[0])
+    cancel = threading.Event()
+    dog = fuzz_engine.Watchdog(limit=1.0, cancel=cancel, main_ident=None, tick=0.01)
+    dog.start()
+    try:
+        now[0] += 500.0  # a pause: the next tick sees a 500 s gap
+        for _ in range(50):
+            if dog.active == 0.0 and not cancel.is_set():
+                break
+            threading.Event().wait(0.01)
+        threading.Event().wait(0.1)
+        assert not cancel.is_set() and dog.active < 1.0
+        for _ in range(300):  # running: 0.02 s of clock per tick
+            now[0] += 0.02
+            threading.Event().wait(0.005)
+            if cancel.is_set():
+                break
+        assert cancel.is_set()
+    finally:
+        dog.stop()
+        dog.join()
+

@@ -11,6 +11,7 @@ import inspect
 import re
 import signal
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,42 @@ class Outcome:
 
 def _alarm(_signum, _frame):
     raise Timeout()
+
+
+_clock = time.monotonic
+PAUSE_GAP = 5.0  # a tick this late means the process was stopped (SIGSTOP), not busy
+
+
+class Watchdog(threading.Thread):
+    """A query's clock that does not count time the process spent stopped: the fuzzer is
+    paused (SIGSTOP) while benchmarks run, and a wall-clock alarm then timed out the query in
+    flight although it had not run. Ticks every `tick` s; a gap of more than PAUSE_GAP between
+    ticks is a pause and is not counted. After `limit` running seconds `cancel` is set (pqe
+    stops the query: QueryCancelled); after `limit + 10` the main thread gets SIGALRM (the
+    backstop for a statement that does not look at `cancel`). A real hang still times out."""
+
+    def __init__(self, limit: float, cancel: threading.Event, main_ident: int | None,
+                 tick: float = 0.25) -> None:
+        super().__init__(name="pqe-fuzz-watchdog", daemon=True)
+        self.limit, self.cancel, self.main_ident, self.tick = limit, cancel, main_ident, tick
+        self.done = threading.Event()
+        self.active = 0.0
+
+    def run(self) -> None:
+        last = _clock()
+        while not self.done.wait(self.tick):
+            now = _clock()
+            gap, last = now - last, now
+            if gap < PAUSE_GAP:
+                self.active += gap
+            if self.active >= self.limit:
+                self.cancel.set()
+            if self.active >= self.limit + 10 and self.main_ident is not None:
+                signal.pthread_kill(self.main_ident, signal.SIGALRM)
+                return
+
+    def stop(self) -> None:
+        self.done.set()
 
 
 # DuckDB errors about the data (not the query): pqe should fail too, not answer
@@ -100,7 +137,7 @@ class Engines:
         self.con = None
         self.ctxs: dict[int, pqe.Context] = {}
         self.db: dict[str, pa.Table] = {}
-        self._to_arrow_timeout = "timeout" in inspect.signature(pqe.DataFrame.to_arrow).parameters
+        self._to_arrow_cancel = "cancel" in inspect.signature(pqe.DataFrame.to_arrow).parameters
 
     def load(self, db: dict[str, pa.Table]) -> None:
         """(Re)create the engines with exactly the tables of `db`."""
@@ -134,18 +171,21 @@ class Engines:
     def pqe(self, partitions: int, sql: str, params: Sequence | None = None) -> Outcome:
         ctx = self.ctxs[partitions]
         main = threading.current_thread() is threading.main_thread()
+        cancel = threading.Event()
+        watchdog = Watchdog(self.timeout, cancel, threading.main_thread().ident if main else None)
         if main:
             old = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.timeout + 10)
+        watchdog.start()
         try:
             if params is not None:
                 table = _cursor_table(pqe.connect(context=ctx).cursor().execute(sql, params))
             else:
                 df = ctx.sql(sql)
-                table = (df.to_arrow(timeout=self.timeout) if self._to_arrow_timeout
+                table = (df.to_arrow(cancel=cancel) if self._to_arrow_cancel
                          else df.to_arrow())
         except Timeout:
-            return Outcome("timeout", None, "Timeout", f"no answer after {self.timeout + 10:g} s")
+            return Outcome("timeout", None, "Timeout",
+                           f"no answer after {self.timeout + 10:g} s of running")
         except pqe.UnsupportedError as e:
             return Outcome("unsupported", None, type(e).__name__, str(e))
         except pqe.Error as e:
@@ -155,8 +195,9 @@ class Engines:
         except Exception as e:  # noqa: BLE001 - a crash: not even a pqe.Error
             return Outcome("error", None, "crash:" + type(e).__name__, str(e).split("\n")[0][:300])
         finally:
+            watchdog.stop()
             if main:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                watchdog.join()  # (no SIGALRM may arrive after the handler is restored)
                 signal.signal(signal.SIGALRM, old)
         return Outcome("ok", table)
 
