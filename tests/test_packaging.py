@@ -33,6 +33,32 @@ def test_import_pqe_loads_no_heavy_module():
     assert out.stdout.strip() == ""
 
 
+def test_shell_query_does_not_import_pandas_and_pandas_still_works_after():
+    """pyarrow imports pandas (a third of `pqe-sql -c`'s start) on its first pa.scalar of a
+    Python value; the shell lets that probe find pandas absent. A query runs without pandas,
+    and pyarrow's pandas conversions still work once pandas is imported later."""
+    conversions = """
+        import pandas, pyarrow as pa
+        t = pa.Table.from_pandas(pandas.DataFrame({'c': pandas.Categorical(['x', 'y', 'x'])}))
+        print(t.column('c').type, pa.array(pandas.Series([1, 2])).type,
+              pa.table({'a': [1]}).to_pandas().shape)
+        """
+    out = _python("""
+        import sys
+        from pqe.shell import main
+        assert main(['-c', "select 1 + 1 as two, 'é' as s"]) == 0
+        print('pandas' in sys.modules)
+        """ + conversions)
+    assert out.returncode == 0, out.stderr
+    plain = _python(conversions)  # the same conversions in a process without the shell
+    assert plain.returncode == 0, plain.stderr
+    lines = out.stdout.strip().splitlines()
+    assert "2" in "".join(lines[:-2]) and "é" in "".join(lines[:-2])
+    assert lines[-2] == "False"
+    assert lines[-1] == plain.stdout.strip()
+    assert "dictionary" in lines[-1]
+
+
 def test_missing_extras_name_the_extra():
     out = _python("""
         import sys

@@ -21,9 +21,35 @@ def main(argv: list[str] | None = None) -> int:
     except MissingDependencyError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1
+    _skip_pyarrow_pandas_probe()
     from .app import main as _main
 
     return _main(argv)
 
 
-__all__ = ["main"]
+def _skip_pyarrow_pandas_probe() -> None:
+    """Let pyarrow find pandas absent, once, before the shell imports it.
+
+    The first time pa.scalar or pa.array meets a Python value, pyarrow imports pandas only to
+    ask whether the value is a pandas object: 0.3-0.5 s, a third of `pqe-sql -c`'s start. No
+    pandas object exists in the shell's process (it reads files and renders Arrow tables; it
+    has no pandas interop), so the shell lets that probe run with pandas hidden. pyarrow still
+    imports pandas itself if anything asks it to convert to or from pandas."""
+    import sys
+
+    if "pyarrow" in sys.modules or "pandas" in sys.modules:
+        return  # too late, or pandas objects may exist: leave pyarrow as it is
+
+    class _HidePandas:
+        def find_spec(self, name, path=None, target=None):
+            if name == "pandas":
+                raise ImportError("pandas hidden from pyarrow's probe")
+
+    hide = _HidePandas()
+    sys.meta_path.insert(0, hide)
+    try:
+        import pyarrow as pa
+
+        pa.scalar(0)  # runs pyarrow's one pandas probe now
+    finally:
+        sys.meta_path.remove(hide)
