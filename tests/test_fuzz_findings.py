@@ -672,3 +672,23 @@ def test_k34_insert_select_reads_the_table_before_the_insert(ctx):
     out = ctx.sql("INSERT INTO k34 SELECT c0, c1, c1 FROM k34 UNION ALL SELECT c0, c2, NULL FROM k34")
     assert out.to_arrow().column(0).to_pylist() == [2]
     assert values(ctx, "SELECT count(*) FROM k34") == [(3,)]
+
+
+def test_anti_join_with_an_empty_right_side_is_its_left_input(ctx):
+    """Seed 301 case 1276: `A EXCEPT ALL <no rows>` is A, so an unread column of A (whose
+    value overflows) is never computed; EXCEPT (distinct), NOT IN and NOT EXISTS over no rows
+    keep their own semantics (duplicates removed, NULL kept)."""
+    all_same_as_duckdb(ctx, [
+        "CREATE TABLE a0 (c0 BIGINT, c4 BIGINT)",
+        "INSERT INTO a0 VALUES (-9223372036854775808, 1), (NULL, 2), (5, 2), (5, NULL)",
+    ], [
+        "SELECT o0 FROM (SELECT c4 AS o0, c4 - c0 AS o1 FROM a0 EXCEPT ALL "
+        "SELECT c4, c4 FROM a0 WHERE FALSE) a1",
+        "SELECT c0 FROM a0 EXCEPT SELECT c4 FROM a0 WHERE 1 = 0",
+        "SELECT c4 FROM a0 EXCEPT ALL SELECT c0 FROM a0 WHERE c0 IS NULL AND c0 = 1",
+        "SELECT c0 FROM a0 WHERE c0 NOT IN (SELECT c4 FROM a0 WHERE FALSE)",
+        "SELECT c4 FROM a0 WHERE NOT EXISTS (SELECT 1 FROM a0 x WHERE FALSE AND x.c0 = a0.c0)",
+    ])
+    plan = "\n".join(r["plan"] for r in ctx.sql(
+        "EXPLAIN SELECT c4 FROM a0 EXCEPT ALL SELECT c4 FROM a0 WHERE FALSE").to_pylist())
+    assert "anti" not in plan.split("== Optimized Logical Plan ==")[1]

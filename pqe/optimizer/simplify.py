@@ -9,7 +9,8 @@
 - filters that are always TRUE disappear;
 - empty relations: a filter that is always FALSE (or NULL) and LIMIT 0 become an empty VALUES,
   which replaces every operator that yields no row over it (projections, filters, sorts,
-  windows, joins that need a row from the empty side, grouped aggregates). Their
+  windows, joins that need a row from the empty side, grouped aggregates), and an anti join
+  with an empty right side is its left input (EXCEPT ALL of nothing). Their
   expressions are then never evaluated, as SQL never evaluates them for no row (an
   overflowing projection under LIMIT 0 is no error), and nothing is scanned.
 """
@@ -37,6 +38,9 @@ def simplify(plan: LogicalPlan) -> LogicalPlan:
             return node.input
         if _yields_no_row(node):
             return Values(fields=node.schema, rows=())
+        if isinstance(node, Join) and node.kind == "anti" and _is_empty(node.right) \
+                and node.schema == node.left.schema:
+            return node.left  # nothing to exclude (x NOT IN (empty) is TRUE, NULL x too)
         if isinstance(node, Join) and node.filter is not None \
                 and _never_true(conjuncts(node.filter)):
             return _unmatched_join(node)
