@@ -98,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def merge(paths: list[str], known) -> int:
-    """One summary per seed over shard logs; findings re-checked against `known`."""
+    """One summary per seed over shard logs (plain or .gz); findings re-checked against
+    `known`."""
+    import gzip
     import json
     from collections import Counter, defaultdict
 
@@ -109,7 +111,7 @@ def merge(paths: list[str], known) -> int:
                                        "refused": Counter(), "tested": Counter()})
     for path in paths:
         failures, summary, findings = {}, None, []
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             for line in f:
                 rec = json.loads(line)
                 if rec["type"] == "failure":
