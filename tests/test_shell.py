@@ -383,3 +383,25 @@ def test_interactive_ctrl_d_exits(data, tmp_path):
     s.child.expect(pexpect.EOF)
     s.child.close()
     assert s.child.exitstatus == 0
+
+
+def test_the_process_exit_flushes_everything_and_runs_exit_handlers(tmp_path):
+    """The console script ends with os._exit (no module teardown): every byte of a large result
+    still reaches stdout and a `.output` file, and exit handlers still run."""
+    pq.write_table(pa.table({"i": pa.array(range(200000), pa.int64())}), tmp_path / "big.parquet")
+    out = shell(str(tmp_path / "big.parquet"), "--mode", "csv", "-c",
+                "select i, 'é' || i as s from big order by i")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "i,s" and len(lines) == 200001 and lines[-1] == "199999,é199999"
+    target = tmp_path / "o.csv"
+    out = shell("--mode", "csv", "-c", f".output {target}\nselect 42 as x")
+    assert out.returncode == 0, out.stderr
+    assert target.read_text().splitlines() == ["x", "42"]
+    marker = tmp_path / "exit-handler-ran"
+    code = (f"import atexit, pathlib, sys; atexit.register(pathlib.Path({str(marker)!r}).touch); "
+            "from pqe.shell import main; sys.argv = ['pqe-sql', '-c', 'select 1']; main()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()

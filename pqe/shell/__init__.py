@@ -24,7 +24,27 @@ def main(argv: list[str] | None = None) -> int:
     _skip_pyarrow_pandas_probe()
     from .app import main as _main
 
-    return _main(argv)
+    status = _main(argv)
+    if argv is None:  # the console script (or python -m pqe.shell): the process ends here
+        _exit_now(status)
+    return status
+
+
+def _exit_now(status: int) -> None:
+    """End the process without tearing every module down, which took 0.25-0.35 s of a
+    `pqe-sql -c` run (a third of it, more than its query). Output is flushed and the exit
+    handlers run first, as in a normal exit; the shell has closed its files and engine."""
+    import atexit
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`pqe-sql ... | head`)
+            pass
+    atexit._run_exitfuncs()
+    os._exit(status)
 
 
 def _skip_pyarrow_pandas_probe() -> None:
