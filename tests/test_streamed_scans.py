@@ -60,7 +60,9 @@ QUERIES = [
     "SELECT count(*) FROM big b WHERE b.k IN (SELECT k FROM small)",
     "SELECT count(*) FROM big b WHERE b.k NOT IN (SELECT k FROM small)",
     "SELECT s.name, count(*), sum(b.d) FROM big b JOIN small s ON b.k = s.k GROUP BY s.name",
-    "SELECT a.id FROM big a JOIN big b ON a.id = b.hi WHERE a.k = 3",
+    "SELECT a.id FROM big a JOIN big b ON a.id = b.hi WHERE a.k = 3",  # a filtered scan alone
+    "SELECT b.k, count(*) FROM big b JOIN big c ON b.id = c.hi WHERE b.s = 'x' AND c.v > 0 "
+    "GROUP BY b.k",
     "SELECT sum(big) FROM big",
     "SELECT k, sum(big) FROM big GROUP BY k",
 ]

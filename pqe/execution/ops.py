@@ -566,9 +566,10 @@ def run_pipeline(pipeline: Pipeline, *inputs):
     ops = pipeline.ops
     data = None
     first = ops[0] if ops else None
-    if isinstance(first, ReadFiles) and len(ops) > 1 \
-            and first.rows() > STREAM_MIN_CHUNKS * STREAM_ROWS \
-            and _streams(ops[1], inputs):
+    if isinstance(first, ReadFiles) and first.rows() > STREAM_MIN_CHUNKS * STREAM_ROWS \
+            and (_streams(ops[1], inputs) if len(ops) > 1 else bool(first.filters)):
+        # (a scan alone streams when filtered: some filters run after its reads, on the
+        # rows read, as dictionary and DECIMAL filters do)
         n = 2
         while n < len(ops) and _streams(ops[n], inputs):
             n += 1
