@@ -223,3 +223,29 @@ def test_rounding_a_38_digit_decimal_to_the_oracles_scale_does_not_trap():
     same = pa.table({"x": pa.array([D("10000000000000000000000000000.00"), D("1.50")],
                                    pa.decimal128(38, 2))})
     assert compare(a, same, check_types=False) is None
+
+
+def test_oracle_insert_select_reads_the_table_as_before_the_statement():
+    """DuckDB 2.0 with one thread lets `INSERT INTO t SELECT ... FROM t UNION ALL ...` read
+    rows the statement already inserted (K34); the oracle runs the query first, so DuckDB's
+    answer is SQL's: every branch reads t as it was."""
+    from pqe.testing import oracle
+
+    con = oracle.connect()
+    try:
+        con.execute("CREATE TABLE o1 (c0 DECIMAL(10,2))")
+        con.execute("CREATE TABLE o0 (c2 DECIMAL(38,10))")
+        con.execute("INSERT INTO o0 VALUES (0.01)")
+        con.execute("INSERT INTO o1 VALUES (1.00), (0.01)")
+        n = oracle.query(con, "INSERT INTO o1 SELECT c0 FROM o1 UNION ALL SELECT c2 FROM o1, o0")
+        assert n.column(0).to_pylist() == [4]
+        assert oracle.query(con, "SELECT count(*) FROM o1").column(0).to_pylist() == [6]
+        assert oracle.query(con, "insert into o1 (c0) (select ? + 1)", [41]).column(0).to_pylist() == [1]
+        assert oracle.query(con, "INSERT INTO o1 VALUES (3)").column(0).to_pylist() == [1]
+        rows = oracle.query(con, "SELECT c0 FROM o1 ORDER BY c0").column(0).to_pylist()
+        assert [str(r) for r in rows] == ["0.01", "0.01", "0.01", "0.01", "1.00", "1.00",
+                                          "3.00", "42.00"]
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert tables == {"o0", "o1"}  # the temporary source is gone
+    finally:
+        con.close()

@@ -24,6 +24,7 @@ The settings make DuckDB answer with pqe's semantics where the two differ by def
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -69,10 +70,37 @@ def register(con, name: str, table: pa.Table) -> None:
     con.register(name, table)
 
 
+# INSERT INTO t [(cols)] <query>, the query not followed by clauses of the INSERT itself
+_INSERT_QUERY = re.compile(r"\s*INSERT\s+INTO\s+(\w+)\s*(\([\w\s,]*\))?\s*(?=SELECT\b|WITH\b|\()",
+                           re.IGNORECASE)
+_INSERT_TAIL = re.compile(r"\b(ON\s+CONFLICT|RETURNING|BY\s+NAME)\b", re.IGNORECASE)
+_SOURCE = "__pqe_oracle_insert_source"
+
+
 def query(con, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
     """Run `sql` (with DuckDB's own `?` binding of `params`) and return the result as Arrow,
     each field carrying DuckDB's type name in its metadata (b'duckdb_type'), which tells a
-    HUGEINT (exported as decimal128(38, 0)) from a DECIMAL(38, 0)."""
+    HUGEINT (exported as decimal128(38, 0)) from a DECIMAL(38, 0).
+
+    `INSERT INTO t ... SELECT` runs as its query into a temporary table, then the insert of
+    that table: DuckDB 2.0 (threads = 1) lets the query read rows the same statement has
+    already inserted into t (`INSERT INTO t SELECT ... FROM t UNION ALL SELECT ... FROM t`
+    inserts the second branch's rows twice), where SQL reads t as it was before the
+    statement (known finding K34)."""
+    m = _INSERT_QUERY.match(sql)
+    if m and not _INSERT_TAIL.search(sql, m.end()):
+        con.execute(f"DROP TABLE IF EXISTS {_SOURCE}")
+        source = f"CREATE TEMP TABLE {_SOURCE} AS {sql[m.end():]}"
+        con.execute(source, params) if params is not None else con.execute(source)
+        try:
+            return _query(con, f"INSERT INTO {m.group(1)} {m.group(2) or ''} "
+                               f"SELECT * FROM {_SOURCE}", None)
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {_SOURCE}")
+    return _query(con, sql, params)
+
+
+def _query(con, sql: str, params: Sequence[Any] | None) -> pa.Table:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Arrow output on a DB-API result makes a copy"
         cur = con.execute(sql, params) if params is not None else con.execute(sql)
