@@ -587,19 +587,30 @@ def run_pipeline(pipeline: Pipeline, *inputs):
                     rows = data.num_rows if isinstance(data, pa.Table) else sum(t.num_rows for t in data)
                 token.record(op.node, time.perf_counter() - start, rows,
                              getattr(pipeline, "part", 0), op.counts_rows)
-        except UserFunctionError as e:  # the user's code: say where it ran
-            raise UserFunctionError(f"{e} (in {pipeline.where})") from None
-        except Error:
-            raise
-        except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:
-            msg = str(e).split("\n")[0]
-            if msg == "overflow":
-                msg = "integer overflow (the value does not fit in BIGINT)"
-            raise ExecutionError(f"{op.label} failed in {pipeline.where}: {msg}") from e
         except Exception as e:
-            raise InternalError(f"{op.label} crashed in {pipeline.where}: "
-                                f"{type(e).__name__}: {e}") from e
+            raise _failure(e, op, pipeline)  # noqa: B904 - _failure sets the cause
     return data
+
+
+def _failure(e: Exception, op: Op, pipeline: Pipeline) -> Exception:
+    """The error an op's exception becomes: a pqe Error as it is, the user's code's failure
+    with where it ran, an Arrow or arithmetic failure as one ExecutionError line naming the
+    op, anything else as an InternalError."""
+    if isinstance(e, UserFunctionError):
+        err = UserFunctionError(f"{e} (in {pipeline.where})")
+        err.__suppress_context__ = True
+        return err
+    if isinstance(e, Error):
+        return e
+    if isinstance(e, (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError)):
+        msg = str(e).split("\n")[0]
+        if msg == "overflow":
+            msg = "integer overflow (the value does not fit in BIGINT)"
+        err = ExecutionError(f"{op.label} failed in {pipeline.where}: {msg}")
+    else:
+        err = InternalError(f"{op.label} crashed in {pipeline.where}: {type(e).__name__}: {e}")
+    err.__cause__ = e
+    return err
 
 
 def _run_streamed(pipeline: Pipeline, ops, inputs, token, collecting: bool) -> pa.Table:
@@ -654,18 +665,8 @@ def _run_streamed(pipeline: Pipeline, ops, inputs, token, collecting: bool) -> p
                 held.append(data)
         if held:
             outs.append(step(last, rel.concat(held)))
-    except UserFunctionError as e:
-        raise UserFunctionError(f"{e} (in {pipeline.where})") from None
-    except Error:
-        raise
-    except (pa.ArrowException, OSError, ValueError, ZeroDivisionError, OverflowError) as e:
-        msg = str(e).split("\n")[0]
-        if msg == "overflow":
-            msg = "integer overflow (the value does not fit in BIGINT)"
-        raise ExecutionError(f"{op.label} failed in {pipeline.where}: {msg}") from e
     except Exception as e:
-        raise InternalError(f"{op.label} crashed in {pipeline.where}: "
-                            f"{type(e).__name__}: {e}") from e
+        raise _failure(e, op, pipeline)  # noqa: B904 - _failure sets the cause
     if collecting:
         for k, o in enumerate(ops):
             token.record(o.node, spent[k], rows[k], getattr(pipeline, "part", 0), o.counts_rows)
