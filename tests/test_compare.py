@@ -242,6 +242,13 @@ def test_oracle_insert_select_reads_the_table_as_before_the_statement():
         assert oracle.query(con, "SELECT count(*) FROM o1").column(0).to_pylist() == [6]
         assert oracle.query(con, "insert into o1 (c0) (select ? + 1)", [41]).column(0).to_pylist() == [1]
         assert oracle.query(con, "INSERT INTO o1 VALUES (3)").column(0).to_pylist() == [1]
+        # a column list before VALUES is not a parenthesized query (DuckDB would be handed
+        # "CREATE TABLE ... AS (c0) VALUES ...": a syntax error that ended every fuzz script)
+        for sql in ("INSERT INTO o1 (c0) VALUES (5)", "insert into o1(c0)values(5)",
+                    "INSERT INTO o1 ( c0 ) VALUES (5), (6)"):
+            assert oracle._INSERT_QUERY.match(sql) is None, sql
+            assert oracle.query(con, sql).column(0).to_pylist()[0] >= 1
+        con.execute("DELETE FROM o1 WHERE c0 IN (5, 6)")
         rows = oracle.query(con, "SELECT c0 FROM o1 ORDER BY c0").column(0).to_pylist()
         assert [str(r) for r in rows] == ["0.01", "0.01", "0.01", "0.01", "1.00", "1.00",
                                           "3.00", "42.00"]

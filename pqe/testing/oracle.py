@@ -70,8 +70,11 @@ def register(con, name: str, table: pa.Table) -> None:
     con.register(name, table)
 
 
-# INSERT INTO t [(cols)] <query>, the query not followed by clauses of the INSERT itself
-_INSERT_QUERY = re.compile(r"\s*INSERT\s+INTO\s+(\w+)\s*(\([\w\s,]*\))?\s*(?=SELECT\b|WITH\b|\()",
+# INSERT INTO t [(cols)] <query>, the query not followed by clauses of the INSERT itself. The
+# column list is atomic (never given back to let its "(" pass for a parenthesized query:
+# INSERT INTO t (c0) VALUES ... is not an INSERT ... SELECT) and cannot start with SELECT/WITH
+_INSERT_QUERY = re.compile(r"(?>\s*INSERT\s+INTO\s+(\w+)\s*"
+                           r"(\((?!\s*(?:SELECT|WITH)\b)[\w\s,]*\))?)\s*(?=SELECT\b|WITH\b|\()",
                            re.IGNORECASE)
 _INSERT_TAIL = re.compile(r"\b(ON\s+CONFLICT|RETURNING|BY\s+NAME)\b", re.IGNORECASE)
 _SOURCE = "__pqe_oracle_insert_source"
