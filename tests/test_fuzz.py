@@ -153,6 +153,18 @@ def test_refusal_rate_within_baseline(fuzz_run):
         f"allows {bound:.1%} ({BASELINE.name}); refusals: {detail}")
 
 
+def test_checks_per_case_within_baseline(fuzz_run):
+    """A change that weakens an oracle (its reference query fails, a DML script ends early)
+    makes fewer comparisons per case: that fails too, instead of passing with less checked."""
+    g, fz, rep = fuzz_run
+    st = rep.generators[g]
+    per_case = sum(rep.checks.values()) / max(st.tested, 1)
+    bound = load_baseline(BASELINE)["min_checks_per_case"][g]
+    assert per_case >= bound, (
+        f"{g}: {per_case:.2f} checks per tested case ({dict(rep.checks)} over {st.tested}), "
+        f"baseline wants at least {bound} ({BASELINE.name})")
+
+
 def test_known_findings_are_documented():
     known = load_known(KNOWN)
     assert len({k.id for k in known}) == len(known)
