@@ -692,3 +692,48 @@ def test_anti_join_with_an_empty_right_side_is_its_left_input(ctx):
     plan = "\n".join(r["plan"] for r in ctx.sql(
         "EXPLAIN SELECT c4 FROM a0 EXCEPT ALL SELECT c4 FROM a0 WHERE FALSE").to_pylist())
     assert "anti" not in plan.split("== Optimized Logical Plan ==")[1]
+
+
+def test_float_sums_past_the_double_range_warn_nothing(ctx):
+    """Seed 301 shard 02: SUM of doubles grouped by a sorted key (the run-sum path) overflowed
+    to inf with numpy's "overflow encountered in reduceat" RuntimeWarning, which a user running
+    with warnings as errors (pytest's filterwarnings = error) got as an InternalError. inf is
+    IEEE's (and DuckDB's) answer; pqe's kernels compute it without a warning."""
+    import warnings
+
+    ctx.sql("CREATE TABLE fsum (k BIGINT, v DOUBLE)")
+    ctx.sql("INSERT INTO fsum VALUES (1, 1e308), (1, 1e308), (2, 1.0), (3, -1e308), "
+            "(3, -1e308), (4, 1e308), (4, -1e308), (4, 1e308)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = values(ctx, "SELECT k, sum(v), avg(v) FROM fsum GROUP BY k ORDER BY k")
+        window = values(ctx, "SELECT k, sum(v) OVER (PARTITION BY k) FROM fsum ORDER BY k")
+    assert got == [(1, math.inf, math.inf), (2, 1.0, 1.0), (3, -math.inf, -math.inf),
+                   (4, 1e308, 1e308 / 3)]
+    assert [r[1] for r in window] == [math.inf] * 2 + [1.0] + [-math.inf] * 2 + [1e308] * 3
+
+
+def test_the_fuzzer_counts_a_warning_from_pqe_as_an_error(monkeypatch):
+    """The fuzz engine runs pqe with RuntimeWarnings from pqe's modules as errors, so a kernel
+    that warns (and a user with -W error would see fail) is a finding, not a pass."""
+    import warnings
+
+    from pqe.kernels import aggregate
+    from pqe.testing.fuzz_engine import Engines
+
+    single = aggregate.single
+
+    def warns(*args, **kwargs):
+        warnings.warn_explicit("overflow encountered in reduceat", RuntimeWarning,
+                               "aggregate.py", 1, module="pqe.kernels.aggregate")
+        return single(*args, **kwargs)
+
+    eng = Engines(partitions=(1,))
+    try:
+        eng.load({"t": pa.table({"k": [1, 1, 2], "v": [1.0, 2.0, 3.0]})})
+        assert eng.pqe(1, "SELECT k, sum(v) FROM t GROUP BY k").ok
+        monkeypatch.setattr(aggregate, "single", warns)
+        out = eng.pqe(1, "SELECT k, sum(v) FROM t GROUP BY k")
+        assert not out.ok and "overflow encountered" in out.message, out
+    finally:
+        eng.close()

@@ -253,7 +253,9 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
                 cols[names[1]] = _wraps_array(wraps, len(starts))
             else:
                 v = col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
-                cols[names[0]] = pc.if_else(pa.array(has), pa.array(np.add.reduceat(v, starts)),
+                with np.errstate(over="ignore", invalid="ignore"):  # IEEE: inf / NaN, no warning
+                    run_sums = np.add.reduceat(v, starts)
+                cols[names[0]] = pc.if_else(pa.array(has), pa.array(run_sums),
                                             pa.scalar(None, pa.float64()))
             if s.fn == "avg":
                 cols[names[-1]] = pa.array(counts, pa.int64())

@@ -12,6 +12,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -177,12 +178,12 @@ class Engines:
             old = signal.signal(signal.SIGALRM, _alarm)
         watchdog.start()
         try:
-            if params is not None:
-                table = _cursor_table(pqe.connect(context=ctx).cursor().execute(sql, params))
-            else:
-                df = ctx.sql(sql)
-                table = (df.to_arrow(cancel=cancel) if self._to_arrow_cancel
-                         else df.to_arrow())
+            with warnings.catch_warnings():
+                # a warning pqe's own code raises (numpy's "overflow encountered", ...) is an
+                # error here: a user running with -W error (pytest's filterwarnings = error)
+                # would get it as one, and it often marks a value computed wrong
+                warnings.filterwarnings("error", category=RuntimeWarning, module=PQE_MODULES)
+                table = self._pqe(ctx, sql, params, cancel)
         except Timeout:
             return Outcome("timeout", None, "Timeout",
                            f"no answer after {self.timeout + 10:g} s of running")
@@ -200,6 +201,16 @@ class Engines:
                 watchdog.join()  # (no SIGALRM may arrive after the handler is restored)
                 signal.signal(signal.SIGALRM, old)
         return Outcome("ok", table)
+
+    def _pqe(self, ctx, sql: str, params: Sequence | None, cancel) -> pa.Table:
+        if params is not None:
+            return _cursor_table(pqe.connect(context=ctx).cursor().execute(sql, params))
+        df = ctx.sql(sql)
+        return df.to_arrow(cancel=cancel) if self._to_arrow_cancel else df.to_arrow()
+
+
+# the modules whose RuntimeWarnings are errors in a fuzz run: pqe's, not the fuzzer's own
+PQE_MODULES = r"pqe\.(?!testing\b)"
 
 
 def _cursor_table(cur) -> pa.Table:
