@@ -264,7 +264,12 @@ def test_out_of_range_cast_names_the_value_and_type(ctx):
                  "value 2147483648 is out of range for INTEGER",
              "SELECT CAST(1e308 AS BIGINT)": "value 1e+308 is out of range for BIGINT",
              "SELECT CAST(x AS DECIMAL(10,2)) FROM (VALUES (123456789.5)) AS v(x)":
-                 "value 123456789.5 is out of range for DECIMAL(10,2)",
+                 "value 123456789.50 is out of range for DECIMAL(10,2)",
+             # the value at the target's scale (rounded first, as PostgreSQL does), not the
+             # rounded value padded with the source scale's zeros (...890.1200000000)
+             "SELECT CAST(CAST('12345678901234567890.1234567890' AS DECIMAL(38,10)) "
+             "AS DECIMAL(10,2))": "value 12345678901234567890.12 is out of range for "
+                                  "DECIMAL(10,2)",
              "SELECT CAST(SUM(x) AS BIGINT) FROM (VALUES (9223372036854775807), (1)) AS v(x)":
                  "value 9223372036854775808 is out of range for BIGINT",
              f"SELECT CAST('{BIG38}' AS DECIMAL(38,10)) + 1":

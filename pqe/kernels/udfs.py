@@ -7,6 +7,9 @@ registered once per process, on import (so workers register them when they unpic
 
 from __future__ import annotations
 
+import decimal
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -232,9 +235,24 @@ def range_checked(ctx, x, lo, hi, lo_inclusive, guard, type_name):
     g = guard if isinstance(guard, pa.Array) else pa.array([guard.as_py()] * n, pa.bool_())
     failing = pc.and_(bad, pc.fill_null(g, False))
     if pc.any(failing).as_py():
-        i = pc.index(failing, True).as_py()
-        raise ExecutionError(f"value {arr[i].as_py()} is out of range for {type_name.as_py()}")
+        v = arr[pc.index(failing, True).as_py()].as_py()
+        name = type_name.as_py()
+        if isinstance(v, decimal.Decimal):  # rounded to the target's scale already: shown at
+            v = _at_scale(v, name)          # that scale, not the wider source's zeros
+        raise ExecutionError(f"value {v} is out of range for {name}")
     return pc.if_else(bad, pa.scalar(None, arr.type), arr)
+
+
+def _at_scale(v: decimal.Decimal, type_name: str) -> str:
+    """A Decimal's digits without trailing fraction zeros past the scale of `type_name`
+    (DECIMAL(p,s); none for an integer type)."""
+    text = format(v, "f")
+    if "." not in text:
+        return text
+    whole, frac = text.split(".")
+    scale = re.search(r",\s*(\d+)\)", type_name)
+    frac = frac.rstrip("0").ljust(int(scale.group(1)) if scale else 0, "0")
+    return f"{whole}.{frac}" if frac else whole
 
 
 RANGE_KINDS = {"i64": pa.int64(), "f64": pa.float64(),
