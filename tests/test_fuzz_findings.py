@@ -742,3 +742,45 @@ def test_the_fuzzer_counts_a_warning_from_pqe_as_an_error(monkeypatch):
         assert not out.ok and "overflow encountered" in out.message, out
     finally:
         eng.close()
+
+
+def test_a_text_literal_where_a_boolean_is_wanted_is_read_as_one(ctx):
+    """Seed 301 triage: NOT 'true', 'true' AND TRUE, WHERE 'yes', CASE WHEN 't' ..., and a text
+    literal branch beside a BOOLEAN one were refused (argument of NOT must be BOOLEAN, not
+    VARCHAR); PostgreSQL reads an untyped literal as the BOOLEAN its place wants, and DuckDB
+    casts it. A text that is no BOOLEAN is an error naming it; a VARCHAR column stays refused."""
+    all_same_as_duckdb(ctx, [
+        "CREATE TABLE tb (b BOOLEAN, s VARCHAR)",
+        "INSERT INTO tb VALUES (TRUE, 'x'), (FALSE, 'y'), (NULL, NULL)",
+    ], [
+        "SELECT NOT 'true' AS a, 'true' AND TRUE AS b, 'f' OR NULL AS c, 'false' OR b AS d FROM tb",
+        "SELECT s FROM tb WHERE 'yes' AND b",
+        "SELECT CASE WHEN 't' THEN 1 END AS a, CASE WHEN b THEN 'true' ELSE FALSE END AS c, "
+        "CASE WHEN b THEN 'abc' ELSE s END AS d FROM tb",
+        "SELECT count(*) FILTER (WHERE 'true') AS n FROM tb HAVING 't'",
+    ])
+    # PostgreSQL's spellings DuckDB does not read: 'on', 'off', 'yes', 'no' (and a prefix)
+    assert values(ctx, "SELECT 'off' OR b, 'on' AND b, NOT 'no' FROM tb ORDER BY b") == [
+        (False, False, True), (True, True, True), (None, None, True)]
+    for sql in ("SELECT NOT 'maybe'", "SELECT 1 WHERE 'x'",
+                "SELECT CASE WHEN b THEN 'x' ELSE FALSE END FROM tb"):
+        with pytest.raises(pqe.TypeMismatchError, match="cannot convert '(maybe|x)' to BOOLEAN"):
+            ctx.sql(sql).to_arrow()
+    with pytest.raises(pqe.TypeMismatchError, match="argument of NOT must be BOOLEAN, not VARCHAR"):
+        ctx.sql("SELECT NOT s FROM tb").to_arrow()
+
+
+def test_k60_in_subquery_compares_decimals_of_different_scales_exactly(ctx):
+    """K60 (seed 301 case 20374): DuckDB compares an IN / = ANY subquery over DECIMAL(38,s) in
+    the smaller scale (3.33 IN (SELECT 3::DECIMAL(38,0)) is true there); pqe compares exactly,
+    as PostgreSQL does, so the DELETE removes the rows PostgreSQL removes."""
+    ctx.sql("CREATE TABLE k60 (c2 DECIMAL(38,10))")
+    ctx.sql("INSERT INTO k60 VALUES (3.33), (0), (0), (NULL), (3.33)")
+    ctx.sql("CREATE TABLE k60s (c4 DECIMAL(38,10))")
+    ctx.sql("INSERT INTO k60s VALUES (3.33), (0.1), (2.3)")
+    assert values(ctx, "SELECT CAST(3.33 AS DECIMAL(38,10)) IN (SELECT CAST(3 AS DECIMAL(38,0))), "
+                       "CAST(3.33 AS DECIMAL(38,10)) = ANY (SELECT ROUND(c4, 1) FROM k60s), "
+                       "CAST(3 AS DECIMAL(38,0)) IN (SELECT c4 FROM k60s)") == [(False, False, False)]
+    out = ctx.sql("DELETE FROM k60 WHERE c2 NOT IN (SELECT ROUND(c4, 1) FROM k60s)").to_arrow()
+    assert out.column(0).to_pylist() == [4]
+    assert values(ctx, "SELECT c2 FROM k60") == [(None,)]

@@ -177,6 +177,18 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
     return e
 
 
+def _string_literal_as_boolean(e: Expr) -> Expr:
+    """A string literal where a BOOLEAN is wanted (an operand of AND / OR / NOT, a condition,
+    a CASE branch beside BOOLEAN ones) is read as one, as PostgreSQL reads its untyped
+    literals: NOT 'true' is FALSE; 'maybe' is an error naming it."""
+    if isinstance(e, Literal) and isinstance(e.value, str):
+        folded = _cast_literal(e, T.BOOLEAN)
+        if folded is None:
+            raise TypeMismatchError(f"cannot convert '{e.value}' to BOOLEAN")
+        return folded
+    return e
+
+
 def _date_shift_as_date(e: Expr, other: Expr) -> Expr:
     """`date +/- interval` (a TIMESTAMP, PostgreSQL) compared with a DATE: when the interval
     has no time part the timestamp is a midnight, so CAST(... AS DATE) is the same value and
@@ -215,6 +227,8 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
         unwrapped = _unwrap_literal_comparison(*args)
         if unwrapped is not None:
             args = unwrapped
+    if name in ("and", "or", "not"):
+        args = tuple(_string_literal_as_boolean(a) for a in args)
     if name in ("add", "subtract") and len(args) == 2:
         a, b = args
         if isinstance(b, Literal) and isinstance(b.value, str) and T.is_temporal(a.dtype):
@@ -258,6 +272,7 @@ def not_(e: Expr) -> Expr:
 
 
 def and_all(parts: Sequence[Expr]) -> Expr | None:
+    parts = [_string_literal_as_boolean(p) for p in parts]
     for p in parts:
         if not (T.is_boolean(p.dtype) or T.is_null(p.dtype)):
             raise TypeMismatchError(f"AND operand must be BOOLEAN, not {T.type_name(p.dtype)}")
@@ -265,7 +280,13 @@ def and_all(parts: Sequence[Expr]) -> Expr | None:
 
 
 def case(whens: Sequence[tuple[Expr, Expr]], else_: Expr | None) -> Expr:
+    whens = [(_string_literal_as_boolean(w), t) for w, t in whens]
     results = [t for _, t in whens] + ([else_] if else_ is not None else [])
+    if any(T.is_boolean(r.dtype) and not _is_text_literal(r) for r in results):
+        # text literals beside BOOLEAN branches are BOOLEAN ones, as in PostgreSQL
+        whens = [(w, _string_literal_as_boolean(t)) for w, t in whens]
+        else_ = None if else_ is None else _string_literal_as_boolean(else_)
+        results = [t for _, t in whens] + ([else_] if else_ is not None else [])
     dtype = T.NULL
     for r in results:
         nxt = T.common_type(dtype, r.dtype)
@@ -414,7 +435,12 @@ def values(names: Sequence[str], rows: Sequence[Sequence[Expr]]) -> LogicalPlan:
     return Values(fields, cast_rows)
 
 
+def _is_text_literal(e: Expr) -> bool:
+    return isinstance(e, Literal) and isinstance(e.value, str)
+
+
 def filter(plan: LogicalPlan, predicate: Expr) -> LogicalPlan:
+    predicate = _string_literal_as_boolean(predicate)
     if not (T.is_boolean(predicate.dtype) or T.is_null(predicate.dtype)):
         raise TypeMismatchError(
             f"filter condition must be BOOLEAN, not {T.type_name(predicate.dtype)}")
