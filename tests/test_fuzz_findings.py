@@ -784,3 +784,38 @@ def test_k60_in_subquery_compares_decimals_of_different_scales_exactly(ctx):
     out = ctx.sql("DELETE FROM k60 WHERE c2 NOT IN (SELECT ROUND(c4, 1) FROM k60s)").to_arrow()
     assert out.column(0).to_pylist() == [4]
     assert values(ctx, "SELECT c2 FROM k60") == [(None,)]
+
+
+def test_a_correlated_subquery_computes_only_for_the_rows_its_correlation_reads(ctx):
+    """Seed 302 case 18977: decorrelated into a join, a correlated IN subquery's computed value
+    (u.c1 * 5) and a correlated aggregate's argument or result (MAX(u.c1 * 5), 5 * MAX(u.c1))
+    were computed for every inner row, so an inner row no outer row's subquery reads (k = 2)
+    overflowed BIGINT: an error where PostgreSQL answers. Such values are now computed only for
+    the keys outer rows ask for (the body reduced to the outer keys, or the domain form)."""
+    ctx.sql("CREATE TABLE ct (k INTEGER, c1 BIGINT)")
+    ctx.sql("INSERT INTO ct VALUES (1, 5), (NULL, 7), (3, 0)")
+    ctx.sql("CREATE TABLE cu (k INTEGER, c1 BIGINT)")
+    ctx.sql("INSERT INTO cu VALUES (2, 4611686018427387904), (1, 1), (NULL, 4611686018427387904)")
+    cases = {
+        "SELECT k, c1 FROM ct WHERE c1 IN (SELECT cu.c1 * 5 FROM cu WHERE cu.k = ct.k)":
+            [(1, 5)],
+        "SELECT k, c1 FROM ct WHERE c1 NOT IN (SELECT cu.c1 * 5 FROM cu WHERE cu.k = ct.k) "
+        "ORDER BY c1": [(3, 0), (None, 7)],
+        "SELECT k, c1 IN (SELECT cu.c1 * 5 FROM cu WHERE cu.k = ct.k) FROM ct ORDER BY c1":
+            [(3, False), (1, True), (None, False)],
+        "SELECT k, (SELECT MAX(cu.c1 * 5) FROM cu WHERE cu.k = ct.k) FROM ct ORDER BY c1":
+            [(3, None), (1, 5), (None, None)],
+        "SELECT k, (SELECT 5 * MAX(cu.c1) FROM cu WHERE cu.k = ct.k) FROM ct ORDER BY c1":
+            [(3, None), (1, 5), (None, None)],
+        "SELECT k FROM ct WHERE c1 = (SELECT 5 * MAX(cu.c1) FROM cu WHERE cu.k = ct.k)": [(1,)],
+        "SELECT k, (SELECT count(*) + 1 FROM cu WHERE cu.k = ct.k) FROM ct ORDER BY c1":
+            [(3, 1), (1, 2), (None, 1)],
+    }
+    for sql, want in cases.items():
+        assert values(ctx, sql) == want, sql
+    # where an outer row does read the overflowing row, the overflow is still an error
+    ctx.sql("INSERT INTO ct VALUES (2, 1)")
+    with pytest.raises(pqe.Error, match="overflow"):
+        values(ctx, "SELECT k FROM ct WHERE c1 IN (SELECT cu.c1 * 5 FROM cu WHERE cu.k = ct.k)")
+    with pytest.raises(pqe.Error, match="overflow"):
+        values(ctx, "SELECT k, (SELECT 5 * MAX(cu.c1) FROM cu WHERE cu.k = ct.k) FROM ct")

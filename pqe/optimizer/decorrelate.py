@@ -27,9 +27,9 @@ from .. import types as T
 from ..errors import UnsupportedError
 from ..plan import builder as B
 from ..plan import functions as F
-from ..plan.expr import (AggCall, Call, Case, ColumnRef, Expr, Field, Literal, OuterRef, SortKey,
-                         SubqueryExpr, UserCall, WindowCall, and_, column_ids, conjuncts,
-                         has_outer_ref, has_subquery, transform, walk)
+from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal, OuterRef,
+                         SortKey, SubqueryExpr, UserCall, WindowCall, and_, column_ids,
+                         conjuncts, has_outer_ref, has_subquery, transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
                             Sort, Window, transform_up, walk_plan)
 
@@ -212,8 +212,46 @@ def _exists_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> Logica
     return Join(outer, inner, "anti" if negated else "semi", (), cond)
 
 
+# functions that raise on some values of an exact result type (an overflow), or on sizes
+_RAISING = {"add", "subtract", "multiply", "divide", "modulo", "negate", "abs", "round", "floor",
+            "ceil", "power"}
+_SIZED = {"lpad", "rpad", "repeat"}
+
+
+def _may_raise(e: Expr) -> bool:
+    """Computing `e` can fail for some values: integer, DECIMAL or date arithmetic (an
+    overflow), a cast to such a type, a padded or repeated string's size, user code. Floating
+    point arithmetic gives inf or NaN, comparisons and most functions never fail."""
+    for x in walk(e):
+        if isinstance(x, UserCall):
+            return True
+        if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _RAISING and (
+                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))):
+            return True
+        if isinstance(x, Cast) and not x.try_ and x.arg.dtype != x.dtype and (
+                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)):
+            return True
+    return False
+
+
+def _computes(exprs) -> bool:
+    """Some expression computes a value that may raise (see `_may_raise`)."""
+    return any(_may_raise(e) for e in exprs)
+
+
+def _computes_above_correlation(plan: LogicalPlan) -> bool:
+    """A Project over the subquery's correlation computes a value that may raise. Pulled up into a join, the
+    correlation would no longer restrict the rows it is computed for: every row of the inner
+    input, where SQL computes it only for the rows each outer row's subquery reads (an
+    overflow for an inner row no outer row matches is then an error the query has not got)."""
+    return any(isinstance(p, Project) and _plan_has_outer(p.input) and _computes(p.exprs)
+               for p in walk_plan(plan))
+
+
 def _in_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> LogicalPlan:
     inner = decorrelate(sub.plan)
+    if _computes_above_correlation(inner):
+        raise UnsupportedError("correlated IN over a computed value: the domain form")
     inner, corr = _pull(inner)
     value = ColumnRef(inner.schema[0])
     arg = sub.arg
@@ -305,7 +343,16 @@ def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr,
             pairs.append((_unouter(b, available), a))
         else:
             raise UnsupportedError("correlation predicate mixes inner and outer columns")
-    body = _reduce_to_outer_keys(body, outer, pairs, hints)
+    # aggregate arguments, or a result expression, that compute a value are computed only for
+    # the keys outer rows ask for (a value no outer row reads may overflow): the body reduced
+    # to the outer keys, or else the domain form
+    computes = (_computes(a for x in agg.aggs for a in x.args)
+                or (top is not None and _computes(top.exprs))
+                or _computes_above_correlation(agg.input))
+    reduced = _reduce_to_outer_keys(body, outer, pairs, hints, force=computes)
+    if computes and reduced is body:
+        raise UnsupportedError("correlated aggregate of computed values: the domain form")
+    body = reduced
     group_fields = tuple(B.new_field("corr_key", k.dtype, k.nullable) for _, k in pairs)
     grouped = Aggregate(body, tuple(k for _, k in pairs), group_fields, agg.aggs, agg.agg_fields)
     keys = tuple(ColumnRef(f) for f in group_fields)
@@ -325,11 +372,13 @@ def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr,
     return joined, value
 
 
-def _reduce_to_outer_keys(body: LogicalPlan, outer: LogicalPlan, pairs, hints) -> LogicalPlan:
+def _reduce_to_outer_keys(body: LogicalPlan, outer: LogicalPlan, pairs, hints,
+                          force: bool = False) -> LogicalPlan:
     """Semi-join reduction (a magic set): when the outer keys all come from one table, the
     correlated aggregate needs only body rows whose keys are among that table's keys after
     its own filters (`hints` restricted to it). Done when that is estimated to keep under a
-    quarter of the body: Q17 aggregates ~6k lineitem rows instead of 6M."""
+    quarter of the body: Q17 aggregates ~6k lineitem rows instead of 6M. `force`: done
+    whenever it can be (values computed only for the keys asked for)."""
     from ..plan.logical import Scan
     from ..plan.stats import Estimator
 
@@ -347,6 +396,8 @@ def _reduce_to_outer_keys(body: LogicalPlan, outer: LogicalPlan, pairs, hints) -
     keys = decorrelate(keys)
     on = tuple((inner, ColumnRef(f)) for (_, inner), f in zip(pairs, keys.schema, strict=True))
     reduced = Join(body, keys, "semi", on, None)
+    if force:
+        return reduced
     est = Estimator()
     return reduced if est.rows(reduced) * 4 < est.rows(body) else body
 
