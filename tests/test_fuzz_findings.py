@@ -819,3 +819,35 @@ def test_a_correlated_subquery_computes_only_for_the_rows_its_correlation_reads(
         values(ctx, "SELECT k FROM ct WHERE c1 IN (SELECT cu.c1 * 5 FROM cu WHERE cu.k = ct.k)")
     with pytest.raises(pqe.Error, match="overflow"):
         values(ctx, "SELECT k, (SELECT 5 * MAX(cu.c1) FROM cu WHERE cu.k = ct.k) FROM ct")
+
+
+def test_an_ungrouped_aggregate_per_outer_value_has_its_empty_row(ctx):
+    """Seed 301 case 23421 (a silent wrong answer): a correlated subquery over an aggregate
+    without GROUP BY, evaluated per outer value (the domain form: IN / EXISTS as a mark, a
+    non-equality correlation, a derived table, HAVING), lost the outer values with no input
+    row: 0 IN (SELECT COUNT(*) ...) was FALSE and EXISTS (SELECT COUNT(*) ...) FALSE where
+    COUNT is 0, and a HAVING that rejects the row gave 0 instead of NULL. DuckDB and
+    PostgreSQL agree on every answer here."""
+    all_same_as_duckdb(ctx, [
+        "CREATE TABLE cb1 (c4 INTEGER)", "INSERT INTO cb1 VALUES (-100), (5), (NULL)",
+        "CREATE TABLE cb2 (c1 INTEGER)", "INSERT INTO cb2 VALUES (0), (1)",
+    ], [
+        "SELECT c4 FROM cb1 WHERE 0 IN (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4)",
+        "SELECT c4 FROM cb1 WHERE EXISTS (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4)",
+        "SELECT c4 FROM cb1 WHERE 0 NOT IN (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4)",
+        "SELECT c4, 0 IN (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4), "
+        "NOT EXISTS (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4), "
+        "0 IN (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 = cb1.c4), "
+        "7 IN (SELECT COALESCE(MAX(c1), 7) FROM cb2 WHERE cb2.c1 < cb1.c4), "
+        "1 = ALL (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4) FROM cb1",
+        "SELECT c4, (SELECT x FROM (SELECT COUNT(*) AS x FROM cb2 WHERE cb2.c1 < cb1.c4) s), "
+        "(SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4 HAVING COUNT(*) > 0), "
+        "(SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4 HAVING COUNT(*) = 0), "
+        "(SELECT COUNT(*) + 1 FROM cb2 WHERE cb2.c1 < cb1.c4), "
+        "(SELECT SUM(c1) FROM cb2 WHERE cb2.c1 < cb1.c4), "
+        "(SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < cb1.c4 LIMIT 0) FROM cb1",
+    ])
+    # the fuzz case's shape: outer rows NULL-extended by a LEFT JOIN, so every COUNT is 0
+    assert values(ctx, "SELECT count(*) FROM cb1 LEFT JOIN cb2 AS a1 ON FALSE "
+                       "WHERE NOT a1.c1 IN (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < a1.c1) "
+                       "OR a1.c1 IS NULL") == [(3,)]

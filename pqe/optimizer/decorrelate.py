@@ -15,7 +15,9 @@
                                      -> the domain method: D = the distinct outer values the
                                         subquery depends on; q is evaluated for every d in D
                                         at once (D joined in under q's filters, added to its
-                                        GROUP BY), and the result is left-joined back on D.
+                                        GROUP BY; an aggregate without GROUP BY keeps its
+                                        empty-input row for every d), and the result is
+                                        left-joined back on D.
                                         EXISTS / IN become "mark" columns with SQL's NULL rules.
 
 Runs first: every later rule assumes plans without `SubqueryExpr` and `OuterRef`.
@@ -463,6 +465,8 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
         inner = _attach(plan.input, d, mapping)
         return Project(inner, tuple(sub(e) for e in plan.exprs) + tuple(ColumnRef(f) for f in dfields),
                        plan.fields + dfields)
+    if isinstance(plan, Aggregate) and not plan.group:
+        return _attach_ungrouped(plan, d, mapping)
     if isinstance(plan, Aggregate):
         inner = _attach(plan.input, d, mapping)
         aggs = tuple(a.with_children(tuple(sub(c) for c in a.children())) for a in plan.aggs)
@@ -500,6 +504,38 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
     raise UnsupportedError(f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")
 
 
+# aggregates whose value over no rows is not NULL
+_EMPTY_ZERO = {"count", "count_star"}
+
+
+def _attach_ungrouped(plan: Aggregate, d: LogicalPlan, mapping) -> LogicalPlan:
+    """An aggregate without GROUP BY, evaluated per row of D: one row for every d, also for a
+    d none of whose input rows there are (COUNT 0, SUM NULL: the "COUNT bug"). Grouping the
+    input by D alone loses those d: x IN (SELECT COUNT(*) ... correlated) was FALSE for
+    x = 0 and EXISTS (SELECT COUNT(*) ...) FALSE, where every d has its row. So: grouped by
+    D, marked, and D left-joined to it (NULL-safe), each aggregate its empty-input value
+    where no group matched."""
+    for a in plan.aggs:
+        if a.fn not in F.AGGREGATE:
+            raise UnsupportedError(f"correlated subquery: the user aggregate {a.fn} over the "
+                                   f"rows of each outer value is not supported yet")
+    inner = _attach(plan.input, d, mapping)
+    aggs = tuple(a.with_children(tuple(_subst(c, mapping) for c in a.children()))
+                 for a in plan.aggs)
+    gfields = tuple(B.new_field(f.name, f.dtype, f.nullable) for f in d.schema)
+    afields = tuple(B.new_field(f.name, f.dtype, f.nullable) for f in plan.agg_fields)
+    grouped, mark = _marked(Aggregate(inner, tuple(ColumnRef(f) for f in d.schema), gfields,
+                                      aggs, afields, plan.local))
+    on = tuple(pair for f, g in zip(d.schema, gfields, strict=True)
+               for pair in B.null_safe_key(ColumnRef(f), ColumnRef(g)))
+    joined = Join(d, grouped, "left", on, None)
+    exprs = tuple(Case(((ColumnRef(mark), ColumnRef(new)),),
+                       Literal(0 if a.fn in _EMPTY_ZERO else None, old.dtype), old.dtype)
+                  for a, new, old in zip(plan.aggs, afields, plan.agg_fields, strict=True))
+    return Project(joined, exprs + tuple(ColumnRef(f) for f in d.schema),
+                   plan.agg_fields + d.schema)
+
+
 def _top_n_per_domain(plan: LogicalPlan, dfields, keys, fetch: int | None,
                       offset: int) -> LogicalPlan:
     """LIMIT / OFFSET applied per row of D: row_number() over (PARTITION BY D ORDER BY keys)."""
@@ -534,13 +570,10 @@ def _domain_scalar(outer: LogicalPlan, sub: SubqueryExpr,
     value_field = inner.schema[0]
     attached = _attach(inner, d, mapping)
     dkeys = tuple(ColumnRef(f) for f in dfields)
-    empty = None
     if _one_row(inner):
+        # an aggregate without GROUP BY has its row for every d (_attach_ungrouped): a d
+        # without one is a d that HAVING (or LIMIT 0) rejected, whose value is NULL
         right = attached
-        top = inner if isinstance(inner, Project) else None
-        agg = _top_aggregate(inner)
-        if agg is not None:
-            empty = _empty_value(top.exprs[0] if top is not None else ColumnRef(agg.agg_fields[0]), agg)
     else:
         # at most one row per outer value: any_value + a count that must not exceed 1
         v = B.new_field(value_field.name, value_field.dtype)
@@ -552,19 +585,8 @@ def _domain_scalar(outer: LogicalPlan, sub: SubqueryExpr,
         right = Filter(grouped, B.call("pqe_assert_single_row", ColumnRef(n)))
         dfields = grouped.group_fields
         value_field = v
-    right, mark = _marked(right)
     joined = _domain_join(outer, right, outer_exprs, dfields)
-    value: Expr = ColumnRef(value_field)
-    if empty is not None:
-        value = Case(((ColumnRef(mark), value),), B.cast(empty, value.dtype), value.dtype)
-    return joined, value
-
-
-def _top_aggregate(plan: LogicalPlan) -> Aggregate | None:
-    p = plan
-    while isinstance(p, (Project, Filter, Sort, Limit)):
-        p = p.input
-    return p if isinstance(p, Aggregate) and not p.group else None
+    return joined, ColumnRef(value_field)
 
 
 def _exists_mark(outer: LogicalPlan, sub: SubqueryExpr,
