@@ -851,3 +851,32 @@ def test_an_ungrouped_aggregate_per_outer_value_has_its_empty_row(ctx):
     assert values(ctx, "SELECT count(*) FROM cb1 LEFT JOIN cb2 AS a1 ON FALSE "
                        "WHERE NOT a1.c1 IN (SELECT COUNT(*) FROM cb2 WHERE cb2.c1 < a1.c1) "
                        "OR a1.c1 IS NULL") == [(3,)]
+
+
+def test_a_double_cast_to_decimal_takes_its_digits_not_its_binary_value(ctx):
+    """Seed 301 triage (case 22067 reduced): CAST(DOUBLE AS DECIMAL) kept the double's binary
+    value, so -99999999.99 stored in a DECIMAL(38,10) column was -99999999.9899999946 and
+    CAST(0.1::DOUBLE AS DECIMAL(38,20)) 0.10000000000000000555; PostgreSQL and DuckDB cast the
+    digits the double is written with. Ties round half away from zero on those digits."""
+    all_same_as_duckdb(ctx, [
+        "CREATE TABLE fd (x DOUBLE)",
+        "INSERT INTO fd VALUES (-99999999.99), (0.1), (2.675), (1.005), (0.285), (8.345), "
+        "(-4.355), (1.0005), (123456789.1235), (0.0005), (-0.0005), (NULL), (-0.0), (1e20), "
+        "(1.5e-7)",
+        "CREATE TABLE fdd (d DECIMAL(38,10))",
+        "INSERT INTO fdd SELECT x FROM fd WHERE abs(x) < 1e27",
+    ], [
+        "SELECT x, CAST(x AS DECIMAL(38,10)) AS a, CAST(x AS DECIMAL(12,3)) AS b, "
+        "CAST(x AS DECIMAL(38,2)) AS c FROM fd WHERE abs(x) < 1e8 OR x IS NULL",
+        "SELECT CAST(CAST(0.1 AS DOUBLE) AS DECIMAL(38,20)) AS a, "
+        "TRY_CAST(CAST(0.1 AS DOUBLE) AS DECIMAL(38,20)) AS b",
+    ])
+    # stored from a DOUBLE column, DuckDB 2.0 keeps binary noise at scale 10
+    # (123456789.1235000064, 1e20 as 100000000000000001988.4624838656); PostgreSQL stores the
+    # digits, as pqe does
+    stored = [r[0] for r in values(ctx, "SELECT d FROM fdd WHERE abs(d) > 1000000")]
+    assert sorted(stored) == [D("-99999999.99"), D("123456789.1235"), D("1E+20")]
+    assert [str(v) for v in sorted(stored)] == [
+        "-99999999.9900000000", "123456789.1235000000", "100000000000000000000.0000000000"]
+    with pytest.raises(pqe.Error, match="out of range for DECIMAL"):
+        values(ctx, "SELECT CAST(x AS DECIMAL(10,2)) FROM fd")

@@ -912,16 +912,29 @@ def _cast_rounding(x: E, src: pa.DataType, dst: pa.DataType) -> E:
     return x
 
 
-def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
+def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType, binary: bool = False) -> E:
     """The checked cast of an already rounded number (see `_cast_rounding`) to an integer or
     DECIMAL type: a value that does not fit `dst` fails. Arrow checks an integer -> DECIMAL
     cast against the integer type's width, not its values (BIGINT has 19 digits, so even
-    10 -> DECIMAL(10,2) fails): integers go through a decimal that holds all of their type."""
+    10 -> DECIMAL(10,2) fails): integers go through a decimal that holds all of their type.
+    A DOUBLE becomes a DECIMAL by its digits (`_float_as_decimal`), by its binary value only
+    where `binary` (a DOUBLE read from text with an exponent)."""
+    if T.is_floating(src) and T.is_decimal(dst) and not binary:
+        return _float_as_decimal(x, dst)
     if T.is_integer(src) and T.is_decimal(dst):
         digits = T.as_decimal(src).precision
         if dst.precision - dst.scale < digits:
             x = x.cast(_decimal_type(digits + dst.scale, dst.scale))
     return x.cast(dst)
+
+
+def _float_as_decimal(x: E, dst: pa.DataType) -> E:
+    """A DOUBLE (finite, in range, rounded) as a DECIMAL by the shortest text that reads back
+    as it ('0.1', '-99999999.99'), as PostgreSQL and DuckDB cast the digits a double is
+    written with, not its binary value (0.1000000000000000055511..., which Arrow's cast
+    keeps: CAST(0.1::DOUBLE AS DECIMAL(38,20)) was 0.10000000000000000555). Text with an
+    exponent (beyond 1e16, below 1e-4) is read as `_text_to_number` reads it."""
+    return _text_to_number(x.cast(T.TEXT), dst)
 
 
 def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
@@ -947,6 +960,8 @@ def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
             c.guard if c.guard is not None else scalar(True, T.BOOLEAN),
             scalar(T.type_name(dst), T.TEXT)]
     out = _call(f"pqe_range_{kind}", args)
+    if T.is_floating(wide) and T.is_decimal(dst):
+        return _float_as_decimal(out, dst)
     if pa.types.is_int64(wide) and T.is_decimal(dst):
         # Arrow checks an integer -> DECIMAL cast against BIGINT's 19 digits, even unsafe
         out = out.cast(_decimal_type(19 + dst.scale, dst.scale))
@@ -1064,7 +1079,9 @@ def _text_to_number(x: E, dst: pa.DataType) -> E:
         fits = _fits(value, t_, dst)
         good = value_ok if fits is None else _call("and", [value_ok, fits])
         zero = scalar(decimal.Decimal(0) if T.is_decimal(t_) else 0.0, t_)
-        parts.append((good, _numeric_cast(_call("if_else", [good, value, zero]), t_, dst)))
+        # (the exponent form's DOUBLE by its binary value: its text is what it was read from)
+        parts.append((good, _numeric_cast(_call("if_else", [good, value, zero]), t_, dst,
+                                          binary=True)))
     (exact_good, exact_v), (approx_good, approx_v) = parts
     return _call("if_else", [exact_good, exact_v,
                              _call("if_else", [approx_good, approx_v, null_of(dst)])])
