@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError, InternalError, UnsupportedError
-from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall
+from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
+                         may_raise)
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .relational import canonical_floats
 
@@ -757,14 +758,27 @@ def _greatest(kernel):
     return build
 
 
+# WHEN conditions that may raise compiled guarded by "no earlier WHEN held", at most this
+# many per CASE: each guard holds the earlier conditions (guarded ones with their own guards),
+# so the expression doubles with every guarded WHEN
+MAX_GUARDED_WHENS = 4
+
+
 def _case(c: Compiler, e: Case) -> E:
     """Arrow's case_when computes every branch for every row: a branch is compiled guarded by
-    the rows that take it, so its checked casts fail only there. (WHEN conditions are not:
-    each would hold every earlier one, and the expression would double with every WHEN.)"""
+    the rows that take it, so its checked arithmetic and casts fail only there. A later WHEN
+    condition that may raise (x * 2147483647 > 10 after WHEN x > 1000000) is guarded by the
+    rows no earlier WHEN took, as SQL evaluates it; the others are not (see
+    MAX_GUARDED_WHENS)."""
     conds, values = [], []
     before = None  # some earlier WHEN holds
+    guarded = 0
     for w, t in e.whens:
-        cond = c(w)
+        if before is not None and guarded < MAX_GUARDED_WHENS and may_raise(w):
+            cond = c.guarded(_call("invert", [before]), w)
+            guarded += 1
+        else:
+            cond = c(w)
         taken = _call("coalesce", [cond, scalar(False, T.BOOLEAN)])
         here = taken if before is None else _call("and", [_call("invert", [before]), taken])
         conds.append(cond)

@@ -31,7 +31,7 @@ from ..plan import builder as B
 from ..plan import functions as F
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal, OuterRef,
                          SortKey, SubqueryExpr, UserCall, WindowCall, and_, column_ids,
-                         conjuncts, has_outer_ref, has_subquery, transform, walk)
+                         conjuncts, has_outer_ref, has_subquery, may_raise, transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
                             Sort, Window, transform_up, walk_plan)
 
@@ -214,31 +214,9 @@ def _exists_join(outer: LogicalPlan, sub: SubqueryExpr, negated: bool) -> Logica
     return Join(outer, inner, "anti" if negated else "semi", (), cond)
 
 
-# functions that raise on some values of an exact result type (an overflow), or on sizes
-_RAISING = {"add", "subtract", "multiply", "divide", "modulo", "negate", "abs", "round", "floor",
-            "ceil", "power"}
-_SIZED = {"lpad", "rpad", "repeat"}
-
-
-def _may_raise(e: Expr) -> bool:
-    """Computing `e` can fail for some values: integer, DECIMAL or date arithmetic (an
-    overflow), a cast to such a type, a padded or repeated string's size, user code. Floating
-    point arithmetic gives inf or NaN, comparisons and most functions never fail."""
-    for x in walk(e):
-        if isinstance(x, UserCall):
-            return True
-        if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _RAISING and (
-                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))):
-            return True
-        if isinstance(x, Cast) and not x.try_ and x.arg.dtype != x.dtype and (
-                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)):
-            return True
-    return False
-
-
 def _computes(exprs) -> bool:
-    """Some expression computes a value that may raise (see `_may_raise`)."""
-    return any(_may_raise(e) for e in exprs)
+    """Some expression computes a value that may raise (see `plan.expr.may_raise`)."""
+    return any(may_raise(e) for e in exprs)
 
 
 def _computes_above_correlation(plan: LogicalPlan) -> bool:

@@ -373,6 +373,28 @@ def column_ids_all(exprs: Iterable[Expr]) -> set[str]:
     return out
 
 
+# functions that raise on some values of an exact result type (an overflow), or on sizes
+_RAISING = {"add", "subtract", "multiply", "divide", "modulo", "negate", "abs", "round", "floor",
+            "ceil", "power"}
+_SIZED = {"lpad", "rpad", "repeat"}
+
+
+def may_raise(e: Expr) -> bool:
+    """Computing `e` can fail for some values: integer, DECIMAL or date arithmetic (an
+    overflow), a cast to such a type, a padded or repeated string's size, user code. Floating
+    point arithmetic gives inf or NaN, comparisons and most functions never fail."""
+    for x in walk(e):
+        if isinstance(x, UserCall):
+            return True
+        if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _RAISING and (
+                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))):
+            return True
+        if isinstance(x, Cast) and not x.try_ and x.arg.dtype != x.dtype and (
+                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)):
+            return True
+    return False
+
+
 def has_subquery(expr: Expr) -> bool:
     stack = [expr]
     while stack:
