@@ -880,3 +880,27 @@ def test_a_double_cast_to_decimal_takes_its_digits_not_its_binary_value(ctx):
         "-99999999.9900000000", "123456789.1235000000", "100000000000000000000.0000000000"]
     with pytest.raises(pqe.Error, match="out of range for DECIMAL"):
         values(ctx, "SELECT CAST(x AS DECIMAL(10,2)) FROM fd")
+
+
+def test_arithmetic_keeps_the_sql_grouping_of_a_chain_with_constants(ctx):
+    """Seed 302 case 26864 (reduced): Acero's expression simplification treated add and
+    multiply (checked too) as associative and regrouped a chain's constants, so
+    a + 5 + 9223372036854775807 overflowed (5 + 2^63 - 1) where the SQL grouping (a + 5) + ...
+    fits, a * 4 * 0 was 0 where a * 4 overflows, 2 / NULL * big * 7 overflowed where it is
+    NULL, and (x + 0.2) + 0.3 rounded as x + 0.5. Every answer here is PostgreSQL's (DuckDB
+    regroups like Arrow)."""
+    ctx.sql("CREATE TABLE ar (a BIGINT, b BIGINT, x DOUBLE)")
+    ctx.sql("INSERT INTO ar VALUES (-10, NULL, 0.1)")
+    assert values(ctx, "SELECT a + 5 + 9223372036854775807, b + 5 + 9223372036854775807, "
+                       "(x + 0.2) + 0.3, a * 2 * 3 + 1 + 2 FROM ar") == [
+        (9223372036854775802, None, 0.6000000000000001, -57)]
+    assert values(ctx, "SELECT count(*) FROM ar WHERE a + 5 + 9223372036854775807 > 0") == [(1,)]
+    assert values(ctx, "SELECT 2 / NULL * 4611686018427387905 * 7") == [(None,)]
+    ctx.sql("CREATE TABLE ar2 (c0 BIGINT)")
+    ctx.sql("INSERT INTO ar2 VALUES (2 / NULL * 4611686018427387905 * 7)")
+    assert values(ctx, "SELECT c0 FROM ar2") == [(None,)]
+    ctx.sql("CREATE TABLE ar3 (a BIGINT)")
+    ctx.sql("INSERT INTO ar3 VALUES (9223372036854775806)")
+    for sql in ("SELECT a + 5 + (-10) FROM ar3", "SELECT a * 4 * 0 FROM ar3"):
+        with pytest.raises(pqe.Error, match="overflow"):
+            values(ctx, sql)

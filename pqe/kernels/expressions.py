@@ -147,6 +147,21 @@ def _used(c: Compiler, x: E, dtype: pa.DataType) -> E:
     return _call("if_else", [c.guard, x, null_of(dtype)])
 
 
+_ASSOCIATIVE = {"add", "multiply"}
+
+
+def _kept_grouping(x: E, arg: Expr, name: str) -> E:
+    """An operand that is itself a sum (or product) cast to its own type: Acero's expression
+    simplification treats add / multiply (checked too) as associative and commutative and
+    regroups a chain's constants, so (a + 5) + 9223372036854775807 became a + (5 + ...), an
+    overflow of two constants where the SQL grouping fits, a * 4 * 0 was 0 where a * 4
+    overflows, and (x + 0.2) + 0.3 rounded differently. A cast is a barrier it does not
+    flatten through; evaluating it to the same type is a no-op."""
+    if name in _ASSOCIATIVE and isinstance(arg, Call) and arg.fn == name:
+        return x.cast(arg.dtype)
+    return x
+
+
 def _arith(name: str) -> Callable[[Compiler, Call], E]:
     def build(c: Compiler, e: Call) -> E:
         a, b = e.args
@@ -156,7 +171,8 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
             days = [c(x).cast(pa.int32()).cast(T.INT64) for x in (a, b)]
             return _call("subtract_checked", days)  # in int64: int32 days may not fit
         if _is_int(e.dtype):
-            return _call(name + "_checked", [_used(c, c(a), a.dtype), _used(c, c(b), b.dtype)])
+            return _call(name + "_checked", [_kept_grouping(_used(c, c(x), x.dtype), x, name)
+                                             for x in (a, b)])
         if T.is_decimal(e.dtype):
             if name == "multiply" and _both_38_digits(e):
                 return _wide_product(c, e)
@@ -171,7 +187,7 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
                 out = _round_decimal(out, out_type, e.dtype.scale)
                 out_type = _rounded_type(out_type, e.dtype)
             return _checked_numeric_cast(c, out, out_type, e.dtype, exact, exact_type)
-        return _call(name, [c(a), c(b)])
+        return _call(name, [_kept_grouping(c(x), x, name) for x in (a, b)])
     return build
 
 
