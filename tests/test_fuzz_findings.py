@@ -904,3 +904,25 @@ def test_arithmetic_keeps_the_sql_grouping_of_a_chain_with_constants(ctx):
     for sql in ("SELECT a + 5 + (-10) FROM ar3", "SELECT a * 4 * 0 FROM ar3"):
         with pytest.raises(pqe.Error, match="overflow"):
             values(ctx, sql)
+
+
+def test_case_when_conditions_after_a_taken_when_are_not_computed(ctx):
+    """Seed 301 case 28319: a later WHEN condition that may raise was computed for rows an
+    earlier WHEN took (x * 2147483647 overflowed for x = 9007199254740993, which WHEN x >
+    1000000 takes), an error where PostgreSQL and DuckDB answer. A row that reaches it still
+    fails."""
+    all_same_as_duckdb(ctx, [
+        "CREATE TABLE cw (x BIGINT)",
+        "INSERT INTO cw VALUES (1), (9007199254740993), (NULL), (-5)",
+    ], [
+        "SELECT x, CASE WHEN x > 1000000 THEN 'big' WHEN x * 2147483647 > 10 THEN 'scaled' END "
+        "AS a, CASE WHEN x > 1000000 THEN 'big' WHEN CAST(x AS INTEGER) > 0 THEN 'int' END AS b "
+        "FROM cw",
+        "SELECT x, CASE WHEN x IS NULL THEN 0 WHEN x > 1000000 THEN 1 WHEN x * 2147483647 > 10 "
+        "THEN 2 WHEN x * 3 < 0 THEN 3 ELSE 4 END AS c FROM cw",
+        "SELECT count(*) AS n FROM cw WHERE CASE WHEN x > 1000000 THEN FALSE "
+        "WHEN x * 2147483647 > 10 THEN TRUE END",
+    ])
+    with pytest.raises(pqe.Error, match="overflow"):
+        values(ctx, "SELECT CASE WHEN x < 1000000 THEN 'small' WHEN x * 2147483647 > 10 "
+                    "THEN 'scaled' END FROM cw")
