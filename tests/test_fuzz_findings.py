@@ -926,3 +926,26 @@ def test_case_when_conditions_after_a_taken_when_are_not_computed(ctx):
     with pytest.raises(pqe.Error, match="overflow"):
         values(ctx, "SELECT CASE WHEN x < 1000000 THEN 'small' WHEN x * 2147483647 > 10 "
                     "THEN 'scaled' END FROM cw")
+
+
+def test_text_that_is_no_boolean_word_is_not_false(ctx):
+    """Seed 301 case 31608 (reduced; a silent wrong answer): text cast to BOOLEAN was TRUE for
+    a true word and FALSE for every other text, so INSERT INTO b VALUES ('maybe'), '$1' from a
+    column, UPDATE ... SET x = 'nope' stored FALSE where PostgreSQL and DuckDB refuse. Now a
+    text that is no BOOLEAN word fails naming it (TRY_CAST: NULL); the words still convert."""
+    ctx.sql("CREATE TABLE tw (v VARCHAR)")
+    ctx.sql("INSERT INTO tw VALUES ('$1'), (' Yes '), ('off'), (NULL), ('T'), ('0')")
+    ctx.sql("CREATE TABLE bw (x BOOLEAN)")
+    for sql in ("SELECT CAST(v AS BOOLEAN) FROM tw", "SELECT CAST(UPPER('maybe') AS BOOLEAN)",
+                "INSERT INTO bw VALUES ('maybe')", "INSERT INTO bw SELECT v FROM tw"):
+        with pytest.raises(pqe.Error, match=r"'(\$1|MAYBE|maybe)' is not a valid BOOLEAN$"):
+            values(ctx, sql)
+    assert values(ctx, "SELECT count(*) FROM bw") == [(0,)]  # the failed INSERTs left nothing
+    assert values(ctx, "SELECT v, TRY_CAST(v AS BOOLEAN) FROM tw ORDER BY v") == [
+        (" Yes ", True), ("$1", None), ("0", False), ("T", True), ("off", False), (None, None)]
+    ctx.sql("INSERT INTO bw SELECT v FROM tw WHERE v <> '$1'")
+    assert values(ctx, "SELECT x, count(*) FROM bw GROUP BY x ORDER BY x") == [
+        (False, 2), (True, 2)]
+    with pytest.raises(pqe.Error, match="'nope' is not a valid BOOLEAN"):
+        values(ctx, "UPDATE bw SET x = 'nope'")
+    assert values(ctx, "SELECT count(*) FROM bw WHERE x IS NOT NULL") == [(4,)]

@@ -857,9 +857,7 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _checked_numeric_cast(c, _cast_rounding(x, src, dst), _rounded_type(src, dst),
                                      dst, x, src)
     if T.is_text(src) and T.is_boolean(dst):
-        low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
-        truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
-        return _call("if_else", [_call("is_null", [x]), null_of(T.BOOLEAN), truthy])
+        return _checked_text_cast(x, _text_to_boolean(x), dst)
     if T.is_text(src) and T.is_numeric(dst):
         return _checked_text_cast(x, _text_to_number(x, dst), dst)
     if T.is_text(src) and T.is_temporal(dst):
@@ -1117,6 +1115,18 @@ def _text_to_number(x: E, dst: pa.DataType) -> E:
                              _call("if_else", [approx_good, approx_v, null_of(dst)])])
 
 
+def _text_to_boolean(x: E) -> E:
+    """Text -> BOOLEAN: TRUE for a true word ('true', 't', 'yes', 'on', '1', any case, spaces
+    around), FALSE for a false one, NULL for anything else (TRY_CAST; CAST then fails naming
+    it). Every other word was FALSE: '$1' stored in a BOOLEAN column silently became FALSE."""
+    low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
+    truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
+    falsy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.FALSE_TEXT)))
+    return _call("if_else", [truthy, scalar(True, T.BOOLEAN),
+                             _call("if_else", [falsy, scalar(False, T.BOOLEAN),
+                                               null_of(T.BOOLEAN)])])
+
+
 def _checked_text_cast(x: E, converted: E, dst: pa.DataType) -> E:
     """CAST of text: `converted`, or an error naming the first value that did not convert."""
     failed = _call("and", [_call("is_valid", [x]), _call("is_null", [converted])])
@@ -1128,6 +1138,8 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
     """TRY_CAST: NULL where the value does not convert (validated vectorially, not per row)."""
     if T.is_text(src) and (T.is_numeric(dst)):
         return _text_to_number(x, dst)
+    if T.is_text(src) and T.is_boolean(dst):
+        return _text_to_boolean(x)
     if T.is_text(src) and pa.types.is_date(dst):
         parsed = _call("strptime", [_call("utf8_trim_whitespace", [x])],
                        pc.StrptimeOptions("%Y-%m-%d", "s", error_is_null=True))

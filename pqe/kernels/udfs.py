@@ -188,7 +188,8 @@ def check_cast(ctx, texts, failed, type_name):
     """TRUE everywhere, or an error naming the first text that CAST could not convert (the
     same conversion gives NULL under TRY_CAST)."""
     return _first_failure(texts, failed, type_name, lambda text, name:
-                          f"{text!r} is not a valid {name}: not a number, or out of range")
+                          f"{text!r} is not a valid {name}" + (
+                              "" if name == "BOOLEAN" else ": not a number, or out of range"))
 
 
 def check_range(ctx, texts, failed, type_name):
