@@ -949,3 +949,22 @@ def test_text_that_is_no_boolean_word_is_not_false(ctx):
     with pytest.raises(pqe.Error, match="'nope' is not a valid BOOLEAN"):
         values(ctx, "UPDATE bw SET x = 'nope'")
     assert values(ctx, "SELECT count(*) FROM bw WHERE x IS NOT NULL") == [(4,)]
+
+
+def test_a_like_pattern_ending_in_its_escape_character_is_an_error(ctx):
+    """Seed 302 case 36654: Arrow's match_like drops an unpaired escape at the end of a
+    pattern, so 'a' LIKE 'a\\' was TRUE and '\\' LIKE '\\' FALSE; PostgreSQL (whose default
+    LIKE escape, backslash, pqe shares) raises 'LIKE pattern must not end with escape
+    character', as DuckDB does with an ESCAPE clause. Paired escapes still match literally."""
+    ctx.sql("CREATE TABLE lk (s VARCHAR)")
+    ctx.sql("INSERT INTO lk VALUES ('a'), ('a\\'), ('%'), (NULL)")
+    for sql in ("SELECT 'a' LIKE 'a\\'", "SELECT '\\' LIKE '\\'", "SELECT s FROM lk WHERE s NOT LIKE 'a\\'",
+                "SELECT s ILIKE 'A\\' FROM lk", "SELECT 'a!' LIKE 'a!' ESCAPE '!'",
+                "SELECT s LIKE 'a\\\\\\' FROM lk"):
+        with pytest.raises(pqe.ExecutionError, match="LIKE pattern must not end with escape"):
+            values(ctx, sql)
+    assert values(ctx, "SELECT s, s LIKE 'a\\\\', s LIKE '\\%', s LIKE 'a%' FROM lk ORDER BY s") == [
+        ("%", False, True, False), ("a", False, False, True), ("a\\", True, False, True),
+        (None, None, None, None)]
+    assert values(ctx, "SELECT 'a!%' LIKE 'a!!!%' ESCAPE '!', 'a%' LIKE 'a!%' ESCAPE '!'") == [
+        (True, True)]

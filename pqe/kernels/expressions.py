@@ -551,6 +551,9 @@ def _like(c, e):
     pattern = _const_text(p, "LIKE pattern")
     if pattern is None:
         return null_of(T.BOOLEAN)
+    if (len(pattern) - len(pattern.rstrip("\\"))) % 2:
+        # an unpaired escape at the end: Arrow's match_like drops it ('a' LIKE 'a\' was TRUE)
+        raise ExecutionError(f"LIKE pattern must not end with escape character: '{pattern}'")
     return _call("match_like", [c(a)], pc.MatchSubstringOptions(pattern, ignore_case=e.fn == "ilike"))
 
 

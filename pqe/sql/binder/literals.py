@@ -10,7 +10,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ... import types as T
-from ...errors import BindError, Error, UnsupportedError
+from ...errors import BindError, Error, ExecutionError, UnsupportedError
 from ...plan.expr import Expr, Literal, lit
 from ..parser import PQEDialect
 
@@ -76,6 +76,8 @@ def rewrite_escape(pattern: str, esc: str) -> str:
     i = 0
     while i < len(pattern):
         ch = pattern[i]
+        if ch == esc and i + 1 == len(pattern):
+            raise ExecutionError(f"LIKE pattern must not end with escape character: '{pattern}'")
         if ch == esc and i + 1 < len(pattern):
             nxt = pattern[i + 1]
             out.append("\\" + nxt if nxt in "%_\\" else nxt)
