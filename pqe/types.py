@@ -113,6 +113,24 @@ def as_decimal(t: pa.DataType) -> pa.DataType:
     raise TypeMismatchError(f"cannot treat {type_name(t)} as DECIMAL")
 
 
+def widens(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Every value of `src` converts to `dst` exactly, so the cast can never fail: a wider
+    integer, a DECIMAL with at least as many integral and fractional digits, NULL."""
+    if is_null(src) or src == dst:
+        return True
+    if is_boolean(src):
+        return is_integer(dst) or is_decimal(dst) and dst.precision > dst.scale
+    if is_integer(src) and is_integer(dst):
+        if pa.types.is_signed_integer(src) and not pa.types.is_signed_integer(dst):
+            return False
+        extra = 0 if pa.types.is_signed_integer(src) == pa.types.is_signed_integer(dst) else 1
+        return dst.bit_width >= src.bit_width + extra
+    if (is_integer(src) or is_decimal(src)) and is_decimal(dst):
+        s = as_decimal(src)
+        return dst.scale >= s.scale and dst.precision - dst.scale >= s.precision - s.scale
+    return False
+
+
 def _wider_int(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     rank = max(_INT_RANK.get(a, 4), _INT_RANK.get(b, 4))
     return {1: INT8, 2: INT16, 3: INT32}.get(rank, INT64)

@@ -348,7 +348,8 @@ def _divide(c: Compiler, e: Call) -> E:
     a, b = e.args
     denom = _zero_to_null(c(b), b.dtype)
     if _is_int(e.dtype):
-        return _call("divide_checked", [c(a), denom])  # truncates toward zero
+        # truncates toward zero; -2^63 / -1 overflows, so only in the rows that use it
+        return _call("divide_checked", [_used(c, c(a), a.dtype), denom])
     return _call("divide", [c(a), denom])
 
 
@@ -529,6 +530,42 @@ def _distinct(c: Compiler, e: Call) -> E:
 def _logic(name):
     def build(c, e):
         return _call(name, [c(a) for a in e.args])
+    return build
+
+
+# terms of one AND / OR that may raise compiled guarded by the terms before them, at most this
+# many per connective (a guard holds the terms before it, so the expression grows with each)
+MAX_GUARDED_TERMS = 4
+
+
+def _short_circuit(name: str, decides: bool):
+    """AND (`decides` FALSE) or OR (TRUE) as SQL evaluates it: a term that may raise
+    (`plan.expr.may_raise`: c0 + c0, -c0, a checked cast) is computed only for the rows no
+    other term has already decided: `WHERE c0 > 0 AND -c0 < 5` never negates c0 = -2^63,
+    which `c0 > 0` rejects, and `c0 < 0 OR c0 + c0 > 4` never doubles it. Arrow's and_kleene / or_kleene compute every term for
+    every row, so the terms that cannot raise come first, and each term that may is compiled
+    for the rows where the terms before it are not `decides` (three-valued: a NULL term
+    decides nothing). The value is unchanged (AND and OR commute); only errors from rows whose
+    answer is already known are avoided, as PostgreSQL's and DuckDB's evaluation avoids them."""
+    def build(c, e):
+        flat, stack = [], [e]  # a AND b AND c folds to nested binary calls: flatten them
+        while stack:
+            x = stack.pop()
+            if isinstance(x, Call) and x.fn == e.fn:
+                stack.extend(reversed(x.args))
+            else:
+                flat.append((x, may_raise(x)))
+        terms = [t for t in flat if not t[1]] + [t for t in flat if t[1]]
+        out, guarded = None, 0
+        for a, raises in terms:
+            if out is not None and guarded < MAX_GUARDED_TERMS and raises:
+                so_far = out if not decides else _call("invert", [out])
+                x = c.guarded(_call("coalesce", [so_far, scalar(True, T.BOOLEAN)]), a)
+                guarded += 1
+            else:
+                x = c(a)
+            out = x if out is None else _call(name, [out, x])
+        return out
     return build
 
 
@@ -1296,7 +1333,8 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "divide": _divide, "modulo": _modulo, "negate": _negate,
     **{k: _compare for k in _CMP},
     "is_distinct_from": _distinct, "is_not_distinct_from": _distinct,
-    "and": _logic("and_kleene"), "or": _logic("or_kleene"), "not": _logic("invert"),
+    "and": _short_circuit("and_kleene", False), "or": _short_circuit("or_kleene", True),
+    "not": _logic("invert"),
     "is_null": lambda c, e: _call("is_null", [c(e.args[0])]),
     "is_not_null": lambda c, e: _call("is_valid", [c(e.args[0])]),
     "is_true": _is_true, "is_false": _is_false,

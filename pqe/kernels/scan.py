@@ -18,7 +18,7 @@ from .. import types as T
 from ..catalog import ScanUnit, partition_expression
 from ..errors import CatalogError, ExecutionError
 from ..filesystems import _first_line
-from ..plan.expr import Expr, and_, column_ids
+from ..plan.expr import Expr, and_, column_ids, may_raise
 from ..physical.planner import statistics_filters
 from . import decimals
 from .expressions import Compiler, filter_table, project
@@ -111,6 +111,11 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     safe = set(statistics_filters(filters))
     late = [f for f in filters if f not in safe]
     filters = [f for f in filters if f in safe]
+    # a filter that may raise (-c0, a checked cast) runs last, on the rows every other filter
+    # kept (`WHERE s = 'x' AND -c0 < 5` never negates a row of another s), as SQL's AND would
+    raising = [f for f in (*filters, *late) if may_raise(f)]
+    late = [f for f in late if f not in raising] + raising
+    filters = [f for f in filters if f not in raising]
     dict_filters = [f for f in filters if len(column_ids(f)) == 1 and column_ids(f) <= dict_ids]
     mixed = [f for f in filters if f not in dict_filters and column_ids(f) & dict_ids] + late
     rest = [f for f in filters if not column_ids(f) & dict_ids]

@@ -381,15 +381,16 @@ _SIZED = {"lpad", "rpad", "repeat"}
 
 def may_raise(e: Expr) -> bool:
     """Computing `e` can fail for some values: integer, DECIMAL or date arithmetic (an
-    overflow), a cast to such a type, a padded or repeated string's size, user code. Floating
-    point arithmetic gives inf or NaN, comparisons and most functions never fail."""
+    overflow), a cast to such a type that does not widen (`types.widens`), a padded or
+    repeated string's size, user code. Floating point arithmetic gives inf or NaN,
+    comparisons and most functions never fail."""
     for x in walk(e):
         if isinstance(x, UserCall):
             return True
         if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _RAISING and (
                 T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))):
             return True
-        if isinstance(x, Cast) and not x.try_ and x.arg.dtype != x.dtype and (
+        if isinstance(x, Cast) and not x.try_ and not T.widens(x.arg.dtype, x.dtype) and (
                 T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)):
             return True
     return False
