@@ -1062,3 +1062,20 @@ def test_only_a_cast_that_widens_counts_as_safe(src, dst, widens):
     from pqe import types as T
 
     assert T.widens(src, dst) is widens
+
+
+def test_a_rescale_past_int64_takes_the_decimal128_path(ctx):
+    """Seed 302 case 56716: DECIMAL(38,10) * DECIMAL(38,10) + BIGINT has scale 20, so the
+    int64-decimal projection (chosen because the BIGINT and a DECIMAL(10,2) column fit int64)
+    rescaled the integer by 10^20, a constant past int64: pyarrow's raw 'Python int too large
+    to convert to C long' escaped as the query's error. Such a factor now sends the
+    projection to the decimal128 kernels, which answer exactly."""
+    setup = ["CREATE TABLE r0 (c0 INTEGER, d DECIMAL(10,2))",
+             "INSERT INTO r0 VALUES (1, 2.50), (NULL, NULL), (-7, 1.25)"]
+    all_same_as_duckdb(ctx, setup, [
+        "SELECT CAST('-0.0000000001' AS DECIMAL(38,10)) * CAST('-0.0000000001' AS "
+        "DECIMAL(38,10)) + c0 AS x FROM r0",
+        "SELECT CAST('0.0000000001' AS DECIMAL(38,10)) * CAST('0.0000000001' AS "
+        "DECIMAL(38,10)) + d AS x FROM r0",
+        "SELECT sum(CAST('0.0000000001' AS DECIMAL(38,10)) * CAST('0.0000000001' AS "
+        "DECIMAL(38,10)) + d) AS x FROM r0"])

@@ -242,6 +242,10 @@ _SAME_SCALE = {"eq", "ne", "lt", "le", "gt", "ge", "is_distinct_from", "is_not_d
 
 
 def _pow10(k: int) -> int:
+    """10^k as an int64 factor; past int64 (a rescale by 19 or more digits, as DECIMAL(38,10)
+    * DECIMAL(38,10) + BIGINT needs) the int64 path does not apply."""
+    if k > MAX_INT64_PRECISION:
+        raise NotFast(f"a factor of 10^{k} does not fit int64")
     return 10 ** k
 
 
