@@ -1079,3 +1079,17 @@ def test_a_rescale_past_int64_takes_the_decimal128_path(ctx):
         "DECIMAL(38,10)) + d AS x FROM r0",
         "SELECT sum(CAST('0.0000000001' AS DECIMAL(38,10)) * CAST('0.0000000001' AS "
         "DECIMAL(38,10)) + d) AS x FROM r0"])
+
+
+def test_a_compiled_constant_past_its_type_is_a_pqe_error():
+    """The class of seed 302 case 56716: any constant the expression compiler makes that does
+    not fit its type is an ExecutionError naming the value and the SQL type, never pyarrow's
+    'Python int too large to convert to C long'."""
+    from pqe.kernels.expressions import scalar
+
+    with pytest.raises(pqe.errors.ExecutionError, match=r"^value 100000000000000000000 is out of "
+                                                        r"range for BIGINT$"):
+        scalar(10 ** 20, pa.int64())
+    with pytest.raises(pqe.errors.ExecutionError, match="out of range for SMALLINT"):
+        scalar(40000, pa.int16())
+    assert scalar(-(2 ** 63), pa.int64()).equals(pa.compute.scalar(pa.scalar(-(2 ** 63))))

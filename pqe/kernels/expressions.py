@@ -33,7 +33,10 @@ field = pc.field
 def scalar(value, dtype: pa.DataType) -> E:
     if T.is_null(dtype):
         return pc.scalar(pa.scalar(None, pa.null()))
-    return pc.scalar(pa.scalar(value, dtype))
+    try:
+        return pc.scalar(pa.scalar(value, dtype))
+    except (OverflowError, pa.ArrowInvalid) as e:  # pyarrow's text names a C type, not SQL's
+        raise ExecutionError(f"value {value} is out of range for {T.type_name(dtype)}") from e
 
 
 def null_of(dtype: pa.DataType) -> E:
