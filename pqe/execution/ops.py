@@ -219,7 +219,7 @@ class FilterProject(Op):
         if compiled is None:
             # tasks of one op run in several threads: publish _fast before _compiled
             c = Compiler()
-            pred = c(self.predicate) if self.predicate is not None else None
+            pred = c.stages(self.predicate) or None
             compiled = (pred, [c(e) for e in self.exprs])
             self._fast = _compile_fast(self.predicate, self.exprs, self.out_ids,
                                        self.unscaled_ids) if self.int64_decimal else None
@@ -258,7 +258,7 @@ def _compile_fast(predicate, exprs, out_ids=(), unscaled_ids=()):
     c = decimals.Int64DecimalCompiler(rename={i: decimals.unscaled_name(i) for i in cols})
     plain = Compiler()
     try:
-        pred = c(predicate) if predicate is not None else None
+        pred = c.stages(predicate) or None
         compiled, out_types = [], {}
         for i, e in enumerate(exprs):
             if out_ids and out_ids[i] in unscaled_ids and decimals.T.is_decimal(e.dtype):
@@ -335,7 +335,7 @@ class NestedLoopJoin(Op):
     _fields = ("build", "kind", "filter", "out_ids")
 
     def run(self, data, inputs):
-        residual = Compiler()(self.filter) if self.filter is not None else None
+        residual = Compiler().stages(self.filter) or None
         return joins.nested_loop_join(data, inputs[self.build], self.kind, residual, self.out_ids)
 
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
-                         may_raise)
+                         conjuncts, may_raise)
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .relational import canonical_floats
 
@@ -68,6 +68,26 @@ class Compiler:
 
     def __call__(self, e: Expr) -> E:
         return self.compile(e)
+
+    def stages(self, predicate: Expr | None) -> list[E]:
+        """A filter (WHERE, a join's condition) as the stages it runs in, each on the rows the
+        ones before kept (`filter_table` and `project` chain one Acero filter node per stage):
+        the conjuncts that cannot raise first, together, then each that may
+        (`plan.expr.may_raise`) alone, in order. So `WHERE c > 0 AND -c < 5 AND c * 2 < 9`
+        computes -c only for rows with c > 0 and c * 2 only where -c < 5 too, as SQL's AND
+        stops at a FALSE term; and the later stages see fewer rows. Exact for a filter, which
+        keeps only the rows where every conjunct is TRUE."""
+        if predicate is None:
+            return []
+        terms = conjuncts(predicate)
+        safe = [self(t) for t in terms if not may_raise(t)]
+        out = []
+        if safe:
+            joined = safe[0]
+            for x in safe[1:]:
+                joined = _call("and_kleene", [joined, x])
+            out.append(joined)
+        return out + [self(t) for t in terms if may_raise(t)]
 
     def compile(self, e: Expr) -> E:
         if isinstance(e, ColumnRef):
@@ -536,20 +556,21 @@ def _logic(name):
     return build
 
 
-# terms of one AND / OR that may raise compiled guarded by the terms before them, at most this
-# many per connective (a guard holds the terms before it, so the expression grows with each)
-MAX_GUARDED_TERMS = 4
-
-
 def _short_circuit(name: str, decides: bool):
     """AND (`decides` FALSE) or OR (TRUE) as SQL evaluates it: a term that may raise
-    (`plan.expr.may_raise`: c0 + c0, -c0, a checked cast) is computed only for the rows no
-    other term has already decided: `WHERE c0 > 0 AND -c0 < 5` never negates c0 = -2^63,
-    which `c0 > 0` rejects, and `c0 < 0 OR c0 + c0 > 4` never doubles it. Arrow's and_kleene / or_kleene compute every term for
-    every row, so the terms that cannot raise come first, and each term that may is compiled
-    for the rows where the terms before it are not `decides` (three-valued: a NULL term
-    decides nothing). The value is unchanged (AND and OR commute); only errors from rows whose
-    answer is already known are avoided, as PostgreSQL's and DuckDB's evaluation avoids them."""
+    (`plan.expr.may_raise`: c0 + c0, -c0, a checked cast) is computed only for the rows the
+    terms that cannot raise leave undecided: `WHERE c0 > 0 AND -c0 < 5` never negates
+    c0 = -2^63, which `c0 > 0` rejects, and `c0 < 0 OR c0 + c0 > 4` never doubles it.
+    Arrow's and_kleene / or_kleene compute every term for every row, so the safe terms are
+    compiled first and each raising term for the rows where they are not `decides`
+    (three-valued: a NULL term decides nothing). The value is unchanged (AND and OR commute);
+    only errors from rows whose answer is already known are avoided.
+
+    The guard holds the safe terms only, never an earlier raising term: Arrow has no common
+    subexpressions, so a guard holding the terms before it (each holding its own guard)
+    doubles the expression with every term and nesting level (a 4-deep AND/OR tree took
+    minutes to compile). Two raising terms of one AND are both computed for the rows the safe
+    ones keep."""
     def build(c, e):
         flat, stack = [], [e]  # a AND b AND c folds to nested binary calls: flatten them
         while stack:
@@ -557,16 +578,19 @@ def _short_circuit(name: str, decides: bool):
             if isinstance(x, Call) and x.fn == e.fn:
                 stack.extend(reversed(x.args))
             else:
-                flat.append((x, may_raise(x)))
-        terms = [t for t in flat if not t[1]] + [t for t in flat if t[1]]
-        out, guarded = None, 0
-        for a, raises in terms:
-            if out is not None and guarded < MAX_GUARDED_TERMS and raises:
-                so_far = out if not decides else _call("invert", [out])
-                x = c.guarded(_call("coalesce", [so_far, scalar(True, T.BOOLEAN)]), a)
-                guarded += 1
-            else:
-                x = c(a)
+                flat.append(x)
+        safe = [c(a) for a in flat if not may_raise(a)]
+        raising = [a for a in flat if may_raise(a)]
+        out = None
+        for x in safe:
+            out = x if out is None else _call(name, [out, x])
+        if out is not None and raising:
+            undecided = _call("coalesce", [out if not decides else _call("invert", [out]),
+                                           scalar(True, T.BOOLEAN)])
+            raised = [c.guarded(undecided, a) for a in raising]
+        else:
+            raised = [c(a) for a in raising]
+        for x in raised:
             out = x if out is None else _call(name, [out, x])
         return out
     return build
@@ -1374,12 +1398,20 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
 # ---- evaluation ----------------------------------------------------------------------------------
 
 
+def _filters(predicate: E | list[E] | None) -> list:
+    """Acero filter nodes for a predicate or its stages (`Compiler.stages`), in order."""
+    if predicate is None:
+        return []
+    stages = predicate if isinstance(predicate, list) else [predicate]
+    return [ac.Declaration("filter", ac.FilterNodeOptions(p)) for p in stages]
+
+
 def project(table: pa.Table, exprs: list[E], names: list[str],
-            predicate: E | None = None) -> pa.Table:
-    """Filter then project a table through one Acero plan."""
+            predicate: E | list[E] | None = None) -> pa.Table:
+    """Filter (a predicate, or its stages one after the other) then project a table through
+    one Acero plan."""
     decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table))]
-    if predicate is not None:
-        decls.append(ac.Declaration("filter", ac.FilterNodeOptions(predicate)))
+    decls += _filters(predicate)
     decls.append(ac.Declaration("project", ac.ProjectNodeOptions(exprs, names)))
     return _consistent(ac.Declaration.from_sequence(decls).to_table(use_threads=False))
 
@@ -1399,9 +1431,12 @@ def _consistent(t: pa.Table) -> pa.Table:
     return t if cols is None else pa.Table.from_arrays(cols, schema=t.schema)
 
 
-def filter_table(table: pa.Table, predicate: E) -> pa.Table:
+def filter_table(table: pa.Table, predicate: E | list[E]) -> pa.Table:
+    """The rows where the predicate (or each of its stages, one after the other) is TRUE."""
+    if isinstance(predicate, list) and not predicate:
+        return table
     decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
-             ac.Declaration("filter", ac.FilterNodeOptions(predicate))]
+             *_filters(predicate)]
     return ac.Declaration.from_sequence(decls).to_table(use_threads=False)
 
 

@@ -144,7 +144,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     keep = set(out_ids) | {c for f in mixed for c in column_ids(f)}
     decode = [cid for cid in dict_ids if cid in keep
               and (names[cid] not in encoded or any(cid in column_ids(f) for f in mixed))]
-    mixed_filter = Compiler()(and_(mixed)) if mixed else None
+    mixed_filter = Compiler().stages(and_(mixed)) if mixed else None
 
     def piece(t: pa.Table) -> pa.Table:  # what one read needs before the pieces are joined
         if kids:
@@ -328,7 +328,7 @@ def _to_engine(provider, t: pa.Table, columns, filters, out_ids) -> pa.Table:
     t = pa.Table.from_arrays(arrays, names=[cid for _, cid in columns])
     pred = and_(filters)
     if pred is not None:
-        t = filter_table(t, Compiler()(pred))
+        t = filter_table(t, Compiler().stages(pred))
     return t.select(list(out_ids))
 
 
