@@ -1106,3 +1106,44 @@ def test_a_compiled_constant_past_its_type_is_a_pqe_error():
     with pytest.raises(pqe.errors.ExecutionError, match="out of range for SMALLINT"):
         scalar(40000, pa.int16())
     assert scalar(-(2 ** 63), pa.int64()).equals(pa.compute.scalar(pa.scalar(-(2 ** 63))))
+
+
+def test_an_infinite_statistic_bounds_no_join_key(ctx):
+    """Seed 301 case 62402: a DOUBLE column holding Infinity, cast to INT as a join key; the
+    planner's dense-join check took int(max - min + 1) of the column's statistics and
+    crashed (OverflowError: cannot convert float infinity to integer). An infinite or NaN
+    statistic now bounds nothing."""
+    all_same_as_duckdb(ctx, [
+        "CREATE TABLE inf1 (c0 BIGINT, c2 DOUBLE)",
+        "INSERT INTO inf1 VALUES (NULL, 2.2250738585072014e-308), (NULL, CAST('Infinity' AS "
+        "DOUBLE)), (1, CAST('NaN' AS DOUBLE))",
+        "CREATE TABLE inf2 (c0 BIGINT)"], [
+        "WITH w1 AS (SELECT CAST(a3.c2 AS INT) AS o1 FROM inf2 AS a2 JOIN inf1 AS a3 "
+        "ON a2.c0 = a3.c0) SELECT 0 FROM w1 JOIN inf1 ON o1 = c0"])
+
+
+def test_arithmetic_with_a_null_operand_is_null_of_its_type(ctx):
+    """Seed 301 case 65834: -(SELECT NULL) was computed as a BOOLEAN NULL for a NULL-typed
+    column ('Unsupported cast from bool to null'); seed 302 case 62624: DECIMAL(38,10) *
+    NULLIF(NULL, NULL), bound as DECIMAL(38,10) before the NULL was typed DECIMAL(38,10)
+    too, asked the product kernel for a 77-digit decimal ('precision should be between 1
+    and 76'). Arithmetic with a NULL operand is NULL of its bound type, and no intermediate
+    decimal is wider than decimal256's 76 digits."""
+    setup = ["CREATE TABLE nn (a BIGINT, d DECIMAL(38,10))",
+             "INSERT INTO nn VALUES (1, 2.5), (NULL, NULL)"]
+    for s in setup:
+        ctx.sql(s)
+    t = ctx.sql("SELECT -(SELECT NULL) AS o3").to_arrow()
+    assert t.schema.field("o3").type == pa.null() and t.to_pylist() == [{"o3": None}]
+    t = ctx.sql("SELECT d * NULLIF(NULL, NULL) AS x, a + NULLIF(NULL, NULL) AS y, "
+                "d * (SELECT NULL) AS z, (SELECT NULL) * d AS w, "
+                "CAST('5000000000000000000000000000.0000000000' AS DECIMAL(38,10)) "
+                "* NULLIF(NULL, NULL) AS v FROM nn").to_arrow()
+    assert t.to_pylist() == [dict.fromkeys("xyzwv")] * 2
+    assert T_decimal(t.schema.field("x").type) and t.schema.field("y").type == pa.int64()
+    assert values(ctx, "SELECT d * d FROM nn ORDER BY a") == [(D("6.25000000000000000000"),),
+                                                               (None,)]
+
+
+def T_decimal(t) -> bool:
+    return pa.types.is_decimal(t)

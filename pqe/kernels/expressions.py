@@ -101,7 +101,7 @@ class Compiler:
             if fn is None:
                 raise UnsupportedError(f"function {e.fn} has no kernel")
             if e.args and all(T.is_null(a.dtype) for a in e.args) and e.fn not in _NULL_AWARE:
-                return null_of(e.dtype if not T.is_null(e.dtype) else T.BOOLEAN)
+                return null_of(e.dtype)  # a NULL-typed result stays NULL-typed
             return fn(self, e)
         if isinstance(e, UserCall):
             from .user_functions import kernel_name
@@ -188,6 +188,11 @@ def _kept_grouping(x: E, arg: Expr, name: str) -> E:
 def _arith(name: str) -> Callable[[Compiler, Call], E]:
     def build(c: Compiler, e: Call) -> E:
         a, b = e.args
+        if any(T.is_null(x.dtype) or isinstance(x, Literal) and x.value is None for x in (a, b)):
+            # x op NULL is NULL, of the bound type: the optimizer may type a folded NULL
+            # after the bound type was decided (d * NULLIF(NULL, NULL) is DECIMAL(38,10) of
+            # two DECIMAL(38,10), whose product kernel wanted scale 20; seed 302 case 62624)
+            return null_of(e.dtype)
         if T.is_temporal(e.dtype) or T.is_interval(a.dtype) or T.is_interval(b.dtype):
             return _temporal_arith(c, e)
         if pa.types.is_date(a.dtype) and pa.types.is_date(b.dtype):  # date - date = days
@@ -1102,10 +1107,12 @@ def _range_bounds(t: pa.DataType, dst: pa.DataType):
 
 
 def _decimal_type(precision: int, scale: int) -> pa.DataType:
-    """decimal128, or decimal256 for intermediate values wider than 38 digits."""
+    """decimal128, or decimal256 for intermediate values wider than 38 digits, at most its 76
+    (a product of two DECIMAL(38,s), 76 digits, rounded in place: its values have at most
+    76 - scale integral digits, past any result type's 38; seed 302 case 62624)."""
     if precision <= T.MAX_DECIMAL_PRECISION:
         return pa.decimal128(precision, scale)
-    return pa.decimal256(precision, scale)
+    return pa.decimal256(min(precision, _MAX_DECIMAL256_PRECISION), scale)
 
 
 def _round_decimal(x: E, t: pa.DataType, digits: int) -> E:

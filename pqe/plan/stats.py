@@ -53,7 +53,10 @@ def _as_number(v) -> float | None:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float, decimal.Decimal)):
-        return float(v)
+        # an infinite or NaN statistic bounds nothing (a DOUBLE column holding Infinity,
+        # cast to an integer join key: int(inf - lo) crashed planning, seed 301 case 62402)
+        f = float(v)
+        return f if math.isfinite(f) else None
     if isinstance(v, datetime.datetime):
         # days since the epoch by arithmetic: .timestamp() reads a naive value in the local
         # zone and fails near year 1 ("year 0 is out of range", fuzz seed 201 case 23085)
