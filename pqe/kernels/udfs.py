@@ -269,3 +269,69 @@ for _kind, _t in RANGE_KINDS.items():
 _register("pqe_check_cast", check_cast,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a CAST of text naming the first value that does not convert")
+
+
+def exact_round(ctx, x, digits, half):
+    """DECIMAL `x` (decimal256(76, s)) rounded to `digits` decimals (negative: tens,
+    hundreds, ...), half away from zero or (`half` false) toward zero, at scale s. Arrow's
+    decimal round and rescale divide by 10^k, which comes out one unit short for some
+    quotients (4294967295.5 rounded toward zero at scale 20 gave 4294967294; pyarrow 26):
+    here the digits are cut from the text of the unscaled integer instead, and the text with
+    an exponent is parsed back (both exact), then a dropped first digit of 5 or more adds one
+    unit away from zero."""
+    n = ctx.batch_length
+    arr = x if isinstance(x, pa.Array) else pa.array([x.as_py()] * n, x.type)
+    t = arr.type
+    one = lambda v: (v if isinstance(v, pa.Scalar) else v[0]).as_py()  # noqa: E731 (constants)
+    s, d = t.scale, one(digits)
+    k = s - d
+    if k <= 0 or len(arr) == 0:
+        return arr
+    # the unscaled integer's text (the same bits read at scale 0: no point, no exponent)
+    unscaled = pa.Array.from_buffers(pa.decimal256(76, 0), len(arr), arr.buffers(),
+                                     arr.null_count, arr.offset)
+    text = pc.cast(unscaled, pa.string())
+    neg = pc.starts_with(text, "-")
+    plain = pc.replace_substring(text, "-", "")
+    padded = pc.utf8_lpad(plain, k + 1, "0")
+    kept = pc.utf8_slice_codeunits(padded, 0, -k)
+    signed = pc.if_else(neg, pc.binary_join_element_wise("-", kept, ""), kept)
+    mid = pa.decimal256(min(75, t.precision), s) if s <= 75 else t
+    q = pc.cast(pc.binary_join_element_wise(signed, f"E{-d}", ""), mid)
+    if not one(half):
+        return pc.cast(q, t)
+    first = pc.utf8_slice_codeunits(padded, -k, -k + 1 if k > 1 else 2 ** 31)
+    up = pc.greater_equal(first, "5")
+    unit = pa.scalar(decimal.Decimal(1).scaleb(-d, context=decimal.Context(prec=80)), mid)
+    step = pc.if_else(neg, pc.negate(unit), unit)
+    return pc.cast(pc.if_else(up, pc.add(q, step), q), t)
+
+
+for _s in range(77):
+    _register(f"pqe_round_d{_s}", exact_round,
+              {"x": pa.decimal256(76, _s), "digits": pa.int32(), "half": pa.bool_()},
+              pa.decimal256(76, _s),
+              "A DECIMAL rounded (half away from zero, or toward zero) by its exact digits")
+
+
+def exact_trunc(ctx, x):
+    """DECIMAL `x` (decimal256(76, s)) truncated toward zero to an integer, as
+    decimal256(76, 0), by the exact digits of its unscaled integer (see exact_round)."""
+    n = ctx.batch_length
+    arr = x if isinstance(x, pa.Array) else pa.array([x.as_py()] * n, x.type)
+    s = arr.type.scale
+    unscaled = pa.Array.from_buffers(pa.decimal256(76, 0), len(arr), arr.buffers(),
+                                     arr.null_count, arr.offset)
+    if s == 0 or len(arr) == 0:
+        return unscaled
+    text = pc.cast(unscaled, pa.string())
+    neg = pc.starts_with(text, "-")
+    padded = pc.utf8_lpad(pc.replace_substring(text, "-", ""), s + 1, "0")
+    kept = pc.utf8_slice_codeunits(padded, 0, -s)
+    return pc.cast(pc.if_else(neg, pc.binary_join_element_wise("-", kept, ""), kept),
+                   pa.decimal256(76, 0))
+
+
+for _s in range(77):
+    _register(f"pqe_trunc_d{_s}", exact_trunc, {"x": pa.decimal256(76, _s)},
+              pa.decimal256(76, 0), "A DECIMAL truncated toward zero to an integer, exactly")
