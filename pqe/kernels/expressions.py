@@ -430,12 +430,8 @@ def _wide_modulo(a: E, b: E, t: pa.DataType) -> E:
 
     def remainder(divisor: E, dtype: pa.DataType) -> E:
         d = divisor.cast(dtype)
-        # the quotient's scale is max(4, p2 + 1) (operands of one scale); Arrow's round and
-        # rescale of it can be units off (4294967295.5 truncated to 4294967293): truncated
-        # by its exact digits instead (udfs.exact_trunc)
-        qs = max(4, dtype.precision + 1)
-        quot = _call("divide", [x, d]).cast(pa.decimal256(76, qs))
-        q = _call(f"pqe_trunc_d{qs}", [quot]).cast(pa.decimal256(p, 0))  # |q| < 10^p
+        q = _call("round", [_call("divide", [x, d])], pc.RoundOptions(0, "towards_zero"))
+        q = q.cast(pa.decimal256(p, 0))                      # |q| <= unscaled |a| < 10^p
         return _call("multiply", [d, q]).cast(wide)          # |b * q| <= |a|
 
     if p < T.MAX_DECIMAL_PRECISION:
@@ -455,22 +451,7 @@ def _wide_modulo(a: E, b: E, t: pa.DataType) -> E:
         q = _call("if_else", [same_sign, count, _call("negate", [count])])
         prod_big = _call("multiply", [y, q.cast(pa.decimal256(19, 0))]).cast(wide)
         prod = _call("if_else", [small, prod_small, prod_big])
-    # Arrow's decimal256 division can come out one unit short (2^63 - 1 / 2 as
-    # 4611686018427387902): the true remainder is below |b| in magnitude and has the
-    # dividend's sign (or is 0); one step of |b| toward it corrects the quotient
-    w = pa.decimal256(min(p + 2, _MAX_DECIMAL256_PRECISION), s)
-    rem = _call("subtract", [x, prod]).cast(w)
-    ay, zero_w = _call("abs", [y]).cast(w), scalar(decimal.Decimal(0), w)
-    plus = lambda r: _call("add", [r, ay]).cast(w)  # noqa: E731
-    minus = lambda r: _call("subtract", [r, ay]).cast(w)  # noqa: E731
-    over = _call("greater_equal", [_call("abs", [rem]), ay])
-    rem = _call("if_else", [over, _call("if_else", [_call("less", [rem, zero_w]), plus(rem),
-                                                    minus(rem)]), rem])
-    neg_x = _call("less", [x, zero])
-    flip = _call("and", [_call("not_equal", [rem, zero_w]),
-                         _call("not_equal", [_call("less", [rem, zero_w]), neg_x])])
-    rem = _call("if_else", [flip, _call("if_else", [neg_x, minus(rem), plus(rem)]), rem])
-    rem = rem.cast(t)
+    rem = _call("subtract", [x, prod]).cast(t)
     return _call("if_else", [is_zero, null_of(t), rem])
 
 
@@ -792,21 +773,6 @@ def _round(c, e):
 def _floor_ceil(c, e):
     if T.is_integer(e.args[0].dtype):  # already whole (Arrow's kernel goes through float64)
         return c(e.args[0])
-    t = e.args[0].dtype
-    if T.is_decimal(t) and t.scale > 0:
-        # Arrow's decimal floor/ceil divide by 10^scale and can be one unit short (FLOOR of
-        # 4294967295.999 at scale 20 was 4294967294): truncate by the exact digits, then step
-        x = c(e.args[0])
-        w = pa.decimal256(min(t.precision + 1, _MAX_DECIMAL256_PRECISION), t.scale)
-        tr = _exact_round(x, t.scale, 0, False).cast(w)
-        one = scalar(decimal.Decimal(1), pa.decimal256(1, 0))
-        if e.fn == "floor":
-            step = _call("subtract", [tr, one]).cast(w)
-            out = _call("if_else", [_call("less", [x.cast(w), tr]), step, tr])
-        else:
-            step = _call("add", [tr, one]).cast(w)
-            out = _call("if_else", [_call("greater", [x.cast(w), tr]), step, tr])
-        return out.cast(e.dtype)
     out = _call(e.fn, [c(e.args[0])])
     return out.cast(e.dtype) if out is not None else out
 
@@ -1160,16 +1126,7 @@ def _round_decimal(x: E, t: pa.DataType, digits: int) -> E:
         zero = scalar(decimal.Decimal(0), t)
         return _call("if_else", [_call("is_valid", [x]), zero, null_of(t)])
     wide = _decimal_type(t.precision + 1, t.scale)
-    return _exact_round(x, t.scale, digits, True).cast(wide)
-
-
-def _exact_round(x: E, scale: int, digits: int, half: bool) -> E:
-    """DECIMAL `x` of scale `scale` rounded to `digits` decimals, half away from zero (or
-    toward zero), as decimal256(76, scale), by its exact digits (udfs.exact_round): Arrow's
-    decimal round divides by 10^k and is one unit short for some values (4294967295.5 at
-    scale 20 rounded to 4294967294, seed 302 case 96841)."""
-    return _call(f"pqe_round_d{scale}", [x.cast(pa.decimal256(76, scale)),
-                                         scalar(digits, pa.int32()), scalar(half, T.BOOLEAN)])
+    return _call("round", [x.cast(wide)], pc.RoundOptions(digits, "half_towards_infinity"))
 
 
 # Text read as a number (after trimming whitespace): an optional sign, digits with an
@@ -1214,7 +1171,7 @@ def _text_to_number(x: E, dst: pa.DataType) -> E:
                              _regex(plain, rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")])
     exact = _call("if_else", [exact_ok, plain, scalar("0", T.TEXT)]).cast(_EXACT_TEXT_TYPE)
     if scale < _EXACT_TEXT_TYPE.scale:
-        exact = _exact_round(exact, _EXACT_TEXT_TYPE.scale, scale, True)
+        exact = _call("round", [exact], pc.RoundOptions(scale, "half_towards_infinity"))
     # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast
     float_ok = _call("and", [ok, has_exp])
     approx = _call("if_else", [float_ok, clean, scalar("0", T.TEXT)]).cast(T.FLOAT64)
