@@ -1147,3 +1147,79 @@ def test_arithmetic_with_a_null_operand_is_null_of_its_type(ctx):
 
 def T_decimal(t) -> bool:
     return pa.types.is_decimal(t)
+
+
+def test_decimal_rounding_and_modulo_do_not_trust_arrows_division(ctx):
+    """Seed 302 case 96841 (shrunk): pyarrow 26's decimal long division is wrong by a divisor
+    of more than one 32-bit limb, and its round, rescale, floor and ceil divide by 10^k: for
+    some values they came out short (4294967295.5 at scale 20 truncated to 4294967294, at
+    scale 38 to 4294967293), so 2^63 - 1 % 2 was 3 and CAST('4294967295.5' AS BIGINT)
+    4294967294, silent wrong answers. Decimals are now dropped nine at a time and a wide %
+    never divides in Arrow (expressions._rescaled, _wide_modulo). Expected values are
+    PostgreSQL's (and DuckDB's)."""
+    setup = ["CREATE TABLE dr (x DECIMAL(38,20), a BIGINT, b DECIMAL(3,0), m DECIMAL(38,10))",
+             "INSERT INTO dr VALUES (4294967295.999, 8589934591, 2, 4294967295.5), "
+             "(-4294967295.5, 12884901887, 3, -4294967295.5), (NULL, NULL, NULL, NULL)"]
+    all_same_as_duckdb(ctx, setup, [
+        "SELECT ROUND(x) AS r0, ROUND(x, 1) AS r1, FLOOR(x) AS f, CEIL(x) AS c, "
+        "FLOOR(-x) AS nf, CEIL(-x) AS nc, CAST(x AS BIGINT) AS i, "
+        "CAST(x AS DECIMAL(38,0)) AS d0 FROM dr",
+        "SELECT a % b AS r, m % 1 AS m1, m % 2 AS m2, m % CAST(-2 AS DECIMAL(38,10)) AS m3 "
+        "FROM dr",
+        "SELECT 9223372036854775807 % CAST(2 AS DECIMAL(3,0)) AS r",
+        "SELECT CAST('4294967295.5' AS BIGINT) AS i, CAST('4294967295.5' AS DECIMAL(38,0)) AS d",
+        "SELECT CAST('-0.0000000001' AS DECIMAL(38,10)) - 9223372036854775807 % ROUND(2.25) AS e"])
+
+
+def _limb_edge_decimals(rng, precision: int, scale: int, n: int) -> list[int]:
+    """Unscaled values whose quotients by 10^k have 32-bit limbs of 0, 1, 2^31, 2^32 - 2 and
+    2^32 - 1: the pattern Arrow's long division gets wrong."""
+    edge = [0, 1, 2 ** 31, 2 ** 32 - 2, 2 ** 32 - 1]
+    out = []
+    while len(out) < n:
+        k = rng.randint(0, scale)
+        limbs = [rng.choice(edge + [rng.randrange(2 ** 32)]) for _ in range(4)]
+        q = sum(limb << (32 * i) for i, limb in enumerate(limbs)) % 10 ** (precision - k)
+        r = rng.choice([0, 1, 10 ** k - 1, 10 ** k // 2, max(10 ** k // 2 - 1, 0),
+                        rng.randrange(10 ** k)]) if k else 0
+        v = q * 10 ** k + r
+        out.append(v if rng.random() < 0.5 else -v)
+    return out
+
+
+@pytest.mark.parametrize("precision,scale", [(38, 20), (38, 38), (38, 12), (30, 15), (25, 0)])
+def test_decimal_rounding_is_exact_at_limb_edges(ctx, precision, scale):
+    """The class behind seed 302 case 96841: ROUND, FLOOR, CEIL, casts to fewer decimals and
+    to BIGINT (from the value and from its text) and % against exact decimal arithmetic, on
+    values built to hit the limb pattern Arrow's division gets wrong."""
+    import random
+    D = decimal.Decimal
+    exact = decimal.Context(prec=200)
+    rng = random.Random(precision * 100 + scale)
+    values = [D(v).scaleb(-scale, exact) for v in _limb_edge_decimals(rng, precision, scale, 120)]
+    divisors = [D(v).scaleb(-scale, exact) for v in _limb_edge_decimals(rng, precision, scale, 120)]
+    dt = pa.decimal128(precision, scale)
+    ctx.register_arrow("le", pa.table({"x": pa.array(values, dt), "y": pa.array(divisors, dt)}))
+    ip = precision - scale
+    digits = sorted({d for d in (0, 1, scale - 1, scale - 9, scale - 10, -1, -(ip - 1))
+                     if -ip < d < scale})
+    rounds = ", ".join(f"ROUND(x, {d}) AS r{i}" for i, d in enumerate(digits))
+    got = ctx.sql(f"SELECT {rounds}, FLOOR(x) AS f, CEIL(x) AS c, TRY_CAST(x AS BIGINT) AS i, "
+                  "TRY_CAST(CAST(x AS VARCHAR) AS BIGINT) AS ti, x % y AS m FROM le").to_pylist()
+    half = decimal.ROUND_HALF_UP
+
+    def rounded(v, d):
+        return v.quantize(D(1).scaleb(-d), rounding=half, context=exact) if d >= 0 else \
+            v.scaleb(d, exact).quantize(D(1), rounding=half, context=exact).scaleb(-d, exact)
+
+    def as_bigint(v):
+        w = int(v.quantize(D(1), rounding=half, context=exact))
+        return w if -2 ** 63 <= w < 2 ** 63 else None
+
+    for row, v, y in zip(got, values, divisors, strict=True):
+        want = {f"r{i}": rounded(v, d) for i, d in enumerate(digits)}
+        want.update(f=v.quantize(D(1), rounding=decimal.ROUND_FLOOR, context=exact),
+                    c=v.quantize(D(1), rounding=decimal.ROUND_CEILING, context=exact),
+                    i=as_bigint(v), ti=as_bigint(v),
+                    m=None if y == 0 else exact.subtract(v, exact.multiply(y, exact.divide_int(v, y))))
+        assert row == want, (v, y)

@@ -414,45 +414,10 @@ def _decimal_modulo(a: E, b: E, t: pa.DataType) -> E:
 
 
 def _wide_modulo(a: E, b: E, t: pa.DataType) -> E:
-    """a % b = a - b * trunc(a / b) for DECIMAL(p, s) operands of more than 18 digits, exact,
-    on decimal256. Arrow sizes a quotient a / b as p1 + max(4, p2 + 1) digits with
-    max(4, p2 + 1) decimals (76 at most: p1 + p2 <= 75), truncated there, which never crosses
-    an integer (a quotient's fraction is a multiple of 1 / unscaled b, b < 10^p2); and a
-    product as p1 + p2 + 1 digits. At p = 38 the divisors below 10^37 units are one branch
-    (as DECIMAL(37, s)); the others have quotients of -9..9, counted by comparisons."""
-    p, s = t.precision, t.scale
-    unit = decimal.Decimal(1).scaleb(-s, context=decimal.Context(prec=80))
-    wide = pa.decimal256(p, s)
-    x, y = a.cast(wide), b.cast(wide)
-    zero = scalar(decimal.Decimal(0), wide)
-    is_zero = _call("equal", [y, zero])
-    y = _call("if_else", [is_zero, scalar(unit, wide), y])   # % 0 is NULL (below)
-
-    def remainder(divisor: E, dtype: pa.DataType) -> E:
-        d = divisor.cast(dtype)
-        q = _call("round", [_call("divide", [x, d])], pc.RoundOptions(0, "towards_zero"))
-        q = q.cast(pa.decimal256(p, 0))                      # |q| <= unscaled |a| < 10^p
-        return _call("multiply", [d, q]).cast(wide)          # |b * q| <= |a|
-
-    if p < T.MAX_DECIMAL_PRECISION:
-        prod = remainder(y, wide)
-    else:
-        narrow = pa.decimal256(p - 1, s)
-        small = _call("less", [_call("abs", [y]), scalar(decimal.Decimal(10 ** (p - 1)) * unit, wide)])
-        prod_small = remainder(_call("if_else", [small, y, scalar(unit, wide)]), narrow)
-        # |b| >= 10^37 units: |q| = |a / b| < 10, the number of k in 1..9 with k|b| <= |a|
-        ax, ay = _call("abs", [x]), _call("abs", [y])
-        count = None
-        for k in range(1, 10):
-            ge = _call("greater_equal", [ax, _call("multiply", [ay, scalar(decimal.Decimal(k), pa.decimal256(1, 0))])])
-            ge = ge.cast(T.INT64)
-            count = ge if count is None else _call("add", [count, ge])
-        same_sign = _call("equal", [_call("less", [x, zero]), _call("less", [y, zero])])
-        q = _call("if_else", [same_sign, count, _call("negate", [count])])
-        prod_big = _call("multiply", [y, q.cast(pa.decimal256(19, 0))]).cast(wide)
-        prod = _call("if_else", [small, prod_small, prod_big])
-    rem = _call("subtract", [x, prod]).cast(t)
-    return _call("if_else", [is_zero, null_of(t), rem])
+    """a % b for DECIMAL(p, s) operands of more than 18 digits, exactly (udfs.wide_modulo:
+    Arrow's decimal division is not, by a divisor past one 32-bit limb)."""
+    wide = pa.decimal256(_MAX_DECIMAL256_PRECISION, t.scale)
+    return _call(f"pqe_mod_d{t.scale}", [a.cast(wide), b.cast(wide)]).cast(t)
 
 
 def _unscaled(x: E, scale: int) -> E:
@@ -766,13 +731,32 @@ def _round(c, e):
         return x
     t = e.args[0].dtype
     if T.is_decimal(t):  # to the scale the result type has (functions.round_type)
-        return _round_decimal(x, t, nd).cast(e.dtype)
+        # one digit more than t for the carry (ROUND(9.5) is 10), checked against the result
+        # type: a value past it fails naming it (not Arrow's 'does not fit in precision 38')
+        kept = nd >= t.scale or -nd > t.precision - t.scale
+        rounded_t = t if kept else _decimal_type(t.precision + 1, t.scale)
+        return _checked_numeric_cast(c, _round_decimal(x, t, nd), rounded_t, e.dtype)
     return _call("round", [x], pc.RoundOptions(nd, "half_towards_infinity"))
 
 
 def _floor_ceil(c, e):
     if T.is_integer(e.args[0].dtype):  # already whole (Arrow's kernel goes through float64)
         return c(e.args[0])
+    t = e.args[0].dtype
+    if T.is_decimal(t) and t.scale > _EXACT_STEP:
+        # Arrow's kernel divides by 10^scale (see `_rescaled`). Shifted by K = 10^(integer
+        # digits) to all positive values (FLOOR) or all negative ones (CEIL), truncating
+        # toward zero rounds the way the function does: the value is cut to nine decimals
+        # exactly, Arrow's kernel takes it from there, and K is taken back.
+        ip = t.precision - t.scale
+        k = scalar(decimal.Decimal(10 ** ip), pa.decimal256(ip + 1, 0))
+        floor = e.fn == "floor"
+        x = c(e.args[0]).cast(pa.decimal256(t.precision + 1, t.scale))
+        shifted = _call("add" if floor else "subtract", [x, k])
+        near_t = pa.decimal256(ip + 2 + _EXACT_STEP, _EXACT_STEP)
+        near = _call(e.fn, [_rescaled(shifted, t.scale, near_t, safe=False)])
+        back = _call("subtract" if floor else "add", [near, k])
+        return _rescaled(back, _EXACT_STEP, e.dtype)
     out = _call(e.fn, [c(e.args[0])])
     return out.cast(e.dtype) if out is not None else out
 
@@ -1025,6 +1009,8 @@ def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType, binary: bool = False
         digits = T.as_decimal(src).precision
         if dst.precision - dst.scale < digits:
             x = x.cast(_decimal_type(digits + dst.scale, dst.scale))
+    if T.is_decimal(src):
+        return _rescaled(x, src.scale, dst)
     return x.cast(dst)
 
 
@@ -1065,6 +1051,8 @@ def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
     if pa.types.is_int64(wide) and T.is_decimal(dst):
         # Arrow checks an integer -> DECIMAL cast against BIGINT's 19 digits, even unsafe
         out = out.cast(_decimal_type(19 + dst.scale, dst.scale))
+    if T.is_decimal(wide):
+        return _rescaled(out, wide.scale, dst, safe=False)
     return out.cast(dst, safe=False)
 
 
@@ -1126,7 +1114,36 @@ def _round_decimal(x: E, t: pa.DataType, digits: int) -> E:
         zero = scalar(decimal.Decimal(0), t)
         return _call("if_else", [_call("is_valid", [x]), zero, null_of(t)])
     wide = _decimal_type(t.precision + 1, t.scale)
-    return _call("round", [x.cast(wide)], pc.RoundOptions(digits, "half_towards_infinity"))
+    half = pc.RoundOptions(digits, "half_towards_infinity")
+    if t.scale - digits <= _EXACT_STEP:
+        return _call("round", [x.cast(wide)], half)
+    # Arrow rounds by dividing by 10^k, wrongly past k = 9 (see `_rescaled`). The digits
+    # past the first nine dropped never decide a rounding half away from zero: they are cut
+    # first, exactly, and Arrow rounds off the nine left.
+    near_scale = digits + _EXACT_STEP
+    near_t = _decimal_type(t.precision - t.scale + 1 + near_scale, near_scale)
+    near = _rescaled(x, t.scale, near_t, safe=False)
+    return _call("round", [near], half).cast(wide)
+
+
+# Arrow's decimal division is exact only by a divisor below 2^32, one 32-bit limb: by a wider
+# one its long division can leave a quotient limb short (pyarrow 26: 4294967295.5 at scale 20
+# truncated to 4294967294, at scale 38 to 4294967293, FLOOR(4294967295.999) 4294967294). Its
+# round, floor, ceil and rescaling casts divide by 10^k, so they drop at most this many
+# decimals at a time.
+_EXACT_STEP = 9
+
+
+def _rescaled(x: E, scale: int, dst: pa.DataType, safe: bool = True) -> E:
+    """`x`, a DECIMAL at `scale`, cast to `dst` (a DECIMAL or integer type). Dropping more than
+    nine decimals runs as casts of at most nine each, on decimal256(76): each truncates toward
+    zero, so together they truncate as one exact division would (`safe` checks every step,
+    which then must drop only zeros)."""
+    to = dst.scale if T.is_decimal(dst) else 0
+    while scale - to > _EXACT_STEP:
+        scale -= _EXACT_STEP
+        x = x.cast(pa.decimal256(_MAX_DECIMAL256_PRECISION, scale), safe=safe)
+    return x.cast(dst, safe=safe)
 
 
 # Text read as a number (after trimming whitespace): an optional sign, digits with an
@@ -1170,14 +1187,19 @@ def _text_to_number(x: E, dst: pa.DataType) -> E:
     exact_ok = _call("and", [_call("and", [ok, _call("invert", [has_exp])]),
                              _regex(plain, rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")])
     exact = _call("if_else", [exact_ok, plain, scalar("0", T.TEXT)]).cast(_EXACT_TEXT_TYPE)
-    if scale < _EXACT_TEXT_TYPE.scale:
+    exact_t = _EXACT_TEXT_TYPE
+    if _EXACT_TEXT_TYPE.scale - scale > _EXACT_STEP:  # rounded exactly (`_round_decimal`)
+        near_scale = scale + _EXACT_STEP
+        exact_t = pa.decimal256(_MAX_DECIMAL256_PRECISION, near_scale)
+        exact = _rescaled(exact, _EXACT_TEXT_TYPE.scale, exact_t, safe=False)
+    if scale < exact_t.scale:
         exact = _call("round", [exact], pc.RoundOptions(scale, "half_towards_infinity"))
     # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast
     float_ok = _call("and", [ok, has_exp])
     approx = _call("if_else", [float_ok, clean, scalar("0", T.TEXT)]).cast(T.FLOAT64)
     approx = _call("round", [approx], pc.RoundOptions(scale, "half_towards_infinity"))
     parts = []
-    for value, value_ok, t_ in ((exact, exact_ok, _EXACT_TEXT_TYPE), (approx, float_ok, T.FLOAT64)):
+    for value, value_ok, t_ in ((exact, exact_ok, exact_t), (approx, float_ok, T.FLOAT64)):
         fits = _fits(value, t_, dst)
         good = value_ok if fits is None else _call("and", [value_ok, fits])
         zero = scalar(decimal.Decimal(0) if T.is_decimal(t_) else 0.0, t_)

@@ -269,3 +269,69 @@ for _kind, _t in RANGE_KINDS.items():
 _register("pqe_check_cast", check_cast,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a CAST of text naming the first value that does not convert")
+
+
+# Arrow's decimal division is exact only by a divisor below 2^32 units (one 32-bit limb); by a
+# wider one pyarrow 26's long division can leave a quotient limb short (expressions._rescaled)
+_ONE_LIMB_UNITS = 10 ** 9
+
+
+def _truncated(x: pa.Array, to: pa.DataType) -> pa.Array:
+    """A decimal array truncated toward zero to the scale of `to`, nine decimals at a time."""
+    scale = x.type.scale
+    while scale - to.scale > 9:
+        scale -= 9
+        x = pc.cast(x, pa.decimal256(76, scale), safe=False)
+    return pc.cast(x, to, safe=False)
+
+
+def wide_modulo(ctx, x, y):
+    """x % y for DECIMAL operands of at most 38 digits (as decimal256(76, s)), exactly, with
+    the dividend's sign; % 0 is NULL. Arrow divides only by |y| below 10^9 units (one limb:
+    exact, its quotient truncated exactly). A wider |y| never divides there: |x / y| is then
+    below 10^29, estimated in DOUBLE (within 10^-15 of the true quotient) and the remainder
+    refined, r - trunc(r / |y|) * |y|, each product and difference exact; four steps bring
+    |x| < 10^38 units to |r| < 2|y|, then r is brought into [0, |y|) by adding or subtracting
+    |y|. A function, not an expression: the steps reuse r and |y|, which an expression would
+    repeat (no common subexpressions), exponentially."""
+    n = ctx.batch_length
+    x = x if isinstance(x, pa.Array) else pa.repeat(x, n)
+    y = y if isinstance(y, pa.Array) else pa.repeat(y, n)
+    s = x.type.scale
+    t38, t39 = pa.decimal256(38, s), pa.decimal256(39, s)
+    exact = decimal.Context(prec=80)
+    unit = pa.scalar(decimal.Decimal(1).scaleb(-s, context=exact), t38)
+    zero = pa.scalar(decimal.Decimal(0), t38)
+    x, y = pc.cast(x, t38), pc.cast(y, t38)
+    ax = pc.abs(x)
+    is_zero = pc.equal(y, zero)
+    ay = pc.if_else(is_zero, unit, pc.abs(y))
+    limit = pa.scalar(decimal.Decimal(_ONE_LIMB_UNITS).scaleb(-s, context=exact), t38)
+    small = pc.fill_null(pc.less(ay, limit), True)
+    rem = None
+    if pc.any(small).as_py():
+        ys = pc.cast(pc.if_else(small, ay, unit), pa.decimal256(9, s))
+        q = _truncated(pc.divide(ax, ys), pa.decimal256(38, 0))   # scale 10: one limb
+        rem = pc.cast(pc.subtract(ax, pc.multiply(q, ys)), t39)
+    if not pc.all(small).as_py():
+        yb = pc.if_else(small, limit, ay)
+        fy = pc.cast(yb, pa.float64())
+        r = pc.cast(ax, t39)
+        for _ in range(4):
+            ratio = pc.trunc(pc.divide(pc.cast(r, pa.float64()), fy))
+            step = pc.multiply(pc.cast(ratio, pa.decimal256(31, 0), safe=False), yb)
+            r = pc.cast(pc.subtract(r, step), t39, safe=False)
+        for _ in range(2):
+            r = pc.if_else(pc.less(r, zero), pc.cast(pc.add(r, yb), t39, safe=False), r)
+        for _ in range(2):
+            r = pc.if_else(pc.greater_equal(r, yb), pc.cast(pc.subtract(r, yb), t39, safe=False), r)
+        rem = r if rem is None else pc.if_else(small, rem, r)
+    rem = pc.if_else(pc.less(x, zero), pc.negate(rem), rem)
+    rem = pc.if_else(is_zero, pa.scalar(None, t39), rem)
+    return pc.cast(rem, pa.decimal256(76, s))
+
+
+for _s in range(39):
+    _register(f"pqe_mod_d{_s}", wide_modulo,
+              {"x": pa.decimal256(76, _s), "y": pa.decimal256(76, _s)}, pa.decimal256(76, _s),
+              "x % y of DECIMAL values, exactly (Arrow's division is not, past one limb)")
