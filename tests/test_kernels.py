@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import pqe
+
 from pqe.kernels import aggregate as agg
 from pqe.kernels import decimals
 from pqe.kernels.relational import hash_split
@@ -225,3 +227,34 @@ def test_dense_probe_at_the_int64_ends_matches_a_set_lookup(build_keys, probe_ke
         pos = dense_join._positions(probe.column("p"), idx)
         want = [build_keys.index(k) if k is not None and k in build_keys else -1 for k in keys]
         assert list(np.asarray(pos)) == want
+
+
+def test_compiled_constant_errors_say_what_is_wrong():
+    """A constant that does not fit its type is 'out of range'; one that is not a value of
+    the type at all says so (both used to say 'out of range')."""
+    from pqe.kernels.expressions import scalar
+
+    with pytest.raises(pqe.ExecutionError, match=r"value 1180591620717411303424 is out of range for BIGINT"):
+        scalar(2 ** 70, pa.int64())
+    with pytest.raises(pqe.ExecutionError, match=r"value 123456 is out of range for DECIMAL\(3,0\)"):
+        scalar(decimal.Decimal(123456), pa.decimal128(3, 0))
+    with pytest.raises(pqe.ExecutionError, match=r"value 'abc' is not a valid BIGINT"):
+        scalar("abc", pa.int64())
+
+
+def test_connective_chains_flatten_without_recursion():
+    """plan.expr.flatten (conjuncts, disjuncts, the short-circuit AND/OR compiler) walks a
+    chain iteratively: 20,000 terms, far past Python's recursion limit, in order."""
+    import sys
+
+    from pqe import types as T
+    from pqe.plan.expr import Call, ColumnRef, Field, conjuncts, disjuncts, flatten
+
+    terms = [ColumnRef(Field(f"c{i}", f"c{i}", T.BOOLEAN)) for i in range(20000)]
+    assert len(terms) > sys.getrecursionlimit()
+    chain = terms[0]
+    for t in terms[1:]:
+        chain = Call("and", (chain, t), T.BOOLEAN, True)
+    assert conjuncts(chain) == terms
+    assert flatten(chain, "and") == terms
+    assert disjuncts(chain) == [chain]

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
-                         conjuncts, may_raise)
+                         conjuncts, flatten, may_raise)
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .relational import canonical_floats
 
@@ -36,7 +36,15 @@ def scalar(value, dtype: pa.DataType) -> E:
     try:
         return pc.scalar(pa.scalar(value, dtype))
     except (OverflowError, pa.ArrowInvalid) as e:  # pyarrow's text names a C type, not SQL's
-        raise ExecutionError(f"value {value} is out of range for {T.type_name(dtype)}") from e
+        text = str(e).lower()
+        if isinstance(e, OverflowError) or any(w in text for w in _OUT_OF_RANGE_WORDS):
+            raise ExecutionError(f"value {value} is out of range for {T.type_name(dtype)}") from e
+        raise ExecutionError(f"value {value!r} is not a valid {T.type_name(dtype)}") from e
+
+
+# how pyarrow says a value does not fit a type ('Decimal value does not fit in precision 10',
+# 'Integer value out of bounds', 'Python int too large to convert to C long')
+_OUT_OF_RANGE_WORDS = ("does not fit", "out of bounds", "out of range", "too large", "overflow")
 
 
 def null_of(dtype: pa.DataType) -> E:
@@ -80,14 +88,8 @@ class Compiler:
         if predicate is None:
             return []
         terms = conjuncts(predicate)
-        safe = [self(t) for t in terms if not may_raise(t)]
-        out = []
-        if safe:
-            joined = safe[0]
-            for x in safe[1:]:
-                joined = _call("and_kleene", [joined, x])
-            out.append(joined)
-        return out + [self(t) for t in terms if may_raise(t)]
+        safe = _fold("and_kleene", [self(t) for t in terms if not may_raise(t)])
+        return ([] if safe is None else [safe]) + [self(t) for t in terms if may_raise(t)]
 
     def compile(self, e: Expr) -> E:
         if isinstance(e, ColumnRef):
@@ -542,28 +544,26 @@ def _short_circuit(name: str, decides: bool):
     minutes to compile). Two raising terms of one AND are both computed for the rows the safe
     ones keep."""
     def build(c, e):
-        flat, stack = [], [e]  # a AND b AND c folds to nested binary calls: flatten them
-        while stack:
-            x = stack.pop()
-            if isinstance(x, Call) and x.fn == e.fn:
-                stack.extend(reversed(x.args))
-            else:
-                flat.append(x)
-        safe = [c(a) for a in flat if not may_raise(a)]
+        flat = flatten(e, e.fn)  # a AND b AND c folds to nested binary calls
+        out = _fold(name, [c(a) for a in flat if not may_raise(a)])
         raising = [a for a in flat if may_raise(a)]
-        out = None
-        for x in safe:
-            out = x if out is None else _call(name, [out, x])
         if out is not None and raising:
             undecided = _call("coalesce", [out if not decides else _call("invert", [out]),
                                            scalar(True, T.BOOLEAN)])
             raised = [c.guarded(undecided, a) for a in raising]
         else:
             raised = [c(a) for a in raising]
-        for x in raised:
-            out = x if out is None else _call(name, [out, x])
-        return out
+        return _fold(name, ([] if out is None else [out]) + raised)
     return build
+
+
+def _fold(name: str, terms: list[E]) -> E | None:
+    """`terms` joined left to right by one binary kernel (and_kleene, or_kleene, ...); None
+    for no terms."""
+    out = None
+    for x in terms:
+        out = x if out is None else _call(name, [out, x])
+    return out
 
 
 def _is_true(c, e):

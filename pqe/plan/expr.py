@@ -431,19 +431,26 @@ def replace_columns(expr: Expr, mapping: dict[str, Expr]) -> Expr:
     return transform(expr, fn)
 
 
+def flatten(expr: Expr, fn: str) -> list[Expr]:
+    """The terms of a chain of one connective (`fn`: "and", "or"), left to right; iterative,
+    so a chain of thousands of terms does not recurse."""
+    out, stack = [], [expr]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Call) and x.fn == fn:
+            stack.extend(reversed(x.args))
+        else:
+            out.append(x)
+    return out
+
+
 def conjuncts(expr: Expr | None) -> list[Expr]:
     """Split a predicate on AND."""
-    if expr is None:
-        return []
-    if isinstance(expr, Call) and expr.fn == "and":
-        return [c for a in expr.args for c in conjuncts(a)]
-    return [expr]
+    return [] if expr is None else flatten(expr, "and")
 
 
 def disjuncts(expr: Expr) -> list[Expr]:
-    if isinstance(expr, Call) and expr.fn == "or":
-        return [c for a in expr.args for c in disjuncts(a)]
-    return [expr]
+    return flatten(expr, "or")
 
 
 def _fold(fn: str, parts: list[Expr]) -> Expr:
