@@ -16,6 +16,7 @@ import pyarrow as pa
 from dataclasses import dataclass
 
 from ..errors import InternalError
+from ..kernels.join import ROW_ID
 from ..physical import plan as P
 from . import ops as O
 
@@ -249,6 +250,8 @@ class Lowering:
 
     def _hashjoinexec(self, node: P.HashJoinExec):
         if node.mode == "build_left":
+            if node.kind == "left":
+                return self._build_left_outer(node)
             return self._build_left_semi(node)
         out = tuple(f.id for f in node.schema)
         if node.mode == "broadcast" or node.right.n == 1:
@@ -301,6 +304,30 @@ class Lowering:
         final = O.SemiFromIds(kind=node.kind, out_ids=tuple(f.id for f in node.schema),
                               build=0, matches=tuple(range(1, len(keys) + 1)))
         return [Pending((final,), (build, *keys))]
+
+    def _build_left_outer(self, node: P.HashJoinExec):
+        """A LEFT join with a small left side: each right partition joins the left rows (with
+        their row ids) it matches, in parallel; one more partition holds the left rows that
+        no partition matched, padded with NULLs."""
+        out = tuple(f.id for f in node.schema)
+        (left,) = self.lower(node.left)
+        build = self.materialize([left.then(O.AddRowIds())], "build")[0]
+        pairs = []
+        for p in self.lower(node.right):
+            op = O.HashJoin(build=len(p.inputs), kind="inner", left_keys=node.right_keys,
+                            right_keys=node.left_keys, filter=node.filter,
+                            out_ids=out + (ROW_ID,), null_aware=False)
+            pairs.append(Pending(p.ops + (op,), p.inputs + (build,)))
+        keys = self.materialize(pairs, "left-match")
+        # only the matched ids travel to the partition of unmatched rows
+        ids = self.materialize([Pending((O.Concat(indices=(0,)), O.Select(ids=(ROW_ID,))),
+                                        (k,)) for k in keys], "left-ids")
+        left_ids = {f.id for f in node.left.schema}
+        nulls = tuple((f.id, f.dtype) for f in node.schema if f.id not in left_ids)
+        unmatched = O.UnmatchedRows(build=0, matches=tuple(range(1, len(ids) + 1)),
+                                    out_ids=out, nulls=nulls)
+        return ([Pending((O.Concat(indices=(0,)), O.Select(ids=out)), (k,)) for k in keys]
+                + [Pending((unmatched,), (build, *ids))])
 
     def _nestedloopjoinexec(self, node: P.NestedLoopJoinExec):
         left = self.lower(node.left)

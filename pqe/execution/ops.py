@@ -330,6 +330,28 @@ class SemiFromIds(Op):
                                    self.kind, self.out_ids)
 
 
+class UnmatchedRows(Op):
+    """A LEFT join's unmatched rows: input `build` (the small side with row ids) without the
+    ids in the inputs `matches`, the other side's columns `nulls` ((id, type) pairs) NULL."""
+
+    label = "join"
+    _fields = ("build", "matches", "out_ids", "nulls")
+
+    def run(self, data, inputs):
+        return joins.unmatched_rows(inputs[self.build], [inputs[i] for i in self.matches],
+                                    self.out_ids, self.nulls)
+
+
+class Select(Op):
+    """The running table's columns `ids`, in that order."""
+
+    label = "project"
+    _fields = ("ids",)
+
+    def run(self, data, inputs):
+        return data.select(list(self.ids))
+
+
 class NestedLoopJoin(Op):
     label = "nljoin"
     _fields = ("build", "kind", "filter", "out_ids")

@@ -142,6 +142,15 @@ def semi_from_ids(left: pa.Table, matched: list[pa.Table], kind: str, out_ids) -
     return left.filter(pa.array(mask)).select(list(out_ids))
 
 
+def unmatched_rows(left: pa.Table, matched: list[pa.Table], out_ids, nulls) -> pa.Table:
+    """The rows of `left` (with row ids) whose ids no table of `matched` holds, with the
+    columns `nulls` ((id, type) pairs: the other side of a LEFT join) all NULL."""
+    rows = semi_from_ids(left, matched, "anti", [c for c in left.column_names if c != ROW_ID])
+    for cid, dtype in nulls:
+        rows = rows.append_column(pa.field(cid, dtype), pa.nulls(rows.num_rows, dtype))
+    return rows.select(list(out_ids))
+
+
 BLOCK_PAIRS = 1 << 20
 
 

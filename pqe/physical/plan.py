@@ -298,8 +298,10 @@ class HashJoinExec(PhysicalPlan):
     """Hash join (Acero), building a hash table on the right input. mode 'broadcast': the
     right input is gathered and every left partition probes it; 'partitioned': both inputs
     are hash-partitioned on the keys and partition i joins with partition i; 'build_left'
-    (semi/anti only): the small left input is gathered and hashed, each right partition
-    probes it, and the left rows matched in any partition are kept (or dropped)."""
+    (semi, anti and left): the small left input is gathered and hashed, each right partition
+    probes it, and the left rows matched in any partition are kept (or dropped); a left join
+    emits each right partition's matched pairs and, in one more partition, the left rows no
+    partition matched."""
 
     left: PhysicalPlan = None
     right: PhysicalPlan = None

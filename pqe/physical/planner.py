@@ -292,12 +292,16 @@ class PhysicalPlanner:
             dense = True
         if not dense and not self._broadcast_fits(rbytes * HASH_BUILD_FACTOR):
             can_broadcast = False  # every probing process would hold a build too large
-        if kind in ("semi", "anti") and not node.null_aware and right.n > 1 \
+        if kind in ("semi", "anti", "left") and not node.null_aware and right.n > 1 \
                 and lrows <= self.cfg.build_left_rows \
                 and self._broadcast_fits(lbytes * HASH_BUILD_FACTOR) \
                 and lrows * right.n + rrows * probe < min(broadcast_cost, partitioned_cost):
-            # small preserved side: hash it, stream the big side through it, no shuffle
-            out = HashJoinExec(schema, 1, SINGLE, self._gather(left), right, kind, lkeys, rkeys,
+            # small preserved side: hash it, stream the big side through it, no shuffle (a
+            # LEFT join's matched pairs come out of each big partition, in parallel, and its
+            # unmatched rows from one more partition; a broadcast of the big side would
+            # build it whole and probe it in the small side's one partition)
+            n, dist = (1, SINGLE) if kind != "left" else (right.n + 1, ANY)
+            out = HashJoinExec(schema, n, dist, self._gather(left), right, kind, lkeys, rkeys,
                                node.filter, "build_left")
             out.est_bytes = lbytes * 2
             return out
