@@ -311,3 +311,66 @@ def test_38_digit_decimal_literals():
     big = "999999999999999999999999999999999999.25"
     got = ctx.sql(f"SELECT -{big} AS a, CAST('{big}' AS DECIMAL(38,2)) AS b").to_pylist()
     assert got == [{"a": decimal.Decimal("-" + big), "b": decimal.Decimal(big)}]
+
+
+def test_trunc_cuts_toward_zero_exactly():
+    """TRUNC(x [, digits]) for DECIMAL, BIGINT and DOUBLE, digits from 25 to -40, with
+    DuckDB's result types and values; DECIMALs at Arrow's faulty limb pattern are cut
+    exactly (4294967295.999... to 4294967295, not 4294967294)."""
+    D = decimal.Decimal
+    t = pa.table({"d": pa.array([D("4294967295.99999999999999999999"),
+                                 D("-4294967295.50000000000000000001"),
+                                 D("-0.00000000000000000001"),
+                                 D("99999999999999999.99999999999999999999"), None],
+                                pa.decimal128(38, 20)),
+                  "s": pa.array([D("-1.55"), D("1.55"), D("999.99"), D("-0.01"), None],
+                                pa.decimal128(5, 2)),
+                  "i": pa.array([155, -155, 2 ** 63 - 1, -2 ** 63, None], pa.int64()),
+                  "f": pa.array([-155.55, 155.55, 12345.678, float("nan"), None], pa.float64())})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+
+    def same(a, b):
+        return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+    for digits in (None, 0, 1, 2, 5, 19, 20, 25, -1, -2, -9, -10, -17, -18, -19, -40):
+        arg = "" if digits is None else f", {digits}"
+        sql = f"SELECT trunc(d{arg}) AS a, trunc(s{arg}) AS b, trunc(i{arg}) AS c, trunc(f{arg}) AS e FROM t"
+        got = ctx.sql(sql).to_arrow()
+        rel = con.sql(sql)
+        want = rel.fetchall()
+        assert [str(f.type) for f in got.schema][:3] == \
+            [str(x).replace("DECIMAL", "decimal128").replace(",", ", ").replace("BIGINT", "int64")
+             for x in rel.types][:3], sql
+        for g, w in zip(got.to_pylist(), want, strict=True):
+            assert all(same(a, b) for a, b in zip(g.values(), w, strict=True)), (sql, g, w)
+    ctx.close()
+
+
+def test_round_of_a_double_is_right_at_any_number_of_digits():
+    """Arrow's own digits option scales by single-precision powers of ten past ten digits
+    (ROUND(3e11, -11) was 299999993856, ROUND(0.123456789012345, 12) 0.12345678901267901),
+    fails on a batch holding an infinity or a value whose scaled form overflows, and gave
+    back 123.456 for ROUND(123.456, -400). pqe scales by exact powers itself."""
+    ctx = pqe.Context()
+    row = ctx.sql("SELECT ROUND(3e11::DOUBLE, -11) a, ROUND(0.123456789012345::DOUBLE, 12) b, "
+                  "ROUND(12345678901234.5::DOUBLE, -11) c, ROUND(1e300::DOUBLE, 19) d, "
+                  "ROUND(123.456::DOUBLE, -400) e, ROUND(1.5e300::DOUBLE, -400) f, "
+                  "ROUND(1.5::DOUBLE, 310) g, ROUND(1e300::DOUBLE, -300) h, "
+                  "ROUND(CAST('inf' AS DOUBLE), 2) i, ROUND(CAST('-inf' AS DOUBLE), -3) j, "
+                  "ROUND(2.5::DOUBLE) k, ROUND(-2.5::DOUBLE) l, ROUND(5e-324::DOUBLE, -2) m, "
+                  "TRUNC(-155.55::DOUBLE, 1) n, TRUNC(CAST('nan' AS DOUBLE), 2) o").to_pylist()[0]
+    o = row.pop("o")
+    assert math.isnan(o)
+    assert row == {"a": 3e11, "b": 0.123456789012, "c": 1.23e13, "d": 1e300, "e": 0.0,
+                   "f": 0.0, "g": 1.5, "h": 1e300, "i": math.inf, "j": -math.inf, "k": 3.0,
+                   "l": -3.0, "m": 0.0, "n": -155.5}
+    # integers to 10^19 and past (Arrow's integer kernel refuses them): 0, or an overflow
+    row = ctx.sql("SELECT ROUND(5::BIGINT, -19) a, ROUND(-4999999999999999999::BIGINT, -19) b, "
+                  "ROUND(5::BIGINT, -25) c, ROUND(123456789012345678::BIGINT, -15) d").to_pylist()[0]
+    assert row == {"a": 0, "b": 0, "c": 0, "d": 123000000000000000}
+    with pytest.raises(pqe.ExecutionError, match="10000000000000000000 is out of range for BIGINT"):
+        ctx.sql("SELECT ROUND(5000000000000000000::BIGINT, -19) a").to_pylist()
+    ctx.close()

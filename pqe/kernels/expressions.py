@@ -736,7 +736,68 @@ def _round(c, e):
         kept = nd >= t.scale or -nd > t.precision - t.scale
         rounded_t = t if kept else _decimal_type(t.precision + 1, t.scale)
         return _checked_numeric_cast(c, _round_decimal(x, t, nd), rounded_t, e.dtype)
-    return _call("round", [x], pc.RoundOptions(nd, "half_towards_infinity"))
+    if T.is_integer(t) and nd > -19:  # to tens, hundreds...: Arrow's integer kernel, exact
+        return _call("round", [x], pc.RoundOptions(nd, "half_towards_infinity"))
+    if T.is_integer(t):  # past 10^18, which Arrow refuses: as a DECIMAL, checked
+        dt = T.as_decimal(t)
+        rounded_t = dt if -nd > dt.precision else _decimal_type(dt.precision + 1, 0)
+        return _checked_numeric_cast(c, _round_decimal(x.cast(dt), dt, nd), rounded_t, e.dtype)
+    return _float_round(x, nd, "half_towards_infinity")
+
+
+def _float_round(x: E, nd: int, mode: str) -> E:
+    """A DOUBLE rounded to `nd` decimals: scaled by the correctly rounded double 10^|nd|,
+    rounded to a whole number, scaled back (as DuckDB does). Arrow's own digits option is
+    wrong past ten digits (its powers of ten are single precision: ROUND(3e11, -11) gave
+    299999993856), fails on a batch holding a value whose scaled form is not finite ('overflow
+    occurred during rounding' for an infinity, or 1e300 to 19 decimals) and gave back
+    123.456 for ROUND(123.456, -400). A value of at least 10^(300 - nd) has no digits past
+    the nd-th decimal (its last bit is above 10^-nd) and is kept, as NaN and the infinities
+    are; one below 10^(-300 - nd) rounds to 0."""
+    zero = scalar(0.0, T.FLOAT64)
+    ax = _call("abs", [x])
+    if nd <= -308:  # every finite double is below half of 10^309
+        return _call("if_else", [_call("is_finite", [x]), zero, x])
+    if nd >= 309:  # 10^nd is past every double: only values below half a unit change
+        unit = 10.0 ** -nd if nd <= 323 else 0.0
+        small = _call("less", [ax, scalar(unit / 2 if mode != "towards_zero" else unit, T.FLOAT64)])
+        return _call("if_else", [small, zero, x])
+    hi = 10.0 ** (300 - nd) if 300 - nd <= 308 else math.inf
+    lo = 10.0 ** (-300 - nd) if -300 - nd >= -307 else 0.0
+    keep = _call("or_kleene", [_call("invert", [_call("is_finite", [x])]),
+                               _call("greater_equal", [ax, scalar(hi, T.FLOAT64)])])
+    tiny = _call("less", [ax, scalar(lo, T.FLOAT64)])
+    safe = _call("if_else", [_call("or_kleene", [keep, tiny]), zero, x])
+    scale = scalar(10.0 ** abs(nd), T.FLOAT64)
+    scaled = _call("multiply" if nd >= 0 else "divide", [safe, scale])
+    whole = _call("round", [scaled], pc.RoundOptions(0, mode))
+    back = _call("divide" if nd >= 0 else "multiply", [whole, scale])
+    return _call("if_else", [keep, x, _call("if_else", [tiny, zero, back])])
+
+
+def _trunc(c, e):
+    """TRUNC(x [, digits]): x cut toward zero to `digits` decimals (negative: to tens,
+    hundreds, ...), exactly for integers and DECIMALs (`_rescaled`)."""
+    x = c(e.args[0])
+    nd = _const_int(e.args[1], "TRUNC digits") if len(e.args) > 1 else 0
+    if nd is None:
+        return null_of(e.dtype)
+    t = e.args[0].dtype
+    if T.is_floating(t):
+        return _float_round(x, nd, "towards_zero")
+    if T.is_integer(t) and nd >= 0:
+        return x
+    t = T.as_decimal(t) if T.is_integer(t) else t
+    if nd >= t.scale:
+        return x
+    ip = t.precision - t.scale
+    if -nd >= ip:  # left of every digit t has: always 0
+        zero = scalar(decimal.Decimal(0) if T.is_decimal(e.dtype) else 0, e.dtype)
+        return _call("if_else", [_call("is_valid", [x]), zero, null_of(e.dtype)])
+    if nd >= 0:
+        return _rescaled(x.cast(t), t.scale, e.dtype, safe=False)
+    cut = _rescaled(x.cast(t), t.scale, _decimal_type(ip + nd, nd), safe=False)
+    return cut.cast(_decimal_type(ip, 0)).cast(e.dtype)
 
 
 def _floor_ceil(c, e):
@@ -1407,7 +1468,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
-    "abs": _abs, "round": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
+    "abs": _abs, "round": _round, "trunc": _trunc, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
     "sqrt": _float_unary("sqrt"), "exp": _float_unary("exp"), "ln": _float_unary("ln"),
     "log10": _float_unary("log10"), "log2": _float_unary("log2"),
     "sin": _float_unary("sin"), "cos": _float_unary("cos"), "tan": _float_unary("tan"),

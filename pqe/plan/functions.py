@@ -229,6 +229,21 @@ def _round_refine(ret: pa.DataType, constants: Sequence[object]) -> pa.DataType:
     return ret  # non-constant digits: the kernel refuses them
 
 
+def trunc_type(t: pa.DataType, digits: int) -> pa.DataType:
+    """The type of TRUNC(DECIMAL(p, s), digits), as DuckDB gives it: unchanged when nothing is
+    dropped, else scale max(digits, 0) (truncation never carries, so no digit is added)."""
+    if digits >= t.scale:
+        return t
+    return T.decimal(t.precision, max(digits, 0))
+
+
+def _trunc_refine(ret: pa.DataType, constants: Sequence[object]) -> pa.DataType:
+    digits = constants[1] if len(constants) > 1 else 0
+    if T.is_decimal(ret) and isinstance(digits, int):
+        return trunc_type(ret, digits)
+    return ret  # non-constant digits: the kernel refuses them
+
+
 def _floor_ceil(fn, ts):
     (a,) = ts
     if T.is_integer(a):
@@ -502,6 +517,8 @@ _register(SCALAR, "typeof", 1, 1, _any_to(T.TEXT), nulls="never", sqlglot="Typeo
 # math
 _register(SCALAR, "abs", 1, 1, _numeric_same, sqlglot="Abs")
 _register(SCALAR, "round", 1, 2, _round, refine=_round_refine, sqlglot="Round",
+          args=("this", "decimals"))
+_register(SCALAR, "trunc", 1, 2, _round, refine=_trunc_refine, sqlglot="Trunc",
           args=("this", "decimals"))
 _register(SCALAR, "floor", 1, 1, _floor_ceil, sqlglot="Floor")
 _register(SCALAR, "ceil", 1, 1, _floor_ceil, sqlglot="Ceil", aliases=("ceiling",))
