@@ -753,7 +753,9 @@ def _float_round(x: E, nd: int, mode: str) -> E:
     occurred during rounding' for an infinity, or 1e300 to 19 decimals) and gave back
     123.456 for ROUND(123.456, -400). A value of at least 10^(300 - nd) has no digits past
     the nd-th decimal (its last bit is above 10^-nd) and is kept, as NaN and the infinities
-    are; one below 10^(-300 - nd) rounds to 0."""
+    are; one below 10^(-300 - nd) rounds to 0. DOUBLE to DECIMAL casts round this way
+    before their digits are read (CAST(0.123456789012345 AS DECIMAL(38,12)) was
+    0.123456789013 with Arrow's rounding)."""
     zero = scalar(0.0, T.FLOAT64)
     ax = _call("abs", [x])
     if nd <= -308:  # every finite double is below half of 10^309
@@ -762,7 +764,10 @@ def _float_round(x: E, nd: int, mode: str) -> E:
         unit = 10.0 ** -nd if nd <= 323 else 0.0
         small = _call("less", [ax, scalar(unit / 2 if mode != "towards_zero" else unit, T.FLOAT64)])
         return _call("if_else", [small, zero, x])
-    hi = 10.0 ** (300 - nd) if 300 - nd <= 308 else math.inf
+    # a value whose scaled form is at least 2^52 is whole there already: kept as it is (the
+    # scaling would only add noise: 123456.789 to 15 decimals became 123456.78900000002)
+    hi = 2.0 ** 52 * 10.0 ** -nd if nd >= -255 else math.inf
+    hi = min(hi, 10.0 ** (300 - nd) if 300 - nd <= 308 else math.inf)
     lo = 10.0 ** (-300 - nd) if -300 - nd >= -307 else 0.0
     keep = _call("or_kleene", [_call("invert", [_call("is_finite", [x])]),
                                _call("greater_equal", [ax, scalar(hi, T.FLOAT64)])])
@@ -1051,7 +1056,7 @@ def _cast_rounding(x: E, src: pa.DataType, dst: pa.DataType) -> E:
     scale = dst.scale if T.is_decimal(dst) else 0
     if T.is_floating(src):
         mode = "half_to_even" if T.is_integer(dst) else "half_towards_infinity"
-        return _call("round", [x], pc.RoundOptions(scale, mode))
+        return _float_round(x, scale, mode)
     if T.is_decimal(src):
         return _round_decimal(x, src, scale)
     return x
@@ -1258,7 +1263,7 @@ def _text_to_number(x: E, dst: pa.DataType) -> E:
     # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast
     float_ok = _call("and", [ok, has_exp])
     approx = _call("if_else", [float_ok, clean, scalar("0", T.TEXT)]).cast(T.FLOAT64)
-    approx = _call("round", [approx], pc.RoundOptions(scale, "half_towards_infinity"))
+    approx = _float_round(approx, scale, "half_towards_infinity")
     parts = []
     for value, value_ok, t_ in ((exact, exact_ok, exact_t), (approx, float_ok, T.FLOAT64)):
         fits = _fits(value, t_, dst)
