@@ -342,16 +342,6 @@ class UnmatchedRows(Op):
                                     self.out_ids, self.nulls)
 
 
-class Select(Op):
-    """The running table's columns `ids`, in that order."""
-
-    label = "project"
-    _fields = ("ids",)
-
-    def run(self, data, inputs):
-        return data.select(list(self.ids))
-
-
 class NestedLoopJoin(Op):
     label = "nljoin"
     _fields = ("build", "kind", "filter", "out_ids")

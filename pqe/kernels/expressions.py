@@ -23,6 +23,7 @@ from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
                          conjuncts, flatten, may_raise)
 from . import udfs  # noqa: F401  (registers pqe_* functions)
+from .udfs import EXACT_STEP, rescaled
 from .relational import canonical_floats
 
 E = pc.Expression
@@ -782,7 +783,7 @@ def _float_round(x: E, nd: int, mode: str) -> E:
 
 def _trunc(c, e):
     """TRUNC(x [, digits]): x cut toward zero to `digits` decimals (negative: to tens,
-    hundreds, ...), exactly for integers and DECIMALs (`_rescaled`)."""
+    hundreds, ...), exactly for integers and DECIMALs (`udfs.rescaled`)."""
     x = c(e.args[0])
     nd = _const_int(e.args[1], "TRUNC digits") if len(e.args) > 1 else 0
     if nd is None:
@@ -800,8 +801,8 @@ def _trunc(c, e):
         zero = scalar(decimal.Decimal(0) if T.is_decimal(e.dtype) else 0, e.dtype)
         return _call("if_else", [_call("is_valid", [x]), zero, null_of(e.dtype)])
     if nd >= 0:
-        return _rescaled(x.cast(t), t.scale, e.dtype, safe=False)
-    cut = _rescaled(x.cast(t), t.scale, _decimal_type(ip + nd, nd), safe=False)
+        return rescaled(x.cast(t), t.scale, e.dtype, safe=False)
+    cut = rescaled(x.cast(t), t.scale, _decimal_type(ip + nd, nd), safe=False)
     return cut.cast(_decimal_type(ip, 0)).cast(e.dtype)
 
 
@@ -809,8 +810,8 @@ def _floor_ceil(c, e):
     if T.is_integer(e.args[0].dtype):  # already whole (Arrow's kernel goes through float64)
         return c(e.args[0])
     t = e.args[0].dtype
-    if T.is_decimal(t) and t.scale > _EXACT_STEP:
-        # Arrow's kernel divides by 10^scale (see `_rescaled`). Shifted by K = 10^(integer
+    if T.is_decimal(t) and t.scale > EXACT_STEP:
+        # Arrow's kernel divides by 10^scale (see `udfs.rescaled`). Shifted by K = 10^(integer
         # digits) to all positive values (FLOOR) or all negative ones (CEIL), truncating
         # toward zero rounds the way the function does: the value is cut to nine decimals
         # exactly, Arrow's kernel takes it from there, and K is taken back.
@@ -819,10 +820,10 @@ def _floor_ceil(c, e):
         floor = e.fn == "floor"
         x = c(e.args[0]).cast(pa.decimal256(t.precision + 1, t.scale))
         shifted = _call("add" if floor else "subtract", [x, k])
-        near_t = pa.decimal256(ip + 2 + _EXACT_STEP, _EXACT_STEP)
-        near = _call(e.fn, [_rescaled(shifted, t.scale, near_t, safe=False)])
+        near_t = pa.decimal256(ip + 2 + EXACT_STEP, EXACT_STEP)
+        near = _call(e.fn, [rescaled(shifted, t.scale, near_t, safe=False)])
         back = _call("subtract" if floor else "add", [near, k])
-        return _rescaled(back, _EXACT_STEP, e.dtype)
+        return rescaled(back, EXACT_STEP, e.dtype)
     out = _call(e.fn, [c(e.args[0])])
     return out.cast(e.dtype) if out is not None else out
 
@@ -1076,7 +1077,7 @@ def _numeric_cast(x: E, src: pa.DataType, dst: pa.DataType, binary: bool = False
         if dst.precision - dst.scale < digits:
             x = x.cast(_decimal_type(digits + dst.scale, dst.scale))
     if T.is_decimal(src):
-        return _rescaled(x, src.scale, dst)
+        return rescaled(x, src.scale, dst)
     return x.cast(dst)
 
 
@@ -1118,7 +1119,7 @@ def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
         # Arrow checks an integer -> DECIMAL cast against BIGINT's 19 digits, even unsafe
         out = out.cast(_decimal_type(19 + dst.scale, dst.scale))
     if T.is_decimal(wide):
-        return _rescaled(out, wide.scale, dst, safe=False)
+        return rescaled(out, wide.scale, dst, safe=False)
     return out.cast(dst, safe=False)
 
 
@@ -1181,35 +1182,17 @@ def _round_decimal(x: E, t: pa.DataType, digits: int) -> E:
         return _call("if_else", [_call("is_valid", [x]), zero, null_of(t)])
     wide = _decimal_type(t.precision + 1, t.scale)
     half = pc.RoundOptions(digits, "half_towards_infinity")
-    if t.scale - digits <= _EXACT_STEP:
+    if t.scale - digits <= EXACT_STEP:
         return _call("round", [x.cast(wide)], half)
-    # Arrow rounds by dividing by 10^k, wrongly past k = 9 (see `_rescaled`). The digits
+    # Arrow rounds by dividing by 10^k, wrongly past k = 9 (see `udfs.rescaled`). The digits
     # past the first nine dropped never decide a rounding half away from zero: they are cut
     # first, exactly, and Arrow rounds off the nine left.
-    near_scale = digits + _EXACT_STEP
+    near_scale = digits + EXACT_STEP
     near_t = _decimal_type(t.precision - t.scale + 1 + near_scale, near_scale)
-    near = _rescaled(x, t.scale, near_t, safe=False)
+    near = rescaled(x, t.scale, near_t, safe=False)
     return _call("round", [near], half).cast(wide)
 
 
-# Arrow's decimal division is exact only by a divisor below 2^32, one 32-bit limb: by a wider
-# one its long division can leave a quotient limb short (pyarrow 26: 4294967295.5 at scale 20
-# truncated to 4294967294, at scale 38 to 4294967293, FLOOR(4294967295.999) 4294967294). Its
-# round, floor, ceil and rescaling casts divide by 10^k, so they drop at most this many
-# decimals at a time.
-_EXACT_STEP = 9
-
-
-def _rescaled(x: E, scale: int, dst: pa.DataType, safe: bool = True) -> E:
-    """`x`, a DECIMAL at `scale`, cast to `dst` (a DECIMAL or integer type). Dropping more than
-    nine decimals runs as casts of at most nine each, on decimal256(76): each truncates toward
-    zero, so together they truncate as one exact division would (`safe` checks every step,
-    which then must drop only zeros)."""
-    to = dst.scale if T.is_decimal(dst) else 0
-    while scale - to > _EXACT_STEP:
-        scale -= _EXACT_STEP
-        x = x.cast(pa.decimal256(_MAX_DECIMAL256_PRECISION, scale), safe=safe)
-    return x.cast(dst, safe=safe)
 
 
 # Text read as a number (after trimming whitespace): an optional sign, digits with an
@@ -1254,10 +1237,10 @@ def _text_to_number(x: E, dst: pa.DataType) -> E:
                              _regex(plain, rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")])
     exact = _call("if_else", [exact_ok, plain, scalar("0", T.TEXT)]).cast(_EXACT_TEXT_TYPE)
     exact_t = _EXACT_TEXT_TYPE
-    if _EXACT_TEXT_TYPE.scale - scale > _EXACT_STEP:  # rounded exactly (`_round_decimal`)
-        near_scale = scale + _EXACT_STEP
+    if _EXACT_TEXT_TYPE.scale - scale > EXACT_STEP:  # rounded exactly (`_round_decimal`)
+        near_scale = scale + EXACT_STEP
         exact_t = pa.decimal256(_MAX_DECIMAL256_PRECISION, near_scale)
-        exact = _rescaled(exact, _EXACT_TEXT_TYPE.scale, exact_t, safe=False)
+        exact = rescaled(exact, _EXACT_TEXT_TYPE.scale, exact_t, safe=False)
     if scale < exact_t.scale:
         exact = _call("round", [exact], pc.RoundOptions(scale, "half_towards_infinity"))
     # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast

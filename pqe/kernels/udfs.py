@@ -271,18 +271,24 @@ _register("pqe_check_cast", check_cast,
           "Fail a CAST of text naming the first value that does not convert")
 
 
-# Arrow's decimal division is exact only by a divisor below 2^32 units (one 32-bit limb); by a
-# wider one pyarrow 26's long division can leave a quotient limb short (expressions._rescaled)
-_ONE_LIMB_UNITS = 10 ** 9
+# Arrow's decimal division is exact only by a divisor below 2^32, one 32-bit limb: by a wider
+# one its long division can leave a quotient limb short (pyarrow 26: 4294967295.5 at scale 20
+# truncated to 4294967294, at scale 38 to 4294967293, FLOOR(4294967295.999) 4294967294). Its
+# round, floor, ceil and rescaling casts divide by 10^k, so they drop at most this many
+# decimals at a time.
+EXACT_STEP = 9
 
 
-def _truncated(x: pa.Array, to: pa.DataType) -> pa.Array:
-    """A decimal array truncated toward zero to the scale of `to`, nine decimals at a time."""
-    scale = x.type.scale
-    while scale - to.scale > 9:
-        scale -= 9
-        x = pc.cast(x, pa.decimal256(76, scale), safe=False)
-    return pc.cast(x, to, safe=False)
+def rescaled(x, scale: int, dst: pa.DataType, safe: bool = True):
+    """`x` (a pc.Expression or an array), a DECIMAL at `scale`, cast to `dst` (a DECIMAL or
+    integer type). Dropping more than nine decimals runs as casts of at most nine each, on
+    decimal256(76): each truncates toward zero, so together they truncate as one exact
+    division would (`safe` checks every step, which then must drop only zeros)."""
+    to = dst.scale if pa.types.is_decimal(dst) else 0
+    while scale - to > EXACT_STEP:
+        scale -= EXACT_STEP
+        x = x.cast(pa.decimal256(76, scale), safe=safe)
+    return x.cast(dst, safe=safe)
 
 
 def wide_modulo(ctx, x, y):
@@ -306,12 +312,12 @@ def wide_modulo(ctx, x, y):
     ax = pc.abs(x)
     is_zero = pc.equal(y, zero)
     ay = pc.if_else(is_zero, unit, pc.abs(y))
-    limit = pa.scalar(decimal.Decimal(_ONE_LIMB_UNITS).scaleb(-s, context=exact), t38)
+    limit = pa.scalar(decimal.Decimal(10 ** EXACT_STEP).scaleb(-s, context=exact), t38)
     small = pc.fill_null(pc.less(ay, limit), True)
     rem = None
     if pc.any(small).as_py():
-        ys = pc.cast(pc.if_else(small, ay, unit), pa.decimal256(9, s))
-        q = _truncated(pc.divide(ax, ys), pa.decimal256(38, 0))   # scale 10: one limb
+        ys = pc.cast(pc.if_else(small, ay, unit), pa.decimal256(EXACT_STEP, s))
+        q = rescaled(pc.divide(ax, ys), 10, pa.decimal256(38, 0), safe=False)  # one limb
         rem = pc.cast(pc.subtract(ax, pc.multiply(q, ys)), t39)
     if not pc.all(small).as_py():
         yb = pc.if_else(small, limit, ay)

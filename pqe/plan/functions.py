@@ -222,11 +222,14 @@ def round_type(t: pa.DataType, digits: int) -> pa.DataType:
     return T.decimal(t.precision, max(digits, 0))
 
 
-def _round_refine(ret: pa.DataType, constants: Sequence[object]) -> pa.DataType:
-    digits = constants[1] if len(constants) > 1 else 0
-    if T.is_decimal(ret) and isinstance(digits, int):
-        return round_type(ret, digits)
-    return ret  # non-constant digits: the kernel refuses them
+def _digits_refine(type_of: Callable[[pa.DataType, int], pa.DataType]):
+    """ROUND's and TRUNC's DECIMAL result type, from their constant digits."""
+    def refine(ret: pa.DataType, constants: Sequence[object]) -> pa.DataType:
+        digits = constants[1] if len(constants) > 1 else 0
+        if T.is_decimal(ret) and isinstance(digits, int):
+            return type_of(ret, digits)
+        return ret  # non-constant digits: the kernel refuses them
+    return refine
 
 
 def trunc_type(t: pa.DataType, digits: int) -> pa.DataType:
@@ -235,13 +238,6 @@ def trunc_type(t: pa.DataType, digits: int) -> pa.DataType:
     if digits >= t.scale:
         return t
     return T.decimal(t.precision, max(digits, 0))
-
-
-def _trunc_refine(ret: pa.DataType, constants: Sequence[object]) -> pa.DataType:
-    digits = constants[1] if len(constants) > 1 else 0
-    if T.is_decimal(ret) and isinstance(digits, int):
-        return trunc_type(ret, digits)
-    return ret  # non-constant digits: the kernel refuses them
 
 
 def _floor_ceil(fn, ts):
@@ -516,9 +512,9 @@ _register(SCALAR, "hash", 1, 1, _hash, nulls="never")
 _register(SCALAR, "typeof", 1, 1, _any_to(T.TEXT), nulls="never", sqlglot="Typeof")
 # math
 _register(SCALAR, "abs", 1, 1, _numeric_same, sqlglot="Abs")
-_register(SCALAR, "round", 1, 2, _round, refine=_round_refine, sqlglot="Round",
+_register(SCALAR, "round", 1, 2, _round, refine=_digits_refine(round_type), sqlglot="Round",
           args=("this", "decimals"))
-_register(SCALAR, "trunc", 1, 2, _round, refine=_trunc_refine, sqlglot="Trunc",
+_register(SCALAR, "trunc", 1, 2, _round, refine=_digits_refine(trunc_type), sqlglot="Trunc",
           args=("this", "decimals"))
 _register(SCALAR, "floor", 1, 1, _floor_ceil, sqlglot="Floor")
 _register(SCALAR, "ceil", 1, 1, _floor_ceil, sqlglot="Ceil", aliases=("ceiling",))
