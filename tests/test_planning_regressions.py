@@ -265,6 +265,54 @@ def test_a_range_on_one_column_is_estimated_as_one_interval():
     assert Estimator().rows(empty) < 100
 
 
+def test_equalities_and_in_lists_on_one_column_intersect():
+    """`y = 7 AND y IN (6, 7)` keeps the rows of one value, not 1/200 of 2/200 of them (TPC-DS
+    Q74's date_dim, where a CTE's `d_year IN (2001, 2002)` met its consumer's `d_year = 2002`,
+    read as 4 days of 73,049 and turned the sales it joined into 5,701 rows of 540,000)."""
+    import numpy as np
+
+    from pqe.plan.stats import Estimator
+
+    ctx = pqe.Context()
+    ctx.register_arrow("r", pa.table({"y": np.arange(100_000, dtype=np.int64) % 200}))
+    one = ctx.sql("SELECT y FROM r WHERE y = 7 AND y IN (6, 7)").optimized_plan()
+    assert 250 < Estimator().rows(one) < 1_000  # true: 500; the product said 5
+    two = ctx.sql("SELECT y FROM r WHERE y IN (5, 6, 7) AND y IN (6, 7, 8)").optimized_plan()
+    assert 500 < Estimator().rows(two) < 2_000  # true: 1,000
+    none = ctx.sql("SELECT y FROM r WHERE y = 7 AND y IN (1, 2)").optimized_plan()
+    assert Estimator().rows(none) < 10
+    kept = ctx.sql("SELECT y FROM r WHERE y = 7 AND y NOT IN (1, 2)").optimized_plan()
+    assert 250 < Estimator().rows(kept) < 1_000
+    assert ctx.sql("SELECT count(*) AS n FROM r WHERE y = 7 AND y IN (6, 7)").to_pylist() == [{"n": 500}]
+
+
+@pytest.mark.parametrize("where, groups", [
+    ("y = 7", 1), ("7 = y", 1), ("y IN (1, 2, 3)", 3), ("y < 20", 20), ("y >= 180", 20),
+    ("y = 7 AND y < 100", 1),
+])
+def test_a_filtered_column_has_only_the_values_the_filter_left(where, groups):
+    """Downstream of `WHERE y = 7` y has one distinct value, not its 200 of the table: TPC-DS
+    Q4/Q11/Q74 group sales by (customer, d_year) under `d_year = 2002`, and eager aggregation
+    (optimizer.eager_aggregate) saw 100,000 x 201 groups where 100,000 were left, so it never
+    aggregated the 540,000 sales rows before joining the customers' text columns onto them
+    (Q4 0.70 -> 0.54 s, Q74 0.40 -> 0.26 s at SF1)."""
+    import numpy as np
+
+    from pqe.plan.stats import Estimator
+
+    ctx = pqe.Context()
+    ctx.register_arrow("r", pa.table({"y": np.arange(100_000, dtype=np.int64) % 200,
+                                      "v": np.arange(100_000, dtype=np.int64)}))
+    sql = f"SELECT y, sum(v) AS s FROM r WHERE {where} GROUP BY y"
+    est = Estimator().rows(ctx.sql(sql).optimized_plan())
+    assert groups * 0.5 <= est <= groups * 1.6, est  # was 200 for every one of them
+    assert len(ctx.sql(sql).to_pylist()) == groups
+    # a cast of the column is not the column: CAST(v / 1000 AS INT) = 7 keeps 1,000 values of v
+    plan = ctx.sql("SELECT v, count(*) AS n FROM r WHERE CAST(v / 1000 AS INT) = 7 "
+                   "GROUP BY v").optimized_plan()
+    assert Estimator().rows(plan) > 100
+
+
 def test_key_uniqueness_is_sampled_from_the_data(tpch_dir):
     from pqe.catalog import ParquetTable
     from pqe.plan.stats import Estimator
