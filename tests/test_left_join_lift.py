@@ -55,6 +55,12 @@ LIFTED = {
         where c.month in (0, 11) and a.x < 3""",
     "residual_on_left_join": """select a.id, b.v from a left join b on a.k = b.k and b.v > a.x * 10
         join c on a.d = c.d where c.month = 5""",
+    # a filter over the left join (reading B's NULL extension) is lifted with it: TPC-DS Q78's
+    # sales without returns
+    "without_a_match": """select a.id, a.k, c.month from a left join b on a.k = b.k
+        join c on a.d = c.d where b.k is null and c.month = 2""",
+    "filter_reading_both_sides": """select a.id, b.v, c.month from a left join b on a.k = b.k
+        join c on a.d = c.d where coalesce(b.v, 0) < a.x * 100 and c.month in (1, 2)""",
 }
 
 
