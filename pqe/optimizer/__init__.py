@@ -16,6 +16,7 @@ from .distinct_aggregates import rewrite_distinct_aggregates
 from .eager_aggregate import eager_aggregate
 from .extract_join_keys import extract_join_keys
 from .inline_dataframes import inline_dataframes
+from .merge_scalar_aggregates import merge_scalar_aggregates
 from .join_reorder import join_reorder
 from .prune_struct_fields import prune_struct_fields
 from .push_down_filter import push_down_filter
@@ -40,6 +41,7 @@ Rule = Callable[[LogicalPlan], LogicalPlan]
 RULES: tuple[tuple[str, Rule], ...] = (
     ("inline_dataframes", inline_dataframes),
     ("decorrelate", decorrelate),
+    ("merge_scalar_aggregates", merge_scalar_aggregates),
     ("rewrite_distinct_aggregates", rewrite_distinct_aggregates),
     ("simplify", simplify),
     ("push_down_filter", push_down_filter),
