@@ -232,3 +232,64 @@ def test_a_rewritten_cte_read_twice_is_still_computed_once(data):
         assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql), rel=1e-9)
     finally:
         ctx.close()
+
+
+ONE_ROW = {
+    # TPC-DS Q23's best_ss_customer: the maximum of a one-row subquery beside each group
+    "max_of_the_row": """
+        select f.fk, sum(f.v) sv, max(m.top) mt from fact f, dim d,
+               (select max(lim) top from dim) m
+        where f.fk = d.k group by f.fk having sum(f.v) > 0.001 * max(m.top)""",
+    "min_and_counts": """
+        select f.g, count(*) n, min(m.lo) lo, count(distinct f.fk) nk, max(m.hi) hi
+        from fact f cross join (select min(v) lo, max(v) hi from fact where g = 1) m
+        group by f.g""",
+    "row_of_no_rows": """
+        select f.g, sum(f.v) s, max(m.top) t from fact f,
+               (select max(lim) top from dim where lim > 100000) m group by f.g""",
+}
+
+
+@pytest.mark.parametrize("kind", ["threaded", "partitions4"])
+@pytest.mark.parametrize("name", sorted(ONE_ROW))
+def test_grouping_over_a_one_row_product_aggregates_first(data, kind, name):
+    """The other side is aggregated before it meets the row (not each of its rows paired
+    with the row and the row's column aggregated per group)."""
+    from pqe.plan.expr import column_ids_all
+    from pqe.plan.logical import Aggregate, Project, walk_plan
+
+    def one_row_ids(plan) -> set:
+        out = set()
+        for p in walk_plan(plan):
+            q = p
+            while isinstance(q, Project):
+                q = q.input
+            if isinstance(q, Aggregate) and not q.group:
+                out |= set(p.column_ids)
+        return out
+
+    paths, con = data
+    sql = ONE_ROW[name]
+    ctx = _context(kind, paths)
+    try:
+        plan = ctx.sql(sql).optimized_plan()
+        # no grouped aggregate computes a MIN or MAX of the one row's columns per group
+        per_group = [p for p in walk_plan(plan) if isinstance(p, Aggregate) and p.group
+                     and column_ids_all(p.aggs) & one_row_ids(p.input)]
+        assert not per_group, plan
+        assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql), rel=1e-9)
+    finally:
+        ctx.close()
+
+
+def test_without_group_by_a_one_row_product_is_not_rewritten(data):
+    """Over no rows an aggregate without GROUP BY still gives one row, and there MAX(m.top)
+    is NULL: pairing first would give the row's value."""
+    paths, con = data
+    ctx = _context("threaded", paths)
+    sql = "select sum(f.v) s, max(m.top) t from fact f, (select max(lim) top from dim) m where f.g = 9"
+    try:
+        assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
+        assert ctx.sql(sql).to_pylist() == [{"s": None, "t": None}]
+    finally:
+        ctx.close()

@@ -52,6 +52,8 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
     if inlined is None:
         return None
     join, group, aggs = inlined
+    if join.kind == "inner" and not join.null_aware and not join.on and join.filter is None:
+        return _over_one_row(node, join, group, aggs)
     if join.kind != "inner" or join.null_aware or not join.on:
         return None
     for a in aggs:
@@ -208,3 +210,49 @@ def _rewrite(node: Aggregate, join: Join, side: str, x: LogicalPlan, keep, group
               for a, pos in zip(aggs, shapes, strict=True)]
     exprs = tuple(ColumnRef(f) for f in node.group_fields) + tuple(values)
     return Project(top, exprs, node.schema)
+
+
+def _over_one_row(node: Aggregate, join: Join, group, aggs) -> LogicalPlan | None:
+    """GROUP BY over a product with one row (`FROM sales, customer, (SELECT max(x) m FROM
+    ...) WHERE ... GROUP BY c_customer_sk HAVING sum(v) > 0.5 * max(m)`, TPC-DS Q23): the
+    other side aggregated first, then paired with the row. A MIN or MAX of the row's column
+    is that column in every group (a group has at least one row, each paired with it).
+    Only with GROUP BY: without it an empty input still gives one row, whose MAX is NULL."""
+    if not group:
+        return None
+    for side, other in (("left", "right"), ("right", "left")):
+        one = getattr(join, other)
+        if not _is_one_row(one):
+            continue
+        x = getattr(join, side)
+        xids, oids = set(x.column_ids), set(one.column_ids)
+        if not column_ids_all(group) <= xids:
+            continue
+        pushed, pfields, values = [], [], []
+        for a, f in zip(aggs, node.agg_fields, strict=True):
+            used = column_ids_all([a])
+            if used <= xids:
+                pushed.append(a)
+                pfields.append(f)
+                values.append(ColumnRef(f))
+            elif (used <= oids and a.fn in ("min", "max") and a.filter is None
+                  and len(a.args) == 1 and a.args[0].dtype == a.dtype):
+                values.append(a.args[0])
+            else:
+                break
+        else:
+            if len(pushed) == len(aggs):
+                return None  # nothing reads the row: the usual rules apply
+            below = Aggregate(x, group, node.group_fields, tuple(pushed), tuple(pfields))
+            paired = Join(below, one, "inner") if side == "left" else Join(one, below, "inner")
+            exprs = tuple(ColumnRef(f) for f in node.group_fields) + tuple(values)
+            return Project(paired, exprs, node.schema)
+    return None
+
+
+def _is_one_row(plan: LogicalPlan) -> bool:
+    """An aggregate without GROUP BY (exactly one row), under projections or not."""
+    while isinstance(plan, Project):
+        plan = plan.input
+    return isinstance(plan, Aggregate) and not plan.group and not plan.local
+
