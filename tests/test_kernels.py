@@ -297,3 +297,36 @@ def test_hash_join_carries_build_text_by_row_number(kind, monkeypatch):
         assert rows(got) == rows(want)
     empty = J.hash_join(probe, build.slice(0, 0), kind, ["pk"], ["k"], None, out_ids)
     assert empty.schema.names == out_ids
+
+
+def test_filter_table_masks_each_stage_then_filters_once():
+    """kernels.expressions.filter_table evaluates each stage to a mask and filters the table
+    by it (Acero's filter node copied every column batch by batch, 2-4x slower): NULL verdicts
+    drop the row, a later stage sees only the rows the earlier ones kept (here a cast that
+    would overflow on a dropped row), a stage keeping every row copies nothing, and a table
+    without columns keeps its row count."""
+    import pyarrow.compute as pc
+
+    from pqe.kernels.expressions import filter_table, project
+
+    t = pa.table({"x": [1, None, 3, -1, 7], "y": [5, 1000, 6, 1000, None],
+                  "s": ["a", "b", None, "d", "é"]})
+    staged = [pc.field("x") > 0, pc.field("y").cast(pa.int8()) > 0]
+    assert filter_table(t, staged).to_pylist() == [{"x": 1, "y": 5, "s": "a"},
+                                                  {"x": 3, "y": 6, "s": None}]
+    with pytest.raises(pa.ArrowInvalid):  # the same cast on every row does overflow
+        filter_table(t, [staged[1]])
+    assert filter_table(t, pc.field("s").is_valid() | pc.field("x").is_null()) \
+        .column("x").to_pylist() == [1, None, -1, 7]
+    assert filter_table(t, pc.scalar(True)) is t
+    assert filter_table(t, pc.field("x") > 100).num_rows == 0
+    assert filter_table(t, pc.field("x") > 100).schema == t.schema
+    assert filter_table(t, []) is t
+    none = t.select([])
+    assert filter_table(none, pc.scalar(True)).num_rows == 5
+    assert filter_table(none, [pc.scalar(False)]).num_rows == 0
+    out = project(t, [pc.field("s")], ["s"], staged)
+    assert out.column("s").to_pylist() == ["a", None]
+    # many chunks of different lengths: the mask lines up with each
+    chunked = pa.concat_tables([t.slice(0, 2), t.slice(2, 1), t.slice(3)])
+    assert filter_table(chunked, pc.field("x") >= 1).column("x").to_pylist() == [1, 3, 7]

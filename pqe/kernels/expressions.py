@@ -1484,13 +1484,43 @@ def _filters(predicate: E | list[E] | None) -> list:
     return [ac.Declaration("filter", ac.FilterNodeOptions(p)) for p in stages]
 
 
+def _filtered(table: pa.Table, predicate: E | list[E] | None) -> pa.Table:
+    """The rows where the predicate (or each of its stages, one after the other, each on the
+    rows the ones before kept) is TRUE. Each stage is evaluated to a mask by an Acero
+    projection and the table filtered by it once: Acero's filter node, which copies every
+    column batch by batch, took 2-4x as long (store_sales, 2.9M rows of 8 columns: 0.137 s
+    against 0.046 keeping half the rows, 0.029 against 0.007 keeping 3%), and a stage that
+    keeps every row copies nothing."""
+    if predicate is None:
+        return table
+    stages = predicate if isinstance(predicate, list) else [predicate]
+    for p in stages:
+        if table.num_columns == 0:  # no column to carry the rows through a projection
+            return ac.Declaration.from_sequence([
+                ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
+                *_filters(stages[stages.index(p):])]).to_table(use_threads=False)
+        if table.num_rows == 0:
+            return table
+        mask = ac.Declaration.from_sequence([
+            ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
+            ac.Declaration("project", ac.ProjectNodeOptions([p], ["m"]))]).to_table(
+                use_threads=False).column(0)
+        if pa.types.is_null(mask.type):
+            return table.slice(0, 0)
+        kept = pc.sum(mask).as_py() or 0
+        if kept == table.num_rows:
+            continue
+        table = table.filter(mask) if kept else table.slice(0, 0)
+    return table
+
+
 def project(table: pa.Table, exprs: list[E], names: list[str],
             predicate: E | list[E] | None = None) -> pa.Table:
     """Filter (a predicate, or its stages one after the other) then project a table through
     one Acero plan."""
-    decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table))]
-    decls += _filters(predicate)
-    decls.append(ac.Declaration("project", ac.ProjectNodeOptions(exprs, names)))
+    table = _filtered(table, predicate)
+    decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
+             ac.Declaration("project", ac.ProjectNodeOptions(exprs, names))]
     return _consistent(ac.Declaration.from_sequence(decls).to_table(use_threads=False))
 
 
@@ -1511,11 +1541,7 @@ def _consistent(t: pa.Table) -> pa.Table:
 
 def filter_table(table: pa.Table, predicate: E | list[E]) -> pa.Table:
     """The rows where the predicate (or each of its stages, one after the other) is TRUE."""
-    if isinstance(predicate, list) and not predicate:
-        return table
-    decls = [ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
-             *_filters(predicate)]
-    return ac.Declaration.from_sequence(decls).to_table(use_threads=False)
+    return _filtered(table, predicate)
 
 
 _ONE_ROW = pa.table({"__one": pa.array([0], pa.int8())})
