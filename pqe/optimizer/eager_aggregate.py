@@ -29,7 +29,7 @@ from .. import types as T
 from ..plan import builder as B
 from ..plan.expr import (AggCall, Call, Case, ColumnRef, Literal, column_ids, column_ids_all,
                          replace_columns, walk)
-from ..plan.logical import Aggregate, Join, LogicalPlan, Project, transform_up
+from ..plan.logical import Aggregate, Join, LogicalPlan, Project, one_row_aggregate, transform_up
 from ..plan.stats import Estimator
 
 # the pushed aggregate must leave at most 1/MIN_REDUCTION of its input's rows
@@ -222,7 +222,7 @@ def _over_one_row(node: Aggregate, join: Join, group, aggs) -> LogicalPlan | Non
         return None
     for side, other in (("left", "right"), ("right", "left")):
         one = getattr(join, other)
-        if not _is_one_row(one):
+        if one_row_aggregate(one) is None:
             continue
         x = getattr(join, side)
         xids, oids = set(x.column_ids), set(one.column_ids)
@@ -248,11 +248,3 @@ def _over_one_row(node: Aggregate, join: Join, group, aggs) -> LogicalPlan | Non
             exprs = tuple(ColumnRef(f) for f in node.group_fields) + tuple(values)
             return Project(paired, exprs, node.schema)
     return None
-
-
-def _is_one_row(plan: LogicalPlan) -> bool:
-    """An aggregate without GROUP BY (exactly one row), under projections or not."""
-    while isinstance(plan, Project):
-        plan = plan.input
-    return isinstance(plan, Aggregate) and not plan.group and not plan.local
-

@@ -25,7 +25,8 @@ from dataclasses import replace
 
 from ..plan.expr import (Call, ColumnRef, Expr, and_, has_subquery, may_raise, or_,
                          replace_columns, walk)
-from ..plan.logical import Aggregate, Filter, Join, LogicalPlan, Project, Scan
+from ..plan.logical import (Aggregate, Filter, Join, LogicalPlan, Project, Scan,
+                            one_row_aggregate)
 from .simplify import simplify_expr
 
 _VOLATILE = frozenset({"random"})
@@ -82,14 +83,15 @@ def _one_row(plan: LogicalPlan) -> tuple[Project | None, Aggregate] | None:
     """(the projections over it as one, or None; the aggregate) for an aggregate without
     GROUP BY, optionally under projections (a derived table's select list and its alias):
     exactly one row."""
+    agg = one_row_aggregate(plan)
+    if agg is None:
+        return None
     projs = []
     while isinstance(plan, Project):
         projs.append(plan)
         plan = plan.input
-    if not (isinstance(plan, Aggregate) and not plan.group and not plan.local):
-        return None
     if not projs:
-        return None, plan
+        return None, agg
     exprs = projs[-1].exprs
     for outer, inner in zip(reversed(projs[:-1]), reversed(projs[1:]), strict=True):
         mapping = {f.id: e for f, e in zip(inner.fields, exprs, strict=True)}

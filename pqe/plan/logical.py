@@ -542,6 +542,16 @@ class WithCTE(LogicalPlan):
 # ---- helpers -----------------------------------------------------------------------------------
 
 
+def one_row_aggregate(plan: LogicalPlan) -> Aggregate | None:
+    """The aggregate without GROUP BY that `plan` is, under projections or not: exactly one
+    row, whatever its input holds."""
+    while isinstance(plan, Project):
+        plan = plan.input
+    if isinstance(plan, Aggregate) and not plan.group and not plan.local:
+        return plan
+    return None
+
+
 def walk_plan(plan: LogicalPlan):
     """Pre-order traversal of plan nodes."""
     stack = [plan]
