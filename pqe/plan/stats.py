@@ -399,16 +399,18 @@ class Estimator:
         # (2001, 2002)` (TPC-DS Q74 after a CTE's filter met its consumer's) keeps one year,
         # not 1/201 of 2/201 of the rows
         values: dict[Expr, set] = {}
+        intersected: set[int] = set()
         for p in predicates:
             hit = _constraint(p)
-            if hit is not None and hit[1] == "in":
-                col, _, vals = hit
-                values[col] = values[col] & set(vals) if col in values else set(vals)
+            vals = _value_set(hit[2]) if hit is not None and hit[1] == "in" else None
+            if vals is not None:
+                col = hit[0]
+                values[col] = values[col] & vals if col in values else vals
+                intersected.add(id(p))
         for col, vals in values.items():
             s *= min(1.0, self._eq_selectivity(col, plan) * len(vals))
         for p in predicates:
-            hit = _constraint(p)
-            if hit is not None and hit[1] == "in":
+            if id(p) in intersected:
                 continue
             r = self._range_fraction(p, plan)
             if r is None:
@@ -520,7 +522,8 @@ def _narrowed(cols: Mapping[str, ColumnEstimate], predicates) -> Mapping[str, Co
         nums = [_as_number(v) for v in values]
         if kind == "in":
             known = None if None in nums else nums
-            ndv = float(len(set(values)))
+            distinct = _value_set(values)
+            ndv = float(len(distinct if distinct is not None else values))
             changed[col.id] = ColumnEstimate(
                 min(est.ndv, ndv) if est.ndv else ndv,
                 max(est.min, min(known)) if known and est.min is not None else (
@@ -539,6 +542,14 @@ def _narrowed(cols: Mapping[str, ColumnEstimate], predicates) -> Mapping[str, Co
     if not changed:
         return cols
     return ChainMap(changed, cols)
+
+
+def _value_set(values) -> set | None:
+    """The literal values as a set, or None when one is unhashable."""
+    try:
+        return set(values)
+    except TypeError:
+        return None
 
 
 def _constraint(p: Expr):
