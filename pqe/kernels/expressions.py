@@ -1494,11 +1494,11 @@ def _filtered(table: pa.Table, predicate: E | list[E] | None) -> pa.Table:
     if predicate is None:
         return table
     stages = predicate if isinstance(predicate, list) else [predicate]
-    for p in stages:
+    for i, p in enumerate(stages):
         if table.num_columns == 0:  # no column to carry the rows through a projection
             return ac.Declaration.from_sequence([
                 ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
-                *_filters(stages[stages.index(p):])]).to_table(use_threads=False)
+                *_filters(stages[i:])]).to_table(use_threads=False)
         if table.num_rows == 0:
             return table
         mask = ac.Declaration.from_sequence([

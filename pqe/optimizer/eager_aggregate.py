@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from .. import types as T
 from ..plan import builder as B
-from ..plan.expr import (AggCall, Call, Case, ColumnRef, Literal, column_ids, column_ids_all,
-                         replace_columns, walk)
+from ..plan.expr import (AggCall, Case, ColumnRef, Literal, column_ids, column_ids_all,
+                         is_volatile, replace_columns)
 from ..plan.logical import Aggregate, Join, LogicalPlan, Project, one_row_aggregate, transform_up
 from ..plan.stats import Estimator
 
@@ -40,7 +40,6 @@ MAX_JOIN_REDUCTION = 4.0
 # below this many input rows the saving cannot pay for a second aggregation pass
 MIN_ROWS = 50_000
 _COMBINABLE = frozenset({"sum", "count", "count_star", "min", "max", "avg"})
-_VOLATILE = frozenset({"random"})
 
 
 def eager_aggregate(plan: LogicalPlan) -> LogicalPlan:
@@ -101,7 +100,7 @@ def _over_join(node: Aggregate):
         mapping = {f.id: e for e, f in zip(child.exprs, child.fields, strict=True)
                    if f.id in used}
         for e in mapping.values():
-            if any(isinstance(s, Call) and s.fn in _VOLATILE for s in walk(e)):
+            if is_volatile(e):
                 return None  # one evaluation per row must stay one
         group = tuple(replace_columns(g, mapping) for g in node.group)
         aggs = tuple(replace_columns(a, mapping) for a in node.aggs)

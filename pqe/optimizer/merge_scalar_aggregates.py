@@ -23,13 +23,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..plan.expr import (Call, ColumnRef, Expr, and_, has_subquery, may_raise, or_,
-                         replace_columns, walk)
+from ..plan.expr import (ColumnRef, Expr, and_, has_subquery, is_volatile, may_raise, or_,
+                         replace_columns)
 from ..plan.logical import (Aggregate, Filter, Join, LogicalPlan, Project, Scan,
                             one_row_aggregate)
 from .simplify import simplify_expr
-
-_VOLATILE = frozenset({"random"})
 
 
 def merge_scalar_aggregates(plan: LogicalPlan) -> LogicalPlan:
@@ -136,7 +134,7 @@ def _leaf(plan: LogicalPlan) -> _Leaf | None:
         return None
     if any(has_subquery(e) for e in exprs):
         return None
-    if any(isinstance(x, Call) and x.fn in _VOLATILE for e in exprs for x in walk(e)):
+    if any(is_volatile(e) for e in exprs):
         return None
     return _Leaf(proj, agg, node, preds)
 
@@ -160,7 +158,7 @@ def _merge(leaves: list[LogicalPlan]) -> list[LogicalPlan] | None:
     if not groups:
         return None
     out: list[LogicalPlan] = []
-    merged_into: dict[int, LogicalPlan] = {}
+    merged_into: dict[int, LogicalPlan | None] = {}
     for idx in groups.values():
         merged_into[idx[0]] = _merged([found[i] for i in idx])
         for i in idx[1:]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..plan.expr import Call, column_ids, column_ids_all, walk
+from ..plan.expr import column_ids, column_ids_all, is_volatile
 from ..plan.logical import Filter, Join, LogicalPlan, Project, transform_up
 from ..plan.stats import Estimator
 
@@ -52,7 +52,7 @@ def _matches_only(plan: LogicalPlan, used: set[str]) -> LogicalPlan | None:
         pairs = [(e, f) for e, f in zip(plan.exprs, plan.fields, strict=True) if f.id in used]
         if not pairs:
             return None  # nothing read (`IN (SELECT 'b' FROM ...)`): a projection keeps a column
-        if any(isinstance(s, Call) and s.fn == "random" for e, _ in pairs for s in walk(e)):
+        if any(is_volatile(e) for e, _ in pairs):
             return None
         inner = _matches_only(plan.input, column_ids_all(e for e, _ in pairs))
         if inner is None:

@@ -15,7 +15,7 @@ Decisions made here, each visible in EXPLAIN:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -86,7 +86,7 @@ class PhysicalPlanner:
         # node, so their tasks have the same keys and run once. Equal subtrees are found by a
         # fingerprint computed once per node from its children's (hashing a frozen plan node
         # hashes its whole subtree: a 5,000-branch UNION would cost n^2)
-        fp = self._fingerprint(node)
+        fp = L.fingerprint(node, self._prints, self._keep)
         bucket = self._memo.setdefault(fp, [])
         for other, hit in bucket:
             if other is node or other == node:
@@ -97,18 +97,6 @@ class PhysicalPlanner:
         out = method(self, node)
         bucket.append((node, out))
         return out
-
-    def _fingerprint(self, node: L.LogicalPlan) -> int:
-        hit = self._prints.get(id(node))
-        if hit is not None:
-            return hit
-        kids = tuple(self._fingerprint(k) for k in node.children())
-        own = tuple(getattr(node, f.name) for f in fields(node)
-                    if f.name != "schema" and not _holds_plans(getattr(node, f.name)))
-        fp = hash((type(node).__name__, own, kids))
-        self._prints[id(node)] = fp
-        self._keep.append(node)
-        return fp
 
     # ---- sources -----------------------------------------------------------------------------
 
@@ -588,11 +576,6 @@ class PhysicalPlanner:
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-
-
-def _holds_plans(value) -> bool:
-    return isinstance(value, L.LogicalPlan) or (
-        isinstance(value, tuple) and bool(value) and isinstance(value[0], L.LogicalPlan))
 
 
 def _union_inputs(node: L.Union) -> list[L.LogicalPlan]:

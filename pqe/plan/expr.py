@@ -396,6 +396,15 @@ def may_raise(e: Expr) -> bool:
     return False
 
 
+# functions with a new value on every call: an expression holding one is computed exactly
+# where and as often as the query says (not shared, copied or moved between rows' groups)
+VOLATILE = frozenset({"random"})
+
+
+def is_volatile(e: Expr) -> bool:
+    return any(isinstance(x, Call) and x.fn in VOLATILE for x in walk(e))
+
+
 def has_subquery(expr: Expr) -> bool:
     stack = [expr]
     while stack:

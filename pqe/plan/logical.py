@@ -574,7 +574,7 @@ def transform_up(plan: LogicalPlan, fn) -> LogicalPlan:
     keep: list[LogicalPlan] = []  # nodes whose id() keys `prints` stay alive
 
     def go(node: LogicalPlan) -> LogicalPlan:
-        fp = _fingerprint(node, prints, keep)
+        fp = fingerprint(node, prints, keep)
         bucket = done.setdefault(fp, [])
         for other, out in bucket:
             if other is node or other == node:
@@ -593,14 +593,16 @@ def transform_up(plan: LogicalPlan, fn) -> LogicalPlan:
     return go(plan)
 
 
-def _fingerprint(node: LogicalPlan, prints: dict[int, int], keep: list) -> int:
-    """A hash of the subtree, computed once per node from its children's (hashing a frozen
-    node hashes its whole subtree: a 5,000-branch UNION would cost n^2). A node holding an
-    unhashable value gets its own identity: it is never taken for another."""
+def fingerprint(node: LogicalPlan, prints: dict[int, int], keep: list) -> int:
+    """A hash of the subtree, computed once per node from its children's and kept in
+    `prints` by id() (`keep` holds the nodes alive so ids are not reused): hashing a frozen
+    node hashes its whole subtree, and a 5,000-branch UNION would cost n^2. Equal subtrees
+    (a CTE or view read twice) have equal fingerprints. A node holding an unhashable value
+    gets its own identity: it is never taken for another."""
     hit = prints.get(id(node))
     if hit is not None:
         return hit
-    kids = tuple(_fingerprint(k, prints, keep) for k in node.children())
+    kids = tuple(fingerprint(k, prints, keep) for k in node.children())
     own = tuple(getattr(node, f.name) for f in fields(node)
                 if f.name != "schema" and not _holds_plans(getattr(node, f.name)))
     try:
