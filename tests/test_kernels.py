@@ -157,16 +157,36 @@ def test_dense_join_builds_only_for_unique_narrow_integer_keys():
     # per probe partition
     import numpy as np
     sparse = pa.table({"k": np.arange(0, (1 << 19) * 40, 40, dtype=np.int64)})
-    assert isinstance(dense_join.build(sparse, "k"), dense_join.DenseIndex)
+    idx = dense_join.build(sparse, "k")
+    assert isinstance(idx, dense_join.DenseIndex)
+    assert (1 << 19) * 40 > dense_join.SPARSE_MIN_SLOTS
+    # ... as a bitmap with ranks (SF10 Q5's 2.3M orders over 60M keys: 240 MB of int32 slots)
+    assert idx.guarded is None and idx.nbytes - sparse.nbytes < (1 << 19) * 40 * 4 / 10
+    probe = pa.table({"p": pa.array([-1, 0, 1, 40, 41, 80 * 1000, (1 << 19) * 40 - 40,
+                                     (1 << 19) * 40, None], pa.int64())})
+    assert dense_join._positions(probe.column("p"), idx).tolist() == \
+        [-1, 0, -1, 1, -1, 2000, (1 << 19) - 1, -1, -1]
+    dup_sparse = pa.table({"k": [0, 1000, 1000]})
+    assert dense_join.build(dup_sparse, "k") is dup_sparse
     too_sparse = pa.table({"k": np.arange(0, (1 << 19) * 100, 100, dtype=np.int64)})
     assert dense_join.build(too_sparse, "k") is too_sparse
     text = pa.table({"k": ["a"]})
     assert dense_join.build(text, "k") is text
 
 
+@pytest.fixture(params=["slots", "bitmap"])
+def dense_form(request, monkeypatch):
+    """Every dense join test on both forms of the index: the lookup array and the bitmap."""
+    from pqe.kernels import dense_join
+
+    monkeypatch.setattr(dense_join, "SPARSE_SLOTS_PER_ROW", 1 << 62 if request.param == "slots" else 0)
+    monkeypatch.setattr(dense_join, "SPARSE_MIN_SLOTS", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("kind", ["inner", "left", "semi", "anti"])
 @pytest.mark.parametrize("with_filter", [False, True])
-def test_dense_join_matches_the_hash_join(kind, with_filter):
+def test_dense_join_matches_the_hash_join(kind, with_filter, dense_form):
     """Random probe keys (NULLs, misses, negative, another int type) against a unique build
     side: the perfect-hash probe gives the rows Acero's hash join gives, residual included."""
     import numpy as np
@@ -190,6 +210,7 @@ def test_dense_join_matches_the_hash_join(kind, with_filter):
     out_ids = ("lk", "lv") if kind in ("semi", "anti") else ("lk", "lv", "rk", "rv")
     index = dense_join.build(right, "rk")
     assert isinstance(index, dense_join.DenseIndex)
+    assert (index.guarded is None) == (dense_form == "bitmap")
     got = dense_join.probe(left, index, kind, "lk", residual, out_ids)
     got = got.set_column(0, "lk", got.column("lk").cast(pa.int64()))
     left64 = left.set_column(0, "lk", left.column("lk").cast(pa.int64()))  # Acero needs equal types
@@ -210,7 +231,7 @@ def test_dense_join_matches_the_hash_join(kind, with_filter):
     [-(2 ** 63) + 2, 1073741824, -1, 2 ** 63 - 1, 2 ** 63 - 3],
     [],
 ], ids=["nulls", "ends", "mixed", "empty"])
-def test_dense_probe_at_the_int64_ends_matches_a_set_lookup(build_keys, probe_keys):
+def test_dense_probe_at_the_int64_ends_matches_a_set_lookup(build_keys, probe_keys, dense_form):
     """Probe keys and build ranges at the ends of int64: no overflow (seed 201 case 718: an IN
     subquery over -2^63 leaked 'Python int too large to convert to C long'), every match
     right, NULL keys never matching."""
@@ -221,6 +242,7 @@ def test_dense_probe_at_the_int64_ends_matches_a_set_lookup(build_keys, probe_ke
     build = pa.table({"k": pa.array(build_keys, pa.int64()), "v": list(range(len(build_keys)))})
     idx = dense_join.build(build, "k")
     assert isinstance(idx, dense_join.DenseIndex)
+    assert (idx.guarded is None) == (dense_form == "bitmap")
     for typ in (pa.int64(), pa.int32()):
         keys = [k for k in probe_keys if k is None or typ == pa.int64() or -2**31 <= k < 2**31]
         probe = pa.table({"p": pa.array(keys, typ)})
