@@ -68,10 +68,17 @@ class DenseIndex:
             return self.guarded.take(offsets)
         words = self.bits.take(offsets >> 6)
         bit = (offsets & 63).astype(np.uint64)
-        hit = (words >> bit) & np.uint64(1)
+        hit = ((words >> bit) & np.uint64(1)).astype(bool)
+        return np.where(hit, self.rows.take(self.ranks(offsets, words, bit)), np.int32(-1))
+
+    def ranks(self, offsets: np.ndarray, words=None, bit=None) -> np.ndarray:
+        """The set bits of the bitmap before each offset: a present key's place among the
+        build's keys in order."""
+        if words is None:
+            words = self.bits.take(offsets >> 6)
+            bit = (offsets & 63).astype(np.uint64)
         below = words & ((np.uint64(1) << bit) - np.uint64(1))
-        r = self.rank.take(offsets >> 6) + np.bitwise_count(below)
-        return np.where(hit.astype(bool), self.rows.take(r), np.int32(-1))
+        return self.rank.take(offsets >> 6) + np.bitwise_count(below)
 
 
 fits = dense_fits  # the planner's rule (physical.plan), checked again at build time
@@ -116,21 +123,24 @@ def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
 
 def _bitmap_index(table: pa.Table, key: str, keys: np.ndarray, rows: np.ndarray, lo: int,
                   span: int) -> DenseIndex | pa.Table:
-    """The bitmap form of the index (see DenseIndex), or the table when a key repeats."""
+    """The bitmap form of the index (see DenseIndex), or the table when a key repeats. No
+    sort: the keys are marked in a byte per slot (freed on return), packed to bits, and
+    each build row lands at its key's rank."""
     offsets = (keys - lo) + 1  # bit 0 stays clear: keys below the range clip onto it
-    order = np.argsort(offsets, kind="stable")
-    offsets = offsets[order]
-    if len(offsets) > 1 and not (offsets[1:] != offsets[:-1]).all():
+    nwords = (span + 2 + 63) // 64
+    marks = np.zeros(nwords * 64, dtype=np.uint8)
+    marks[offsets] = 1
+    if np.count_nonzero(marks) != len(offsets):
         return table  # a key occurs twice: not a perfect hash
-    words = offsets >> 6
-    starts = np.flatnonzero(np.concatenate(([True], words[1:] != words[:-1])))
-    values = np.left_shift(np.uint64(1), (offsets & 63).astype(np.uint64))
-    bits = np.zeros((span + 2 + 63) // 64, dtype=np.uint64)
-    bits[words[starts]] = np.bitwise_or.reduceat(values, starts)
-    rank = np.zeros(len(bits), dtype=np.int32)
+    bits = np.packbits(marks, bitorder="little").view("<u8").astype(np.uint64, copy=False)
+    del marks
+    rank = np.zeros(nwords, dtype=np.int32)
     np.cumsum(np.bitwise_count(bits[:-1]), out=rank[1:])
-    ordered = np.append(rows[order], -1).astype(np.int32)
-    return DenseIndex(table.combine_chunks(), key, lo, None, span, bits, rank, ordered)
+    index = DenseIndex(table.combine_chunks(), key, lo, None, span, bits, rank, None)
+    ordered = np.full(len(offsets) + 1, -1, dtype=np.int32)
+    ordered[index.ranks(offsets)] = rows
+    index.rows = ordered
+    return index
 
 
 def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,
