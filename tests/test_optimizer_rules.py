@@ -332,3 +332,33 @@ def test_correlated_aggregate_is_reduced_to_the_outer_keys(octx):
     assert [j.kind for j in nodes(plan, L.Join)] == ["left", "semi"]
     plan = decorrelate(bound(octx, "select id from big where v > (select avg(v) from big b2 where b2.k = big.k)"))
     assert [j.kind for j in nodes(plan, L.Join)] == ["left"]
+
+
+def test_the_rules_of_one_optimize_hash_each_node_once(octx, monkeypatch):
+    """transform_up fingerprints every node (equal subtrees share their rewrite); inside
+    optimize() the rules share one table of fingerprints, so a node that survives a rule
+    unchanged is not hashed again by the next (a third of optimizing TPC-DS Q14). Answers
+    and plans are the same either way."""
+    from collections import Counter
+
+    import pqe.optimizer as O
+
+    sql = ("with t as (select k, sum(v) s from big where id > 10 group by k) "
+           "select a.k, a.s, b.s from t a join t b on a.k = b.k join small on small.k = a.k "
+           "where small.name <> 'n3' order by 1")
+    plan = bound(octx, sql)
+    hashed = Counter()
+    real = L.fields
+
+    def counting(node):
+        hashed[id(node)] += 1
+        return real(node)
+
+    monkeypatch.setattr(L, "fields", counting)
+    shared = O.optimize(plan)
+    assert hashed and max(hashed.values()) == 1
+    hashed.clear()
+    monkeypatch.setattr(O, "shared_fingerprints", __import__("contextlib").nullcontext)
+    alone = O.optimize(plan)
+    assert max(hashed.values()) > 1  # each rule's walk hashed the same nodes again
+    assert format_plan(shared) == format_plan(alone)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import Error, InternalError
-from ..plan.logical import LogicalPlan
+from ..plan.logical import LogicalPlan, shared_fingerprints
 from .decorrelate import decorrelate
 from .distinct_aggregates import rewrite_distinct_aggregates
 from .eager_aggregate import eager_aggregate
@@ -77,14 +77,15 @@ def _apply(name: str, rule: Rule, plan: LogicalPlan) -> LogicalPlan:
 
 def optimize(plan: LogicalPlan, rules=RULES, final_rules=FINAL_RULES,
              max_passes: int = MAX_PASSES) -> LogicalPlan:
-    for _ in range(max_passes):
-        start = plan
-        for name, rule in rules:
+    with shared_fingerprints():
+        for _ in range(max_passes):
+            start = plan
+            for name, rule in rules:
+                plan = _apply(name, rule, plan)
+            if plan == start:
+                break
+        for name, rule in final_rules:
             plan = _apply(name, rule, plan)
-        if plan == start:
-            break
-    for name, rule in final_rules:
-        plan = _apply(name, rule, plan)
     return plan
 
 
