@@ -111,10 +111,12 @@ def parse_statements(sql: str, params: Sequence[Any] | None = None) -> list[Pars
     """Parse `;`-separated statements, unwrap EXPLAIN [ANALYZE], and bind `?` parameters (in
     the order they appear in the text) as typed literals: values never become SQL text."""
     statements = parse(sql)
-    bodies = iter(_explain_bodies(sql))
+    bodies = None  # the text is tokenized again to find them only when there is an EXPLAIN
     out: list[ParsedStatement] = []
     for ast in statements:
         if isinstance(ast, exp.Command) and ast.this.upper() == "EXPLAIN":
+            if bodies is None:
+                bodies = iter(_explain_bodies(sql))
             start = next(bodies, None)
             if start is None:  # pragma: no cover - the tokenizer and parser disagree
                 raise SQLSyntaxError("cannot find the statement after EXPLAIN")
