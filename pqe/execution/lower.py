@@ -276,7 +276,7 @@ class Lowering:
         for p, b in zip(left, builds, strict=True):
             op = O.HashJoin(build=len(p.inputs), kind=node.kind, left_keys=node.left_keys,
                             right_keys=node.right_keys, filter=node.filter, out_ids=out,
-                            null_aware=node.null_aware)
+                            null_aware=node.null_aware, decode=node.decode)
             parts.append(Pending(p.ops + (op,), p.inputs + (b,)))
         return parts
 
@@ -316,7 +316,7 @@ class Lowering:
         for p in self.lower(node.right):
             op = O.HashJoin(build=len(p.inputs), kind="inner", left_keys=node.right_keys,
                             right_keys=node.left_keys, filter=node.filter,
-                            out_ids=out + (ROW_ID,), null_aware=False)
+                            out_ids=out + (ROW_ID,), null_aware=False, decode=())
             pairs.append(Pending(p.ops + (op,), p.inputs + (build,)))
         keys = self.materialize(pairs, "left-match")
         # only the matched ids travel to the partition of unmatched rows

@@ -275,12 +275,17 @@ def _compile_fast(predicate, exprs, out_ids=(), unscaled_ids=()):
 
 
 class HashJoin(Op):
-    """Join the running table (left) with task input `build` (right)."""
+    """Join the running table (left) with task input `build` (right); `decode`: left
+    columns that arrive dictionary-encoded, decoded in the output."""
 
     label = "join"
-    _fields = ("build", "kind", "left_keys", "right_keys", "filter", "out_ids", "null_aware")
+    _fields = ("build", "kind", "left_keys", "right_keys", "filter", "out_ids", "null_aware",
+               "decode")
 
     def run(self, data, inputs):
+        return joins.decoded(self._join(data, inputs), self.decode)
+
+    def _join(self, data, inputs):
         residual = getattr(self, "_residual", None)
         if residual is None and self.filter is not None:
             residual = self._residual = Compiler()(self.filter)
@@ -291,6 +296,8 @@ class HashJoin(Op):
             if out is not None:
                 return out
             build = build.table
+        if self.decode:  # Acero needs one dictionary per column (a row group has its own)
+            data = data.unify_dictionaries()
         return joins.hash_join(data, build, self.kind, self.left_keys,
                                self.right_keys, residual, self.out_ids, self.null_aware)
 

@@ -320,6 +320,9 @@ class HashJoinExec(PhysicalPlan):
     # row groups sorted or clustered by it. The scan's tasks wait for the build, then skip
     # the units whose range misses the build keys' [min, max] (execution.ops.ReadFiles)
     runtime_filter: tuple | None = None
+    # probe-side text columns that its scan returns still dictionary-encoded (the scan lists
+    # them as encoded): the join carries the indices and decodes only the rows it outputs
+    decode: tuple[str, ...] = ()
 
     def children(self):
         return (self.left, self.right)
@@ -336,6 +339,8 @@ class HashJoinExec(PhysicalPlan):
         if self.runtime_filter is not None:
             scan, column = self.runtime_filter[:2]
             out += f" dynamic_filter=[{scan.table}.{column}]"
+        if self.decode:
+            out += " decode=[" + ", ".join(names.get(c, c) for c in self.decode) + "]"
         return out
 
 

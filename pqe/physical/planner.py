@@ -997,7 +997,47 @@ def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
     out = planner.plan(plan)
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
     _drop_shared_dynamic_filters(out)
+    _probe_text_encoded(out)
     return choose_exchanges(out, config)
+
+
+def _probe_text_encoded(plan: PhysicalPlan) -> None:
+    """A join probed straight from a Parquet scan (one fused task per partition: a broadcast,
+    or a join of single partitions)
+    whose dictionary-read text columns are neither keys nor read by its condition: the scan
+    returns them encoded and the join decodes the rows it outputs. TPC-H Q12 at SF10 decoded
+    3.8M order priorities per partition to keep 78k. Only a scan with this one consumer (a
+    shared scan's other consumers need text)."""
+    parents: dict[int, int] = {}
+    joins: list[HashJoinExec] = []
+    seen: set[int] = set()
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, HashJoinExec) and node.mode != "build_left" \
+                and not node.null_aware and isinstance(node.left, ScanExec):
+            joins.append(node)
+        for child in node.children():
+            parents[id(child)] = parents.get(id(child), 0) + 1
+            stack.append(child)
+    for join in joins:
+        scan = join.left
+        if parents.get(id(scan), 0) != 1 or not scan.dict_columns:
+            continue
+        names = {cid: name for name, cid in scan.columns}
+        busy = set(join.left_keys) | column_ids_all(scan.filters)
+        if join.filter is not None:
+            busy |= column_ids_all([join.filter])
+        ids = tuple(f.id for f in scan.schema if f.id not in busy
+                    and names.get(f.id) in scan.dict_columns and names[f.id] not in scan.encoded)
+        if not ids:
+            continue
+        scan.encoded = tuple(scan.encoded) + tuple(names[c] for c in ids)
+        out = {f.id for f in join.schema}
+        join.decode = tuple(c for c in ids if c in out)
 
 
 def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
