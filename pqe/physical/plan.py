@@ -614,6 +614,16 @@ class SampleExec(PhysicalPlan):
         return f"Sample: {describe_sample(self)}"
 
 
+def parent_counts(plan: PhysicalPlan) -> dict[int, int]:
+    """How many parents each node of the plan has, by id(): more than one is a shared node
+    (its result serves every consumer, so no one consumer may change what it computes)."""
+    parents: dict[int, int] = {}
+    for node in nodes_once(plan):
+        for child in node.children():
+            parents[id(child)] = parents.get(id(child), 0) + 1
+    return parents
+
+
 def nodes_once(plan: PhysicalPlan):
     """Every node of the plan once, parents before children: the plan is a DAG (a shared
     scan, CTE or view has several consumers), so walks must be linear in its nodes, not in

@@ -30,7 +30,8 @@ from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Bound, WindowSpec, dense_fits,
                    segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
-                   RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec)
+                   RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec,
+                   nodes_once, parent_counts)
 
 
 DENSE_PROBE = 0.5  # probing a dense lookup array, relative to probing a hash table
@@ -1008,21 +1009,10 @@ def _probe_text_encoded(plan: PhysicalPlan) -> None:
     returns them encoded and the join decodes the rows it outputs. TPC-H Q12 at SF10 decoded
     3.8M order priorities per partition to keep 78k. Only a scan with this one consumer (a
     shared scan's other consumers need text)."""
-    parents: dict[int, int] = {}
-    joins: list[HashJoinExec] = []
-    seen: set[int] = set()
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, HashJoinExec) and node.mode != "build_left" \
-                and not node.null_aware and isinstance(node.left, ScanExec):
-            joins.append(node)
-        for child in node.children():
-            parents[id(child)] = parents.get(id(child), 0) + 1
-            stack.append(child)
+    parents = parent_counts(plan)
+    joins = [node for node in nodes_once(plan) if isinstance(node, HashJoinExec)
+             and node.mode != "build_left" and not node.null_aware
+             and isinstance(node.left, ScanExec)]
     for join in joins:
         scan = join.left
         if parents.get(id(scan), 0) != 1 or not scan.dict_columns:
@@ -1049,20 +1039,9 @@ def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
     may still skip the units outside every consumer's range when each of its consumers reaches
     a join with a dynamic filter: `ScanExec.dynamic_joins` lists one such join per consumer, and
     the scan reads the units inside the union of their builds' [min, max]."""
-    parents: dict[int, int] = {}
-    joins: list[HashJoinExec] = []
-    seen: set[int] = set()
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, HashJoinExec) and node.runtime_filter is not None:
-            joins.append(node)
-        for child in node.children():
-            parents[id(child)] = parents.get(id(child), 0) + 1
-            stack.append(child)
+    parents = parent_counts(plan)
+    joins = [node for node in nodes_once(plan)
+             if isinstance(node, HashJoinExec) and node.runtime_filter is not None]
     by_scan: dict[int, tuple[ScanExec, dict[int, HashJoinExec]]] = {}
     for join in joins:
         scan, node, above = join.runtime_filter[0], join.left, join
