@@ -283,7 +283,7 @@ class HashJoin(Op):
                "decode")
 
     def run(self, data, inputs):
-        return joins.decoded(self._join(data, inputs), self.decode)
+        return rel.decoded(self._join(data, inputs), self.decode)
 
     def _join(self, data, inputs):
         residual = getattr(self, "_residual", None)

@@ -25,7 +25,7 @@ from ..errors import ExecutionError, InternalError
 from . import decimals
 from . import user_functions as U
 from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_lists
-from .relational import canonical_floats
+from .relational import canonical_floats, decoded
 
 # fn -> list of (state suffix, partial kernel, final kernel)
 _STATES = {
@@ -123,11 +123,7 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
         ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
         ac.Declaration("aggregate", ac.AggregateNodeOptions(aggs, keys=keys)),
     ])
-    out = decl.to_table(use_threads=False)
-    for k in encoded:
-        i = out.schema.get_field_index(k)
-        out = out.set_column(i, k, pc.cast(out.column(i), out.schema.field(i).type.value_type))
-    return out
+    return decoded(decl.to_table(use_threads=False), encoded)
 
 
 def _agg_entry(col, kernel: str, out: str, grouped: bool):

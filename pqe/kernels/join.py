@@ -137,16 +137,6 @@ def _taken(out: pa.Table, build: pa.Table, names: list[str]) -> pa.Table:
     return out
 
 
-def decoded(table: pa.Table, ids) -> pa.Table:
-    """`table` with its dictionary-encoded columns among `ids` decoded to their values."""
-    for cid in ids:
-        i = table.schema.get_field_index(cid)
-        if i >= 0 and pa.types.is_dictionary(table.schema.field(i).type):
-            col = table.column(i)
-            table = table.set_column(i, cid, pc.cast(col, col.type.value_type))
-    return table
-
-
 def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
     """x NOT IN (subquery): no rows if the subquery yields a NULL; a NULL x is dropped unless
     the subquery is empty."""

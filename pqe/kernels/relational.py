@@ -22,6 +22,17 @@ def canonical_floats(col):
     return pc.if_else(pc.is_nan(col), nan, pc.add(col, pa.scalar(0.0, col.type)))
 
 
+def decoded(table: pa.Table, ids) -> pa.Table:
+    """`table` with its dictionary-encoded columns among `ids` decoded to their values (an
+    aggregate's encoded group keys, a join's encoded probe columns: only their output rows)."""
+    for cid in ids:
+        i = table.schema.get_field_index(cid)
+        if i >= 0 and pa.types.is_dictionary(table.schema.field(i).type):
+            col = table.column(i)
+            table = table.set_column(i, cid, pc.cast(col, col.type.value_type))
+    return table
+
+
 def hash_buckets(table: pa.Table, keys: tuple[str, ...], n: int) -> np.ndarray:
     """The partition (0..n-1) of each row by its key columns (kernels.hashing: every byte of
     every key; equal values, equal buckets, however each side's arrays are encoded)."""

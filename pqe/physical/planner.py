@@ -1021,13 +1021,15 @@ def _probe_text_encoded(plan: PhysicalPlan) -> None:
         busy = set(join.left_keys) | column_ids_all(scan.filters)
         if join.filter is not None:
             busy |= column_ids_all([join.filter])
-        ids = tuple(f.id for f in scan.schema if f.id not in busy
+        # only columns the join outputs: every encoded column is one the join decodes (and
+        # whose dictionaries it unifies before Acero, which cannot carry differing ones)
+        out = {f.id for f in join.schema}
+        ids = tuple(f.id for f in scan.schema if f.id not in busy and f.id in out
                     and names.get(f.id) in scan.dict_columns and names[f.id] not in scan.encoded)
         if not ids:
             continue
         scan.encoded = tuple(scan.encoded) + tuple(names[c] for c in ids)
-        out = {f.id for f in join.schema}
-        join.decode = tuple(c for c in ids if c in out)
+        join.decode = ids
 
 
 def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
