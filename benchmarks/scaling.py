@@ -62,6 +62,21 @@ def task_profiles(root, threads: int, queries: list[str], runs: int) -> dict:
     return out
 
 
+def pin_cores(n: int | None, cores: set[int] | None = None) -> set[int] | None:
+    """Pin every thread of this process (and so the threads they start) to its first `n`
+    allowed cores, or to `cores`; returns the cores allowed before (None: not on Linux)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    before = os.sched_getaffinity(0)
+    target = cores if cores is not None else set(sorted(before)[:max(1, n or 1)])
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), target)
+        except OSError:  # the thread ended meanwhile
+            pass
+    return before
+
+
 def measure(sfs: list[float], threads: list[int], runs: int, timeout: float,
             queries: list[str], log=print, profile: bool = False) -> dict:
     """{"runs": [{sf, threads, load, per-engine {query: median seconds or None}}], ...}."""
@@ -72,12 +87,16 @@ def measure(sfs: list[float], threads: list[int], runs: int, timeout: float,
                     "--engines", ",".join(ENGINES), "--timeout", str(timeout), "--no-write",
                     "--queries", ",".join(q[1:] for q in queries)]
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-            # "t threads" bounds every pool: pqe's tasks run in Context(threads=t), and the
+            # "t threads" means t cores: pqe's tasks run in Context(threads=t), and the
             # Arrow kernels and Parquet reads inside them use Arrow's own CPU and I/O pools,
-            # which default to every core (so a 1-thread pqe run used ~1.3 cores)
+            # which default to every core, so those are limited to t; and even then a 1-thread
+            # pqe run overlapped a task's thread with the I/O thread decoding its reads (SF1:
+            # 6.71 s on 1 thread unpinned, 7.37 s on one core), so every thread of the process
+            # is also pinned to t cores (Linux), for both engines
             cpu, io = pa.cpu_count(), pa.io_thread_count()
             pa.set_cpu_count(t)
             pa.set_io_thread_count(t)
+            cores = pin_cores(t)
             prof = None
             try:
                 res: Results = run(parse_args(argv), log=log)
@@ -85,6 +104,8 @@ def measure(sfs: list[float], threads: list[int], runs: int, timeout: float,
             finally:
                 pa.set_cpu_count(cpu)
                 pa.set_io_thread_count(io)
+                if cores is not None:
+                    pin_cores(None, cores)
             entry = {"sf": sf, "threads": t, "load_before": load, "other_cpu": res.other_cpu,
                      "wall": res.wall, "times": {}, "status": {}}
             if prof is not None:
@@ -127,8 +148,9 @@ def markdown(data: dict, command: str) -> str:
              "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items())),
              ("- Each cell is the median of the timed runs after a warm-up, answers checked "
               "against DuckDB (benchmarks.tpch). A configuration of t threads also limits "
-              "Arrow's CPU and I/O thread pools to t, so 1 thread means one core for both "
-              "engines. Load average before each configuration: ") +
+              "Arrow's CPU and I/O thread pools to t and pins every thread of the process to "
+              "t cores, so 1 thread means one core for both engines. Load average before "
+              "each configuration: ") +
              ", ".join(f"SF{r['sf']:g}/{r['threads']}t {r['load_before']:.1f}" for r in runs
                        if r["load_before"] is not None), ""]
     lines += [f"## Totals (sum of the {len(queries)} query medians, seconds)", "",

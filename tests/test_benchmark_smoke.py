@@ -78,3 +78,42 @@ def test_task_profile_accounts_for_the_execute_time(tpch_ctx):
         assert 0 < p["task_seconds"] <= threads * p["execute"] + 1e-3, p
         if p["parallel"] == 0:  # never two tasks at once: the tasks ran one after another
             assert p["task_seconds"] <= p["serial"] + 1e-3, p
+
+
+def test_scaling_pins_every_thread_of_the_process_to_t_cores():
+    """benchmarks.scaling's "1 thread" is one core: every thread running, and the threads they
+    start, are pinned to it (a thread-1 pqe run otherwise overlapped a task with the I/O
+    thread decoding its reads), and the cores allowed before are given back."""
+    import os
+    import threading
+
+    import pytest
+
+    from benchmarks import scaling
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("CPU affinity is Linux-only")
+    allowed = os.sched_getaffinity(0)
+    started, stop = threading.Event(), threading.Event()
+    seen = {}
+
+    def worker():
+        started.set()
+        stop.wait(30)
+        seen["late"] = os.sched_getaffinity(0)  # a thread started before the pin
+
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait()
+    before = scaling.pin_cores(1)
+    try:
+        assert before == allowed
+        assert len(os.sched_getaffinity(0)) == 1
+        assert os.sched_getaffinity(t.native_id) == os.sched_getaffinity(0)
+        stop.set()
+        t.join()
+        assert seen["late"] == os.sched_getaffinity(0)
+    finally:
+        stop.set()
+        scaling.pin_cores(None, before)
+    assert os.sched_getaffinity(0) == allowed
