@@ -546,12 +546,15 @@ class Pipeline:
 
 # A task whose scan reads more than STREAM_MIN_CHUNKS chunks of this many rows runs its
 # row-wise prefix (filters, projections, probes of small builds, partial aggregates) one
-# chunk of row groups at a time. Each chunk costs a read and a kernel call per op of its own
-# (TPC-H SF1 on 2 threads, 3M-row partitions: 2-5% more CPU chunked), so a partition of a few
-# chunks is read whole; at SF10 (4M-row partitions) chunks cut the peak RSS of Q1 from 1,216
-# to 477 MiB, Q19 from 857 to 449, Q17 from 628 to 424
+# chunk of row groups at a time. At SF10 (4M-row partitions) chunks cut the peak RSS of Q1
+# from 1,216 to 477 MiB, Q19 from 857 to 449, Q17 from 628 to 424. Each chunk is a read of
+# its own; since a read no longer parses the file's footer (kernels.scan) a partition of a
+# few chunks streams too: SF10's 2M-row partsupp partitions, peak RSS Q2 395 -> 247 MiB, Q11
+# 343 -> 228, Q16 462 -> 409, times equal; at SF1 (1.5M-row lineitem partitions, 3 chunks)
+# Q1 takes 3-8% longer (0.35 -> 0.37 s; its ops cost the same per row in any chunk size, the
+# rest is the reads), the other queries are unchanged
 STREAM_ROWS = 1 << 19
-STREAM_MIN_CHUNKS = 6
+STREAM_MIN_CHUNKS = 2
 # a hash join streams only when its build is at most this share of a chunk (Acero hashes the
 # build again for every chunk)
 STREAM_BUILD_SHARE = 64
