@@ -159,7 +159,9 @@ def test_dense_join_builds_only_for_unique_narrow_integer_keys():
     sparse = pa.table({"k": np.arange(0, (1 << 19) * 40, 40, dtype=np.int64)})
     idx = dense_join.build(sparse, "k")
     assert isinstance(idx, dense_join.DenseIndex)
-    assert (1 << 19) * 40 > dense_join.SPARSE_MIN_SLOTS
+    from pqe.physical import plan as physical_plan
+
+    assert (1 << 19) * 40 > physical_plan.SPARSE_MIN_SLOTS
     # ... as a bitmap with ranks (SF10 Q5's 2.3M orders over 60M keys: 240 MB of int32 slots)
     assert idx.guarded is None and idx.nbytes - sparse.nbytes < (1 << 19) * 40 * 4 / 10
     probe = pa.table({"p": pa.array([-1, 0, 1, 40, 41, 80 * 1000, (1 << 19) * 40 - 40,
@@ -168,8 +170,17 @@ def test_dense_join_builds_only_for_unique_narrow_integer_keys():
         [-1, 0, -1, 1, -1, 2000, (1 << 19) - 1, -1, -1]
     dup_sparse = pa.table({"k": [0, 1000, 1000]})
     assert dense_join.build(dup_sparse, "k") is dup_sparse
-    too_sparse = pa.table({"k": np.arange(0, (1 << 19) * 100, 100, dtype=np.int64)})
-    assert dense_join.build(too_sparse, "k") is too_sparse
+    # 100 slots per row, past an array's 64 but within a bitmap's 1024: SF10 Q10's 573k
+    # orders of one quarter over 60M keys, hashed again in each of 15 probe partitions
+    wider = pa.table({"k": np.arange(0, (1 << 19) * 100, 100, dtype=np.int64)})
+    idx = dense_join.build(wider, "k")
+    assert isinstance(idx, dense_join.DenseIndex) and idx.guarded is None
+    assert dense_join._positions(pa.chunked_array([pa.array([0, 100, 150, (1 << 19) * 100 - 100],
+                                                            pa.int64())]), idx).tolist() == \
+        [0, 1, -1, (1 << 19) - 1]
+    too_sparse = pa.table({"k": np.arange(0, (1 << 15) * 2000, 2000, dtype=np.int64)})
+    assert dense_join.build(too_sparse, "k") is too_sparse  # 2000 slots a row
+    assert not physical_plan.dense_fits(1 << 27, 1 << 20)  # past DENSE_MAX_SLOTS
     text = pa.table({"k": ["a"]})
     assert dense_join.build(text, "k") is text
 
@@ -179,8 +190,10 @@ def dense_form(request, monkeypatch):
     """Every dense join test on both forms of the index: the lookup array and the bitmap."""
     from pqe.kernels import dense_join
 
-    monkeypatch.setattr(dense_join, "SPARSE_SLOTS_PER_ROW", 1 << 62 if request.param == "slots" else 0)
-    monkeypatch.setattr(dense_join, "SPARSE_MIN_SLOTS", 0)
+    from pqe.physical import plan
+
+    monkeypatch.setattr(plan, "SPARSE_SLOTS_PER_ROW", 1 << 62 if request.param == "slots" else 0)
+    monkeypatch.setattr(plan, "SPARSE_MIN_SLOTS", 0)
     return request.param
 
 

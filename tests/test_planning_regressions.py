@@ -694,3 +694,32 @@ def test_a_larger_unique_side_is_not_gathered_to_build_it_dense_when_hashing_is_
     assert "dense" not in join and "o.k = l.lk" in join, text
     x = {int(k): i % 3 for i, k in enumerate(ctx.sql("SELECT k FROM o").to_arrow().column(0).to_pylist())}
     assert rows(ctx, sql) == [(100_000, sum(x[int(k)] for k in lk))]
+
+
+def test_a_sparse_unique_build_gets_the_shared_bitmap_index_not_a_hash_per_partition():
+    """200k unique keys 100 apart (a 20M span: past an int32 array's 64 slots a row, within
+    the bitmap's 1024) are built once into the bitmap index every probe partition shares.
+    Hashed instead, TPC-H SF10 Q10's 573k orders of a quarter (60M keys) were built again in
+    each of 15 lineitem partitions: 4.0 -> 3.1 s, and Q3 3.75 -> 2.1 s, 930 -> 404 MiB."""
+    import numpy as np
+
+    from pqe.physical import plan as physical_plan
+
+    rng = np.random.default_rng(5)
+    keys = np.arange(200_000, dtype=np.int64) * 100
+    ctx = pqe.Context(partitions=4)
+    ctx.register_arrow("o", pa.table({"k": rng.permutation(keys), "x": np.arange(200_000) % 7}))
+    lk = rng.integers(0, 20_000_000, 2_000_000)
+    ctx.register_arrow("l", pa.table({"lk": lk, "y": np.arange(2_000_000) % 5}))
+    sql = "SELECT count(*), sum(x + y) FROM l JOIN o ON o.k = l.lk"
+    text = ctx.sql(sql).explain().split("== Physical Plan ==")[1]
+    join = next(line for line in text.splitlines() if "HashJoin" in line)
+    assert "HashJoin[broadcast, dense]" in join, text
+    span = int(keys.max()) + 1
+    assert physical_plan.bitmap_form(span, len(keys)) and not span <= 64 * len(keys)
+    built = ctx.sql("SELECT k, x FROM o").to_arrow()
+    x = dict(zip(built.column(0).to_pylist(), built.column(1).to_pylist()))
+    y = np.arange(2_000_000) % 5
+    hit = (lk % 100 == 0) & (lk < span)
+    want = (int(hit.sum()), int(sum(x[int(k)] for k in lk[hit]) + y[hit].sum()))
+    assert rows(ctx, sql) == [want]

@@ -16,19 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..physical.plan import dense_fits
+from ..physical.plan import bitmap_form, dense_fits
 from .expressions import filter_table
-
-
-# past this many slots of the key range per build row, and this many slots in all (sparse
-# keys over a wide range: TPC-H SF10 Q5's 2.3M orders of 1994 span all 60M order keys, a
-# 240 MB array of int32 slots), the index is a bitmap of the range with a rank per 64-bit word
-# instead: under 1.5 bits per slot and 4 bytes per row. Q5 at SF10: peak RSS 817 -> 644 MiB,
-# 4.07 -> 3.48 s. A smaller array stays: its probe is one gather where the bitmap's is eight
-# array operations (at SF1, where no array passes 24 MB, the bitmap made Q5, Q7, Q8, Q9 and
-# Q17 5-15% slower)
-SPARSE_SLOTS_PER_ROW = 8
-SPARSE_MIN_SLOTS = 1 << 24
 
 
 @dataclass
@@ -110,7 +99,7 @@ def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
         return table
     # one chunk: probes gather rows from it with `take`, which would otherwise concatenate
     # the chunks again for every probe partition
-    if span > max(SPARSE_MIN_SLOTS, SPARSE_SLOTS_PER_ROW * len(keys)):
+    if bitmap_form(span, len(keys)):  # (physical.plan: sparse keys over a wide range)
         return _bitmap_index(table, key, keys, rows, lo, span)
     offsets = keys - lo
     guarded = np.full(span + 2, -1, dtype=np.int32)

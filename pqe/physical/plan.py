@@ -99,11 +99,41 @@ class WindowSpec:
 DENSE_MAX_SLOTS = 1 << 26  # 256 MB of int32 slots at most
 DENSE_SLACK = 1 << 20      # ranges up to this many slots are always fine
 DENSE_DENSITY = 64         # otherwise at most 64x the build rows (256 B of slots per row)
+# past this many slots of the key range per build row, and this many slots in all (sparse
+# keys over a wide range: TPC-H SF10 Q5's 2.3M orders of 1994 span all 60M order keys, a
+# 240 MB array of int32 slots), the index is a bitmap of the range with a rank per 64-bit word
+# instead: under 1.5 bits per slot and 4 bytes per row. Q5 at SF10: peak RSS 817 -> 644 MiB,
+# 4.07 -> 3.48 s. A smaller array stays: its probe is one gather where the bitmap's is eight
+# array operations (at SF1, where no array passes 24 MB, the bitmap made Q5, Q7, Q8, Q9 and
+# Q17 5-15% slower)
+SPARSE_SLOTS_PER_ROW = 8
+SPARSE_MIN_SLOTS = 1 << 24
+# a bitmap index may span up to this many slots per build row (0.19 bytes a slot: 192 bytes
+# of index per row, where an array at DENSE_DENSITY takes 256). TPC-H SF10 Q10's 573k orders
+# of one quarter span 60M order keys (105 per row): hashed again in each of 15 lineitem probe
+# partitions they took 2.6 s of join time
+BITMAP_DENSITY = 1024
 
 
 def dense_fits(span: int, rows: float) -> bool:
     """Whether keys spanning `span` values over `rows` build rows get a lookup array."""
-    return span <= DENSE_MAX_SLOTS and span <= max(DENSE_SLACK, DENSE_DENSITY * rows)
+    if span > DENSE_MAX_SLOTS:
+        return False
+    if span <= max(DENSE_SLACK, DENSE_DENSITY * rows):
+        return True
+    return bitmap_form(span, rows) and span <= BITMAP_DENSITY * rows
+
+
+def bitmap_form(span: int, rows: float) -> bool:
+    """Whether the index over `span` slots for `rows` keys is the bitmap (else an array)."""
+    return span > max(SPARSE_MIN_SLOTS, SPARSE_SLOTS_PER_ROW * rows)
+
+
+def dense_index_bytes(span: int, rows: float) -> float:
+    """Bytes of the lookup structure kernels.dense_join builds (besides the build table)."""
+    if bitmap_form(span, rows):
+        return span * 3 / 16 + 4 * rows  # bits and a rank per 64 slots, a row per key
+    return 4.0 * (span + 2)
 
 
 # DECIMAL arithmetic on unscaled int64: inputs of at most this many digits

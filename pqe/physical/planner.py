@@ -28,6 +28,7 @@ from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_
                          transform)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Bound, WindowSpec, dense_fits,
+                   dense_index_bytes,
                    segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
                    RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec,
@@ -339,7 +340,7 @@ class PhysicalPlanner:
         lo, hi = est.min, est.max
         if lo is None or hi is None or not dense_fits(int(hi - lo + 1), rows):
             return False
-        if not self._broadcast_fits(nbytes + 4 * int(hi - lo + 3)):
+        if not self._broadcast_fits(nbytes + dense_index_bytes(int(hi - lo + 1), rows)):
             return False
         return self.est.unique(side, key)
 
