@@ -723,3 +723,28 @@ def test_a_sparse_unique_build_gets_the_shared_bitmap_index_not_a_hash_per_parti
     hit = (lk % 100 == 0) & (lk < span)
     want = (int(hit.sum()), int(sum(x[int(k)] for k in lk[hit]) + y[hit].sum()))
     assert rows(ctx, sql) == [want]
+
+
+def test_a_broadcast_counts_gathering_its_build_side():
+    """A build side in several partitions is gathered before it is broadcast: its rows move
+    as a shuffle's do. Uncounted, a build of 40% of the probe side's rows (a two-column key,
+    no dense index) was broadcast to 4 partitions; TPC-H Q9 with its LIKE estimated from a
+    sample (5% of parts) broadcast 3.2M lineitem rows at SF10 (5.0 -> 6.6 s, 1.6 -> 2.2 GB)
+    where shuffling both sides was cheaper."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    n = 1_000_000
+    ctx = pqe.Context(partitions=4)
+    ctx.register_arrow("big", pa.table({"a": rng.integers(0, 1000, n), "b": rng.integers(0, 1000, n)}))
+    m = 400_000
+    ctx.register_arrow("mid", pa.table({"a": rng.integers(0, 1000, m), "b": rng.integers(0, 1000, m)}))
+    sql = "SELECT count(*) FROM big JOIN mid ON big.a = mid.a AND big.b = mid.b"
+    text = ctx.sql(sql).explain().split("== Physical Plan ==")[1]
+    join = next(line for line in text.splitlines() if "HashJoin" in line)
+    assert "HashJoin[partitioned]" in join, text
+    assert "mid" in text and "Exchange[hash(" in text
+    ctx.register_arrow("small", ctx.sql("SELECT * FROM mid LIMIT 100000").to_arrow())
+    smaller = "SELECT count(*) FROM big JOIN small ON big.a = small.a AND big.b = small.b"
+    text = ctx.sql(smaller).explain().split("== Physical Plan ==")[1]
+    assert "HashJoin[broadcast]" in next(line for line in text.splitlines() if "HashJoin" in line)

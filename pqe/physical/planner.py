@@ -267,7 +267,10 @@ class PhysicalPlanner:
         # costs in "hash table inserts": a build row costs 1 (once per probing partition),
         # a probe row PROBE_COST, a shuffled row shuffle_cost
         probe = self.cfg.probe_cost
-        broadcast_cost = rrows * left.n + lrows * probe
+        # (a build side in several partitions is gathered first: its rows move as a
+        # shuffle's do)
+        gather = rrows * self.cfg.shuffle_cost if right.n > 1 else 0.0
+        broadcast_cost = gather + rrows * left.n + lrows * probe
         shuffle_rows = (0 if left_ready else lrows) + rrows
         partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows + lrows * probe
         lbytes, rbytes = self.est.bytes(node.left), self.est.bytes(node.right)
