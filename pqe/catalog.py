@@ -70,6 +70,11 @@ class TableProvider:
         answers). False when unknown."""
         return False
 
+    def sample_values(self, column: str):
+        """Some of a text column's values (a pyarrow Array, cached), for estimating how many
+        rows a pattern keeps; None when there is no cheap sample."""
+        return None
+
     def describe(self) -> str:
         return self.kind
 
@@ -139,6 +144,7 @@ class _Snapshot:
         self.stats: TableStats | None = None
         self.ranges: dict[str, Any] = {}
         self.unique: dict[str, bool] = {}
+        self.samples: dict[str, Any] = {}
 
 
 def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) -> pa.Schema:
@@ -538,6 +544,31 @@ class ParquetTable(FileTable):
         st.unique[column] = result
         return result
 
+    SAMPLE_GROUPS = 3  # row groups read for a text column's sample: first, middle, last
+    SAMPLE_VALUES = 16_384  # values kept from each
+
+    def sample_values(self, column: str):
+        """The first SAMPLE_VALUES values of a text column in the first, middle and last row
+        groups (a column chunk each, read once per snapshot of the files)."""
+        st = self._snapshot()
+        if column in st.samples:
+            return st.samples[column]
+        result = None
+        if column in self.schema.names and T.is_text(self.schema.field(column).type):
+            groups = [(f, i) for f in st.files if f.schema.get_field_index(column) >= 0
+                      for i in range(f.metadata.num_row_groups)]
+            if groups:
+                picks = sorted({0, len(groups) // 2, len(groups) - 1})[:self.SAMPLE_GROUPS]
+                try:
+                    parts = [groups[k][0].fragment.subset(row_group_ids=[groups[k][1]])
+                             .to_table(columns=[column]).column(0)
+                             .slice(0, self.SAMPLE_VALUES).combine_chunks() for k in picks]
+                    result = pa.concat_arrays([p.cast(pa.large_string()) for p in parts])
+                except (OSError, pa.ArrowException):
+                    result = None
+        st.samples[column] = result
+        return result
+
     def statistics(self) -> TableStats:
         st = self._snapshot()
         if st.stats is not None:
@@ -698,6 +729,12 @@ class MemoryTable(TableProvider):
         if self._stats is None:
             self._stats = self._compute_stats()
         return self._stats
+
+    def sample_values(self, column: str):
+        if column in self.table.column_names and T.is_text(self.schema.field(column).type):
+            return self.table.column(column).slice(0, 3 * ParquetTable.SAMPLE_VALUES) \
+                .combine_chunks().cast(pa.large_string())
+        return None
 
     def key_sample_unique(self, column: str) -> bool:
         cache = self.__dict__.setdefault("_unique", {})

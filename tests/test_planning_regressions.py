@@ -725,6 +725,49 @@ def test_a_sparse_unique_build_gets_the_shared_bitmap_index_not_a_hash_per_parti
     assert rows(ctx, sql) == [want]
 
 
+@pytest.mark.parametrize("source", ["parquet", "memory"])
+def test_a_text_pattern_is_estimated_from_a_sample_of_the_column(tmp_path, source):
+    """LIKE, ILIKE, prefix, suffix and substring tests keep the share of a sample of the
+    column they keep (a pattern's reach has nothing to do with its length: TPC-H Q14's
+    'PROMO%' keeps 17% of parts, Q20's 'forest%' 1.1%; estimated at 10% either way, Q20 at
+    SF10 shuffled 9M lineitem rows for 87k keys: 1.86 -> 1.67 s, 670 -> 322 MiB). NULLs are
+    kept by no pattern; without a sample the guess stays 10%."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from pqe.plan.stats import Estimator
+
+    n = 60_000
+    # 1% 'forest x', NULL in every tenth row, the rest 'PROMO tin' or 'medium tin' or 'Ünï 名'
+    s = pa.array([None if i % 10 == 9 else ("forest x" if i % 100 == 0 else
+                  ("PROMO tin" if i % 3 == 0 else "medium tin" if i % 3 == 1 else "Ünï 名"))
+                  for i in range(n)], pa.string())
+    t = pa.table({"k": np.arange(n, dtype=np.int64), "s": s})
+    ctx = pqe.Context()
+    if source == "parquet":
+        pq.write_table(t, tmp_path / "t.parquet", row_group_size=20_000)
+        ctx.register_parquet("t", str(tmp_path / "t.parquet"))
+    else:
+        ctx.register_arrow("t", t)
+
+    def estimate(where):
+        return Estimator().rows(ctx.sql(f"SELECT k FROM t WHERE {where}").optimized_plan()) / n
+
+    def actual(where):
+        return rows(ctx, f"SELECT count(*) FROM t WHERE {where}")[0][0] / n
+
+    for where in ("s LIKE 'forest%'", "s LIKE 'PROMO%'", "s ILIKE 'promo%'",
+                  "starts_with(s, 'medium')", "s LIKE '%tin'", "s LIKE 'Ünï%'",
+                  "s LIKE '%est%'", "s LIKE '_romo%'"):
+        got, want = estimate(where), actual(where)
+        assert want / 1.5 <= got <= want * 1.5 + 1e-3, (where, got, want)
+    assert estimate("s LIKE 'zebra%'") < 1e-3  # in no sampled row
+    small = pqe.Context()
+    small.register_arrow("t", t.slice(0, 500))  # too few values to tell: the 10% guess
+    plan = small.sql("SELECT k FROM t WHERE s LIKE 'forest%'").optimized_plan()
+    assert Estimator().rows(plan) == pytest.approx(50)
+
+
 def test_a_broadcast_counts_gathering_its_build_side():
     """A build side in several partitions is gathered before it is broadcast: its rows move
     as a shuffle's do. Uncounted, a build of 40% of the probe side's rows (a two-column key,

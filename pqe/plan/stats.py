@@ -37,7 +37,8 @@ from .logical import (
 DEFAULT_SELECTIVITY = 0.25
 EQ_SELECTIVITY = 0.1
 RANGE_SELECTIVITY = 1 / 3
-LIKE_SELECTIVITY = 0.1
+LIKE_SELECTIVITY = 0.1  # without a sample of the column (Estimator._pattern_selectivity)
+SAMPLE_MIN_VALUES = 1000  # fewer sampled values tell too little
 
 
 @dataclass
@@ -467,12 +468,63 @@ class Estimator:
             r = self._range_fraction(e, plan)
             return RANGE_SELECTIVITY if r is None else min(1.0, max(r[2] - r[1], 1e-4))
         if fn in ("like", "ilike", "starts_with", "ends_with", "contains", "regexp_matches"):
-            return LIKE_SELECTIVITY
+            sampled = self._pattern_selectivity(e, plan)
+            return LIKE_SELECTIVITY if sampled is None else sampled
         if fn == "is_null":
             return 0.05 if e.args[0].nullable else 0.0
         if fn == "is_not_null":
             return 0.95 if e.args[0].nullable else 1.0
         return DEFAULT_SELECTIVITY
+
+    def _pattern_selectivity(self, e: Call, plan: LogicalPlan) -> float | None:
+        """The share of a sample of the base-table text column (`sample_values`: some values
+        of a few row groups) that a LIKE, prefix, suffix or substring test with a constant
+        pattern keeps. A pattern's reach has little to do with its length: TPC-H Q14's 'PROMO%'
+        keeps 17% of parts, Q20's 'forest%' 1.1%, where one 10% guess made Q20 at SF10 shuffle
+        9M lineitem rows for the 87k keys it semi-joins. None without a sample."""
+        import pyarrow.compute as pc
+
+        if len(e.args) != 2 or not isinstance(e.args[1], Literal) \
+                or not isinstance(e.args[1].value, str):
+            return None
+        values = self._sample(plan, e.args[0])
+        if values is None or len(values) < SAMPLE_MIN_VALUES:
+            return None
+        pattern = e.args[1].value
+        try:
+            if e.fn in ("like", "ilike"):
+                hits = pc.match_like(values, pattern, ignore_case=e.fn == "ilike")
+            elif e.fn == "starts_with":
+                hits = pc.starts_with(values, pattern)
+            elif e.fn == "ends_with":
+                hits = pc.ends_with(values, pattern)
+            elif e.fn == "contains":
+                hits = pc.match_substring(values, pattern)
+            else:
+                return None
+        except (pa.ArrowException, ValueError):
+            return None
+        kept = pc.sum(hits).as_py() or 0
+        return min(1.0, max(kept, 0.5) / len(values))  # none in the sample: under 1 in 2n
+
+    def _sample(self, plan: LogicalPlan, expr: Expr):
+        """The sampled values of the base-table column `expr` reads in `plan`'s output
+        (through filters, sorts, limits, joins and projections that pass it on), or None."""
+        while isinstance(expr, ColumnRef):
+            if isinstance(plan, Scan):
+                name = next((f.name for f in plan.fields if f.id == expr.id), None)
+                return None if name is None else plan.provider.sample_values(name)
+            if isinstance(plan, Filter | Sort | Limit):
+                plan = plan.input
+            elif isinstance(plan, Project):
+                expr = next((x for x, f in zip(plan.exprs, plan.fields, strict=True)
+                             if f.id == expr.id), None)
+                plan = plan.input
+            elif isinstance(plan, Join):
+                plan = plan.left if expr.id in set(plan.left.column_ids) else plan.right
+            else:
+                return None
+        return None
 
     @staticmethod
     def _col_lit(e: Call):
