@@ -731,10 +731,12 @@ class MemoryTable(TableProvider):
         return self._stats
 
     def sample_values(self, column: str):
-        if column in self.table.column_names and T.is_text(self.schema.field(column).type):
-            return self.table.column(column).slice(0, 3 * ParquetTable.SAMPLE_VALUES) \
-                .combine_chunks().cast(pa.large_string())
-        return None
+        cache = self.__dict__.setdefault("_samples", {})  # (a new version is a new table)
+        if column not in cache:
+            ok = column in self.table.column_names and T.is_text(self.schema.field(column).type)
+            cache[column] = self.table.column(column).slice(0, 3 * ParquetTable.SAMPLE_VALUES) \
+                .combine_chunks().cast(pa.large_string()) if ok else None
+        return cache[column]
 
     def key_sample_unique(self, column: str) -> bool:
         cache = self.__dict__.setdefault("_unique", {})
