@@ -362,3 +362,57 @@ def test_the_rules_of_one_optimize_hash_each_node_once(octx, monkeypatch):
     alone = O.optimize(plan)
     assert max(hashed.values()) > 1  # each rule's walk hashed the same nodes again
     assert format_plan(shared) == format_plan(alone)
+
+
+def test_driver_keeps_an_unchanged_plan_and_skips_a_rule_handed_the_same_plan(octx):
+    """A rule that rebuilds an equal plan hands on the plan it was given (later rules and
+    passes then find its nodes' fingerprints and estimates), and a rule handed the very plan
+    it was handed before is not run again: it is a pure function of its input."""
+    import dataclasses
+
+    calls = []
+
+    def rebuild(plan):  # an equal plan, every node a new object
+        calls.append(plan)
+        return L.transform_up(plan, lambda n: dataclasses.replace(n) if isinstance(
+            n, (L.Filter, L.Project)) else None)
+
+    def noop(plan):
+        calls.append(plan)
+        return plan
+
+    plan = bound(octx, "select id + 1 as x from big where k = 3")
+    out = optimize(plan, rules=(("rebuild", rebuild), ("noop", noop)), final_rules=())
+    assert out is plan
+    # pass one ran both rules on `plan`; pass two found each handed what it was handed
+    assert len(calls) == 2 and all(c is plan for c in calls)
+
+
+def test_rules_of_one_optimize_share_one_estimator(octx, monkeypatch):
+    """Inside optimize() every rule's estimates come from one Estimator (by node identity),
+    so join_reorder's second pass does not estimate the unchanged inputs again; outside it,
+    each caller gets its own. The plan is the same either way."""
+    import contextlib
+
+    import pqe.optimizer as O
+    from pqe.plan import stats
+
+    seen = []
+    real = stats.Estimator.shared
+
+    def spy():
+        est = real()
+        seen.append(est)
+        return est
+
+    monkeypatch.setattr(stats.Estimator, "shared", staticmethod(spy))
+    sql = ("select big.id from big, small, tiny where big.k = small.k and small.name = tiny.name "
+           "and tiny.w = 1 group by big.id")
+    shared = O.optimize(bound(octx, sql))
+    assert len(seen) > 1 and len({id(e) for e in seen}) == 1
+    assert stats.Estimator.shared() is not stats.Estimator.shared()  # outside: a new one
+    seen.clear()
+    monkeypatch.setattr(O, "shared_estimates", contextlib.nullcontext)
+    alone = O.optimize(bound(octx, sql))
+    assert len({id(e) for e in seen}) == len(seen) > 1
+    assert format_plan(shared) == format_plan(alone)

@@ -378,7 +378,7 @@ def _reduce_to_outer_keys(body: LogicalPlan, outer: LogicalPlan, pairs, hints,
     reduced = Join(body, keys, "semi", on, None)
     if force:
         return reduced
-    est = Estimator()
+    est = Estimator.shared()
     return reduced if est.rows(reduced) * 4 < est.rows(body) else body
 
 

@@ -43,7 +43,7 @@ _COMBINABLE = frozenset({"sum", "count", "count_star", "min", "max", "avg"})
 
 
 def eager_aggregate(plan: LogicalPlan) -> LogicalPlan:
-    est = Estimator()
+    est = Estimator.shared()
     return transform_up(plan, lambda node: _rule(node, est))
 
 

@@ -21,7 +21,7 @@ MAX_GREEDY_INPUTS = 256
 
 
 def join_reorder(plan: LogicalPlan) -> LogicalPlan:
-    return _visit(plan, Estimator())
+    return _visit(plan, Estimator.shared())
 
 
 def _visit(plan: LogicalPlan, est: Estimator) -> LogicalPlan:

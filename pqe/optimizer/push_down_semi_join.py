@@ -24,7 +24,7 @@ from ..plan.stats import Estimator
 
 
 def push_down_semi_join(plan: LogicalPlan) -> LogicalPlan:
-    est = Estimator()
+    est = Estimator.shared()
     return transform_up(plan, lambda node: _rule(node, est))
 
 

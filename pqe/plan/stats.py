@@ -7,12 +7,14 @@ equalities. Estimates only steer plan choices, never answers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import decimal
 import math
 from collections import ChainMap
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -69,6 +71,20 @@ def _as_number(v) -> float | None:
     return None
 
 
+_SHARED: ContextVar[Estimator | None] = ContextVar("pqe_estimator", default=None)
+
+
+@contextlib.contextmanager
+def shared_estimates():
+    """Inside, `Estimator.shared()` is one estimator (it keeps the nodes it estimated alive,
+    so their ids stay theirs until the block ends)."""
+    token = _SHARED.set(Estimator())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def type_width(t: pa.DataType) -> int:
     """Rough bytes per value, for size estimates."""
     if T.is_text(t) or pa.types.is_binary(t):
@@ -82,7 +98,17 @@ def type_width(t: pa.DataType) -> int:
 
 
 class Estimator:
-    """Memoized row and column estimates for one plan."""
+    """Memoized row and column estimates for one plan (by node identity: an estimate is a
+    function of the subtree alone)."""
+
+    @staticmethod
+    def shared() -> Estimator:
+        """The estimator of the enclosing `shared_estimates()` block (one optimizer run), or a
+        new one: the optimizer's rules and passes see mostly the same nodes, and estimating
+        them again in each was a fifth of optimizing (TPC-DS: 0.6 s of 1.7 s in
+        join_reorder)."""
+        est = _SHARED.get()
+        return est if est is not None else Estimator()
 
     def __init__(self) -> None:
         self._rows: dict[int, float] = {}
