@@ -9,7 +9,7 @@ tables); `name` is only for display. Scalar functions are `Call(fn, args)` with 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -20,6 +20,38 @@ if TYPE_CHECKING:  # pragma: no cover
     from .logical import LogicalPlan
 
 
+def _hash_once(cls):
+    """Class decorator (after @dataclass): the node's hash is worked out once and kept in its
+    `_h` slot. Hashing a frozen dataclass hashes its whole subtree again (and each Arrow type
+    in it, ~0.4 us apiece): the optimizer and planner hash the same expressions hundreds of
+    thousands of times per statement. The kept hash is left out of pickles, where it would
+    be wrong (string hashes differ between processes) and is worked out again."""
+    plain = cls.__hash__
+    names = tuple(f.name for f in fields(cls) if f.name != "_h")
+
+    def __hash__(self) -> int:
+        try:
+            return self._h
+        except AttributeError:
+            h = plain(self)
+            object.__setattr__(self, "_h", h)
+            return h
+
+    def __getstate__(self):
+        return tuple(getattr(self, n) for n in names)
+
+    def __setstate__(self, state) -> None:
+        for n, v in zip(names, state, strict=True):
+            object.__setattr__(self, n, v)
+
+    cls.__hash__ = __hash__
+    cls.__getstate__ = __getstate__
+    cls.__setstate__ = __setstate__
+    return cls
+
+
+
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class Field:
     """One output column of a plan node."""
@@ -29,6 +61,7 @@ class Field:
     dtype: pa.DataType
     nullable: bool = True
     qualifier: str | None = None
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def display(self) -> str:
@@ -95,6 +128,7 @@ class OuterRef(_FieldRef):
     field: Field
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class Literal(Expr):
     """A constant. Two NaN literals of one type are the same expression (NaN != NaN in
@@ -103,6 +137,7 @@ class Literal(Expr):
 
     value: Any
     dtype: pa.DataType
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def nullable(self) -> bool:
@@ -123,6 +158,7 @@ class Literal(Expr):
         return hash(self._key())
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class Call(Expr):
     """A scalar function or operator; `fn` names an entry of `pqe.plan.functions`."""
@@ -131,6 +167,7 @@ class Call(Expr):
     args: tuple[Expr, ...]
     dtype: pa.DataType
     is_nullable: bool = True
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def nullable(self) -> bool:
@@ -164,11 +201,13 @@ class UserCall(Expr):
         return replace(self, args=tuple(children))
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class Cast(Expr):
     arg: Expr
     dtype: pa.DataType
     try_: bool = False
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def nullable(self) -> bool:
@@ -181,6 +220,7 @@ class Cast(Expr):
         return replace(self, arg=children[0])
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class Case(Expr):
     """Searched CASE: the first `when` that is TRUE picks its `then`; else `else_` (or NULL)."""
@@ -188,6 +228,7 @@ class Case(Expr):
     whens: tuple[tuple[Expr, Expr], ...]
     else_: Expr
     dtype: pa.DataType
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def nullable(self) -> bool:
@@ -206,6 +247,7 @@ class Case(Expr):
         return replace(self, whens=whens, else_=children[2 * n])
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class InList(Expr):
     """`arg [NOT] IN (v1, v2, ...)` with SQL three-valued semantics."""
@@ -214,6 +256,7 @@ class InList(Expr):
     values: tuple[Expr, ...]
     negated: bool = False
     dtype: pa.DataType = field(default=T.BOOLEAN)
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def nullable(self) -> bool:
@@ -226,6 +269,7 @@ class InList(Expr):
         return replace(self, arg=children[0], values=tuple(children[1:]))
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class AggCall(Expr):
     """An aggregate function call; lives only in `Aggregate` nodes. `order_by`: the order of
@@ -239,6 +283,7 @@ class AggCall(Expr):
     filter: Expr | None = None
     order_by: tuple[SortKey, ...] = ()
     udf: Any = None
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     @property
     def nullable(self) -> bool:
@@ -279,6 +324,7 @@ class Frame:
     exclude: str = "no_others"  # | "current_row" | "group" | "ties"
 
 
+@_hash_once
 @dataclass(frozen=True, slots=True)
 class WindowCall(Expr):
     """`fn(args) OVER (PARTITION BY ... ORDER BY ... frame)`; lives only in `Window` nodes.
@@ -294,6 +340,7 @@ class WindowCall(Expr):
     dtype: pa.DataType
     consts: tuple = ()
     ignore_nulls: bool = False  # first/last/nth_value, lag/lead: skip NULL values
+    _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     def children(self) -> tuple[Expr, ...]:
         return self.args + self.partition_by + tuple(k.expr for k in self.order_by)
