@@ -173,13 +173,13 @@ def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,
 def _positions(col, index: DenseIndex) -> np.ndarray | None:
     """The build row of every probe key (int32, -1: no build row, NULL keys included), or None
     when the key is not an integer that fits int64. Chunk by chunk (no concatenated copy of
-    the keys): one subtraction, one clip and one gather per chunk, over a slots array with a
-    -1 sentinel at each end (keys below the range clip to the first, keys above to the last)."""
+    the keys), over a slots array with a -1 sentinel at each end (keys below the range clip
+    to the first, keys above to the last)."""
     if not pa.types.is_integer(col.type):
         return None
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
     try:
-        parts = [_chunk_positions(pc.cast(c, pa.int64()), index) for c in chunks]
+        parts = [_chunk_positions(c, index) for c in chunks]
     except pa.ArrowInvalid:
         return None
     if len(parts) == 1:
@@ -187,15 +187,29 @@ def _positions(col, index: DenseIndex) -> np.ndarray | None:
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
 
 
+# keys of these types, less `lo - 1` with |lo| below 2^62, never wrap around in int64
+_NARROW = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.uint32())
+
+
 def _chunk_positions(arr: pa.Array, index: DenseIndex) -> np.ndarray:
     span = index.span
     if arr.null_count:
         # NULL keys never match: any key outside the range does the same
         miss = index.lo - 1 if index.lo > -(2 ** 63) else index.lo + span
-        arr = arr.fill_null(miss)
-    keys = arr.to_numpy(zero_copy_only=False)
-    if len(keys) == 0:
+        arr = pc.cast(arr, pa.int64()).fill_null(miss)
+    if len(arr) == 0:
         return np.empty(0, dtype=np.int32)
+    if arr.type in _NARROW and abs(index.lo) < 2 ** 62:
+        # the common case in one pass each: key - (lo - 1) straight into int64 offsets (no
+        # cast of the keys, no min/max), then a gather that clips out-of-range offsets onto
+        # the sentinels (TPC-DS's int32 surrogate keys: the probe was a seventh of its time)
+        offsets = np.subtract(arr.to_numpy(zero_copy_only=False), index.lo - 1,
+                              dtype=np.int64)
+        if index.guarded is not None:
+            return index.guarded.take(offsets, mode="clip")
+        np.clip(offsets, 0, span + 1, out=offsets)
+        return index.lookup(offsets)
+    keys = pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)  # (uint64 past int64 raises)
     kmin, kmax = int(keys.min()), int(keys.max())
     # key - (lo - 1) must not wrap, nor lo - 1 itself (lo = -2^63): keys near the int64 ends
     # take the slower, exact path
@@ -207,6 +221,8 @@ def _chunk_positions(arr: pa.Array, index: DenseIndex) -> np.ndarray:
         pos[inside] = index.lookup(offsets[inside] + 1)
         return pos
     offsets = np.subtract(keys, index.lo - 1)
+    if index.guarded is not None:
+        return index.guarded.take(offsets, mode="clip")
     np.clip(offsets, 0, span + 1, out=offsets)
     return index.lookup(offsets)
 
