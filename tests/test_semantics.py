@@ -186,6 +186,45 @@ def test_low_cardinality_text_read_as_dictionary(tmp_path, ctx):
     assert r.to_pylist() == [{"s": "A", "n": 2}, {"s": "B", "n": 1}, {"s": "C", "n": 1}, {"s": None, "n": 2}]
 
 
+def test_two_dictionary_filters_over_row_groups_with_their_own_dictionaries(tmp_path):
+    """Filters each on one dictionary column are looked up per row group, whose dictionaries
+    differ (other values, other order, NULLs in some), ANDed into one mask: the rows and
+    counts DuckDB gives on the same file, with filters that keep all, some or no rows."""
+    import duckdb
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    n = 40_000
+    modes = np.array(["AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB", "REG AIR", "ümlaut"])
+    how = np.array(["DELIVER IN PERSON", "NONE", "TAKE BACK RETURN", "COLLECT COD"])
+    m = modes[rng.integers(0, len(modes), n)].astype(object)
+    h = how[rng.integers(0, len(how), n)].astype(object)
+    m[rng.random(n) < 0.05] = None
+    h[: n // 4][rng.random(n // 4) < 0.2] = None  # NULLs only in the first row groups
+    m[n // 2: n // 2 + 5000] = "RAIL"  # a row group of one value
+    t = pa.table({"m": pa.array(m, pa.string()), "h": pa.array(h, pa.string()),
+                  "v": pa.array(np.arange(n), pa.int64())})
+    path = tmp_path / "modes.parquet"
+    pq.write_table(t, path, row_group_size=5000)
+    ctx = pqe.Context(threads=2)
+    ctx.register_parquet("t", str(path))
+    assert "dictionary=[" in ctx.sql("select m, v from t where m = 'AIR'").explain()
+    con = duckdb.connect()
+    con.execute(f"create view t as select * from read_parquet('{path}')")
+    for where in ["m in ('AIR', 'REG AIR') and h = 'DELIVER IN PERSON'",
+                  "m is null and h is not null",
+                  "m <> 'RAIL' and h in ('NONE', 'COLLECT COD')",
+                  "coalesce(m, 'x') = 'x' and coalesce(h, 'y') = 'y'",
+                  "m = 'ümlaut' and h like '%E%'",
+                  "m is not null or m is null",
+                  "m = 'nothing' and h = 'NONE'"]:
+        sql = f"select count(*) as n, sum(v) as s, min(v) as lo, max(v) as hi from t where {where}"
+        got = ctx.sql(sql).to_pylist()[0]
+        want = dict(zip(["n", "s", "lo", "hi"], con.execute(sql).fetchone(), strict=True))
+        assert got == want, where
+    ctx.close()
+
+
 def test_decimal_precision_is_capped_not_an_error(ctx):
     """l_extendedprice * (1 - l_discount) * (1 + l_tax) needs 49 digits by Arrow's rules."""
     t = pa.table({"p": pa.array([D("104949.50"), D("901.00")], pa.decimal128(15, 2)),
