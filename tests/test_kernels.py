@@ -440,3 +440,51 @@ def test_repeated_aggregates_run_once_and_answer_as_duckdb(with_nulls, monkeypat
     # x's own count when x has NULLs
     assert asked[0] == (5 if with_nulls else 4), asked
     ctx.close()
+
+
+@pytest.mark.parametrize("probe_type", [pa.int32(), pa.int64()], ids=str)
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_key_runs_match_the_rows_acero_matches(probe_type, with_residual, dense_form, monkeypatch):
+    """The build rows a semi/anti join keeps, by the build's rows grouped by key (KeyRuns,
+    shared by all probe partitions), are Acero's right-semi rows: duplicate and NULL keys on
+    both sides, keys out of the build's range, a residual reading both sides, pairs checked
+    in several blocks, on both forms of the key index."""
+    from pqe.kernels import dense_join
+    from pqe.kernels import join as J
+    from pqe.kernels.expressions import Compiler
+    from pqe.plan.expr import Call, ColumnRef, Field
+
+    monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_SLOTS", 0)
+    monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_BITMAP", 0)
+    monkeypatch.setattr(dense_join, "RUN_PAIRS", 64)  # many blocks
+    rng = np.random.default_rng(5)
+    nb, npr = 3000, 20_000
+    bk = rng.integers(-200, 1800, nb)
+    build = J.with_row_ids(pa.table({
+        "bk": pa.array(bk, mask=rng.random(nb) < 0.05),
+        "bv": pa.array(rng.integers(0, 6, nb), mask=rng.random(nb) < 0.05)}))
+    probe = pa.table({
+        "pk": pa.array(rng.integers(-400, 2200, npr), probe_type, mask=rng.random(npr) < 0.05),
+        "pv": pa.array(rng.integers(0, 6, npr)),
+        "other": pa.array(np.arange(npr))})
+    runs = dense_join.build_runs(build, "bk")
+    assert isinstance(runs, dense_join.KeyRuns)
+    assert (runs.index.guarded is None) == (dense_form == "bitmap")
+    residual = ids = None
+    if with_residual:
+        cond = Call("ne", (ColumnRef(Field("pv", "pv", pa.int64())),
+                           ColumnRef(Field("bv", "bv", pa.int64()))), pa.bool_())
+        residual, ids = Compiler()(cond), ["pv", "bv"]
+    for part in (probe, probe.slice(0, 50), probe.slice(0, 0)):
+        got = dense_join.matched_build_rows(part, runs, "pk", build, residual, ids or ())
+        same = part.set_column(0, "pk", part.column("pk").cast(pa.int64()))  # (Acero's rule)
+        want = J.matched_row_ids(same, build, ["pk"], ["bk"], residual).column(J.ROW_ID)
+        assert list(got) == sorted(set(want.to_pylist())), part.num_rows
+    # too few rows for the runs to pay: Acero then joins
+    monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_SLOTS", nb + 1)
+    assert dense_join.build_runs(build, "bk") is None
+    # keys too sparse, or not integers: no runs either
+    wide = pa.table({"bk": pa.array([0, 2 ** 40, 2 ** 40], pa.int64())})
+    monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_SLOTS", 0)
+    assert dense_join.build_runs(wide, "bk") is None
+    assert dense_join.build_runs(pa.table({"bk": pa.array(["a", "b"])}), "bk") is None

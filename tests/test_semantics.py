@@ -237,10 +237,19 @@ def test_decimal_precision_is_capped_not_an_error(ctx):
     assert r.schema.field("charge").type == pa.decimal128(38, 6)
 
 
-def test_semi_and_anti_join_with_small_preserved_side(duck_small):
+@pytest.mark.parametrize("runs", ["acero", "key-runs"])
+def test_semi_and_anti_join_with_small_preserved_side(duck_small, runs, monkeypatch):
     """A small left side against a big right side: the left is hashed and the right streams
-    through it (HashJoin[build_left]), with residual filters and duplicate left rows."""
+    through it (HashJoin[build_left]), with residual filters and duplicate left rows; by Acero,
+    or by the left's rows grouped by key once for every partition (dense_join.KeyRuns, here
+    for any size of left side)."""
     import numpy as np
+
+    from pqe.kernels import dense_join
+
+    if runs == "key-runs":
+        monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_SLOTS", 0)
+        monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_BITMAP", 0)
 
     rng = np.random.default_rng(7)
     big = pa.table({"k": pa.array(rng.integers(0, 500, 60_000)), "v": pa.array(rng.integers(0, 50, 60_000))})

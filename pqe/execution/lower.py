@@ -290,16 +290,29 @@ class Lowering:
         self.graph[(name, 0)] = (dense_join.build, build_key, key)
         return (name, 0)
 
+    def _key_runs(self, build_key, key: str):
+        """A task grouping the small side's rows by its integer join key once, for every
+        partition of the big side (kernels.dense_join.build_runs; None when the key does not
+        qualify, and the partitions then hash-join)."""
+        from ..kernels import dense_join
+
+        name = "key-runs-" + hashlib.sha1(repr((build_key, key)).encode()).hexdigest()[:16]
+        self.graph[(name, 0)] = (dense_join.build_runs, build_key, key)
+        return (name, 0)
+
     def _build_left_semi(self, node: P.HashJoinExec):
         """Small left side, big right side: hash the left once per right partition, stream the
         right partitions through it (no shuffle), then keep the left rows matched anywhere."""
         (left,) = self.lower(node.left)
         build = self.materialize([left.then(O.AddRowIds())], "build")[0]
+        runs = self._key_runs(build, node.left_keys[0]) if len(node.left_keys) == 1 else None
         matches = []
         for p in self.lower(node.right):
             op = O.MatchBuildRows(build=len(p.inputs), probe_keys=node.right_keys,
-                                  build_keys=node.left_keys, filter=node.filter)
-            matches.append(Pending(p.ops + (op,), p.inputs + (build,)))
+                                  build_keys=node.left_keys, filter=node.filter,
+                                  runs=len(p.inputs) + 1 if runs is not None else None)
+            extra = (build, runs) if runs is not None else (build,)
+            matches.append(Pending(p.ops + (op,), p.inputs + extra))
         keys = self.materialize(matches, "semi-match")
         final = O.SemiFromIds(kind=node.kind, out_ids=tuple(f.id for f in node.schema),
                               build=0, matches=tuple(range(1, len(keys) + 1)))

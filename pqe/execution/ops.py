@@ -20,7 +20,7 @@ from ..kernels import join as joins
 from ..kernels import relational as rel
 from ..kernels import scan
 from ..kernels.expressions import Compiler, project
-from ..plan.expr import ColumnRef
+from ..plan.expr import ColumnRef, column_ids
 
 
 
@@ -35,6 +35,7 @@ def _register_table_sizeof() -> None:
     sizeof.register(pa.Table)(lambda t: int(t.nbytes) + 1000)
     sizeof.register(pa.ChunkedArray)(lambda c: int(c.nbytes) + 1000)
     sizeof.register(dense_join.DenseIndex)(lambda d: int(d.nbytes) + 1000)
+    sizeof.register(dense_join.KeyRuns)(lambda d: int(d.nbytes) + 1000)
 
 
 _register_table_sizeof()
@@ -312,15 +313,26 @@ class AddRowIds(Op):
 
 class MatchBuildRows(Op):
     """Semi/anti join with a small preserved side: the running table (a partition of the big
-    side) probes a hash table of the small side (task input `build`); emits matched ids."""
+    side) probes the small side (task input `build`); emits matched ids. With `runs` (the
+    input of the build's rows grouped by its one integer key, kernels.dense_join.KeyRuns,
+    made once for every partition) the probe looks its keys up there; else, or when that
+    input is None (the key did not qualify), Acero hash-joins."""
 
     label = "join"
-    _fields = ("build", "probe_keys", "build_keys", "filter")
+    _fields = ("build", "probe_keys", "build_keys", "filter", "runs")
 
     def run(self, data, inputs):
         residual = getattr(self, "_residual", None)
         if residual is None and self.filter is not None:
             residual = self._residual = Compiler()(self.filter)
+        runs = inputs[self.runs] if self.runs is not None else None
+        if runs is not None:
+            build = inputs[self.build]
+            ids = dense_join.matched_build_rows(
+                data, runs, self.probe_keys[0], build, residual,
+                column_ids(self.filter) if self.filter is not None else ())
+            if ids is not None:
+                return pa.table({joins.ROW_ID: build.column(joins.ROW_ID).take(ids)})
         return joins.matched_row_ids(data, inputs[self.build], self.probe_keys, self.build_keys,
                                      residual)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..physical.plan import bitmap_form, dense_fits
+from ..physical.plan import BITMAP_DENSITY, DENSE_MAX_SLOTS, bitmap_form, dense_fits
 from .expressions import filter_table
 
 
@@ -239,3 +239,113 @@ def _combine(left: pa.Table, right: pa.Table, out_ids) -> pa.Table:
     cols.update({name: right.column(name) for name in right.column_names})
     names = list(out_ids) if out_ids is not None else list(cols)
     return pa.Table.from_arrays([cols[c] for c in names], names=names)
+
+
+# ---- runs of a non-unique key ---------------------------------------------------------------
+
+
+@dataclass
+class KeyRuns:
+    """A build side's rows grouped by a non-unique integer key: `index` (a DenseIndex over the
+    distinct keys, in order) gives a key's rank r, and the build rows with that key are
+    rows[starts[r]:starts[r + 1]]. Built once per query and shared by every probe partition,
+    as the unique-key index is; Acero rebuilt its hash table of the build side in each."""
+
+    index: DenseIndex
+    rows: np.ndarray  # int64 build row numbers, in key order
+    starts: np.ndarray  # int64, one more than the distinct keys
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes + self.rows.nbytes + self.starts.nbytes
+
+
+def build_runs(table: pa.Table, key: str) -> KeyRuns | None:
+    """The KeyRuns of `table` on `key`, or None when the key is not an integer or its distinct
+    values span too wide a range (the caller then hash-joins). NULL keys match nothing: their
+    rows are in no run."""
+    col = table.column(key)
+    if table.num_rows == 0 or not pa.types.is_integer(col.type):
+        return None
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    try:
+        arr = pc.cast(arr, pa.int64())
+    except pa.ArrowInvalid:  # uint64 past int64
+        return None
+    if arr.null_count:
+        rows = np.flatnonzero(pc.is_valid(arr).to_numpy(zero_copy_only=False))
+        keys = arr.drop_null().to_numpy(zero_copy_only=False)
+    else:
+        rows = np.arange(len(arr), dtype=np.int64)
+        keys = arr.to_numpy(zero_copy_only=False)
+    if len(keys) < RUNS_MIN_ROWS_SLOTS:
+        return None
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.concatenate(([0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1,
+                             [len(ordered)])).astype(np.int64)
+    distinct = ordered[starts[:-1]]
+    index = build(pa.table({"k": distinct}), "k")  # row r = the r-th distinct key
+    if not isinstance(index, DenseIndex):
+        # too sparse for an array of slots: a bitmap of the range, up to BITMAP_DENSITY
+        # slots a key (TPC-H SF1 Q21's 76k late lines span all 6M order keys)
+        lo, span = int(distinct[0]), int(distinct[-1]) - int(distinct[0]) + 1
+        if span > BITMAP_DENSITY * len(distinct) or span > RUNS_MAX_SLOTS:
+            return None
+        index = _bitmap_index(pa.table({"k": distinct}), "k", distinct,
+                              np.arange(len(distinct), dtype=np.int32), lo, span)
+        if not isinstance(index, DenseIndex):  # pragma: no cover - the keys are distinct
+            return None
+    if len(keys) < (RUNS_MIN_ROWS_BITMAP if index.guarded is None else RUNS_MIN_ROWS_SLOTS):
+        return None
+    return KeyRuns(index, rows[order].astype(np.int64, copy=False), starts)
+
+
+RUNS_MAX_SLOTS = DENSE_MAX_SLOTS  # (building the bitmap marks a byte per slot)
+# Acero hash-joins a small build side faster than the runs are probed, even rebuilding its hash
+# table in every partition; a big one no longer fits its caches. Measured (4M probe rows of SF10
+# lineitem, a residual `<>`): an array of slots wins from ~100k build rows (200k: 26 vs 36 ms),
+# a bitmap from ~400k (400k: 54 vs 58 ms; 757k, SF10 Q21's late lines: 56 vs 99 ms)
+RUNS_MIN_ROWS_SLOTS = 100_000
+RUNS_MIN_ROWS_BITMAP = 400_000
+RUN_PAIRS = 1 << 21  # (probe row, build row) pairs checked against a residual at a time
+
+
+def matched_build_rows(probe: pa.Table, runs: KeyRuns, probe_key: str, build: pa.Table,
+                       residual, residual_ids) -> np.ndarray | None:
+    """The build rows (sorted, once each) whose key some probe row has, and for which the
+    `residual` (compiled; it reads `residual_ids`, from both sides) is TRUE on such a pair:
+    what a semi or anti join keeps of a small build side. None when the probe key cannot be
+    compared as int64 (the caller hash-joins)."""
+    pos = _positions(probe.column(probe_key), runs.index)
+    if pos is None:
+        return None
+    hit = np.flatnonzero(pos >= 0)
+    ranks = pos[hit].astype(np.int64)
+    marked = np.zeros(build.num_rows, dtype=bool)
+    if residual is None:
+        seen = np.zeros(len(runs.starts) - 1, dtype=bool)
+        seen[ranks] = True
+        marked[runs.rows[np.repeat(seen, np.diff(runs.starts))]] = True
+        return np.flatnonzero(marked)
+    needed = set(residual_ids)
+    probe = probe.select([c for c in probe.column_names if c in needed])
+    build = build.select([c for c in build.column_names if c in needed])
+    counts = runs.starts[ranks + 1] - runs.starts[ranks]
+    ends = np.cumsum(counts)
+    begin = 0
+    while begin < len(hit):  # blocks of about RUN_PAIRS pairs (one probe row's run at least)
+        done = ends[begin - 1] if begin else 0
+        end = max(begin + 1, int(np.searchsorted(ends, done + RUN_PAIRS, side="right")))
+        cnt = counts[begin:end]
+        total = int(cnt.sum())
+        if total:
+            probe_rows = np.repeat(hit[begin:end], cnt)
+            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            build_rows = runs.rows[np.repeat(runs.starts[ranks[begin:end]], cnt) + within]
+            pairs = _combine(probe.take(probe_rows), build.take(build_rows), None)
+            keep = filter_table(pairs.append_column("__pqe_pair", pa.array(np.arange(total))),
+                                residual).column("__pqe_pair").to_numpy()
+            marked[build_rows[keep]] = True
+        begin = end
+    return np.flatnonzero(marked)
