@@ -287,8 +287,9 @@ def build_runs(table: pa.Table, key: str) -> KeyRuns | None:
     distinct = ordered[starts[:-1]]
     index = build(pa.table({"k": distinct}), "k")  # row r = the r-th distinct key
     if not isinstance(index, DenseIndex):
-        # too sparse for an array of slots: a bitmap of the range, up to BITMAP_DENSITY
-        # slots a key (TPC-H SF1 Q21's 76k late lines span all 6M order keys)
+        # keys more than DENSE_DENSITY slots apart over a range too short for the unique
+        # index's bitmap (physical.plan.bitmap_form): the bitmap all the same, up to
+        # BITMAP_DENSITY slots a key (the runs are built once, not per partition)
         lo, span = int(distinct[0]), int(distinct[-1]) - int(distinct[0]) + 1
         if span > BITMAP_DENSITY * len(distinct) or span > RUNS_MAX_SLOTS:
             return None
