@@ -286,9 +286,7 @@ class Lowering:
         qualify, and the probes then hash-join)."""
         from ..kernels import dense_join
 
-        name = "dense-build-" + hashlib.sha1(repr((build_key, key)).encode()).hexdigest()[:16]
-        self.graph[(name, 0)] = (dense_join.build, build_key, key)
-        return (name, 0)
+        return self._keyed_task("dense-build-", dense_join.build, build_key, key)
 
     def _key_runs(self, build_key, key: str):
         """A task grouping the small side's rows by its integer join key once, for every
@@ -296,8 +294,12 @@ class Lowering:
         qualify, and the partitions then hash-join)."""
         from ..kernels import dense_join
 
-        name = "key-runs-" + hashlib.sha1(repr((build_key, key)).encode()).hexdigest()[:16]
-        self.graph[(name, 0)] = (dense_join.build_runs, build_key, key)
+        return self._keyed_task("key-runs-", dense_join.build_runs, build_key, key)
+
+    def _keyed_task(self, prefix: str, fn, build_key, key: str):
+        """One task `fn(build, key)`, named deterministically by what it reads."""
+        name = prefix + hashlib.sha1(repr((build_key, key)).encode()).hexdigest()[:16]
+        self.graph[(name, 0)] = (fn, build_key, key)
         return (name, 0)
 
     def _build_left_semi(self, node: P.HashJoinExec):

@@ -73,26 +73,36 @@ class DenseIndex:
 fits = dense_fits  # the planner's rule (physical.plan), checked again at build time
 
 
+def _int64_keys(table: pa.Table, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(row numbers, int64 keys) of the rows of `table` whose integer `key` is not NULL
+    (NULL keys never match: their rows are left out), or None when the key is not an
+    integer, does not fit int64 (uint64 past it) or no row has one."""
+    col = table.column(key)
+    if table.num_rows == 0 or not pa.types.is_integer(col.type):
+        return None
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    try:
+        arr = pc.cast(arr, pa.int64())
+    except pa.ArrowInvalid:
+        return None
+    if arr.null_count:
+        rows = np.flatnonzero(pc.is_valid(arr).to_numpy(zero_copy_only=False))
+        keys = arr.drop_null().to_numpy(zero_copy_only=False)
+    else:
+        rows = np.arange(len(arr), dtype=np.int64)
+        keys = arr.to_numpy(zero_copy_only=False)
+    return (rows, keys) if len(keys) else None
+
+
 def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
     """The DenseIndex of `table` on `key`, or the table itself when the key is not an integer,
     has duplicates, or spans too wide a range (then the caller hash-joins as usual)."""
     n = table.num_rows
-    col = table.column(key)
-    if n == 0 or not pa.types.is_integer(col.type):
+    found = _int64_keys(table, key)
+    if found is None:
         return table
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    try:
-        arr = pc.cast(arr, pa.int64())
-    except pa.ArrowInvalid:  # uint64 past int64
-        return table
-    if arr.null_count:  # NULL keys never match: leave their rows out of the slots
-        rows = np.flatnonzero(pc.is_valid(arr).to_numpy(zero_copy_only=False)).astype(np.int32)
-        keys = arr.drop_null().to_numpy(zero_copy_only=False)
-    else:
-        rows = np.arange(n, dtype=np.int32)
-        keys = arr.to_numpy(zero_copy_only=False)
-    if len(keys) == 0:
-        return table
+    rows, keys = found
+    rows = rows.astype(np.int32)
     lo, hi = int(keys.min()), int(keys.max())
     span = hi - lo + 1
     if not fits(span, n):
@@ -264,22 +274,10 @@ def build_runs(table: pa.Table, key: str) -> KeyRuns | None:
     """The KeyRuns of `table` on `key`, or None when the key is not an integer or its distinct
     values span too wide a range (the caller then hash-joins). NULL keys match nothing: their
     rows are in no run."""
-    col = table.column(key)
-    if table.num_rows == 0 or not pa.types.is_integer(col.type):
+    found = _int64_keys(table, key)
+    if found is None or len(found[1]) < RUNS_MIN_ROWS_SLOTS:
         return None
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    try:
-        arr = pc.cast(arr, pa.int64())
-    except pa.ArrowInvalid:  # uint64 past int64
-        return None
-    if arr.null_count:
-        rows = np.flatnonzero(pc.is_valid(arr).to_numpy(zero_copy_only=False))
-        keys = arr.drop_null().to_numpy(zero_copy_only=False)
-    else:
-        rows = np.arange(len(arr), dtype=np.int64)
-        keys = arr.to_numpy(zero_copy_only=False)
-    if len(keys) < RUNS_MIN_ROWS_SLOTS:
-        return None
+    rows, keys = found
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
     starts = np.concatenate(([0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1,
@@ -299,7 +297,7 @@ def build_runs(table: pa.Table, key: str) -> KeyRuns | None:
             return None
     if len(keys) < (RUNS_MIN_ROWS_BITMAP if index.guarded is None else RUNS_MIN_ROWS_SLOTS):
         return None
-    return KeyRuns(index, rows[order].astype(np.int64, copy=False), starts)
+    return KeyRuns(index, rows[order], starts)
 
 
 RUNS_MAX_SLOTS = DENSE_MAX_SLOTS  # (building the bitmap marks a byte per slot)
