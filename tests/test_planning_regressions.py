@@ -422,6 +422,87 @@ def test_dynamic_filter_skips_row_groups(clustered):
     assert "rows=10000 " in scan  # one row group of 20 read
 
 
+def _scan_partition_rows(ctx, sql, table):
+    """The answer to `sql` and the rows each task of `table`'s scan read (sorted)."""
+    import pqe.execution.ops as O
+
+    seen = {}
+    units = O.ReadFiles._units
+
+    def counted(op, inputs):
+        out = units(op, inputs)
+        if any(table in u.path for u in op.units):
+            seen[id(op)] = sum(u.num_rows for u in out)
+        return out
+
+    O.ReadFiles._units = counted
+    try:
+        out = rows(ctx, sql)
+    finally:
+        O.ReadFiles._units = units
+    return out, sorted(seen.values())
+
+
+def test_dynamic_filter_spreads_the_kept_row_groups_over_the_scan_tasks(clustered):
+    """On data clustered by the key the row groups a dynamic filter keeps are contiguous: the
+    planned partitions (contiguous runs of row groups) held all of them in one task, which
+    read alone while the others had nothing (TPC-DS Q99's catalog_sales: 384k of 480k rows in
+    one of four tasks). Every task now keeps the same row groups and reads its share."""
+    from dataclasses import replace
+
+    cfg = clustered.session.config
+    clustered.session.config = replace(cfg, planner=replace(cfg.planner, min_partition_rows=1,
+                                                            target_partitions=4))
+    sql = "SELECT count(*), sum(g) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.k < 40"
+    assert "dynamic_filter=[fact.k]" in clustered.sql(sql).explain()
+    answer, parts = _scan_partition_rows(clustered, sql, "fact")
+    expected = sum(i % 7 for i in range(40_000))
+    assert answer == [(40_000, expected)]
+    # the 4 kept row groups of 20 (10k rows each), one per task; before: [0, 0, 0, 40000]
+    assert parts == [10_000, 10_000, 10_000, 10_000], parts
+    # an empty build keeps none, in every task
+    empty = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.z = 5"
+    assert _scan_partition_rows(clustered, empty, "fact") == ([(0,)], [0, 0, 0, 0])
+
+
+def test_scan_tasks_are_not_dealt_anew_when_that_would_break_their_clustering(tmp_path):
+    """A scan whose partitions hold disjoint ranges of a column (a GROUP BY on it then needs
+    no exchange) keeps its planned partitions when its row groups overlap within one of them:
+    dealt out anew, two tasks could hold rows of one group."""
+    import pyarrow.parquet as pq
+    from pqe.physical.plan import ScanExec
+    from pqe.physical.planner import PlannerConfig
+
+    # k ascending by pairs of row groups that overlap each other: [0,9] [5,14] | [20,29] ...
+    ks = []
+    for block in range(8):
+        ks += [block * 20 + i for i in range(10)] + [block * 20 + 5 + i for i in range(10)]
+    pq.write_table(pa.table({"k": pa.array(ks, pa.int64())}), tmp_path / "f.parquet",
+                   row_group_size=10)
+    ctx = pqe.Context()
+    ctx.register_parquet("f", str(tmp_path / "f.parquet"))
+    from dataclasses import replace
+    ctx.session.config = replace(ctx.session.config, planner=replace(
+        PlannerConfig(), min_partition_rows=1, target_partitions=4))
+    plan = ctx.sql("SELECT k, count(*) FROM f GROUP BY k").physical_plan()
+    scan = next(n for n in _walk_physical(plan) if isinstance(n, ScanExec))
+    assert scan.dist.kind == "clustered" and scan.n == 4
+    assert not scan.resplit
+    # the same values, one row group each: any contiguous runs keep disjoint ranges
+    pq.write_table(pa.table({"k": pa.array(sorted(ks), pa.int64())}), tmp_path / "g.parquet",
+                   row_group_size=20)
+    ctx.register_parquet("g", str(tmp_path / "g.parquet"))
+    plan = ctx.sql("SELECT k, count(*) FROM g GROUP BY k").physical_plan()
+    scan = next(n for n in _walk_physical(plan) if isinstance(n, ScanExec))
+    assert scan.dist.kind == "clustered" and scan.resplit
+
+
+def _walk_physical(node):
+    yield node
+    for c in node.children():
+        yield from _walk_physical(c)
+
+
 def test_dynamic_filter_not_applied_to_a_shared_probe(clustered):
     """TPC-DS Q75 at SF1: `fact JOIN item` is one subplan probed by a 2001 and a 2002 dim;
     narrowing it by either build's key range would lose the other's rows."""

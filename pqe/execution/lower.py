@@ -20,6 +20,10 @@ from ..kernels.join import ROW_ID
 from ..physical import plan as P
 from . import ops as O
 
+# a dynamically filtered scan of at most this many units deals the kept ones out to its tasks
+# at run time (_scanexec); each task's op carries the scan's every unit
+RESPLIT_UNITS = 4096
+
 
 @dataclass(frozen=True)
 class Pending:
@@ -205,17 +209,29 @@ class Lowering:
         else:
             groups = []
         inputs = tuple(build for g in groups for build, _, _ in g)
+        # a dynamic filter skips the units outside the builds' key ranges: on data clustered
+        # by the key (TPC-DS's fact tables by date) they are contiguous, so the planned
+        # partitions would keep them in one or two of the tasks. Every task then gets all the
+        # units, keeps the same ones and reads its own share of them (O.ReadFiles.share)
+        # (each task's op then holds every unit: up to RESPLIT_UNITS of them)
+        whole = tuple(u for units in node.parts for u in units)
+        resplit = bool(groups) and node.resplit and len(whole) <= RESPLIT_UNITS
+        flat = {id(spans): tuple(s for ss in spans for s in ss)
+                for g in groups for _, _, spans in g} if resplit else {}
         parts = []
         for p, units in enumerate(node.parts):
             ranges, i = [], 0
             for g in groups:
-                ranges.append(tuple((i + k, key, spans[p]) for k, (_, key, spans) in enumerate(g)))
+                ranges.append(tuple((i + k, key, flat[id(spans)] if resplit else spans[p])
+                                    for k, (_, key, spans) in enumerate(g)))
                 i += len(g)
-            parts.append(Pending((O.ReadFiles(provider=node.provider, units=units,
+            parts.append(Pending((O.ReadFiles(provider=node.provider,
+                                              units=whole if resplit else units,
                                               columns=node.columns, filters=node.filters,
                                               out_ids=out, dict_columns=node.dict_columns,
                                               encoded=node.encoded, nested=node.nested,
-                                              ranges=tuple(ranges)),),
+                                              ranges=tuple(ranges),
+                                              share=(p, node.n) if resplit else None),),
                                  inputs))
         return parts
 

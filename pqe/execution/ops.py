@@ -20,6 +20,7 @@ from ..kernels import join as joins
 from ..kernels import relational as rel
 from ..kernels import scan
 from ..kernels.expressions import Compiler, project
+from ..physical.planner import balance
 from ..plan.expr import ColumnRef, column_ids
 
 
@@ -77,12 +78,12 @@ class ReadFiles(Op):
 
     label = "scan"
     _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded",
-               "nested", "ranges")
+               "nested", "ranges", "share")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
                 f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r}, "
-                f"{self.nested!r}, {self.ranges!r})")
+                f"{self.nested!r}, {self.ranges!r}, {self.share!r})")
 
     def run(self, data, inputs):
         return scan.read_files(self.provider, self._units(inputs), self.columns, self.filters,
@@ -94,14 +95,17 @@ class ReadFiles(Op):
                                     self.filters, self.out_ids, self.dict_columns, self.encoded,
                                     self.nested, chunk_rows)
 
-    def rows(self) -> int:
-        return sum(u.num_rows for u in self.units)
+    def rows(self, inputs) -> int:
+        return sum(u.num_rows for u in self._units(inputs))
 
     def _units(self, inputs):
         units = self.units
         # dynamic filters: groups of (task input holding a join's build, its key column, the
         # range of the probe key in each unit); a unit is read when, in every group, some
-        # build's keys' [min, max] meets its range (no other rows can match)
+        # build's keys' [min, max] meets its range (no other rows can match). With `share`
+        # (p, n) the units are all the scan's and this task reads run p of the n contiguous
+        # runs of similar row counts the kept ones make (planner.balance): every task keeps
+        # the same units, and the kept rows are spread over the tasks
         if self.ranges:
             keep = [True] * len(units)
             for group in self.ranges:
@@ -113,6 +117,10 @@ class ReadFiles(Op):
                             meets[j] = True
                 keep = [k and m for k, m in zip(keep, meets, strict=True)]
             units = tuple(u for u, k in zip(units, keep, strict=True) if k)
+        if self.share is not None:
+            p, n = self.share
+            runs = balance(units, n) if units else ()
+            units = runs[p] if p < len(runs) else ()
         return units
 
 
@@ -600,7 +608,7 @@ def run_pipeline(pipeline: Pipeline, *inputs):
     ops = pipeline.ops
     data = None
     first = ops[0] if ops else None
-    if isinstance(first, ReadFiles) and first.rows() > STREAM_MIN_CHUNKS * STREAM_ROWS \
+    if isinstance(first, ReadFiles) and first.rows(inputs) > STREAM_MIN_CHUNKS * STREAM_ROWS \
             and (_streams(ops[1], inputs) if len(ops) > 1 else bool(first.filters)):
         # (a scan alone streams when filtered: some filters run after its reads, on the
         # rows read, as dictionary and DECIMAL filters do)

@@ -228,6 +228,10 @@ class ScanExec(PhysicalPlan):
     dynamic_joins: tuple = ()
     # struct columns read as some children only: (file column, child names)
     nested: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # whether the units may be dealt out to the partitions anew at run time, in order, in
+    # contiguous runs of similar row counts (see ops.ReadFiles): true unless the partitions'
+    # key ranges (`dist` clustered) would then overlap
+    resplit: bool = False
 
     def describe(self, names):
         kids = dict(self.nested)

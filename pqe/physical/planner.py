@@ -170,13 +170,16 @@ class PhysicalPlanner:
         # a task decodes every row of its row groups, filter-only columns too (Q13's o_comment)
         decoded = self.est.decoded_bytes(node, rows, {cid for _, cid in columns}) if units else 0.0
         n = self._partition_count(rows, len(units), decoded)
-        parts = _balance(units, n) if units else ((),)
+        parts = balance(units, n) if units else ((),)
         dict_cols = _dictionary_columns(node, provider, columns) if isinstance(provider, ParquetTable) else ()
         dist = _clustering(node, provider, parts) if len(parts) > 1 else SINGLE
         names = {f.id: f.name for f in node.fields}
         nested = tuple((names[i], kids) for i, kids in node.nested)
+        resplit = len(parts) > 1 and (dist.kind != "clustered"
+                                      or _units_increasing(provider, names[dist.keys[0]], units))
         return ScanExec(node.schema, len(parts), dist, node.table, provider, columns,
-                        node.filters, parts, total, len(units), dict_cols, nested=nested)
+                        node.filters, parts, total, len(units), dict_cols, nested=nested,
+                        resplit=resplit)
 
     def _values(self, node: L.Values) -> PhysicalPlan:
         return ValuesExec(node.schema, 1, SINGLE, node.rows)
@@ -757,6 +760,17 @@ def _hash_keys(keys, plan):
     return tuple(keys[i] for i in _hash_positions(keys, plan))
 
 
+def _units_increasing(provider, column: str, units) -> bool:
+    """Whether every unit holds a range of `column` strictly above the previous unit's: then
+    any contiguous runs of the units hold disjoint, increasing ranges, as the planned
+    partitions of a clustered scan do."""
+    ranges = provider.unit_ranges(column)
+    if ranges is None:
+        return False
+    spans = [ranges.get(u) for u in units]
+    return all(a is not None and b is not None and a[1] < b[0] for a, b in zip(spans, spans[1:]))
+
+
 def _clustering(node: L.Scan, provider, parts) -> Dist:
     """Clustered(k) when the partitions hold disjoint, increasing ranges of an output column
     k by the row groups' min/max (data written sorted or clustered by k, like TPC-H's keys):
@@ -882,8 +896,10 @@ def _dictionary_columns(node: L.Scan, provider: ParquetTable, columns) -> tuple[
     return tuple(chosen)
 
 
-def _balance(units: list[ScanUnit], n: int) -> tuple[tuple[ScanUnit, ...], ...]:
-    """Split units (in order) into n contiguous runs of similar row counts."""
+def balance(units, n: int) -> tuple[tuple[ScanUnit, ...], ...]:
+    """Split units (in order) into n contiguous runs of similar row counts (fewer when there
+    are fewer units). The execution layer deals a dynamically filtered scan's surviving
+    units out with it too (ops.ReadFiles)."""
     total = sum(u.num_rows for u in units)
     target = total / n if n else total
     parts, cur, acc = [], [], 0
