@@ -223,6 +223,25 @@ def test_sum_decimal38_exact_when_running_totals_pass_38_digits():
         {"k": 1, "s": _exact_sum(vals)}]
 
 
+def test_sum_decimal38_partial_sums_past_2_pow_127_are_carried_across_partitions():
+    """One partition's partial sum wraps past 2^127 (two values near 10^38), the next one's
+    does not (one near -10^38): the sum fits, and only carrying the first state's wrap gets
+    it. The final step skips summing wraps only when every one is 0."""
+    from dataclasses import replace
+
+    vals = [BIG38, BIG38, NEG38, D("0.01"), D("0.03"), NEG38, BIG38, D("-1.00")]
+    ctx = pqe.Context(threads=2)
+    ctx.session.config = replace(ctx.session.config, planner=replace(
+        ctx.session.config.planner, min_partition_rows=1, target_partitions=4, gather_groups=0))
+    ctx.register_arrow("t", pa.table({"d": pa.array(vals, DEC38_2),
+                                      "k": [1, 1, 1, 1, 2, 2, 2, 2]}))
+    plan = ctx.sql("SELECT k, sum(d) AS s FROM t GROUP BY k").explain()
+    assert "Aggregate[partial]" in plan and "partitions=4" in plan, plan
+    got = ctx.sql("SELECT k, sum(d) AS s FROM t GROUP BY k ORDER BY k").to_pylist()
+    assert got == [{"k": 1, "s": _exact_sum(vals[:4])}, {"k": 2, "s": _exact_sum(vals[4:])}]
+    assert ctx.sql("SELECT sum(d) AS s FROM t").to_pylist() == [{"s": _exact_sum(vals)}]
+
+
 def test_sum_decimal38_past_38_digits_fails(ctx):
     with pytest.raises(pqe.Error, match=r"DECIMAL\(38,2\)"):
         ctx.sql("SELECT sum(d) FROM dec WHERE d > 0 AND k <= 2").to_arrow()

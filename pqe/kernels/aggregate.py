@@ -454,7 +454,7 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
                 continue  # combined with its sum; user aggregates: below
             if first == "sum" and _exact(s):
                 exact[name] = (name, table.column(name), _exact_type(s),
-                               table.column(name + ".w"))
+                               _carried_wraps(table.column(name + ".w")))
             else:
                 entries.append(_agg_entry(name, kernel, name, grouped))
     out = _aggregate(table, group, entries, exact, prep)
@@ -464,6 +464,16 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
             out = out.append_column(s.out, U.merged_states(table.column(s.out), s.udf,
                                                            offsets, rows))
     return out.select(list(group) + [n for s in specs for n in state_names(s)])
+
+
+def _carried_wraps(wraps):
+    """The wraps of exact sum states to carry into their combined sums, or None when every
+    one is 0 (as good as always: a partial sum past 2^127 is rare): summing a column of
+    zeros per group doubled the work of combining TPC-DS Q78's 258k states of 3 sums."""
+    mm = pc.min_max(wraps)
+    if mm["min"].as_py() in (0, None) and mm["max"].as_py() in (0, None):
+        return None
+    return wraps
 
 
 def final(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
