@@ -126,6 +126,41 @@ def test_join_sides_co_partition_when_encoded_differently():
     assert sum(p.num_rows for p in parts) == 5000 and max(p.num_rows for p in parts) < 5000 / 8 * 1.2
 
 
+def test_several_keys_co_partition_in_any_representation():
+    """Several keys' hash combines each key's part (a number's bits, text's hash) once mixed:
+    still a function of the values only, NULL apart from 0, and spread evenly."""
+    d = decimal.Decimal
+    n = 3000
+    ints = [None if i % 97 == 0 else i % 50 for i in range(n)]
+    texts = [None if i % 89 == 0 else f"k{i % 37}" for i in range(n)]
+    decs = [d(i % 11) / 4 for i in range(n)]
+    left = pa.table({"a": pa.array(ints, pa.int32()), "t": pa.array(texts, pa.string()),
+                     "x": pa.array(decs, pa.decimal128(10, 2)),
+                     "day": pa.array([i % 7 for i in range(n)], pa.int32()).cast(pa.date32())})
+    right = pa.table({"a": pa.chunked_array([ints[:1000], ints[1000:]], pa.int64()).dictionary_encode(),
+                      "t": pa.array(texts, pa.large_string()).dictionary_encode(),
+                      "x": pa.array([float(v) for v in decs], pa.float64()),
+                      "day": pa.array([i % 7 * 86_400_000 for i in range(n)], pa.int64()).cast(pa.date64())})
+    keys = ("a", "t", "x", "day")
+    assert hashing.hash_columns(left, keys).tolist() == hashing.hash_columns(right, keys).tolist()
+    for n_out in (4, 64):
+        assert hash_buckets(left, keys, n_out).tolist() == hash_buckets(right, keys, n_out).tolist()
+    # NULL is not 0, in any key
+    nulls = pa.table({"a": pa.array([0, None, 0], pa.int64()), "b": pa.array([1, 1, None], pa.int64())})
+    h = hashing.hash_columns(nulls, ("a", "b")).tolist()
+    assert len(set(h)) == 3
+    # consecutive small keys (a grid of 1000 x 100) spread over 64 buckets
+    grid = pa.table({"x": pa.array(np.repeat(np.arange(1000), 100)),
+                     "y": pa.array(np.tile(np.arange(100), 1000), pa.int32())})
+    counts = np.bincount(hash_buckets(grid, ("x", "y"), 64), minlength=64)
+    assert counts.min() > 0.85 * len(grid) / 64 and counts.max() < 1.15 * len(grid) / 64
+    # pinned: a change of the combined hash must be deliberate (mixed clusters disagree)
+    assert hashing.hash_columns(pa.table({"a": [1], "b": ["abc"]}), ("a", "b")).tolist() == [PINNED_PAIR]
+
+
+PINNED_PAIR = 4621993136946088129
+
+
 def test_hash_is_deterministic_across_processes():
     """Never Python's salted hash(): another process with another PYTHONHASHSEED agrees."""
     code = ("import pyarrow as pa; from pqe.kernels import hashing; "

@@ -72,18 +72,51 @@ def hash_column(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def hash_columns(table: pa.Table, keys) -> np.ndarray:
-    """Combined hash of several key columns (order matters, as for both sides of a join)."""
+    """Combined hash of several key columns (order matters, as for both sides of a join):
+    one key's is hash_column's; several keys' components (a number's 64 bits unmixed,
+    text's hash) are combined as a polynomial in _GOLDEN and mixed once. Mixing each number
+    and each step cost 5 passes of 5 numpy operations for 3 integer keys, 18 ms per 500k
+    rows, now 1 (TPC-DS Q78's exchanges hash 3 keys)."""
+    if len(keys) == 1:
+        return hash_column(table.column(keys[0]))
     h = None
     with np.errstate(over="ignore"):
         for k in keys:
-            hk = hash_column(table.column(k))
+            hk = _component(table.column(k))
             if h is None:
                 h = hk
             else:
                 h *= _GOLDEN
                 h += hk
-                h = fmix(h)
-    return h if h is not None else np.zeros(table.num_rows, np.uint64)
+    return fmix(h) if h is not None else np.zeros(table.num_rows, np.uint64)
+
+
+def _component(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A key column's part of a combined hash, a fresh array, equal for equal values in any
+    representation (as hash_column's): numbers their 64 bits (_number_bits), NULL
+    NULL_HASH, everything else (text, binary) hash_column's hash."""
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            return _component(col.chunk(0))
+        if col.num_chunks == 0:
+            return np.zeros(0, np.uint64)
+        return np.concatenate([_component(c) for c in col.chunks])
+    t = col.type
+    if pa.types.is_dictionary(t):
+        values = _component(col.dictionary)
+        idx = col.indices
+        if idx.null_count:
+            idx = pc.fill_null(idx, 0)
+        h = values[idx.to_numpy(zero_copy_only=False)] if len(values) else np.zeros(len(col), np.uint64)
+        return _with_nulls(h, col)
+    if pa.types.is_null(t) or not _is_number(t):
+        return hash_column(col)
+    return _with_nulls(_number_bits(col), col)
+
+
+def _is_number(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_boolean(t) or pa.types.is_temporal(t))
 
 
 def buckets(h: np.ndarray, n: int) -> np.ndarray:
