@@ -130,14 +130,31 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     if combined_decimal is None:  # each alone compiles; together they must run in the scanner
         plain_filters += tuple(decimal_filters)
         decimal_filters = []
-    expr = pruning_expression(provider, plain_filters, names)
     kids = dict(nested)
+    after = set(out_ids) | {c for f in (*dict_filters, *decimal_filters, *mixed)
+                            for c in column_ids(f)}
+    # a filter on a nullable column runs on each read's table, as a mask made by one Acero
+    # projection and one filter of the table (expressions._filtered): inside the scanner it
+    # took 4x as long as the read itself (TPC-DS Q82's inventory, 2 row groups, `0 <=
+    # inv_quantity_on_hand <= 500`: 101 against 50 ms after the read; on a column without
+    # NULLs the scanner's filter costs the same as that, TPC-H Q1 and Q6). Except one that
+    # reads a variable-width column nothing else needs (o_comment in TPC-H Q13): inside the
+    # scanner that column is decoded batch by batch and never held (holding it for the
+    # partition doubled Q13's memory at SF10); a fixed-width one is read with the others and
+    # dropped after the filter. A small read (a dimension table) keeps the scanner's filter,
+    # which costs less than the projection's fixed cost there
+    nullable = {cid for name, cid in columns if provider.schema.field(name).nullable} \
+        if sum(u.num_rows or 0 for u in units) >= POST_FILTER_ROWS else set()
+    wide = {cid for name, cid in columns if cid not in after
+            and not _fixed_width(provider.schema.field(name).type)}
+    inside = tuple(f for f in plain_filters if column_ids(f) & wide
+                   or not column_ids(f) & nullable) if not kids else plain_filters
+    after_read = [f for f in plain_filters if f not in inside]
+    after |= {c for f in after_read for c in column_ids(f)}
+    expr = pruning_expression(provider, inside, names)
+    read_filter = Compiler(_text_casts(provider, names), rename=names).stages(
+        and_(after_read)) if after_read else None
     if not kids:
-        # a column only the scanner's own filter reads (o_comment in TPC-H Q13) is decoded
-        # batch by batch inside the scanner and never reaches the output (holding it for the
-        # partition doubled Q13's memory at SF10)
-        after = set(out_ids) | {c for f in (*dict_filters, *decimal_filters, *mixed)
-                                for c in column_ids(f)}
         columns = tuple((name, cid) for name, cid in columns if cid in after) or columns[:1]
     read_cols = _nested_projection(columns, kids) if kids else [name for name, _ in columns]
     schema = provider.schema
@@ -153,6 +170,8 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     def piece(t: pa.Table) -> pa.Table:  # what one read needs before the pieces are joined
         if kids:
             t = _rebuild_structs(t, columns, kids, provider.schema)
+        if read_filter:
+            t = filter_table(t, read_filter)
         if dict_filters:
             t = _filter_by_dictionary(t, dict_filters, names)
         if decimal_filters:  # one pass for all of them
@@ -178,6 +197,14 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
 
 
 _SEP = "\x1f"  # between a struct column's name and a child's, in the projected names
+
+
+POST_FILTER_ROWS = 100_000  # reads of fewer rows filter inside the scanner (see above)
+
+
+def _fixed_width(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_boolean(t) or pa.types.is_temporal(t))
 
 
 def _nested_projection(columns, kids: dict) -> dict:
