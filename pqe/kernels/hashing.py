@@ -45,20 +45,31 @@ def fmix(h: np.ndarray) -> np.ndarray:
 
 def hash_column(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """One uint64 per value (see the module docstring for what equal hashes mean)."""
+    return _per_value(col, _hash_array)
+
+
+def _per_value(col: pa.Array | pa.ChunkedArray, leaf) -> np.ndarray:
+    """`leaf` (one plain array -> one uint64 per value, a fresh array) over every chunk, and
+    over a dictionary's values gathered through its indices (NULL indices NULL_HASH): equal
+    for a value whatever its chunking or encoding."""
     if isinstance(col, pa.ChunkedArray):
         if col.num_chunks == 1:
-            return hash_column(col.chunk(0))
+            return _per_value(col.chunk(0), leaf)
         if col.num_chunks == 0:
             return np.zeros(0, np.uint64)
-        return np.concatenate([hash_column(c) for c in col.chunks])
-    t = col.type
-    if pa.types.is_dictionary(t):
-        values = hash_column(col.dictionary)
+        return np.concatenate([_per_value(c, leaf) for c in col.chunks])
+    if pa.types.is_dictionary(col.type):
+        values = _per_value(col.dictionary, leaf)
         idx = col.indices
         if idx.null_count:
             idx = pc.fill_null(idx, 0)
         h = values[idx.to_numpy(zero_copy_only=False)] if len(values) else np.zeros(len(col), np.uint64)
         return _with_nulls(h, col)
+    return leaf(col)
+
+
+def _hash_array(col: pa.Array) -> np.ndarray:
+    t = col.type
     if pa.types.is_null(t):
         return np.full(len(col), NULL_HASH, np.uint64)
     if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
@@ -95,22 +106,12 @@ def _component(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A key column's part of a combined hash, a fresh array, equal for equal values in any
     representation (as hash_column's): numbers their 64 bits (_number_bits), NULL
     NULL_HASH, everything else (text, binary) hash_column's hash."""
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks == 1:
-            return _component(col.chunk(0))
-        if col.num_chunks == 0:
-            return np.zeros(0, np.uint64)
-        return np.concatenate([_component(c) for c in col.chunks])
-    t = col.type
-    if pa.types.is_dictionary(t):
-        values = _component(col.dictionary)
-        idx = col.indices
-        if idx.null_count:
-            idx = pc.fill_null(idx, 0)
-        h = values[idx.to_numpy(zero_copy_only=False)] if len(values) else np.zeros(len(col), np.uint64)
-        return _with_nulls(h, col)
-    if pa.types.is_null(t) or not _is_number(t):
-        return hash_column(col)
+    return _per_value(col, _component_array)
+
+
+def _component_array(col: pa.Array) -> np.ndarray:
+    if pa.types.is_null(col.type) or not _is_number(col.type):
+        return _hash_array(col)
     return _with_nulls(_number_bits(col), col)
 
 
