@@ -187,3 +187,36 @@ def test_local_cluster_closes_with_context(tpch_dir):
     assert cluster is not None and ctx.dashboard_link
     ctx.close()
     assert cluster.status.name in ("closed", "closing")
+
+
+def test_dynamic_filter_row_groups_dealt_out_on_a_cluster(local_cluster_ctx, tmp_path):
+    """A dynamically filtered scan's tasks each carry all its row groups and read their share
+    of the kept ones (ops.ReadFiles.share): pickled to worker processes, they still keep the
+    same row groups and read each once."""
+    from dataclasses import replace
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 200_000
+    pq.write_table(pa.table({"k": pa.array([i // 1000 for i in range(n)], pa.int64()),
+                             "v": pa.array(range(n), pa.int64())}),
+                   tmp_path / "fact.parquet", row_group_size=10_000)
+    pq.write_table(pa.table({"k": pa.array(range(200), pa.int64()),
+                             "z": pa.array([int(30 <= i < 70) for i in range(200)])}),
+                   tmp_path / "dim.parquet")
+    ctx = local_cluster_ctx
+    for t in ("fact", "dim"):
+        ctx.register_parquet(f"dyn_{t}", str(tmp_path / f"{t}.parquet"))
+    saved = ctx.session.config
+    ctx.session.config = replace(saved, planner=replace(saved.planner, min_partition_rows=1,
+                                                        target_partitions=4))
+    try:
+        sql = ("SELECT count(*) AS c, sum(v) AS s FROM dyn_fact JOIN dyn_dim "
+               "ON dyn_fact.k = dyn_dim.k WHERE dyn_dim.z = 1")
+        assert "dynamic_filter=[dyn_fact.k]" in ctx.sql(sql).explain()
+        assert ctx.sql(sql).to_pylist() == [{"c": 40_000, "s": sum(range(30_000, 70_000))}]
+    finally:
+        ctx.session.config = saved
+        for t in ("fact", "dim"):
+            ctx.deregister(f"dyn_{t}")
