@@ -12,6 +12,7 @@ RecursionError traceback or a crashed process.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import os
 import queue
@@ -30,6 +31,14 @@ _local = threading.local()
 _lock = threading.Lock()
 _active = 0
 _saved_limit = sys.getrecursionlimit()
+# Planning allocates millions of small objects that live for one statement (sqlglot trees,
+# plan nodes, expressions): with Python's default 700 allocations between young collections,
+# the collector took 13% of planning TPC-DS's 99 queries (2.0 s -> 1.75 s with it off). While
+# a deep thread runs, a young collection waits for this many allocations instead: the
+# garbage is still collected (planning's cycles, sqlglot's parent links, too), only in fewer,
+# larger sweeps (2.05 -> 1.86 s).
+PLAN_GC_THRESHOLD = 10_000
+_saved_gc: tuple[int, ...] = gc.get_threshold()
 MAX_IDLE = 4  # deep threads kept for the next statements
 _idle: list = []
 _idle_lock = threading.Lock()
@@ -45,11 +54,14 @@ class TooDeepError(SQLSyntaxError):
 
 
 def _enter() -> None:
-    global _active, _saved_limit
+    global _active, _saved_limit, _saved_gc
     with _lock:
         if _active == 0:
             _saved_limit = sys.getrecursionlimit()
             sys.setrecursionlimit(max(_saved_limit, RECURSION_LIMIT))
+            _saved_gc = gc.get_threshold()
+            if 0 < _saved_gc[0] < PLAN_GC_THRESHOLD:
+                gc.set_threshold(PLAN_GC_THRESHOLD, *_saved_gc[1:])
         _active += 1
 
 
@@ -59,6 +71,8 @@ def _leave() -> None:
         _active -= 1
         if _active == 0:
             sys.setrecursionlimit(_saved_limit)
+            if gc.get_threshold()[0] == PLAN_GC_THRESHOLD != _saved_gc[0]:
+                gc.set_threshold(*_saved_gc)
 
 
 def in_deep_thread() -> bool:

@@ -92,3 +92,44 @@ def test_a_forked_child_runs_statements():
     assert parent.recv() == [{"x": 42}]
     p.join(10)
     ctx.close()
+
+
+def test_planning_collects_garbage_less_often_and_gives_the_threshold_back():
+    """While a deep thread plans, a young collection waits for PLAN_GC_THRESHOLD allocations
+    instead of Python's 700; the caller's thresholds come back when the last concurrent
+    statement is done, whatever they were (a process's own setting, kept exactly)."""
+    import gc
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(500, 7, 9)
+        seen = []
+        assert deep.run_deep(gc.get_threshold) == (deep.PLAN_GC_THRESHOLD, 7, 9)
+        assert gc.get_threshold() == (500, 7, 9)
+
+        ctx = pqe.Context("threads", threads=2)
+        ctx.register_arrow("g", pa.table({"a": pa.array(range(100), pa.int64())}))
+        gate = threading.Barrier(4)
+
+        def plan_with_others():
+            def inside():
+                gate.wait(timeout=30)  # all four statements are planning at once
+                seen.append(gc.get_threshold())
+                return ctx.sql("SELECT sum(a) AS s FROM g").to_pylist()
+            seen.append(deep.run_deep(inside))
+
+        workers = [threading.Thread(target=plan_with_others) for _ in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        assert seen.count([{"s": 4950}]) == 4
+        assert [t for t in seen if isinstance(t, tuple)] == [(deep.PLAN_GC_THRESHOLD, 7, 9)] * 4
+        assert gc.get_threshold() == (500, 7, 9)
+        ctx.close()
+
+        gc.set_threshold(50_000, 3, 3)  # a process that already collects less often: kept
+        assert deep.run_deep(gc.get_threshold) == (50_000, 3, 3)
+        assert gc.get_threshold() == (50_000, 3, 3)
+    finally:
+        gc.set_threshold(*saved)

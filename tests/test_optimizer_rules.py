@@ -176,6 +176,78 @@ def test_join_reorder_keeps_output_schema(octx):
     assert after.column_ids == before.column_ids
 
 
+@pytest.fixture(scope="module")
+def star_ctx():
+    """A fact table and three dimensions of the same size, each joined on its unique key,
+    the fact filtered to a few rows: every join the greedy order could pick has the same
+    estimated output, smaller than each dimension (which then probes, changing the order in
+    which the next pass meets the inputs)."""
+    ctx = pqe.Context()
+    n = 600
+    ctx.register_arrow("fact", pa.table({
+        "a": pa.array([i % 20 for i in range(n)], pa.int64()),
+        "b": pa.array([i % 19 for i in range(n)], pa.int64()),
+        "c": pa.array([i % 17 for i in range(n)], pa.int64()),
+        "v": pa.array(range(n), pa.int64()),
+    }))
+    for d in ("da", "db", "dc"):
+        ctx.register_arrow(d, pa.table({"k": pa.array(range(1000), pa.int64()),
+                                        "name": pa.array([f"{d}{i}" for i in range(1000)])}))
+    yield ctx
+    ctx.close()
+
+
+STAR = ("select fact.v, da.name as an, db.name as bn, dc.name as cn from {} "
+        "where fact.a = da.k and fact.b = db.k and fact.c = dc.k and fact.v < 3")
+
+
+@pytest.mark.parametrize("tables", ["fact, da, db, dc", "dc, db, da, fact", "da, fact, dc, db",
+                                    "db, dc, fact, da"])
+def test_join_reorder_gives_back_its_own_output(star_ctx, tables):
+    """Run on its own output, join_reorder returns the same joins: ties between equal
+    estimates go by the inputs' places in the query, not by where the last pass put them.
+    Broken, the optimizer reordered the joins again in every pass (all four of them, for
+    each of these FROM orders)."""
+    import pqe.optimizer as O
+
+    plan = extract_join_keys(push_down_filter(bound(star_ctx, STAR.format(tables))))
+    once = join_reorder(plan)
+    twice = join_reorder(once)
+    assert format_plan(twice) == format_plan(once)
+    assert len(nodes(twice, L.Project)) == len(nodes(once, L.Project))
+    calls = []
+
+    def counted(name, rule):
+        def run(p):
+            calls.append(name)
+            return rule(p)
+        return name, run
+
+    out = O.optimize(bound(star_ctx, STAR.format(tables)),
+                     rules=tuple(counted(n, r) for n, r in O.RULES))
+    # pass one reorders (or keeps the order), pass two finds nothing left to change
+    assert calls.count("join_reorder") <= 2, format_plan(out)
+    got = star_ctx.sql(STAR.format(tables) + " order by 1").to_pylist()
+    assert got == [{"v": v, "an": f"da{v % 20}", "bn": f"db{v % 19}", "cn": f"dc{v % 17}"}
+                   for v in range(3)]
+
+
+def test_join_reorder_reuses_its_candidate_joins_within_one_optimize(star_ctx):
+    """Within one optimizer run the candidate join of two unchanged inputs is built and
+    estimated once: the second pass's join_reorder picks the very join nodes of the first."""
+    from pqe.plan.stats import shared_estimates
+
+    plan = extract_join_keys(push_down_filter(bound(star_ctx, STAR.format("fact, da, db, dc"))))
+    with shared_estimates():
+        once = join_reorder(plan)
+        twice = join_reorder(plan)
+    first = {id(j) for j in nodes(once, L.Join)}
+    assert first and first == {id(j) for j in nodes(twice, L.Join)}
+    alone = join_reorder(plan)  # outside a run: built afresh, equal
+    assert format_plan(alone) == format_plan(once)
+    assert not {id(j) for j in nodes(alone, L.Join)} & first
+
+
 # ---- subqueries ----------------------------------------------------------------------------
 
 

@@ -106,15 +106,22 @@ def _flatten(plan: LogicalPlan, leaves: list[LogicalPlan], conds: list[Expr]) ->
 def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> LogicalPlan:
     """Greedy operator ordering over the join graph: only inputs linked by a condition are
     candidates (O(edges) per step, so 64-way joins plan quickly); unlinked inputs are cross
-    joined, smallest first, only when nothing linked is left."""
-    items: list[tuple[LogicalPlan, set[str]]] = [(leaf, set(leaf.column_ids)) for leaf in leaves]
+    joined, smallest first, only when nothing linked is left.
+
+    Of joins with equal estimated outputs the one reading fewer rows goes first; remaining
+    ties go by the inputs' places in the query (`_rank`), never by their places in the tree
+    being reordered: the rule run on its own output must give it back, or each optimizer pass
+    reorders the last one's joins again (TPC-DS Q13 swapped two 1-row joins on every pass,
+    ran all four passes and stacked a projection per pass; 29 of the 99 queries did so)."""
+    items: list[tuple[LogicalPlan, set[str], tuple[int, ...]]] = [
+        (leaf, set(leaf.column_ids), (_rank(leaf),)) for leaf in leaves]
     pending = list(conds)
     refs = {id(c): column_ids(c) for c in pending}  # each condition's columns, walked once
     # a pair's candidate join does not change while neither input does: built once
     memo: dict[tuple[int, int], tuple[Join, list]] = {}
     while len(items) > 1:
         owner: dict[str, int] = {}
-        for k, (_, ids) in enumerate(items):
+        for k, (_, ids, _r) in enumerate(items):
             for i in ids:
                 owner[i] = k
         pairs: set[tuple[int, int]] = set()
@@ -123,36 +130,60 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
             if len(touched) == 2:
                 pairs.add(tuple(sorted(touched)))
         best = None
-        for i, j in sorted(pairs):
+        for i, j in pairs:
             key = (id(items[i][0]), id(items[j][0]))
             if key not in memo:
                 memo[key] = _candidate(items[i], items[j], pending, est, refs)
             joined, used = memo[key]
             if not joined.on:
                 continue
-            score = (est.rows(joined), i, j)
+            # equal outputs: the join reading fewer rows first, then the query's order
+            score = (est.rows(joined), est.rows(items[i][0]) + est.rows(items[j][0]),
+                     *sorted((items[i][2], items[j][2])))
             if best is None or score < best[0]:
                 best = (score, i, j, joined, used)
         if best is None:  # nothing linked by keys: cross join the two smallest inputs
-            order = sorted(range(len(items)), key=lambda k: (est.rows(items[k][0]), k))
+            order = sorted(range(len(items)), key=lambda k: (est.rows(items[k][0]), items[k][2]))
             i, j = sorted(order[:2])
             joined, used = _candidate(items[i], items[j], pending, est, refs)
             best = (None, i, j, joined, used)
         _, i, j, joined, used = best
         pending = [c for c in pending if c not in used]
+        rank = tuple(sorted(items[i][2] + items[j][2]))
         items = [it for k, it in enumerate(items) if k not in (i, j)]
-        items.append((joined, set(joined.column_ids)))
+        items.append((joined, set(joined.column_ids), rank))
     plan = items[0][0]
     rest = and_(pending)
     return Filter(plan, rest) if rest is not None else plan
 
 
+def _rank(leaf: LogicalPlan) -> int:
+    """The input's place in the query: the number of its first column id (ids are numbered
+    as the binder meets the tables), the same however the joins above it are arranged."""
+    best = None
+    for i in leaf.column_ids:
+        _, _, n = i.rpartition("#")
+        if n.isdigit() and (best is None or int(n) < best):
+            best = int(n)
+    return best if best is not None else 1 << 62
+
+
 def _candidate(a, b, pending, est: Estimator, refs: dict):
-    (pa_, ia), (pb, ib) = a, b
+    """The join of two inputs on the pending conditions linking them. Built once per optimizer
+    run for the same two input nodes and conditions: the next pass's join_reorder meets the
+    same inputs again, and rebuilding and re-estimating every candidate was most of its
+    time (and the joins it picks are then the very nodes it picked before)."""
+    (pa_, ia, ra), (pb, ib, rb) = a, b
     union = ia | ib
     usable = [c for c in pending if refs[id(c)] <= union
               and not refs[id(c)] <= ia and not refs[id(c)] <= ib]
-    # probe (left) = the larger estimated input
-    left, right = (pa_, pb) if est.rows(pa_) >= est.rows(pb) else (pb, pa_)
+    key = ("join_reorder", id(pa_), id(pb), tuple(usable))
+    hit = est.derived.get(key)
+    if hit is not None and hit[0] is pa_ and hit[1] is pb:
+        return hit[2], usable
+    # probe (left) = the larger estimated input; of equal ones, the one met first in the query
+    left, right = (pa_, pb) if (-est.rows(pa_), ra) <= (-est.rows(pb), rb) else (pb, pa_)
     cand = Join(left, right, "inner", (), and_(usable))
-    return _keys(cand) or cand, usable
+    cand = _keys(cand) or cand
+    est.derived[key] = (pa_, pb, cand)
+    return cand, usable

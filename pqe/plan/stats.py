@@ -116,6 +116,9 @@ class Estimator:
         self._unique: dict[tuple[int, str], bool] = {}
         self._width_cache: dict[int, Mapping[str, float]] = {}
         self._keep: list[LogicalPlan] = []  # keep nodes alive so id() keys stay unique
+        # what an optimizer rule derived from nodes, for its later passes in the same run
+        # (join_reorder's candidate joins); each entry keeps the nodes its key names alive
+        self.derived: dict = {}
 
     # ---- rows ------------------------------------------------------------------------------
 
