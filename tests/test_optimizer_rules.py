@@ -488,3 +488,19 @@ def test_rules_of_one_optimize_share_one_estimator(octx, monkeypatch):
     alone = O.optimize(bound(octx, sql))
     assert len({id(e) for e in seen}) == len(seen) > 1
     assert format_plan(shared) == format_plan(alone)
+
+
+def test_push_down_filter_hands_back_a_plan_it_has_nothing_to_push_in(octx):
+    """Over a plan whose predicates are all where they go, push_down_filter returns that very
+    plan (not an equal copy of every node, each validated again as it is built): joins of
+    every kind, projections, aggregates, windows, sorts and unions included."""
+    sql = ("select k, s, total, rank() over (partition by k order by total) as r from ("
+           "  select big.k, big.s, sum(big.v) as total from big join small on big.k = small.k"
+           "  left join tiny on small.name = tiny.name"
+           "  where big.id > 10 and tiny.w is null group by big.k, big.s"
+           "  union all select k, name, 0.0, from small where k < 3"
+           ") u where k in (select k from small where name <> 'n4') order by k, s")
+    once = push_down_filter(bound(octx, sql))
+    kinds = {type(n).__name__ for n in L.walk_plan(once)}
+    assert {"Join", "Project", "Aggregate", "Window", "Sort", "Union"} <= kinds, kinds
+    assert push_down_filter(once) is once

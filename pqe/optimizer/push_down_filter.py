@@ -53,7 +53,10 @@ def _add(preds: list[Expr], new: list[Expr]) -> list[Expr]:
 
 def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     if isinstance(plan, Filter):
-        return _push(plan.input, _add(preds, conjuncts(plan.predicate)))
+        out = _push(plan.input, _add(preds, conjuncts(plan.predicate)))
+        # a filter that stays where it is (over an outer join it cannot enter) is rebuilt
+        # by _wrap: the same one, hand it back
+        return plan if not preds and out == plan else out
     if isinstance(plan, Scan):
         # a user function's predicate stays above the scan: run by pqe's tasks, where its
         # errors name the partition, never by the file scanner or row-group pruning
@@ -65,7 +68,7 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     if isinstance(plan, Project):
         mapping = {f.id: e for f, e in zip(plan.fields, plan.exprs, strict=True)}
         down = [replace_columns(p, mapping) for p in preds]
-        return Project(_push(plan.input, down), plan.exprs, plan.fields)
+        return _same(plan, (_push(plan.input, down),))
     if isinstance(plan, Join):
         return _push_join(plan, preds)
     if isinstance(plan, Aggregate):
@@ -76,8 +79,7 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
                 down.append(replace_columns(p, mapping))
             else:
                 keep.append(p)
-        new = plan.with_children((_push(plan.input, down),))
-        return _wrap(new, keep)
+        return _wrap(_same(plan, (_push(plan.input, down),)), keep)
     if isinstance(plan, Window):
         # a predicate on columns every call partitions by removes whole window partitions
         common = None
@@ -86,21 +88,29 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
             common = ids if common is None else common & ids
         down = [p for p in preds if column_ids(p) and column_ids(p) <= (common or set())]
         keep = [p for p in preds if p not in down]
-        return _wrap(plan.with_children((_push(plan.input, down),)), keep)
+        return _wrap(_same(plan, (_push(plan.input, down),)), keep)
     if isinstance(plan, Sort) and plan.fetch is None:
-        return Sort(_push(plan.input, preds), plan.keys, plan.fetch)
+        return _same(plan, (_push(plan.input, preds),))
     if isinstance(plan, Union):
         inputs = []
         for child in plan.inputs:
             mapping = {f.id: ColumnRef(c) for f, c in zip(plan.fields, child.schema, strict=True)}
             inputs.append(_push(child, [replace_columns(p, mapping) for p in preds]))
-        return Union(tuple(inputs), plan.fields)
+        return _same(plan, tuple(inputs))
     # barriers: Limit, top-N Sort, SingleRow, Values (and anything else)
     if isinstance(plan, (Limit, Sort, SingleRow, Values)) or plan.children():
         kids = tuple(_push(k, []) for k in plan.children())
-        new = plan.with_children(kids) if kids else plan
-        return _wrap(new, preds)
+        return _wrap(_same(plan, kids) if kids else plan, preds)
     return _wrap(plan, preds)
+
+
+def _same(plan: LogicalPlan, kids: tuple[LogicalPlan, ...]) -> LogicalPlan:
+    """The node over `kids`: itself when they are its children (nothing below changed), so
+    a pass that moves nothing hands back the plan it was given instead of an equal copy of
+    every node, each checked again as it is built."""
+    if all(a is b for a, b in zip(kids, plan.children(), strict=True)):
+        return plan
+    return plan.with_children(kids)
 
 
 def _split(preds: list[Expr], left: set[str], right: set[str]):
@@ -331,7 +341,7 @@ def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
         rejected = _null_rejected(everything, plan.on)
         left = _push(_outer_to_inner(plan.left, rejected), lo)
         right = _push(_outer_to_inner(plan.right, rejected), ro)
-        return _wrap(Join(left, right, "inner", plan.on, and_(both)), none)
+        return _wrap(_join(plan, left, right, "inner", and_(both)), none)
     # outer / semi / anti joins: WHERE predicates only enter the preserved side
     alo, aro, aboth, anone = _split(preds, lids, rids)
     olo, oro, oboth, onone = _split(on_preds, lids, rids)
@@ -362,5 +372,13 @@ def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
             else:
                 down_right += _transfer(_single(alo + olo) + _implied(plan.left), pairs, True)
     left, right = _push(plan.left, down_left), _push(plan.right, down_right)
-    join = Join(left, right, kind, plan.on, and_(stay_on), plan.null_aware)
-    return _wrap(join, above)
+    return _wrap(_join(plan, left, right, kind, and_(stay_on)), above)
+
+
+def _join(plan: Join, left: LogicalPlan, right: LogicalPlan, kind: str,
+          condition: Expr | None) -> Join:
+    """`plan` with these inputs, kind and filter: `plan` itself when none of them changed."""
+    if (left is plan.left and right is plan.right and kind == plan.kind
+            and condition == plan.filter):
+        return plan
+    return Join(left, right, kind, plan.on, condition, plan.null_aware)
