@@ -504,3 +504,45 @@ def test_push_down_filter_hands_back_a_plan_it_has_nothing_to_push_in(octx):
     kinds = {type(n).__name__ for n in L.walk_plan(once)}
     assert {"Join", "Project", "Aggregate", "Window", "Sort", "Union"} <= kinds, kinds
     assert push_down_filter(once) is once
+
+
+def test_map_expressions_hands_back_a_node_whose_expressions_stay(octx):
+    """map_expressions with a function that changes nothing returns each node itself (the
+    rules built on it, simplify first, then hand back plans they leave alone): aggregates,
+    sorts and windows included, which were rebuilt as equal copies."""
+    sql = ("select k, s, sum(v) as t, count(distinct id) as c, "
+           "rank() over (partition by k order by sum(v) desc) as r "
+           "from big where id > 3 group by k, s order by t desc, k limit 5")
+    plan = optimize(bound(octx, sql))
+    kinds = set()
+    for node in L.walk_plan(plan):
+        kinds.add(type(node).__name__)
+        assert L.map_expressions(node, lambda e: e) is node, type(node).__name__
+    assert {"Aggregate", "Sort", "Window", "Project"} <= kinds, kinds
+    assert simplify(plan) is plan
+    sort = next(n for n in L.walk_plan(plan) if isinstance(n, L.Sort))
+    changed = L.map_expressions(sort, lambda e: Literal(1, e.dtype))
+    assert [k.expr for k in changed.keys] == [Literal(1, k.expr.dtype) for k in sort.keys]
+
+
+def test_join_reorder_hands_back_its_own_output_within_one_optimize(star_ctx, monkeypatch):
+    """Within one optimizer run a join tree this rule ordered is handed back untouched when
+    the next pass meets it again, without ordering it again (it would give the same order:
+    see the test above)."""
+    import importlib
+
+    from pqe.plan.stats import shared_estimates
+
+    jr = importlib.import_module("pqe.optimizer.join_reorder")
+    runs = []
+    real = jr._greedy
+    monkeypatch.setattr(jr, "_greedy", lambda *a: runs.append(1) or real(*a))
+    plan = extract_join_keys(push_down_filter(bound(star_ctx, STAR.format("dc, db, da, fact"))))
+    with shared_estimates():
+        once = join_reorder(plan)
+        assert runs
+        runs.clear()
+        assert join_reorder(once) is once
+        assert not runs
+    again = join_reorder(once)  # a new run orders it afresh, to the same joins
+    assert runs and format_plan(again) == format_plan(once)

@@ -26,6 +26,8 @@ def join_reorder(plan: LogicalPlan) -> LogicalPlan:
 
 def _visit(plan: LogicalPlan, est: Estimator) -> LogicalPlan:
     if isinstance(plan, Join) and plan.kind == "inner" and not plan.null_aware:
+        if est.derived.get(("join_reorder:out", id(plan))) is plan:
+            return plan  # ordered by this rule earlier in the run: it would give it back
         leaves: list[LogicalPlan] = []
         conds: list[Expr] = []
         _flatten(plan, leaves, conds)
@@ -33,6 +35,11 @@ def _visit(plan: LogicalPlan, est: Estimator) -> LogicalPlan:
         if len(leaves) > MAX_GREEDY_INPUTS:
             return plan.with_children(tuple(_visit(k, est) for k in plan.children()))
         new = _lift_left_joins(leaves, conds, est) or _greedy(leaves, conds, est)
+        top = new
+        while isinstance(top, (Filter, Project)):
+            top = top.input
+        for node in (new, top):  # (the entry keeps the node, so its id stays its own)
+            est.derived[("join_reorder:out", id(node))] = node
         if new.column_ids != plan.column_ids:
             new = Project(new, tuple(ColumnRef(f) for f in plan.schema), plan.schema)
         return new

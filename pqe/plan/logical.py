@@ -664,17 +664,39 @@ def map_expressions(plan: LogicalPlan, fn) -> LogicalPlan:
         if filt is plan.filter and all(x is y for p, q in zip(on, plan.on, strict=True) for x, y in zip(p, q, strict=True)):
             return plan
         return replace(plan, on=on, filter=filt)
+    # (each node below is handed back as it is when `fn` changed none of its expressions:
+    # rules run over every node of every plan, and an equal copy is validated again as it is
+    # built, then compared node by node with the original)
     if isinstance(plan, Aggregate):
         group = tuple(fn(e) for e in plan.group)
         aggs = []
         for a in plan.aggs:
-            new = a.with_children(tuple(fn(c) for c in a.children()))
+            kids = a.children()
+            new_kids = tuple(fn(c) for c in kids)
+            if all(x is y for x, y in zip(new_kids, kids, strict=True)):
+                aggs.append(a)
+                continue
+            new = a.with_children(new_kids)
             aggs.append(new if isinstance(new, AggCall) else a)
+        if all(x is y for x, y in zip(group, plan.group, strict=True)) and \
+                all(x is y for x, y in zip(aggs, plan.aggs, strict=True)):
+            return plan
         return replace(plan, group=group, aggs=tuple(aggs))
     if isinstance(plan, Sort):
-        keys = tuple(SortKey(fn(k.expr), k.ascending, k.nulls_first) for k in plan.keys)
+        exprs = [fn(k.expr) for k in plan.keys]
+        if all(e is k.expr for e, k in zip(exprs, plan.keys, strict=True)):
+            return plan
+        keys = tuple(SortKey(e, k.ascending, k.nulls_first)
+                     for e, k in zip(exprs, plan.keys, strict=True))
         return replace(plan, keys=keys)
     if isinstance(plan, Window):
-        calls = tuple(c.with_children(tuple(fn(x) for x in c.children())) for c in plan.calls)
-        return replace(plan, calls=calls)
+        calls = []
+        for c in plan.calls:
+            kids = c.children()
+            new_kids = tuple(fn(x) for x in kids)
+            same = all(x is y for x, y in zip(new_kids, kids, strict=True))
+            calls.append(c if same else c.with_children(new_kids))
+        if all(x is y for x, y in zip(calls, plan.calls, strict=True)):
+            return plan
+        return replace(plan, calls=tuple(calls))
     return plan
