@@ -465,6 +465,38 @@ def test_dynamic_filter_spreads_the_kept_row_groups_over_the_scan_tasks(clustere
     assert _scan_partition_rows(clustered, empty, "fact") == ([(0,)], [0, 0, 0, 0])
 
 
+def test_a_scan_task_reading_while_its_others_idle_decodes_on_arrows_threads(clustered,
+                                                                              monkeypatch):
+    """When the dynamic filter keeps fewer row groups than the scan has tasks, the tasks with
+    nothing to read leave their cores idle: the tasks that read decode their columns on
+    Arrow's threads (TPC-DS Q21's one kept 2M-row inventory row group). When every task has
+    row groups to read, each decodes on its own thread, beside the others."""
+    from dataclasses import replace
+
+    import pqe.kernels.scan as S
+
+    cfg = clustered.session.config
+    clustered.session.config = replace(cfg, planner=replace(cfg.planner, min_partition_rows=1,
+                                                            target_partitions=4))
+    reads = []
+    real = S._read_unit
+
+    def spy(provider, fmt, unit, row_groups, *rest):
+        if "fact" in unit.path:
+            reads.append((len(row_groups), rest[-1]))
+        return real(provider, fmt, unit, row_groups, *rest)
+
+    monkeypatch.setattr(S, "_read_unit", spy)
+    one = "SELECT count(*), sum(g) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.z = 1"
+    assert "dynamic_filter=[fact.k]" in clustered.sql(one).explain()
+    assert rows(clustered, one) == [(2000, sum(i % 7 for i in range(3000, 5000)))]
+    assert reads == [(1, True)]  # one row group kept, read by one of four tasks
+    reads.clear()
+    many = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.k < 60"
+    assert rows(clustered, many) == [(60_000,)]
+    assert sorted(reads) == [(1, False), (1, False), (2, False), (2, False)]
+
+
 def test_scan_tasks_are_not_dealt_anew_when_that_would_break_their_clustering(tmp_path):
     """A scan whose partitions hold disjoint ranges of a column (a GROUP BY on it then needs
     no exchange) keeps its planned partitions when its row groups overlap within one of them:

@@ -86,19 +86,35 @@ class ReadFiles(Op):
                 f"{self.nested!r}, {self.ranges!r}, {self.share!r})")
 
     def run(self, data, inputs):
-        return scan.read_files(self.provider, self._units(inputs), self.columns, self.filters,
-                               self.out_ids, self.dict_columns, self.encoded, self.nested)
+        units, threads = self._reading(inputs)
+        return scan.read_files(self.provider, units, self.columns, self.filters,
+                               self.out_ids, self.dict_columns, self.encoded, self.nested,
+                               threads=threads)
 
     def chunks(self, inputs, chunk_rows: int):
         """The same rows as run(), as tables of about chunk_rows rows (see run_pipeline)."""
-        return scan.iter_read_files(self.provider, self._units(inputs), self.columns,
+        units, threads = self._reading(inputs)
+        return scan.iter_read_files(self.provider, units, self.columns,
                                     self.filters, self.out_ids, self.dict_columns, self.encoded,
-                                    self.nested, chunk_rows)
+                                    self.nested, chunk_rows, threads=threads)
 
     def rows(self, inputs) -> int:
         return sum(u.num_rows for u in self._units(inputs))
 
+    def _reading(self, inputs) -> tuple[tuple, bool]:
+        """The units to read, and whether to decode their columns on Arrow's threads: when
+        the dynamic filters kept fewer units than the scan has tasks, some of its tasks read
+        nothing and their cores would idle while this one decodes alone (TPC-DS Q21's
+        inventory: one 2M-row row group kept; decoding its 4 columns 16.5 -> 13.1 ms)."""
+        kept = self._kept(inputs)
+        units = self._share(kept)
+        threads = self.share is not None and bool(units) and len(kept) < self.share[1]
+        return units, threads
+
     def _units(self, inputs):
+        return self._share(self._kept(inputs))
+
+    def _kept(self, inputs):
         units = self.units
         # dynamic filters: groups of (task input holding a join's build, its key column, the
         # range of the probe key in each unit); a unit is read when, in every group, some
@@ -117,6 +133,9 @@ class ReadFiles(Op):
                             meets[j] = True
                 keep = [k and m for k, m in zip(keep, meets, strict=True)]
             units = tuple(u for u, k in zip(units, keep, strict=True) if k)
+        return units
+
+    def _share(self, units):
         if self.share is not None:
             p, n = self.share
             runs = balance(units, n) if units else ()

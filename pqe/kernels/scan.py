@@ -63,10 +63,11 @@ def key_range(build, key: str) -> tuple:
 def read_files(provider, units, columns: tuple[tuple[str, str], ...],
                filters: tuple[Expr, ...], out_ids: tuple[str, ...],
                dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = (),
-               nested: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> pa.Table:
+               nested: tuple[tuple[str, tuple[str, ...]], ...] = (),
+               threads: bool = False) -> pa.Table:
     """All of `units` read as one table (see iter_read_files)."""
     (t,) = iter_read_files(provider, units, columns, filters, out_ids, dict_columns, encoded,
-                           nested)
+                           nested, threads=threads)
     return t
 
 
@@ -91,7 +92,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
                     filters: tuple[Expr, ...], out_ids: tuple[str, ...],
                     dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = (),
                     nested: tuple[tuple[str, tuple[str, ...]], ...] = (),
-                    chunk_rows: int | None = None):
+                    chunk_rows: int | None = None, threads: bool = False):
     """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
     `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`.
 
@@ -106,7 +107,9 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
 
     Yields one table for all the units, or with `chunk_rows` one per run of units of about
     that many rows (chunk_units), each filtered and decoded alone: a task that consumes them
-    one at a time holds one chunk's decoded columns, not the partition's."""
+    one at a time holds one chunk's decoded columns, not the partition's. With `threads` the
+    columns are decoded on Arrow's threads (for a task reading while others of its scan are
+    idle); otherwise on the task's own, beside the other tasks."""
     names = {cid: name for name, cid in columns}
     dict_ids = {cid for name, cid in columns if name in dict_columns}
     # filters on float columns run after reading: the scanner trusts row-group statistics,
@@ -192,7 +195,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
 
     for chunk in (chunk_units(units, chunk_rows) if chunk_rows else [units]):
         yield whole([piece(_read_unit(provider, (fmt, fmt_key), unit, row_groups, schema,
-                                      read_cols, expr))
+                                      read_cols, expr, threads))
                      for unit, row_groups in _by_file(chunk)])
 
 
@@ -292,13 +295,13 @@ def _by_file(units):
 
 
 def _read_unit(provider, fmt, unit: ScanUnit, row_groups: list[int], schema: pa.Schema,
-               read_cols: list[str], expr) -> pa.Table:
+               read_cols: list[str], expr, threads: bool = False) -> pa.Table:
     """Open one file (here, in the task: the unit is only a description) and read some of its
     row groups. `fmt` is the format and what it was made from. A local file whose version
     differs from the planned one is an error, not a silent read of other row groups."""
     with _reading(unit, row_groups):
         frag = _fragment(provider, fmt, unit, row_groups)
-        return frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=False)
+        return frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=threads)
 
 
 # Parsed footers, per process: a Parquet file's fragment with its complete metadata, per
