@@ -267,9 +267,9 @@ def test_filters_on_nullable_columns_run_after_the_read(tmp_path, monkeypatch):
     seen = []
     read = scan._read_unit
 
-    def spy(provider, fmt, unit, row_groups, schema, read_cols, expr):
+    def spy(provider, fmt, unit, row_groups, schema, read_cols, expr, *rest):
         seen.append((unit.path.rsplit("/", 1)[-1], expr is not None))
-        return read(provider, fmt, unit, row_groups, schema, read_cols, expr)
+        return read(provider, fmt, unit, row_groups, schema, read_cols, expr, *rest)
 
     monkeypatch.setattr(scan, "_read_unit", spy)
     cases = [
