@@ -34,10 +34,13 @@ _saved_limit = sys.getrecursionlimit()
 # Planning allocates millions of small objects that live for one statement (sqlglot trees,
 # plan nodes, expressions): with Python's default 700 allocations between young collections,
 # the collector took 13% of planning TPC-DS's 99 queries (2.0 s -> 1.75 s with it off). While
-# a deep thread runs, a young collection waits for this many allocations instead: the
+# a statement is planned (run_deep: parsing, binding, optimizing, physical planning, and the
+# statements run there), a young collection waits for this many allocations instead: the
 # garbage is still collected (planning's cycles, sqlglot's parent links, too), only in fewer,
-# larger sweeps (2.05 -> 1.86 s).
+# larger sweeps (2.05 -> 1.86 s). Running a query's tasks keeps the process's own setting.
 PLAN_GC_THRESHOLD = 10_000
+_gc_lock = threading.Lock()
+_planning = 0
 _saved_gc: tuple[int, ...] = gc.get_threshold()
 MAX_IDLE = 4  # deep threads kept for the next statements
 _idle: list = []
@@ -54,14 +57,11 @@ class TooDeepError(SQLSyntaxError):
 
 
 def _enter() -> None:
-    global _active, _saved_limit, _saved_gc
+    global _active, _saved_limit
     with _lock:
         if _active == 0:
             _saved_limit = sys.getrecursionlimit()
             sys.setrecursionlimit(max(_saved_limit, RECURSION_LIMIT))
-            _saved_gc = gc.get_threshold()
-            if 0 < _saved_gc[0] < PLAN_GC_THRESHOLD:
-                gc.set_threshold(PLAN_GC_THRESHOLD, *_saved_gc[1:])
         _active += 1
 
 
@@ -71,8 +71,27 @@ def _leave() -> None:
         _active -= 1
         if _active == 0:
             sys.setrecursionlimit(_saved_limit)
-            if gc.get_threshold()[0] == PLAN_GC_THRESHOLD != _saved_gc[0]:
-                gc.set_threshold(*_saved_gc)
+
+
+@contextlib.contextmanager
+def _planning_gc():
+    """The young-collection threshold raised while any statement is planned (counted, so
+    concurrent plans restore the process's own thresholds when the last one is done)."""
+    global _planning, _saved_gc
+    with _gc_lock:
+        if _planning == 0:
+            _saved_gc = gc.get_threshold()
+            if 0 < _saved_gc[0] < PLAN_GC_THRESHOLD:
+                gc.set_threshold(PLAN_GC_THRESHOLD, *_saved_gc[1:])
+        _planning += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _planning -= 1
+            if _planning == 0 and gc.get_threshold()[0] == PLAN_GC_THRESHOLD != _saved_gc[0]:
+                # (gen0 only: older generations' thresholds set meanwhile stay)
+                gc.set_threshold(_saved_gc[0], *gc.get_threshold()[1:])
 
 
 def in_deep_thread() -> bool:
@@ -123,7 +142,12 @@ def start_deep_thread(target: Callable[[], None], name: str = "") -> None:
 
 
 def _forget_workers() -> None:  # a forked child has none of the parent's threads
+    global _planning
     _idle.clear()
+    if _planning:  # nor the statements they were planning
+        _planning = 0
+        if gc.get_threshold()[0] == PLAN_GC_THRESHOLD != _saved_gc[0]:
+            gc.set_threshold(_saved_gc[0], *gc.get_threshold()[1:])
 
 
 def run_deep(fn: Callable[..., T], *args, on_interrupt: Callable[[], None] | None = None,
@@ -132,13 +156,15 @@ def run_deep(fn: Callable[..., T], *args, on_interrupt: Callable[[], None] | Non
     waits in short timed waits, so Ctrl-C is seen at once: `on_interrupt` is then called
     (to cancel what `fn` runs) and KeyboardInterrupt raised."""
     if in_deep_thread():
-        return _guarded(fn, args, kwargs)
+        with _planning_gc():
+            return _guarded(fn, args, kwargs)
     box: dict = {}
     done = threading.Event()
 
     def target() -> None:
         try:
-            box["value"] = _guarded(fn, args, kwargs)
+            with _planning_gc():  # (restored before the caller resumes)
+                box["value"] = _guarded(fn, args, kwargs)
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             box["error"] = e
         finally:

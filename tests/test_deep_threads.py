@@ -95,9 +95,10 @@ def test_a_forked_child_runs_statements():
 
 
 def test_planning_collects_garbage_less_often_and_gives_the_threshold_back():
-    """While a deep thread plans, a young collection waits for PLAN_GC_THRESHOLD allocations
-    instead of Python's 700; the caller's thresholds come back when the last concurrent
-    statement is done, whatever they were (a process's own setting, kept exactly)."""
+    """While a statement is planned, a young collection waits for PLAN_GC_THRESHOLD
+    allocations instead of Python's 700; the caller's thresholds come back when the last
+    concurrent statement is done (before run_deep returns), whatever they were (a process's
+    own setting, kept exactly). The query's tasks run with the process's own setting."""
     import gc
 
     saved = gc.get_threshold()
@@ -126,6 +127,20 @@ def test_planning_collects_garbage_less_often_and_gives_the_threshold_back():
         assert seen.count([{"s": 4950}]) == 4
         assert [t for t in seen if isinstance(t, tuple)] == [(deep.PLAN_GC_THRESHOLD, 7, 9)] * 4
         assert gc.get_threshold() == (500, 7, 9)
+        ctx.close()
+
+        # a query's tasks run with the process's own setting (only planning raises it)
+        during = []
+
+        def probe(a):
+            during.append(gc.get_threshold())
+            return a
+
+        ctx = pqe.Context("threads", threads=2)
+        ctx.register_arrow("g", pa.table({"a": pa.array(range(100), pa.int64())}))
+        ctx.register_udf("probe", probe, ["BIGINT"], "BIGINT")
+        assert ctx.sql("SELECT sum(probe(a)) AS s FROM g").to_pylist() == [{"s": 4950}]
+        assert during and set(during) == {(500, 7, 9)}
         ctx.close()
 
         gc.set_threshold(50_000, 3, 3)  # a process that already collects less often: kept

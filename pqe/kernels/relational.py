@@ -125,8 +125,10 @@ def _sort_form(col: pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_decimal128(t):
         chunks = []
         for c in col.chunks:
-            if len(c) == 0 or c.buffers()[1] is None:
+            if len(c) == 0:
                 continue
+            if c.buffers()[1] is None:
+                return col
             words = np.frombuffer(c.buffers()[1], dtype=np.int64)[2 * c.offset:2 * (c.offset + len(c))]
             low, high = words[0::2], words[1::2]
             if not np.array_equal(high, low >> 63):

@@ -185,12 +185,16 @@ def _candidate(a, b, pending, est: Estimator, refs: dict):
     usable = [c for c in pending if refs[id(c)] <= union
               and not refs[id(c)] <= ia and not refs[id(c)] <= ib]
     key = ("join_reorder", id(pa_), id(pb), tuple(usable))
-    hit = est.derived.get(key)
+    try:
+        hit = est.derived.get(key)
+    except TypeError:  # a condition holding an unhashable value: built every time
+        key, hit = None, None
     if hit is not None and hit[0] is pa_ and hit[1] is pb:
         return hit[2], usable
     # probe (left) = the larger estimated input; of equal ones, the one met first in the query
     left, right = (pa_, pb) if (-est.rows(pa_), ra) <= (-est.rows(pb), rb) else (pb, pa_)
     cand = Join(left, right, "inner", (), and_(usable))
     cand = _keys(cand) or cand
-    est.derived[key] = (pa_, pb, cand)
+    if key is not None:
+        est.derived[key] = (pa_, pb, cand)
     return cand, usable
