@@ -54,6 +54,12 @@ def is_numeric(t: pa.DataType) -> bool:
     return is_integer(t) or is_floating(t) or is_decimal(t)
 
 
+def is_fixed_width(t: pa.DataType) -> bool:
+    """One fixed-size value per row, no offsets: numbers, booleans, dates, times,
+    timestamps, durations and intervals."""
+    return is_numeric(t) or is_boolean(t) or pa.types.is_temporal(t)
+
+
 def is_text(t: pa.DataType) -> bool:
     return (pa.types.is_string(t) or pa.types.is_large_string(t)
             or pa.types.is_string_view(t))

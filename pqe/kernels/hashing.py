@@ -110,14 +110,9 @@ def _component(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _component_array(col: pa.Array) -> np.ndarray:
-    if pa.types.is_null(col.type) or not _is_number(col.type):
+    if pa.types.is_null(col.type) or not T.is_fixed_width(col.type):
         return _hash_array(col)
     return _with_nulls(_number_bits(col), col)
-
-
-def _is_number(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-            or pa.types.is_boolean(t) or pa.types.is_temporal(t))
 
 
 def buckets(h: np.ndarray, n: int) -> np.ndarray:

@@ -121,23 +121,20 @@ def _sort_form(col: pa.ChunkedArray) -> pa.ChunkedArray:
     decimals took 70 ms of sorting 300k rows by a category and a sum, 54 ms as int64; TPC-DS
     Q67's rank() over 505k rows: 0.26 -> 0.18 s of operator time). (Text as its rank among
     few distinct values sorted faster still, but encoding it cost as much in other windows.)"""
-    t = col.type
-    if pa.types.is_decimal128(t):
-        chunks = []
-        for c in col.chunks:
-            if len(c) == 0:
-                continue
-            if c.buffers()[1] is None:
-                return col
-            words = np.frombuffer(c.buffers()[1], dtype=np.int64)[2 * c.offset:2 * (c.offset + len(c))]
-            low, high = words[0::2], words[1::2]
-            if not np.array_equal(high, low >> 63):
-                return col  # some value needs more than 64 bits
-            chunks.append(pa.Array.from_buffers(pa.int64(), len(c), [c.buffers()[0], pa.py_buffer(
-                np.ascontiguousarray(low))], null_count=c.null_count, offset=0)
-                if c.offset == 0 else pa.array(low, mask=c.is_null().to_numpy(zero_copy_only=False)))
-        return pa.chunked_array(chunks, pa.int64())
-    return col
+    if not pa.types.is_decimal128(col.type):
+        return col
+    for c in col.chunks:
+        if len(c) == 0:
+            continue
+        if c.buffers()[1] is None:
+            return col
+        words = np.frombuffer(c.buffers()[1], dtype=np.int64)[2 * c.offset:2 * (c.offset + len(c))]
+        if not np.array_equal(words[1::2], words[0::2] >> 63):
+            return col  # some value needs more than 64 bits
+    # (imported here: decimals imports the expression compiler, which imports this module)
+    from .decimals import to_unscaled
+
+    return to_unscaled(col)
 
 
 def _has_nan(table: pa.Table, keys) -> bool:

@@ -149,7 +149,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     nullable = {cid for name, cid in columns if provider.schema.field(name).nullable} \
         if sum(u.num_rows or 0 for u in units) >= POST_FILTER_ROWS else set()
     wide = {cid for name, cid in columns if cid not in after
-            and not _fixed_width(provider.schema.field(name).type)}
+            and not T.is_fixed_width(provider.schema.field(name).type)}
     inside = tuple(f for f in plain_filters if column_ids(f) & wide
                    or not column_ids(f) & nullable) if not kids else plain_filters
     after_read = [f for f in plain_filters if f not in inside]
@@ -203,11 +203,6 @@ _SEP = "\x1f"  # between a struct column's name and a child's, in the projected 
 
 
 POST_FILTER_ROWS = 100_000  # reads of fewer rows filter inside the scanner (see above)
-
-
-def _fixed_width(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-            or pa.types.is_boolean(t) or pa.types.is_temporal(t))
 
 
 def _nested_projection(columns, kids: dict) -> dict:

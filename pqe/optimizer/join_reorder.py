@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..plan.expr import Call, ColumnRef, Expr, and_, column_ids, column_ids_all, conjuncts
-from ..plan.logical import Filter, Join, LogicalPlan, Project
+from ..plan.logical import Filter, Join, LogicalPlan, Project, with_kids
 from ..plan.stats import Estimator
 from .extract_join_keys import _rule as _keys
 
@@ -46,10 +46,7 @@ def _visit(plan: LogicalPlan, est: Estimator) -> LogicalPlan:
     kids = plan.children()
     if not kids:
         return plan
-    new_kids = tuple(_visit(k, est) for k in kids)
-    if all(a is b for a, b in zip(new_kids, kids, strict=True)):
-        return plan
-    return plan.with_children(new_kids)
+    return with_kids(plan, tuple(_visit(k, est) for k in kids))
 
 
 def _lift_left_joins(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator):

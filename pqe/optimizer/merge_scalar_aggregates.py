@@ -26,7 +26,7 @@ from dataclasses import replace
 from ..plan.expr import (ColumnRef, Expr, and_, has_subquery, is_volatile, may_raise, or_,
                          replace_columns)
 from ..plan.logical import (Aggregate, Filter, Join, LogicalPlan, Project, Scan,
-                            one_row_aggregate)
+                            one_row_aggregate, with_kids)
 from .simplify import simplify_expr
 
 
@@ -53,10 +53,7 @@ def _rebuild_kids(plan: LogicalPlan) -> LogicalPlan:
     kids = plan.children()
     if not kids:
         return plan
-    new = tuple(_visit(k) for k in kids)
-    if all(a is b for a, b in zip(new, kids, strict=True)):
-        return plan
-    return plan.with_children(new)
+    return with_kids(plan, tuple(_visit(k) for k in kids))
 
 
 def _crossing(plan: LogicalPlan) -> bool:

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..plan.expr import (Call, Cast, ColumnRef, Expr, InList, Literal, and_, column_ids,
                          conjuncts, disjuncts, has_user_call, or_, replace_columns, unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
-                            SingleRow, Sort, Union, Values, Window)
+                            SingleRow, Sort, Union, Values, Window, with_kids)
 
 
 def push_down_filter(plan: LogicalPlan) -> LogicalPlan:
@@ -68,7 +68,7 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     if isinstance(plan, Project):
         mapping = {f.id: e for f, e in zip(plan.fields, plan.exprs, strict=True)}
         down = [replace_columns(p, mapping) for p in preds]
-        return _same(plan, (_push(plan.input, down),))
+        return with_kids(plan, (_push(plan.input, down),))
     if isinstance(plan, Join):
         return _push_join(plan, preds)
     if isinstance(plan, Aggregate):
@@ -79,7 +79,7 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
                 down.append(replace_columns(p, mapping))
             else:
                 keep.append(p)
-        return _wrap(_same(plan, (_push(plan.input, down),)), keep)
+        return _wrap(with_kids(plan, (_push(plan.input, down),)), keep)
     if isinstance(plan, Window):
         # a predicate on columns every call partitions by removes whole window partitions
         common = None
@@ -88,29 +88,20 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
             common = ids if common is None else common & ids
         down = [p for p in preds if column_ids(p) and column_ids(p) <= (common or set())]
         keep = [p for p in preds if p not in down]
-        return _wrap(_same(plan, (_push(plan.input, down),)), keep)
+        return _wrap(with_kids(plan, (_push(plan.input, down),)), keep)
     if isinstance(plan, Sort) and plan.fetch is None:
-        return _same(plan, (_push(plan.input, preds),))
+        return with_kids(plan, (_push(plan.input, preds),))
     if isinstance(plan, Union):
         inputs = []
         for child in plan.inputs:
             mapping = {f.id: ColumnRef(c) for f, c in zip(plan.fields, child.schema, strict=True)}
             inputs.append(_push(child, [replace_columns(p, mapping) for p in preds]))
-        return _same(plan, tuple(inputs))
+        return with_kids(plan, tuple(inputs))
     # barriers: Limit, top-N Sort, SingleRow, Values (and anything else)
     if isinstance(plan, (Limit, Sort, SingleRow, Values)) or plan.children():
         kids = tuple(_push(k, []) for k in plan.children())
-        return _wrap(_same(plan, kids) if kids else plan, preds)
+        return _wrap(with_kids(plan, kids), preds)
     return _wrap(plan, preds)
-
-
-def _same(plan: LogicalPlan, kids: tuple[LogicalPlan, ...]) -> LogicalPlan:
-    """The node over `kids`: itself when they are its children (nothing below changed), so
-    a pass that moves nothing hands back the plan it was given instead of an equal copy of
-    every node, each checked again as it is built."""
-    if all(a is b for a, b in zip(kids, plan.children(), strict=True)):
-        return plan
-    return plan.with_children(kids)
 
 
 def _split(preds: list[Expr], left: set[str], right: set[str]):

@@ -563,6 +563,15 @@ def walk_plan(plan: LogicalPlan):
         stack.extend(reversed(p.children()))
 
 
+def with_kids(plan: LogicalPlan, kids: tuple[LogicalPlan, ...]) -> LogicalPlan:
+    """`plan` over `kids`: `plan` itself when they are its children, so a rewrite that
+    changed nothing below hands back the node instead of an equal copy (validated again as
+    it is built, then compared node by node by the optimizer)."""
+    if all(a is b for a, b in zip(kids, plan.children(), strict=True)):
+        return plan
+    return plan.with_children(kids)
+
+
 def transform_up(plan: LogicalPlan, fn) -> LogicalPlan:
     """Bottom-up rewrite: fn(node) returns a replacement or None.
 
@@ -582,12 +591,8 @@ def transform_up(plan: LogicalPlan, fn) -> LogicalPlan:
         for other, out in bucket:
             if other is node or other == node:
                 return out
-        p = node
         kids = node.children()
-        if kids:
-            new = tuple(go(k) for k in kids)
-            if any(a is not b for a, b in zip(new, kids, strict=True)):
-                p = node.with_children(new)
+        p = with_kids(node, tuple(go(k) for k in kids))
         out = fn(p)
         out = p if out is None else out
         bucket.append((node, out))
