@@ -28,7 +28,7 @@ from ..plan.expr import (AggCall, Case, ColumnRef, Expr, Field, Literal, column_
                          transform)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Bound, WindowSpec, dense_fits,
-                   dense_index_bytes,
+                   dense_index_bytes, int64_decimal_applicable,
                    segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
                    RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec,
@@ -408,11 +408,13 @@ class PhysicalPlanner:
             pre.append((ColumnRef(f0), B.new_field("any", f0.dtype)))
         exprs = tuple(e for e, _ in pre)
         fields = tuple(f for _, f in pre)
-        projected = ProjectExec(fields, child.n, _project_dist(child.dist, exprs, fields),
-                                child, exprs, None)
         group = tuple(group_ids)
-        projected = _encoded_group_keys(projected, group)
         aggs = tuple(specs)
+        only_summed = _summed_only(group, aggs)
+        int64 = int64_decimal_applicable(exprs, [e for e, f in pre if f.id in only_summed])
+        projected = ProjectExec(fields, child.n, _project_dist(child.dist, exprs, fields),
+                                child, exprs, None, int64)
+        projected = _encoded_group_keys(projected, group)
         schema = node.schema
         # how the first aggregation step runs (the final step combines states by hash)
         first = {"strategy": _strategy(projected, group, aggs),
@@ -665,11 +667,16 @@ def _int64_sums(projected: PhysicalPlan, group: tuple[str, ...], aggs) -> tuple[
     decimal128 and back)."""
     if not isinstance(projected, ProjectExec) or not projected.int64_decimal:
         return ()
+    return tuple(sorted(_summed_only(group, aggs)))
+
+
+def _summed_only(group: tuple[str, ...], aggs) -> set[str]:
+    """Decimal argument columns that every aggregate reading them sums or averages."""
     summed = {s.arg for s in aggs if s.fn in ("sum", "avg") and s.arg is not None
               and T.is_decimal(s.arg_dtype)}
     other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group) \
         | {c for s in aggs for c in s.more}  # a user aggregate's later arguments
-    return tuple(sorted(summed - other))
+    return summed - other
 
 
 def _state_columns(group, aggs) -> list[str]:
