@@ -370,7 +370,7 @@ class Lowering:
 
     def _aggregateexec(self, node: P.AggregateExec):
         op = O.Aggregate(mode=node.mode, group=node.group, aggs=node.aggs,
-                         segments=node.strategy == "segments")
+                         segments=node.strategy == "segments", adaptive=node.adaptive)
         parts = self.lower(node.input)
         if node.int64_sums:
             parts = _unscaled_sum_inputs(parts, node.int64_sums)

@@ -399,10 +399,13 @@ class NestedLoopJoin(Op):
 
 class Aggregate(Op):
     label = "aggregate"
-    _fields = ("mode", "group", "aggs", "segments")
+    _fields = ("mode", "group", "aggs", "segments", "adaptive")
 
     def run(self, data, inputs):
         if self.mode == "partial":
+            if self.adaptive:  # one verdict for the partitions of this process (threads)
+                probe = self.__dict__.setdefault("_probe", agg.AdaptiveProbe())
+                return agg.partial(data, self.group, self.aggs, self.segments, probe)
             return agg.partial(data, self.group, self.aggs, self.segments)
         if self.mode == "single":
             return agg.single(data, self.group, self.aggs, self.segments)

@@ -410,7 +410,9 @@ class AggregateExec(PhysicalPlan):
     that arrives sorted on the key (data clustered by it) is reduced run by run with numpy,
     ~15x cheaper than hashing; the kernel checks the order and hashes a partition that is
     not sorted. `int64_sums`: decimal arguments the fused projection below hands over as
-    unscaled int64 (summed without converting to decimal128 and back)."""
+    unscaled int64 (summed without converting to decimal128 and back). `adaptive` (a partial
+    the estimates expect to reduce little): a partition whose first quarter barely reduces
+    hands its other rows on as one-row states, leaving the grouping to the final step."""
 
     input: PhysicalPlan = None
     mode: str = "single"
@@ -418,6 +420,7 @@ class AggregateExec(PhysicalPlan):
     aggs: tuple[AggSpec, ...] = ()
     strategy: str = "hash"
     int64_sums: tuple[str, ...] = ()
+    adaptive: bool = False  # partial: rows may pass on as one-row states (kernels.aggregate)
 
     def children(self):
         return (self.input,)
@@ -430,7 +433,8 @@ class AggregateExec(PhysicalPlan):
         a = ", ".join(f"{s.fn}({args(s)}"
                       + "".join(f", {p!r}" if isinstance(p, str) else f", {p}" for p in s.params)
                       + _order_text(s.order, names) + ")" for s in self.aggs)
-        how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "")
+        how = self.mode + (f", {self.strategy}" if self.strategy != "hash" else "") \
+            + (", adaptive" if self.adaptive else "")
         out = f"Aggregate[{how}]: groupBy=[{g}] aggr=[{a}]"
         if self.int64_sums:
             out += f" int64_sums=[{_cols(self.int64_sums, names)}]"
