@@ -80,3 +80,39 @@ def test_a_decimal_case_projection_runs_on_int64(ctx):
     plan = "\n".join(ctx.sql("EXPLAIN SELECT sum(CASE WHEN k = 1 THEN w END) FROM wide")
                      .to_arrow().column(0).to_pylist())
     assert "int64-decimal" not in plan, plan
+
+
+@pytest.mark.parametrize("arg", ["CASE WHEN i % 2 = 0 THEN c ELSE e END", "c + e"],
+                         ids=["case", "arithmetic"])
+def test_a_summed_decimal_that_also_orders_an_aggregate_keeps_its_scale(arg):
+    """Found in review: SUM(x) and ARRAY_AGG(... ORDER BY x) share x's column. Handed over as
+    unscaled int64 for the sum, it reached the ordered aggregate as int64 in partitions whose
+    int64 arithmetic held and as decimal128 in one whose checked kernels overflowed (and fell
+    back): the lists were concatenated as whole numbers (10^10 off, a wrong order) or the
+    types disagreed. A column an ordered aggregate sorts by is no longer handed over so."""
+    import decimal
+
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    c = rng.integers(-10 ** 17, 10 ** 17, n)
+    c[1000:] = rng.integers(-50, 50, n - 1000)  # only the first partition overflows int64
+    e = [decimal.Decimal(int(v)).scaleb(-10) for v in rng.integers(-10 ** 12, 10 ** 12, n)]
+    t = pa.table({"g": np.arange(n) % 3, "i": np.arange(n), "c": c,
+                  "e": pa.array(e, pa.decimal128(15, 10))})
+    ctx = pqe.Context(partitions=3)
+    ctx.register_arrow("t", t)
+    con = oracle.connect()
+    try:
+        con.register("t", t)
+        sql = (f"SELECT g, sum({arg}) AS s, array_agg(i ORDER BY {arg}, i) AS o "
+               "FROM t GROUP BY g ORDER BY g")
+        got = ctx.sql(sql).to_arrow().to_pylist()
+        want = con.sql(sql).fetchall()
+        assert [r["o"] for r in got] == [w[2] for w in want]
+        assert [r["s"] for r in got] == [w[1] for w in want]
+    finally:
+        con.close()
+        ctx.close()

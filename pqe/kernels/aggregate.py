@@ -581,7 +581,7 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
 
 def _float_values(col) -> np.ndarray:
     """A float column as a numpy array, NULL as NaN."""
-    return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+    return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), np.float64)
 
 
 def _combined_m2(states: pa.Table, out: pa.Table, base: str, rows: np.ndarray,
@@ -595,12 +595,12 @@ def _combined_m2(states: pa.Table, out: pa.Table, base: str, rows: np.ndarray,
     group_of[rows] = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     total = _float_values(out.column(base + ".s"))
     count = _float_values(pc.fill_null(out.column(base + ".c"), 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # inf, NaN: as SQL
         mean = total / count
         dev = np.where(n_i > 0, s_i / np.where(n_i > 0, n_i, 1) - mean[group_of], 0.0)
-    spread = np.bincount(group_of, weights=n_i * dev * dev, minlength=len(count))
-    m2 = pc.fill_null(out.column(base + ".q"), 0.0)
-    value = _float_values(m2) + spread
+        spread = np.bincount(group_of, weights=n_i * dev * dev, minlength=len(count))
+        m2 = pc.fill_null(out.column(base + ".q"), 0.0)
+        value = _float_values(m2) + spread
     return pa.array(value, pa.float64(), mask=count == 0)
 
 

@@ -411,8 +411,9 @@ class AggregateExec(PhysicalPlan):
     ~15x cheaper than hashing; the kernel checks the order and hashes a partition that is
     not sorted. `int64_sums`: decimal arguments the fused projection below hands over as
     unscaled int64 (summed without converting to decimal128 and back). `adaptive` (a partial
-    the estimates expect to reduce little): a partition whose first quarter barely reduces
-    hands its other rows on as one-row states, leaving the grouping to the final step."""
+    the estimates expect to reduce little, before a hash-partitioned final step): a partition
+    whose sampled keys are nearly all distinct hands its rows on as one-row states, leaving
+    the grouping to the final step (kernels.aggregate.partial)."""
 
     input: PhysicalPlan = None
     mode: str = "single"

@@ -684,7 +684,8 @@ def _summed_only(group: tuple[str, ...], aggs) -> set[str]:
     summed = {s.arg for s in aggs if s.fn in ("sum", "avg") and s.arg is not None
               and T.is_decimal(s.arg_dtype)}
     other = {s.arg for s in aggs if s.fn not in ("sum", "avg")} | set(group) \
-        | {c for s in aggs for c in s.more}  # a user aggregate's later arguments
+        | {c for s in aggs for c in s.more} \
+        | {k for s in aggs for k, _, _ in s.order}  # an ordered aggregate's sort keys
     return summed - other
 
 
