@@ -904,3 +904,36 @@ def test_a_broadcast_counts_gathering_its_build_side():
     smaller = "SELECT count(*) FROM big JOIN small ON big.a = small.a AND big.b = small.b"
     text = ctx.sql(smaller).explain().split("== Physical Plan ==")[1]
     assert "HashJoin[broadcast]" in next(line for line in text.splitlines() if "HashJoin" in line)
+
+
+def test_a_computed_group_key_has_at_most_its_columns_distinct_values():
+    """A deterministic expression over columns takes at most the product of their distinct
+    counts (`substr(w_warehouse_name, 1, 20)`, `extract(year FROM d)`): TPC-DS Q99 grouped
+    by such a key, estimated at a tenth of the input's rows, so its 90 groups (of 5 x 20 x 6
+    possible) looked like all 287k rows and got a hash-partitioned final step instead of one
+    gathering task (0.089 -> 0.072 s at SF1). A volatile expression stays unknown."""
+    import numpy as np
+
+    from pqe.plan.logical import Aggregate, walk_plan
+    from pqe.plan.stats import Estimator
+
+    n = 300_000
+    k = np.arange(n)
+    ctx = pqe.Context()
+    ctx.register_arrow("wh", pa.table({
+        "w": pa.array(np.array(["north-one", "south-two", "east-3", "west-44", "ünï"])[k % 5]),
+        "t": pa.array(k % 20), "c": pa.array(k % 6), "u": pa.array(k)}))
+
+    def groups(sql):
+        plan = ctx.sql(sql).optimized_plan()
+        agg = next(p for p in walk_plan(plan) if isinstance(p, Aggregate))
+        return Estimator().rows(agg)
+
+    assert groups("SELECT substr(w, 1, 3) AS s, t, c + 1 AS c1, count(*) FROM wh "
+                  "GROUP BY substr(w, 1, 3), t, c + 1") <= 5 * 20 * 6
+    assert groups("SELECT t * 2 + c AS x, count(*) FROM wh GROUP BY t * 2 + c") <= 20 * 6
+    assert groups("SELECT u % 7 AS m, count(*) FROM wh GROUP BY u % 7") > 1_000  # u: 300k
+    assert groups("SELECT t + random() AS r, count(*) FROM wh GROUP BY t + random()") > 1_000
+    got = ctx.sql("SELECT substr(w, 1, 3) AS s, t, count(*) AS n FROM wh "
+                  "GROUP BY substr(w, 1, 3), t ORDER BY s, t").to_pylist()
+    assert len(got) == 20 and sum(r["n"] for r in got) == n

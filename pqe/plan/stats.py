@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .. import types as T
-from .expr import Call, Cast, ColumnRef, Expr, InList, Literal, column_ids, conjuncts
+from .expr import (Call, Cast, ColumnRef, Expr, InList, Literal, UserCall, column_ids, conjuncts,
+                   has_subquery, is_volatile, walk)
 from .logical import (
     Aggregate,
     Filter,
@@ -51,6 +52,25 @@ class ColumnEstimate:
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _derived_ndv(e: Expr, inner: Mapping[str, ColumnEstimate]) -> float | None:
+    """Distinct values of a deterministic expression over columns whose distinct counts are
+    known: at most the product of theirs (`substr(w_warehouse_name, 1, 20)`, `extract(year
+    FROM d)`, a CASE over a few flags). Without it such a group key counted as a tenth of the
+    input's rows, and TPC-DS Q99's 90 groups (of 5 x 20 x 6 possible) as all 287k rows."""
+    if is_volatile(e) or has_subquery(e) or any(isinstance(x, UserCall) for x in walk(e)):
+        return None
+    ids = column_ids(e)
+    if not ids:
+        return None
+    n = 1.0
+    for i in ids:
+        est = inner.get(i)
+        if est is None or not est.ndv:
+            return None
+        n *= est.ndv
+    return n
 
 
 def _as_number(v) -> float | None:
@@ -205,7 +225,8 @@ class Estimator:
             groups = 1.0
             for g in plan.group:
                 est = self.column(plan.input, g)
-                groups *= est.ndv if est.ndv else max(1.0, n / 10)
+                ndv = est.ndv if est.ndv else _derived_ndv(g, self._columns(plan.input))
+                groups *= min(ndv, n) if ndv else max(1.0, n / 10)
             return min(n, groups)
         if isinstance(plan, Union):
             return sum(self.rows(p) for p in plan.inputs)
@@ -350,6 +371,8 @@ class Estimator:
                     base = base.arg
                 if isinstance(base, ColumnRef) and base.id in inner:
                     out[f.id] = inner[base.id]
+                elif (derived := _derived_ndv(base, inner)) is not None:
+                    out[f.id] = ColumnEstimate(derived)
         elif isinstance(plan, Aggregate):
             inner = self._columns(plan.input)
             for e, f in zip(plan.group, plan.group_fields, strict=True):
