@@ -193,3 +193,44 @@ def test_grouping_and_joins_on_skewed_text_keys_stay_correct():
     r = ctx.sql("select max(c) m from (select k, count(*) c from t group by k) g").to_pylist()
     assert r == [{"m": 2}]
     ctx.close()
+
+
+def _byte_path(monkeypatch, col):
+    """hash_column with the dictionary detour turned off."""
+    with monkeypatch.context() as m:
+        m.setattr(hashing, "DICTIONARY_MIN_ROWS", 1 << 62)
+        return hashing.hash_column(col)
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary(), pa.string_view()])
+def test_repeated_text_hashes_once_per_value_with_the_same_hashes(monkeypatch, typ):
+    """A long text column with few distinct values is hashed through a dictionary (each value
+    once, gathered through the indices): the hashes must be exactly the byte-wise ones, NULLs
+    included, in any chunking and slicing, or the two sides of a join stop co-partitioning."""
+    rng = np.random.default_rng(7)
+    values = np.array([f"välue-{i}-" + "x" * (i % 23) for i in range(40)] + [None, ""],
+                      dtype=object)
+    col = pa.array(values[rng.integers(0, len(values), 60_000)], typ)
+    seen = []
+    real = hashing._hash_bytes
+    monkeypatch.setattr(hashing, "_hash_bytes", lambda c: seen.append(len(c)) or real(c))
+    for arr in (col, col.slice(3, 50_000),
+                pa.chunked_array([col.slice(0, 20_000), col.slice(20_000)])):
+        seen.clear()
+        got = hashing.hash_column(arr)
+        assert seen and max(seen) <= len(values)  # hashed the distinct values, not the rows
+        assert np.array_equal(got, _byte_path(monkeypatch, arr))
+        table = pa.table({"t": arr, "i": pa.array(np.arange(len(arr)) % 5)})
+        combined = hashing.hash_columns(table, ["t", "i"])
+        with monkeypatch.context() as m:
+            m.setattr(hashing, "DICTIONARY_MIN_ROWS", 1 << 62)
+            assert np.array_equal(combined, hashing.hash_columns(table, ["t", "i"]))
+
+
+def test_text_that_seldom_repeats_is_hashed_byte_wise(monkeypatch):
+    col = pa.array([f"key-{i:07d}" for i in range(50_000)])
+    seen = []
+    real = hashing._hash_bytes
+    monkeypatch.setattr(hashing, "_hash_bytes", lambda c: seen.append(len(c)) or real(c))
+    hashing.hash_column(col)
+    assert seen == [len(col)]  # no dictionary first: it doubled the time of unique keys

@@ -76,6 +76,12 @@ def _hash_array(col: pa.Array) -> np.ndarray:
         col = col.cast(pa.large_binary() if pa.types.is_binary_view(t) else pa.large_string())
         t = col.type
     if T.is_text(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        if _repetitive(col):
+            # each distinct value hashed once and gathered through the indices (Arrow's hash
+            # table finds them faster than the bytes are hashed): 172k rows of 19 to 968
+            # distinct names 13-14 -> 3-4 ms; values that seldom repeat skip this (there it
+            # doubled the time), which a sample decides
+            return _per_value(pc.dictionary_encode(col), _hash_array)
         return _with_nulls(_hash_bytes(col), col)
     if pa.types.is_fixed_size_binary(t):
         return _with_nulls(_hash_fixed(col), col)
@@ -150,6 +156,20 @@ def _number_bits(col: pa.Array) -> np.ndarray:
     if v.dtype == np.uint64:
         return v.copy()
     return v.astype(np.int64).view(np.uint64)  # a fresh array: fmix works in place
+
+
+DICTIONARY_MIN_ROWS = 8192  # text columns this long are sampled (_repetitive)
+_SAMPLE = 2048
+
+
+def _repetitive(col: pa.Array) -> bool:
+    """Whether a sample of a long text column (values spread over it) has at most half as many
+    distinct values as sampled ones."""
+    n = len(col)
+    if n < DICTIONARY_MIN_ROWS:
+        return False
+    sample = col.take(pa.array(np.arange(0, n, n // _SAMPLE, dtype=np.int64)[:_SAMPLE]))
+    return len(pc.unique(sample)) * 2 <= len(sample)
 
 
 def _with_nulls(h: np.ndarray, col: pa.Array) -> np.ndarray:
