@@ -269,7 +269,9 @@ class PhysicalPlanner:
                 out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
             return out
         can_broadcast = kind in ("inner", "left", "semi", "anti")
-        left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
+        lndvs = [self.est.ndv(lnode, e) for e in lexprs]
+        left_ready = left.dist.kind == "hash" and \
+            left.dist.keys == _hash_keys(lkeys, left, lndvs, left.n)
         # costs in "hash table inserts": a build row costs 1 (once per probing partition),
         # a probe row PROBE_COST, a shuffled row shuffle_cost
         probe = self.cfg.probe_cost
@@ -297,7 +299,10 @@ class PhysicalPlanner:
             left, right, lkeys, rkeys, lrows, rrows = right, left, rkeys, lkeys, rrows, lrows
             lbytes, rbytes = rbytes, lbytes
             swapped = not swapped
-            left_ready = left.dist.kind == "hash" and left.dist.keys == _hash_keys(lkeys, left)
+            lnode, rnode, lexprs, rexprs = rnode, lnode, rexprs, lexprs
+            lndvs = [self.est.ndv(lnode, e) for e in lexprs]
+            left_ready = left.dist.kind == "hash" and \
+                left.dist.keys == _hash_keys(lkeys, left, lndvs, left.n)
             broadcast_cost = rrows + lrows * probe * DENSE_PROBE
             dense = True
         if not dense and not self._broadcast_fits(rbytes * HASH_BUILD_FACTOR):
@@ -329,7 +334,7 @@ class PhysicalPlanner:
                 out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
             return out
         n = left.n if left_ready else self._shuffle_partitions(lbytes + rbytes)
-        hk = _hash_positions(lkeys, left)
+        hk = _hash_positions(lkeys, left, lndvs, n)
         lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
         rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
         dist = Dist("hash", tuple(lkeys[i] for i in hk)) if kind in ("inner", "left", "semi", "anti") else ANY
@@ -437,8 +442,9 @@ class PhysicalPlanner:
             partial = AggregateExec(partial_fields, projected.n, ANY, projected, "partial",
                                     group, aggs, **first)
             return AggregateExec(schema, 1, SINGLE, self._gather(partial), "final", group, aggs)
-        hk = tuple(group[i] for i in _hash_positions(group, projected))
         n = self._shuffle_partitions(self.est.bytes(node.input))
+        ndvs = [self.est.ndv(node.input, e) for e in node.group]
+        hk = tuple(group[i] for i in _hash_positions(group, projected, ndvs, n))
         # expected to keep over half its rows, and the final step runs in parallel: let the
         # kernel check and pass rows on (into a gathered final step they would make the one
         # task hash them all: TPC-DS Q39 took 23% longer so)
@@ -529,11 +535,12 @@ class PhysicalPlanner:
             if extra:
                 current = self._project_columns(current, extra)
             if pids:
-                hk = tuple(pids[i] for i in _hash_positions(pids, current))
-                if not current.dist.groups_within(pids):
-                    current = self._hash(current, hk, self._shuffle_partitions(
-                                         self.est.bytes(node.input))
-                                         if current.n > 1 else 1)
+                if current.n > 1 and not current.dist.groups_within(pids):
+                    # (one partition holds every group already)
+                    n = self._shuffle_partitions(self.est.bytes(node.input))
+                    ndvs = [self.est.ndv(node.input, e) for e in pby]
+                    hk = tuple(pids[i] for i in _hash_positions(pids, current, ndvs, n))
+                    current = self._hash(current, hk, n)
             else:
                 current = self._gather(current)
             fields = tuple(f for _, f in items)
@@ -765,16 +772,37 @@ def _hashable_type(t: pa.DataType) -> bool:
     return T.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or T.is_boolean(t)
 
 
-def _hash_positions(keys, plan: PhysicalPlan) -> list[int]:
-    """Which keys to hash on: the integer-like ones when there are some (any subset of the keys
-    is a valid partitioning, and integers hash fastest), else all."""
+# a hash exchange on a subset of the keys wants this many distinct values of it per partition
+HASH_KEYS_PER_PARTITION = 64
+
+
+def _hash_positions(keys, plan: PhysicalPlan, ndvs=None, n: int = 1) -> list[int]:
+    """Which keys to hash on (any subset of the keys is a valid partitioning): the
+    integer-like ones (they hash fastest), then as few of the others as the estimates
+    (`ndvs`, one per key, None: unknown) say spread the rows over `n` partitions, the ones
+    with the most distinct values first. Without estimates, the integer keys, or all keys.
+    TPC-DS Q47 hashed its ~66k (category, brand, store, year, month) groups on year and
+    month alone, 14 values for 4 partitions, and the window after it on the year alone, 3
+    values: one partition got 12 months of rows, the others 1 or none."""
     types = {f.id: f.dtype for f in plan.schema}
     ints = [i for i, k in enumerate(keys) if _hashable_type(types.get(k, pa.null()))]
-    return ints or list(range(len(keys)))
+    if ndvs is None:
+        return ints or list(range(len(keys)))
+    need = HASH_KEYS_PER_PARTITION * max(n, 2)
+    chosen = list(ints)
+    have = math.prod(math.inf if ndvs[i] is None else ndvs[i] for i in chosen) if chosen else 1.0
+    rest = sorted((i for i in range(len(keys)) if i not in ints),
+                  key=lambda i: -(math.inf if ndvs[i] is None else ndvs[i]))
+    for i in rest:
+        if chosen and have >= need:
+            break
+        chosen.append(i)
+        have *= math.inf if ndvs[i] is None else ndvs[i]
+    return sorted(chosen)
 
 
-def _hash_keys(keys, plan):
-    return tuple(keys[i] for i in _hash_positions(keys, plan))
+def _hash_keys(keys, plan, ndvs=None, n: int = 1):
+    return tuple(keys[i] for i in _hash_positions(keys, plan, ndvs, n))
 
 
 def _units_increasing(provider, column: str, units) -> bool:
