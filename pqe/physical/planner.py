@@ -1064,6 +1064,7 @@ def plan_physical(plan: L.LogicalPlan, config: PlannerConfig,
     out.est_bytes += planner.est.bytes(plan)  # the result, assembled on the client
     _drop_shared_dynamic_filters(out)
     _probe_text_encoded(out)
+    _build_text_encoded(out)
     return choose_exchanges(out, config)
 
 
@@ -1095,6 +1096,69 @@ def _probe_text_encoded(plan: PhysicalPlan) -> None:
             continue
         scan.encoded = tuple(scan.encoded) + tuple(names[c] for c in ids)
         join.decode = ids
+
+
+def _build_text_encoded(plan: PhysicalPlan) -> None:
+    """Group keys that are dictionary-read text columns of a dense join's build side (a
+    dimension's brand, category, store name) stay encoded from the build's scan through the
+    joins to the aggregate: the probe gathers int32 indices instead of strings, the aggregate
+    groups by them, and decodes the groups it outputs (kernels.aggregate). A broadcast
+    build's dictionary is the one build table's, so each probe partition's chunks share it
+    (others are unified there). Only along a path of nodes with one consumer each, and only columns that nothing on
+    the path reads but the aggregate's keys (join keys, conditions, computed columns need
+    text)."""
+    parents = parent_counts(plan)
+    for agg in nodes_once(plan):
+        if not isinstance(agg, AggregateExec) or agg.mode not in ("partial", "single"):
+            continue
+        wanted, node = set(agg.group), agg.input
+        while wanted and parents.get(id(node), 0) == 1:
+            if isinstance(node, ProjectExec):
+                wanted, node = _passed_through(node, wanted), node.input
+            elif isinstance(node, HashJoinExec) and node.dense and node.mode != "build_left" \
+                    and node.kind in ("inner", "left") and not node.null_aware:
+                wanted -= set(node.left_keys) | set(node.right_keys)
+                if node.filter is not None:
+                    wanted -= column_ids_all([node.filter])
+                built = {f.id for f in node.right.schema}
+                if wanted & built:
+                    _encode_scan_columns(node.right, wanted & built, parents)
+                wanted, node = wanted - built, node.left
+            else:
+                break
+
+
+def _passed_through(p: ProjectExec, wanted: set[str]) -> set[str]:
+    """The input columns a projection passes on as `wanted` output columns, less the ones its
+    other expressions or its predicate read."""
+    sources, others = set(), []
+    for e, f in zip(p.exprs, p.schema, strict=True):
+        if f.id in wanted and isinstance(e, ColumnRef):
+            sources.add(e.id)
+        else:
+            others.append(e)
+    if p.predicate is not None:
+        others.append(p.predicate)
+    return sources - column_ids_all(others)
+
+
+def _encode_scan_columns(node: PhysicalPlan, wanted: set[str], parents) -> None:
+    """Have the Parquet scan at the bottom of `node` (through projections and a gathering
+    exchange, each with one consumer) return its dictionary-read columns `wanted` encoded."""
+    while wanted and parents.get(id(node), 0) == 1:
+        if isinstance(node, ProjectExec):
+            wanted, node = _passed_through(node, wanted), node.input
+        elif isinstance(node, ExchangeExec) and node.mode == "gather":
+            node = node.input
+        elif isinstance(node, ScanExec):
+            names = {cid: name for name, cid in node.columns}
+            wanted = wanted - column_ids_all(node.filters)
+            add = tuple(names[c] for c in sorted(wanted) if c in names
+                        and names[c] in node.dict_columns and names[c] not in node.encoded)
+            node.encoded = tuple(node.encoded) + add
+            return
+        else:
+            return
 
 
 def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
