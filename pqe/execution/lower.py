@@ -9,6 +9,7 @@ yields the same graph, and identical subplans (a CTE used twice) are computed on
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 
@@ -283,7 +284,7 @@ class Lowering:
                 if dynamic is not None:
                     self._dynamic[id(scan)].pop()
             if node.dense:
-                build = self._dense_build(build, node.right_keys[0])
+                build = self._dense_build(build, node.right_keys[0], node.encode_build)
             builds = [build] * len(left)
         else:
             left = self.lower(node.left)
@@ -296,13 +297,15 @@ class Lowering:
             parts.append(Pending(p.ops + (op,), p.inputs + (b,)))
         return parts
 
-    def _dense_build(self, build_key, key: str):
+    def _dense_build(self, build_key, key: str, encode: tuple[str, ...] = ()):
         """A task turning the broadcast table into a perfect-hash index once, for every probe
         partition (kernels.dense_join; it returns the table itself when the key does not
-        qualify, and the probes then hash-join)."""
+        qualify, and the probes then hash-join), its `encode` columns dictionary-encoded."""
         from ..kernels import dense_join
 
-        return self._keyed_task("dense-build-", dense_join.build, build_key, key)
+        fn = functools.partial(dense_join.build, encode=encode) if encode else dense_join.build
+        return self._keyed_task("dense-build-" + ("enc-" if encode else ""), fn, build_key,
+                                key, encode)
 
     def _key_runs(self, build_key, key: str):
         """A task grouping the small side's rows by its integer join key once, for every
@@ -312,9 +315,9 @@ class Lowering:
 
         return self._keyed_task("key-runs-", dense_join.build_runs, build_key, key)
 
-    def _keyed_task(self, prefix: str, fn, build_key, key: str):
+    def _keyed_task(self, prefix: str, fn, build_key, key: str, extra=()):
         """One task `fn(build, key)`, named deterministically by what it reads."""
-        name = prefix + hashlib.sha1(repr((build_key, key)).encode()).hexdigest()[:16]
+        name = prefix + hashlib.sha1(repr((build_key, key, extra)).encode()).hexdigest()[:16]
         self.graph[(name, 0)] = (fn, build_key, key)
         return (name, 0)
 

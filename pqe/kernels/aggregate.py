@@ -27,7 +27,7 @@ from ..errors import ExecutionError, InternalError
 from . import decimals
 from . import user_functions as U
 from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_lists
-from .relational import canonical_floats, decoded
+from .relational import canonical_floats, decoded, unify_dictionaries
 
 # fn -> list of (state suffix, partial kernel, final kernel)
 _STATES = {
@@ -107,13 +107,14 @@ def _options(kernel: str):
     return None
 
 
-def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
+def _run(table: pa.Table, keys: list[str], aggs: list[tuple], keep: bool = False) -> pa.Table:
     """Group by `keys`, float keys canonical (relational.canonical_floats): -0.0 and 0.0 are
     one group, so are all NaNs; the group shows the canonical value (0.0, NaN).
 
     Dictionary-encoded keys (low-cardinality text a scan left encoded) are grouped by their
     indices after unifying the chunks' dictionaries, ~2x cheaper than hashing the strings;
-    the output keys are decoded."""
+    the output keys are decoded, unless `keep` (a partial step's: its exchange hashes each
+    distinct value once and moves indices, and the final step groups by them too)."""
     encoded = []
     for k in keys:
         col = table.column(k)
@@ -122,7 +123,7 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
         elif pa.types.is_dictionary(col.type):
             encoded.append(k)
     if encoded:
-        table = table.unify_dictionaries()
+        table = unify_dictionaries(table)
     # one Acero aggregate per distinct (input, kernel, options): SUM(x) and AVG(x) share x's
     # sum, AVG(x) of a column without NULLs and COUNT(*) share the count (TPC-H Q1 asked
     # for 12 aggregates, 6 of them distinct); the repeats are the same column under each name
@@ -144,7 +145,7 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple]) -> pa.Table:
     out = decl.to_table(use_threads=False)
     for name, src in same.items():
         out = out.append_column(name, out.column(src))
-    return decoded(out, encoded)
+    return out if keep else decoded(out, encoded)
 
 
 def _agg_entry(col, kernel: str, out: str, grouped: bool):
@@ -308,7 +309,7 @@ def _wraps_array(wraps: np.ndarray | None, n: int) -> pa.Array:
 
 
 def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
-               exact: dict[str, tuple], prep: dict) -> pa.Table:
+               exact: dict[str, tuple], prep: dict, keep: bool = False) -> pa.Table:
     """Run `entries` (Acero aggregates) plus the exact sums `exact`: state name -> (input
     column name, input column, DECIMAL(38, s) type, wraps column or None). Each is summed
     limb by limb and reassembled into the state `name` and its wraps `name.w`."""
@@ -340,7 +341,7 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
             table = table.append_column("__row", pa.array(np.arange(table.num_rows), pa.int64()))
             entries.append(("__row", "hash_list", None, "__rows"))
     if entries or grouped:
-        out = _run(table, list(group), entries)
+        out = _run(table, list(group), entries, keep)
     else:  # only lists and no groups: one row
         out = pa.table({"__one": pa.array([0], pa.int8())})
     cols = [out.column(g) for g in group]
@@ -417,8 +418,8 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
         if probe.passes is None:
             probe.passes = _barely_reduces(table, group)
         if probe.passes:
-            return row_states(table, group, specs, fast)
-    return _hash_partial(table, group, specs, fast)
+            return row_states(table, group, specs, fast, keep=True)
+    return _hash_partial(table, group, specs, fast, keep=True)
 
 
 def _barely_reduces(table: pa.Table, group: tuple[str, ...]) -> bool:
@@ -437,13 +438,15 @@ def _passes(spec) -> bool:
         kernel not in _LIST_KERNELS for _, kernel, _ in _states(spec))
 
 
-def row_states(table: pa.Table, group: tuple[str, ...], specs, fast: dict) -> pa.Table:
+def row_states(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
+               keep: bool = False) -> pa.Table:
     """Each row as the partial states of a group of that one row, without hashing: what
     `_hash_partial` would give a table whose keys are all distinct (the keys as it shows
-    them: float keys canonical, dictionary keys decoded), state types as `state_types`."""
+    them: float keys canonical, dictionary keys decoded unless `keep`), state types as
+    `state_types`."""
     keys = pa.Table.from_arrays([canonical_floats(table.column(g)) for g in group],
                                 names=list(group))
-    cols = list(decoded(keys, group).columns)
+    cols = list(keys.columns if keep else decoded(keys, group).columns)
     names = list(group)
     n = table.num_rows
     for s in specs:
@@ -478,7 +481,8 @@ def _row_state(table: pa.Table, s, kernel: str, dtype: pa.DataType, fast: dict, 
     return col if col.type == dtype else pc.cast(col, dtype)  # min, max, first, all, any
 
 
-def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict) -> pa.Table:
+def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
+                  keep: bool = False) -> pa.Table:
     grouped = bool(group)
     prep: dict = {}
     entries = []
@@ -519,7 +523,7 @@ def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict) ->
             if kernel == "count" and isinstance(col, str) and _no_nulls(table, prep, col):
                 kernel = "count_all"  # the same count, and one COUNT(*) may already make it
             entries.append(_agg_entry(col, kernel, name, grouped))
-    out = _aggregate(table, group, entries, exact, prep)
+    out = _aggregate(table, group, entries, exact, prep, keep)
     for name, count in variances.items():
         m2 = pc.multiply(out.column(name), pc.cast(out.column(count), pa.float64()))
         out = out.set_column(out.schema.get_field_index(name), name, m2)
@@ -630,7 +634,7 @@ def single(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fals
         states = _sorted_segments(table, group, specs, fast)
         if states is not None:  # one row per key already: nothing to combine
             return _finish_all(states, group, specs)
-    return final(_hash_partial(table, group, specs, fast), group, specs)
+    return final(_hash_partial(table, group, specs, fast, keep=True), group, specs)
 
 
 _INT64_RANGE = (decimal.Decimal(-(2 ** 63)), decimal.Decimal(2 ** 63 - 1))

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import types as T
 from ..physical.plan import BITMAP_DENSITY, DENSE_MAX_SLOTS, bitmap_form, dense_fits
 from .expressions import filter_table
 
@@ -94,9 +95,18 @@ def _int64_keys(table: pa.Table, key: str) -> tuple[np.ndarray, np.ndarray] | No
     return (rows, keys) if len(keys) else None
 
 
-def build(table: pa.Table, key: str) -> DenseIndex | pa.Table:
+def build(table: pa.Table, key: str, encode: tuple[str, ...] = ()) -> DenseIndex | pa.Table:
     """The DenseIndex of `table` on `key`, or the table itself when the key is not an integer,
-    has duplicates, or spans too wide a range (then the caller hash-joins as usual)."""
+    has duplicates, or spans too wide a range (then the caller hash-joins as usual). Text
+    columns `encode` are dictionary-encoded first (one dictionary each): the probes then
+    gather their indices, and an aggregate groups by them (physical.planner.
+    _build_text_encoded)."""
+    for name in encode:
+        i = table.schema.get_field_index(name)
+        if i >= 0 and T.is_text(table.schema.field(i).type):
+            col = table.column(i)
+            col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            table = table.set_column(i, name, pc.dictionary_encode(col))
     n = table.num_rows
     found = _int64_keys(table, key)
     if found is None:

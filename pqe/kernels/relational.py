@@ -33,6 +33,28 @@ def decoded(table: pa.Table, ids) -> pa.Table:
     return table
 
 
+def unify_dictionaries(table: pa.Table) -> pa.Table:
+    """One dictionary per dictionary-encoded column (Acero needs it). The indices under NULL
+    slots are set to 0 first: Acero's aggregate leaves garbage there (its NULL group's key),
+    and Arrow's unification reads them and crashed the process (pyarrow 26)."""
+    for i, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type):
+            continue
+        col = table.column(i)
+        if col.null_count and any(c.null_count for c in col.chunks):
+            table = table.set_column(i, field, pa.chunked_array(
+                [_zeroed_null_indices(c) for c in col.chunks], field.type))
+    return table.unify_dictionaries()
+
+
+def _zeroed_null_indices(arr: pa.DictionaryArray) -> pa.DictionaryArray:
+    if not arr.null_count:
+        return arr
+    idx = pa.array(pc.fill_null(arr.indices, 0).to_numpy(zero_copy_only=False),
+                   arr.indices.type, mask=arr.is_null().to_numpy(zero_copy_only=False))
+    return pa.DictionaryArray.from_arrays(idx, arr.dictionary)
+
+
 def hash_buckets(table: pa.Table, keys: tuple[str, ...], n: int) -> np.ndarray:
     """The partition (0..n-1) of each row by its key columns (kernels.hashing: every byte of
     every key; equal values, equal buckets, however each side's arrays are encoded)."""

@@ -9,6 +9,7 @@ partition when lowered to Dask.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .. import types as T
@@ -197,6 +198,10 @@ class PhysicalPlan:
     # bytes this operator holds in memory at once (builds, gathers, shuffles), estimated by
     # the planner from statistics; 0 for operators that stream partition by partition
     est_bytes = 0.0
+    # the planner's estimates of a join's build rows and an aggregate's input rows (read by
+    # physical.planner._build_text_encoded); not part of the plan's text
+    est_build_rows = math.inf
+    est_input_rows = 0.0
 
     def children(self) -> tuple[PhysicalPlan, ...]:
         return ()
@@ -362,6 +367,9 @@ class HashJoinExec(PhysicalPlan):
     # probe-side text columns that its scan returns still dictionary-encoded (the scan lists
     # them as encoded): the join carries the indices and decodes only the rows it outputs
     decode: tuple[str, ...] = ()
+    # text columns of a dense build that the build dictionary-encodes (group keys computed on
+    # the build side, or read as text): the probes gather int32 indices for them
+    encode_build: tuple[str, ...] = ()
 
     def children(self):
         return (self.left, self.right)
@@ -380,6 +388,8 @@ class HashJoinExec(PhysicalPlan):
             out += f" dynamic_filter=[{scan.table}.{column}]"
         if self.decode:
             out += " decode=[" + ", ".join(names.get(c, c) for c in self.decode) + "]"
+        if self.encode_build:
+            out += " encode=[" + ", ".join(names.get(c, c) for c in self.encode_build) + "]"
         return out
 
 
