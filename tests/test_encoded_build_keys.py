@@ -180,3 +180,16 @@ def test_unifying_dictionaries_ignores_what_lies_under_null_slots():
     assert out.column("k").num_chunks == 2
     assert out.column("k").to_pylist() == ["a", "b", "ü", None, None, "c", "ü"]
     assert out.column("k").chunk(0).dictionary.equals(out.column("k").chunk(1).dictionary)
+
+
+def test_an_outer_aggregate_does_not_hide_the_inner_ones_repeats(files):
+    """Each aggregate's steps carry its own input estimate: an aggregate over a grouped
+    subquery overwrote the inner one's, and the inner build's encoding went away."""
+    inner = ("SELECT k, sum(f_v + i_sk) AS c FROM fact JOIN (SELECT i_sk, "
+             "upper(i_cat) || coalesce(i_brand, '?') AS k FROM dim) d ON f_item = i_sk "
+             "GROUP BY k")
+    ctx = _ctx(files)
+    assert "encode=[" in ctx.sql(inner).explain()
+    sql = f"SELECT count(*), sum(c) FROM ({inner}) t"
+    assert "encode=[" in ctx.sql(sql).explain()
+    assert _rows(ctx, sql) == [tuple(r) for r in _expected(files, sql)]

@@ -108,9 +108,11 @@ class PhysicalPlanner:
         out = method(self, node)
         if isinstance(node, L.Aggregate):  # (read by _build_text_encoded)
             rows, step = self.est.rows(node.input), out
-            while isinstance(step, (AggregateExec, ExchangeExec, ProjectExec)):
+            while isinstance(step, (AggregateExec, ExchangeExec)):  # this aggregate's steps
                 if isinstance(step, AggregateExec):
                     step.est_input_rows = rows
+                    if step.mode in ("partial", "single"):
+                        break  # (an aggregate below is another's)
                 step = step.input
         bucket.append((node, out))
         return out
@@ -276,7 +278,7 @@ class PhysicalPlanner:
                 out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
             return out
         can_broadcast = kind in ("inner", "left", "semi", "anti")
-        lndvs = [self.est.ndv(lnode, e) for e in lexprs]
+        lndvs = [self.est.ndv_estimate(lnode, e) for e in lexprs]
         left_ready = left.dist.kind == "hash" and \
             left.dist.keys == _hash_keys(lkeys, left, lndvs, left.n)
         # costs in "hash table inserts": a build row costs 1 (once per probing partition),
@@ -307,7 +309,7 @@ class PhysicalPlanner:
             lbytes, rbytes = rbytes, lbytes
             swapped = not swapped
             lnode, rnode, lexprs, rexprs = rnode, lnode, rexprs, lexprs
-            lndvs = [self.est.ndv(lnode, e) for e in lexprs]
+            lndvs = [self.est.ndv_estimate(lnode, e) for e in lexprs]
             left_ready = left.dist.kind == "hash" and \
                 left.dist.keys == _hash_keys(lkeys, left, lndvs, left.n)
             broadcast_cost = rrows + lrows * probe * DENSE_PROBE
@@ -451,7 +453,7 @@ class PhysicalPlanner:
                                     group, aggs, **first)
             return AggregateExec(schema, 1, SINGLE, self._gather(partial), "final", group, aggs)
         n = self._shuffle_partitions(self.est.bytes(node.input))
-        ndvs = [self.est.ndv(node.input, e) for e in node.group]
+        ndvs = [self.est.ndv_estimate(node.input, e) for e in node.group]
         hk = tuple(group[i] for i in _hash_positions(group, projected, ndvs, n))
         # expected to keep over half its rows, and the final step runs in parallel: let the
         # kernel check and pass rows on (into a gathered final step they would make the one
@@ -546,7 +548,7 @@ class PhysicalPlanner:
                 if current.n > 1 and not current.dist.groups_within(pids):
                     # (one partition holds every group already)
                     n = self._shuffle_partitions(self.est.bytes(node.input))
-                    ndvs = [self.est.ndv(node.input, e) for e in pby]
+                    ndvs = [self.est.ndv_estimate(node.input, e) for e in pby]
                     hk = tuple(pids[i] for i in _hash_positions(pids, current, ndvs, n))
                     current = self._hash(current, hk, n)
             else:
@@ -786,26 +788,36 @@ HASH_KEYS_PER_PARTITION = 64
 
 def _hash_positions(keys, plan: PhysicalPlan, ndvs=None, n: int = 1) -> list[int]:
     """Which keys to hash on (any subset of the keys is a valid partitioning): the
-    integer-like ones (they hash fastest), then as few of the others as the estimates
-    (`ndvs`, one per key, None: unknown) say spread the rows over `n` partitions, the ones
-    with the most distinct values first. Without estimates, the integer keys, or all keys.
+    integer-like ones (they hash fastest), unless their distinct values are known to be too
+    few to spread the rows over `n` partitions; then also as few of the others as the
+    estimates say suffice, the most distinct first, or all of them when one has no estimate
+    of its own. `ndvs`: one (distinct values or None, whether the column's own estimate) per
+    key (Estimator.ndv_estimate); a computed key's count is an upper bound, which can tell
+    "too few" but never "enough" (hashing `substr(u, 1, 1), u` on the substr alone put
+    every row in one partition). Without estimates, the integer keys, or all keys.
     TPC-DS Q47 hashed its ~66k (category, brand, store, year, month) groups on year and
     month alone, 14 values for 4 partitions, and the window after it on the year alone, 3
     values: one partition got 12 months of rows, the others 1 or none."""
     types = {f.id: f.dtype for f in plan.schema}
     ints = [i for i, k in enumerate(keys) if _hashable_type(types.get(k, pa.null()))]
+    every = list(range(len(keys)))
     if ndvs is None:
-        return ints or list(range(len(keys)))
+        return ints or every
     need = HASH_KEYS_PER_PARTITION * max(n, 2)
+    if ints:
+        counts = [ndvs[i][0] for i in ints]
+        if None in counts or math.prod(counts) >= need:
+            return ints  # enough, or not known to be too few
+    rest = [i for i in every if i not in ints]
+    if any(ndvs[i][0] is None or not ndvs[i][1] for i in rest):
+        return every
     chosen = list(ints)
-    have = math.prod(math.inf if ndvs[i] is None else ndvs[i] for i in chosen) if chosen else 1.0
-    rest = sorted((i for i in range(len(keys)) if i not in ints),
-                  key=lambda i: -(math.inf if ndvs[i] is None else ndvs[i]))
-    for i in rest:
+    have = math.prod(ndvs[i][0] for i in ints if ndvs[i][1]) if ints else 1.0
+    for i in sorted(rest, key=lambda i: -ndvs[i][0]):
         if chosen and have >= need:
             break
         chosen.append(i)
-        have *= math.inf if ndvs[i] is None else ndvs[i]
+        have *= ndvs[i][0]
     return sorted(chosen)
 
 

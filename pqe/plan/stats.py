@@ -354,14 +354,20 @@ class Estimator:
     def ndv(self, plan: LogicalPlan, expr: Expr) -> float | None:
         """Estimated distinct values of `expr` (over `plan`'s columns), at most its rows; None
         when unknown."""
+        return self.ndv_estimate(plan, expr)[0]
+
+    def ndv_estimate(self, plan: LogicalPlan, expr: Expr) -> tuple[float | None, bool]:
+        """(distinct values of `expr` or None, whether that is the column's own estimate):
+        a computed expression's count is only an upper bound (`substr(u, 1, 1)` counts as
+        many values as u), good for "too few" but not for "enough"."""
         base = expr
         while isinstance(base, Cast):
             base = base.arg
         if isinstance(base, ColumnRef):
-            n = self._columns(plan).get(base.id, ColumnEstimate()).ndv
+            n, direct = self._columns(plan).get(base.id, ColumnEstimate()).ndv, True
         else:
-            n = _derived_ndv(base, self._columns(plan))
-        return None if n is None else min(n, self.rows(plan))
+            n, direct = _derived_ndv(base, self._columns(plan)), False
+        return (None, direct) if n is None else (min(n, self.rows(plan)), direct)
 
     def _columns(self, plan: LogicalPlan) -> Mapping[str, ColumnEstimate]:
         key = id(plan)
