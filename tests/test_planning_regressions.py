@@ -996,7 +996,7 @@ def test_an_or_of_equalities_narrows_a_column_to_the_listed_values():
         scan = next(p for p in walk_plan(plan) if isinstance(p, Scan))
         expr = next(f for f in scan.schema if f.name == col)
         from pqe.plan.expr import ColumnRef
-        return Estimator().ndv(scan, ColumnRef(expr))
+        return Estimator().ndv_estimate(scan, ColumnRef(expr))[0]
 
     assert ndv("y = 1999 OR (y = 1998 AND m = 12) OR (y = 2000 AND m = 1)") == 3
     assert ndv("y IN (1990, 1991) OR y = 1990") == 2

@@ -326,8 +326,7 @@ class HashJoin(Op):
             build = build.table
         if self.decode:  # Acero needs one dictionary per column (a row group has its own)
             data = rel.unify_dictionaries(data)
-        if any(pa.types.is_dictionary(t) for t in build.schema.types):
-            build = rel.unify_dictionaries(build)  # (text a build's scan left encoded)
+        build = rel.unify_dictionaries(build)  # (text a build's scan or build left encoded)
         return joins.hash_join(data, build, self.kind, self.left_keys,
                                self.right_keys, residual, self.out_ids, self.null_aware)
 

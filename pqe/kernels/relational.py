@@ -37,6 +37,8 @@ def unify_dictionaries(table: pa.Table) -> pa.Table:
     """One dictionary per dictionary-encoded column (Acero needs it). The indices under NULL
     slots are set to 0 first: Acero's aggregate leaves garbage there (its NULL group's key),
     and Arrow's unification reads them and crashed the process (pyarrow 26)."""
+    if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return table
     for i, field in enumerate(table.schema):
         if not pa.types.is_dictionary(field.type):
             continue

@@ -727,15 +727,7 @@ def _encoded_group_keys(plan: PhysicalPlan, group: tuple[str, ...]) -> PhysicalP
         return plan
     wanted = set(group)
     for p in chain:  # follow the keys down through pass-through columns
-        sources, others = set(), []
-        for e, f in zip(p.exprs, p.schema, strict=True):
-            if f.id in wanted and isinstance(e, ColumnRef):
-                sources.add(e.id)
-            else:
-                others.append(e)
-        if p.predicate is not None:
-            others.append(p.predicate)
-        wanted = sources - column_ids_all(others)
+        wanted = _passed_through(p, wanted)
     names = {cid: name for name, cid in node.columns}
     wanted -= column_ids_all(node.filters)
     encoded = tuple(names[c] for c in sorted(wanted) if c in names and names[c] in node.dict_columns)
@@ -1124,9 +1116,9 @@ def _build_text_encoded(plan: PhysicalPlan) -> None:
     joins to the aggregate: the probe gathers int32 indices instead of strings, the aggregate
     groups by them, and decodes the groups it outputs (kernels.aggregate). A broadcast
     build's dictionary is the one build table's, so each probe partition's chunks share it
-    (others are unified there). Only along a path of nodes with one consumer each, and only columns that nothing on
-    the path reads but the aggregate's keys (join keys, conditions, computed columns need
-    text)."""
+    (others are unified there). Only along a path of nodes with one consumer each, and only
+    columns that nothing on the path reads but the aggregate's keys (join keys, conditions,
+    computed columns need text)."""
     parents = parent_counts(plan)
     for agg in nodes_once(plan):
         if not isinstance(agg, AggregateExec) or agg.mode not in ("partial", "single"):

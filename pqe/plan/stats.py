@@ -351,13 +351,9 @@ class Estimator:
             est = ColumnEstimate(rows, est.min, est.max)
         return est
 
-    def ndv(self, plan: LogicalPlan, expr: Expr) -> float | None:
-        """Estimated distinct values of `expr` (over `plan`'s columns), at most its rows; None
-        when unknown."""
-        return self.ndv_estimate(plan, expr)[0]
-
     def ndv_estimate(self, plan: LogicalPlan, expr: Expr) -> tuple[float | None, bool]:
-        """(distinct values of `expr` or None, whether that is the column's own estimate):
+        """(distinct values of `expr` over `plan`'s columns, at most its rows, or None when
+        unknown; whether that is the column's own estimate):
         a computed expression's count is only an upper bound (`substr(u, 1, 1)` counts as
         many values as u), good for "too few" but not for "enough"."""
         base = expr
