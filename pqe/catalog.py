@@ -178,16 +178,65 @@ def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) 
 LOW_CARDINALITY = 1000
 
 
-def _dictionary_ndv(chunk) -> int | None:
-    """An upper bound on a text column chunk's distinct values from the size of its dictionary
-    page (5+ bytes per entry: a 4-byte length and the characters; ~16 bytes of page header),
-    or None when the chunk has no dictionary page."""
+# bytes per dictionary entry of fixed-width Parquet types (FIXED_LEN_BYTE_ARRAY: its length)
+_ENTRY_BYTES = {"INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
+
+
+def _dictionary_ndv(chunk, entry_bytes: int = 5) -> int | None:
+    """An estimate of a column chunk's distinct values from the size of its dictionary page
+    (`entry_bytes` per entry: text 5+, a 4-byte length and the characters; fixed-width types
+    their width; ~16 bytes of page header), or None when the chunk has no dictionary page.
+    The page may be compressed, so it can count fewer values than there are (TPC-H's int64
+    decimals: 29 for l_quantity's 50), never many more."""
     if not chunk.has_dictionary_page or chunk.dictionary_page_offset is None:
         return None
     size = chunk.data_page_offset - chunk.dictionary_page_offset
     if size <= 0:
         return None
-    return max(1, (size - 16) // 5)
+    return max(1, (size - 16) // entry_bytes)
+
+
+def _numeric_ndv(dtype: pa.DataType, lo, hi, per_group: int, widths: list[float]) -> int | None:
+    """A decimal or float column's distinct values from its row groups' dictionaries
+    (`per_group`: the most one row group's holds; `widths`: each row group's max - min) and
+    its [lo, hi]. Integers and dates keep the width of their range as their count: it is
+    what a join on them is estimated by (inventory's 261 weekly dates span 1,821 days, and a
+    month of date_dim rows meets 4 of them, not 31), and on TPC-DS it was as good a count.
+
+    A row group holds only its own slice of a clustered column (a fact table's dates: 211
+    of catalog_sales' 1,830 sold dates each), so the count is scaled by how many row-group
+    widths the whole range spans. The range of a decimal (in steps of its scale) bounds the
+    count, and when the dictionaries count at least half of it the range is taken
+    (compressed pages undercount); otherwise the dictionaries are the better guess
+    (ca_gmt_offset, DECIMAL(5,2) in [-10, -5]: 6 values, a range of 501 steps)."""
+    num = _ordinal(lo), _ordinal(hi)
+    if num[0] is None or num[1] is None:
+        return None
+    span = num[1] - num[0]
+    mean = sum(widths) / len(widths) if widths else 0
+    groups = max(1, len(widths))  # (each row group holds at most per_group of the values)
+    if span <= 0:
+        est = 1
+    else:
+        est = per_group * min(groups, max(1.0, span / mean) if mean > 0 else groups)
+    if pa.types.is_integer(dtype) or pa.types.is_date(dtype):
+        whole = span + 1
+    elif pa.types.is_decimal(dtype):
+        whole = span * 10 ** dtype.scale + 1
+    else:
+        return int(est)
+    return int(min(whole, whole if 2 * est >= whole else est))
+
+
+def _ordinal(v) -> float | None:
+    if v is None:
+        return None
+    if hasattr(v, "toordinal"):
+        return float(v.toordinal())
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
 
 
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -580,6 +629,8 @@ class ParquetTable(FileTable):
         names = self.schema.names
         # min/max/null counts per column, merged over row groups
         dict_ndv: dict[str, int] = {}
+        widths: dict[str, list[float]] = {}  # numeric columns: each row group's max - min
+        no_dict: set[str] = set()  # numeric columns some row group stores without a dictionary
         for f in st.files:
             md = f.metadata
             phys = {md.schema.column(i).name: i for i in range(md.num_columns)}
@@ -589,16 +640,34 @@ class ParquetTable(FileTable):
                 t = self.schema.field(name).type
                 cs = cols.setdefault(name, ColumnStats(null_count=0))
                 low_card = T.is_text(t)
+                entry = 5
+                if not low_card and (pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                    pcol = md.schema.column(phys[name])
+                    entry = _ENTRY_BYTES.get(pcol.physical_type, 0) if \
+                        pcol.physical_type != "FIXED_LEN_BYTE_ARRAY" else (pcol.length or 0)
+                    low_card = entry > 0 and name not in no_dict
+                    if low_card:
+                        widths.setdefault(name, [])
                 for r in range(md.num_row_groups):
                     chunk = md.row_group(r).column(phys[name])
                     cs.bytes += chunk.total_uncompressed_size
                     if low_card:
-                        est = _dictionary_ndv(chunk)
+                        est = _dictionary_ndv(chunk, entry)
                         if est is None:
                             low_card = False
+                            no_dict.add(name)
+                            dict_ndv.pop(name, None)
                         else:
                             dict_ndv[name] = max(dict_ndv.get(name, 0), est)
                     s = chunk.statistics
+                    if name in widths and name not in no_dict:
+                        lo_hi = (_ordinal(_stat_value(s.min, t)), _ordinal(_stat_value(s.max, t))) \
+                            if s is not None and s.has_min_max else (None, None)
+                        if lo_hi[0] is None or lo_hi[1] is None:
+                            no_dict.add(name)  # a row group without a range: no estimate
+                            dict_ndv.pop(name, None)
+                        else:
+                            widths[name].append(lo_hi[1] - lo_hi[0])
                     if s is None:
                         cs.null_count = None
                         continue
@@ -611,8 +680,14 @@ class ParquetTable(FileTable):
                         if hi is not None:
                             cs.max = hi if cs.max is None else max(cs.max, hi)
         for name, ndv in dict_ndv.items():
-            if ndv <= LOW_CARDINALITY and cols.get(name) is not None:
-                cols[name].distinct_count = ndv
+            cs = cols.get(name)
+            if cs is None or name in no_dict:
+                continue
+            if name in widths:  # numeric: scaled to the whole range (_numeric_ndv)
+                ndv = _numeric_ndv(self.schema.field(name).type, cs.min, cs.max, ndv,
+                                   widths[name])
+            if ndv is not None and ndv <= LOW_CARDINALITY:
+                cs.distinct_count = ndv
         st.stats = TableStats(rows, total, cols)
         return st.stats
 
