@@ -417,9 +417,11 @@ def test_dynamic_filter_skips_row_groups(clustered):
     sql = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.z = 1"
     assert "dynamic_filter=[fact.k]" in clustered.sql(sql).explain()
     assert rows(clustered, sql) == [(2000,)]
+    answer, parts = _scan_partition_rows(clustered, sql, "fact")
+    assert answer == [(2000,)] and sum(parts) == 10_000  # one row group of 20 read
     analyzed = clustered.sql(sql).explain(analyze=True)
     scan = next(line for line in analyzed.splitlines() if "ParquetScan: fact" in line)
-    assert "rows=10000 " in scan  # one row group of 20 read
+    assert "rows=2000 " in scan  # and of its rows the two keys' (the build keys' range)
 
 
 def _scan_partition_rows(ctx, sql, table):
@@ -1083,3 +1085,142 @@ def test_a_text_column_without_a_dictionary_in_some_row_group_has_no_estimate(tm
     ctx = pqe.Context()
     ctx.register_parquet("t", str(tmp_path))
     assert ctx.session.catalog.lookup("t")[1].statistics().columns["s"].distinct_count is None
+
+
+@pytest.fixture
+def shuffled(tmp_path):
+    """A fact table in random order of its date key `d` (no row group holds a narrow range of
+    it, so no row group can be skipped), with NULL dates, unique tickets `t` and decimal
+    amounts; a date dimension (int keys), an item dimension, and returns of 3,000 of the fact
+    rows (ticket, item: the planner joins them first, TPC-DS Q25's store_returns)."""
+    import decimal
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(7)
+    n = 120_000
+    d = rng.integers(0, 1_000, n)
+    dates = pa.array(d, pa.int32(), mask=rng.random(n) < 0.01)
+    tickets = rng.permutation(n)
+    items = rng.integers(0, 50, n)
+    fact = pa.table({"d": dates, "i": pa.array(items, pa.int64()), "t": pa.array(tickets),
+                     "s": pa.array(rng.integers(0, 5, n), pa.int64()),
+                     "amt": pa.array([decimal.Decimal(int(x)).scaleb(-2)
+                                      for x in rng.integers(-50_000, 50_000, n)],
+                                     pa.decimal128(7, 2))})
+    pq.write_table(fact, tmp_path / "fact.parquet", row_group_size=20_000)
+    pq.write_table(pa.table({"dk": pa.array(range(1_000), pa.int32()),
+                             "yr": pa.array([2000 + k // 100 for k in range(1_000)], pa.int32())}),
+                   tmp_path / "dates.parquet")
+    pq.write_table(pa.table({"ik": pa.array(range(50), pa.int64()),
+                             "cat": pa.array([["a", "b", "c"][k % 3] for k in range(50)])}),
+                   tmp_path / "item.parquet")
+    returned = rng.choice(n, 3_000, replace=False)  # (rows of fact) returned: their ticket, item
+    pq.write_table(pa.table({"rt": pa.array(tickets[returned]), "ri": pa.array(items[returned])}),
+                   tmp_path / "ret.parquet")
+    c = pqe.Context(threads=2)
+    for t in ("fact", "dates", "item", "ret"):
+        c.register_parquet(t, str(tmp_path / f"{t}.parquet"))
+    return c, fact
+
+
+def _scan_rows(ctx, sql, table):
+    analyzed = ctx.sql(sql).explain(analyze=True)
+    line = next(x for x in analyzed.splitlines() if f"ParquetScan: {table} " in x)
+    return int(line.split("] rows=")[1].split()[0])
+
+
+def test_a_narrow_build_filters_the_rows_of_an_unclustered_fact_scan(shuffled):
+    """A date join above another join (or above a scan with filters of its own) filters the
+    fact scan's rows by the date keys' [min, max]: TPC-DS Q25 probed all 2.9M store_sales rows
+    into a three-key join with the returns before a 30-day range kept 1.6% of them, Q49
+    compared three decimals on every row. No row group can be skipped here, so only rows."""
+    import numpy as np
+
+    ctx, fact = shuffled
+    sql = ("SELECT item.cat, count(*) AS n, sum(fact.amt) AS total FROM fact "
+           "JOIN ret ON fact.t = ret.rt AND fact.i = ret.ri JOIN item ON fact.i = item.ik "
+           "JOIN dates ON fact.d = dates.dk "
+           "WHERE dates.yr = 2003 GROUP BY item.cat ORDER BY item.cat")
+    plan = ctx.sql(sql).explain()
+    assert "dynamic_filter=[fact.d (rows)]" in plan
+    d = fact.column("d").to_numpy(zero_copy_only=False)
+    i = fact.column("i").to_numpy()
+    returned = np.isin(fact.column("t").to_numpy(), ctx.sql("SELECT rt FROM ret").to_arrow()
+                       .column(0).to_numpy())
+    amt = np.array([float(x) for x in fact.column("amt").to_pylist()])
+    keep = ~np.isnan(d) & (d >= 300) & (d < 400)
+    expected = []
+    for cat, keys in (("a", range(0, 50, 3)), ("b", range(1, 50, 3)), ("c", range(2, 50, 3))):
+        m = keep & returned & np.isin(i, list(keys))
+        expected.append((cat, int(m.sum()), round(float(amt[m].sum()), 2)))
+    got = [(c, n, float(t)) for c, n, t in rows(ctx, sql)]
+    assert got == expected
+    assert _scan_rows(ctx, sql, "fact") == int(((d >= 300) & (d < 400)).sum())  # not 120,000
+    # a build that matches nothing: no rows, no error
+    none = sql.replace("yr = 2003", "yr = 1999")
+    assert rows(ctx, none) == []
+    # a date join right above a scan without filters is filter enough: no wait for its build
+    direct = "SELECT count(*) FROM fact JOIN dates ON fact.d = dates.dk WHERE dates.yr = 2003"
+    assert "dynamic_filter" not in ctx.sql(direct).explain()
+    assert rows(ctx, direct) == [(int(keep.sum()),)]
+    # ... unless the scan has filters of its own, which then run on fewer rows
+    own = direct + " AND fact.amt > 1.00"
+    assert "dynamic_filter=[fact.d (rows)]" in ctx.sql(own).explain()
+    assert rows(ctx, own) == [(int((keep & (amt > 1.0)).sum()),)]
+
+
+def test_a_wide_build_range_filters_no_rows(shuffled):
+    """Build keys spanning most of the column (every tenth date) would only cost comparisons:
+    the scan reads every row, and the answer is the join's."""
+    import numpy as np
+
+    ctx, fact = shuffled
+    sql = ("SELECT count(*) FROM fact JOIN ret ON fact.t = ret.rt AND fact.i = ret.ri "
+           "JOIN dates ON fact.d = dates.dk WHERE dates.dk % 10 = 0")
+    assert "dynamic_filter=[fact.d (rows)]" in ctx.sql(sql).explain()
+    d = fact.column("d").to_numpy(zero_copy_only=False)
+    returned = np.isin(fact.column("t").to_numpy(), ctx.sql("SELECT rt FROM ret").to_arrow()
+                       .column(0).to_numpy())
+    assert rows(ctx, sql) == [(int((~np.isnan(d) & (d % 10 == 0) & returned).sum()),)]
+    assert _scan_rows(ctx, sql, "fact") == 120_000
+
+
+def test_a_row_filter_is_never_taken_from_one_consumer_of_a_shared_scan(shuffled):
+    """A scan read once for two consumers (a CTE joined to two date ranges) must keep the rows
+    of both: no one build's range filters it."""
+    import numpy as np
+
+    ctx, fact = shuffled
+    sql = ("WITH f AS (SELECT fact.d FROM fact JOIN ret ON fact.t = ret.rt AND fact.i = ret.ri) "
+           "SELECT (SELECT count(*) FROM f JOIN dates ON f.d = dates.dk WHERE dates.yr = 2001), "
+           "(SELECT count(*) FROM f JOIN dates ON f.d = dates.dk WHERE dates.yr = 2008)")
+    d = fact.column("d").to_numpy(zero_copy_only=False)
+    returned = np.isin(fact.column("t").to_numpy(), ctx.sql("SELECT rt FROM ret").to_arrow()
+                       .column(0).to_numpy())
+    n1 = int((returned & (d >= 100) & (d < 200)).sum())
+    n8 = int((returned & (d >= 800) & (d < 900)).sum())
+    assert rows(ctx, sql) == [(n1, n8)]
+    assert "(rows)" not in ctx.sql(sql).explain()
+
+
+def test_range_filters_of_dates_and_keys_outside_the_column_type():
+    """The build keys' [min, max] as filters on the scan column: dates stay dates; a range
+    covering most of the column, or keys the column's type cannot hold, give no filter."""
+    import datetime
+
+    from pqe.kernels.scan import range_filters
+    from pqe.plan.expr import Field
+
+    day = datetime.date
+    d = Field("d#1", "d", pa.date32(), True)
+    whole = (day(2000, 1, 1), day(2002, 9, 26))
+    lo, hi = range_filters(d, day(2000, 3, 1), day(2000, 3, 31), whole, 0.5)
+    assert (lo.fn, lo.args[1].value, hi.fn, hi.args[1].value) == \
+        ("ge", day(2000, 3, 1), "le", day(2000, 3, 31))
+    assert range_filters(d, day(2000, 1, 1), day(2002, 3, 1), whole, 0.5) == []
+    k = Field("k#1", "k", pa.int32(), True)
+    assert range_filters(k, 5, 2 ** 40, (0, 100), 0.5) == []
+    assert [f.fn for f in range_filters(k, 0, 10, (0, 100), 0.5)] == ["le"]  # lo is the min
+    assert range_filters(k, None, None, (0, 100), 0.5) == []

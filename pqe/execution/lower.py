@@ -203,28 +203,33 @@ class Lowering:
         # each make a group; a scan shared by several consumers is read once for all of them,
         # so only a group of one join per consumer (any of their ranges) can apply
         if self._parents.get(id(node), 0) <= 1:
-            groups = [[(build, key, spans)] for _, build, key, spans in self._dynamic.get(id(node), [])]
+            groups = [[(build, key, spans, field, whole)]
+                      for build, key, spans, field, whole in self._dynamic.get(id(node), [])]
         elif node.dynamic_joins:
             groups = [[(self._broadcast_key(j.right), j.right_keys[j.runtime_filter[2]],
-                        j.runtime_filter[3]) for j in node.dynamic_joins]]
+                        *j.runtime_filter[3:]) for j in node.dynamic_joins]]
         else:
             groups = []
-        inputs = tuple(build for g in groups for build, _, _ in g)
+        inputs = tuple(build for g in groups for build, *_ in g)
         # a dynamic filter skips the units outside the builds' key ranges: on data clustered
         # by the key (TPC-DS's fact tables by date) they are contiguous, so the planned
         # partitions would keep them in one or two of the tasks. Every task then gets all the
         # units, keeps the same ones and reads its own share of them (O.ReadFiles.share)
         # (each task's op then holds every unit: up to RESPLIT_UNITS of them)
+        # (a filter whose unit ranges are None filters rows only: every unit is read)
         whole = tuple(u for units in node.parts for u in units)
-        resplit = bool(groups) and node.resplit and len(whole) <= RESPLIT_UNITS
+        resplit = any(spans is not None for g in groups for _, _, spans, _, _ in g) \
+            and node.resplit and len(whole) <= RESPLIT_UNITS
         flat = {id(spans): tuple(s for ss in spans for s in ss)
-                for g in groups for _, _, spans in g} if resplit else {}
+                for g in groups for _, _, spans, _, _ in g if spans is not None} if resplit else {}
         parts = []
         for p, units in enumerate(node.parts):
             ranges, i = [], 0
             for g in groups:
-                ranges.append(tuple((i + k, key, flat[id(spans)] if resplit else spans[p])
-                                    for k, (_, key, spans) in enumerate(g)))
+                ranges.append(tuple(
+                    (i + k, key, None if spans is None else flat[id(spans)] if resplit
+                     else spans[p], field, bounds)
+                    for k, (_, key, spans, field, bounds) in enumerate(g)))
                 i += len(g)
             parts.append(Pending((O.ReadFiles(provider=node.provider,
                                               units=whole if resplit else units,
@@ -275,9 +280,9 @@ class Lowering:
             build = self._broadcast_key(node.right)
             dynamic = node.runtime_filter
             if dynamic is not None:  # the probe scan reads what the build's keys can match
-                scan, column, position, spans = dynamic
+                scan, _column, position, spans, field, whole = dynamic
                 self._dynamic.setdefault(id(scan), []).append(
-                    (column, build, node.right_keys[position], spans))
+                    (build, node.right_keys[position], spans, field, whole))
             try:
                 left = self.lower(node.left)
             finally:

@@ -87,7 +87,8 @@ class ReadFiles(Op):
 
     def run(self, data, inputs):
         units, threads = self._reading(inputs)
-        return scan.read_files(self.provider, units, self.columns, self.filters,
+        return scan.read_files(self.provider, units, self.columns,
+                               self.filters + self._key_bounds(inputs),
                                self.out_ids, self.dict_columns, self.encoded, self.nested,
                                threads=threads)
 
@@ -95,8 +96,26 @@ class ReadFiles(Op):
         """The same rows as run(), as tables of about chunk_rows rows (see run_pipeline)."""
         units, threads = self._reading(inputs)
         return scan.iter_read_files(self.provider, units, self.columns,
-                                    self.filters, self.out_ids, self.dict_columns, self.encoded,
-                                    self.nested, chunk_rows, threads=threads)
+                                    self.filters + self._key_bounds(inputs), self.out_ids,
+                                    self.dict_columns, self.encoded, self.nested, chunk_rows,
+                                    threads=threads)
+
+    def _key_bounds(self, inputs) -> tuple:
+        """Filters keeping the rows inside a dynamic filter's build keys' [min, max], for each
+        group of one build whose range is at most ROW_FILTER_SHARE of the column's (a build
+        spanning most of it would only cost the comparisons); the join still matches the
+        keys, so these keep every row it can. With no key, nothing can match: the filter
+        keeps no row."""
+        out = []
+        for group in self.ranges:
+            if len(group) != 1:
+                continue
+            i, key, _spans, field, whole = group[0]
+            if field is None or whole is None:
+                continue
+            lo, hi = scan.key_range(inputs[i], key)
+            out += scan.range_filters(field, lo, hi, whole, ROW_FILTER_SHARE)
+        return tuple(out)
 
     def rows(self, inputs) -> int:
         return sum(u.num_rows for u in self._units(inputs))
@@ -126,8 +145,11 @@ class ReadFiles(Op):
             keep = [True] * len(units)
             for group in self.ranges:
                 meets = [False] * len(units)
-                for i, key, spans in group:
+                for i, key, spans, _field, _whole in group:
                     lo, hi = scan.key_range(inputs[i], key)
+                    if spans is None:  # rows only (_key_bounds): every unit may hold some
+                        meets = [lo is not None] * len(units)  # (an empty build: none)
+                        break
                     for j, span in enumerate(spans):
                         if lo is not None and (span is None or span[1] >= lo and span[0] <= hi):
                             meets[j] = True
@@ -596,6 +618,9 @@ class Pipeline:
 # 343 -> 228, Q16 462 -> 409, times equal; at SF1 (1.5M-row lineitem partitions, 3 chunks)
 # Q1 takes 3-8% longer (0.35 -> 0.37 s; its ops cost the same per row in any chunk size, the
 # rest is the reads), the other queries are unchanged
+# a dynamic filter's build keys' [min, max] filters the scan's rows when it is at most this
+# share of the column's range (ReadFiles._key_bounds)
+ROW_FILTER_SHARE = 0.5
 STREAM_ROWS = 1 << 19
 STREAM_MIN_CHUNKS = 2
 # a hash join streams only when its build is at most this share of a chunk (Acero hashes the

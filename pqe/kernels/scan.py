@@ -21,7 +21,7 @@ from .. import types as T
 from ..catalog import ScanUnit, partition_expression
 from ..errors import CatalogError, ExecutionError
 from ..filesystems import _first_line
-from ..plan.expr import Expr, and_, column_ids, may_raise
+from ..plan.expr import Call, ColumnRef, Expr, Literal, and_, column_ids, may_raise
 from ..physical.planner import statistics_filters
 from . import decimals
 from .expressions import Compiler, filter_table, project
@@ -58,6 +58,33 @@ def key_range(build, key: str) -> tuple:
         return None, None
     mm = pc.min_max(table.column(key))
     return mm["min"].as_py(), mm["max"].as_py()
+
+
+def range_filters(field, lo, hi, whole: tuple, share: float) -> list[Expr]:
+    """`field >= lo AND field <= hi` (the sides that narrow the column's range `whole`) when
+    [lo, hi] is at most `share` of `whole`, else nothing. Integers and dates."""
+    if lo is None or hi is None:
+        return []
+
+    def num(v) -> int:
+        return v.toordinal() if hasattr(v, "toordinal") else int(v)
+
+    try:
+        lo = pa.scalar(lo).cast(field.dtype).as_py()
+        hi = pa.scalar(hi).cast(field.dtype).as_py()
+        wlo, whi = num(whole[0]), num(whole[1])
+        width = whi - wlo
+        if width <= 0 or num(hi) - num(lo) > share * width:
+            return []
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+        return []
+    ref = ColumnRef(field)
+    out = []
+    if num(lo) > wlo:
+        out.append(Call("ge", (ref, Literal(lo, field.dtype)), T.BOOLEAN, field.nullable))
+    if num(hi) < whi:
+        out.append(Call("le", (ref, Literal(hi, field.dtype)), T.BOOLEAN, field.nullable))
+    return out
 
 
 def read_files(provider, units, columns: tuple[tuple[str, str], ...],

@@ -359,10 +359,12 @@ class HashJoinExec(PhysicalPlan):
     # partition; the build checks the key is unique and narrow and else hashes as usual
     dense: bool = False
     # a dynamic filter (inner and semi broadcast joins): (scan, file column, key position,
-    # (min, max) of the column in each unit of each scan partition) when probe key
-    # `left_keys[position]` is that column of a Parquet scan below the probe side, read with
-    # row groups sorted or clustered by it. The scan's tasks wait for the build, then skip
-    # the units whose range misses the build keys' [min, max] (execution.ops.ReadFiles)
+    # (min, max) of the column in each unit of each scan partition or None, the scan's field
+    # of the column, the column's (min, max)) when probe key `left_keys[position]` is that
+    # column of a Parquet scan below the probe side. The scan's tasks wait for the build,
+    # then keep the rows inside the build keys' [min, max] when it is narrow, and skip the
+    # units whose range misses it when the row groups are sorted or clustered by the column
+    # (the unit ranges are known) (planner._dynamic_filter, execution.ops.ReadFiles)
     runtime_filter: tuple | None = None
     # probe-side text columns that its scan returns still dictionary-encoded (the scan lists
     # them as encoded): the join carries the indices and decodes only the rows it outputs
@@ -385,7 +387,8 @@ class HashJoinExec(PhysicalPlan):
             out += " null_aware"
         if self.runtime_filter is not None:
             scan, column = self.runtime_filter[:2]
-            out += f" dynamic_filter=[{scan.table}.{column}]"
+            rows = "" if self.runtime_filter[3] is not None else " (rows)"
+            out += f" dynamic_filter=[{scan.table}.{column}{rows}]"
         if self.decode:
             out += " decode=[" + ", ".join(names.get(c, c) for c in self.decode) + "]"
         if self.encode_build:

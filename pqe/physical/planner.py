@@ -275,7 +275,7 @@ class PhysicalPlanner:
                                node.filter, "partitioned", node.null_aware, dense)
             out.est_build_rows = rrows
             if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
-                out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
+                out.runtime_filter = _dynamic_filter(left, lkeys, rrows, right)
             return out
         can_broadcast = kind in ("inner", "left", "semi", "anti")
         lndvs = [self.est.ndv_estimate(lnode, e) for e in lexprs]
@@ -341,7 +341,7 @@ class PhysicalPlanner:
             out.est_bytes = rbytes * 2  # the build table and its hash table
             out.est_build_rows = rrows
             if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
-                out.runtime_filter = _dynamic_filter(left, lkeys, rrows)
+                out.runtime_filter = _dynamic_filter(left, lkeys, rrows, right)
             return out
         n = left.n if left_ready else self._shuffle_partitions(lbytes + rbytes)
         hk = _hash_positions(lkeys, left, lndvs, n)
@@ -855,18 +855,36 @@ def _clustering(node: L.Scan, provider, parts) -> Dist:
 DYNAMIC_BUILD_SHARE = 0.01  # a build of at most this share of the probe scan's rows
 
 
-def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: float) -> tuple | None:
-    """(scan, file column, position of the key in the join's keys) for a broadcast join's dynamic filter: a probe key that is, through
+def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: float,
+                    build: PhysicalPlan) -> tuple | None:
+    """(scan, file column, position of the key in the join's keys, unit ranges, scan field,
+    column range) for a broadcast join's dynamic filter: a probe key that is, through
     partition-local operators that keep its values (projections, the probe side of broadcast
-    joins that keep probe rows' columns, the group keys of one-step aggregates), an integer or date column of a Parquet scan whose
-    row groups hold narrow ranges of it (sorted or clustered data: TPC-DS's fact tables by
-    date). Only then can the build keys' [min, max] skip row groups; on unclustered data the
-    scan would only wait for the build. And only for a build estimated at most 1% of the
-    scan's rows (a filtered dimension: TPC-DS's date ranges): a larger build (TPC-H's filtered
-    orders against lineitem) spans the key range anyway, and waiting for it would only keep
-    the scan from running beside the build. With it, the units' ranges of the column."""
+    joins that keep probe rows' columns, the group keys of one-step aggregates), an integer
+    or date column of a Parquet scan. The scan's tasks wait for the build; then the build
+    keys' [min, max] filters the rows the scan returns when it is at most half the column's
+    range (the file statistics' [min, max], `column range`): a 30-day date range of the
+    5-year sales no longer goes through the joins the planner put below the date join
+    (TPC-DS Q25 probed 2.9M store_sales rows into a three-key join with the returns, then
+    kept 1.6% at the date join), nor through a union's projection (Q5). When the scan's row
+    groups hold narrow ranges of the column (sorted or clustered data) the range also skips
+    row groups: `unit ranges` are then each unit's (min, max) of it, else None.
+
+    Only for a build estimated at most 1% of the scan's rows (a filtered dimension: TPC-DS's
+    date ranges): a larger build (TPC-H's filtered orders against lineitem) spans the key
+    range anyway, and waiting for it would only keep the scan from running beside it. On
+    unclustered data, where only rows are filtered, only when other joins or aggregates lie
+    between the join and the scan, or the scan has filters of its own, which then run on the
+    rows the range kept (TPC-DS Q49's sales: three decimal comparisons, 215 -> 150 ms);
+    a join right above a scan without filters drops rows as cheaply itself, and the scan
+    would wait for the build (Q78: +24 ms). And only for a build that
+    is a filtered scan of a small table (a dimension, quickly read: QUICK_BUILD_ROWS): an
+    unfiltered one spans its whole key range, and waiting for a large one, or a build made
+    by joins or aggregates, would hold the scan back."""
+    build_scan = _filtered_scan(build)
     for position, key in enumerate(keys):
         node, cid = probe, key
+        deep = False  # whether other joins or aggregates lie between the join and the scan
         while True:
             if isinstance(node, ScanExec):
                 break
@@ -879,11 +897,11 @@ def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: floa
             elif (isinstance(node, HashJoinExec) and _probes_in_place(node)
                   and node.kind in ("inner", "left", "semi", "anti")
                   and any(f.id == cid for f in node.left.schema)):
-                node = node.left
+                node, deep = node.left, True
             elif isinstance(node, AggregateExec) and node.mode == "single" and cid in node.group:
                 # a group key of a partition-local aggregate (eager aggregation below the
                 # join): rows whose key the build lacks form groups that would not match
-                node = node.input
+                node, deep = node.input, True
             else:
                 node = None
                 break
@@ -897,10 +915,37 @@ def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: floa
         dtype = node.provider.schema.field(name).type
         if not (pa.types.is_integer(dtype) or pa.types.is_date(dtype)):
             continue
+        field = next((f for f in node.schema if f.id == cid), None)
+        cs = node.provider.statistics().columns.get(name)
+        whole = (cs.min, cs.max) if cs is not None and cs.min is not None \
+            and cs.max is not None else None
         spans = _clustered_by(node, name)
-        if spans is not None:
-            return (node, name, position, spans)
+        scan_rows = sum(u.num_rows or 0 for part in node.parts for u in part)
+        quick = build_scan is not None and build_scan <= min(QUICK_BUILD_ROWS,
+                                                             QUICK_BUILD_SHARE * scan_rows)
+        if spans is not None or (quick and (deep or node.filters) and field is not None
+                                 and whole is not None):
+            return (node, name, position, spans, field, whole)
     return None
+
+
+# a build read by a scan of at most this many rows, and this share of the probe scan's, is
+# waited for by the probe scan (to filter its rows by the build keys' range): TPC-DS's
+# date_dim (73k rows) against any sales table; not customer_demographics (1.9M, Q27: +13 ms)
+QUICK_BUILD_ROWS = 200_000
+QUICK_BUILD_SHARE = 0.25
+
+
+def _filtered_scan(node: PhysicalPlan) -> int | None:
+    """The rows a build's scan reads when the build is a scan with pushed filters, under
+    projections and a gather; else None."""
+    while isinstance(node, (ProjectExec, ExchangeExec)):
+        if isinstance(node, ExchangeExec) and node.mode != "gather":
+            return None
+        node = node.input
+    if not isinstance(node, ScanExec) or not node.filters:
+        return None
+    return sum(u.num_rows or 0 for part in node.parts for u in part)
 
 
 def _probes_in_place(join: HashJoinExec) -> bool:
@@ -1215,8 +1260,11 @@ def _drop_shared_dynamic_filters(plan: PhysicalPlan) -> None:
             node, above = (node.input if isinstance(node, (ProjectExec, AggregateExec))
                            else node.left), node
         else:
-            if parents.get(id(scan), 0) > 1:  # one join per consumer of the shared scan
+            # one join per consumer of a shared scan: the first one that skips row groups
+            if parents.get(id(scan), 0) > 1 and join.runtime_filter[3] is not None:
                 by_scan.setdefault(id(scan), (scan, {}))[1].setdefault(id(above), join)
+            elif parents.get(id(scan), 0) > 1:
+                by_scan.setdefault(id(scan), (scan, {}))
     for scan, entries in by_scan.values():
         chosen = list(entries.values())
         if len(entries) == parents[id(scan)] and not any(_reaches(j.right, scan) for j in chosen):
