@@ -225,6 +225,50 @@ def test_two_dictionary_filters_over_row_groups_with_their_own_dictionaries(tmp_
     ctx.close()
 
 
+@pytest.mark.parametrize("combinations", [1 << 14, 1], ids=["combinations", "rows"])
+def test_a_filter_over_two_dictionary_columns(tmp_path, monkeypatch, combinations):
+    """A filter reading two dictionary columns (TPC-DS's `(cd_marital_status = 'M' AND
+    cd_education_status = 'College') OR (...)`) is evaluated on every combination of the two
+    row groups' dictionaries (NULL included) and looked up by the rows' indices; with too many
+    combinations, on the rows. Row groups have their own dictionaries; the answers are
+    DuckDB's on the same file."""
+    import duckdb
+    import numpy as np
+
+    from pqe.kernels import scan
+
+    monkeypatch.setattr(scan, "MAX_DICTIONARY_COMBINATIONS", combinations)
+    rng = np.random.default_rng(5)
+    n = 30_000
+    ms = np.array(["M", "S", "D", "W", "U"])
+    es = np.array(["Primary", "College", "2 yr Degree", "Advanced Degree", "Ünknown"])
+    m = ms[rng.integers(0, len(ms), n)].astype(object)
+    e = es[rng.integers(0, len(es), n)].astype(object)
+    m[rng.random(n) < 0.03] = None
+    e[n // 2:][rng.random(n - n // 2) < 0.1] = None  # NULLs only in the later row groups
+    e[:5000] = "College"  # a row group of one value
+    t = pa.table({"m": pa.array(m, pa.string()), "e": pa.array(e, pa.string()),
+                  "v": pa.array(np.arange(n), pa.int64())})
+    path = tmp_path / "demo.parquet"
+    pq.write_table(t, path, row_group_size=5000)
+    ctx = pqe.Context(threads=2)
+    ctx.register_parquet("t", str(path))
+    assert "dictionary=[m, e]" in ctx.sql("select v from t where m = e").explain()
+    con = duckdb.connect()
+    con.execute(f"create view t as select * from read_parquet('{path}')")
+    for where in ["(m = 'M' and e = 'College') or (m = 'S' and e = 'Ünknown')",
+                  "(m = 'D' or e is null) and not (m = 'W' and e = 'Primary')",
+                  "m is null or e is null",
+                  "coalesce(m, e) = 'College' or m || e = 'SPrimary'",
+                  "m = 'nothing' or e = 'nothing'",
+                  "m is not null or e is not null or v >= 0"]:
+        sql = f"select count(*) as n, sum(v) as s, min(v) as lo, max(v) as hi from t where {where}"
+        got = ctx.sql(sql).to_pylist()[0]
+        want = dict(zip(["n", "s", "lo", "hi"], con.execute(sql).fetchone(), strict=True))
+        assert got == want, where
+    ctx.close()
+
+
 def test_decimal_precision_is_capped_not_an_error(ctx):
     """l_extendedprice * (1 - l_discount) * (1 + l_tax) needs 49 digits by Arrow's rules."""
     t = pa.table({"p": pa.array([D("104949.50"), D("901.00")], pa.decimal128(15, 2)),

@@ -149,7 +149,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     raising = [f for f in (*filters, *late) if may_raise(f)]
     late = [f for f in late if f not in raising] + raising
     filters = [f for f in filters if f not in raising]
-    dict_filters = [f for f in filters if len(column_ids(f)) == 1 and column_ids(f) <= dict_ids]
+    dict_filters = [f for f in filters if column_ids(f) and column_ids(f) <= dict_ids]
     mixed = [f for f in filters if f not in dict_filters and column_ids(f) & dict_ids] + late
     rest = [f for f in filters if not column_ids(f) & dict_ids]
     # decimal comparisons run after reading, on unscaled int64 (Arrow's decimal128 kernels are
@@ -272,28 +272,33 @@ def _dictionary_schema(schema: pa.Schema, dict_columns) -> pa.Schema:
                       if f.name in dict_columns else f for f in schema])
 
 
+# a filter over several dictionary columns is evaluated on every combination of their values
+# when there are at most this many (TPC-DS's demographics: 6 x 8 marital and education
+# statuses, NULL included); else on the rows, decoded
+MAX_DICTIONARY_COMBINATIONS = 1 << 14
+
+
 def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str]) -> pa.Table:
-    """Apply filters that each read one dictionary column: evaluate each on the dictionary's
+    """Apply filters that read only dictionary columns: evaluate each on the dictionary's
     values plus one NULL (the verdict for NULL rows, `s IS NULL` being true there), then look
-    the results up by index; unknown results drop the row. The verdicts are bytes and the
-    lookups numpy gathers, ANDed into one mask and the table filtered once (Arrow's gather of
-    packed booleans took as long as decoding the columns: TPC-H Q19)."""
+    the results up by index; unknown results drop the row. A filter over several columns
+    (`(m = 'M' AND e = 'College') OR (m = 'S' AND e = 'Primary')`, TPC-DS Q13/Q48/Q85's
+    demographics) is evaluated on every combination of their values, looked up by the
+    combination's number. The verdicts are bytes and the lookups numpy gathers, ANDed into
+    one mask and the table filtered once (Arrow's gather of packed booleans took as long as
+    decoding the columns: TPC-H Q19)."""
     mask = None
     for f in filters:
-        (cid,) = column_ids(f)
-        col = t.column(names[cid])
-        compiled = Compiler(rename={cid: "v"})(f)
-        parts = []
-        for chunk in col.chunks:
-            dictionary = chunk.dictionary
-            values = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
-            verdict = project(pa.table({"v": values}), [compiled], ["m"]).column(0)
-            verdict = pc.fill_null(verdict.combine_chunks(), False).to_numpy(
-                zero_copy_only=False)
-            indices = chunk.indices
-            if indices.null_count:
-                indices = pc.fill_null(indices, pa.scalar(len(dictionary), indices.type))
-            parts.append(np.take(verdict, indices.to_numpy(zero_copy_only=False)))
+        cids = sorted(column_ids(f))
+        cols = [t.column(names[c]) for c in cids]
+        layout = [len(c) for c in cols[0].chunks]
+        if len(cids) > 1 and any([len(c) for c in col.chunks] != layout for col in cols[1:]):
+            # one chunk each, over one dictionary each
+            cols = pa.table({f"c{k}": c for k, c in enumerate(cols)}) \
+                .unify_dictionaries().combine_chunks().columns
+        compiled = Compiler(rename={c: f"v{k}" for k, c in enumerate(cids)})(f)
+        parts = [_chunk_verdicts(compiled, [col.chunk(j) for col in cols])
+                 for j in range(cols[0].num_chunks)]
         m = (parts[0] if len(parts) == 1 else np.concatenate(parts)) if parts \
             else np.zeros(0, dtype=bool)
         if mask is None:
@@ -303,6 +308,35 @@ def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str
     if mask is None or mask.all():
         return t
     return t.filter(pa.array(mask))
+
+
+def _chunk_verdicts(compiled, chunks: list) -> np.ndarray:
+    """A filter's verdict (NULL: false) for each row of aligned dictionary chunks, as bytes."""
+    values = [pa.concat_arrays([c.dictionary, pa.nulls(1, c.dictionary.type)]) for c in chunks]
+    sizes = [len(v) for v in values]
+    combos = int(np.prod(sizes, dtype=np.float64))
+    if combos > MAX_DICTIONARY_COMBINATIONS:  # too many: on the rows themselves
+        table = pa.table({f"v{k}": c.dictionary_decode() for k, c in enumerate(chunks)})
+        verdict = project(table, [compiled], ["m"]).column(0)
+        return pc.fill_null(verdict.combine_chunks(), False).to_numpy(zero_copy_only=False)
+    # combination number: the first column's slot varies slowest
+    strides = [int(np.prod(sizes[k + 1:], dtype=np.int64)) for k in range(len(sizes))]
+    number = np.arange(combos, dtype=np.int64)
+    table = pa.table({f"v{k}": values[k].take(pa.array((number // strides[k]) % sizes[k]))
+                      for k in range(len(values))})
+    verdict = project(table, [compiled], ["m"]).column(0)
+    verdict = pc.fill_null(verdict.combine_chunks(), False).to_numpy(zero_copy_only=False)
+    code = None
+    for k, c in enumerate(chunks):
+        indices = c.indices
+        if indices.null_count:
+            indices = pc.fill_null(indices, pa.scalar(sizes[k] - 1, indices.type))
+        idx = indices.to_numpy(zero_copy_only=False)
+        if len(chunks) == 1:
+            return np.take(verdict, idx)
+        part = idx.astype(np.int64) * strides[k]
+        code = part if code is None else code + part
+    return np.take(verdict, code)
 
 
 def _by_file(units):
