@@ -378,7 +378,8 @@ class Lowering:
 
     def _aggregateexec(self, node: P.AggregateExec):
         op = O.Aggregate(mode=node.mode, group=node.group, aggs=node.aggs,
-                         segments=node.strategy == "segments", adaptive=node.adaptive)
+                         segments=node.strategy == "segments", adaptive=node.adaptive,
+                         bounds=node.sum_bounds if node.mode != "final" else ())
         parts = self.lower(node.input)
         if node.int64_sums:
             parts = _unscaled_sum_inputs(parts, node.int64_sums)

@@ -422,16 +422,17 @@ class NestedLoopJoin(Op):
 
 class Aggregate(Op):
     label = "aggregate"
-    _fields = ("mode", "group", "aggs", "segments", "adaptive")
+    _fields = ("mode", "group", "aggs", "segments", "adaptive", "bounds")
 
     def run(self, data, inputs):
+        bounds = dict(self.bounds) if self.bounds else None
         if self.mode == "partial":
             if self.adaptive:  # one verdict for the partitions of this process (threads)
                 probe = self.__dict__.setdefault("_probe", agg.AdaptiveProbe())
-                return agg.partial(data, self.group, self.aggs, self.segments, probe)
-            return agg.partial(data, self.group, self.aggs, self.segments)
+                return agg.partial(data, self.group, self.aggs, self.segments, probe, bounds)
+            return agg.partial(data, self.group, self.aggs, self.segments, bounds=bounds)
         if self.mode == "single":
-            return agg.single(data, self.group, self.aggs, self.segments)
+            return agg.single(data, self.group, self.aggs, self.segments, bounds)
         fn = {"final": agg.final, "combine": agg.combine}[self.mode]
         return fn(data, self.group, self.aggs)
 

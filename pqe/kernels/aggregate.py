@@ -185,11 +185,15 @@ def _unscaled_inputs(table: pa.Table, specs) -> tuple[pa.Table, dict[str, pa.Chu
 _UNSCALED_OK = {"sum", "avg", "count", "min", "max"}
 
 
-def _limb_arrays(col, rows: int) -> list:
+def _limb_arrays(col, rows: int, bound: int | None = None) -> list:
     """The limbs of an integer or decimal column (decimals.limbs) as int64 arrays with the
     column's NULLs, ready for Arrow's (hash_)sum. An integer column whose sums cannot
-    overflow int64 is its own single limb, as it is (no copy: the common case)."""
+    overflow int64 is its own single limb, as it is (no copy: the common case): known so
+    from `bound`, the planner's largest absolute value of the column (file statistics:
+    AggregateExec.sum_bounds), else from the column's min and max."""
     if pa.types.is_integer(col.type) and not pa.types.is_uint64(col.type):
+        if bound is not None and bound * max(rows, 1) < 2 ** 63:
+            return [col if pa.types.is_int64(col.type) else pc.cast(col, pa.int64())]
         mm = pc.min_max(col)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         if lo is None or max(-lo, hi) * max(rows, 1) < 2 ** 63:
@@ -309,7 +313,8 @@ def _wraps_array(wraps: np.ndarray | None, n: int) -> pa.Array:
 
 
 def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
-               exact: dict[str, tuple], prep: dict, keep: bool = False) -> pa.Table:
+               exact: dict[str, tuple], prep: dict, keep: bool = False,
+               bounds: dict | None = None) -> pa.Table:
     """Run `entries` (Acero aggregates) plus the exact sums `exact`: state name -> (input
     column name, input column, DECIMAL(38, s) type, wraps column or None). Each is summed
     limb by limb and reassembled into the state `name` and its wraps `name.w`."""
@@ -319,7 +324,7 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
     done: dict[str, list[str]] = {}
     for name, (key, col, _, wraps) in exact.items():
         if key not in done:  # the limbs of one column serve all its sums
-            arrays = _limb_arrays(col, n)
+            arrays = _limb_arrays(col, n, (bounds or {}).get(key))
             done[key] = [f"{key}.l{k}" for k in range(len(arrays))]
             prep.update(zip(done[key], arrays, strict=True))
         outs = [f"{name}.sum{k}" for k in range(len(done[key]))]
@@ -404,7 +409,7 @@ class AdaptiveProbe:
 
 
 def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = False,
-            adaptive: bool | AdaptiveProbe = False) -> pa.Table:
+            adaptive: bool | AdaptiveProbe = False, bounds: dict | None = None) -> pa.Table:
     """Per-partition states: group keys then state columns. `segments` (the planner's
     choice, AggregateExec.strategy): reduce runs of equal keys when the partition is sorted
     on its key, else hash. `adaptive`: rows may pass as one-row states (above)."""
@@ -419,7 +424,7 @@ def partial(table: pa.Table, group: tuple[str, ...], specs, segments: bool = Fal
             probe.passes = _barely_reduces(table, group)
         if probe.passes:
             return row_states(table, group, specs, fast, keep=True)
-    return _hash_partial(table, group, specs, fast, keep=True)
+    return _hash_partial(table, group, specs, fast, keep=True, bounds=bounds)
 
 
 def _barely_reduces(table: pa.Table, group: tuple[str, ...]) -> bool:
@@ -482,7 +487,7 @@ def _row_state(table: pa.Table, s, kernel: str, dtype: pa.DataType, fast: dict, 
 
 
 def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
-                  keep: bool = False) -> pa.Table:
+                  keep: bool = False, bounds: dict | None = None) -> pa.Table:
     grouped = bool(group)
     prep: dict = {}
     entries = []
@@ -523,7 +528,7 @@ def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
             if kernel == "count" and isinstance(col, str) and _no_nulls(table, prep, col):
                 kernel = "count_all"  # the same count, and one COUNT(*) may already make it
             entries.append(_agg_entry(col, kernel, name, grouped))
-    out = _aggregate(table, group, entries, exact, prep, keep)
+    out = _aggregate(table, group, entries, exact, prep, keep, bounds)
     for name, count in variances.items():
         m2 = pc.multiply(out.column(name), pc.cast(out.column(count), pa.float64()))
         out = out.set_column(out.schema.get_field_index(name), name, m2)
@@ -628,13 +633,15 @@ def _finish_all(states: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
     return pa.Table.from_arrays(cols, names=list(group) + [s.out for s in specs])
 
 
-def single(table: pa.Table, group: tuple[str, ...], specs, segments: bool = False) -> pa.Table:
+def single(table: pa.Table, group: tuple[str, ...], specs, segments: bool = False,
+           bounds: dict | None = None) -> pa.Table:
     table, fast = _unscaled_inputs(table, specs)
     if segments:
         states = _sorted_segments(table, group, specs, fast)
         if states is not None:  # one row per key already: nothing to combine
             return _finish_all(states, group, specs)
-    return final(_hash_partial(table, group, specs, fast, keep=True), group, specs)
+    return final(_hash_partial(table, group, specs, fast, keep=True, bounds=bounds), group,
+                 specs)
 
 
 _INT64_RANGE = (decimal.Decimal(-(2 ** 63)), decimal.Decimal(2 ** 63 - 1))

@@ -435,6 +435,10 @@ class AggregateExec(PhysicalPlan):
     strategy: str = "hash"
     int64_sums: tuple[str, ...] = ()
     adaptive: bool = False  # partial: rows may pass on as one-row states (kernels.aggregate)
+    # (argument id, the largest absolute unscaled value it can take) for exact SUM/AVG
+    # arguments the file statistics bound (planner._sum_bounds): a partition's sum of them
+    # that cannot overflow int64 is summed so without first reading their min and max
+    sum_bounds: tuple[tuple[str, int], ...] = ()
 
     def children(self):
         return (self.input,)
