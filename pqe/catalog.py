@@ -219,12 +219,9 @@ def _numeric_ndv(dtype: pa.DataType, lo, hi, per_group: int, widths: list[float]
         est = 1
     else:
         est = per_group * min(groups, max(1.0, span / mean) if mean > 0 else groups)
-    if pa.types.is_integer(dtype) or pa.types.is_date(dtype):
-        whole = span + 1
-    elif pa.types.is_decimal(dtype):
-        whole = span * 10 ** dtype.scale + 1
-    else:
+    if not pa.types.is_decimal(dtype):  # a float: no count of steps bounds it
         return int(est)
+    whole = span * 10 ** dtype.scale + 1
     return int(min(whole, whole if 2 * est >= whole else est))
 
 

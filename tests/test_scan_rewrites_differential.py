@@ -54,7 +54,8 @@ def _write_star(d, rng, rnd):
         "yr": pa.array([2001 + k // 365 for k in days], pa.int32()),
         "moy": pa.array([(k // 30) % 12 + 1 for k in days], pa.int32())}), d / "dates.parquet")
     pq.write_table(pa.table({
-        "ik": pa.array(range(300)), "cat": pa.array([["a", "b", "c", None][k % 4] for k in range(300)]),
+        "ik": pa.array(range(300)),
+        "cat": pa.array([["a", "b", "c", None][k % 4] for k in range(300)]),
         "price": pa.array([decimal.Decimal(k).scaleb(-1) for k in range(300)],
                           pa.decimal128(7, 1))}), d / "item.parquet")
     returned = pa.array(rng.choice(n, 2000, replace=False))
@@ -93,7 +94,8 @@ def _query(rnd):
         return (f"select count(*), {agg} from fact join ret on fact.t = ret.rt "
                 f"and fact.ik = ret.ri {join_dates}")
     if kind == "direct":
-        return f"select count(*), {agg} from fact {join_dates} and fact.amt > {rnd.randint(-5000, 5000)}"
+        return (f"select count(*), {agg} from fact {join_dates} "
+                f"and fact.amt > {rnd.randint(-5000, 5000)}")
     if kind == "semi":
         return (f"select count(*), {agg} from fact join ret on fact.t = ret.rt where fact.{key} "
                 f"in (select {key} from dates where {_date_filter(rnd)})")

@@ -104,8 +104,8 @@ class ReadFiles(Op):
         """Filters keeping the rows inside a dynamic filter's build keys' [min, max], for each
         group of one build whose range is at most ROW_FILTER_SHARE of the column's (a build
         spanning most of it would only cost the comparisons); the join still matches the
-        keys, so these keep every row it can. With no key, nothing can match: the filter
-        keeps no row."""
+        keys, so these keep every row it can. (An empty build leaves no unit to read:
+        `_kept`.)"""
         out = []
         for group in self.ranges:
             if len(group) != 1:

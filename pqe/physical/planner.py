@@ -966,7 +966,7 @@ def _dynamic_filter(probe: PhysicalPlan, keys: tuple[str, ...], build_rows: floa
     range (the file statistics' [min, max], `column range`): a 30-day date range of the
     5-year sales no longer goes through the joins the planner put below the date join
     (TPC-DS Q25 probed 2.9M store_sales rows into a three-key join with the returns, then
-    kept 1.6% at the date join), nor through a union's projection (Q5). When the scan's row
+    kept 1.6% at the date join). When the scan's row
     groups hold narrow ranges of the column (sorted or clustered data) the range also skips
     row groups: `unit ranges` are then each unit's (min, max) of it, else None.
 
