@@ -290,6 +290,10 @@ class PhysicalPlanner:
         gather = rrows * self.cfg.shuffle_cost if right.n > 1 else 0.0
         broadcast_cost = gather + rrows * left.n + lrows * probe
         shuffle_rows = (0 if left_ready else lrows) + rrows
+        # both sides already hash-partitioned on matching join keys: neither moves
+        co = _co_partitioned(left, right, lkeys, rkeys)
+        if co is not None:
+            shuffle_rows = 0
         partitioned_cost = shuffle_rows * self.cfg.shuffle_cost + rrows + lrows * probe
         lbytes, rbytes = self.est.bytes(node.left), self.est.bytes(node.right)
         if swapped:
@@ -344,10 +348,13 @@ class PhysicalPlanner:
             if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
                 out.runtime_filter = _dynamic_filter(left, lkeys, rrows, right)
             return out
-        n = left.n if left_ready else self._shuffle_partitions(lbytes + rbytes)
-        hk = _hash_positions(lkeys, left, lndvs, n)
-        lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
-        rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
+        n = left.n if left_ready or co is not None else self._shuffle_partitions(lbytes + rbytes)
+        hk = co if co is not None else _hash_positions(lkeys, left, lndvs, n)
+        if co is not None:  # (partitioned alike, maybe on the other side's equal keys)
+            lh, rh = left, right
+        else:
+            lh = self._hash(left, tuple(lkeys[i] for i in hk), n)
+            rh = self._hash(right, tuple(rkeys[i] for i in hk), n)
         dist = Dist("hash", tuple(lkeys[i] for i in hk)) if kind in ("inner", "left", "semi", "anti") else ANY
         out = HashJoinExec(schema, n, dist, lh, rh, kind, lkeys, rkeys, node.filter,
                            "partitioned", node.null_aware)
@@ -911,6 +918,46 @@ def _hash_positions(keys, plan: PhysicalPlan, ndvs=None, n: int = 1) -> list[int
         chosen.append(i)
         have *= ndvs[i][0]
     return sorted(chosen)
+
+
+def _co_partitioned(left: PhysicalPlan, right: PhysicalPlan, lkeys, rkeys) -> list[int] | None:
+    """The positions of the join keys both sides are already hash-partitioned on, alike (the
+    same number of partitions, keys of the same types in the same order; a side may be
+    partitioned on keys an inner join below made equal to them, `_partition_keys`), or None.
+    Rows with equal join keys then sit in the same partition on both sides, and a
+    partitioned join moves no row: TPC-DS Q47/Q57 join a window's output to itself on its partition keys and rank,
+    and broadcast 65k rows to every partition (each hashing all of them) instead."""
+    if left.dist.kind != "hash" or right.dist.kind != "hash" or left.n != right.n \
+            or left.n < 2:
+        return None
+    ltypes = {f.id: f.dtype for f in left.schema}
+    rtypes = {f.id: f.dtype for f in right.schema}
+    for lkeys_of in _partition_keys(left):
+        for rkeys_of in _partition_keys(right):
+            if len(lkeys_of) != len(rkeys_of):
+                continue
+            pos = []
+            for lk, rk in zip(lkeys_of, rkeys_of, strict=True):
+                at = [i for i, (a, b) in enumerate(zip(lkeys, rkeys, strict=True))
+                      if a == lk and b == rk]
+                if not at or ltypes.get(lk) is None or ltypes.get(lk) != rtypes.get(rk):
+                    break
+                pos.append(at[0])
+            else:
+                return pos
+    return None
+
+
+def _partition_keys(plan: PhysicalPlan) -> list[tuple[str, ...]]:
+    """The column tuples `plan` is hash-partitioned by: its distribution's keys, and for an
+    inner partitioned join the other side's keys equal to them (rows of a partition agree
+    on both; the join states only its left keys)."""
+    out = [plan.dist.keys]
+    if isinstance(plan, HashJoinExec) and plan.mode == "partitioned" and plan.kind == "inner":
+        other = dict(zip(plan.left_keys, plan.right_keys, strict=True))
+        if all(k in other for k in plan.dist.keys):
+            out.append(tuple(other[k] for k in plan.dist.keys))
+    return out
 
 
 def _hash_keys(keys, plan, ndvs=None, n: int = 1):
