@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -226,14 +227,16 @@ def _numeric_ndv(dtype: pa.DataType, lo, hi, per_group: int, widths: list[float]
 
 
 def _ordinal(v) -> float | None:
+    """A statistic as a number; None for an infinite or NaN one (it bounds nothing)."""
     if v is None:
         return None
     if hasattr(v, "toordinal"):
         return float(v.toordinal())
     try:
-        return float(v)
+        f = float(v)
     except (TypeError, ValueError):
         return None
+    return f if math.isfinite(f) else None
 
 
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"

@@ -1264,3 +1264,18 @@ def test_a_join_of_sides_partitioned_alike_moves_no_row():
     assert got == [tuple(int(x) if isinstance(x, (int, np.integer)) else x for x in r)
                    for r in want]
     assert len(got) > 1000
+
+
+def test_an_infinite_float_statistic_gives_no_distinct_count(tmp_path):
+    """A dictionary-encoded DOUBLE column holding Infinity: an infinite statistic bounds
+    nothing (as for the estimator's ranges), so no count is scaled by its row groups' widths
+    (inf / inf), and the table still plans and answers."""
+    import pyarrow.parquet as pq
+
+    v = pa.array([1.5, float("inf"), -2.0, 1.5, float("-inf")] * 2_000, pa.float64())
+    pq.write_table(pa.table({"f": v}), tmp_path / "inf.parquet", row_group_size=2_500)
+    ctx = pqe.Context()
+    ctx.register_parquet("fi", str(tmp_path / "inf.parquet"))
+    assert ctx.session.catalog.lookup("fi")[1].statistics().columns["f"].distinct_count is None
+    assert rows(ctx, "SELECT count(*) FROM fi WHERE f = 1.5") == [(4_000,)]
+    assert rows(ctx, "SELECT count(DISTINCT f) FROM fi") == [(4,)]

@@ -186,11 +186,31 @@ def test_low_cardinality_text_read_as_dictionary(tmp_path, ctx):
     assert r.to_pylist() == [{"s": "A", "n": 2}, {"s": "B", "n": 1}, {"s": "C", "n": 1}, {"s": None, "n": 2}]
 
 
+def _filters_match_duckdb(table: pa.Table, path, wheres: list[str], explain_sql: str,
+                          explain_has: str) -> None:
+    """Write `table` as Parquet in row groups of 5,000 rows and check that each filter gives
+    DuckDB's count, sum, min and max of v on the same file (pqe reading the text columns as
+    dictionaries: `explain_has` in EXPLAIN of `explain_sql`)."""
+    import duckdb
+
+    pq.write_table(table, path, row_group_size=5000)
+    ctx = pqe.Context(threads=2)
+    ctx.register_parquet("t", str(path))
+    assert explain_has in ctx.sql(explain_sql).explain()
+    con = duckdb.connect()
+    con.execute(f"create view t as select * from read_parquet('{path}')")
+    for where in wheres:
+        sql = f"select count(*) as n, sum(v) as s, min(v) as lo, max(v) as hi from t where {where}"
+        got = ctx.sql(sql).to_pylist()[0]
+        want = dict(zip(["n", "s", "lo", "hi"], con.execute(sql).fetchone(), strict=True))
+        assert got == want, where
+    ctx.close()
+
+
 def test_two_dictionary_filters_over_row_groups_with_their_own_dictionaries(tmp_path):
     """Filters each on one dictionary column are looked up per row group, whose dictionaries
     differ (other values, other order, NULLs in some), ANDed into one mask: the rows and
     counts DuckDB gives on the same file, with filters that keep all, some or no rows."""
-    import duckdb
     import numpy as np
 
     rng = np.random.default_rng(11)
@@ -204,25 +224,15 @@ def test_two_dictionary_filters_over_row_groups_with_their_own_dictionaries(tmp_
     m[n // 2: n // 2 + 5000] = "RAIL"  # a row group of one value
     t = pa.table({"m": pa.array(m, pa.string()), "h": pa.array(h, pa.string()),
                   "v": pa.array(np.arange(n), pa.int64())})
-    path = tmp_path / "modes.parquet"
-    pq.write_table(t, path, row_group_size=5000)
-    ctx = pqe.Context(threads=2)
-    ctx.register_parquet("t", str(path))
-    assert "dictionary=[" in ctx.sql("select m, v from t where m = 'AIR'").explain()
-    con = duckdb.connect()
-    con.execute(f"create view t as select * from read_parquet('{path}')")
-    for where in ["m in ('AIR', 'REG AIR') and h = 'DELIVER IN PERSON'",
-                  "m is null and h is not null",
-                  "m <> 'RAIL' and h in ('NONE', 'COLLECT COD')",
-                  "coalesce(m, 'x') = 'x' and coalesce(h, 'y') = 'y'",
-                  "m = 'ümlaut' and h like '%E%'",
-                  "m is not null or m is null",
-                  "m = 'nothing' and h = 'NONE'"]:
-        sql = f"select count(*) as n, sum(v) as s, min(v) as lo, max(v) as hi from t where {where}"
-        got = ctx.sql(sql).to_pylist()[0]
-        want = dict(zip(["n", "s", "lo", "hi"], con.execute(sql).fetchone(), strict=True))
-        assert got == want, where
-    ctx.close()
+    _filters_match_duckdb(t, tmp_path / "modes.parquet",
+                          ["m in ('AIR', 'REG AIR') and h = 'DELIVER IN PERSON'",
+                           "m is null and h is not null",
+                           "m <> 'RAIL' and h in ('NONE', 'COLLECT COD')",
+                           "coalesce(m, 'x') = 'x' and coalesce(h, 'y') = 'y'",
+                           "m = 'ümlaut' and h like '%E%'",
+                           "m is not null or m is null",
+                           "m = 'nothing' and h = 'NONE'"],
+                          "select m, v from t where m = 'AIR'", "dictionary=[")
 
 
 @pytest.mark.parametrize("combinations", [1 << 14, 1], ids=["combinations", "rows"])
@@ -232,7 +242,6 @@ def test_a_filter_over_two_dictionary_columns(tmp_path, monkeypatch, combination
     row groups' dictionaries (NULL included) and looked up by the rows' indices; with too many
     combinations, on the rows. Row groups have their own dictionaries; the answers are
     DuckDB's on the same file."""
-    import duckdb
     import numpy as np
 
     from pqe.kernels import scan
@@ -249,24 +258,15 @@ def test_a_filter_over_two_dictionary_columns(tmp_path, monkeypatch, combination
     e[:5000] = "College"  # a row group of one value
     t = pa.table({"m": pa.array(m, pa.string()), "e": pa.array(e, pa.string()),
                   "v": pa.array(np.arange(n), pa.int64())})
-    path = tmp_path / "demo.parquet"
-    pq.write_table(t, path, row_group_size=5000)
-    ctx = pqe.Context(threads=2)
-    ctx.register_parquet("t", str(path))
-    assert "dictionary=[m, e]" in ctx.sql("select v from t where m = e").explain()
-    con = duckdb.connect()
-    con.execute(f"create view t as select * from read_parquet('{path}')")
-    for where in ["(m = 'M' and e = 'College') or (m = 'S' and e = 'Ünknown')",
-                  "(m = 'D' or e is null) and not (m = 'W' and e = 'Primary')",
-                  "m is null or e is null",
-                  "coalesce(m, e) = 'College' or m || e = 'SPrimary'",
-                  "m = 'nothing' or e = 'nothing'",
-                  "m is not null or e is not null or v >= 0"]:
-        sql = f"select count(*) as n, sum(v) as s, min(v) as lo, max(v) as hi from t where {where}"
-        got = ctx.sql(sql).to_pylist()[0]
-        want = dict(zip(["n", "s", "lo", "hi"], con.execute(sql).fetchone(), strict=True))
-        assert got == want, where
-    ctx.close()
+    _filters_match_duckdb(t, tmp_path / "demo.parquet",
+                          ["(m = 'M' and e = 'College') or (m = 'S' and e = 'Ünknown')",
+                           "(m = 'D' or e is null) and not (m = 'W' and e = 'Primary')",
+                           "m is null or e is null",
+                           "coalesce(m, e) = 'College' or m || e = 'SPrimary'",
+                           "m = 'nothing' or e = 'nothing'",
+                           "m is not null or e is not null or v >= 0",
+                           "m = 'S' and e is not null"],  # (one column each: dictionaries)
+                          "select v from t where m = e", "dictionary=[m, e]")
 
 
 def test_decimal_precision_is_capped_not_an_error(ctx):

@@ -311,21 +311,20 @@ def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str
 
 
 def _chunk_verdicts(compiled, chunks: list) -> np.ndarray:
-    """A filter's verdict (NULL: false) for each row of aligned dictionary chunks, as bytes."""
+    """A filter's verdict (NULL: false) for each row of aligned dictionary chunks, as bytes.
+    One column's filter is always evaluated on its dictionary (never more values than rows)."""
     values = [pa.concat_arrays([c.dictionary, pa.nulls(1, c.dictionary.type)]) for c in chunks]
     sizes = [len(v) for v in values]
     combos = int(np.prod(sizes, dtype=np.float64))
-    if combos > MAX_DICTIONARY_COMBINATIONS:  # too many: on the rows themselves
-        table = pa.table({f"v{k}": c.dictionary_decode() for k, c in enumerate(chunks)})
-        verdict = project(table, [compiled], ["m"]).column(0)
-        return pc.fill_null(verdict.combine_chunks(), False).to_numpy(zero_copy_only=False)
+    if len(chunks) > 1 and combos > MAX_DICTIONARY_COMBINATIONS:  # on the rows themselves
+        return _verdicts(pa.table({f"v{k}": c.dictionary_decode() for k, c in enumerate(chunks)}),
+                         compiled)
     # combination number: the first column's slot varies slowest
     strides = [int(np.prod(sizes[k + 1:], dtype=np.int64)) for k in range(len(sizes))]
     number = np.arange(combos, dtype=np.int64)
-    table = pa.table({f"v{k}": values[k].take(pa.array((number // strides[k]) % sizes[k]))
-                      for k in range(len(values))})
-    verdict = project(table, [compiled], ["m"]).column(0)
-    verdict = pc.fill_null(verdict.combine_chunks(), False).to_numpy(zero_copy_only=False)
+    combinations = pa.table({f"v{k}": values[k].take(pa.array((number // strides[k]) % sizes[k]))
+                             for k in range(len(values))})
+    verdict = _verdicts(combinations, compiled)
     code = None
     for k, c in enumerate(chunks):
         indices = c.indices
@@ -337,6 +336,11 @@ def _chunk_verdicts(compiled, chunks: list) -> np.ndarray:
         part = idx.astype(np.int64) * strides[k]
         code = part if code is None else code + part
     return np.take(verdict, code)
+
+
+def _verdicts(table: pa.Table, compiled) -> np.ndarray:
+    verdict = project(table, [compiled], ["m"]).column(0)
+    return pc.fill_null(verdict.combine_chunks(), False).to_numpy(zero_copy_only=False)
 
 
 def _by_file(units):
