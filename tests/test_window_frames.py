@@ -4,6 +4,8 @@ partitions, on the threaded default, the sync scheduler and four partitions."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -143,3 +145,88 @@ def test_frames_on_a_local_cluster():
                   "over (partition by g order by k nulls first range between 2 preceding and "
                   "current row exclude group) as b, lead(s, 2 ignore nulls) over (order by id) "
                   "as c from t order by id")
+
+
+# MIN/MAX over frames that start at their window partition's first row or end at its last
+# (running maxima, the whole partition) take one cumulative maximum over all partitions
+# (window._running_best) instead of the sparse table. Values at the edges of the order
+# (NaN above every number, -0.0 beside 0.0, infinities), all-NULL and one-row partitions.
+def _running_table() -> pa.Table:
+    rng = np.random.default_rng(11)
+    n = 600
+    g = rng.integers(0, 9, n).astype(object)
+    g[g == 8] = None  # a NULL window partition
+    g[0] = 100  # a one-row partition
+    f = rng.choice([np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5, -2.25, 7.0], n).astype(object)
+    f[rng.random(n) < 0.2] = None
+    v = rng.integers(-2**62, 2**62, n).astype(object)
+    v[rng.random(n) < 0.3] = None
+    v[np.asarray([x == 3 for x in g])] = None  # a partition without any value
+    return pa.table({
+        "id": np.arange(n), "g": pa.array(list(g), pa.int64()),
+        "k": rng.integers(0, 15, n),  # ties
+        "v": pa.array(list(v), pa.int64()), "f": pa.array(list(f), pa.float64()),
+        "s": pa.array([None if x is None else f"ü{x % 97}" for x in v], pa.string()),
+        "d": pa.array([None if x is None else Decimal(x % 100003).scaleb(-2) for x in v],
+                      pa.decimal128(12, 2)),
+        "b": pa.array([None if x is None else x % 3 == 0 for x in v], pa.bool_()),
+    })
+
+
+RUNNING_FRAMES = [
+    "order by k, id",  # RANGE UNBOUNDED PRECEDING .. CURRENT ROW
+    "order by k",  # the same with peers
+    "order by k, id rows between unbounded preceding and 1 preceding",  # empty first frame
+    "order by k, id rows between current row and unbounded following",
+    "order by k range between 2 following and unbounded following",  # empty last frames
+    "order by k, id rows between unbounded preceding and unbounded following "
+    "exclude current row",  # a prefix piece and a suffix piece
+    "",  # the whole partition
+]
+
+
+@pytest.mark.parametrize("frame", RUNNING_FRAMES)
+def test_running_min_max_match_duckdb(frame, monkeypatch):
+    from pqe.kernels import window
+    table = _running_table()
+    con = oracle.connect({"r": table})
+    funcs = ["max(v)", "min(v)", "max(f)", "min(f)", "max(s)", "min(d)", "bool_or(b)",
+             "bool_and(b)"]
+    cols = ", ".join(f"{fn} over (partition by g {frame}) as c{i}" for i, fn in enumerate(funcs))
+    sql = f"select id, {cols} from r order by id"
+    expected = oracle.query(con, sql)
+    calls = []
+    real = window._running_best
+    monkeypatch.setattr(window, "_running_best",
+                        lambda *a: calls.append(r := real(*a)) or r)
+    for params in SCHEDULERS:
+        calls.clear()
+        with pqe.Context(**params) as c:
+            c.register_arrow("r", table)
+            got = c.sql(sql).to_arrow()
+        miss = compare(got, expected, ordered=True, check_types=False)
+        assert miss is None, f"{sql} {params}\n{miss}"
+        assert calls and all(r is not None for r in calls), "the running path was not taken"
+        # -0.0 and 0.0 are one value to MAX; which one shows must not depend on the path
+        monkeypatch.setattr(window, "_running_best", lambda *a: None)
+        with pqe.Context(**params) as c:
+            c.register_arrow("r", table)
+            sparse = c.sql(sql).to_arrow()
+        monkeypatch.setattr(window, "_running_best",
+                            lambda *a: calls.append(r := real(*a)) or r)
+        # (repr: NaN equals NaN, -0.0 differs from 0.0)
+        assert repr(got.to_pylist()) == repr(sparse.to_pylist()), \
+            f"{sql} {params}: running and sparse paths differ"
+
+
+def test_sliding_min_max_keep_the_sparse_table(monkeypatch):
+    from pqe.kernels import window
+    calls = []
+    real = window._running_best
+    monkeypatch.setattr(window, "_running_best", lambda *a: calls.append(r := real(*a)) or r)
+    _check_plain = "select id, max(v) over (partition by g order by k, id rows between 3 " \
+                   "preceding and 2 following) as m from t order by id"
+    with pqe.Context() as c:
+        c.register_arrow("t", T)
+        _check(c, _check_plain)
+    assert calls and all(r is None for r in calls)

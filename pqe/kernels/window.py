@@ -137,6 +137,37 @@ def _range_sums(values: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> np.ndarra
     return total
 
 
+def _running_best(ranks: np.ndarray, valid: np.ndarray, fs: np.ndarray, fe: np.ndarray,
+                  seg_start: np.ndarray, seg_end: np.ndarray, use_min: bool):
+    """The largest (smallest with `use_min`) of `ranks` (positive, dense; rows not `valid`
+    left out) over [fs, fe) for every row, in O(n), when every frame starts at its window
+    partition's first row (a running MAX: UNBOUNDED PRECEDING, or the whole partition) or
+    ends at its last (UNBOUNDED FOLLOWING); None for other frames (`_sparse_min` takes them,
+    O(n log n) time and memory: TPC-DS Q51's two running maxima over 610k rows took 0.38 s).
+    Rows with an empty frame get an arbitrary value (the caller masks them).
+
+    One cumulative maximum serves all partitions: each row's key is its partition's number
+    times (R + 2) plus its rank's score (0 for NULL), so a later partition's keys all exceed
+    an earlier one's and the running maximum restarts at every partition."""
+    n = len(ranks)
+    if n == 0:
+        return None
+    prefix = np.array_equal(fs, seg_start)
+    if not prefix and not np.array_equal(fe, seg_end):
+        return None
+    top = int(ranks[valid].max()) if valid.any() else 0
+    score = np.where(valid, top + 1 - ranks if use_min else ranks, 0)  # the best is the largest
+    if not prefix:  # frames that end with their partition: the same, on the rows reversed
+        score = score[::-1]
+    part = np.cumsum(np.diff(seg_start if prefix else (n - seg_end)[::-1], prepend=-1) != 0)
+    width = top + 2
+    running = np.maximum.accumulate(part * width + score) - part * width
+    best = running[np.clip(fe - 1 if prefix else n - 1 - fs, 0, n - 1)]
+    if use_min:  # no value: the caller's sentinels (above every rank for MIN, -1 for MAX)
+        return np.where(best == 0, np.iinfo(np.int64).max, top + 1 - best)
+    return np.where(best == 0, -1, best)
+
+
 def _sparse_min(ranks: np.ndarray, fs: np.ndarray, fe: np.ndarray, fn) -> np.ndarray:
     """Range-minimum (or maximum) of ranks over [fs, fe) for every row; ranges must be
     non-empty. Sparse table: O(n log n)."""
@@ -443,7 +474,7 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
         return _take_or(col, pos, ok & (k >= 1), None, spec.dtype)
     if fn == "count_star":
         return pa.array(sum(e - s for s, e in pieces))
-    return _frame_aggregate(table.column(spec.args[0]), spec, pieces)
+    return _frame_aggregate(table.column(spec.args[0]), spec, pieces, c)
 
 
 def _nth_valid_neighbour(col, idx, k: int, backward: bool, seg_start, seg_end):
@@ -523,7 +554,7 @@ def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     return pc.if_else(pa.array(valid), vals, fill)
 
 
-def _frame_aggregate(col, spec: WindowSpec, pieces) -> pa.Array:
+def _frame_aggregate(col, spec: WindowSpec, pieces, c) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     fn = spec.fn
@@ -554,15 +585,19 @@ def _frame_aggregate(col, spec: WindowSpec, pieces) -> pa.Array:
         pick = np.minimum if use_min else np.maximum
         best = None
         for fs, fe in pieces:
-            safe_fs = np.where(fe > fs, fs, 0)
-            safe_fe = np.where(fe > fs, fe, 1)
-            part = _sparse_min(ranks, safe_fs, safe_fe, pick)
+            part = _running_best(ranks, valid, fs, fe, c["seg_start"], c["seg_end"], use_min)
+            if part is None:  # a frame that neither starts nor ends with its partition
+                safe_fs = np.where(fe > fs, fs, 0)
+                safe_fe = np.where(fe > fs, fe, 1)
+                part = _sparse_min(ranks, safe_fs, safe_fe, pick)
             part = np.where(fe > fs, part, big if use_min else -1)
             best = part if best is None else pick(best, part)
         ok = has
-        # value with that rank: first occurrence of each rank
-        order = np.argsort(ranks, kind="stable")
-        sorted_ranks = ranks[order]
-        pos = order[np.searchsorted(sorted_ranks, np.where(ok, best, sorted_ranks[0]))]
+        # the value of that rank: its first row (the smallest row number of each rank)
+        rows = np.flatnonzero(valid)
+        first = np.zeros(int(ranks[rows].max()) + 1 if len(rows) else 1, dtype=np.int64)
+        first[ranks[rows]] = len(ranks)
+        np.minimum.at(first, ranks[rows], rows)
+        pos = first[np.where(ok, best, 0)]
         return _take_or(col, pos, ok, None, col.type)
     raise UnsupportedError(f"window function {fn} is not supported")
