@@ -439,7 +439,8 @@ class Lowering:
         return out
 
     def _windowexec(self, node: P.WindowExec):
-        op = O.Window(partition=node.partition, order=node.order, specs=node.specs)
+        op = O.Window(partition=node.partition, order=node.order, specs=node.specs,
+                      keep=node.keep)
         return [p.then(op) for p in self.lower(node.input)]
 
     def _data(self, label: str, table: pa.Table) -> list[Pending]:

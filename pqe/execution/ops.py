@@ -439,12 +439,12 @@ class Aggregate(Op):
 
 class Window(Op):
     label = "window"
-    _fields = ("partition", "order", "specs")
+    _fields = ("partition", "order", "specs", "keep")
 
     def run(self, data, inputs):
         from ..kernels.window import compute
 
-        return compute(data, self.partition, self.order, self.specs)
+        return compute(data, self.partition, self.order, self.specs, self.keep)
 
 
 class HashSplit(Op):

@@ -393,12 +393,22 @@ def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
 
 
 def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str, bool, bool], ...],
-            specs: tuple[WindowSpec, ...]) -> pa.Table:
-    """Append window columns; rows come out sorted by partition keys then order keys."""
+            specs: tuple[WindowSpec, ...], keep: tuple[str, int] | None = None) -> pa.Table:
+    """Append window columns; rows come out sorted by partition keys then order keys.
+
+    `keep` (column, k): only the rows whose ranking column (the output of one of `specs`)
+    is at most k come out. The window values are computed on every row's keys and
+    arguments, sorted; only the kept rows' other columns are taken."""
     n = table.num_rows
     keys = [(k, True, False) for k in partition] + list(order)
+    full, perm = None, None
     if keys and n > 1:  # NaN above every number, as ORDER BY sorts it
-        table = table.take(sort_indices(table, keys))
+        perm = sort_indices(table, keys)
+        if keep is not None:
+            used = [k for k, _, _ in keys] + [a for s in specs for a in s.args]
+            full, table = table, table.select(list(dict.fromkeys(used))).take(perm)
+        else:
+            table = table.take(perm)
     idx = np.arange(n, dtype=np.int64)
     seg_flags = np.zeros(n, dtype=bool)
     if n:
@@ -418,11 +428,25 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
         order_key = (col, asc, nulls_first)
     ctx = {"idx": idx, "seg_start": seg_start, "seg_end": seg_end, "peer_start": peer_start,
                "peer_end": peer_end, "peer_flags": peer_flags, "seg_flags": seg_flags, "order_key": order_key}
+    outs = []
     for spec in specs:
         col = _evaluate(table, spec, ctx)
         if col.type != spec.dtype:
             col = pc.cast(col, spec.dtype)
-        table = table.append_column(spec.out, col)
+        outs.append(col)
+    if keep is None:
+        for spec, col in zip(specs, outs, strict=True):
+            table = table.append_column(spec.out, col)
+        return table
+    column, k = keep
+    ranking = outs[[s.out for s in specs].index(column)]
+    mask = pc.less_equal(ranking, pa.scalar(k, ranking.type))
+    if full is not None:  # the kept rows of every column, in the sorted order
+        table = full.take(pc.filter(perm, mask))
+    else:
+        table = table.filter(mask)
+    for spec, col in zip(specs, outs, strict=True):
+        table = table.append_column(spec.out, pc.filter(col, mask))
     return table
 
 

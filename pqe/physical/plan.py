@@ -534,6 +534,10 @@ class WindowExec(PhysicalPlan):
     partition: tuple[str, ...] = ()
     order: tuple[tuple[str, bool, bool], ...] = ()
     specs: tuple = ()
+    # (column, k): only the rows whose ranking column (ROW_NUMBER, RANK, DENSE_RANK of
+    # `specs`) is at most k go on: a filter above keeps no others (a top-k per window
+    # partition, TPC-DS Q67's `rk <= 100`), so the other columns of the rest are never sorted
+    keep: tuple[str, int] | None = None
 
     def children(self):
         return (self.input,)
@@ -546,6 +550,8 @@ class WindowExec(PhysicalPlan):
         if self.order:
             out += " orderBy=[" + ", ".join(
                 f"{names.get(i, i)} {'ASC' if a else 'DESC'}" for i, a, _ in self.order) + "]"
+        if self.keep is not None:
+            out += f" keep=[{names.get(self.keep[0], self.keep[0])} <= {self.keep[1]}]"
         return out
 
 
