@@ -1,5 +1,5 @@
-"""Eager aggregation (optimizer.eager_aggregate): an input of an inner join aggregated before
-the join. Every query is checked against DuckDB, and the plan is checked to contain the pushed
+"""Eager aggregation (optimizer.eager_aggregate): an input of an inner join, or the NULL-supplying
+side of an outer join, aggregated before the join. Every query is checked against DuckDB, and the plan is checked to contain the pushed
 (`local`) aggregate, so a test cannot pass because the rule silently stopped applying.
 
 The data is built so that a wrong rewrite shows: NULL join keys and NULL values, a dimension
@@ -51,15 +51,23 @@ def _tables():
     })
     # every key of the first half twice: a fact row matching it counts twice
     dup = pa.concat_tables([dim, dim.slice(0, KEYS // 2)])
-    return fact, dim, dup
+    # keys no fact row has (an outer join's unmatched rows), and a NULL key
+    w = np.arange(2 * KEYS + 1)
+    wide = pa.table({
+        "k": pa.array(w, pa.int64(), mask=w == 2 * KEYS),
+        "cat": pa.array([f"cat{i % 7}" for i in w]),
+        "name": pa.array([f"Name {i % 40}" for i in w]),
+        "lim": pa.array((w * 7) % 1000 - 400, pa.int64()),
+    })
+    return fact, dim, dup, wide
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("eager")
-    fact, dim, dup = _tables()
+    fact, dim, dup, wide = _tables()
     paths = {}
-    for name, t in (("fact", fact), ("dim", dim), ("dimdup", dup)):
+    for name, t in (("fact", fact), ("dim", dim), ("dimdup", dup), ("dimwide", wide)):
         paths[name] = str(root / f"{name}.parquet")
         pq.write_table(t, paths[name], row_group_size=50_000)
     con = duckdb.connect()
@@ -131,6 +139,33 @@ QUERIES = {
     "dimension_written_first": """
         select d.name, count(*) n, sum(f.f) sf from dim d, fact f
         where d.k = f.fk and d.lim > 0 group by d.name""",
+    # an outer join's NULL-supplying side (TPC-H Q13's orders): unmatched preserved rows
+    # meet one row of NULL partials (COUNT 0, SUM/MIN/MAX/AVG NULL)
+    "left_join_null_side": """
+        select d.cat, count(f.v) cv, sum(f.v) sv, min(f.s) mn, max(f.d) mx, avg(f.f) af,
+               sum(f.big) sb, avg(f.d) ad
+        from dimwide d left join fact f on d.k = f.fk group by d.cat""",
+    "left_join_counts_per_key": """
+        select c, count(*) n from (select d.k, count(f.v) c from dimwide d left join fact f
+        on d.k = f.fk and f.s not like '%a%' group by d.k) x group by c""",
+    "right_join_null_side": """
+        select d.name, count(f.v) cv, sum(f.d) sd, max(f.v) mx
+        from fact f right join dimwide d on f.fk = d.k group by d.name""",
+    "left_join_grouped_by_null_side": """
+        select d.cat, f.g, count(f.v) cv, sum(f.v) sv from dimwide d left join fact f
+        on d.k = f.fk group by d.cat, f.g""",
+    "left_join_residual_condition": """
+        select d.cat, sum(f.v) sv, count(f.s) cs from dimwide d left join fact f
+        on d.k = f.fk and f.g <> d.k % 3 group by d.cat""",
+    "left_join_filter_clause": """
+        select d.name, sum(f.v) filter (where f.v > 0) pos, count(f.s) filter (where f.g = 1) c1
+        from dimwide d left join fact f on d.k = f.fk group by d.name""",
+    "left_join_duplicate_keys": """
+        select d.cat, count(f.v) cv, sum(f.v) sv, min(f.f) mn from dimdup d left join fact f
+        on d.k = f.fk group by d.cat""",
+    "left_join_without_group_by": """
+        select count(f.v) cv, sum(f.v) sv, avg(f.v) av from dimwide d left join fact f
+        on d.k = f.fk where d.lim > 0""",
 }
 
 
@@ -160,6 +195,13 @@ def test_eager_aggregation_answers(data, kind, name):
     "select d.cat, count(distinct f.v) c from fact f join dim d on f.fk = d.k group by d.cat",
     # an outer join keeps unmatched rows the partial aggregate would have merged
     "select d.cat, sum(f.v) s, count(*) n from fact f left join dim d on f.fk = d.k group by d.cat",
+    # the NULL-supplying side, but COUNT(*) counts an unmatched row once
+    "select d.cat, count(*) n, sum(f.v) s from dimwide d left join fact f on d.k = f.fk group by d.cat",
+    # ... and a CASE reading the preserved side
+    "select d.cat, sum(case when d.lim > 0 then f.v end) s from dimwide d left join fact f "
+    "on d.k = f.fk group by d.cat",
+    # a FULL JOIN: both sides come back NULL
+    "select d.cat, sum(f.v) s from dimwide d full join fact f on d.k = f.fk group by d.cat",
     # grouping by the fact's own near-unique column: no reduction to gain
     "select f.s, f.d, sum(f.v) s from fact f join dim d on f.fk = d.k group by f.s, f.d",
 ])

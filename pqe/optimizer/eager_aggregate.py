@@ -16,6 +16,12 @@ the join and the grouping read, so the join matches it exactly as often as it ma
 them. The pushed aggregate is `local`: each partition may aggregate its own rows (no exchange),
 since the aggregate above combines whatever it gets.
 
+An outer join's NULL-supplying side X (the right of a LEFT JOIN) may be aggregated so too
+(TPC-H Q13: `customer LEFT JOIN orders ... GROUP BY c_custkey` counting orders): a preserved
+row without a match meets one row of NULL partials, which SUM, MIN, MAX and AVG skip as they
+skipped its NULL columns, and a COUNT's combined NULL is 0; COUNT(*) (that row counts 1) and
+the CASE forms below are not pushed there.
+
 Applied only when the estimates promise a reduction (X's rows at least `MIN_REDUCTION` times
 the distinct combinations of the columns kept, each with a known distinct count) and the join
 is not selective (it keeps at least 1/`MAX_JOIN_REDUCTION` of X's rows: probing a small build with
@@ -40,6 +46,9 @@ MAX_JOIN_REDUCTION = 4.0
 # below this many input rows the saving cannot pay for a second aggregation pass
 MIN_ROWS = 50_000
 _COMBINABLE = frozenset({"sum", "count", "count_star", "min", "max", "avg"})
+# an outer join's side whose columns come back NULL for a preserved row without a match: the
+# one side such a join may aggregate first
+_NULL_SIDE = {"left": "right", "right": "left"}
 
 
 def eager_aggregate(plan: LogicalPlan) -> LogicalPlan:
@@ -56,7 +65,8 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
     join, group, aggs = inlined
     if join.kind == "inner" and not join.null_aware and not join.on and join.filter is None:
         return _over_one_row(node, join, group, aggs)
-    if join.kind != "inner" or join.null_aware or not join.on:
+    outer = _NULL_SIDE.get(join.kind)
+    if (join.kind != "inner" and outer is None) or join.null_aware or not join.on:
         return None
     for a in aggs:
         if a.fn not in _COMBINABLE or a.distinct or a.order_by or a.udf is not None:
@@ -64,9 +74,13 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
         if a.fn in ("sum", "avg") and not (T.is_numeric(a.args[0].dtype)
                                            or T.is_boolean(a.args[0].dtype)):
             return None
+        if outer is not None and a.fn == "count_star":
+            return None  # a preserved row without a match counts 1, its partial nothing
     side, forms = _side(join, aggs, est)
     if side is None:
         return None
+    if outer is not None and (side != outer or any(f is not None for f in forms)):
+        return None  # only the side that may come back NULL, each argument read from it
     x = getattr(join, side)
     if isinstance(x, Aggregate):
         return None  # already aggregated: nothing left to gain
@@ -185,8 +199,8 @@ def _rewrite(node: Aggregate, join: Join, side: str, x: LogicalPlan, keep, group
     # the group keys keep their column ids: the join's keys and the grouping still read them
     pushed = Aggregate(x, tuple(ColumnRef(f) for f in keep), tuple(keep), tuple(partial),
                        pfields, local=True)
-    joined = (Join(pushed, join.right, "inner", join.on, join.filter) if side == "left"
-              else Join(join.left, pushed, "inner", join.on, join.filter))
+    joined = (Join(pushed, join.right, join.kind, join.on, join.filter) if side == "left"
+              else Join(join.left, pushed, join.kind, join.on, join.filter))
 
     combine: list[AggCall] = []
     shapes = []  # per aggregate: the indexes of its combined columns
