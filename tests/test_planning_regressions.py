@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import pqe
+from pqe.testing import oracle
 
 
 @pytest.fixture(params=[1, 3], ids=["1p", "3p"])
@@ -838,6 +839,43 @@ def test_a_sparse_unique_build_gets_the_shared_bitmap_index_not_a_hash_per_parti
     hit = (lk % 100 == 0) & (lk < span)
     want = (int(hit.sum()), int(sum(x[int(k)] for k in lk[hit]) + y[hit].sum()))
     assert rows(ctx, sql) == [want]
+
+
+@pytest.mark.parametrize("kind", ["inner", "left", "semi", "anti"])
+def test_a_sparse_build_over_a_narrow_range_gets_the_shared_array(kind):
+    """60k unique keys 100 apart (a 6M span: past an array's 64 slots a row, below the
+    bitmap's 16M-slot range) are built once into a lookup array (24 MB) every probe
+    partition shares, not hashed again in each: TPC-H SF1 Q3's 147k orders of a date range
+    over 6M order keys, 0.19-0.22 -> 0.17-0.19 s. NULL and out-of-range probe keys."""
+    import numpy as np
+
+    from pqe.kernels import dense_join
+    from pqe.physical import plan as physical_plan
+
+    rng = np.random.default_rng(9)
+    keys = np.arange(60_000, dtype=np.int64) * 100
+    span = int(keys.max()) + 1
+    assert not span <= 64 * len(keys) and not physical_plan.bitmap_form(span, len(keys))
+    assert physical_plan.dense_fits(span, len(keys))
+    index = dense_join.build(pa.table({"k": keys}), "k")
+    assert isinstance(index, dense_join.DenseIndex) and index.guarded is not None
+    o = pa.table({"k": rng.permutation(keys), "x": np.arange(60_000) % 7})
+    lk = rng.integers(-1000, span + 1000, 400_000).astype(object)
+    lk[::97] = None
+    lt = pa.table({"lk": pa.array(list(lk), pa.int64()), "y": np.arange(400_000) % 5})
+    ctx = pqe.Context(partitions=4)
+    ctx.register_arrow("o", o)
+    ctx.register_arrow("l", lt)
+    sql = {"inner": "SELECT count(*), sum(x + y) FROM l JOIN o ON o.k = l.lk",
+           "left": "SELECT count(*), sum(coalesce(x, 10) + y) FROM l LEFT JOIN o ON o.k = l.lk",
+           "semi": "SELECT count(*), sum(y) FROM l WHERE lk IN (SELECT k FROM o)",
+           "anti": "SELECT count(*), sum(y) FROM l WHERE NOT EXISTS "
+                   "(SELECT 1 FROM o WHERE o.k = l.lk)"}[kind]
+    text = ctx.sql(sql).explain().split("== Physical Plan ==")[1]
+    join = next(line for line in text.splitlines() if "HashJoin" in line)
+    assert "dense]" in join, text
+    con = oracle.connect({"o": o, "l": lt})
+    assert rows(ctx, sql) == [tuple(r.values()) for r in oracle.query(con, sql).to_pylist()]
 
 
 @pytest.mark.parametrize("source", ["parquet", "memory"])
