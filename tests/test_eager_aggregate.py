@@ -200,6 +200,15 @@ def test_eager_aggregation_answers(data, kind, name):
     # ... and a CASE reading the preserved side
     "select d.cat, sum(case when d.lim > 0 then f.v end) s from dimwide d left join fact f "
     "on d.k = f.fk group by d.cat",
+    # arguments that are not NULL on an unmatched row: it counts (COUNT(1) = 1, the
+    # coalesce 0 or 1, the CASE 1), where its partials would be NULL
+    "select d.cat, count(1) n, sum(f.v) s from dimwide d left join fact f on d.k = f.fk group by d.cat",
+    "select d.cat, sum(coalesce(f.v, 1)) s from dimwide d left join fact f on d.k = f.fk "
+    "group by d.cat",
+    "select d.cat, count(case when f.v is null then 1 end) c, max(f.v is null) m "
+    "from dimwide d left join fact f on d.k = f.fk group by d.cat",
+    "select cat, sum(x) s from (select d.cat, coalesce(f.v, 0) + 1 x from dimwide d "
+    "left join fact f on d.k = f.fk) q group by cat",
     # a FULL JOIN: both sides come back NULL
     "select d.cat, sum(f.v) s from dimwide d full join fact f on d.k = f.fk group by d.cat",
     # grouping by the fact's own near-unique column: no reduction to gain

@@ -19,8 +19,9 @@ since the aggregate above combines whatever it gets.
 An outer join's NULL-supplying side X (the right of a LEFT JOIN) may be aggregated so too
 (TPC-H Q13: `customer LEFT JOIN orders ... GROUP BY c_custkey` counting orders): a preserved
 row without a match meets one row of NULL partials, which SUM, MIN, MAX and AVG skip as they
-skipped its NULL columns, and a COUNT's combined NULL is 0; COUNT(*) (that row counts 1) and
-the CASE forms below are not pushed there.
+skipped its NULL columns, and a COUNT's combined NULL is 0. Only arguments that are a column of
+that side (or its cast), NULL on such a row: not COUNT(*) or COUNT(1) (that row counts 1),
+SUM(coalesce(x, 0)) or the CASE forms below.
 
 Applied only when the estimates promise a reduction (X's rows at least `MIN_REDUCTION` times
 the distinct combinations of the columns kept, each with a known distinct count) and the join
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..plan import builder as B
-from ..plan.expr import (AggCall, Case, ColumnRef, Literal, column_ids, column_ids_all,
+from ..plan.expr import (AggCall, Case, Cast, ColumnRef, Literal, column_ids, column_ids_all,
                          is_volatile, replace_columns)
 from ..plan.logical import Aggregate, Join, LogicalPlan, Project, one_row_aggregate, transform_up
 from ..plan.stats import Estimator
@@ -74,7 +75,7 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
         if a.fn in ("sum", "avg") and not (T.is_numeric(a.args[0].dtype)
                                            or T.is_boolean(a.args[0].dtype)):
             return None
-        if outer is not None and a.fn == "count_star":
+        if outer is not None and not _null_with_its_side(a):
             return None  # a preserved row without a match counts 1, its partial nothing
     side, forms = _side(join, aggs, est)
     if side is None:
@@ -101,6 +102,19 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
     if est.rows(join) * MAX_JOIN_REDUCTION < rows:
         return None  # a selective join: probing X costs less than aggregating it first
     return _rewrite(node, join, side, x, keep, group, aggs, forms)
+
+
+def _null_with_its_side(a: AggCall) -> bool:
+    """Whether the aggregate's argument is NULL on a joined row whose NULL-supplying side is
+    all NULL, so that such a row adds nothing: a column (or a cast of one). Not COUNT(*),
+    COUNT(1), SUM(coalesce(x, 0)), CASE WHEN x IS NULL ...: an unmatched row counts there,
+    and its one row of NULL partials would not."""
+    if not a.args:
+        return False
+    arg = a.args[0]
+    while isinstance(arg, Cast):
+        arg = arg.arg
+    return isinstance(arg, ColumnRef)
 
 
 def _over_join(node: Aggregate):
