@@ -417,7 +417,9 @@ class NestedLoopJoin(Op):
 
     def run(self, data, inputs):
         residual = Compiler().stages(self.filter) or None
-        return joins.nested_loop_join(data, inputs[self.build], self.kind, residual, self.out_ids)
+        needed = column_ids(self.filter) if self.filter is not None else set()
+        return joins.nested_loop_join(data, inputs[self.build], self.kind, residual, self.out_ids,
+                                      needed)
 
 
 class Aggregate(Op):
