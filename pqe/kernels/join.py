@@ -247,12 +247,13 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
     ri_all = pa.chunked_array(ris, pa.int64())
     all_pairs = None
     if kind not in ("semi", "anti") and lis:
-        cols = {c: left.column(c).take(li_all) for c in left_ids if c in out_ids}
-        cols.update({c: right.column(c).take(ri_all) for c in right_ids if c in out_ids})
-        all_pairs = pa.table(cols)
-        all_pairs = pa.Table.from_arrays([all_pairs.column(c) for c in out_ids],
-                                         names=list(out_ids))
-    matched = pc.unique(li_all.combine_chunks()) if lis else pa.array([], pa.int64())
+        lset = set(left_ids)
+        all_pairs = pa.Table.from_arrays(
+            [left.column(c).take(li_all) if c in lset else right.column(c).take(ri_all)
+             for c in out_ids], names=list(out_ids))
+    matched = None  # the left rows some pair kept: what semi, anti, left and full joins read
+    if kind != "inner":
+        matched = pc.unique(li_all.combine_chunks()) if lis else pa.array([], pa.int64())
     if kind == "semi":
         rows = np.sort(matched.to_numpy(zero_copy_only=False))  # keep the left order
         return left.take(pa.array(rows, pa.int64())).select(list(out_ids))

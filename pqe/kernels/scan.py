@@ -347,19 +347,12 @@ def _verdicts_by_chunk(compiled, chunks: list[list]) -> list[np.ndarray]:
             code = part if code is None else code + part
         codes.append(code)
         where.append(j)
-    if tables:
-        # one chunk's dictionary may type its values apart from another's (string, large)
-        first = tables[0].schema
-        same = all(t.schema.equals(first) for t in tables)
-        if same:
-            verdict = _verdicts(pa.concat_tables(tables), compiled)
-            base = 0
-            for t, code, j in zip(tables, codes, where, strict=True):
-                out[j] = np.take(verdict[base:base + t.num_rows], code)
-                base += t.num_rows
-        else:
-            for t, code, j in zip(tables, codes, where, strict=True):
-                out[j] = np.take(_verdicts(t, compiled), code)
+    if tables:  # (the read's schema gives every chunk's dictionary one value type)
+        verdict = _verdicts(pa.concat_tables(tables), compiled)
+        base = 0
+        for t, code, j in zip(tables, codes, where, strict=True):
+            out[j] = np.take(verdict[base:base + t.num_rows], code)
+            base += t.num_rows
     return out
 
 
