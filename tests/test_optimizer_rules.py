@@ -348,6 +348,20 @@ def test_push_down_projection_keeps_a_column_for_count_star(octx):
     assert len(scan.schema) == 1
 
 
+def test_count_star_reads_a_column_its_filter_reads(octx):
+    """COUNT(*) over a filtered scan counts the rows of a column the filter reads anyway,
+    not of a second column to decode; a text filter column (read as a dictionary, decoded
+    for the rows kept) is not taken."""
+    plan = optimize(bound(octx, "select count(*) from big where v > 10"))
+    (scan,) = nodes(plan, L.Scan)
+    assert [f.name for f in scan.schema] == ["v"]
+    assert octx.sql("select count(*) from big where v > 10").to_pylist() == [{"count(*)": 989}]
+    plan = optimize(bound(octx, "select count(*) from big where s = 's1'"))
+    (scan,) = nodes(plan, L.Scan)
+    assert [f.name for f in scan.schema] == ["id"]
+    assert octx.sql("select count(*) from big where s = 's1'").to_pylist() == [{"count(*)": 143}]
+
+
 # ---- driver --------------------------------------------------------------------------------
 
 

@@ -138,6 +138,16 @@ def _ordered(plan: LogicalPlan, ids: set[str]) -> list[str]:
 
 
 def _narrowest(scan: Scan) -> int:
+    """The column a scan that outputs none of its columns (under COUNT(*)) reads to count its
+    rows: a fixed-width one its filters read anyway, else the narrowest. Another column
+    was a second column to decode: `SELECT count(*) FROM store_sales WHERE ss_quantity >
+    50` read ss_sold_date_sk too (25 -> 16 ms). Not a text column the filters read, which
+    is read as a dictionary and would be decoded to text for the rows kept."""
+    from .. import types as T
     from ..plan.stats import type_width
 
-    return min(range(len(scan.fields)), key=lambda i: (type_width(scan.fields[i].dtype), i))
+    filtered = column_ids_all(scan.filters)
+    read = [i for i, f in enumerate(scan.fields)
+            if f.id in filtered and T.is_fixed_width(f.dtype)]
+    return min(read or range(len(scan.fields)),
+               key=lambda i: (type_width(scan.fields[i].dtype), i))
