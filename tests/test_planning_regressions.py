@@ -1351,3 +1351,50 @@ def test_an_infinite_float_statistic_gives_no_distinct_count(tmp_path):
     assert ctx.session.catalog.lookup("fi")[1].statistics().columns["f"].distinct_count is None
     assert rows(ctx, "SELECT count(*) FROM fi WHERE f = 1.5") == [(4_000,)]
     assert rows(ctx, "SELECT count(DISTINCT f) FROM fi") == [(4,)]
+
+
+# ---- a long unnamed projection ordered by its position ---------------------------------------
+
+def test_order_by_position_of_a_long_scalar_subquery(ctx):
+    """A select expression too long to be named by its text (a scalar subquery here) was
+    named by sqlglot's qualify on the subquery itself, and `ORDER BY 2` then failed inside
+    sqlglot with a raw AssertionError: it is named _col_N as an alias, and sorts."""
+    sql = ("SELECT name, (SELECT count(DISTINCT o.amount) + sum(o.amount) + max(o.id) "
+           "FROM o WHERE o.cust = c.name) FROM c ORDER BY 2 DESC NULLS LAST, 1")
+    got = ctx.sql(sql).to_arrow()
+    assert got.column_names == ["name", "_col_1"]
+    assert [tuple(r.values()) for r in got.to_pylist()] == [  # (as DuckDB answers)
+        ("ann", 235), ("bob", 144), ("cid", 35), ("", None), ("dan", None)]
+
+
+def test_a_failure_inside_sqlglot_is_a_pqe_error(ctx, monkeypatch):
+    from pqe.sql.binder import qualification
+
+    def broken(*args, **kwargs):
+        raise AssertionError("something\nunexpected")
+
+    monkeypatch.setattr(qualification, "qualify", broken)
+    with pytest.raises(pqe.InternalError, match="sqlglot could not qualify the query: "
+                                                "AssertionError: something unexpected"):
+        ctx.sql("SELECT name FROM c")
+
+
+def test_a_failure_while_binding_is_a_pqe_error(ctx, monkeypatch):
+    """Any other exception out of the binder (a bug) is one pqe.InternalError line naming
+    it; a statement too deep to bind still says so (pqe.deep's TooDeepError)."""
+    from pqe.sql.binder import core
+
+    def broken(self, *args, **kwargs):
+        raise KeyError("lost")
+
+    monkeypatch.setattr(core.Binder, "bind_query", broken)
+    with pytest.raises(pqe.InternalError, match="binding failed: KeyError: 'lost'"):
+        ctx.sql("SELECT name FROM c")
+
+    def deep(self, *args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(core.Binder, "bind_query", deep)
+    with pytest.raises(pqe.Error, match="too deeply nested|too deep") as info:
+        ctx.sql("SELECT name FROM c")
+    assert not isinstance(info.value, pqe.InternalError)

@@ -20,7 +20,8 @@ import pyarrow as pa
 from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
 from ..deep import AnyEvent, run_deep
-from ..errors import Error, ExecutionError, ResourceError, SQLSyntaxError, UnsupportedError
+from ..errors import (Error, ExecutionError, InternalError, ResourceError, SQLSyntaxError,
+                      UnsupportedError)
 from ..execution import driver
 from ..execution.scheduler import Executor
 from ..optimizer import optimize
@@ -60,7 +61,13 @@ class SessionState:
 
     def bind(self, parsed: ParsedStatement, text: str,
              snapshot: CatalogSnapshot | None = None) -> S.Statement:
-        return bind_statement(parsed, snapshot or self.catalog.frozen(), text)
+        try:
+            return bind_statement(parsed, snapshot or self.catalog.frozen(), text)
+        except (Error, RecursionError, MemoryError):
+            raise  # (pqe.deep turns the last two into errors that say so)
+        except Exception as e:  # anything else is a bug: one line naming it, not a traceback
+            raise InternalError(f"binding failed: {type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:200]}") from e
 
     def sql(self, text: str, params: Sequence[Any] | None = None, *,
             timeout: float | None = None, cancel=None, progress: Progress | None = None) -> Result:

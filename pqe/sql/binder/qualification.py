@@ -24,6 +24,7 @@ from ...errors import (
     AmbiguousColumnError,
     BindError,
     Error,
+    InternalError,
     UnknownColumnError,
     UnknownTableError,
     UnsupportedError,
@@ -173,6 +174,11 @@ class QualifyMixin:
                            validate_qualify_columns=True, quote_identifiers=True, identify=True)
         except OptimizeError as e:
             raise self._qualify_error(str(e), schema, node) from None
+        except (RecursionError, MemoryError):
+            raise  # (too deep or too large to plan: pqe.deep says so)
+        except Exception as e:  # sqlglot failing otherwise (an assertion) is a bug to report
+            raise InternalError(f"sqlglot could not qualify the query: {type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:200]}") from e
 
     def _qualify_error(self, msg: str, schema, node: exp.Expression | None = None) -> Error:
         m = re.search(r"Column '([^']*)' could not be resolved(?:.*?Line: (\d+), Col: (\d+))?", msg)
@@ -354,7 +360,7 @@ def name_unaliased_projections(node: exp.Expression) -> None:
     for sel in node.find_all(exp.Select):
         new = []
         changed = False
-        for e in sel.expressions:
+        for i, e in enumerate(sel.expressions):
             if isinstance(e, exp.Column) and isinstance(e.this, exp.Identifier) and e.this.quoted:
                 # a quoted name is exact: it names the output column as written
                 new.append(exp.alias_(e, exp.to_identifier(e.this.name, quoted=True), copy=False))
@@ -365,7 +371,10 @@ def name_unaliased_projections(node: exp.Expression) -> None:
                 continue
             name = e.sql(dialect=PQEDialect, normalize_functions="lower")
             if len(name) > 64:
-                new.append(e)
+                # the name qualify would give it, as an Alias: qualify names a subquery by
+                # setting its own alias, which its ORDER BY 2 then rejects with an assertion
+                new.append(exp.Alias(this=e, alias=exp.to_identifier(f"_col_{i}")))
+                changed = True
                 continue
             # (exp.alias_ would put the name on a Subquery itself; qualify needs an Alias)
             new.append(exp.Alias(this=e, alias=exp.to_identifier(name, quoted=True)))
