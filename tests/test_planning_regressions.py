@@ -1398,3 +1398,14 @@ def test_a_failure_while_binding_is_a_pqe_error(ctx, monkeypatch):
     with pytest.raises(pqe.Error, match="too deeply nested|too deep") as info:
         ctx.sql("SELECT name FROM c")
     assert not isinstance(info.value, pqe.InternalError)
+
+
+def test_a_failure_while_planning_partitions_is_a_pqe_error(ctx, monkeypatch):
+    from pqe.session import state
+
+    def broken(*args, **kwargs):
+        raise ValueError("no\nsuch plan")
+
+    monkeypatch.setattr(state, "plan_physical", broken)
+    with pytest.raises(pqe.InternalError, match="physical planning failed: ValueError: no such plan"):
+        ctx.sql("SELECT name FROM c").to_arrow()

@@ -413,13 +413,13 @@ class UnmatchedRows(Op):
 
 class NestedLoopJoin(Op):
     label = "nljoin"
-    _fields = ("build", "kind", "filter", "out_ids")
+    _fields = ("build", "kind", "filter", "out_ids", "band")
 
     def run(self, data, inputs):
         residual = Compiler().stages(self.filter) or None
         needed = column_ids(self.filter) if self.filter is not None else set()
         return joins.nested_loop_join(data, inputs[self.build], self.kind, residual, self.out_ids,
-                                      needed)
+                                      needed, self.band)
 
 
 class Aggregate(Op):

@@ -11,6 +11,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
+from .band import pair_blocks
 from .expressions import filter_table
 from .relational import canonical_floats
 
@@ -201,13 +202,17 @@ BLOCK_PAIRS = 1 << 20
 
 
 def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_ids,
-                     needed=None) -> pa.Table:
+                     needed=None, band=None) -> pa.Table:
     """Every left row against every right row, in blocks of at most BLOCK_PAIRS pairs.
 
     `needed`: the columns `residual` reads (None: all). A block's pairs are made of those
     columns only; the output columns are taken once, for the matched pairs (a semi or anti
     join takes none): making every pair of every column first cost ~22 ns a pair, most of it
-    copying payload that the condition then dropped."""
+    copying payload that the condition then dropped.
+
+    `band` (kernels.band.Band, with a residual that holds its bounds): only the pairs whose
+    key lies within its bounds are made (the sorted key searched for each row's bounds), and
+    the residual is evaluated on those."""
     nl, nr = left.num_rows, right.num_rows
     left_ids = [i for i in left.column_names]
     right_ids = [i for i in right.column_names]
@@ -225,12 +230,10 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
     lneed = [c for c in left_ids if needed is None or c in needed]
     rneed = [c for c in right_ids if needed is None or c in needed]
     lis, ris = [], []
-    block = max(1, BLOCK_PAIRS // max(nr, 1))
-    for start in range(0, nl, block):
-        stop = min(nl, start + block)
-        rows = stop - start
-        li = np.repeat(np.arange(start, stop, dtype=np.int64), nr)
-        ri = np.tile(np.arange(nr, dtype=np.int64), rows)
+    blocks = None
+    if band is not None and residual is not None:
+        blocks = pair_blocks(left, right, band, BLOCK_PAIRS)
+    for li, ri in blocks if blocks is not None else _cross_blocks(nl, nr):
         if residual is None:
             lis.append(pa.array(li))
             ris.append(pa.array(ri))
@@ -271,6 +274,15 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
         lost = right.filter(rmask)
         out = pa.concat_tables([out, _pad(lost, left, out_ids)], promote_options="default")
     return out
+
+
+def _cross_blocks(nl: int, nr: int):
+    """(left rows, right rows) of every pair, a block of about BLOCK_PAIRS pairs at a time."""
+    block = max(1, BLOCK_PAIRS // max(nr, 1))
+    for start in range(0, nl, block):
+        stop = min(nl, start + block)
+        yield (np.repeat(np.arange(start, stop, dtype=np.int64), nr),
+               np.tile(np.arange(nr, dtype=np.int64), stop - start))
 
 
 def _empty(left, right, out_ids):

@@ -410,14 +410,20 @@ class NestedLoopJoinExec(PhysicalPlan):
     right: PhysicalPlan = None
     kind: str = "inner"
     filter: Expr | None = None
+    # (kernels.band.Band, its bound conditions for EXPLAIN): the filter bounds a column of one
+    # side by the other's, so only the pairs within the bounds are made (a range join)
+    band: tuple | None = None
 
     def children(self):
         return (self.left, self.right)
 
     def describe(self, names):
-        out = f"NestedLoopJoin[broadcast]: {self.kind}"
+        kind = "broadcast, range" if self.band is not None else "broadcast"
+        out = f"NestedLoopJoin[{kind}]: {self.kind}"
         if self.filter is not None:
             out += f" filter={_expr(self.filter)}"
+        if self.band is not None:
+            out += " range=[" + ", ".join(_expr(e) for e in self.band[1]) + "]"
         return out
 
 

@@ -459,7 +459,8 @@ class PhysicalPlanner:
         if kind == "full":
             left = self._gather(left)
         out = NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
-                                 left, self._gather(right), kind, node.filter)
+                                 left, self._gather(right), kind, node.filter,
+                                 _band(node.filter, left, right))
         # the broadcast side, and the output (a cross product when the filter keeps most)
         out.est_bytes = self.est.bytes(node.right) + self.est.bytes(node)
         return out
@@ -1063,6 +1064,51 @@ def _clustering(node: L.Scan, provider, parts) -> Dist:
             if all(bounds[i][1] < bounds[i + 1][0] for i in range(len(bounds) - 1)):
                 return Dist("clustered", (f.id,))
     return ANY
+
+
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
+    """(kernels.band.Band, its bound conditions) when the join condition's conjuncts bound a
+    column of one side from below and/or above by columns of the other (`l.ts BETWEEN r.lo
+    AND r.hi`, `l.x < r.y`), each compared as it is (an integer, date or timestamp column of
+    the same type on both sides), else None. Of the columns so bounded, one with both bounds
+    is taken, then the right (broadcast) side's. The whole condition is still evaluated on the
+    pairs the bounds give."""
+    from ..kernels.band import Band
+
+    if condition is None:
+        return None
+    lids = {f.id for f in left.schema}
+    rids = {f.id for f in right.schema}
+    found: dict[str, dict] = {}  # key column id -> {"lower": (id, incl, expr), "upper": ...}
+    for c in conjuncts(condition):
+        if not (isinstance(c, Call) and c.fn in _FLIPPED and len(c.args) == 2):
+            continue
+        a, b = c.args
+        if not (isinstance(a, ColumnRef) and isinstance(b, ColumnRef) and a.dtype == b.dtype
+                and _band_type(a.dtype)):
+            continue
+        if not ((a.id in lids and b.id in rids) or (a.id in rids and b.id in lids)):
+            continue
+        for key, other, fn in ((a, b, c.fn), (b, a, _FLIPPED[c.fn])):
+            # key fn other: key < other bounds key from above, key > other from below
+            side = "upper" if fn in ("lt", "le") else "lower"
+            found.setdefault(key.id, {}).setdefault(side, (other.id, fn in ("le", "ge"), c))
+    if not found:
+        return None
+    key = min(found, key=lambda k: (-len(found[k]), k not in rids, k))
+    bounds = found[key]
+    lower, upper = bounds.get("lower"), bounds.get("upper")
+    band = Band("right" if key in rids else "left", key,
+                lower[0] if lower else None, lower[1] if lower else True,
+                upper[0] if upper else None, upper[1] if upper else True)
+    return band, tuple(b[2] for b in (lower, upper) if b is not None)
+
+
+def _band_type(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
 
 
 DYNAMIC_BUILD_SHARE = 0.01  # a build of at most this share of the probe scan's rows

@@ -61,13 +61,8 @@ class SessionState:
 
     def bind(self, parsed: ParsedStatement, text: str,
              snapshot: CatalogSnapshot | None = None) -> S.Statement:
-        try:
-            return bind_statement(parsed, snapshot or self.catalog.frozen(), text)
-        except (Error, RecursionError, MemoryError):
-            raise  # (pqe.deep turns the last two into errors that say so)
-        except Exception as e:  # anything else is a bug: one line naming it, not a traceback
-            raise InternalError(f"binding failed: {type(e).__name__}: "
-                                f"{' '.join(str(e).split())[:200]}") from e
+        return _reported("binding", bind_statement, parsed,
+                         snapshot or self.catalog.frozen(), text)
 
     def sql(self, text: str, params: Sequence[Any] | None = None, *,
             timeout: float | None = None, cancel=None, progress: Progress | None = None) -> Result:
@@ -152,7 +147,7 @@ class SessionState:
             elif (worker := self.executor.worker_memory()) is not None:
                 # each worker within its own limit: partitions, broadcasts and exchanges too
                 cfg = bound_memory(cfg, *worker)
-        return run_deep(plan_physical, optimized, cfg, pruning_expression)
+        return run_deep(_physical, optimized, cfg, pruning_expression)
 
     def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
             timeout: float | None = None, cancel=None, progress: Progress | None = None
@@ -296,3 +291,20 @@ def available_memory() -> int | None:
 
 
 __all__ = ["SessionState", "Result", "finish", "memory_result", "result_schema", "Error"]
+
+
+def _reported(what: str, fn, *args):
+    """`fn(*args)`; an exception that is not a pqe.Error (a bug in pqe or a library it calls)
+    as one pqe.InternalError line naming it, not a traceback. RecursionError and MemoryError
+    pass: pqe.deep turns them into errors that say the statement is too deep or too large."""
+    try:
+        return fn(*args)
+    except (Error, RecursionError, MemoryError):
+        raise
+    except Exception as e:
+        raise InternalError(f"{what} failed: {type(e).__name__}: "
+                            f"{' '.join(str(e).split())[:200]}") from e
+
+
+def _physical(optimized, cfg, pruning_expression):
+    return _reported("physical planning", plan_physical, optimized, cfg, pruning_expression)

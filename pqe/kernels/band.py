@@ -1,0 +1,111 @@
+"""Candidate pairs of a join whose condition bounds a column of one side by columns of the
+other (`l.ts BETWEEN r.lo AND r.hi`, `l.x < r.y`): a band (range) join.
+
+The bounded side's column is sorted once; each row of the other side finds the run of
+sorted values within its bounds with two binary searches, so the pairs come in
+O((n + m) log n + pairs) instead of the n x m of a nested loop. The pairs are a superset of
+the matching ones only in that the join's whole condition is still evaluated on them
+(kernels.join.nested_loop_join): a NULL key or bound gives no pairs, as its comparison is
+never true.
+
+Keys are integers, dates or timestamps of one type on both sides (planner:
+`physical.planner._band`), compared as int64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass(frozen=True)
+class Band:
+    """`key` (a column of the `sorted_side`, "left" or "right") lies above `lower` and below
+    `upper` (columns of the other side; `lower_inclusive`: key >= lower, else key > lower;
+    likewise upper). At least one bound is set."""
+
+    sorted_side: str
+    key: str
+    lower: str | None = None
+    lower_inclusive: bool = True
+    upper: str | None = None
+    upper_inclusive: bool = True
+
+
+def _int64(col) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int64 values, valid mask) of an integer, date or timestamp column (NULL slots hold
+    0), or None when it does not fit int64."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = arr.type
+    if pa.types.is_date32(t):
+        arr = arr.view(pa.int32())
+    elif pa.types.is_date64(t) or pa.types.is_timestamp(t):
+        arr = arr.view(pa.int64())
+    elif not pa.types.is_integer(t):
+        return None
+    try:
+        arr = pc.cast(arr, pa.int64())
+    except pa.ArrowInvalid:  # uint64 past int64
+        return None
+    valid = np.ones(len(arr), dtype=bool) if not arr.null_count else \
+        pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    values = arr.fill_null(0).to_numpy(zero_copy_only=False) if arr.null_count else \
+        arr.to_numpy(zero_copy_only=False)
+    return values, valid
+
+
+def pair_blocks(left: pa.Table, right: pa.Table, band: Band, block_pairs: int):
+    """Blocks of (left rows, right rows) int64 arrays holding every pair whose key lies within
+    its bounds (and possibly others), each of about `block_pairs` pairs (a row of the other
+    side with more pairs is a block of its own). None when a column is not int64-comparable
+    (the caller then pairs every row with every row)."""
+    sorted_t, other = (left, right) if band.sorted_side == "left" else (right, left)
+    key = _int64(sorted_t.column(band.key))
+    bounds = []
+    for name in (band.lower, band.upper):
+        bounds.append(None if name is None else _int64(other.column(name)))
+    if key is None or any(b is None for b, n in zip(bounds, (band.lower, band.upper), strict=True)
+                          if n is not None):
+        return None
+    return _blocks(key, bounds, band, other.num_rows, block_pairs)
+
+
+def _blocks(key, bounds, band: Band, m: int, block_pairs: int):
+    values, valid = key
+    rows = np.flatnonzero(valid)  # a NULL key is within no bounds
+    order = rows[np.argsort(values[rows], kind="stable")]
+    keys = values[order]
+    n = len(keys)
+    start = np.zeros(m, dtype=np.int64)
+    end = np.full(m, n, dtype=np.int64)
+    ok = np.ones(m, dtype=bool)
+    (lo, hi) = bounds
+    if lo is not None:
+        start = np.searchsorted(keys, lo[0], side="left" if band.lower_inclusive else "right")
+        ok &= lo[1]
+    if hi is not None:
+        end = np.searchsorted(keys, hi[0], side="right" if band.upper_inclusive else "left")
+        ok &= hi[1]
+    counts = np.where(ok, np.maximum(end - start, 0), 0).astype(np.int64)
+    cum = np.cumsum(counts)
+    total = int(cum[-1]) if m else 0
+    first = 0
+    while first < m and total:
+        done = int(cum[first - 1]) if first else 0
+        # the other side's rows first .. last whose pairs fit the block (at least one row)
+        last = max(first + 1, int(np.searchsorted(cum, done + block_pairs, side="right")))
+        c = counts[first:last]
+        size = int(c.sum())
+        if size:
+            other_rows = np.repeat(np.arange(first, last, dtype=np.int64), c)
+            offsets = np.repeat(np.cumsum(c) - c, c)
+            within = np.arange(size, dtype=np.int64) - offsets
+            sorted_rows = order[np.repeat(start[first:last], c) + within]
+            if band.sorted_side == "left":
+                yield sorted_rows, other_rows
+            else:
+                yield other_rows, sorted_rows
+        first = last

@@ -1,0 +1,133 @@
+"""Range (band) joins: a join condition bounding a column of one side by columns of the other
+makes only the pairs within the bounds (kernels.band) instead of every pair. Checked against
+DuckDB where such a join could go silently wrong: ties at inclusive and exclusive bounds,
+NULL keys and bounds, empty and inverted intervals, duplicate keys, integers at the int64
+limits, dates and timestamps, the key on either side, one bound or two, extra conditions,
+every join kind, blocks smaller than one row's pairs, on 1 and 3 partitions and sync."""
+
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import pqe
+from pqe.kernels import join as joins
+from pqe.testing import oracle
+from pqe.testing.compare import compare
+
+BIG = 2**63 - 1
+E = pa.table({
+    "id": pa.array(range(12), pa.int64()),
+    "ts": pa.array([5, 10, 10, 15, None, 20, 25, 30, -BIG - 1, BIG, 0, 10], pa.int64()),
+    "d": pa.array([dt.date(2024, 1, d) for d in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)]),
+    "t": pa.array([dt.datetime(2024, 1, 1, h) for h in range(12)], pa.timestamp("us")),
+    "v": pa.array([1, 2, 3, 4, 5, 6, 7, 8, 9, None, 11, 12], pa.int32()),
+    "w": pa.array([12, 30, 9, 20, 40, None, 30, 35, 0, 10, -BIG - 1, BIG], pa.int64()),
+})
+I = pa.table({
+    "name": ["a", "b", "c", "d", "e", "f", "g"],
+    "lo": pa.array([10, 0, 20, None, 30, -BIG - 1, 25], pa.int64()),
+    "hi": pa.array([15, 10, 10, 40, 30, BIG, None], pa.int64()),
+    "dlo": pa.array([dt.date(2024, 1, 3), dt.date(2024, 1, 1), None, dt.date(2024, 1, 10),
+                     dt.date(2024, 1, 5), dt.date(2023, 1, 1), dt.date(2024, 1, 12)]),
+    "dhi": pa.array([dt.date(2024, 1, 6), dt.date(2024, 1, 1), dt.date(2024, 1, 2),
+                     dt.date(2024, 1, 11), None, dt.date(2025, 1, 1), dt.date(2024, 1, 12)]),
+    "tlo": pa.array([dt.datetime(2024, 1, 1, h) for h in (3, 0, 5, 11, 2, 0, 9)],
+                    pa.timestamp("us")),
+})
+EMPTY = I.slice(0, 0)
+
+CONDITIONS = [
+    "e.ts BETWEEN i.lo AND i.hi",
+    "e.ts >= i.lo AND e.ts < i.hi",
+    "e.ts > i.lo AND e.ts <= i.hi",
+    "e.ts > i.lo AND e.ts < i.hi",
+    "i.lo <= e.ts AND i.hi >= e.ts AND e.v > 2",
+    "e.ts < i.lo",
+    "i.hi <= e.ts",
+    "i.lo BETWEEN e.id AND e.w",             # the right side's column bounded by the left's
+    "i.lo >= e.ts AND i.lo <= e.id * 10",    # (one bound is an expression: one-sided range)
+    "e.d BETWEEN i.dlo AND i.dhi",
+    "e.d > i.dlo AND e.t < i.tlo",
+    "e.t >= i.tlo AND (e.v < 5 OR i.name = 'g')",
+]
+KINDS = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
+
+
+@pytest.fixture(scope="module")
+def duck():
+    pytest.importorskip("duckdb")
+    return {name: oracle.connect({"e": E, "i": table}) for name, table in
+            (("full", I), ("empty", EMPTY))}
+
+
+def _ctx(setup, right):
+    ctx = pqe.Context(**setup)
+    ctx.register_arrow("e", E)
+    ctx.register_arrow("i", right)
+    return ctx
+
+
+SETUPS = [{"partitions": 1}, {"partitions": 3}, {"partitions": 3, "scheduler": "sync"}]
+
+
+@pytest.mark.parametrize("setup", SETUPS, ids=["1p", "3p", "sync"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("cond", CONDITIONS)
+def test_matches_duckdb(duck, cond, kind, setup):
+    sql = f"SELECT e.id, i.name FROM e {kind} i ON {cond}"
+    for data, right in (("full", I), ("empty", EMPTY)):
+        got = _ctx(setup, right).sql(sql).to_arrow()
+        m = compare(got, oracle.query(duck[data], sql), sql=sql)
+        assert m is None, f"{sql} ({data}): {m}"
+
+
+@pytest.mark.parametrize("cond", CONDITIONS)
+@pytest.mark.parametrize("form", ["EXISTS", "NOT EXISTS"])
+def test_semi_and_anti_match_duckdb(duck, cond, form):
+    sql = f"SELECT e.id FROM e WHERE {form} (SELECT 1 FROM i WHERE {cond})"
+    got = _ctx({"partitions": 3}, I).sql(sql).to_arrow()
+    m = compare(got, oracle.query(duck["full"], sql), sql=sql)
+    assert m is None, f"{sql}: {m}"
+
+
+def test_range_in_explain_only_where_the_bounds_hold():
+    ctx = _ctx({}, I)
+    text = str(ctx.sql("SELECT e.id FROM e JOIN i ON e.ts BETWEEN i.lo AND i.hi").explain())
+    assert "NestedLoopJoin[broadcast, range]" in text
+    assert "range=[(e.ts >= i.lo), (e.ts <= i.hi)]" in text
+    # an OR of bounds, a bound of another type, or no column on one side: every pair
+    for cond in ["e.ts < i.lo OR e.ts > i.hi", "e.v < i.lo", "e.ts < 5 AND i.lo > 3"]:
+        text = str(ctx.sql(f"SELECT e.id FROM e JOIN i ON {cond}").explain())
+        assert "range" not in text, cond
+
+
+def test_blocks_smaller_than_one_rows_pairs(duck, monkeypatch):
+    """A row of the other side whose pairs exceed a block is a block of its own; rows whose
+    pairs fit share one: every pair comes exactly once."""
+    monkeypatch.setattr(joins, "BLOCK_PAIRS", 2)
+    for cond in CONDITIONS[:4]:
+        sql = f"SELECT e.id, i.name FROM e JOIN i ON {cond}"
+        got = _ctx({"partitions": 1}, I).sql(sql).to_arrow()
+        m = compare(got, oracle.query(duck["full"], sql), sql=sql)
+        assert m is None, f"{sql}: {m}"
+
+
+def test_many_rows_against_duckdb():
+    """200k events in 20k intervals (and a one-sided bound): the answers, counted."""
+    pytest.importorskip("duckdb")
+    rng = np.random.default_rng(7)
+    ev = pa.table({"ts": rng.integers(0, 1_000_000, 200_000),
+                   "v": rng.integers(0, 100, 200_000)})
+    lo = np.sort(rng.choice(1_000_000, 20_000, replace=False))
+    iv = pa.table({"lo": lo, "hi": lo + rng.integers(-5, 60, 20_000)})
+    con = oracle.connect({"e": ev, "i": iv})
+    ctx = pqe.Context(partitions=3)
+    ctx.register_arrow("e", ev)
+    ctx.register_arrow("i", iv)
+    for sql in ["SELECT count(*), sum(e.v), sum(i.lo) FROM e JOIN i ON e.ts BETWEEN i.lo AND i.hi",
+                "SELECT count(*) FROM e LEFT JOIN i ON e.ts >= i.lo AND e.ts < i.hi AND e.v > 50",
+                "SELECT count(*) FROM i JOIN e ON i.lo > e.ts AND e.ts > 999000"]:
+        m = compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql)
+        assert m is None, f"{sql}: {m}"
