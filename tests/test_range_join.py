@@ -131,3 +131,22 @@ def test_many_rows_against_duckdb():
                 "SELECT count(*) FROM i JOIN e ON i.lo > e.ts AND e.ts > 999000"]:
         m = compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql)
         assert m is None, f"{sql}: {m}"
+
+
+def test_a_band_is_estimated_as_one_interval_per_key():
+    """`k BETWEEN lo AND hi` over 1M x 100k rows is estimated by the intervals' distinct lower
+    bounds (about one interval per key), not as two 25% guesses (6G pairs: the memory guard
+    refused the join); a one-sided bound over the same rows still reads as most pairs."""
+    from pqe.physical.plan import estimated_memory
+
+    rng = np.random.default_rng(2)
+    lo = np.sort(rng.choice(100_000_000, 100_000, replace=False))
+    ctx = pqe.Context()
+    ctx.register_arrow("e", pa.table({"ts": rng.integers(0, 100_000_000, 1_000_000)}))
+    ctx.register_arrow("i", pa.table({"lo": lo, "hi": lo + 500}))
+    gib = 1 << 30
+    band = ctx.sql("SELECT count(*) FROM e JOIN i ON e.ts BETWEEN i.lo AND i.hi")
+    assert estimated_memory(band.physical_plan()) < gib
+    assert band.to_pylist()[0]["count(*)"] > 0
+    one_sided = ctx.sql("SELECT count(*) FROM e JOIN i ON e.ts < i.lo")
+    assert estimated_memory(one_sided.physical_plan()) > 100 * gib
