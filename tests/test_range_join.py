@@ -6,6 +6,7 @@ limits, dates and timestamps, the key on either side, one bound or two, extra co
 every join kind, blocks smaller than one row's pairs, on 1 and 3 partitions and sync."""
 
 import datetime as dt
+from decimal import Decimal as D
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,11 @@ E = pa.table({
     "t": pa.array([dt.datetime(2024, 1, 1, h) for h in range(12)], pa.timestamp("us")),
     "v": pa.array([1, 2, 3, 4, 5, 6, 7, 8, 9, None, 11, 12], pa.int32()),
     "w": pa.array([12, 30, 9, 20, 40, None, 30, 35, 0, 10, -BIG - 1, BIG], pa.int64()),
+    "f": pa.array([0.5, -0.0, 0.0, float("nan"), None, float("inf"), -float("inf"), 2.5, 1.0,
+                   1e308, -1e-300, 3.0]),
+    "m": pa.array([D("1.10"), D("-0.01"), None, D("99999999.99"), D("-99999999.99"), D("0.00"),
+                   D("5.55"), D("5.56"), D("1.10"), D("2.00"), D("3.00"), D("4.00")],
+                  pa.decimal128(10, 2)),
 })
 I = pa.table({
     "name": ["a", "b", "c", "d", "e", "f", "g"],
@@ -35,6 +41,12 @@ I = pa.table({
                      dt.date(2024, 1, 11), None, dt.date(2025, 1, 1), dt.date(2024, 1, 12)]),
     "tlo": pa.array([dt.datetime(2024, 1, 1, h) for h in (3, 0, 5, 11, 2, 0, 9)],
                     pa.timestamp("us")),
+    "flo": pa.array([0.0, float("nan"), -float("inf"), None, 1.0, -0.0, 2.5]),
+    "fhi": pa.array([1.0, float("nan"), float("inf"), 3.0, None, 0.0, 2.5]),
+    "mlo": pa.array([D("1.10"), D("-99999999.99"), None, D("5.55"), D("0.00"), D("2.00"),
+                     D("3.00")], pa.decimal128(10, 2)),
+    "mhi": pa.array([D("5.55"), D("99999999.99"), D("1.00"), None, D("0.00"), D("1.10"),
+                     D("4.00")], pa.decimal128(10, 2)),
 })
 EMPTY = I.slice(0, 0)
 
@@ -51,6 +63,11 @@ CONDITIONS = [
     "e.d BETWEEN i.dlo AND i.dhi",
     "e.d > i.dlo AND e.t < i.tlo",
     "e.t >= i.tlo AND (e.v < 5 OR i.name = 'g')",
+    "e.f BETWEEN i.flo AND i.fhi",
+    "e.f > i.flo AND e.f < i.fhi",
+    "e.f >= i.fhi",
+    "e.m BETWEEN i.mlo AND i.mhi",
+    "e.m > i.mlo AND e.m <= i.mhi",
 ]
 KINDS = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
 
@@ -97,6 +114,10 @@ def test_range_in_explain_only_where_the_bounds_hold():
     text = str(ctx.sql("SELECT e.id FROM e JOIN i ON e.ts BETWEEN i.lo AND i.hi").explain())
     assert "NestedLoopJoin[broadcast, range]" in text
     assert "range=[(e.ts >= i.lo), (e.ts <= i.hi)]" in text
+    for cond in ["e.f BETWEEN i.flo AND i.fhi", "e.m > i.mlo AND e.m <= i.mhi", "e.d > i.dlo",
+                 "e.t >= i.tlo", "i.lo BETWEEN e.id AND e.w"]:
+        assert "[broadcast, range]" in str(ctx.sql(f"SELECT e.id FROM e JOIN i ON {cond}")
+                                           .explain()), cond
     # an OR of bounds, a bound of another type, or no column on one side: every pair
     for cond in ["e.ts < i.lo OR e.ts > i.hi", "e.v < i.lo", "e.ts < 5 AND i.lo > 3"]:
         text = str(ctx.sql(f"SELECT e.id FROM e JOIN i ON {cond}").explain())

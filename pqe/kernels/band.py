@@ -8,8 +8,8 @@ the matching ones only in that the join's whole condition is still evaluated on 
 (kernels.join.nested_loop_join): a NULL key or bound gives no pairs, as its comparison is
 never true.
 
-Keys are integers, dates or timestamps of one type on both sides (planner:
-`physical.planner._band`), compared as int64.
+Keys are integers, dates, timestamps, DECIMALs of up to 18 digits (their unscaled int64) or
+floats of one type on both sides (planner: `physical.planner._band`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,23 @@ class Band:
 
 
 def _int64(col) -> tuple[np.ndarray, np.ndarray] | None:
-    """(int64 values, valid mask) of an integer, date or timestamp column (NULL slots hold
-    0), or None when it does not fit int64."""
+    """(values, valid mask) of an integer, date, timestamp or DECIMAL (of at most 18 digits:
+    its unscaled int64) column as int64, or a float column as float64 (NaN sorts last, above
+    every number, as SQL orders it), NULL slots 0; None when it does not fit."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     t = arr.type
+    if pa.types.is_floating(t):
+        values = pc.cast(arr, pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
+        valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+        return values, valid
+    if pa.types.is_decimal(t):
+        if t.bit_width != 128 or t.precision > 18:
+            return None
+        words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + len(arr)))
+        values = words[2 * arr.offset::2].copy()  # the low word: the value, as it fits int64
+        valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+        values[~valid] = 0
+        return values, valid
     if pa.types.is_date32(t):
         arr = arr.view(pa.int32())
     elif pa.types.is_date64(t) or pa.types.is_timestamp(t):

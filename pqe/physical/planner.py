@@ -1072,8 +1072,8 @@ _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
     """(kernels.band.Band, its bound conditions) when the join condition's conjuncts bound a
     column of one side from below and/or above by columns of the other (`l.ts BETWEEN r.lo
-    AND r.hi`, `l.x < r.y`), each compared as it is (an integer, date or timestamp column of
-    the same type on both sides), else None. Of the columns so bounded, one with both bounds
+    AND r.hi`, `l.x < r.y`), each compared as it is (an integer, date, timestamp, float or
+    DECIMAL of up to 18 digits column of the same type on both sides), else None. Of the columns so bounded, one with both bounds
     is taken, then the right (broadcast) side's. The whole condition is still evaluated on the
     pairs the bounds give."""
     from ..kernels.band import Band
@@ -1108,7 +1108,8 @@ def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
 
 
 def _band_type(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+    return (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+            or pa.types.is_floating(t) or (pa.types.is_decimal(t) and t.precision <= 18))
 
 
 DYNAMIC_BUILD_SHARE = 0.01  # a build of at most this share of the probe scan's rows
