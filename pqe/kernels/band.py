@@ -14,25 +14,11 @@ floats of one type on both sides (planner: `physical.planner._band`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-
-@dataclass(frozen=True)
-class Band:
-    """`key` (a column of the `sorted_side`, "left" or "right") lies above `lower` and below
-    `upper` (columns of the other side; `lower_inclusive`: key >= lower, else key > lower;
-    likewise upper). At least one bound is set."""
-
-    sorted_side: str
-    key: str
-    lower: str | None = None
-    lower_inclusive: bool = True
-    upper: str | None = None
-    upper_inclusive: bool = True
+from ..physical.plan import Band
 
 
 def _int64(col) -> tuple[np.ndarray, np.ndarray] | None:

@@ -402,6 +402,21 @@ class HashJoinExec(PhysicalPlan):
         return out
 
 
+@dataclass(frozen=True)
+class Band:
+    """A range join's bounds (kernels.band): `key` (a column of the `sorted_side`, "left" or
+    "right") lies above `lower` and below `upper` (columns of the other side;
+    `lower_inclusive`: key >= lower, else key > lower; likewise upper). At least one bound
+    is set."""
+
+    sorted_side: str
+    key: str
+    lower: str | None = None
+    lower_inclusive: bool = True
+    upper: str | None = None
+    upper_inclusive: bool = True
+
+
 @dataclass(eq=False)
 class NestedLoopJoinExec(PhysicalPlan):
     """Join without equality keys: every left partition against the whole (broadcast) right."""

@@ -29,7 +29,7 @@ from ..plan import logical as L
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal,
                          column_ids, column_ids_all, conjuncts, transform)
 from ..plan.stats import Estimator
-from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Bound, WindowSpec, dense_fits,
+from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, WindowSpec, dense_fits,
                    dense_index_bytes, int64_decimal_applicable,
                    segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
@@ -1076,8 +1076,6 @@ def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
     DECIMAL of up to 18 digits column of the same type on both sides), else None. Of the columns so bounded, one with both bounds
     is taken, then the right (broadcast) side's. The whole condition is still evaluated on the
     pairs the bounds give."""
-    from ..kernels.band import Band
-
     if condition is None:
         return None
     lids = {f.id for f in left.schema}
