@@ -126,3 +126,19 @@ def test_blob_literal_is_named():
         ctx.sql("SELECT 1,\n  X'00'")
     with pytest.raises(pqe.SQLSyntaxError, match="unexpected token"):
         ctx.sql("SELECT max'a'")  # a name ending in x is not a BLOB literal
+
+
+def test_workers_from_a_program_without_a_file_is_one_clear_error(tmp_path):
+    """pqe.Context(workers=N) in a program read from standard input: the worker processes
+    cannot re-import it; the error says so in one pqe.Error line (it was Dask's "Nanny
+    failed to start" traceback)."""
+    import subprocess
+    import sys
+
+    program = ("import pqe\ntry:\n    pqe.Context(workers=1)\nexcept pqe.Error as e:\n"
+               "    print('PQE-ERROR', e)\n")
+    out = subprocess.run([sys.executable, "-"], input=program, capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    line = next(x for x in out.stdout.splitlines() if x.startswith("PQE-ERROR"))
+    assert "could not start 1 local worker process(es)" in line
+    assert "'<stdin>' is not a file" in line and "if __name__ == '__main__':" in line

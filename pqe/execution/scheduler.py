@@ -125,6 +125,9 @@ class Executor:
                 self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
                                             processes=True, memory_limit=memory_limit or "auto",
                                             host="127.0.0.1", dashboard_address="127.0.0.1:0")
+        except Exception as e:
+            raise Error(f"could not start {workers} local worker process(es): "
+                        f"{_start_failure(e)}") from e
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
@@ -301,6 +304,26 @@ def _kill_workers(cluster) -> None:
 
 
 _pool_warned = False
+
+
+def _start_failure(e: Exception) -> str:
+    """Why a LocalCluster did not start, in one line, with the usual cause's remedy: worker
+    processes start by importing the main script again ('spawn'), which a program read from
+    standard input (`python - <<EOF`) has no file for, and which must not start workers
+    itself when imported."""
+    import sys
+
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main is not None and not os.path.exists(main):
+        return (f"worker processes re-import the main program, and {main!r} is not a file; "
+                f"run it from a script (its Context created under "
+                f"`if __name__ == '__main__':`) or use threads (pqe.Context())")
+    cause = e
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    msg = " ".join(str(cause).split()) or type(cause).__name__
+    return (f"{msg} (a script must create its Context under `if __name__ == '__main__':`, "
+            f"as worker processes import it again)")
 
 
 def _warn_pool_keeps_memory() -> None:
