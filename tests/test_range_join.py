@@ -171,3 +171,16 @@ def test_a_band_is_estimated_as_one_interval_per_key():
     assert band.to_pylist()[0]["count(*)"] > 0
     one_sided = ctx.sql("SELECT count(*) FROM e JOIN i ON e.ts < i.lo")
     assert estimated_memory(one_sided.physical_plan()) > 100 * gib
+
+
+def test_range_join_on_a_local_cluster(duck):
+    """The bounds travel with the join step to worker processes."""
+    pytest.importorskip("distributed")
+    with pqe.Context(workers=2, memory_limit="1GiB") as c:
+        c.register_arrow("e", E)
+        c.register_arrow("i", I)
+        for cond in ["e.ts BETWEEN i.lo AND i.hi", "e.m > i.mlo AND e.m <= i.mhi"]:
+            sql = f"SELECT e.id, i.name FROM e LEFT JOIN i ON {cond}"
+            assert "[broadcast, range]" in str(c.sql(sql).explain())
+            m = compare(c.sql(sql).to_arrow(), oracle.query(duck["full"], sql), sql=sql)
+            assert m is None, f"{sql}: {m}"
