@@ -207,3 +207,14 @@ def test_constants_out_of_range_are_clear_errors(ctx, sql, what):
         ctx.sql(sql).to_arrow()
     assert "out of range" in str(info.value) and what in str(info.value)
     assert "Python int" not in str(info.value)
+
+
+@pytest.mark.parametrize("sql, value", [
+    ("SELECT 1_000_000", 1000000), ("SELECT 1_000.25", None), ("SELECT 1e1_0", 1e10),
+    ("SELECT -9_223_372_036_854_775_808", -2**63)])
+def test_numbers_with_underscores(sql, value):
+    """1_000_000 is a number, as in DuckDB and PostgreSQL 16 (it was a syntax error)."""
+    from decimal import Decimal
+
+    got = list(pqe.Context().sql(sql).to_pylist()[0].values())[0]
+    assert got == (Decimal("1000.25") if value is None else value)

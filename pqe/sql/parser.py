@@ -34,6 +34,8 @@ class PQEDialect(Dialect):
     ordering: NULLs sort as the largest values (ASC -> NULLS LAST, DESC -> NULLS FIRST)."""
 
     NULL_ORDERING = "nulls_are_large"
+    # 1_000_000 is 1000000, as in DuckDB and PostgreSQL 16 (it was a syntax error near '_000')
+    NUMBERS_CAN_BE_UNDERSCORE_SEPARATED = True
 
     class Tokenizer(Tokenizer):
         # SUMMARIZE t / SUMMARIZE SELECT ... (DuckDB's): sqlglot's parser knows the
