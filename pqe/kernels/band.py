@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..physical.plan import Band
 
 
-def _int64(col) -> tuple[np.ndarray, np.ndarray] | None:
+def _sortable(col) -> tuple[np.ndarray, np.ndarray] | None:
     """(values, valid mask) of an integer, date, timestamp or DECIMAL (of at most 18 digits:
     its unscaled int64) column as int64, or a float column as float64 (NaN sorts last, above
     every number, as SQL orders it), NULL slots 0; None when it does not fit."""
@@ -59,13 +59,13 @@ def _int64(col) -> tuple[np.ndarray, np.ndarray] | None:
 def pair_blocks(left: pa.Table, right: pa.Table, band: Band, block_pairs: int):
     """Blocks of (left rows, right rows) int64 arrays holding every pair whose key lies within
     its bounds (and possibly others), each of about `block_pairs` pairs (a row of the other
-    side with more pairs is a block of its own). None when a column is not int64-comparable
+    side with more pairs is a block of its own). None when a column cannot be compared so
     (the caller then pairs every row with every row)."""
     sorted_t, other = (left, right) if band.sorted_side == "left" else (right, left)
-    key = _int64(sorted_t.column(band.key))
+    key = _sortable(sorted_t.column(band.key))
     bounds = []
     for name in (band.lower, band.upper):
-        bounds.append(None if name is None else _int64(other.column(name)))
+        bounds.append(None if name is None else _sortable(other.column(name)))
     if key is None or any(b is None for b, n in zip(bounds, (band.lower, band.upper), strict=True)
                           if n is not None):
         return None
