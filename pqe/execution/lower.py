@@ -372,7 +372,8 @@ class Lowering:
         left = self.lower(node.left)
         build = self._broadcast_key(node.right)
         out = tuple(f.id for f in node.schema)
-        band = node.band[0] if node.band is not None else None
+        band = node.band[0] if node.band is not None else \
+            node.or_keys[0] if node.or_keys is not None else None
         return [Pending(p.ops + (O.NestedLoopJoin(build=len(p.inputs), kind=node.kind,
                                                   filter=node.filter, out_ids=out,
                                                   band=band),),

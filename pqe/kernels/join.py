@@ -11,6 +11,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
+from ..physical.plan import Band, OrKeys
 from .band import pair_blocks
 from .expressions import filter_table
 from .relational import canonical_floats
@@ -232,7 +233,8 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
     lis, ris = [], []
     blocks = None
     if band is not None and residual is not None:
-        blocks = pair_blocks(left, right, band, BLOCK_PAIRS)
+        blocks = pair_blocks(left, right, band, BLOCK_PAIRS) if isinstance(band, Band) else \
+            _or_blocks(left, right, band)
     for li, ri in blocks if blocks is not None else _cross_blocks(nl, nr):
         if residual is None:
             lis.append(pa.array(li))
@@ -274,6 +276,35 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
         lost = right.filter(rmask)
         out = pa.concat_tables([out, _pad(lost, left, out_ids)], promote_options="default")
     return out
+
+
+def _or_blocks(left: pa.Table, right: pa.Table, keys: OrKeys):
+    """(left rows, right rows) of the pairs some OR term's equalities hold for: one hash join
+    per term on its keys (NULL keys match nothing, floats as SQL compares them), each pair
+    once, a block of about BLOCK_PAIRS pairs at a time."""
+    lis, ris = [], []
+    for term in keys.terms:
+        # (keys renamed: one column may stand in two equalities of a term)
+        lk = [f"__pqe_l{i}" for i in range(len(term))]
+        rk = [f"__pqe_r{i}" for i in range(len(term))]
+        lt = pa.table({**{n: left.column(a) for n, (a, _) in zip(lk, term, strict=True)},
+                       "__pqe_li": pa.array(np.arange(left.num_rows, dtype=np.int64))})
+        rt = pa.table({**{n: right.column(b) for n, (_, b) in zip(rk, term, strict=True)},
+                       "__pqe_ri": pa.array(np.arange(right.num_rows, dtype=np.int64))})
+        pairs = hash_join(lt, rt, "inner", lk, rk, None, ["__pqe_li", "__pqe_ri"])
+        lis.append(pairs.column(0).to_numpy())
+        ris.append(pairs.column(1).to_numpy())
+    li = np.concatenate(lis) if lis else np.empty(0, np.int64)
+    ri = np.concatenate(ris) if ris else np.empty(0, np.int64)
+    if len(keys.terms) > 1 and len(li):
+        # a pair two terms give comes once: ordered by left then right row, repeats dropped
+        order = np.lexsort((ri, li))
+        li, ri = li[order], ri[order]
+        first = np.ones(len(li), dtype=bool)
+        first[1:] = (li[1:] != li[:-1]) | (ri[1:] != ri[:-1])
+        li, ri = li[first], ri[first]
+    for start in range(0, len(li), BLOCK_PAIRS):
+        yield li[start:start + BLOCK_PAIRS], ri[start:start + BLOCK_PAIRS]
 
 
 def _cross_blocks(nl: int, nr: int):

@@ -417,6 +417,16 @@ class Band:
     upper_inclusive: bool = True
 
 
+@dataclass(frozen=True)
+class OrKeys:
+    """A join condition holding an OR each of whose terms has equalities between the two
+    sides (`a.k = b.k1 OR a.k = b.k2`): `terms` lists each term's (left column, right
+    column) pairs. Every matching pair matches some term's equalities, so the hash joins on
+    each term's keys give all of them (kernels.band.or_pairs)."""
+
+    terms: tuple[tuple[tuple[str, str], ...], ...]
+
+
 @dataclass(eq=False)
 class NestedLoopJoinExec(PhysicalPlan):
     """Join without equality keys: every left partition against the whole (broadcast) right."""
@@ -428,17 +438,24 @@ class NestedLoopJoinExec(PhysicalPlan):
     # (kernels.band.Band, its bound conditions for EXPLAIN): the filter bounds a column of one
     # side by the other's, so only the pairs within the bounds are made (a range join)
     band: tuple | None = None
+    # (OrKeys, the OR for EXPLAIN): the pairs come from one hash join per OR term
+    or_keys: tuple | None = None
 
     def children(self):
         return (self.left, self.right)
 
     def describe(self, names):
-        kind = "broadcast, range" if self.band is not None else "broadcast"
+        kind = "broadcast, range" if self.band is not None else \
+            "broadcast, or-keys" if self.or_keys is not None else "broadcast"
         out = f"NestedLoopJoin[{kind}]: {self.kind}"
         if self.filter is not None:
             out += f" filter={_expr(self.filter)}"
         if self.band is not None:
             out += " range=[" + ", ".join(_expr(e) for e in self.band[1]) + "]"
+        elif self.or_keys is not None:
+            out += " keys=[" + " OR ".join(
+                "(" + ", ".join(f"{names.get(a, a)} = {names.get(b, b)}" for a, b in term) + ")"
+                for term in self.or_keys[0].terms) + "]"
         return out
 
 

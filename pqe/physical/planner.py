@@ -29,7 +29,7 @@ from ..plan import logical as L
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal,
                          column_ids, column_ids_all, conjuncts, transform)
 from ..plan.stats import Estimator
-from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, WindowSpec, dense_fits,
+from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, OrKeys, WindowSpec, dense_fits,
                    dense_index_bytes, int64_decimal_applicable,
                    segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
@@ -458,9 +458,10 @@ class PhysicalPlanner:
             left, right = right, left
         if kind == "full":
             left = self._gather(left)
+        band = _band(node.filter, left, right)
         out = NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
-                                 left, self._gather(right), kind, node.filter,
-                                 _band(node.filter, left, right))
+                                 left, self._gather(right), kind, node.filter, band,
+                                 _or_keys(node.filter, left, right) if band is None else None)
         # the broadcast side, and the output (a cross product when the filter keeps most)
         out.est_bytes = self.est.bytes(node.right) + self.est.bytes(node)
         return out
@@ -1103,6 +1104,44 @@ def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
                 lower[0] if lower else None, lower[1] if lower else True,
                 upper[0] if upper else None, upper[1] if upper else True)
     return band, tuple(b[2] for b in (lower, upper) if b is not None)
+
+
+def _or_keys(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
+    """(OrKeys, the OR) when a conjunct of the join condition is an OR each of whose terms
+    holds equalities between a column of each side (of one type), else None: the condition
+    can only hold for a pair that one of those terms' equalities hold for."""
+    if condition is None:
+        return None
+    lids = {f.id for f in left.schema}
+    rids = {f.id for f in right.schema}
+    for c in conjuncts(condition):
+        if not (isinstance(c, Call) and c.fn == "or"):
+            continue
+        terms = []
+        for term in _disjuncts(c):
+            pairs = []
+            for e in conjuncts(term):
+                if not (isinstance(e, Call) and e.fn == "eq" and len(e.args) == 2
+                        and all(isinstance(a, ColumnRef) for a in e.args)
+                        and e.args[0].dtype == e.args[1].dtype):
+                    continue
+                a, b = e.args
+                if a.id in lids and b.id in rids:
+                    pairs.append((a.id, b.id))
+                elif a.id in rids and b.id in lids:
+                    pairs.append((b.id, a.id))
+            if not pairs:
+                break
+            terms.append(tuple(pairs))
+        else:
+            return OrKeys(tuple(terms)), c
+    return None
+
+
+def _disjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Call) and e.fn == "or":
+        return [t for a in e.args for t in _disjuncts(a)]
+    return [e]
 
 
 def _band_type(t: pa.DataType) -> bool:
