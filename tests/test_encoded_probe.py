@@ -70,6 +70,10 @@ ENCODED = {
     "inner_dense": "select f.id, f.s, d.v from f join d on f.k = d.k where d.v > 100",
     "inner_hashed": "select f.id, f.s, d.v from f join d on f.hk = d.hk where d.v < 900",
     "left": "select f.id, f.s, d.v from f left join d on f.k = d.k",
+    # a hashed build (a text key): Acero carries the text as its dictionary indices
+    "left_hashed": "select f.id, f.s, d.v, d.w from f left join d on f.hk = d.hk",
+    "hashed_grouped": """select f.s, d.w, count(*) n from f join d on f.hk = d.hk
+        where f.x < 9 group by f.s, d.w""",
     "semi": "select f.id, f.s from f where f.k in (select k from d where v > 700)",
     "anti": "select f.id, f.s from f where not exists (select 1 from d where d.k = f.k)",
     "aggregate_after": """select f.s, count(*) n, sum(d.v) sv from f join d on f.k = d.k
@@ -99,7 +103,8 @@ def test_a_scan_shared_with_another_consumer_keeps_text(ctx, con):
     assert_same(ctx.sql(sql).to_arrow(), duck_arrow(con, sql))
 
 
-@pytest.mark.parametrize("name", ["inner_dense", "inner_hashed", "left", "aggregate_after"])
+@pytest.mark.parametrize("name", ["inner_dense", "inner_hashed", "left", "aggregate_after",
+                                  "left_hashed"])
 def test_the_rule_applies_where_expected(ctx, name):
     """The shape the rule is for shows in EXPLAIN: the scan's column marked encoded, the join
     decoding it (so the answers above exercise the encoded path, not only the plain one)."""

@@ -49,6 +49,39 @@ def unify_dictionaries(table: pa.Table) -> pa.Table:
     return table.unify_dictionaries()
 
 
+def dictionary_codes(table: pa.Table, keep=()) -> tuple[pa.Table, dict]:
+    """`table` (its dictionaries unified) with each dictionary-encoded column not in `keep`
+    replaced by its indices, and {column: (dictionary, type)} to put them back
+    (with_dictionaries). Acero's hash join carries a dictionary column 4-5x as slowly as its
+    int32 indices (TPC-H SF10 Q12: 3.75M order priorities a partition, 0.118 against 0.026 s
+    with the keys alone at 0.024)."""
+    dicts = {}
+    for i, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type) or field.name in keep:
+            continue
+        col = table.column(i)
+        dictionary = col.chunk(0).dictionary if col.num_chunks else \
+            pa.array([], field.type.value_type)
+        dicts[field.name] = (dictionary, field.type)
+        codes = pa.chunked_array([c.indices for c in col.chunks], field.type.index_type)
+        table = table.set_column(i, pa.field(field.name, field.type.index_type,
+                                             field.nullable), codes)
+    return table, dicts
+
+
+def with_dictionaries(table: pa.Table, dicts: dict) -> pa.Table:
+    """The columns dictionary_codes turned into indices, dictionary-encoded again."""
+    for name, (dictionary, dtype) in dicts.items():
+        i = table.schema.get_field_index(name)
+        if i < 0:
+            continue
+        col = table.column(i)
+        table = table.set_column(i, pa.field(name, dtype, table.schema.field(i).nullable),
+                                 pa.chunked_array([pa.DictionaryArray.from_arrays(c, dictionary)
+                                                   for c in col.chunks], dtype))
+    return table
+
+
 def _zeroed_null_indices(arr: pa.DictionaryArray) -> pa.DictionaryArray:
     if not arr.null_count:
         return arr
