@@ -36,6 +36,11 @@ CONDITIONS = [
     "a.f = b.g OR a.id = b.k1",
     "(a.id = b.k1 OR a.id = b.k2) AND a.v <> b.w * 10",
     "a.s = b.t OR (a.f = b.g AND b.w > 1)",
+    # terms on one side's columns only: every row of the other side pairs with their rows
+    "a.id = b.k1 OR b.w = 3",
+    "(a.id = b.k1 AND a.v > 15) OR a.s IS NULL",
+    "a.id = b.k2 OR a.f > 1.0 OR b.t = 'x'",
+    "a.id = b.k1 OR (b.w > 5 AND b.g IS NOT NULL) OR a.v = 80",
 ]
 KINDS = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
 
@@ -79,8 +84,12 @@ def test_or_keys_in_explain_only_where_every_term_has_one():
     text = str(ctx.sql("SELECT a.v FROM a JOIN b ON a.id = b.k1 OR a.id = b.k2").explain())
     assert "NestedLoopJoin[broadcast, or-keys]" in text
     assert "keys=[(a.id = b.k1) OR (a.id = b.k2)]" in text
-    for cond in ["a.id = b.k1 OR a.v > b.w", "a.id = b.k1 OR b.w = 3",
-                 "a.id = b.k1 OR CAST(a.s AS VARCHAR) = 'x'"]:
+    text = str(ctx.sql("SELECT a.v FROM a JOIN b ON a.id = b.k1 OR b.w = 3").explain())
+    assert "keys=[(a.id = b.k1) OR (b.w = 3)]" in text
+    # a term over both sides without an equality, a one-side term that may raise (it would
+    # be computed for rows whose other terms hold), only one-side terms: every pair
+    for cond in ["a.id = b.k1 OR a.v > b.w", "a.id = b.k1 OR 100 / b.w > 30",
+                 "a.v > 50 OR b.w = 3"]:
         text = str(ctx.sql(f"SELECT a.v FROM a JOIN b ON {cond}").explain())
         assert "or-keys" not in text, cond
 

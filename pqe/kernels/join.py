@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..physical.plan import Band, OrKeys
 from .band import pair_blocks
-from .expressions import filter_table
+from .expressions import Compiler, filter_table
 from .relational import canonical_floats
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
@@ -294,9 +294,19 @@ def _or_blocks(left: pa.Table, right: pa.Table, keys: OrKeys):
         pairs = hash_join(lt, rt, "inner", lk, rk, None, ["__pqe_li", "__pqe_ri"])
         lis.append(pairs.column(0).to_numpy())
         ris.append(pairs.column(1).to_numpy())
+    for side, term in keys.side_terms:
+        # every row of the other side with each row of this side the term holds for
+        mine, other = (left, right) if side == "left" else (right, left)
+        held = filter_table(mine.append_column("__pqe_row", pa.array(
+            np.arange(mine.num_rows, dtype=np.int64))), Compiler().stages(term))
+        rows = held.column("__pqe_row").to_numpy()
+        these = np.repeat(rows, other.num_rows)
+        those = np.tile(np.arange(other.num_rows, dtype=np.int64), len(rows))
+        lis.append(these if side == "left" else those)
+        ris.append(those if side == "left" else these)
     li = np.concatenate(lis) if lis else np.empty(0, np.int64)
     ri = np.concatenate(ris) if ris else np.empty(0, np.int64)
-    if len(keys.terms) > 1 and len(li):
+    if len(keys.terms) + len(keys.side_terms) > 1 and len(li):
         # a pair two terms give comes once: ordered by left then right row, repeats dropped
         order = np.lexsort((ri, li))
         li, ri = li[order], ri[order]

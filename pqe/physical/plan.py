@@ -425,6 +425,9 @@ class OrKeys:
     each term's keys give all of them (kernels.band.or_pairs)."""
 
     terms: tuple[tuple[tuple[str, str], ...], ...]
+    # OR terms that read one side's columns only (and cannot raise): ("left" or "right", the
+    # term); every row of the other side pairs with the rows of that side the term holds for
+    side_terms: tuple[tuple[str, Expr], ...] = ()
 
 
 @dataclass(eq=False)
@@ -453,9 +456,10 @@ class NestedLoopJoinExec(PhysicalPlan):
         if self.band is not None:
             out += " range=[" + ", ".join(_expr(e) for e in self.band[1]) + "]"
         elif self.or_keys is not None:
+            keys = self.or_keys[0]
             out += " keys=[" + " OR ".join(
-                "(" + ", ".join(f"{names.get(a, a)} = {names.get(b, b)}" for a, b in term) + ")"
-                for term in self.or_keys[0].terms) + "]"
+                ["(" + ", ".join(f"{names.get(a, a)} = {names.get(b, b)}" for a, b in term) + ")"
+                 for term in keys.terms] + [_expr(e) for _, e in keys.side_terms]) + "]"
         return out
 
 

@@ -27,7 +27,7 @@ from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
 from ..plan import logical as L
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal,
-                         column_ids, column_ids_all, conjuncts, transform)
+                         column_ids, column_ids_all, conjuncts, may_raise, transform)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, OrKeys, WindowSpec, dense_fits,
                    dense_index_bytes, int64_decimal_applicable,
@@ -1108,8 +1108,10 @@ def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
 
 def _or_keys(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
     """(OrKeys, the OR) when a conjunct of the join condition is an OR each of whose terms
-    holds equalities between a column of each side (of one type), else None: the condition
-    can only hold for a pair that one of those terms' equalities hold for."""
+    holds equalities between a column of each side (of one type), or reads one side's
+    columns only and cannot raise (`OR r.z = 5`), and at least one term has equalities; else
+    None: the condition can only hold for a pair that one of those terms' equalities, or
+    one-side condition, hold for."""
     if condition is None:
         return None
     lids = {f.id for f in left.schema}
@@ -1117,8 +1119,12 @@ def _or_keys(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
     for c in conjuncts(condition):
         if not (isinstance(c, Call) and c.fn == "or"):
             continue
-        terms = []
+        terms, side_terms = [], []
         for term in _disjuncts(c):
+            ids = column_ids(term)
+            if ids and (ids <= lids or ids <= rids) and not may_raise(term):
+                side_terms.append(("left" if ids <= lids else "right", term))
+                continue
             pairs = []
             for e in conjuncts(term):
                 if not (isinstance(e, Call) and e.fn == "eq" and len(e.args) == 2
@@ -1134,7 +1140,8 @@ def _or_keys(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
                 break
             terms.append(tuple(pairs))
         else:
-            return OrKeys(tuple(terms)), c
+            if terms:
+                return OrKeys(tuple(terms), tuple(side_terms)), c
     return None
 
 
