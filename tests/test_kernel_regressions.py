@@ -640,3 +640,22 @@ def test_misaligned_buffers_from_other_processes_are_realigned_silently():
     assert out.stdout.strip() == str([{"k": 0, "s": decimal.Decimal(6012)},
                                       {"k": 1, "s": decimal.Decimal(3996)},
                                       {"k": 2, "s": decimal.Decimal(4995)}])
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("SELECT c FROM t WHERE COALESCE(1.00 + c + 0, 1.00 + c) = 4", [(3,)]),
+    ("SELECT c FROM t WHERE COALESCE(1.00 + c + 0, 1.00 + c) IN (3.33)", []),
+    ("SELECT c FROM t WHERE COALESCE(1.00 + c + 0, 1.00 + c, 7.125) > 1 ORDER BY c", [(1,), (3,), (None,)]),
+    ("SELECT c FROM t WHERE GREATEST(1.00 + c + 0, 1.00 + c) > 2", [(3,)]),
+    ("SELECT c FROM t WHERE LEAST(1.00 + c + 0, 1.00 + c, 2.5) < 2.2 ORDER BY c", [(1,)]),
+    ("SELECT COALESCE(1.00 + c + 0, 1.00 + c, 7.125) FROM t ORDER BY 1",
+     [(decimal.Decimal("2.000"),), (decimal.Decimal("4.000"),), (decimal.Decimal("7.125"),)]),
+])
+def test_variadic_kernels_over_decimal_arithmetic(sql, expected):
+    """COALESCE / GREATEST / LEAST whose arguments are DECIMAL arithmetic of different
+    precisions (1.00 + c + 0 is DECIMAL(23,2), 1.00 + c DECIMAL(22,2) cast to it): Arrow's
+    dispatch of those kernels refused the mix in a WHERE ('All types must be compatible,
+    expected: decimal128(22, 2), but got: decimal128(23, 2)'; fuzzer seed 93 case 22)."""
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"c": pa.array([3, None, 1], pa.int64())}))
+    assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == expected

@@ -252,6 +252,8 @@ def _pow10(k: int) -> int:
 class Int64DecimalCompiler(Compiler):
     """Compiles expressions over unscaled int64 decimals (see module docstring)."""
 
+    decimals_as_int64 = True
+
     def compile(self, e: Expr) -> E:
         t = e.dtype
         if isinstance(e, Literal) and T.is_decimal(t):

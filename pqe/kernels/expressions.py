@@ -57,6 +57,8 @@ class Compiler:
     from the engine type (string_view files) to the engine type, for dataset filters;
     `rename` maps column ids to the field names of the data (file column names in scans)."""
 
+    decimals_as_int64 = False  # (kernels.decimals.Int64DecimalCompiler: unscaled int64)
+
     def __init__(self, cast_fields: dict[str, pa.DataType] | None = None,
                  rename: dict[str, str] | None = None):
         self.cast_fields = cast_fields or {}
@@ -862,13 +864,24 @@ def _coalesce(c, e):
     if len(e.args) == 1:
         return c(e.args[0])
     if len(e.args) > 4:
-        return _call("coalesce", [c(a) for a in e.args])
+        return _call("coalesce", _same_decimal(c, [c(a) for a in e.args], e.dtype))
     args, all_null = [], None
     for a in e.args:
         args.append(c(a) if all_null is None else c.guarded(all_null, a))
         null = _call("is_null", [args[-1]])
         all_null = null if all_null is None else _call("and", [all_null, null])
-    return _call("coalesce", args)
+    return _call("coalesce", _same_decimal(c, args, e.dtype))
+
+
+def _same_decimal(c, args: list[E], dtype: pa.DataType) -> list[E]:
+    """The arguments of a variadic kernel (coalesce, min/max_element_wise) of DECIMAL result,
+    each cast to that type, although each already is: Arrow's dispatch of those kernels
+    takes an argument that is itself decimal arithmetic for the type before its own cast
+    and refuses the mix ('All types must be compatible, expected: decimal128(22, 2), but
+    got: decimal128(23, 2)' for COALESCE(1.00 + c + 0, 1.00 + c) in a WHERE)."""
+    if not T.is_decimal(dtype) or c.decimals_as_int64:
+        return args
+    return [a.cast(dtype) for a in args]
 
 
 def _nullif(c, e):
@@ -883,7 +896,7 @@ def _greatest(kernel):
     floats NaN is the greatest value (compare_floats), where Arrow's kernels skip NaN: any
     NaN makes GREATEST NaN; LEAST is NaN only when every non-NULL argument is."""
     def build(c, e):
-        args = [c(a) for a in e.args if not T.is_null(a.dtype)]
+        args = _same_decimal(c, [c(a) for a in e.args if not T.is_null(a.dtype)], e.dtype)
         if not args:
             return null_of(e.dtype)
         out = _call(kernel, args, pc.ElementWiseAggregateOptions(skip_nulls=True))
