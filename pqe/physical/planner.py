@@ -27,7 +27,8 @@ from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
 from ..plan import logical as L
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal,
-                         column_ids, column_ids_all, conjuncts, may_raise, transform)
+                         column_ids, column_ids_all, conjuncts, disjuncts, may_raise,
+                         transform)
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, OrKeys, WindowSpec, dense_fits,
                    dense_index_bytes, int64_decimal_applicable,
@@ -1071,12 +1072,12 @@ _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
 def _band(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
-    """(kernels.band.Band, its bound conditions) when the join condition's conjuncts bound a
-    column of one side from below and/or above by columns of the other (`l.ts BETWEEN r.lo
-    AND r.hi`, `l.x < r.y`), each compared as it is (an integer, date, timestamp, float or
-    DECIMAL of up to 18 digits column of the same type on both sides), else None. Of the columns so bounded, one with both bounds
-    is taken, then the right (broadcast) side's. The whole condition is still evaluated on the
-    pairs the bounds give."""
+    """(Band, its bound conditions) when the join condition's conjuncts bound a column of one
+    side from below and/or above by columns of the other (`l.ts BETWEEN r.lo AND r.hi`,
+    `l.x < r.y`), each compared as it is (integer, date, timestamp, float or DECIMAL of up to
+    18 digits, of the same type on both sides), else None. Of the columns so bounded, one
+    with both bounds is taken, then the right (broadcast) side's. The whole condition is
+    still evaluated on the pairs the bounds give (kernels.band)."""
     if condition is None:
         return None
     lids = {f.id for f in left.schema}
@@ -1120,7 +1121,7 @@ def _or_keys(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
         if not (isinstance(c, Call) and c.fn == "or"):
             continue
         terms, side_terms = [], []
-        for term in _disjuncts(c):
+        for term in disjuncts(c):
             ids = column_ids(term)
             if ids and (ids <= lids or ids <= rids) and not may_raise(term):
                 side_terms.append(("left" if ids <= lids else "right", term))
@@ -1143,12 +1144,6 @@ def _or_keys(condition: Expr | None, left: PhysicalPlan, right: PhysicalPlan):
             if terms:
                 return OrKeys(tuple(terms), tuple(side_terms)), c
     return None
-
-
-def _disjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, Call) and e.fn == "or":
-        return [t for a in e.args for t in _disjuncts(a)]
-    return [e]
 
 
 def _band_type(t: pa.DataType) -> bool:
