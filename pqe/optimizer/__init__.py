@@ -23,6 +23,7 @@ from .prune_struct_fields import prune_struct_fields
 from .push_down_filter import push_down_filter
 from .push_down_projection import push_down_projection
 from .push_down_semi_join import push_down_semi_join
+from .semi_join_extremes import rewrite_semi_join_extremes
 from .simplify import simplify
 
 Rule = Callable[[LogicalPlan], LogicalPlan]
@@ -35,6 +36,9 @@ Rule = Callable[[LogicalPlan], LogicalPlan]
 # - push_down_filter before extract_join_keys: WHERE equalities must reach the joins first.
 # - push_down_semi_join after extract_join_keys (it reads the keys) and before join_reorder,
 #   which then sees the semi join as the filtered input it is.
+# - rewrite_semi_join_extremes after push_down_semi_join, whose semi joins of an inner
+#   join's side (an IN over a self-join) it also takes, and before join_reorder, which then
+#   sees the grouped side.
 # - join_reorder after both: it needs keys to connect inputs and pushed filters to estimate.
 # - eager_aggregate after join_reorder: it aggregates an input of the final join below it.
 # - push_down_projection last (FINAL_RULES): it runs once, on the final join order;
@@ -48,6 +52,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("push_down_filter", push_down_filter),
     ("extract_join_keys", extract_join_keys),
     ("push_down_semi_join", push_down_semi_join),
+    ("rewrite_semi_join_extremes", rewrite_semi_join_extremes),
     ("join_reorder", join_reorder),
     ("eager_aggregate", eager_aggregate),
 )
