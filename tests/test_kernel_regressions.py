@@ -12,6 +12,7 @@ import os
 import datetime
 import decimal
 import math
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -192,6 +193,96 @@ def test_matching_leaves_returned_values_alone(partitions):
     assert signs("select c from z") == [-1.0]
     assert signs("select b.c from t a join z b on a.c = b.c order by a.k") == [-1.0, -1.0]
     assert signs("select c from t where c in (0.0) order by k") == [1.0, -1.0]
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_a_group_of_negative_zero_shows_negative_zero(partitions):
+    """-0.0 and 0.0 are one group, but a group holding -0.0 only shows -0.0 (DuckDB and
+    PostgreSQL show the value given; pqe showed the canonical 0.0, a value the data did not
+    hold), and aggregates over the key column read its values as given."""
+    def signs(sql, **tables):
+        return [None if v is None else math.copysign(1, v)
+                for v in column(sql, partitions, **(tables or {"z": NEG_ZERO, "t": ZEROS}))]
+
+    assert signs("select distinct c from z") == [-1.0]
+    assert signs("select c from z group by c") == [-1.0]
+    assert signs("select max(c) from z group by c") == [-1.0]
+    assert signs("select c from z union select c from z") == [-1.0]
+    assert signs("select c from z intersect select c from t") == [-1.0]
+    assert signs("select c from z except select 1.0") == [-1.0]
+    assert signs("select k from (select c, count(*) as k from z group by c)") == [1.0]
+    # grouped with 0.0: one group, whichever of the two it shows
+    assert len(column("select c from t group by c", partitions, t=ZEROS)) == 1
+    # a partial step that passes its rows on as one-row groups (adaptive: nearly every key
+    # distinct) shows them as given too, and the final step groups them
+    from pqe.kernels import aggregate as agg
+    from pqe.physical.plan import AggSpec
+
+    n = 40_000
+    values = np.random.default_rng(5).permutation(np.arange(1, n + 1, dtype=np.float64))
+    values[:5] = -0.0
+    specs = [AggSpec("count_star", None, "n", pa.int64())]
+    states = agg.partial(pa.table({"c": values}), ("c",), specs, adaptive=True)
+    assert states.num_rows == n  # passed on, not hashed
+    got = agg.final(states, ("c",), specs).sort_by("c")
+    assert got.column("n")[0].as_py() == 5 and got.num_rows == n - 4
+    assert math.copysign(1, got.column("c")[0].as_py()) == -1.0
+
+
+_DOUBLES = [0.0, -0.0, 1.0, 2.0, 0.5, 12.25, -3.0, 1e300, -1e-310, 5e-324, float("inf"),
+            float("-inf"), float("nan"), None, 2.0 ** 53, 2.0 ** 53 + 2, -(2.0 ** 60)]
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_double_keys_group_and_join_by_their_values(partitions):
+    """DOUBLE keys are hashed as their bits folded (relational.hash_key_floats): checked
+    against DuckDB with -0.0, NaN, NULL, infinities, subnormals, values past 2^53 and negative
+    ones, in GROUP BY, DISTINCT, joins of every kind, IN, set operations and windows."""
+    pytest.importorskip("duckdb")
+    from pqe.testing import oracle
+    from pqe.testing.compare import compare
+
+    rng = np.random.default_rng(11)
+    a = pa.table({"x": pa.array([_DOUBLES[i] for i in rng.integers(0, len(_DOUBLES), 300)],
+                                pa.float64()),
+                  "v": pa.array(rng.integers(0, 100, 300), pa.int64())})
+    b = pa.table({"y": pa.array(_DOUBLES, pa.float64()), "w": pa.array(range(len(_DOUBLES)))})
+    con = oracle.connect({"a": a, "b": b})
+    for sql in ["SELECT x, count(*), sum(v) FROM a GROUP BY x",
+                "SELECT DISTINCT x FROM a", "SELECT count(DISTINCT x) FROM a",
+                "SELECT x, v % 3 AS m, count(*) FROM a GROUP BY x, v % 3",
+                "SELECT a.v, b.w FROM a JOIN b ON a.x = b.y",
+                "SELECT a.v, b.w FROM a LEFT JOIN b ON a.x = b.y",
+                "SELECT a.v, b.w FROM a FULL JOIN b ON a.x = b.y AND a.v > 50",
+                "SELECT v FROM a WHERE x IN (SELECT y FROM b WHERE w % 2 = 0)",
+                "SELECT v FROM a WHERE x NOT IN (SELECT y FROM b WHERE y IS NOT NULL AND w > 3)",
+                "SELECT v FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.y = a.x AND b.w > 5)",
+                "SELECT x FROM a INTERSECT SELECT y FROM b", "SELECT y FROM b EXCEPT SELECT x FROM a",
+                "SELECT x, v, rank() OVER (PARTITION BY x ORDER BY v) FROM a"]:
+        got = run(sql, partitions, a=a, b=b)
+        m = compare(got, oracle.query(con, sql), sql=sql)
+        assert m is None, f"{sql}: {m}"
+
+
+def test_double_keys_of_whole_numbers_hash_well():
+    """Doubles holding whole numbers differ only in their high bits, which Acero's hash of
+    8-byte keys spreads badly: GROUP BY such a key took 1.8 s for 5M rows of 1,000 values,
+    a join of 1.25M rows against 100,000 of them 3.8 s (now 0.05 s and 0.03 s)."""
+    rng = np.random.default_rng(2)
+    t = pa.table({"f": rng.integers(0, 1000, 2_000_000) / 4.0,
+                  "v": rng.integers(0, 100, 2_000_000)})
+    b = pa.table({"k": np.arange(100_000, dtype=np.float64), "w": np.arange(100_000)})
+    p = pa.table({"x": rng.integers(0, 100_000, 1_000_000).astype(np.float64)})
+    ctx = pqe.Context(threads=2)
+    for name, table in (("t", t), ("b", b), ("p", p)):
+        ctx.register_arrow(name, table)
+    for sql, rows in [("SELECT f, sum(v) FROM t GROUP BY f", 1000),
+                      ("SELECT p.x, b.w FROM p JOIN b ON p.x = b.k", 1_000_000)]:
+        start = time.perf_counter()
+        got = ctx.sql(sql).to_arrow()
+        took = time.perf_counter() - start
+        assert got.num_rows == rows
+        assert took < 1.0, f"{took:.2f} s: {sql}"
 
 
 def _nan(payload: int) -> float:

@@ -14,7 +14,7 @@ from .. import types as T
 from ..physical.plan import Band, OrKeys
 from .band import pair_blocks
 from .expressions import Compiler, filter_table
-from .relational import canonical_floats
+from .relational import hash_key_floats
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
                "full": "full outer", "semi": "left semi", "anti": "left anti"}
@@ -26,15 +26,16 @@ def _source(t: pa.Table) -> ac.Declaration:
 
 def _match_keys(table: pa.Table, keys) -> tuple[pa.Table, list[str]]:
     """The table and key names to hash-join on: a float key is matched on a canonical copy
-    (-0.0 = 0.0, NaN = NaN; see relational.canonical_floats) added beside the original, which
-    is what the join outputs."""
+    (-0.0 = 0.0, NaN = NaN; see relational.canonical_floats), a DOUBLE's bits folded so that
+    Acero hashes them well (relational.hash_key_floats), added beside the original, which is
+    what the join outputs."""
     names = list(keys)
     for i, k in enumerate(keys):
         col = table.column(k)
         if T.is_floating(col.type):
             names[i] = k + "\x00key"
             if names[i] not in table.column_names:
-                table = table.append_column(names[i], canonical_floats(col))
+                table = table.append_column(names[i], hash_key_floats(col))
     return table, names
 
 

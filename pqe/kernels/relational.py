@@ -22,6 +22,34 @@ def canonical_floats(col):
     return pc.if_else(pc.is_nan(col), nan, pc.add(col, pa.scalar(0.0, col.type)))
 
 
+_SHIFT = pa.scalar(32, pa.uint64())
+
+
+def hash_key_floats(col):
+    """A float key as Acero hashes it for grouping and joining: canonical (canonical_floats),
+    and a DOUBLE then as its 64 bits with the high half folded into the low (bits ^ (bits >>
+    32), a bijection, so equal keys stay equal and different ones different). Acero's hash of
+    8-byte keys that differ only in their high bits (doubles holding whole numbers, halves,
+    prices: 1.0 and 2.0 share their low 44 bits) puts them in few buckets: GROUP BY a DOUBLE
+    of 1,000 such values took 0.87 s a 1.25M-row partition (as folded bits 6 ms), a hash
+    join of 1.25M against 100,000 of them 5.8 s (0.023 s). `unfold_floats` gives the double
+    back. Other types are returned unchanged (FLOAT's 4 bytes hash well)."""
+    col = canonical_floats(col)
+    if not pa.types.is_float64(col.type):
+        return col
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    bits = col.view(pa.uint64())
+    return pc.bit_wise_xor(bits, pc.shift_right(bits, _SHIFT))
+
+
+def unfold_floats(col):
+    """The doubles whose hash_key_floats `col` holds (the fold undoes itself)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return pc.bit_wise_xor(col, pc.shift_right(col, _SHIFT)).view(pa.float64())
+
+
 def decoded(table: pa.Table, ids) -> pa.Table:
     """`table` with its dictionary-encoded columns among `ids` decoded to their values (an
     aggregate's encoded group keys, a join's encoded probe columns: only their output rows)."""
