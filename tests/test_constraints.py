@@ -113,3 +113,25 @@ def test_constraints_survive_every_write():
         ctx.sql("INSERT INTO k VALUES (2, 'c', 3)")
     text = "\n".join(r["plan"] for r in ctx.sql("EXPLAIN CREATE TABLE z(i INT PRIMARY KEY)").to_pylist())
     assert "primary_key=(i)" in text
+
+
+def test_double_keys_are_compared_as_sql_compares_them():
+    """A DOUBLE key of 0.0 and one of -0.0 are the same key (SQL's =, DuckDB's constraint),
+    as are two NaNs: PRIMARY KEY accepted 0.0 beside -0.0 (Arrow's hash compares bits). The
+    error shows the key as given; ON CONFLICT DO NOTHING skips such rows."""
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE k (x DOUBLE PRIMARY KEY, v INT)")
+    for bad in ["INSERT INTO k VALUES (0.0, 1), (-0.0, 2)",
+                "INSERT INTO k VALUES ('nan', 1), (CAST('-nan' AS DOUBLE), 2)"]:
+        with pytest.raises(pqe.ConstraintError, match="duplicate key"):
+            ctx.sql(bad)
+    with pytest.raises(pqe.ConstraintError, match=r"duplicate key \(-0\.0\)"):
+        ctx.sql("INSERT INTO k VALUES (-0.0, 1), (0.0, 2)")
+    ctx.sql("INSERT INTO k VALUES (-0.0, 1), (12.5, 2), ('nan', 3)")
+    for bad in ["INSERT INTO k VALUES (0.0, 4)", "INSERT INTO k VALUES ('nan', 4)"]:
+        with pytest.raises(pqe.ConstraintError, match="duplicate key"):
+            ctx.sql(bad)
+    ctx.sql("INSERT INTO k VALUES (0.0, 5), (12.5, 6), (7.0, 7) ON CONFLICT DO NOTHING")
+    rows = ctx.sql("SELECT x, v FROM k ORDER BY v").to_arrow().to_pylist()
+    assert [r["v"] for r in rows] == [1, 2, 3, 7]
+    assert str(rows[0]["x"]) == "-0.0"  # the row as given, not the canonical 0.0

@@ -244,17 +244,31 @@ def _key_text(table: pa.Table, key: tuple[str, ...], row: int) -> str:
     return "(" + ", ".join(repr(v) for v in vals) + ")"
 
 
+def _hashable(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """The key columns as grouped and matched: a float key canonical (-0.0 = 0.0, NaN = NaN,
+    as SQL compares them; Arrow's hash compares bits) and a DOUBLE's bits folded so Acero
+    hashes it well (kernels.relational.hash_key_floats)."""
+    from ..kernels.relational import hash_key_floats
+
+    return pa.Table.from_arrays([hash_key_floats(table.column(c)) for c in key],
+                                names=list(key))
+
+
 def _duplicates(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
-    """Key values that occur more than once (NULL keys excluded)."""
-    keyed = _with_keys(table.select(list(key)), key)
-    counts = keyed.group_by(list(key)).aggregate([([], "count_all")])
-    return counts.filter(pc.greater(counts.column("count_all"), 1))
+    """Key values that occur more than once (NULL keys excluded), as given (each from the
+    first of its rows)."""
+    keyed = _with_keys(_hashable(table, key).append_column("__row", _positions(table.num_rows)),
+                       key)
+    counts = keyed.group_by(list(key), use_threads=False).aggregate(
+        [([], "count_all"), ("__row", "min")])
+    counts = counts.filter(pc.greater(counts.column("count_all"), 1))
+    return table.select(list(key)).take(counts.column("__row_min"))
 
 
 def _matches(left: pa.Table, right: pa.Table, key: tuple[str, ...]) -> pa.Array:
     """For each row of `left`, whether its (non-NULL) key occurs in `right`."""
-    lk = left.select(list(key)).append_column("__row", _positions(left.num_rows))
-    rk = _with_keys(right.select(list(key)), key)
+    lk = _hashable(left, key).append_column("__row", _positions(left.num_rows))
+    rk = _with_keys(_hashable(right, key), key)
     rk = rk.group_by(list(key)).aggregate([])
     hit = lk.join(rk, keys=list(key), join_type="left semi")
     return pc.is_in(_positions(left.num_rows), value_set=hit.column("__row"))
@@ -287,7 +301,7 @@ def check_keys(entry: MemoryTable, new: pa.Table, existing: pa.Table | None, wha
 def _first_per_key(table: pa.Table, key: tuple[str, ...]) -> pa.Table:
     """Each key's first row (rows with a NULL key all stay)."""
     rows = _positions(table.num_rows)
-    t = table.select(list(key)).append_column("__row", rows)
+    t = _hashable(table, key).append_column("__row", rows)
     keyed = _with_keys(t, key)
     first = keyed.group_by(list(key), use_threads=False).aggregate([("__row", "min")])
     keep = pc.is_in(rows, value_set=first.column("__row_min"))
