@@ -93,6 +93,9 @@ def holistic(state, s) -> pa.Array:
         lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values,
                                          mask=pa.array(none))
         return pc.binary_join(lists, s.params[0])
+    if (n <= FEW_GROUPS or len(values) >= GROUP_VALUES * n) and (
+            pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+        return _selected(values, offsets, counts, none, s)
     order = pc.sort_indices(pa.table({"p": parents, "v": values}),
                             sort_keys=[("p", "ascending"), ("v", "ascending")])
     ordered = values.take(order)
@@ -112,6 +115,44 @@ def holistic(state, s) -> pa.Array:
     v_hi = v[np.minimum(safe + hi, len(v) - 1)]
     with np.errstate(invalid="ignore"):
         out = np.where(lo == hi, v_lo, v_lo + (rn - lo) * (v_hi - v_lo))  # DuckDB's lerp
+    return pa.array(out, pa.float64(), mask=none)
+
+
+# Up to this many groups, a number quantile selects each group's one or two order statistics
+# in its own values (numpy's introselect, linear) instead of sorting every value by (group,
+# value): the median of 2M doubles took 0.25 s sorted, 0.02 s selected (DuckDB 0.03 s).
+# The values of a group are contiguous (a list state's), so each group is a slice. A
+# selection costs ~10 us of its own, so more groups than this select only when they hold
+# GROUP_VALUES values each on average (1,000 groups of 2,000: 0.30 -> 0.05 s); smaller
+# ones are sorted all at once (a million groups of two would take seconds one by one).
+FEW_GROUPS = 256
+GROUP_VALUES = 512
+
+
+def _selected(values: pa.Array, offsets: np.ndarray, counts: np.ndarray, none: np.ndarray,
+              s) -> pa.Array:
+    """`holistic`'s answer for MEDIAN / QUANTILE_CONT / QUANTILE_DISC of integers or floats,
+    each group's order statistics selected in its slice of `values` (NaN sorts last, as in
+    Arrow's sort and DuckDB)."""
+    v = values.to_numpy(zero_copy_only=False)
+    n = len(counts)
+    if s.fn == "quantile_disc":
+        at = _disc_index(counts, s.params[0])
+        out = np.zeros(n, dtype=v.dtype)
+        for g in np.flatnonzero(~none):
+            seg = v[offsets[g]:offsets[g + 1]]
+            out[g] = np.partition(seg, at[g])[at[g]]
+        return pa.array(out, values.type, mask=none)
+    q = 0.5 if s.fn == "median" else float(s.params[0])
+    rn = (np.maximum(counts, 1) - 1).astype(np.float64) * q
+    lo, hi = np.floor(rn).astype(np.int64), np.ceil(rn).astype(np.int64)
+    out = np.zeros(n, dtype=np.float64)
+    for g in np.flatnonzero(~none):
+        seg = v[offsets[g]:offsets[g + 1]].astype(np.float64)
+        part = np.partition(seg, [lo[g], hi[g]])
+        v_lo, v_hi = part[lo[g]], part[hi[g]]
+        with np.errstate(invalid="ignore"):
+            out[g] = v_lo if lo[g] == hi[g] else v_lo + (rn[g] - lo[g]) * (v_hi - v_lo)
     return pa.array(out, pa.float64(), mask=none)
 
 
