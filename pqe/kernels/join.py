@@ -14,7 +14,7 @@ from .. import types as T
 from ..physical.plan import Band, OrKeys
 from .band import pair_blocks
 from .expressions import Compiler, filter_table
-from .relational import hash_key_floats
+from .relational import fold_wide, hash_key_floats, low_bits_repeat, wide_integer
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
                "full": "full outer", "semi": "left semi", "anti": "left anti"}
@@ -24,19 +24,27 @@ def _source(t: pa.Table) -> ac.Declaration:
     return ac.Declaration("table_source", ac.TableSourceNodeOptions(t))
 
 
-def _match_keys(table: pa.Table, keys) -> tuple[pa.Table, list[str]]:
-    """The table and key names to hash-join on: a float key is matched on a canonical copy
-    (-0.0 = 0.0, NaN = NaN; see relational.canonical_floats), a DOUBLE's bits folded so that
-    Acero hashes them well (relational.hash_key_floats), added beside the original, which is
-    what the join outputs."""
-    names = list(keys)
-    for i, k in enumerate(keys):
-        col = table.column(k)
-        if T.is_floating(col.type):
-            names[i] = k + "\x00key"
-            if names[i] not in table.column_names:
-                table = table.append_column(names[i], hash_key_floats(col))
-    return table, names
+def _match_keys(left: pa.Table, right: pa.Table, left_keys, right_keys):
+    """The two tables and key names to hash-join on: a float key is matched on a canonical
+    copy (-0.0 = 0.0, NaN = NaN; see relational.canonical_floats), a DOUBLE's bits folded so
+    that Acero hashes them well (relational.hash_key_floats), added beside the original,
+    which is what the join outputs; an 8-byte integer key whose values share their low 32
+    bits on either side (relational.low_bits_repeat) is matched on its folded bits on both."""
+    lnames, rnames = list(left_keys), list(right_keys)
+    for i, (lk, rk) in enumerate(zip(left_keys, right_keys, strict=True)):
+        lcol, rcol = left.column(lk), right.column(rk)
+        if T.is_floating(lcol.type):
+            make = hash_key_floats
+        elif wide_integer(lcol.type) and (low_bits_repeat(lcol) or low_bits_repeat(rcol)):
+            make = fold_wide
+        else:
+            continue
+        lnames[i], rnames[i] = lk + "\x00key", rk + "\x00key"
+        if lnames[i] not in left.column_names:
+            left = left.append_column(lnames[i], make(lcol))
+        if rnames[i] not in right.column_names:
+            right = right.append_column(rnames[i], make(rcol))
+    return left, right, lnames, rnames
 
 
 def _without_null_types(left: pa.Table, right: pa.Table, left_keys, right_keys):
@@ -85,8 +93,7 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
         # once per probe partition, and dynamic filters leave many partitions empty)
         right = right.slice(0, 0)
     left, right, null_ids = _without_null_types(left, right, left_keys, right_keys)
-    left, left_keys = _match_keys(left, left_keys)
-    right, right_keys = _match_keys(right, right_keys)
+    left, right, left_keys, right_keys = _match_keys(left, right, left_keys, right_keys)
     by_ref = _by_reference(right, right_keys, kind, residual, out_ids)
     full = right
     if by_ref:
@@ -152,8 +159,7 @@ def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
         valid = pc.is_valid(left.column(k))
         mask = valid if mask is None else pc.and_(mask, valid)
     left, right, null_ids = _without_null_types(left.filter(mask), right, left_keys, right_keys)
-    left, left_keys = _match_keys(left, left_keys)
-    right, right_keys = _match_keys(right, right_keys)
+    left, right, left_keys, right_keys = _match_keys(left, right, left_keys, right_keys)
     opts = ac.HashJoinNodeOptions("left anti", list(left_keys), list(right_keys))
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
     return _with_null_types(decl.to_table(use_threads=False), out_ids, null_ids)
@@ -171,8 +177,7 @@ def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, re
     if probe.num_rows == 0 or build.num_rows == 0:
         return pa.table({ROW_ID: pa.array([], pa.int64())})
     probe, build, _ = _without_null_types(probe, build, probe_keys, build_keys)
-    probe, probe_keys = _match_keys(probe, probe_keys)
-    build, build_keys = _match_keys(build, build_keys)
+    probe, build, probe_keys, build_keys = _match_keys(probe, build, probe_keys, build_keys)
     opts = ac.HashJoinNodeOptions("right semi", list(probe_keys), list(build_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(probe), _source(build)])

@@ -43,11 +43,49 @@ def hash_key_floats(col):
     return pc.bit_wise_xor(bits, pc.shift_right(bits, _SHIFT))
 
 
-def unfold_floats(col):
-    """The doubles whose hash_key_floats `col` holds (the fold undoes itself)."""
+def unfold_floats(col, dtype=pa.float64()):
+    """The values (doubles, or `dtype`) whose folded bits `col` holds (the fold undoes
+    itself)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
-    return pc.bit_wise_xor(col, pc.shift_right(col, _SHIFT)).view(pa.float64())
+    return pc.bit_wise_xor(col, pc.shift_right(col, _SHIFT)).view(dtype)
+
+
+def wide_integer(t: pa.DataType) -> bool:
+    """An 8-byte integer-like key type (BIGINT, UBIGINT, timestamps, durations): one that
+    `fold_wide` may fold."""
+    return ((pa.types.is_integer(t) and t.bit_width == 64) or pa.types.is_timestamp(t)
+            or pa.types.is_duration(t) or pa.types.is_date64(t) or pa.types.is_time64(t))
+
+
+FOLD_SAMPLE = 256
+
+
+def low_bits_repeat(col) -> bool:
+    """Whether the distinct values of an 8-byte integer key (FOLD_SAMPLE evenly spaced values
+    of its largest chunk, NULL slots' bits included) share their low 32 bits: ids made of a
+    timestamp shifted past bit 32 with a constant machine and sequence below it (a
+    Snowflake id of sequence 0), or multiples of 2^33 and more. Acero hashes such keys into
+    few buckets, as it does the doubles of hash_key_floats: 500,000 distinct k << 40
+    grouped in 4.1 s, not 3 ms. 30-60 us a call (a strided view, no copy; the 22 TPC-H
+    queries ask 348 times, 0.05 s of their 3.3 s, and never fold)."""
+    if len(col) < 2 or not wide_integer(col.type):
+        return False
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    c = max(chunks, key=len)
+    values = np.frombuffer(c.buffers()[1], dtype=np.uint64, count=len(c), offset=c.offset * 8)
+    bits = values[::max(1, len(c) // FOLD_SAMPLE)]
+    distinct = len(np.unique(bits))
+    return 2 * len(np.unique(bits & np.uint64(0xFFFFFFFF))) < distinct
+
+
+def fold_wide(col):
+    """An 8-byte integer-like key's bits with the high half folded into the low, as uint64
+    (a bijection, like hash_key_floats'; `unfold_floats(folded, type)` gives it back)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    bits = col.view(pa.uint64())
+    return pc.bit_wise_xor(bits, pc.shift_right(bits, _SHIFT))
 
 
 def decoded(table: pa.Table, ids) -> pa.Table:
