@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import report, tpch
 
 
@@ -117,3 +119,16 @@ def test_scaling_pins_every_thread_of_the_process_to_t_cores():
         stop.set()
         scaling.pin_cores(None, before)
     assert os.sched_getaffinity(0) == allowed
+
+
+def test_cliffs_sweep_runs_and_every_answer_matches_duckdb():
+    """benchmarks.cliffs at a small size: every shape runs on both engines and pqe's answer
+    is DuckDB's (the sweep is how the DOUBLE / wide-integer key and quantile cliffs were
+    found; it must stay runnable)."""
+    pytest.importorskip("duckdb")
+    from benchmarks import cliffs
+
+    results = cliffs.run(rows=20_000, runs=1)
+    assert [r["shape"] for r in results] == list(cliffs.SHAPES)
+    bad = [(r["shape"], r["mismatch"]) for r in results if r["mismatch"] is not None]
+    assert not bad, bad
