@@ -27,7 +27,7 @@ from ..errors import ExecutionError, InternalError
 from . import decimals
 from . import user_functions as U
 from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_lists
-from .relational import (decoded, fold_wide, hash_key_floats, low_bits_repeat, unfold_floats,
+from .relational import (decoded, fold_wide, hash_key_floats, low_bits_repeat, unfold,
                          unify_dictionaries, wide_integer)
 
 # fn -> list of (state suffix, partial kernel, final kernel)
@@ -120,7 +120,7 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple], keep: bool = False
     distinct value once and moves indices, and the final step groups by them too)."""
     encoded = []
     shown: dict[str, str] = {}  # float key -> its group's first value, shown as the key
-    unfold: list[str] = []  # keys shown as their (folded) group keys unfolded
+    unfolded: list[str] = []  # keys shown as their (folded) group keys unfolded
     grouped_by = []
     for k in keys:
         col = table.column(k)
@@ -138,14 +138,14 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple], keep: bool = False
                 shown[k] = _SHOWN + k
                 aggs = [*aggs, (k, "hash_first", None, _SHOWN + k)]
             else:
-                unfold.append(k)
+                unfolded.append(k)
             continue
         if wide_integer(col.type) and low_bits_repeat(col):
             # 8-byte integer keys whose values share their low 32 bits: grouped by their
             # folded bits (relational.low_bits_repeat), shown as given
             table = table.append_column(_CANON + k, fold_wide(col))
             grouped_by.append(_CANON + k)
-            unfold.append(k)
+            unfolded.append(k)
             continue
         if pa.types.is_dictionary(col.type):
             encoded.append(k)
@@ -176,9 +176,9 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple], keep: bool = False
         out = out.append_column(name, out.column(src))
     for k, src in shown.items():
         out = out.append_column(k, out.column(src))
-    for k in unfold:
+    for k in unfolded:
         key = out.column(_CANON + k)
-        out = out.append_column(k, unfold_floats(key, table.schema.field(k).type)
+        out = out.append_column(k, unfold(key, table.schema.field(k).type)
                                 if pa.types.is_uint64(key.type) else key)
     return out if keep else decoded(out, encoded)
 

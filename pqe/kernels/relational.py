@@ -32,20 +32,15 @@ def hash_key_floats(col):
     8-byte keys that differ only in their high bits (doubles holding whole numbers, halves,
     prices: 1.0 and 2.0 share their low 44 bits) puts them in few buckets: GROUP BY a DOUBLE
     of 1,000 such values took 0.87 s a 1.25M-row partition (as folded bits 6 ms), a hash
-    join of 1.25M against 100,000 of them 5.8 s (0.023 s). `unfold_floats` gives the double
+    join of 1.25M against 100,000 of them 5.8 s (0.023 s). `unfold` gives the double
     back. Other types are returned unchanged (FLOAT's 4 bytes hash well)."""
     col = canonical_floats(col)
-    if not pa.types.is_float64(col.type):
-        return col
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    bits = col.view(pa.uint64())
-    return pc.bit_wise_xor(bits, pc.shift_right(bits, _SHIFT))
+    return fold_wide(col) if pa.types.is_float64(col.type) else col
 
 
-def unfold_floats(col, dtype=pa.float64()):
-    """The values (doubles, or `dtype`) whose folded bits `col` holds (the fold undoes
-    itself)."""
+def unfold(col, dtype: pa.DataType):
+    """The values of type `dtype` whose folded bits (fold_wide, hash_key_floats) `col`
+    holds: the fold undoes itself."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     return pc.bit_wise_xor(col, pc.shift_right(col, _SHIFT)).view(dtype)
@@ -80,8 +75,8 @@ def low_bits_repeat(col) -> bool:
 
 
 def fold_wide(col):
-    """An 8-byte integer-like key's bits with the high half folded into the low, as uint64
-    (a bijection, like hash_key_floats'; `unfold_floats(folded, type)` gives it back)."""
+    """An 8-byte key's bits with the high half folded into the low, as uint64 (bits ^ (bits
+    >> 32): a bijection; `unfold(folded, type)` gives the key back)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     bits = col.view(pa.uint64())
