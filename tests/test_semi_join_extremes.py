@@ -108,6 +108,12 @@ CONDITIONS = [
     "t2.k = t1.k AND (t1.w <> t2.w OR t1.s = t2.s)",  # an OR: not grouped
     "t2.k = t1.k AND CAST(t1.w AS DOUBLE) <> CAST(t2.w AS DOUBLE)",  # floats: not grouped
     "t2.k = t1.k AND t1.b <> t2.b",
+    # integer % never fails (% 0 is NULL, -2^63 % -1 is 0) and / only by -1: grouped
+    "t2.k = t1.k AND t2.w % 7 <> t1.w % 7",
+    "t2.k = t1.k AND t1.w % 5 > t2.w % t2.k",
+    "t2.k = t1.k AND t1.w % 3 <= t2.w % -1",
+    "t2.k = t1.k AND t1.w < t2.w / 3",
+    "t2.k = t1.k AND t1.w <> t2.w % 0",
 ]
 
 
@@ -141,6 +147,9 @@ def test_grouped_in_the_plan_only_where_it_holds():
         "t1.s < t2.s": ("max(",),
         "t2.dt < t1.dt": ("min(",),  # t1.dt > t2.dt
         "t1.d >= t2.d": ("min(",),
+        "t2.w % 7 <> t1.w % 7": ("min((t2.w % 7))", "max((t2.w % 7))"),
+        "t1.w > t2.w % t2.k": ("min((t2.w % t2.k))",),
+        "t1.w < t2.w / 3": ("max((t2.w / 3))",),
     }
     for cmp, fns in grouped.items():
         plan = _optimized(f"SELECT t1.id FROM t t1 WHERE EXISTS (SELECT 1 FROM u t2 "
@@ -148,7 +157,9 @@ def test_grouped_in_the_plan_only_where_it_holds():
         assert all(fn in plan for fn in fns), (cmp, plan)
         assert "Aggregate: groupBy=[t2.k]" in plan, (cmp, plan)
     for cond in ["t1.f <> t2.f", "t1.w <> t2.w % 100 + 1", "t1.w <> t2.w AND t1.s <> t2.s",
-                 "(t1.w <> t2.w OR t1.s = t2.s)", "t1.w <> t2.w + random()"]:
+                 "(t1.w <> t2.w OR t1.s = t2.s)", "t1.w <> t2.w + random()",
+                 # -2^63 / -1 overflows; / by a column may be / -1
+                 "t1.w <> t2.w / -1", "t1.w <> t2.w / t2.k", "t1.w <> t2.d % 7"]:
         plan = _optimized(f"SELECT t1.id FROM t t1 WHERE EXISTS (SELECT 1 FROM u t2 "
                           f"WHERE t2.k = t1.k AND {cond})")
         assert "Aggregate" not in plan, (cond, plan)

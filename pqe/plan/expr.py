@@ -426,6 +426,22 @@ _RAISING = {"add", "subtract", "multiply", "divide", "modulo", "negate", "abs", 
 _SIZED = {"lpad", "rpad", "repeat"}
 
 
+def _integer_division_never_fails(x: Call) -> bool:
+    """Integer % never fails (% 0 is NULL, % -1 is 0, also for -2^63: kernels.expressions'
+    `_modulo`), and integer / fails only for -2^63 / -1 (/ 0 is NULL), so not when the
+    divisor is a constant other than -1. `b.k % 7 <> a.k % 7` is then as safe to compute on
+    rows a join or an AND would not have reached as `b.k <> a.k` (optimizer.semi_join_extremes
+    groups such an expression's every row)."""
+    if not T.is_integer(x.dtype) or x.fn not in ("modulo", "divide"):
+        return False
+    if x.fn == "modulo":
+        return True
+    d = x.args[1]
+    while isinstance(d, Cast) and T.is_integer(d.dtype) and T.widens(d.arg.dtype, d.dtype):
+        d = d.arg
+    return isinstance(d, Literal) and (d.value is None or d.value != -1)
+
+
 def may_raise(e: Expr) -> bool:
     """Computing `e` can fail for some values: integer, DECIMAL or date arithmetic (an
     overflow), a cast to such a type that does not widen (`types.widens`), a padded or
@@ -435,7 +451,8 @@ def may_raise(e: Expr) -> bool:
         if isinstance(x, UserCall):
             return True
         if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _RAISING and (
-                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))):
+                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))
+                and not _integer_division_never_fails(x)):
             return True
         if isinstance(x, Cast) and not x.try_ and not T.widens(x.arg.dtype, x.dtype) and (
                 T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)):
