@@ -331,12 +331,14 @@ class Lowering:
         right partitions through it (no shuffle), then keep the left rows matched anywhere."""
         (left,) = self.lower(node.left)
         build = self.materialize([left.then(O.AddRowIds())], "build")[0]
-        runs = self._key_runs(build, node.left_keys[0]) if len(node.left_keys) == 1 else None
+        runs = (self._key_runs(build, node.left_keys[0])
+                if len(node.left_keys) == 1 and node.extremes is None else None)
         matches = []
         for p in self.lower(node.right):
             op = O.MatchBuildRows(build=len(p.inputs), probe_keys=node.right_keys,
                                   build_keys=node.left_keys, filter=node.filter,
-                                  runs=len(p.inputs) + 1 if runs is not None else None)
+                                  runs=len(p.inputs) + 1 if runs is not None else None,
+                                  extremes=node.extremes)
             extra = (build, runs) if runs is not None else (build,)
             matches.append(Pending(p.ops + (op,), p.inputs + extra))
         keys = self.materialize(matches, "semi-match")

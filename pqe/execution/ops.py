@@ -374,25 +374,39 @@ class MatchBuildRows(Op):
     side) probes the small side (task input `build`); emits matched ids. With `runs` (the
     input of the build's rows grouped by its one integer key, kernels.dense_join.KeyRuns,
     made once for every partition) the probe looks its keys up there; else, or when that
-    input is None (the key did not qualify), Acero hash-joins."""
+    input is None (the key did not qualify), Acero hash-joins. With `extremes` (the probe
+    side's compared expression, the extremes of it the condition reads, and the condition
+    over the build's columns and those extremes: plan.extremes), the build rows meet the
+    partition's extremes per key instead of its rows (kernels.join.matched_row_ids_by_extremes)."""
 
     label = "join"
-    _fields = ("build", "probe_keys", "build_keys", "filter", "runs")
+    _fields = ("build", "probe_keys", "build_keys", "filter", "runs", "extremes")
 
     def run(self, data, inputs):
+        # (the build's other columns stay out of the hash tables: only row ids come out)
+        needed = {*self.build_keys, joins.ROW_ID}
+        if self.filter is not None:
+            needed |= column_ids(self.filter)
+        build = inputs[self.build]
+        build = build.select([c for c in build.column_names if c in needed])
+        if self.extremes is not None:
+            compiled = getattr(self, "_extremes", None)
+            if compiled is None:
+                value, fns, condition = self.extremes
+                compiled = self._extremes = (Compiler()(value), fns, Compiler()(condition))
+            return joins.matched_row_ids_by_extremes(data, build, self.probe_keys,
+                                                     self.build_keys, *compiled)
         residual = getattr(self, "_residual", None)
         if residual is None and self.filter is not None:
             residual = self._residual = Compiler()(self.filter)
         runs = inputs[self.runs] if self.runs is not None else None
         if runs is not None:
-            build = inputs[self.build]
             ids = dense_join.matched_build_rows(
                 data, runs, self.probe_keys[0], build, residual,
                 column_ids(self.filter) if self.filter is not None else ())
             if ids is not None:
                 return pa.table({joins.ROW_ID: build.column(joins.ROW_ID).take(ids)})
-        return joins.matched_row_ids(data, inputs[self.build], self.probe_keys, self.build_keys,
-                                     residual)
+        return joins.matched_row_ids(data, build, self.probe_keys, self.build_keys, residual)
 
 
 class SemiFromIds(Op):

@@ -12,9 +12,10 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..physical.plan import Band, OrKeys
+from ..plan.extremes import EXTREME_PREFIX
 from .band import pair_blocks
 from .expressions import Compiler, filter_table
-from .relational import fold_wide, hash_key_floats, low_bits_repeat, wide_integer
+from .relational import decoded, fold_wide, hash_key_floats, low_bits_repeat, wide_integer
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
                "full": "full outer", "semi": "left semi", "anti": "left anti"}
@@ -181,6 +182,43 @@ def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, re
     opts = ac.HashJoinNodeOptions("right semi", list(probe_keys), list(build_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(probe), _source(build)])
+    return decl.to_table(use_threads=False).select([ROW_ID])
+
+
+_VALUE = "__pqe_value"
+
+
+def matched_row_ids_by_extremes(probe: pa.Table, build: pa.Table, probe_keys, build_keys,
+                                value, fns, residual) -> pa.Table:
+    """`matched_row_ids` for a condition that compares an expression of the build row with
+    one of the probe row, `value` (compiled), and otherwise reads the build row only
+    (plan.extremes): the probe rows whose keys the build side holds, grouped by key with
+    the `fns` (min, max) of their value, are what the build rows meet, one row per key, under
+    `residual` (which reads those extremes as EXTREME_PREFIX + fn). Checking the pairs costs
+    (build rows) x (probe rows) of each key: 2,000 build rows on a key 200,000 probe rows
+    hold were 400M pairs (2.4 s); grouped, the probe rows are hashed twice and the build rows
+    meet one row each. MIN/MAX skip NULL values as the comparison does (a NULL compares to
+    nothing), and a key group of NULL values only has NULL extremes."""
+    if probe.num_rows == 0 or build.num_rows == 0:
+        return pa.table({ROW_ID: pa.array([], pa.int64())})
+    # (decoded: Acero groups a dictionary column chunk by chunk, and compares the extremes
+    # with the build's columns in the residual, which must be of the same type)
+    build = decoded(build, build.column_names)
+    probe, build, probe_keys, build_keys = _match_keys(probe, build, probe_keys, build_keys)
+    values = ac.Declaration.from_sequence([_source(probe), ac.Declaration(
+        "project", ac.ProjectNodeOptions([pc.field(k) for k in probe_keys] + [value],
+                                         [*probe_keys, _VALUE]))]).to_table(use_threads=False)
+    values = decoded(values, values.column_names)
+    held = ac.Declaration("hashjoin", ac.HashJoinNodeOptions(
+        "left semi", list(probe_keys), list(build_keys)),
+        inputs=[_source(values), _source(build.select(list(build_keys)))])
+    groups = ac.Declaration("aggregate", ac.AggregateNodeOptions(
+        [(_VALUE, "hash_" + fn, None, EXTREME_PREFIX + fn) for fn in fns],
+        keys=list(probe_keys)), inputs=[held]).to_table(use_threads=False)
+    # the groups (at most one per build key) are hashed, the build rows probe them
+    opts = ac.HashJoinNodeOptions("left semi", list(build_keys), list(probe_keys),
+                                  filter_expression=residual)
+    decl = ac.Declaration("hashjoin", opts, inputs=[_source(build), _source(groups)])
     return decl.to_table(use_threads=False).select([ROW_ID])
 
 

@@ -33,24 +33,21 @@ it pays (LEFT_ROWS_PER_KEY).
 
 from __future__ import annotations
 
-from .. import types as T
 from ..plan import builder as B
-from ..plan.expr import (Call, ColumnRef, Expr, and_, column_ids, conjuncts, is_volatile,
-                         may_raise, or_)
+from ..plan.expr import ColumnRef, and_, is_volatile, or_
+from ..plan.extremes import exact, extremes_shape
 from ..plan.logical import Aggregate, Join, LogicalPlan, Project, transform_up
 from ..plan.stats import Estimator
 
-# x OP y over the left row x and the right rows' y holds for some y exactly when it holds
-# for this extreme of them
-_EXTREME = {"lt": "max", "le": "max", "gt": "min", "ge": "min"}
-_FLIP = {"ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 # Checking pairs costs about (left rows) x (right rows per key), grouping the right side its
 # rows: grouped only when the left side has at least this many rows per right key. A small
 # left side meets few right rows (TPC-H Q21's 75k late lines of Argentine suppliers against
 # 6M lines in 1.5M orders: 0.23 s as pairs, 0.34 s grouped; TPC-DS Q94's 147 rows against
 # 720k in 60k orders: 0.042 -> 0.050 s); a left side as big as the right grouped pays off
 # (TPC-DS Q95's 720k rows: 0.124 -> 0.075 s; a key held by 20,000 rows of each side, 2.5 s
-# -> 0.04 s)
+# -> 0.04 s). A small left side whose rows crowd onto a key the right side holds many rows
+# of is answered from extremes too, per partition of the right side, when the left side is
+# the one hashed (execution.lower's build-left semi join)
 LEFT_ROWS_PER_KEY = 1.0
 
 
@@ -58,55 +55,27 @@ def rewrite_semi_join_extremes(plan: LogicalPlan) -> LogicalPlan:
     return transform_up(plan, _rule)
 
 
-def _exact(t) -> bool:
-    return (T.is_integer(t) or T.is_decimal(t) or T.is_text(t) or T.is_temporal(t)
-            or T.is_boolean(t))
-
-
 def _rule(node: LogicalPlan) -> LogicalPlan | None:
     if not (isinstance(node, Join) and node.kind in ("semi", "anti") and node.on
             and node.filter is not None and not node.null_aware):
         return None
-    if not all(_exact(rk.dtype) and not is_volatile(rk) for _, rk in node.on):
+    if not all(exact(rk.dtype) and not is_volatile(rk) for _, rk in node.on):
         return None
     if _one_row_per_key(node.right, [rk for _, rk in node.on]):
         return None
-    lids, rids = set(node.left.column_ids), set(node.right.column_ids)
-    cross: list[Expr] = []
-    left_only: list[Expr] = []
-    for term in conjuncts(node.filter):
-        ids = column_ids(term)
-        if ids <= lids:
-            left_only.append(term)
-        else:
-            cross.append(term)
-    if len(cross) != 1:
+    shape = extremes_shape(node.filter, set(node.left.column_ids), set(node.right.column_ids))
+    if shape is None:
         return None
-    term = cross[0]
-    if not (isinstance(term, Call) and term.fn in _FLIP and len(term.args) == 2):
-        return None
-    a, b = term.args
-    if column_ids(a) <= lids and column_ids(b) and column_ids(b) <= rids:
-        x, y, op = a, b, term.fn
-    elif column_ids(b) <= lids and column_ids(a) and column_ids(a) <= rids:
-        x, y, op = b, a, _FLIP[term.fn]
-    else:
-        return None
-    if not _exact(y.dtype) or x.dtype != y.dtype:
-        return None
-    if may_raise(y) or is_volatile(y) or is_volatile(x):
-        return None
-    fns = ("min", "max") if op == "ne" else (_EXTREME[op],)
     grouped = B.aggregate(node.right, [(rk, rk.field.name if isinstance(rk, ColumnRef) else "key")
                                        for _, rk in node.on],
-                          [(B.aggregate_call(fn, [y]), fn) for fn in fns])
+                          [(B.aggregate_call(fn, [shape.y]), fn) for fn in shape.fns])
     est = Estimator.shared()
     if est.rows(node.left) < LEFT_ROWS_PER_KEY * est.rows(grouped):
         return None
     keys = tuple((lk, ColumnRef(f)) for (lk, _), f in zip(node.on, grouped.group_fields,
                                                            strict=True))
-    compared = or_(B.compare(op, x, ColumnRef(f)) for f in grouped.agg_fields)
-    return Join(node.left, grouped, node.kind, keys, and_([*left_only, compared]),
+    compared = or_(B.compare(shape.op, shape.x, ColumnRef(f)) for f in grouped.agg_fields)
+    return Join(node.left, grouped, node.kind, keys, and_([*shape.left_only, compared]),
                 node.null_aware)
 
 

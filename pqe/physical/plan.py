@@ -378,6 +378,10 @@ class HashJoinExec(PhysicalPlan):
     # text columns of a dense build that the build dictionary-encodes (group keys computed on
     # the build side, or read as text): the probes gather int32 indices for them
     encode_build: tuple[str, ...] = ()
+    # build_left semi/anti: each right partition meets the left rows with its extremes per
+    # key of the condition's right-side expression (plan.extremes.per_partition: the
+    # expression, the extremes, the condition over them) instead of with its rows
+    extremes: tuple | None = None
 
     def children(self):
         return (self.left, self.right)
@@ -391,6 +395,9 @@ class HashJoinExec(PhysicalPlan):
             out += f" filter={_expr(self.filter)}"
         if self.null_aware:
             out += " null_aware"
+        if self.extremes is not None:
+            value, fns, _ = self.extremes
+            out += " per_key=[" + ", ".join(f"{fn}({_expr(value)})" for fn in fns) + "]"
         if self.runtime_filter is not None:
             scan, column = self.runtime_filter[:2]
             rows = "" if self.runtime_filter[3] is not None else " (rows)"

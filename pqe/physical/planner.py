@@ -29,6 +29,7 @@ from ..plan import logical as L
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal,
                          column_ids, column_ids_all, conjuncts, disjuncts, may_raise,
                          transform)
+from ..plan.extremes import per_partition
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, OrKeys, WindowSpec, dense_fits,
                    dense_index_bytes, int64_decimal_applicable,
@@ -403,6 +404,11 @@ class PhysicalPlanner:
             n, dist = (1, SINGLE) if kind != "left" else (right.n + 1, ANY)
             out = HashJoinExec(schema, n, dist, self._gather(left), right, kind, lkeys, rkeys,
                                node.filter, "build_left")
+            if kind in ("semi", "anti"):
+                # a few left rows may still crowd onto a key the right holds many rows of
+                # (the optimizer's semi_join_extremes leaves the pairs to a small left side)
+                out.extremes = per_partition(node.filter, left.schema, right.schema, lkeys,
+                                             rkeys)
             out.est_bytes = lbytes * 2
             return out
         if node.null_aware or (can_broadcast and broadcast_cost <= partitioned_cost):
