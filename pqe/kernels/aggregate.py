@@ -287,8 +287,9 @@ def _sorted_segments(table: pa.Table, group: tuple[str, ...], specs,
         if s.arg_dtype is not None and not (T.is_integer(s.arg_dtype) or T.is_floating(s.arg_dtype)
                                             or decimals.fits_int64(s.arg_dtype)):
             return None
+    # (integers as their own numpy type: a UBIGINT past 2^63 does not fit int64)
     k = np.asarray((key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key)
-                   .cast(pa.int64() if pa.types.is_integer(kt) else pa.int32())
+                   .cast(kt if pa.types.is_integer(kt) else pa.int32())
                    .to_numpy(zero_copy_only=False))
     if not (k[1:] >= k[:-1]).all():
         return None

@@ -22,6 +22,7 @@ from .. import types as T
 from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
                          conjuncts, flatten, may_raise)
+from ..plan.temporal_text import TEMPORAL_TEXT, UNIT_DIGITS
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .udfs import EXACT_STEP, rescaled
 from .relational import canonical_floats
@@ -719,7 +720,10 @@ def _pad(c, e):
 
 def _repeat(c, e):
     s, n = e.args
-    return _call("binary_repeat", [c(s), c(n)])
+    # a count below 0 repeats nothing (DuckDB, PostgreSQL); Arrow's kernel fails on it
+    count = _call("max_element_wise", [c(n), scalar(0, n.dtype if T.is_integer(n.dtype) else T.INT64)],
+                  pc.ElementWiseAggregateOptions(skip_nulls=False))
+    return _call("binary_repeat", [c(s), count])
 
 
 # ---- math --------------------------------------------------------------------------------------
@@ -826,7 +830,12 @@ def _floor_ceil(c, e):
         near = _call(e.fn, [rescaled(shifted, t.scale, near_t, safe=False)])
         back = _call("subtract" if floor else "add", [near, k])
         return rescaled(back, EXACT_STEP, e.dtype)
-    out = _call(e.fn, [c(e.args[0])])
+    x = c(e.args[0])
+    if T.is_decimal(t):
+        # Arrow's kernel keeps the input's precision: FLOOR(-99999999.99) of a DECIMAL(10,2)
+        # needs an eleventh digit, and on an array Arrow gave 0 without an error
+        x = x.cast(_decimal_type(t.precision + 1, t.scale))
+    out = _call(e.fn, [x])
     return out.cast(e.dtype) if out is not None else out
 
 
@@ -841,7 +850,10 @@ def _float_unary(kernel):
 
 
 def _sign(c, e):
-    return _call("sign", [c(e.args[0])]).cast(T.INT64)
+    x = _call("sign", [c(e.args[0])])
+    if T.is_floating(e.args[0].dtype):  # SIGN(NaN) is 0 (DuckDB); Arrow's is NaN
+        x = _call("if_else", [_call("is_nan", [x]), scalar(0.0, T.FLOAT64), x])
+    return x.cast(T.INT64)
 
 
 def _abs(c, e):
@@ -987,6 +999,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         return x
     if T.is_null(src):
         return null_of(dst)
+    if T.is_interval(src) and not T.is_interval(dst):
+        raise UnsupportedError(f"CAST of an INTERVAL to {T.type_name(dst)} is not supported")
     if e.try_:
         return _try_cast(x, src, dst)
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
@@ -996,6 +1010,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _checked_text_cast(x, _text_to_boolean(x), dst)
     if T.is_text(src) and T.is_numeric(dst):
         return _checked_text_cast(x, _text_to_number(x, dst), dst)
+    if T.is_text(src) and _parsed_temporal(dst):
+        return _checked_text_cast(x, _text_to_temporal(x, dst), dst)
     if T.is_text(src) and T.is_temporal(dst):
         return _call("utf8_trim_whitespace", [x]).cast(dst)
     if T.is_boolean(src) and T.is_text(dst):
@@ -1285,6 +1301,84 @@ def _text_to_boolean(x: E) -> E:
                                                null_of(T.BOOLEAN)])])
 
 
+def _parsed_temporal(t: pa.DataType) -> bool:
+    """Text casts to `t` go through `_text_to_temporal`: DATE, TIMESTAMP without a zone."""
+    return pa.types.is_date32(t) or pa.types.is_timestamp(t) and t.tz is None
+
+
+def _text_to_temporal(x: E, dst: pa.DataType) -> E:
+    """Text -> DATE or TIMESTAMP (without a zone): the value, or NULL where the text is not
+    one (plan.temporal_text) or names no such day or time (2023-02-29, 10:61, 24:00:01; 24:00
+    is the next day's midnight). Arrow's own parsers roll an impossible day over into the
+    next month (strptime: TRY_CAST('2023-02-29' AS DATE) gave 2023-03-01), convert a zone
+    offset to UTC (CAST('... 10:00+01:00' AS TIMESTAMP) gave 09:00) and fail the whole
+    array on one bad value (so TRY_CAST could not give NULL)."""
+    t = _call("utf8_trim_whitespace", [x])
+    parts = _call("extract_regex", [t], pc.ExtractRegexOptions(TEMPORAL_TEXT))
+
+    def number(name: str, default: str = "0") -> E:
+        text = _call("struct_field", [parts], pc.StructFieldOptions(name))
+        text = _call("if_else", [_call("equal", [text, scalar("", T.TEXT)]),
+                                 scalar(default, T.TEXT), text])
+        return text.cast(T.INT64)
+
+    def i(v: int) -> E:
+        return scalar(v, T.INT64)
+
+    def op(name: str, *args: E) -> E:
+        return _call(name, list(args))
+
+    y, m, d = number("y"), number("m"), number("d")
+    hh, mi, ss = number("H"), number("M"), number("S")
+    leap = op("or", op("and", op("equal", op("subtract", y, op("multiply", op("divide", y, i(4)), i(4))), i(0)),
+                        op("not_equal", op("subtract", y, op("multiply", op("divide", y, i(100)), i(100))), i(0))),
+              op("equal", op("subtract", y, op("multiply", op("divide", y, i(400)), i(400))), i(0)))
+    thirty = _call("is_in", [m], pc.SetLookupOptions(pa.array([4, 6, 9, 11], T.INT64)))
+    days_in_month = op("if_else", op("equal", m, i(2)), op("add", i(28), leap.cast(T.INT64)),
+                       op("if_else", thirty, i(30), i(31)))
+    digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
+    fraction = _call("struct_field", [parts], pc.StructFieldOptions("f"))
+    if digits:
+        fraction = _call("utf8_slice_codeunits", [_call("utf8_rpad", [fraction], pc.PadOptions(
+            digits, "0"))], pc.SliceOptions(0, digits)).cast(T.INT64)
+    else:
+        fraction = i(0)
+    midnight = op("and", op("equal", mi, i(0)), op("and", op("equal", ss, i(0)),
+                                                   op("equal", fraction, i(0))))
+    ok = op("and", op("and", op("greater_equal", m, i(1)), op("less_equal", m, i(12))),
+            op("and", op("greater_equal", d, i(1)), op("less_equal", d, days_in_month)))
+    ok = op("and", ok, op("and", op("less_equal", mi, i(59)), op("less_equal", ss, i(59))))
+    ok = op("and", ok, op("or", op("less_equal", hh, i(23)),
+                          op("and", op("equal", hh, i(24)), midnight)))
+    # days since 1970-01-01 of the proleptic Gregorian date (H. Hinnant's days_from_civil;
+    # Arrow's integer division truncates, and every operand here is >= 0 but the year's)
+    march = op("less_equal", m, i(2))
+    yy = op("subtract", y, march.cast(T.INT64))
+    era = op("divide", op("if_else", op("less", yy, i(0)), op("subtract", yy, i(399)), yy), i(400))
+    yoe = op("subtract", yy, op("multiply", era, i(400)))
+    mp = op("add", m, op("if_else", march, i(9), i(-3)))
+    doy = op("add", op("divide", op("add", op("multiply", i(153), mp), i(2)), i(5)),
+             op("subtract", d, i(1)))
+    doe = op("add", op("subtract", op("add", op("multiply", yoe, i(365)), op("divide", yoe, i(4))),
+                       op("divide", yoe, i(100))), doy)
+    days = op("add", op("multiply", era, i(146_097)), op("subtract", doe, i(719_468)))
+    if pa.types.is_date(dst):
+        value = days.cast(pa.int32()).cast(dst)
+    else:
+        per_second = 10 ** digits
+        # the days a TIMESTAMP of this unit holds in int64 (ns: about 1677-09-21 to
+        # 2262-04-11), less the day at each end, which is partly outside and refused whole
+        bound = (2 ** 63 - 1) // (86_400 * per_second) - 1
+        ok = op("and", ok, op("and", op("greater_equal", days, i(-bound)),
+                              op("less_equal", days, i(bound))))
+        seconds = op("add", op("add", op("multiply", days, i(86_400)), op("multiply", hh, i(3_600))),
+                     op("add", op("multiply", mi, i(60)), ss))
+        value = op("add", op("multiply", seconds, i(per_second)), fraction).cast(dst)
+    # (a row that is not such text, or names no such day, is NULL before its value is made)
+    valid = op("and_kleene", op("is_valid", parts), ok)
+    return op("if_else", valid, value, null_of(dst))
+
+
 def _checked_text_cast(x: E, converted: E, dst: pa.DataType) -> E:
     """CAST of text: `converted`, or an error naming the first value that did not convert."""
     failed = _call("and", [_call("is_valid", [x]), _call("is_null", [converted])])
@@ -1298,10 +1392,8 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         return _text_to_number(x, dst)
     if T.is_text(src) and T.is_boolean(dst):
         return _text_to_boolean(x)
-    if T.is_text(src) and pa.types.is_date(dst):
-        parsed = _call("strptime", [_call("utf8_trim_whitespace", [x])],
-                       pc.StrptimeOptions("%Y-%m-%d", "s", error_is_null=True))
-        return parsed.cast(dst)
+    if T.is_text(src) and _parsed_temporal(dst):
+        return _text_to_temporal(x, dst)
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
         rounded = _cast_rounding(x, src, dst)
         t = _rounded_type(src, dst)
@@ -1376,9 +1468,27 @@ def _extract(part):
             return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=True, week_start=7)).cast(T.INT64)
         if part == "isodow":
             return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=False, week_start=1)).cast(T.INT64)
-        if part == "epoch":
-            ts = x.cast(pa.timestamp("s")) if pa.types.is_date(e.args[0].dtype) else x.cast(pa.timestamp("s"), safe=False)
-            return ts.cast(T.INT64)
+        t = e.args[0].dtype
+        if part == "epoch":  # seconds since 1970 with their fraction, a DOUBLE (DuckDB)
+            if pa.types.is_date(t):
+                days = x.cast(pa.int32()).cast(T.INT64)
+                return _call("multiply", [days, scalar(86_400, T.INT64)]).cast(T.FLOAT64)
+            units = x.cast(pa.timestamp(utc_type(t).unit)).cast(T.INT64)
+            per = 10 ** {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+            return _call("divide", [units.cast(T.FLOAT64, safe=False), scalar(float(per), T.FLOAT64)])
+        if part in ("hour", "minute", "second", "millisecond", "microsecond") \
+                and pa.types.is_date(t):  # a date's time is midnight (DuckDB)
+            return _call("if_else", [_call("is_valid", [x]), scalar(0, T.INT64), null_of(T.INT64)])
+        if part in ("millisecond", "microsecond"):
+            # the seconds with their fraction in that unit (DuckDB, PostgreSQL: 17.123457 s
+            # is 17123 ms and 17123457 us; Arrow's kernels give the fraction's digits only)
+            ms = _call("add", [_call("multiply", [_call("second", [x]).cast(T.INT64),
+                                                  scalar(1000, T.INT64)]),
+                               _call("millisecond", [x]).cast(T.INT64)])
+            if part == "millisecond":
+                return ms
+            return _call("add", [_call("multiply", [ms, scalar(1000, T.INT64)]),
+                                 _call("microsecond", [x]).cast(T.INT64)])
         kernel = _EXTRACT.get(part)
         if kernel is None:
             raise UnsupportedError(f"EXTRACT({part}) is not supported")

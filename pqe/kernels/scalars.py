@@ -122,7 +122,15 @@ def _concat_ws(c: Compiler, e: Call) -> E:
     args = [a for a in args if not (isinstance(a, Literal) and a.value is None)]
     if not args:
         return _call("if_else", [_call("is_valid", [c(sep)]), scalar("", T.TEXT), null_of(T.TEXT)])
-    return _call("binary_join_element_wise", [c(a) for a in args] + [c(sep)],
+    values = [c(a) for a in args]
+    # Arrow's kernel drops a row whose values are all NULL (pyarrow 26: the result is shorter
+    # than its input, rows shift, and a query over it crashed the process): such a row's
+    # first value is '' instead, which joins to '' as the row should
+    some = _call("is_valid", [values[0]])
+    for v in values[1:]:
+        some = _call("or", [some, _call("is_valid", [v])])
+    values[0] = _call("if_else", [some, values[0], scalar("", T.TEXT)])
+    return _call("binary_join_element_wise", values + [c(sep)],
                  pc.JoinOptions(null_handling="skip"))
 
 
@@ -440,8 +448,28 @@ def _strptime(c: Compiler, e: Call) -> E:
     fmt = _const_text(f, "STRPTIME format")
     if fmt is None:
         return null_of(T.TIMESTAMP)
-    _format_parts(fmt, _STRPTIME, "STRPTIME")
-    return _call("strptime", [c(s)], pc.StrptimeOptions(fmt, "us", error_is_null=False))
+    parts = _format_parts(fmt, _STRPTIME, "STRPTIME")
+    x = c(s)
+    parsed = _call("strptime", [x], pc.StrptimeOptions(fmt, "us", error_is_null=False))
+    if "%d" not in parts:
+        return parsed
+    # Arrow's strptime rolls a day the month lacks over into the next month (2023-02-29 was
+    # 2023-03-01; DuckDB: an error): the day the text gives must be the parsed day
+    pattern = "".join(_STRPTIME_GROUPS.get(p, None) or re.escape(p) for p in parts)
+    given = _call("struct_field", [_call("extract_regex", [x], pc.ExtractRegexOptions(
+        "^" + pattern + "$"))], pc.StructFieldOptions("d")).cast(T.INT64)
+    failed = _call("not_equal", [given, _call("day", [parsed])])
+    failed = _call("and_kleene", [_call("is_valid", [failed]), failed])
+    check = _call("pqe_check_cast", [x, failed, scalar("TIMESTAMP", T.TEXT)])
+    return _call("if_else", [check, parsed, null_of(T.TIMESTAMP)])
+
+
+# the text each STRPTIME specifier reads, for finding the day of month it was given (the
+# first %d names the group)
+_STRPTIME_GROUPS = {"%Y": r"[+-]?\d{1,4}", "%m": r"\d{1,2}", "%d": r"(?P<d>\d{1,2})",
+                    "%H": r"\d{1,2}", "%M": r"\d{1,2}", "%S": r"\d{1,2}", "%j": r"\d{1,3}",
+                    "%b": r"[A-Za-z]+", "%B": r"[A-Za-z]+", "%y": r"\d{1,2}", "%I": r"\d{1,2}",
+                    "%p": r"[AaPp][Mm]", "%%": "%"}
 
 
 def _random(c: Compiler, e: Call) -> E:

@@ -466,6 +466,9 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
             return pa.array((c["peer_end"] - seg_start) / size)
         groups = np.cumsum(c["peer_flags"])
         return pa.array(groups - groups[seg_start] + 1)
+    if fn in ("ntile", "lag", "lead", "nth_value") and spec.consts and spec.consts[0] is None:
+        # a NULL bucket count, offset or position: NULL on every row (DuckDB, PostgreSQL)
+        return pa.nulls(len(idx), spec.dtype)
     if fn == "ntile":
         buckets = int(spec.consts[0])
         if buckets <= 0:

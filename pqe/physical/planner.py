@@ -1326,11 +1326,17 @@ def balance(units, n: int) -> tuple[tuple[ScanUnit, ...], ...]:
 def statistics_filters(filters) -> tuple:
     """The pushed filters row-group statistics can decide. A filter reading a float column is
     left out: Parquet's min/max leave NaN out, so `f = 'nan'` (NaN equals NaN, pqe's rule) or
-    `f > 2` (NaN sorts above every number) would prune row groups that hold matching NaNs."""
-    from ..plan.expr import ColumnRef, walk
+    `f > 2` (NaN sorts above every number) would prune row groups that hold matching NaNs.
+    So is one that makes a float of an exact number (`bigint_col > 9.2e18`): the scanner
+    casts the row group's min/max with a safe cast, which fails for integers past 2^53."""
+    from ..plan.expr import Cast, ColumnRef, walk
 
-    return tuple(f for f in filters
-                 if not any(isinstance(x, ColumnRef) and T.is_floating(x.dtype) for x in walk(f)))
+    def floats(x) -> bool:
+        return (isinstance(x, ColumnRef) and T.is_floating(x.dtype)
+                or isinstance(x, Cast) and T.is_floating(x.dtype)
+                and not T.is_floating(x.arg.dtype))
+
+    return tuple(f for f in filters if not any(floats(x) for x in walk(f)))
 
 
 def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit],

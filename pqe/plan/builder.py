@@ -22,6 +22,7 @@ from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Li
                    SortKey, SubqueryExpr, UserCall, and_, conjuncts, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
+from .temporal_text import INVALID, parse_temporal
 
 _IDS = itertools.count(1)
 
@@ -91,6 +92,11 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
         if T.is_integer(dtype) and isinstance(v, int) and not isinstance(v, bool):
             info = pa.scalar(v, dtype)  # raises when out of range
             return Literal(info.as_py(), dtype)
+        if (pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype) and dtype.tz is None) \
+                and isinstance(v, str):
+            # (the grammar the kernels read a column by: plan.temporal_text)
+            value = parse_temporal(v, dtype)
+            return None if value is INVALID or value is None else Literal(value, dtype)
         if pa.types.is_date(dtype) and isinstance(v, str):
             return Literal(datetime.date.fromisoformat(v.strip()), dtype)
         if pa.types.is_timestamp(dtype) and isinstance(v, str):

@@ -124,6 +124,8 @@ def _compare(fn, ts):
     if common is None:
         raise TypeMismatchError(
             f"cannot compare {T.type_name(a)} with {T.type_name(b)}")
+    if T.is_interval(common):  # (a month is not a number of days: no kernel orders them)
+        raise UnsupportedError("comparing INTERVAL values is not supported")
     return (common, common), T.BOOLEAN
 
 
@@ -269,7 +271,8 @@ def _extract(fn, ts):
     (a,) = ts
     if not (T.is_temporal(a) or T.is_null(a)):
         raise TypeMismatchError(f"EXTRACT needs a DATE or TIMESTAMP, not {T.type_name(a)}")
-    return (None,), T.INT64
+    # the seconds since 1970 with their fraction (DuckDB, PostgreSQL)
+    return (None,), T.FLOAT64 if fn == "extract_epoch" else T.INT64
 
 
 def _date_trunc(fn, ts):

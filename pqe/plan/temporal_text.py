@@ -1,0 +1,58 @@
+"""The text a DATE or TIMESTAMP (without a zone) is read from, shared by the kernels' casts of
+text columns (kernels.expressions._text_to_temporal) and the folding of casts of constants
+(plan.builder), so that a constant and a column holding the same text read alike.
+
+After trimming: year-month-day (4 to 6 year digits, '-' or '/' between the parts), then
+optionally a time after spaces or 'T' (hour, minutes, optional seconds and a fraction of any
+length, cut to the type's unit), then optionally a zone (Z, +hh, +hh:mm, +hhmm), which is
+ignored, as PostgreSQL and DuckDB ignore it for a type without a zone. 24:00 (with zero
+seconds) is the next day's midnight. A DATE reads the date of such text. A day or time that
+does not exist (2023-02-29, 10:61) is not a date: NULL for TRY_CAST, an error for CAST.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+import pyarrow as pa
+
+TEMPORAL_TEXT = (r"^(?P<y>\d{4,6})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})"
+                 r"(?:[T ]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<f>\d*))?)?)?"
+                 r"\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
+_PATTERN = re.compile(TEMPORAL_TEXT)
+UNIT_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+INVALID = object()  # the text names no date or time
+
+
+def parse_temporal(text: str, dtype: pa.DataType):
+    """The datetime.date (DATE) or datetime.datetime (TIMESTAMP) the text names, INVALID, or
+    None where Python cannot hold the value exactly (a year past 9999, nanoseconds): the
+    kernels then read it."""
+    m = _PATTERN.match(text.strip())
+    if m is None:
+        return INVALID
+    y, mo, d = int(m["y"]), int(m["m"]), int(m["d"])
+    hh, mi, ss = int(m["H"] or 0), int(m["M"] or 0), int(m["S"] or 0)
+    digits = UNIT_DIGITS[dtype.unit] if pa.types.is_timestamp(dtype) else 0
+    fraction = (m["f"] or "")[:digits].ljust(digits, "0")
+    if not 1 <= mo <= 12 or not 1 <= d <= 31 or mi > 59 or ss > 59 or hh > 24 or (
+            hh == 24 and (mi or ss or int(fraction or 0))):
+        return INVALID
+    if not 1 <= y <= 9999 or digits > 6:
+        return None
+    try:
+        day = datetime.date(y, mo, d)
+    except ValueError:
+        return INVALID  # (the 31st of a 30-day month, February 29th of a common year)
+    if pa.types.is_date(dtype):
+        return day
+    try:
+        return (datetime.datetime(y, mo, d) + datetime.timedelta(
+            hours=hh, minutes=mi, seconds=ss, microseconds=int(fraction.ljust(6, "0") or 0)))
+    except OverflowError:
+        return None  # (9999-12-31 24:00)
+
+
+__all__ = ["INVALID", "TEMPORAL_TEXT", "UNIT_DIGITS", "parse_temporal"]
