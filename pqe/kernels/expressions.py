@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import re
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -1009,9 +1010,9 @@ def _cast(c: Compiler, e: Cast) -> E:
     if T.is_text(src) and T.is_boolean(dst):
         return _checked_text_cast(x, _text_to_boolean(x), dst)
     if T.is_text(src) and T.is_numeric(dst):
-        return _checked_text_cast(x, _text_to_number(x, dst), dst)
+        return _text_to_number(x, dst, checked=True)
     if T.is_text(src) and _parsed_temporal(dst):
-        return _checked_text_cast(x, _text_to_temporal(x, dst), dst)
+        return _text_to_temporal(x, dst, checked=True)
     if T.is_text(src) and T.is_temporal(dst):
         return _call("utf8_trim_whitespace", [x]).cast(dst)
     if T.is_boolean(src) and T.is_text(dst):
@@ -1242,51 +1243,178 @@ def _regex(x: E, pattern: str) -> E:
     return _call("match_substring_regex", [x], pc.MatchSubstringOptions(pattern))
 
 
-def _text_to_number(x: E, dst: pa.DataType) -> E:
+def _text_to_number(x: E, dst: pa.DataType, checked: bool = False) -> E:
     """Text -> DOUBLE, REAL, an integer or a DECIMAL type, NULL where the text is not a
-    number of the grammar above or is out of the type's range (TRY_CAST; CAST then checks
-    with `_checked_text_cast`). All vectorized: invalid rows are replaced by '0' before the
-    Arrow casts (which fail a whole batch on one bad value), then masked out."""
-    t = _call("utf8_trim_whitespace", [x])
-    ok = _regex(t, _NUMBER_TEXT)
-    clean = _call("replace_substring", [t], pc.ReplaceSubstringOptions("_", ""))
+    number of the grammar above or is out of the type's range (TRY_CAST); `checked` (CAST)
+    fails naming the first such text instead. A registered function per target type
+    (`_number_from_text`), not an expression: see `_Stages`."""
+    return _text_function("number", x, dst, checked)
+
+
+def _number_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
+    """`_text_to_number` on an array. All vectorized: invalid rows are replaced by '0'
+    before the Arrow casts (which fail a whole batch on one bad value), then masked out."""
+    t = pc.utf8_trim_whitespace(texts)
+    pattern = _plain_number_text(dst)
+    if pattern is None:
+        return _any_number(t, dst)
+    return _split(t, pattern, "0", lambda plain: _plain_number(plain, dst),
+                  lambda rest: _any_number(rest, dst))
+
+
+def _any_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
+    """`_number_from_text` of trimmed text, by the whole grammar."""
+    F = pc.field
+    s = _Stages(t=t)
+    ok = _regex(F("t"), _NUMBER_TEXT)
     if T.is_floating(dst):
-        ok = _call("or", [ok, _regex(t, _SPECIAL_FLOAT_TEXT)])
-        conv = _call("if_else", [ok, clean, scalar("0", T.TEXT)]).cast(dst)
-        return _call("if_else", [ok, conv, null_of(dst)])
+        ok = _call("or", [ok, _regex(F("t"), _SPECIAL_FLOAT_TEXT)])
+    s.add(ok=ok, clean=_call("replace_substring", [F("t")], pc.ReplaceSubstringOptions("_", "")))
+    if T.is_floating(dst):
+        conv = _call("if_else", [F("ok"), F("clean"), scalar("0", T.TEXT)]).cast(dst)
+        return s.add(out=_call("if_else", [F("ok"), conv, null_of(dst)]))["out"]
     scale = dst.scale if T.is_decimal(dst) else 0
     # no exponent: exact, as DECIMAL(76,38) (integer digits capped, decimals cut after 38,
     # which rounding half away from zero at <= 38 decimals never needs)
-    plain = _call("replace_substring_regex", [clean],
+    plain = _call("replace_substring_regex", [F("clean")],
                   pc.ReplaceSubstringOptions(r"^([+-]?)0+(\d)", r"\1\2", max_replacements=1))
     plain = _call("replace_substring_regex", [plain],
                   pc.ReplaceSubstringOptions(r"(\.\d{38})\d+$", r"\1", max_replacements=1))
-    has_exp = _regex(t, _EXPONENT_TEXT)
-    exact_ok = _call("and", [_call("and", [ok, _call("invert", [has_exp])]),
-                             _regex(plain, rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")])
-    exact = _call("if_else", [exact_ok, plain, scalar("0", T.TEXT)]).cast(_EXACT_TEXT_TYPE)
+    s.add(plain=plain, has_exp=_regex(F("t"), _EXPONENT_TEXT))
+    s.add(exact_ok=_call("and", [_call("and", [F("ok"), _call("invert", [F("has_exp")])]),
+                                 _regex(F("plain"), rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")]),
+          float_ok=_call("and", [F("ok"), F("has_exp")]))
+    s.add(exact=_call("if_else", [F("exact_ok"), F("plain"), scalar("0", T.TEXT)])
+          .cast(_EXACT_TEXT_TYPE))
     exact_t = _EXACT_TEXT_TYPE
     if _EXACT_TEXT_TYPE.scale - scale > EXACT_STEP:  # rounded exactly (`_round_decimal`)
         near_scale = scale + EXACT_STEP
         exact_t = pa.decimal256(_MAX_DECIMAL256_PRECISION, near_scale)
-        exact = rescaled(exact, _EXACT_TEXT_TYPE.scale, exact_t, safe=False)
+        s.add(exact=rescaled(F("exact"), _EXACT_TEXT_TYPE.scale, exact_t, safe=False))
     if scale < exact_t.scale:
-        exact = _call("round", [exact], pc.RoundOptions(scale, "half_towards_infinity"))
+        s.add(exact=_call("round", [F("exact")], pc.RoundOptions(scale, "half_towards_infinity")))
     # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast
-    float_ok = _call("and", [ok, has_exp])
-    approx = _call("if_else", [float_ok, clean, scalar("0", T.TEXT)]).cast(T.FLOAT64)
-    approx = _float_round(approx, scale, "half_towards_infinity")
-    parts = []
-    for value, value_ok, t_ in ((exact, exact_ok, exact_t), (approx, float_ok, T.FLOAT64)):
-        fits = _fits(value, t_, dst)
-        good = value_ok if fits is None else _call("and", [value_ok, fits])
+    s.add(approx=_call("if_else", [F("float_ok"), F("clean"), scalar("0", T.TEXT)])
+          .cast(T.FLOAT64))
+    s.add(approx=_float_round(F("approx"), scale, "half_towards_infinity"))
+    for value, value_ok, t_ in (("exact", "exact_ok", exact_t), ("approx", "float_ok", T.FLOAT64)):
+        fits = _fits(F(value), t_, dst)
+        s.add(**{value_ok: F(value_ok) if fits is None else _call("and", [F(value_ok), fits])})
         zero = scalar(decimal.Decimal(0) if T.is_decimal(t_) else 0.0, t_)
         # (the exponent form's DOUBLE by its binary value: its text is what it was read from)
-        parts.append((good, _numeric_cast(_call("if_else", [good, value, zero]), t_, dst,
-                                          binary=True)))
-    (exact_good, exact_v), (approx_good, approx_v) = parts
-    return _call("if_else", [exact_good, exact_v,
-                             _call("if_else", [approx_good, approx_v, null_of(dst)])])
+        s.add(**{value: _numeric_cast(_call("if_else", [F(value_ok), F(value), zero]), t_, dst,
+                                      binary=True)})
+    return s.add(out=_call("if_else", [F("exact_ok"), F("exact"), _call(
+        "if_else", [F("float_ok"), F("approx"), null_of(dst)])]))["out"]
+
+
+def _split(t: pa.Array, pattern: str, filler: str, fast, slow) -> pa.Array:
+    """`fast` (Arrow's own cast) of the texts matching `pattern`, `slow` (the whole grammar)
+    of the others, only those: text of numbers and dates mostly takes the common form, and
+    the whole grammar costs ~10x as much. `fast` may fail on a text of the form that names
+    no value (2023-02-29): then every text goes the slow way."""
+    plain = pc.fill_null(pc.match_substring_regex(t, pattern), True)
+    if pc.all(plain).as_py():
+        try:
+            return fast(t)
+        except pa.ArrowInvalid:
+            return slow(t)
+    if not pc.any(plain).as_py():
+        return slow(t)
+    try:
+        quick = fast(pc.if_else(plain, t, filler))
+    except pa.ArrowInvalid:
+        return slow(t)
+    rest = pc.invert(plain)
+    return pc.replace_with_mask(quick, rest, slow(pc.filter(t, rest)))
+
+
+def _plain_number_text(dst: pa.DataType) -> str | None:
+    """Text Arrow's cast reads exactly as `dst`: plain digits that fit (`-123`; `12.50`
+    within the DECIMAL's digits), the common case (numbers in a CSV's text columns)."""
+    if T.is_integer(dst):
+        return r"^-?\d{1,18}$"
+    if T.is_decimal(dst) and dst.precision > dst.scale:
+        # (more decimals than the scale are rounded by `_plain_number`)
+        return rf"^[+-]?\d{{1,{dst.precision - dst.scale}}}(\.\d+)?$"
+    return None
+
+
+def _plain_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
+    """Text of `_plain_number_text`'s form as `dst`; a DECIMAL's extra decimals are rounded
+    half away from zero in a DECIMAL(38) one integer digit wider (Arrow's rounding wraps
+    silently when the carry needs a digit the type lacks). Fails (and `_split` takes the
+    whole grammar) where a text has more decimals than that type holds, or the rounded
+    value has more integer digits than `dst`."""
+    if T.is_decimal(dst):
+        whole = dst.precision - dst.scale
+        wide = pa.decimal128(38, 38 - whole - 1) if whole + 1 + dst.scale <= 38 else None
+        if wide is None:
+            return pc.cast(t, dst)
+        v = pc.cast(t, wide)
+        if wide.scale > dst.scale:
+            v = pc.round(v, ndigits=dst.scale, round_mode="half_towards_infinity")
+        return pc.cast(v, dst)
+    v = pc.cast(t, pa.int64())
+    if dst == pa.int64():
+        return v
+    lo, hi = _int_range(dst)
+    fits = pc.and_(pc.greater_equal(v, lo), pc.less_equal(v, hi))
+    return pc.cast(pc.if_else(fits, v, pa.scalar(None, pa.int64())), dst)
+
+
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    """The smallest and largest values of an integer type, clipped to int64."""
+    if pa.types.is_signed_integer(t):
+        return -(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1
+    return 0, min(2 ** t.bit_width - 1, 2 ** 63 - 1)
+
+
+class _Stages:
+    """Columns computed a few expressions at a time, each set by one Acero projection over
+    the columns so far, for a conversion whose steps reuse earlier results: a pc.Expression
+    has no common subexpressions, so a step used twice is computed twice, and the steps of
+    `_number_from_text` as one expression ran its regular expressions ~105 times (CAST of
+    2M texts AS INTEGER: 25 s; DuckDB 0.02 s). Each named column here is computed once."""
+
+    def __init__(self, **columns: pa.Array):
+        self.columns = dict(columns)
+
+    def add(self, **exprs: E) -> _Stages:
+        table = pa.table(self.columns)
+        out = ac.Declaration.from_sequence([
+            ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
+            ac.Declaration("project", ac.ProjectNodeOptions(list(exprs.values()), list(exprs)))
+        ]).to_table(use_threads=False)
+        for name in exprs:
+            col = out.column(name)
+            self.columns[name] = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        return self
+
+    def __getitem__(self, name: str) -> pa.Array:
+        return self.columns[name]
+
+
+def _text_function(kind: str, x: E, dst: pa.DataType, checked: bool) -> E:
+    """A call of the registered function converting text to `dst` (`kind`: "number" or
+    "temporal"), registered on first use in this process (one per target type: a registered
+    function has one result type); `checked` fails naming the first text that does not
+    convert, else such rows are NULL."""
+    name = f"pqe_text_{kind}_{'cast' if checked else 'try'}_" + re.sub(r"\W+", "_", str(dst))
+    convert = _number_from_text if kind == "number" else _temporal_from_text
+
+    def fn(ctx, texts):
+        if isinstance(texts, pa.Scalar):
+            texts = pa.array([texts.as_py()] * ctx.batch_length, pa.string())
+        out = convert(texts, dst)
+        if checked:
+            failed = pc.and_(pc.is_valid(texts), pc.is_null(out))
+            udfs.check_cast(ctx, texts, failed, pa.scalar(T.type_name(dst)))
+        return out
+
+    udfs.register_once(name, fn, {"text": pa.string()}, dst,
+                       f"Text to {T.type_name(dst)} ({'CAST' if checked else 'TRY_CAST'})")
+    return _call(name, [x.cast(pa.string())])
 
 
 def _text_to_boolean(x: E) -> E:
@@ -1306,15 +1434,36 @@ def _parsed_temporal(t: pa.DataType) -> bool:
     return pa.types.is_date32(t) or pa.types.is_timestamp(t) and t.tz is None
 
 
-def _text_to_temporal(x: E, dst: pa.DataType) -> E:
+def _text_to_temporal(x: E, dst: pa.DataType, checked: bool = False) -> E:
+    """Text -> DATE or TIMESTAMP (without a zone), a registered function per target type
+    (`_temporal_from_text`; see `_text_to_number`)."""
+    return _text_function("temporal", x, dst, checked)
+
+
+def _temporal_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     """Text -> DATE or TIMESTAMP (without a zone): the value, or NULL where the text is not
     one (plan.temporal_text) or names no such day or time (2023-02-29, 10:61, 24:00:01; 24:00
     is the next day's midnight). Arrow's own parsers roll an impossible day over into the
     next month (strptime: TRY_CAST('2023-02-29' AS DATE) gave 2023-03-01), convert a zone
     offset to UTC (CAST('... 10:00+01:00' AS TIMESTAMP) gave 09:00) and fail the whole
     array on one bad value (so TRY_CAST could not give NULL)."""
-    t = _call("utf8_trim_whitespace", [x])
-    parts = _call("extract_regex", [t], pc.ExtractRegexOptions(TEMPORAL_TEXT))
+    t = pc.utf8_trim_whitespace(texts)
+    digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
+    # ISO text Arrow's cast reads the same way (the common case: it is fast), unless one
+    # names a day the month lacks or a time past 23:59:59 (the cast fails on those)
+    plain = r"^\d{4}-\d{2}-\d{2}"
+    if pa.types.is_timestamp(dst):
+        plain += r"(?:[ T]\d{2}:\d{2}(?::\d{2}" + (rf"(?:\.\d{{1,{digits}}})?" if digits else "") + ")?)?"
+    return _split(t, plain + "$", "1970-01-01", lambda p: pc.cast(p, dst),
+                  lambda rest: _any_temporal(rest, dst))
+
+
+def _any_temporal(t: pa.Array, dst: pa.DataType) -> pa.Array:
+    """`_temporal_from_text` of trimmed text, by the whole grammar."""
+    digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
+    s = _Stages(t=t)
+    s.add(parts=_call("extract_regex", [pc.field("t")], pc.ExtractRegexOptions(TEMPORAL_TEXT)))
+    parts = pc.field("parts")
 
     def number(name: str, default: str = "0") -> E:
         text = _call("struct_field", [parts], pc.StructFieldOptions(name))
@@ -1328,21 +1477,23 @@ def _text_to_temporal(x: E, dst: pa.DataType) -> E:
     def op(name: str, *args: E) -> E:
         return _call(name, list(args))
 
-    y, m, d = number("y"), number("m"), number("d")
-    hh, mi, ss = number("H"), number("M"), number("S")
+    s.add(y=number("y"), m=number("m"), d=number("d"), hh=number("H"), mi=number("M"),
+          ss=number("S"))
+    y, m, d, hh, mi, ss = (pc.field(n) for n in ("y", "m", "d", "hh", "mi", "ss"))
     leap = op("or", op("and", op("equal", op("subtract", y, op("multiply", op("divide", y, i(4)), i(4))), i(0)),
                         op("not_equal", op("subtract", y, op("multiply", op("divide", y, i(100)), i(100))), i(0))),
               op("equal", op("subtract", y, op("multiply", op("divide", y, i(400)), i(400))), i(0)))
     thirty = _call("is_in", [m], pc.SetLookupOptions(pa.array([4, 6, 9, 11], T.INT64)))
     days_in_month = op("if_else", op("equal", m, i(2)), op("add", i(28), leap.cast(T.INT64)),
                        op("if_else", thirty, i(30), i(31)))
-    digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
     fraction = _call("struct_field", [parts], pc.StructFieldOptions("f"))
     if digits:
         fraction = _call("utf8_slice_codeunits", [_call("utf8_rpad", [fraction], pc.PadOptions(
             digits, "0"))], pc.SliceOptions(0, digits)).cast(T.INT64)
     else:
         fraction = i(0)
+    s.add(fraction=fraction)
+    fraction = pc.field("fraction")
     midnight = op("and", op("equal", mi, i(0)), op("and", op("equal", ss, i(0)),
                                                    op("equal", fraction, i(0))))
     ok = op("and", op("and", op("greater_equal", m, i(1)), op("less_equal", m, i(12))),
@@ -1361,7 +1512,8 @@ def _text_to_temporal(x: E, dst: pa.DataType) -> E:
              op("subtract", d, i(1)))
     doe = op("add", op("subtract", op("add", op("multiply", yoe, i(365)), op("divide", yoe, i(4))),
                        op("divide", yoe, i(100))), doy)
-    days = op("add", op("multiply", era, i(146_097)), op("subtract", doe, i(719_468)))
+    s.add(ok=ok, days=op("add", op("multiply", era, i(146_097)), op("subtract", doe, i(719_468))))
+    ok, days = pc.field("ok"), pc.field("days")
     if pa.types.is_date(dst):
         value = days.cast(pa.int32()).cast(dst)
     else:
@@ -1376,7 +1528,7 @@ def _text_to_temporal(x: E, dst: pa.DataType) -> E:
         value = op("add", op("multiply", seconds, i(per_second)), fraction).cast(dst)
     # (a row that is not such text, or names no such day, is NULL before its value is made)
     valid = op("and_kleene", op("is_valid", parts), ok)
-    return op("if_else", valid, value, null_of(dst))
+    return s.add(out=op("if_else", valid, value, null_of(dst)))["out"]
 
 
 def _checked_text_cast(x: E, converted: E, dst: pa.DataType) -> E:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import re
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +31,15 @@ def _register(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str
         pass
     pc.register_scalar_function(fn, name, {"summary": summary, "description": summary},
                                 in_types, out_type)
+
+
+_REGISTERING = threading.Lock()
+
+
+def register_once(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str) -> None:
+    """`_register` for functions registered on first use, from any thread."""
+    with _REGISTERING:
+        _register(name, fn, in_types, out_type, summary)
 
 
 def _to_numpy(arr, dtype):
