@@ -230,3 +230,64 @@ def test_sliding_min_max_keep_the_sparse_table(monkeypatch):
         c.register_arrow("t", T)
         _check(c, _check_plain)
     assert calls and all(r is None for r in calls)
+
+
+# ---- float SUM/AVG over a whole window partition or a running frame from its start --------
+# (kernels.window._partition_sums: one sum per partition, or each partition's own cumulative
+# sum, instead of the power-of-two blocks of `_range_sums`)
+
+def _floats() -> pa.Table:
+    rng = np.random.default_rng(11)
+    n = 600
+    g = rng.integers(0, 6, n)
+    f = rng.normal(0, 10, n).astype(object)
+    f[rng.random(n) < 0.1] = None
+    f[(g == 1) & (rng.random(n) < 0.2)] = float("inf")   # inf and NaN in some partitions only
+    f[(g == 2) & (rng.random(n) < 0.1)] = float("nan")
+    f[g == 3] = 1e20                                       # large values beside small ones
+    f[(g == 3) & (np.arange(n) % 2 == 0)] = -1e20
+    f[g == 4] = None                                       # a partition of NULLs only
+    return pa.table({"id": np.arange(n), "g": g, "f": pa.array(list(f), pa.float64()),
+                     "small": rng.normal(0, 1e-3, n)})
+
+
+F = _floats()
+FLOAT_WINDOWS = [
+    "sum(f) over (partition by g)", "avg(f) over (partition by g)",
+    "sum(small) over (partition by g)", "sum(f) over ()",
+    "sum(f) over (partition by g order by id)", "avg(f) over (partition by g order by id)",
+    "sum(small) over (partition by g order by id rows between unbounded preceding and 2 preceding)",
+    "sum(f) over (partition by g order by id rows between unbounded preceding and current row)",
+    "sum(f) over (order by id)",
+    "sum(f) over (partition by g order by id rows between unbounded preceding and unbounded following)",
+    "sum(small) over (partition by g order by g)",  # a peer frame: the whole partition
+]
+
+
+@pytest.mark.parametrize("window", FLOAT_WINDOWS)
+def test_float_sums_over_partitions_and_running_frames(window):
+    pytest.importorskip("duckdb")
+    con = oracle.connect({"t": F})
+    sql = f"SELECT id, g, {window} AS w FROM t"
+    expected = oracle.query(con, sql)
+    for setup in SCHEDULERS:
+        ctx = pqe.Context(**setup)
+        ctx.register_arrow("t", F)
+        m = compare(ctx.sql(sql).to_arrow(), expected, sql=sql)
+        assert m is None, f"{sql} ({setup}): {m}"
+
+
+def test_running_sums_over_many_partitions_fall_back():
+    # past kernels.window.RUNNING_PARTITIONS partitions the blocks of `_range_sums` are used
+    pytest.importorskip("duckdb")
+    from pqe.kernels import window
+
+    rng = np.random.default_rng(12)
+    n = 3 * window.RUNNING_PARTITIONS
+    t = pa.table({"id": np.arange(n), "g": rng.integers(0, 2 * window.RUNNING_PARTITIONS, n),
+                  "f": rng.normal(0, 1, n)})
+    sql = "SELECT id, sum(f) OVER (PARTITION BY g ORDER BY id) AS w FROM t"
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    assert compare(ctx.sql(sql).to_arrow(), oracle.query(oracle.connect({"t": t}), sql),
+                   sql=sql) is None

@@ -100,6 +100,37 @@ def _prefix(values: np.ndarray) -> np.ndarray:
     return out
 
 
+# a running sum is accumulated partition by partition (a loop over window partitions, not
+# rows) when there are at most this many; more fall back to `_range_sums`
+RUNNING_PARTITIONS = 4096
+
+
+def _partition_sums(values: np.ndarray, pieces, c) -> np.ndarray | None:
+    """Float sums of the two commonest frames without `_range_sums`' ~40 passes over the
+    rows: the whole window partition (no ORDER BY, or UNBOUNDED both ways: one sum per
+    partition, np.add.reduceat) and a running frame from the partition's start (np.cumsum of
+    each partition's values, up to the frame's end). Either adds only the frame's own values
+    (no prefix difference: an inf or NaN elsewhere cannot leak in, nor large values cancel a
+    small frame's digits). None for other frames. `sum(x) OVER (PARTITION BY k)` of 2M rows
+    took 0.79 s of operator time in `_range_sums` (DuckDB's whole query: 0.08 s)."""
+    if len(pieces) != 1 or not len(values):
+        return None
+    fs, fe = pieces[0]
+    seg_start, seg_end = c["seg_start"], c["seg_end"]
+    if not np.array_equal(fs, seg_start):
+        return None
+    starts = np.flatnonzero(c["seg_flags"])
+    if np.array_equal(fe, seg_end):
+        segment = np.cumsum(c["seg_flags"], dtype=np.int64) - 1
+        return np.add.reduceat(values, starts)[segment]
+    if len(starts) > RUNNING_PARTITIONS or np.any(fe < fs):
+        return None
+    running = np.empty(len(values), dtype=np.float64)
+    for a, b in zip(starts, np.append(starts[1:], len(values)), strict=True):
+        np.cumsum(values[a:b], out=running[a:b])
+    return np.where(fe > fs, running[np.maximum(fe - 1, 0)], 0.0)
+
+
 def _range_sums(values: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> np.ndarray:
     """Float sums of values[fs:fe) for every row, from only the values inside each frame:
     prefix-sum differences would let an inf or NaN before a frame (or in an earlier window
@@ -597,7 +628,9 @@ def _frame_aggregate(col, spec: WindowSpec, pieces, c) -> pa.Array:
     if fn in ("sum", "avg"):
         vals = pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
         with np.errstate(invalid="ignore", over="ignore"):   # inf - inf is NaN, as in SQL
-            total = sum(_range_sums(vals, fs, fe) for fs, fe in pieces)
+            total = _partition_sums(vals, pieces, c)
+            if total is None:
+                total = sum(_range_sums(vals, fs, fe) for fs, fe in pieces)
         if fn == "avg":
             total = total / np.maximum(cnt, 1)
         return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.float64()))
