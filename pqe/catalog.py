@@ -107,6 +107,18 @@ def _all_distinct(values) -> bool:
     return len(values) > 1 and pc.count_distinct(values).as_py() == len(values)
 
 
+def _min_max(s) -> tuple[Any, Any] | None:
+    """A column chunk's statistics' (min, max) as Python values, or None where it has none or
+    Python cannot hold them (a DATE or TIMESTAMP past year 9999: pyarrow raises; planning a
+    query over such a file failed with an InternalError)."""
+    if s is None or not s.has_min_max:
+        return None
+    try:
+        return s.min, s.max
+    except (OverflowError, ValueError):
+        return None
+
+
 def _stat_value(v: Any, t: pa.DataType) -> Any:
     """Keep statistics only for types the estimator understands (numbers and dates)."""
     if v is None:
@@ -561,12 +573,12 @@ class ParquetTable(FileTable):
             if idx >= 0:
                 lo = hi = None
                 for r in u.row_groups:
-                    s = md.row_group(r).column(idx).statistics
-                    if s is None or not s.has_min_max:
+                    mm = _min_max(md.row_group(r).column(idx).statistics)
+                    if mm is None:
                         lo = None
                         break
-                    lo = s.min if lo is None else min(lo, s.min)
-                    hi = s.max if hi is None else max(hi, s.max)
+                    lo = mm[0] if lo is None else min(lo, mm[0])
+                    hi = mm[1] if hi is None else max(hi, mm[1])
                 if lo is not None:
                     rng = (lo, hi)
                     found = True
@@ -660,9 +672,10 @@ class ParquetTable(FileTable):
                         else:
                             dict_ndv[name] = max(dict_ndv.get(name, 0), est)
                     s = chunk.statistics
+                    mm = _min_max(s)
                     if name in widths and name not in no_dict:
-                        lo_hi = (_ordinal(_stat_value(s.min, t)), _ordinal(_stat_value(s.max, t))) \
-                            if s is not None and s.has_min_max else (None, None)
+                        lo_hi = (_ordinal(_stat_value(mm[0], t)), _ordinal(_stat_value(mm[1], t))) \
+                            if mm is not None else (None, None)
                         if lo_hi[0] is None or lo_hi[1] is None:
                             no_dict.add(name)  # a row group without a range: no estimate
                             dict_ndv.pop(name, None)
@@ -673,8 +686,8 @@ class ParquetTable(FileTable):
                         continue
                     if cs.null_count is not None:
                         cs.null_count += s.null_count or 0
-                    if s.has_min_max:
-                        lo, hi = _stat_value(s.min, t), _stat_value(s.max, t)
+                    if mm is not None:
+                        lo, hi = _stat_value(mm[0], t), _stat_value(mm[1], t)
                         if lo is not None:
                             cs.min = lo if cs.min is None else min(cs.min, lo)
                         if hi is not None:

@@ -309,3 +309,26 @@ def test_joins_on_is_not_distinct_from(tmp_path):
     ctx.register_arrow("r", right)
     plan = ctx.sql("SELECT l.i, r.j FROM l JOIN r ON l.s IS NOT DISTINCT FROM r.s").explain()
     assert "HashJoin" in plan and "NestedLoop" not in plan, plan
+
+
+def test_strftime_of_fixed_width_formats(tmp_path):
+    """STRFTIME of fixed-width specifiers is formatted from the calendar fields into one
+    byte matrix (kernels.scalars.fixed_width_strftime), Arrow's strftime only for a batch
+    with a year past 9999; both against DuckDB over every unit, NULLs and years 1..9999."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 400
+    us = rng.integers(-62135596800 * 10 ** 6, 253402300799 * 10 ** 6, n).astype(object)
+    us[::7] = None
+    t = pa.table({"ts": pa.array(list(us), pa.timestamp("us")),
+                  "tn": pa.array(rng.integers(-2 ** 62, 2 ** 62, n), pa.timestamp("ns")),
+                  "d": pa.array(rng.integers(-719162, 2932896, n).astype(np.int32)).cast(pa.date32())})
+    far = pa.table({"d": pa.array(np.array([3652059, 7305000, 0, 18000], np.int32)).cast(pa.date32())})
+    formats = ["%Y-%m-%d", "%Y-%m", "%H:%M:%S", "%d/%m/%Y %H:%M:%S.%f", "%j", "x%%y %Y",
+               "%Y%m%d%H%M%S", "%%f%f"]
+    sqls = [f"SELECT strftime({c}, '{f}') AS v FROM t" for c in ("ts", "tn", "d")
+            for f in formats]
+    sqls += [f"SELECT strftime(d, '{f}') AS v FROM far" for f in formats]  # years past 9999
+    sqls.append("SELECT strftime(ts, '%Y-%m') AS m, count(*) AS n FROM t GROUP BY m")
+    _same({"t": t, "far": far}, sqls, tmp_path)

@@ -1395,6 +1395,15 @@ class _Stages:
         return self.columns[name]
 
 
+def _register_by_type(prefix: str, t: pa.DataType, out_type: pa.DataType, fn, in_types: dict,
+                      summary: str) -> str:
+    """The name of `fn` registered for input type `t` (a registered function has fixed
+    types: one per type, registered on first use in this process)."""
+    name = prefix + "_" + re.sub(r"\W+", "_", str(t))
+    udfs.register_once(name, fn, in_types, out_type, summary)
+    return name
+
+
 def _text_function(kind: str, x: E, dst: pa.DataType, checked: bool) -> E:
     """A call of the registered function converting text to `dst` (`kind`: "number" or
     "temporal"), registered on first use in this process (one per target type: a registered

@@ -21,7 +21,8 @@ from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from ..plan.expr import Call, Literal
 from . import hashing
-from .expressions import Compiler, E, _call, _const_int, _const_text, null_of, scalar, utc
+from .expressions import (Compiler, E, _call, _const_int, _const_text, null_of, scalar, utc,
+                          utc_type)
 
 # ---- registration helpers ---------------------------------------------------------------------
 
@@ -418,6 +419,8 @@ def _strftime(c: Compiler, e: Call) -> E:
         return null_of(T.TEXT)
     parts = _format_parts(fmt, _STRFTIME, "STRFTIME")
     x = utc(c(a), a.dtype)
+    if all(p in _FIXED_WIDTH or not p.startswith("%") for p in parts):
+        return _fixed_strftime(x, a.dtype, parts)
     if pa.types.is_date(a.dtype):
         secs = x.cast(pa.timestamp("s"))
         micros = _call("if_else", [_call("is_valid", [x]), scalar("000000", T.TEXT), null_of(T.TEXT)])
@@ -440,6 +443,110 @@ def _strftime(c: Compiler, e: Call) -> E:
     if text or not pieces:
         pieces.append(_call("strftime", [secs], pc.StrftimeOptions(text, "C")))
     return _call("binary_join_element_wise", pieces + [scalar("", T.TEXT)])
+
+
+# specifiers of a fixed number of digits (for years 0 to 9999), and how many
+_FIXED_WIDTH = {"%Y": 4, "%m": 2, "%d": 2, "%H": 2, "%M": 2, "%S": 2, "%f": 6, "%j": 3, "%%": 1}
+
+
+def _fixed_strftime(x: E, t: pa.DataType, parts: list[str]) -> E:
+    """STRFTIME of a format of fixed-width numbers and literal text, by a function
+    registered per input type (`fixed_width_strftime`): Arrow's strftime formats each value
+    through a calendar library, ~0.5 us a value (GROUP BY strftime(ts, '%Y-%m') of 2M rows:
+    9-13x DuckDB)."""
+    from .expressions import _register_by_type
+
+    unit_t = t if pa.types.is_date(t) else utc_type(t)
+    name = _register_by_type("pqe_strftime_fixed", unit_t, pa.string(), fixed_width_strftime,
+                             {"x": unit_t, "format": pa.string()},
+                             "STRFTIME of fixed-width specifiers")
+    return _call(name, [x, scalar("".join(parts), T.TEXT)])
+
+
+def fixed_width_strftime(ctx, values, fmt):
+    """Format date32 or timestamp values (UTC wall clock) by a format of `_FIXED_WIDTH`
+    specifiers and literal text: every row has the same byte length, so the text is one
+    numpy byte matrix filled column by column from the calendar fields (H. Hinnant's
+    civil_from_days). A batch holding a year outside 0..9999 goes to Arrow's strftime."""
+    n = ctx.batch_length
+    fmt = fmt.as_py() if isinstance(fmt, pa.Scalar) else fmt[0].as_py()
+    if isinstance(values, pa.Scalar):
+        values = pa.array([values.as_py()] * n, values.type)
+    t = values.type
+    date = pa.types.is_date(t)
+    per = 1 if date else {"s": 1, "ms": 10 ** 3, "us": 10 ** 6, "ns": 10 ** 9}[t.unit]
+    raw = pc.fill_null(values.cast(pa.int32() if date else pa.int64()), 0)
+    raw = raw.to_numpy(zero_copy_only=False).astype(np.int64)
+    days, sub = (raw, np.zeros(n, dtype=np.int64)) if date else np.divmod(raw, 86_400 * per)
+    # civil_from_days
+    z = days + 719_468
+    era = np.floor_divide(z, 146_097)
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    year = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = np.where(mp < 10, mp + 3, mp - 9)
+    year = year + (month <= 2)
+    if n and (year.min() < 0 or year.max() > 9999):
+        return _arrow_strftime(values, fmt, sub, per)
+    secs = sub // per
+    fields = {"%Y": year, "%m": month, "%d": day, "%H": secs // 3600, "%M": secs // 60 % 60,
+              "%S": secs % 60, "%f": (sub % per) * 10 ** 6 // per,
+              "%j": _day_of_year(year, month, day)}
+    pieces = [m.group(0) for m in _SPEC.finditer(fmt)]
+    width = sum(_FIXED_WIDTH.get(p, len(p.encode())) if p.startswith("%")
+                else len(p.encode()) for p in pieces)
+    text = np.empty((n, width), dtype=np.uint8)
+    col = 0
+    for p in pieces:
+        if p.startswith("%") and p != "%%":
+            v, w = fields[p], _FIXED_WIDTH[p]
+            for k in range(w):  # (a loop over digit positions, not rows)
+                text[:, col + k] = 48 + (v // 10 ** (w - 1 - k)) % 10
+            col += w
+        else:
+            b = np.frombuffer(("%" if p == "%%" else p).encode(), dtype=np.uint8)
+            text[:, col:col + len(b)] = b
+            col += len(b)
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32) if width else \
+        np.zeros(n + 1, dtype=np.int32)
+    valid = values.buffers()[0] if values.null_count else None
+    if valid is not None and values.offset:
+        valid = pc.is_valid(values).buffers()[1]
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.tobytes()),
+                                       valid, values.null_count)
+
+
+def _day_of_year(year, month, day):
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    before = np.array([0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334])[month]
+    return before + day + (leap & (month > 2))
+
+
+def _arrow_strftime(values, fmt: str, sub: np.ndarray, per: int) -> pa.Array:
+    """`fixed_width_strftime` by Arrow's strftime (years past 0..9999): of the time cut to
+    whole seconds (Arrow's %S shows the fraction), %f apart (`_strftime`)."""
+    if pa.types.is_date(values.type):
+        secs = values.cast(pa.timestamp("s"))
+    else:
+        secs = pc.floor_temporal(values, unit="second").cast(
+            pa.timestamp("s", values.type.tz), safe=False)
+    micros = pc.utf8_lpad(pa.array((sub % per) * 10 ** 6 // per).cast(pa.string()), 6, "0")
+    out, text = [], ""
+    for m in _SPEC.finditer(fmt):
+        if m.group(0) == "%f":
+            if text:
+                out.append(pc.strftime(secs, text, "C"))
+                text = ""
+            out.append(micros)
+        else:
+            text += m.group(0)
+    if text or not out:
+        out.append(pc.strftime(secs, text, "C"))
+    joined = pc.binary_join_element_wise(*out, "")
+    return pc.if_else(pc.is_valid(values), joined, pa.scalar(None, pa.string()))
 
 
 def _strptime(c: Compiler, e: Call) -> E:
