@@ -332,3 +332,29 @@ def test_strftime_of_fixed_width_formats(tmp_path):
     sqls += [f"SELECT strftime(d, '{f}') AS v FROM far" for f in formats]  # years past 9999
     sqls.append("SELECT strftime(ts, '%Y-%m') AS m, count(*) AS n FROM t GROUP BY m")
     _same({"t": t, "far": far}, sqls, tmp_path)
+
+
+def test_min_max_of_text_over_many_groups_by_ranks():
+    """Grouped MIN/MAX of text over at least RANK_MIN_GROUPS groups run on the values' ranks
+    (kernels.aggregate._text_ranks): byte order (unicode, '' below every other text), NULLs
+    skipped, a group of NULLs only NULL; against DuckDB on 1 and 3 partitions."""
+    import numpy as np
+
+    from pqe.kernels import aggregate
+
+    rng = np.random.default_rng(8)
+    n, groups = 150_000, 2 * aggregate.RANK_MIN_GROUPS
+    words = np.array(["", "a", "B", "é", "ß", "zz", "日本", "z\u0301", "Ω"] +
+                     [f"w{i:05d}" for i in range(5000)], dtype=object)
+    s = words[rng.integers(0, len(words), n)]
+    s[rng.random(n) < 0.2] = None
+    k = rng.integers(0, groups, n)
+    k[:50] = -1  # one group of NULL text only
+    s[:50] = None
+    t = pa.table({"k": k, "s": pa.array(list(s), pa.string()),
+                  "b": pa.array([None if v is None else v.encode() for v in s], pa.binary())})
+    _same({"t": t}, ["SELECT k, min(s) AS lo, max(s) AS hi, count(s) AS n FROM t GROUP BY k",
+                     "SELECT k, max(b) AS hi FROM t GROUP BY k",
+                     "SELECT k % 7 AS g, min(s) AS lo FROM t GROUP BY g"])
+    ranks = aggregate._text_ranks(t.column("s"))
+    assert ranks is not None  # the path under test ran

@@ -167,11 +167,33 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple], keep: bool = False
         else:
             first[key] = out
             distinct.append((target, kernel, options, out))
+    ranked: dict[str, tuple[str, pa.Array] | None] = {}
+    by_rank: dict[str, pa.Array] = {}  # output -> the text of each rank
+    many: bool | None = None  # whether there are RANK_MIN_GROUPS groups or more
+    for i, (target, kernel, options, out_name) in enumerate(distinct):
+        if kernel not in ("hash_min", "hash_max") or not isinstance(target, str) \
+                or not _plain_text(table.schema.field(target).type):
+            continue
+        if many is None:  # (the first key's distinct values: a lower bound of the groups)
+            many = table.num_rows >= RANK_MIN_GROUPS and pc.count_distinct(
+                table.column(keys[0]), mode="all").as_py() >= RANK_MIN_GROUPS
+        if not many:
+            break
+        if target not in ranked:
+            ranked[target] = _text_ranks(table.column(target))
+            if ranked[target] is not None:
+                table = table.append_column(target + _RANK, ranked[target][0])
+        if ranked[target] is not None:
+            distinct[i] = (target + _RANK, kernel, options, out_name)
+            by_rank[out_name] = ranked[target][1]
     decl = ac.Declaration.from_sequence([
         ac.Declaration("table_source", ac.TableSourceNodeOptions(table)),
         ac.Declaration("aggregate", ac.AggregateNodeOptions(distinct, keys=keys)),
     ])
     out = decl.to_table(use_threads=False)
+    for name, values in by_rank.items():
+        i = out.schema.get_field_index(name)
+        out = out.set_column(i, name, pc.take(values, out.column(i)))
     for name, src in same.items():
         out = out.append_column(name, out.column(src))
     for k, src in shown.items():
@@ -181,6 +203,42 @@ def _run(table: pa.Table, keys: list[str], aggs: list[tuple], keep: bool = False
         out = out.append_column(k, unfold(key, table.schema.field(k).type)
                                 if pa.types.is_uint64(key.type) else key)
     return out if keep else decoded(out, encoded)
+
+
+_RANK = "\x00rank"
+# MIN/MAX of text by ranks only where the distinct values are at most this share of the rows
+# (sorting them costs more than Acero comparing strings when nearly every value differs),
+# and only for this many groups or more: Acero keeps a group's text in its state, cheap for
+# few groups, slow once they outgrow the caches (500k 40-byte URLs: 20k groups 0.021 s,
+# 100k groups 0.169 s; by ranks 0.05 s either way)
+RANK_DISTINCT_SHARE = 0.5
+RANK_MIN_GROUPS = 50_000
+
+
+def _plain_text(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
+
+
+def _text_ranks(col) -> tuple[pa.ChunkedArray, pa.Array] | None:
+    """Each value's rank among the column's distinct values in byte order (NULL stays NULL),
+    and the distinct values by rank: grouped MIN/MAX of the ranks is MIN/MAX of the text,
+    ~4x cheaper than Acero's string comparisons (2M 40-byte URLs in 100k groups: 0.57 s ->
+    0.13 s). None when nearly every value differs (RANK_DISTINCT_SHARE)."""
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col])
+    if len(col) == 0 or col.num_chunks == 0:
+        return None
+    encoded = pc.dictionary_encode(col)  # (chunks share one growing dictionary: the last's)
+    values = encoded.chunk(encoded.num_chunks - 1).dictionary
+    if len(values) > RANK_DISTINCT_SHARE * len(col):
+        return None
+    order = pc.sort_indices(values)
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[order.to_numpy()] = np.arange(len(values), dtype=np.int64)
+    ranks = pa.chunked_array([pc.take(pa.array(rank), c.indices) for c in encoded.chunks],
+                             pa.int64())
+    return ranks, pc.take(values, order)
 
 
 def _negative_zero(col) -> bool:
