@@ -4,8 +4,14 @@ Logical types are `pyarrow.DataType` objects. Text is always `pa.string()` insid
 scans and in-memory tables normalize `string_view`, `large_string` and dictionary-encoded text
 once, at the edge, so no kernel ever meets a `string_view` (pyarrow lacks many kernels for it).
 
-Decimal rules follow DuckDB (precision capped at 38, scale kept); division involving a decimal or
-a float yields DOUBLE; integer arithmetic is done in BIGINT and integer division truncates.
+Decimal rules follow DuckDB (precision capped at 38, scale kept); division involving a decimal
+yields DOUBLE; integer arithmetic is done in BIGINT and integer division truncates.
+
+Floating point follows DuckDB: REAL = FLOAT4 = FLOAT = FLOAT(1..24) is 4-byte `float32`, DOUBLE =
+FLOAT8 = DOUBLE PRECISION = FLOAT(25..53) is 8-byte `float64` (PostgreSQL reads a bare FLOAT as
+DOUBLE; pqe takes DuckDB's reading, which is also Arrow's: `float` is float32). A REAL meeting a
+REAL, an integer or a DECIMAL stays REAL (arithmetic, comparison, CASE, UNION), as in DuckDB; a
+DOUBLE on either side makes it DOUBLE.
 """
 
 from __future__ import annotations
@@ -149,6 +155,14 @@ def _decimal_union(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     return decimal(integral + scale, scale)
 
 
+def _float_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """The floating type of two numbers, one of them floating: DOUBLE when either is DOUBLE,
+    else REAL (REAL with REAL, an integer or a DECIMAL stays REAL, as in DuckDB)."""
+    if pa.types.is_float64(a) or pa.types.is_float64(b):
+        return FLOAT64
+    return FLOAT32
+
+
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     """The type both sides are cast to for comparison, UNION, CASE, COALESCE; None if none."""
     if a == b:
@@ -161,7 +175,7 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return _wider_int(a, b)
     if is_numeric(a) and is_numeric(b):
         if is_floating(a) or is_floating(b):
-            return FLOAT64
+            return _float_type(a, b)
         return _decimal_union(a, b)
     if is_text(a) and is_text(b):
         return TEXT
@@ -186,7 +200,9 @@ def arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if is_integer(a) and is_integer(b):
         return INT64
     if is_numeric(a) and is_numeric(b):
-        if is_floating(a) or is_floating(b) or op == "divide":
+        if is_floating(a) or is_floating(b):
+            return _float_type(a, b)
+        if op == "divide":
             return FLOAT64
         a, b = as_decimal(a), as_decimal(b)
         if op in ("add", "subtract"):
@@ -231,7 +247,8 @@ _NAMED = {
     "integer": INT32, "int": INT32, "int4": INT32, "int32": INT32, "signed": INT64,
     "bigint": INT64, "int64": INT64, "long": INT64,
     "real": FLOAT32, "float4": FLOAT32, "float32": FLOAT32,
-    "double": FLOAT64, "float": FLOAT64, "float8": FLOAT64, "float64": FLOAT64,
+    # FLOAT is REAL, as in DuckDB (and Arrow's `float`); PostgreSQL reads it as DOUBLE
+    "double": FLOAT64, "float": FLOAT32, "float8": FLOAT64, "float64": FLOAT64,
     "double precision": FLOAT64,
     "varchar": TEXT, "text": TEXT, "string": TEXT, "char": TEXT, "bpchar": TEXT,
     "character": TEXT, "character varying": TEXT, "nvarchar": TEXT, "nchar": TEXT,
@@ -243,6 +260,7 @@ _NAMED = {
     "decimal": pa.decimal128(18, 3), "numeric": pa.decimal128(18, 3),
 }
 
+_FLOAT_RE = re.compile(r"^\s*float\s*\(\s*(\d+)\s*\)\s*$", re.I)
 _DECIMAL_RE = re.compile(r"^\s*(decimal|numeric|dec)\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*$", re.I)
 
 
@@ -258,6 +276,14 @@ def parse_type(spec: str | pa.DataType) -> pa.DataType:
         if not 1 <= precision <= MAX_DECIMAL_PRECISION or scale > precision:
             raise TypeMismatchError(f"invalid decimal type {text!r}")
         return pa.decimal128(precision, scale)
+    m = _FLOAT_RE.match(text)
+    if m:
+        # FLOAT(p): p binary digits of precision, as in DuckDB and PostgreSQL
+        bits = int(m.group(1))
+        if not 1 <= bits <= 53:
+            raise TypeMismatchError(f"invalid type {text!r}: the precision of FLOAT must be "
+                                    f"between 1 and 53")
+        return FLOAT32 if bits <= 24 else FLOAT64
     key = re.sub(r"\s*\(\s*\d+\s*\)\s*$", "", text.lower())  # VARCHAR(25) -> varchar
     key = re.sub(r"\s+", " ", key)
     if key in _NAMED:

@@ -15,6 +15,7 @@ import sqlglot
 from sqlglot import exp, parser
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.tokens import Tokenizer, TokenType
 
 from ..errors import SQLSyntaxError, UnsupportedError
@@ -43,6 +44,11 @@ class PQEDialect(Dialect):
         KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE}
 
     class Parser(parser.Parser):
+        # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison
+        # operators, as in PostgreSQL and DuckDB: `x > 1 IS NOT TRUE` is `(x > 1) IS NOT TRUE`
+        # and `x IS DISTINCT FROM y = FALSE` is `x IS DISTINCT FROM (y = FALSE)` (sqlglot's
+        # default bound IS tightest: `x > (1 IS NOT TRUE)`, a type error or another answer)
+        IS_PREDICATE_PRECEDENCE = IsPredicatePrecedence.LOW
         # `?` remembers where it stands in the text: parameters bind in textual order, not in
         # the order a tree walk meets them (`VALUES (lower(?), ?)`)
         PLACEHOLDER_PARSERS = {

@@ -301,9 +301,31 @@ def _cast(b, node, scope, rec):
                 # folding reports "'x' is not a valid T"
                 return B.cast(arg, to)
             raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
-        return folded
+        return _real_literal(folded, arg)
     _check_castable(arg.dtype, to)
-    return B.cast(arg, to, try_=(t is exp.TryCast or bool(node.args.get("safe"))))
+    try_ = t is exp.TryCast or bool(node.args.get("safe"))
+    if pa.types.is_float32(to) and isinstance(arg, Literal) and T.is_numeric(arg.dtype) \
+            and arg.value is not None:
+        return _real_literal(Literal(float(arg.value), to), arg, try_)
+    return _real_literal(B.cast(arg, to, try_=try_), arg, try_)
+
+
+def _real_literal(e: Expr, arg: Expr, try_: bool = False) -> Expr:
+    """A constant cast to REAL holds the 4-byte float's value (CAST(16777217 AS REAL) is
+    16777216), not the DOUBLE it was folded from; a finite number past REAL's range is an
+    error (NULL for TRY_CAST), as in DuckDB and PostgreSQL, not infinity. Text that reads
+    as such a number is infinity, as DuckDB reads it."""
+    if not (isinstance(e, Literal) and pa.types.is_float32(e.dtype)
+            and isinstance(e.value, float)):
+        return e
+    v = e.value
+    real = pa.scalar(v, pa.float64()).cast(pa.float32(), safe=False).as_py()
+    if v == v and abs(v) != float("inf") and abs(real) == float("inf") \
+            and not (isinstance(arg, Literal) and isinstance(arg.value, str)):
+        if try_:
+            return Literal(None, T.FLOAT32)
+        raise TypeMismatchError(f"value {v!r} is out of range for REAL")
+    return Literal(real, T.FLOAT32)
 
 
 def _check_castable(src, dst) -> None:

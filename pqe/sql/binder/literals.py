@@ -93,6 +93,8 @@ def rewrite_escape(pattern: str, esc: str) -> str:
 
 def sql_type(dt: exp.DataType) -> pa.DataType:
     text = dt.sql(dialect=PQEDialect)
+    if dt.this in (exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE) and dt.expressions:
+        return T.parse_type(text)  # FLOAT(p): p picks REAL or DOUBLE; past 53 an error
     try:
         return T.parse_type(text)
     except Error:

@@ -41,6 +41,9 @@ from .scope import View, at, positioned
 REBALANCE_BRANCHES = 64
 # ORDER BY ALL, after the rewrite (sqlglot reads ALL as a column named "all")
 ORDER_ALL = "__pqe_order_all"
+# the meta mark of a select item's alias the user wrote (qualify adds others: `SELECT Name`
+# becomes `n.name AS name`, an output named as the data spells it, `Name`)
+USER_ALIAS = "pqe_user_alias"
 
 
 class QualifyMixin:
@@ -50,6 +53,10 @@ class QualifyMixin:
     def _qualify(self, node: exp.Expression) -> exp.Expression:
         _rewrite_all_keywords(node)
         node = rebalance_chains(node)
+        for sel in node.find_all(exp.Select):
+            for item in sel.expressions:
+                if isinstance(item, exp.Alias):
+                    item.meta[USER_ALIAS] = True
         cte_names = self._cte_names(node)
         schema: dict[str, dict[str, str]] = {}
         for table in node.find_all(exp.Table):
@@ -78,10 +85,17 @@ class QualifyMixin:
             if real in schema:
                 continue
             cols = self._columns_of(real, entry)
-            keys = column_keys([c for c, _ in cols])
+            keys = relation_keys([c for c, _ in cols])
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
         name_unaliased_projections(node)
+        for values in node.find_all(exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
+            alias = values.args.get("alias")
+            cols = alias.columns if alias is not None else []
+            names = [c.name if c.quoted else c.name.lower() for c in cols]  # as qualify folds
+            if len(set(names)) < len(names):
+                alias.set("columns", [exp.to_identifier(n, quoted=True)
+                                      for n in unique_names(names)])
         # quoted column names are exact: map them to the key qualify will look for
         real_to_key = {}
         for table_keys in self.keys.values():
@@ -168,7 +182,57 @@ class QualifyMixin:
         raise UnsupportedError(f"catalog entry {real!r} cannot be queried")
 
     def _qualify_one(self, node: exp.Expression, mapping, schema) -> exp.Expression:
-        """sqlglot's qualify of one query (or set-operation branch), its errors as pqe's."""
+        """sqlglot's qualify of one query (or set-operation branch), its errors as pqe's.
+
+        A derived table (a subquery in FROM, a CTE) whose columns repeat a name gets unique
+        names as DuckDB gives them (a, a_1, a_2; `SELECT * FROM t JOIN u ...` as id, x, id_1,
+        y): sqlglot leaves `*` over such a table unexpanded and cannot resolve the new names,
+        so the names are found on a qualified copy (inner scopes first), set as the derived
+        table's column aliases on the original, and the original is qualified again; each
+        round settles one more level of nesting."""
+        derived = _derived_tables(node)
+        if not any(_may_repeat(d) for d in derived):  # (most queries: one qualify, no copy)
+            return self._run_qualify(node, mapping, schema)
+        for i, d in enumerate(derived):
+            d.meta["pqe_derived"] = i
+        original = node.copy()
+        targets = {d.meta["pqe_derived"]: d for d in _derived_tables(original)}
+        for round_ in range(len(derived) + 1):
+            work = node if round_ == 0 else original.copy()  # `original` stays unqualified
+            error = None
+            try:
+                done = qualify(work, schema=mapping, dialect=PQEDialect,
+                               validate_qualify_columns=True, quote_identifiers=True,
+                               identify=True)
+            except OptimizeError as e:
+                error, done = e, work  # inner scopes qualified before the error are used
+            except (RecursionError, MemoryError):
+                raise
+            except Exception as e:
+                raise InternalError(f"sqlglot could not qualify the query: {type(e).__name__}: "
+                                    f"{' '.join(str(e).split())[:200]}") from e
+            renamed = False
+            for d in _derived_tables(done):
+                names = _derived_names(d)
+                target = targets.get(d.meta.get("pqe_derived"))
+                if names is None or target is None:
+                    continue
+                unique = unique_names(names)
+                if unique != names:
+                    alias = target.args.get("alias")
+                    if alias is None:
+                        alias = exp.TableAlias(this=exp.to_identifier(d.alias_or_name,
+                                                                      quoted=True))
+                        target.set("alias", alias)
+                    alias.set("columns", [exp.to_identifier(n, quoted=True) for n in unique])
+                    renamed = True
+            if not renamed:
+                if error is not None:
+                    raise self._qualify_error(str(error), schema, node) from None
+                return done
+        raise InternalError("could not give the columns of derived tables unique names")
+
+    def _run_qualify(self, node: exp.Expression, mapping, schema) -> exp.Expression:
         try:
             return qualify(node, schema=mapping, dialect=PQEDialect,
                            validate_qualify_columns=True, quote_identifiers=True, identify=True)
@@ -185,6 +249,8 @@ class QualifyMixin:
         if m:
             col = m.group(1).replace("\x00", "")
             owners = [t for t, cols in schema.items() if col in cols]
+            # suggestions in the data's spelling (the keys are lower case)
+            spelled = {t: self.keys.get(t, {}) for t in schema}
             if node is not None and "." not in col:  # a table joined to itself: t, t AS u
                 aliases = {t.alias_or_name: None for t in node.find_all(exp.Table)
                            if col in schema.get(t.name, {})}
@@ -194,7 +260,7 @@ class QualifyMixin:
                 return AmbiguousColumnError(
                     f"column reference '{col}' is ambiguous: it could be "
                     + " or ".join(f"{t}.{col}" for t in owners))
-            cands = [c for cols in schema.values() for c in cols]
+            cands = [spelled[t].get(c, c) for t, cols in schema.items() for c in cols]
             where = ""
             pos = None
             if m.group(2):
@@ -343,6 +409,65 @@ def _looks_like_path(name: str) -> bool:
     low = name.lower()
     return ("/" in name or "*" in name or "://" in name
             or low.endswith((".parquet", ".csv", ".csv.gz", ".tsv", ".pq")))
+
+
+def _derived_tables(root: exp.Expression) -> list[exp.Expression]:
+    """The derived tables of a statement: subqueries in FROM / JOIN and CTEs."""
+    return [n for n in root.find_all(exp.Subquery, exp.CTE)
+            if isinstance(n, exp.CTE) or isinstance(n.parent, (exp.From, exp.Join))]
+
+
+def _may_repeat(node: exp.Expression) -> bool:
+    """Whether a derived table's columns may repeat a name: its query has a `*` to expand,
+    or names a column twice (in any case), before qualification."""
+    body = node.this
+    if not isinstance(body, exp.Query):
+        return True
+    cols, inner = node.alias_column_names, body.named_selects
+    names = [n.lower() for n in (*cols, *inner[len(cols):])]
+    return any(n in ("*", "") for n in names) or len(set(names)) < len(names)
+
+
+def _derived_names(node: exp.Expression) -> list[str] | None:
+    """The column names a (qualified) derived table exposes, None while its query still has
+    an unexpanded `*` (or is not a query)."""
+    body = node.this
+    if not isinstance(body, exp.Query):
+        return None
+    inner = body.named_selects
+    if any(n in ("*", "") for n in inner):
+        return None
+    cols = node.alias_column_names
+    if len(cols) > len(inner):
+        return None  # refused with its message when bound
+    return [*cols, *inner[len(cols):]]
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Repeated column names made unique the way DuckDB names a subquery's columns: the
+    second `a` becomes a_1, the third a_2, skipping names already taken (a, a, a_1, a ->
+    a, a_1, a_1_1, a_2). Names that differ only in case are different names here: pqe's
+    quoted names are exact."""
+    count: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n not in count:
+            count[n] = 1
+            out.append(n)
+            continue
+        new = f"{n}_{count[n]}"
+        while new in count:
+            count[n] += 1
+            new = f"{n}_{count[n]}"
+        count[new] = 1
+        out.append(new)
+    return out
+
+
+def relation_keys(names: list[str]) -> list[str]:
+    """The names sqlglot and the binder's scope know a table's or view's columns by: a
+    repeated name made unique (`unique_names`), then `column_keys`."""
+    return column_keys(unique_names(names))
 
 
 def column_keys(names: list[str]) -> list[str]:

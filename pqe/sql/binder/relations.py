@@ -22,7 +22,7 @@ from ...plan.logical import (
     walk_plan,
 )
 from ..parser import PQEDialect
-from .qualification import column_keys
+from .qualification import relation_keys, unique_names
 from .scope import Scope, View
 from .supported import describe_node
 
@@ -159,7 +159,7 @@ class RelationsMixin:
         alias = node.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None and alias.columns else []
         names += [f"col{i}" for i in range(len(names), width)]  # DuckDB: col0, col1, ...
-        return B.values(names[:width], rows)
+        return B.values(unique_names(names[:width]), rows)
 
     # ---- FROM ----------------------------------------------------------------------------------
 
@@ -260,14 +260,19 @@ class RelationsMixin:
                 else:
                     plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema],
                                      qualifier=alias)
-                keys = column_keys([f.name for f in plan.schema])
+                keys = relation_keys([f.name for f in plan.schema])
                 scope.add(alias, list(zip(keys, plan.schema, strict=True)))
                 return plan
             plan = B.scan(real, entry, alias)
             if not plan.schema:
                 raise UnsupportedError(f"table {real} has no columns; pqe cannot query a table "
                                        f"without columns")
-            keys = column_keys([f.name for f in plan.schema])
+            repeated = [n for n, k in Counter(f.name for f in plan.schema).items() if k > 1]
+            if repeated:  # the scan reads columns by name
+                raise UnsupportedError(f"table {real} has more than one column named "
+                                       f"'{repeated[0]}'; pqe cannot read a table with repeated "
+                                       f"column names (rename them when registering it)")
+            keys = relation_keys([f.name for f in plan.schema])
             scope.add(alias, list(zip(keys, plan.schema, strict=True)))
             return plan
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table) \

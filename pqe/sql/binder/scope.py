@@ -49,11 +49,11 @@ class Scope:
     def _find(self, table: str | None, column: str) -> Field | None:
         if table is not None:
             cols = self.tables.get(table)
-            if cols is None or column not in cols:
+            if cols is None:
                 return None
-            hits = cols[column]
+            hits = _named(cols, column)
         else:
-            hits = [f for cols in self.tables.values() for f in cols.get(column, [])]
+            hits = [f for cols in self.tables.values() for f in _named(cols, column)]
         if len(hits) > 1:
             where = f"{table}." if table else ""
             raise AmbiguousColumnError(f"column reference '{where}{column}' is ambiguous")
@@ -67,6 +67,18 @@ class Scope:
                 out += list(cols) + [f"{alias}.{c}" for c in cols]
             scope = scope.parent
         return out
+
+
+def _named(cols: dict[str, list[Field]], column: str) -> list[Field]:
+    """The fields named `column` in one relation. A subquery's columns are named as its
+    select list shows them (`Name`, from a table's column `Name`), where sqlglot resolved
+    the reference by the lower-case key it matched (`name`): that spelling is found when
+    it is the only one that matches regardless of case."""
+    hits = cols.get(column)
+    if hits is not None:
+        return hits
+    folded = [n for n in cols if n.lower() == column.lower()]
+    return cols[folded[0]] if len(folded) == 1 else []
 
 
 @dataclass

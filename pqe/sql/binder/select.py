@@ -11,7 +11,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ... import types as T
-from ...errors import AmbiguousColumnError, BindError, TypeMismatchError, UnsupportedError
+from ...errors import AmbiguousColumnError, BindError, Error, TypeMismatchError, UnsupportedError
 from ...kernels.scalars import unnest_column
 from ...plan import builder as B
 from ...plan import functions as F
@@ -19,9 +19,26 @@ from ...plan.expr import ColumnRef, Expr, Literal, SortKey, WindowCall, lit
 from ...plan.logical import LogicalPlan, MapBatches, Sort, UserFunction, Window
 from .grouping import find_aggs
 from .literals import checked_int
-from .qualification import ORDER_ALL
+from .qualification import ORDER_ALL, USER_ALIAS
 from .scope import Scope
 from .windows import find_windows
+
+
+def _shown_name(item: exp.Expression, target: exp.Expression, name: str, scope: Scope) -> str:
+    """The output name of a select item: a column the user did not alias (`SELECT Name`,
+    `SELECT *`) is named as its table or subquery spells it (`Name`, as DuckDB names it),
+    not by the lower-case key unquoted names are matched with; anything else by `name`."""
+    if item.meta.get(USER_ALIAS) or not isinstance(target, exp.Column) \
+            or not isinstance(target.this, exp.Identifier):
+        return name
+    try:
+        ref = scope.lookup(target.table or None, target.name)
+    except Error:
+        return name
+    f = getattr(ref, "field", None)
+    if f is not None and f.name != name and f.name.lower() == name.lower():
+        return f.name
+    return name
 
 
 def _is_order_all(order: exp.Order | None) -> exp.Ordered | None:
@@ -88,6 +105,7 @@ class SelectMixin:
         if not items:
             raise BindError("the SELECT list is empty: name at least one column")
         bound: list[tuple[Expr, str]] = []
+        shown: list[str] = []  # the output names: a column keeps its data's spelling
         unnest_at = self._unnest_item(items, agg_ctx, win_nodes)
         for it in items:
             if isinstance(it, exp.Star) or (isinstance(it, exp.Column) and isinstance(it.this, exp.Star)):
@@ -101,6 +119,7 @@ class SelectMixin:
                 name = name if isinstance(it, exp.Alias) else "unnest"
                 target = target.expressions[0]
             bound.append((self.expr(target, scope, agg=agg_ctx, clause="SELECT"), name))
+            shown.append(_shown_name(it, target, name, scope))
 
         distinct = sel.args.get("distinct")
         if distinct is not None and distinct.args.get("on"):
@@ -131,8 +150,8 @@ class SelectMixin:
         if unnest_at is not None and extra:
             raise UnsupportedError("UNNEST with ORDER BY on an expression that is not in the "
                                    "select list is not supported")
-        proj = B.project(plan, bound + extra)
-        plan = proj if unnest_at is None else self._unnest(proj, unnest_at, [n for _, n in bound])
+        proj = B.project(plan, [(e, n) for (e, _), n in zip(bound, shown, strict=True)] + extra)
+        plan = proj if unnest_at is None else self._unnest(proj, unnest_at, shown)
         if distinct is not None:
             plan = B.distinct(plan)
         if keys:
@@ -141,7 +160,7 @@ class SelectMixin:
         plan = self._limit(sel, plan)
         if extra:
             plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[: len(bound)]])
-        return plan, [n for _, n in bound]
+        return plan, shown
 
     def _unnest_item(self, items, agg_ctx, win_nodes) -> int | None:
         """The position of the select item that is UNNEST(list) (alone or aliased): the only
