@@ -358,3 +358,23 @@ def test_min_max_of_text_over_many_groups_by_ranks():
                      "SELECT k % 7 AS g, min(s) AS lo FROM t GROUP BY g"])
     ranks = aggregate._text_ranks(t.column("s"))
     assert ranks is not None  # the path under test ran
+
+
+def test_double_to_real_out_of_range():
+    """REAL is float32 (DuckDB): a finite DOUBLE past its range is an error for CAST and for
+    a store into a REAL column, NULL for TRY_CAST (Arrow's cast made it an infinity);
+    infinities and NaN pass, and REAL arithmetic overflows to infinity as in DuckDB."""
+    pytest.importorskip("duckdb")
+    d = pa.table({"x": pa.array([1e40, 1.5, float("inf"), None, -1e39, 3.4e38])})
+    _same({"d": d}, ["SELECT TRY_CAST(x AS REAL) AS v FROM d",
+                     "SELECT CASE WHEN abs(x) < 1e30 THEN CAST(x AS REAL) END AS v FROM d",
+                     "SELECT CAST(x AS REAL) * 2 AS v FROM d WHERE abs(x) < 1e39"])
+    ctx = pqe.Context()
+    ctx.register_arrow("d", d)
+    ctx.sql("CREATE TABLE r (f REAL)")
+    for sql in ["SELECT CAST(x AS REAL) FROM d", "INSERT INTO r SELECT x FROM d",
+                "SELECT CAST(1e40 AS REAL)"]:
+        with pytest.raises(pqe.Error, match="out of range for REAL"):
+            ctx.sql(sql).to_arrow()
+    ctx.sql("INSERT INTO r SELECT x FROM d WHERE abs(x) < 1e30 OR x IS NULL")
+    assert ctx.sql("SELECT f FROM r").to_arrow().column(0).to_pylist() == [1.5, None]

@@ -1002,6 +1002,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         return null_of(dst)
     if T.is_interval(src) and not T.is_interval(dst):
         raise UnsupportedError(f"CAST of an INTERVAL to {T.type_name(dst)} is not supported")
+    if pa.types.is_float32(dst) and pa.types.is_float64(src):
+        return _double_to_real(c, x, e.try_)
     if e.try_:
         return _try_cast(x, src, dst)
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
@@ -1034,6 +1036,21 @@ def _cast(c: Compiler, e: Cast) -> E:
         # `c IN (99.99, 3.0e0)` was false): its digits, parsed, are the nearest double
         return x.cast(T.TEXT).cast(pa.float64()).cast(dst)
     return x.cast(dst)
+
+
+def _double_to_real(c: Compiler, x: E, try_: bool) -> E:
+    """DOUBLE -> REAL: a finite value past REAL's range is an error (NULL under TRY_CAST),
+    as in DuckDB and PostgreSQL; Arrow's cast makes it an infinity (CAST(1e40 AS REAL), or
+    a DOUBLE column stored into a REAL one, gave inf)."""
+    y = x.cast(T.FLOAT32, safe=False)
+    over = _call("and", [_call("is_finite", [x]), _call("invert", [_call("is_finite", [y])])])
+    if try_:
+        return _call("if_else", [over, null_of(T.FLOAT32), y])
+    if c.guard is not None:
+        over = _call("and", [over, c.guard])
+    text = _call("if_else", [over, x.cast(T.TEXT), null_of(T.TEXT)])
+    check = _call("pqe_check_range", [text, over, scalar("REAL", T.TEXT)])
+    return _call("if_else", [check, y, null_of(T.FLOAT32)])
 
 
 def _decimal_text(x: E, t: pa.DataType) -> E:
