@@ -12,7 +12,12 @@ keys holding whole numbers (90x-250x: Acero's hash of 8-byte keys that differ on
 high bits), the same for BIGINT keys such as k << 40 (1,400x), MEDIAN / QUANTILE (8x: a
 sort of every value), EXISTS with `<>` on a key held by many rows of each side (60x); all
 fixed since (kernels.relational.hash_key_floats / low_bits_repeat, kernels.holistic.
-_selected, optimizer.semi_join_extremes).
+_selected, optimizer.semi_join_extremes). A third sweep (85 shapes, the last seven here):
+CAST of text to numbers (1,150x: kernels.expressions._Stages and Arrow's cast for plain
+digits), STRFTIME (9-13x: kernels.scalars.fixed_width_strftime), window sums over a partition
+or running (5-6x: kernels.window._partition_sums), MIN/MAX of text over many groups (5x:
+kernels.aggregate._text_ranks), joins ON IS NOT DISTINCT FROM (a nested loop: a hash join on
+null-safe keys now); all brought within 5x.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ def tables(n: int, seed: int = 7) -> dict[str, pa.Table]:
         "d": pa.array((keys * 100).astype(np.int32)).cast(pa.decimal128(12, 2)),
         "ts": pa.array(rng.integers(1_600_000_000_000_000, 1_700_000_000_000_000, n))
         .cast(pa.timestamp("us")),
+        "si": pa.array(rng.integers(-10 ** 6, 10 ** 6, n).astype(str)),
     })
     u = pa.table({
         "k": np.arange(m), "whole": np.arange(m) * 1.0, "big": np.arange(m) << 40,
@@ -91,6 +97,16 @@ SHAPES = {
                          "(SELECT max(x) FROM t WHERE t.k = u.k) > 1",
     "union all": "SELECT k2, count(*) FROM (SELECT k2 FROM t UNION ALL SELECT k2 FROM t) "
                  "GROUP BY k2",
+    # found by a third sweep (85 shapes; 2026-12-04): 4x to 1,150x DuckDB before
+    "cast text to integer": "SELECT sum(CAST(si AS INTEGER)) FROM t",
+    "try_cast text to decimal": "SELECT sum(TRY_CAST(si AS DECIMAL(12,2))) FROM t",
+    "group by strftime": "SELECT strftime(ts, '%Y-%m') m, count(*) FROM t GROUP BY m",
+    "window sum by partition": "SELECT max(w) FROM (SELECT sum(p) OVER (PARTITION BY k) w "
+                               "FROM t)",
+    "running sum": "SELECT max(w) FROM (SELECT sum(p) OVER (ORDER BY id) w FROM t)",
+    "min/max text, many groups": "SELECT k, min(s), max(url) FROM t GROUP BY k",
+    "join is not distinct from": "SELECT count(*) FROM t JOIN u ON t.k IS NOT DISTINCT "
+                                 "FROM u.k",
 }
 
 

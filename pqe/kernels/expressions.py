@@ -1275,8 +1275,15 @@ def _number_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     pattern = _plain_number_text(dst)
     if pattern is None:
         return _any_number(t, dst)
-    return _split(t, pattern, "0", lambda plain: _plain_number(plain, dst),
-                  lambda rest: _any_number(rest, dst))
+    rest = (lambda r: _any_number(r, dst))
+    if T.is_decimal(dst):
+        # at most the scale's decimals: Arrow's cast reads them as they are; more decimals
+        # are rounded (`_plain_number`), the rest takes the whole grammar
+        exact = rf"^[+-]?\d{{1,{dst.precision - dst.scale}}}" + (
+            rf"(\.\d{{0,{dst.scale}}})?$" if dst.scale else "$")
+        return _split(t, exact, "0", lambda plain: pc.cast(plain, dst),
+                      lambda r: _split(r, pattern, "0", lambda p: _plain_number(p, dst), rest))
+    return _split(t, pattern, "0", lambda plain: _plain_number(plain, dst), rest)
 
 
 def _any_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
