@@ -956,6 +956,8 @@ def _case(c: Compiler, e: Case) -> E:
 
 
 def _in_list(c: Compiler, e: InList) -> E:
+    if T.is_interval(e.arg.dtype):  # (a month is not a number of days: see functions._compare)
+        raise UnsupportedError("IN of INTERVAL values is not supported")
     arg = c(e.arg)
     consts = [v for v in e.values if isinstance(v, Literal)]
     others = [v for v in e.values if not isinstance(v, Literal)]

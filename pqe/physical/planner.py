@@ -174,6 +174,9 @@ class PhysicalPlanner:
         method = self._METHODS.get(type(node))
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
+        refused = _interval_keys(node)
+        if refused is not None:
+            raise UnsupportedError(f"{refused} of INTERVAL values is not supported")
         out = method(self, node)
         if isinstance(node, L.Aggregate):  # (read by _build_text_encoded)
             rows, step = self.est.rows(node.input), out
@@ -1321,6 +1324,36 @@ def balance(units, n: int) -> tuple[tuple[ScanUnit, ...], ...]:
     if cur:
         parts.append(tuple(cur))
     return tuple(parts)
+
+
+def _interval_keys(node: L.LogicalPlan) -> str | None:
+    """What `node` would group, order, join or partition by INTERVAL values, if anything.
+    Arrow compares an interval as its (months, days, nanoseconds) triple, DuckDB as one
+    length (a month is 30 days, a day 24 hours): '1 month' and '30 days' would be two groups
+    where DuckDB has one, so these are refused rather than answered differently."""
+    def iv(e) -> bool:
+        return T.is_interval(e.dtype)
+
+    if isinstance(node, L.Aggregate):
+        if any(iv(g) for g in node.group):
+            return "GROUP BY (or DISTINCT, UNION, INTERSECT, EXCEPT)"
+        for a in node.aggs:
+            if a.distinct and any(iv(x) for x in a.args):
+                return f"{a.fn.upper()}(DISTINCT ...)"
+            if a.fn in ("min", "max") and any(iv(x) for x in a.args):
+                return f"{a.fn.upper()}"
+            if any(iv(k.expr) for k in a.order_by):
+                return "ORDER BY inside an aggregate"
+    if isinstance(node, L.Sort) and any(iv(k.expr) for k in node.keys):
+        return "ORDER BY"
+    if isinstance(node, L.Window):
+        for c in node.calls:
+            if any(iv(p) for p in getattr(c, "partition_by", ())) or any(
+                    iv(k.expr) for k in getattr(c, "order_by", ())):
+                return "a window's PARTITION BY or ORDER BY"
+    if isinstance(node, L.Join) and any(iv(a) or iv(b) for a, b in node.on):
+        return "a join"
+    return None
 
 
 def statistics_filters(filters) -> tuple:
