@@ -392,3 +392,8 @@ def test_double_to_real_out_of_range():
             ctx.sql(sql).to_arrow()
     ctx.sql("INSERT INTO r SELECT x FROM d WHERE abs(x) < 1e30 OR x IS NULL")
     assert ctx.sql("SELECT f FROM r").to_arrow().column(0).to_pylist() == [1.5, None]
+
+
+def test_floor_and_ceil_of_real_stay_real():
+    t = pa.table({"f": pa.array([1.5, -2.5, None, 3.0e38, float("nan"), -0.0], pa.float32())})
+    _same({"t": t}, ["SELECT floor(f) AS a, ceil(f) AS b, typeof(floor(f)) AS tf FROM t"])

@@ -248,7 +248,9 @@ def _floor_ceil(fn, ts):
         return (T.INT64,), T.INT64
     if T.is_decimal(a):
         return (a,), T.decimal(a.precision, 0)
-    if T.is_floating(a) or T.is_null(a):
+    if T.is_floating(a):
+        return (a,), a  # a REAL stays REAL (DuckDB)
+    if T.is_null(a):
         return (T.FLOAT64,), T.FLOAT64
     raise _fail(fn, ts)
 
