@@ -763,8 +763,12 @@ class CsvTable(FileTable):
             fmt = ds.CsvFileFormat(
                 parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
                 read_options=pcsv.ReadOptions(autogenerate_column_names=not self.header),
+                # only an empty, unquoted field is NULL (DuckDB, PostgreSQL's COPY): Arrow's
+                # default list also made the text 'NA', 'NULL', 'null', 'N/A' and 'nan' NULL
+                # (a NaN too), quoted or not, and a quoted "" stays ''
                 convert_options=pcsv.ConvertOptions(column_types=self.column_types,
-                                                    strings_can_be_null=True))
+                                                    null_values=[""], strings_can_be_null=True,
+                                                    quoted_strings_can_be_null=False))
             self.__dict__["_format"] = fmt
         return fmt
 

@@ -397,3 +397,30 @@ def test_double_to_real_out_of_range():
 def test_floor_and_ceil_of_real_stay_real():
     t = pa.table({"f": pa.array([1.5, -2.5, None, 3.0e38, float("nan"), -0.0], pa.float32())})
     _same({"t": t}, ["SELECT floor(f) AS a, ceil(f) AS b, typeof(floor(f)) AS tf FROM t"])
+
+
+def test_csv_text_is_not_taken_for_null(tmp_path):
+    """Only an empty, unquoted CSV field is NULL (DuckDB; PostgreSQL's COPY): Arrow's default
+    null markers made the text 'NA', 'NULL', 'null', 'N/A', 'nan' NULL (a NaN too), quoted
+    or not; a quoted "" is the empty text (PostgreSQL; DuckDB reads it as NULL), so pqe's
+    own CSV reads back as it was written."""
+    pytest.importorskip("duckdb")
+    path = tmp_path / "a.csv"
+    path.write_text('id,s,f,q\n1,NA,5.5,"NULL"\n2,NULL,nan,"x"\n3,null,NaN,"x"\n4,N/A,,\n'
+                    '5,nan,inf,"NA"\n6,#N/A,-1.5,"y"\n7,,2,z\n8,-NaN,1,n/a\n')
+    ctx = pqe.Context()
+    ctx.register_csv("a", str(path))
+    con = oracle.connect({})
+    sql = "SELECT * FROM a ORDER BY id"
+    expected = oracle.query(con, f"SELECT * FROM read_csv('{path}') ORDER BY id")
+    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    # a round trip through pqe's own CSV keeps text, '' and NaN
+    t = pa.table({"id": [1, 2, 3, 4, 5], "s": ["NA", "null", "", None, "x,y"],
+                  "f": [float("nan"), 1.5, None, float("inf"), -0.0]})
+    ctx.register_arrow("t", t)
+    ctx.sql(f"COPY t TO '{tmp_path / 'rt.csv'}' (FORMAT CSV)")
+    ctx.register_csv("rt", str(tmp_path / "rt.csv"))
+    back = ctx.sql("SELECT * FROM rt ORDER BY id").to_arrow()
+    assert back.column("s").to_pylist() == ["NA", "null", "", None, "x,y"]
+    f = back.column("f").to_pylist()
+    assert f[0] != f[0] and f[1:] == [1.5, None, float("inf"), -0.0]
