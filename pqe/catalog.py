@@ -733,6 +733,7 @@ class CsvTable(FileTable):
         self.delimiter = delimiter
         self.header = header
         self.column_types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
+        self._given_types = dict(self.column_types)  # (the rest is inferred on each refresh)
         try:
             super().__init__(path, storage_options, filesystem)
             self.refresh()
@@ -744,16 +745,56 @@ class CsvTable(FileTable):
     def _set_schema(self, files: list[_File]) -> None:
         if not files:
             raise CatalogError(f"no CSV files found at {self.path!s}")
+        if self.column_types != self._given_types:  # inferred again from the files as they are
+            self.column_types = dict(self._given_types)
+            self.__dict__.pop("_format", None)
         try:
             dataset = ds.dataset([self.fs.fs_path(f.url) for f in files], format=self.file_format(),
                                  filesystem=self.fs.arrow_fs())
         except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
             raise CatalogError(f"cannot read CSV data at {self.path!s}: {_first_line(e)}") from e
-        unknown = set(self.column_types) - set(dataset.schema.names)
+        unknown = set(self._given_types) - set(dataset.schema.names)
         if unknown:
             raise CatalogError(f"schema names columns not in {self.path!s}: {sorted(unknown)}")
+        wide = self._wide_integers(files[0], dataset.schema)
+        if {**self._given_types, **wide} != self.column_types:
+            self.column_types = {**self._given_types, **wide}
+            self.__dict__.pop("_format", None)
+            dataset = ds.dataset([self.fs.fs_path(f.url) for f in files],
+                                 format=self.file_format(), filesystem=self.fs.arrow_fs())
         self.physical_schema = dataset.schema
         self.schema = T.normalize_schema(dataset.schema)
+
+    def _wide_integers(self, first, schema: pa.Schema) -> dict:
+        """Columns Arrow inferred as DOUBLE because an integer passed BIGINT
+        (9223372036854775808): Arrow reads every value as a float, and two integers it cannot
+        tell apart became equal. Such a column whose first block holds only integers of at
+        most 38 digits is a DECIMAL(38,0) (DuckDB: HUGEINT), read exactly."""
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+
+        floats = [f.name for f in schema if pa.types.is_float64(f.type)
+                  and f.name not in self._given_types]
+        if not floats:
+            return {}
+        try:
+            with self.fs.arrow_fs().open_input_stream(self.fs.fs_path(first.url)) as stream:
+                reader = pcsv.open_csv(stream, parse_options=pcsv.ParseOptions(
+                    delimiter=self.delimiter), read_options=pcsv.ReadOptions(
+                    autogenerate_column_names=not self.header), convert_options=pcsv.ConvertOptions(
+                    include_columns=floats, column_types={c: pa.string() for c in floats},
+                    null_values=[""], strings_can_be_null=True))
+                batch = reader.read_next_batch()
+        except (OSError, StopIteration, pa.ArrowInvalid):
+            return {}
+        out = {}
+        for name in floats:
+            col = pc.utf8_trim_whitespace(batch.column(name))
+            whole = pc.match_substring_regex(col, r"^[+-]?\d{1,38}$")
+            big = pc.greater(pc.utf8_length(pc.utf8_ltrim(col, characters="+-")), 18)
+            if pc.all(whole).as_py() and pc.any(big).as_py():
+                out[name] = pa.decimal128(38, 0)
+        return out
 
     def file_format(self, dict_columns: tuple[str, ...] = ()):
         import pyarrow.csv as pcsv

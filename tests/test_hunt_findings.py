@@ -424,3 +424,20 @@ def test_csv_text_is_not_taken_for_null(tmp_path):
     assert back.column("s").to_pylist() == ["NA", "null", "", None, "x,y"]
     f = back.column("f").to_pylist()
     assert f[0] != f[0] and f[1:] == [1.5, None, float("inf"), -0.0]
+
+
+def test_csv_integers_past_bigint_stay_exact(tmp_path):
+    """Arrow infers DOUBLE for a column holding an integer past BIGINT, and two integers
+    became equal (9223372036854775807 and ...808); such a column of integers is read as
+    DECIMAL(38,0) (DuckDB: HUGEINT)."""
+    pytest.importorskip("duckdb")
+    path = tmp_path / "big.csv"
+    path.write_text("id,b,c\n1,9223372036854775807,1\n2,9223372036854775808,2.5\n"
+                    "3,-99999999999999999999999,\n4,,7\n")
+    ctx = pqe.Context()
+    ctx.register_csv("b", str(path))
+    sql = "SELECT id, CAST(b AS VARCHAR) AS b, c FROM b ORDER BY id"
+    expected = oracle.query(oracle.connect({}), sql.replace(
+        "FROM b", f"FROM read_csv('{path}')"))
+    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    assert ctx.sql("SELECT count(DISTINCT b) AS n FROM b").to_arrow().column(0).to_pylist() == [3]
