@@ -1175,6 +1175,8 @@ def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
 def _range_kind(t: pa.DataType) -> tuple[str, pa.DataType]:
     if T.is_floating(t):
         return "f64", pa.float64()
+    if pa.types.is_uint64(t):  # past BIGINT: checked as an exact DECIMAL
+        return "d0", pa.decimal256(76, 0)
     if T.is_integer(t):
         return "i64", pa.int64()
     return f"d{t.scale}", pa.decimal256(76, t.scale)
