@@ -756,7 +756,7 @@ class CsvTable(FileTable):
         unknown = set(self._given_types) - set(dataset.schema.names)
         if unknown:
             raise CatalogError(f"schema names columns not in {self.path!s}: {sorted(unknown)}")
-        wide = self._wide_integers(files[0], dataset.schema)
+        wide = self._inferred_types(files[0], dataset.schema)
         if {**self._given_types, **wide} != self.column_types:
             self.column_types = {**self._given_types, **wide}
             self.__dict__.pop("_format", None)
@@ -765,15 +765,19 @@ class CsvTable(FileTable):
         self.physical_schema = dataset.schema
         self.schema = T.normalize_schema(dataset.schema)
 
-    def _wide_integers(self, first, schema: pa.Schema) -> dict:
-        """Columns Arrow inferred as DOUBLE because an integer passed BIGINT
-        (9223372036854775808): Arrow reads every value as a float, and two integers it cannot
-        tell apart became equal. Such a column whose first block holds only integers of at
-        most 38 digits is a DECIMAL(38,0) (DuckDB: HUGEINT), read exactly."""
+    def _inferred_types(self, first, schema: pa.Schema) -> dict:
+        """Types in place of some Arrow infers, from the text of the first file's first block
+        (where Arrow infers them): a number column holding a number with a leading zero
+        (`007`, `0123`, `00.5`: codes, not numbers; Arrow made 007 the number 7) is text, as
+        in DuckDB; a DOUBLE column Arrow inferred because an integer passed BIGINT
+        (9223372036854775808: every value read as a float, and two integers it cannot tell
+        apart became equal) that holds only integers of at most 38 digits is a DECIMAL(38,0)
+        (DuckDB: HUGEINT), read exactly."""
         import pyarrow.compute as pc
         import pyarrow.csv as pcsv
 
-        floats = [f.name for f in schema if pa.types.is_float64(f.type)
+        floats = [f.name for f in schema if (pa.types.is_float64(f.type)
+                                             or pa.types.is_integer(f.type))
                   and f.name not in self._given_types]
         if not floats:
             return {}
@@ -790,6 +794,11 @@ class CsvTable(FileTable):
         out = {}
         for name in floats:
             col = pc.utf8_trim_whitespace(batch.column(name))
+            if pc.any(pc.match_substring_regex(col, r"^[+-]?0\d")).as_py():
+                out[name] = pa.string()
+                continue
+            if not pa.types.is_float64(schema.field(name).type):
+                continue
             whole = pc.match_substring_regex(col, r"^[+-]?\d{1,38}$")
             big = pc.greater(pc.utf8_length(pc.utf8_ltrim(col, characters="+-")), 18)
             if pc.all(whole).as_py() and pc.any(big).as_py():

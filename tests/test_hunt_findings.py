@@ -463,3 +463,18 @@ def test_ubigint_values_in_bigint_arithmetic():
                      "SELECT CAST(big AS DECIMAL(20,0)) AS v FROM t"])
     with pytest.raises(pqe.Error, match="9223372036854775808 is out of range for BIGINT"):
         ctx.sql("SELECT CAST(big AS BIGINT) FROM t").to_arrow()
+
+
+def test_csv_codes_with_leading_zeros_stay_text(tmp_path):
+    # '007' read as the number 7 altered the data (zip codes, ids); DuckDB keeps such a
+    # column as text, and so does pqe now ('0.5' and '0' are still numbers)
+    pytest.importorskip("duckdb")
+    path = tmp_path / "z.csv"
+    path.write_text("id,zip,amt,f\n1,007,0.5,0.25\n2,0123,10,1\n3,99,0,00.5\n4,,-0.5,\n")
+    ctx = pqe.Context()
+    ctx.register_csv("z", str(path))
+    sql = "SELECT * FROM z ORDER BY id"
+    expected = oracle.query(oracle.connect({}), f"SELECT * FROM read_csv('{path}') ORDER BY id")
+    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    types = {r["column_name"]: r["column_type"] for r in ctx.sql("DESCRIBE z").to_arrow().to_pylist()}
+    assert types == {"id": "BIGINT", "zip": "VARCHAR", "amt": "DOUBLE", "f": "VARCHAR"}
