@@ -478,3 +478,13 @@ def test_csv_codes_with_leading_zeros_stay_text(tmp_path):
     assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
     types = {r["column_name"]: r["column_type"] for r in ctx.sql("DESCRIBE z").to_arrow().to_pylist()}
     assert types == {"id": "BIGINT", "zip": "VARCHAR", "amt": "DOUBLE", "f": "VARCHAR"}
+
+
+def test_ilike_lowers_both_sides():
+    # Arrow's ignore_case folds cases: 'ΣΑΣ' ILIKE 'σας' was TRUE and 'İstanbul' ILIKE 'i%'
+    # FALSE, the other way round from DuckDB and PostgreSQL, which lower both sides
+    t = pa.table({"s": ["ΣΑΣ", "İstanbul", "ǅ", "ß", "STRASSE", "Ä", "abc", "ABC", None,
+                        "a_c", "A%C"]})
+    _same({"t": t}, [f"SELECT s, s ILIKE '{p}' AS m, s NOT ILIKE '{p}' AS n FROM t"
+                     for p in ["σας", "i%", "ǆ", "SS", "straße", "ä", "a_c", "A\\\\_C", "%B%",
+                               "a\\\\%c"]])

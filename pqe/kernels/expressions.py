@@ -593,7 +593,14 @@ def _like(c, e):
     if (len(pattern) - len(pattern.rstrip("\\"))) % 2:
         # an unpaired escape at the end: Arrow's match_like drops it ('a' LIKE 'a\' was TRUE)
         raise ExecutionError(f"LIKE pattern must not end with escape character: '{pattern}'")
-    return _call("match_like", [c(a)], pc.MatchSubstringOptions(pattern, ignore_case=e.fn == "ilike"))
+    if e.fn == "ilike":
+        # both sides lowered, as DuckDB and PostgreSQL compare them: Arrow's ignore_case
+        # folds cases (RE2), so 'ΣΑΣ' ILIKE 'σας' was TRUE (σ and ς fold together) and
+        # 'İstanbul' ILIKE 'i%' FALSE, each the other way round from both
+        lowered = pc.utf8_lower(pa.scalar(pattern, pa.string())).as_py()
+        return _call("match_like", [_call("utf8_lower", [c(a)])],
+                     pc.MatchSubstringOptions(lowered))
+    return _call("match_like", [c(a)], pc.MatchSubstringOptions(pattern))
 
 
 def _substring_match(kernel):
