@@ -399,21 +399,27 @@ def test_floor_and_ceil_of_real_stay_real():
     _same({"t": t}, ["SELECT floor(f) AS a, ceil(f) AS b, typeof(floor(f)) AS tf FROM t"])
 
 
+def _same_as_read_csv(path, table: str, sql: str) -> pqe.Context:
+    """`sql` over the CSV file registered as `table` gives DuckDB's answer over read_csv of
+    it; the Context is returned for more checks."""
+    pytest.importorskip("duckdb")
+    ctx = pqe.Context()
+    ctx.register_csv(table, str(path))
+    expected = oracle.query(oracle.connect({}), sql.replace(f"FROM {table}",
+                                                            f"FROM read_csv('{path}')"))
+    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    return ctx
+
+
 def test_csv_text_is_not_taken_for_null(tmp_path):
     """Only an empty, unquoted CSV field is NULL (DuckDB; PostgreSQL's COPY): Arrow's default
     null markers made the text 'NA', 'NULL', 'null', 'N/A', 'nan' NULL (a NaN too), quoted
     or not; a quoted "" is the empty text (PostgreSQL; DuckDB reads it as NULL), so pqe's
     own CSV reads back as it was written."""
-    pytest.importorskip("duckdb")
     path = tmp_path / "a.csv"
     path.write_text('id,s,f,q\n1,NA,5.5,"NULL"\n2,NULL,nan,"x"\n3,null,NaN,"x"\n4,N/A,,\n'
                     '5,nan,inf,"NA"\n6,#N/A,-1.5,"y"\n7,,2,z\n8,-NaN,1,n/a\n')
-    ctx = pqe.Context()
-    ctx.register_csv("a", str(path))
-    con = oracle.connect({})
-    sql = "SELECT * FROM a ORDER BY id"
-    expected = oracle.query(con, f"SELECT * FROM read_csv('{path}') ORDER BY id")
-    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    ctx = _same_as_read_csv(path, "a", "SELECT * FROM a ORDER BY id")
     # a round trip through pqe's own CSV keeps text, '' and NaN
     t = pa.table({"id": [1, 2, 3, 4, 5], "s": ["NA", "null", "", None, "x,y"],
                   "f": [float("nan"), 1.5, None, float("inf"), -0.0]})
@@ -430,16 +436,10 @@ def test_csv_integers_past_bigint_stay_exact(tmp_path):
     """Arrow infers DOUBLE for a column holding an integer past BIGINT, and two integers
     became equal (9223372036854775807 and ...808); such a column of integers is read as
     DECIMAL(38,0) (DuckDB: HUGEINT)."""
-    pytest.importorskip("duckdb")
     path = tmp_path / "big.csv"
     path.write_text("id,b,c\n1,9223372036854775807,1\n2,9223372036854775808,2.5\n"
                     "3,-99999999999999999999999,\n4,,7\n")
-    ctx = pqe.Context()
-    ctx.register_csv("b", str(path))
-    sql = "SELECT id, CAST(b AS VARCHAR) AS b, c FROM b ORDER BY id"
-    expected = oracle.query(oracle.connect({}), sql.replace(
-        "FROM b", f"FROM read_csv('{path}')"))
-    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    ctx = _same_as_read_csv(path, "b", "SELECT id, CAST(b AS VARCHAR) AS b, c FROM b ORDER BY id")
     assert ctx.sql("SELECT count(DISTINCT b) AS n FROM b").to_arrow().column(0).to_pylist() == [3]
 
 
@@ -468,14 +468,9 @@ def test_ubigint_values_in_bigint_arithmetic():
 def test_csv_codes_with_leading_zeros_stay_text(tmp_path):
     # '007' read as the number 7 altered the data (zip codes, ids); DuckDB keeps such a
     # column as text, and so does pqe now ('0.5' and '0' are still numbers)
-    pytest.importorskip("duckdb")
     path = tmp_path / "z.csv"
     path.write_text("id,zip,amt,f\n1,007,0.5,0.25\n2,0123,10,1\n3,99,0,00.5\n4,,-0.5,\n")
-    ctx = pqe.Context()
-    ctx.register_csv("z", str(path))
-    sql = "SELECT * FROM z ORDER BY id"
-    expected = oracle.query(oracle.connect({}), f"SELECT * FROM read_csv('{path}') ORDER BY id")
-    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql) is None
+    ctx = _same_as_read_csv(path, "z", "SELECT * FROM z ORDER BY id")
     types = {r["column_name"]: r["column_type"] for r in ctx.sql("DESCRIBE z").to_arrow().to_pylist()}
     assert types == {"id": "BIGINT", "zip": "VARCHAR", "amt": "DOUBLE", "f": "VARCHAR"}
 

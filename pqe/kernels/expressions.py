@@ -1399,10 +1399,9 @@ def _plain_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
 
 
 def _int_range(t: pa.DataType) -> tuple[int, int]:
-    """The smallest and largest values of an integer type, clipped to int64."""
-    if pa.types.is_signed_integer(t):
-        return -(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1
-    return 0, min(2 ** t.bit_width - 1, 2 ** 63 - 1)
+    """The smallest and largest values of an integer type, clipped to int64 (`_reach`)."""
+    lo, past = _reach(t)
+    return lo, min(past - 1, 2 ** 63 - 1)
 
 
 class _Stages:
@@ -1444,20 +1443,20 @@ def _text_function(kind: str, x: E, dst: pa.DataType, checked: bool) -> E:
     "temporal"), registered on first use in this process (one per target type: a registered
     function has one result type); `checked` fails naming the first text that does not
     convert, else such rows are NULL."""
-    name = f"pqe_text_{kind}_{'cast' if checked else 'try'}_" + re.sub(r"\W+", "_", str(dst))
     convert = _number_from_text if kind == "number" else _temporal_from_text
 
     def fn(ctx, texts):
         if isinstance(texts, pa.Scalar):
-            texts = pa.array([texts.as_py()] * ctx.batch_length, pa.string())
+            texts = pa.repeat(texts, ctx.batch_length)
         out = convert(texts, dst)
         if checked:
             failed = pc.and_(pc.is_valid(texts), pc.is_null(out))
             udfs.check_cast(ctx, texts, failed, pa.scalar(T.type_name(dst)))
         return out
 
-    udfs.register_once(name, fn, {"text": pa.string()}, dst,
-                       f"Text to {T.type_name(dst)} ({'CAST' if checked else 'TRY_CAST'})")
+    name = _register_by_type(f"pqe_text_{kind}_{'cast' if checked else 'try'}", dst, dst, fn,
+                             {"text": pa.string()},
+                             f"Text to {T.type_name(dst)} ({'CAST' if checked else 'TRY_CAST'})")
     return _call(name, [x.cast(pa.string())])
 
 
