@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import re
 import threading
 
 import numpy as np
@@ -377,7 +378,7 @@ def _read_unit(provider, fmt, unit: ScanUnit, row_groups: list[int], schema: pa.
     """Open one file (here, in the task: the unit is only a description) and read some of its
     row groups. `fmt` is the format and what it was made from. A local file whose version
     differs from the planned one is an error, not a silent read of other row groups."""
-    with _reading(unit, row_groups):
+    with _reading(unit, row_groups, schema):
         frag = _fragment(provider, fmt, unit, row_groups)
         return frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=threads)
 
@@ -450,8 +451,9 @@ def _remember_footer(key, fragment) -> None:
 
 
 @contextlib.contextmanager
-def _reading(unit: ScanUnit, row_groups: list[int]):
-    """Errors of reading `unit` as one ExecutionError naming the file."""
+def _reading(unit: ScanUnit, row_groups: list[int], schema: pa.Schema | None = None):
+    """Errors of reading `unit` as one ExecutionError naming the file (and, for a CSV value
+    its column's type does not take, the column and how to give its type)."""
     where = f" (row groups {row_groups})" if row_groups else ""
     try:
         yield
@@ -461,7 +463,16 @@ def _reading(unit: ScanUnit, row_groups: list[int]):
         raise ExecutionError(f"reading {unit.path}: the file no longer exists") from e
     except (OSError, pa.ArrowException, CatalogError) as e:
         hint = "" if unit.fs.is_local else " (was the object changed after planning?)"
-        raise ExecutionError(f"reading {unit.path}{where}: {_first_line(e)}{hint}") from e
+        line = _first_line(e)
+        column = re.search(r"In CSV column #(\d+)", line)
+        if column and schema is not None and "conversion error" in line:
+            i = int(column.group(1))
+            if i < len(schema):
+                name = schema.field(i).name
+                hint = (f" (column {name!r} is read as {schema.field(i).type}, inferred from "
+                        f"the first block unless given; register_csv(..., schema="
+                        f"{{{name!r}: 'string'}}) reads it as text)")
+        raise ExecutionError(f"reading {unit.path}{where}: {line}{hint}") from e
 
 
 def _local_version(path: str) -> str | None:
