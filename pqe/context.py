@@ -115,18 +115,22 @@ class Context:
         self._session.register(name, PlanTable(df.logical_plan()))
 
     def register_udf(self, name: str, fn: Callable, arg_types: Sequence[str | pa.DataType],
-                     return_type: str | pa.DataType) -> UDF:
+                     return_type: str | pa.DataType, *, deterministic: bool = False) -> UDF:
         """A Python scalar function SQL can call as `name(...)` in this Context, vectorized:
         `fn(*arrays)` gets one pyarrow array per argument (a batch of rows, NULLs
         included; arguments are cast to `arg_types`, SQL or Arrow type names) and returns a
         pyarrow array of as many `return_type` values. It runs inside the query's tasks (on
         a cluster: on the workers, so it must pickle with cloudpickle). Returns a handle
         for the DataFrame API: `f(col("a"))`. A built-in's name is refused; registering a
-        name again replaces the function."""
+        name again replaces the function. A function is taken to be volatile (random, a
+        clock, a lookup): each value it gives is computed once and read wherever the query
+        reads it; `deterministic=True` lets the optimizer compute it again instead (push a
+        filter on its result below the projection that computes it)."""
         from .plan.udf import check_name, scalar_udf
         from .sql import builtin_call
 
-        udf = scalar_udf(check_name(name, builtin_call), fn, arg_types, return_type)
+        udf = scalar_udf(check_name(name, builtin_call), fn, arg_types, return_type,
+                         deterministic)
         self._session.register_function(udf)
         return UDF(udf)
 

@@ -23,3 +23,74 @@ def test_csv_conversion_error_names_the_column_and_the_way_out(tmp_path):
     assert "\n" not in text and "column 'a' is read as int64" in text and "abc" not in text
     ctx.register_csv("u", str(path), schema={"a": "string"})
     assert ctx.sql("select max(a) as m from u").to_arrow().column("m").to_pylist() == ["abc"]
+
+
+# ---- volatile functions are computed once where the query computes them ------------------
+
+def _random_udf(ctx):
+    import random
+
+    import pyarrow as pa
+
+    return ctx.register_udf("myrand", lambda x: pa.array([random.random() for _ in range(len(x))]),
+                            ["BIGINT"], "DOUBLE")
+
+
+@pytest.mark.parametrize("fn", ["random()", "myrand(a)"])
+@pytest.mark.parametrize("setup", [{"partitions": 1}, {"partitions": 3},
+                                   {"partitions": 2, "scheduler": "sync"}])
+def test_a_volatile_value_is_the_same_wherever_the_query_reads_it(fn, setup):
+    """A filter on a subquery's random() (or user function) column was pushed below the
+    projection as a second call, so rows failing the filter came back and `r = r` was never
+    true; a CTE read twice gave its readers different values (DuckDB: computed once)."""
+    import pyarrow as pa
+
+    ctx = pqe.Context(**setup)
+    ctx.register_arrow("t", pa.table({"a": list(range(2000))}))
+    _random_udf(ctx)
+    rows = ctx.sql(f"SELECT * FROM (SELECT a, {fn} AS r FROM t) s WHERE r < 0.5").to_pylist()
+    assert 800 < len(rows) < 1200 and all(d["r"] < 0.5 for d in rows)
+    one = lambda sql: ctx.sql(sql).to_pylist()[0]["n"]  # noqa: E731
+    assert one(f"SELECT count(*) AS n FROM (SELECT {fn} AS r FROM t) s WHERE r = r") == 2000
+    assert one(f"SELECT count(*) AS n FROM (SELECT a, {fn} AS r FROM t) s "
+               f"WHERE r < 0.5 AND r >= 0.5") == 0
+    assert one(f"SELECT count(*) AS n FROM (SELECT r FROM (SELECT {fn} AS r FROM t) s "
+               f"GROUP BY r) g WHERE r < 0.5 AND r >= 0.5") == 0
+    assert one(f"WITH c AS (SELECT a, {fn} AS r FROM t) SELECT count(*) AS n FROM c x "
+               f"JOIN c y ON x.a = y.a WHERE x.r <> y.r") == 0
+    # two computations written twice stay two (as in DuckDB)
+    assert one(f"SELECT count(*) AS n FROM (SELECT a, {fn} AS r FROM t) x JOIN "
+               f"(SELECT a, {fn} AS r FROM t) y ON x.a = y.a WHERE x.r = y.r") == 0
+
+
+def test_a_volatile_cte_read_twice_where_it_cannot_be_computed_once_is_refused():
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": [1, 2]}))
+    with pytest.raises(pqe.UnsupportedError, match="WITH query c calls random"):
+        ctx.sql("SELECT (WITH c AS (SELECT random() AS r) SELECT count(*) FROM c x, c y "
+                "WHERE x.r <> y.r) FROM t").to_arrow()
+    with pytest.raises(pqe.UnsupportedError, match="NOT MATERIALIZED"):
+        ctx.sql("WITH c AS NOT MATERIALIZED (SELECT random() AS r FROM t) "
+                "SELECT count(*) FROM c x, c y").to_arrow()
+
+
+def test_a_deterministic_user_function_may_be_computed_again():
+    import pyarrow as pa
+
+    from pqe import col
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": list(range(10))}))
+    f = ctx.register_udf("twice", lambda x: pa.compute.multiply(x, 2), ["BIGINT"], "BIGINT",
+                         deterministic=True)
+    plan = ctx.sql("SELECT * FROM (SELECT a, twice(a) AS r FROM t) s WHERE r < 5").explain()
+    assert "Filter: (twice(t.a) < 5)" in plan  # pushed below the projection
+    assert ctx.sql("SELECT * FROM (SELECT a, twice(a) AS r FROM t) s WHERE r < 5 "
+                   "ORDER BY a").to_pylist() == [{"a": 0, "r": 0}, {"a": 1, "r": 2}, {"a": 2, "r": 4}]
+    g = _random_udf(ctx)
+    rows = ctx.table("t").with_columns(r=g(col("a"))).filter(col("r") < 0.5).to_pylist()
+    assert all(d["r"] < 0.5 for d in rows)
+    with pytest.raises(pqe.Error, match="deterministic must be True or False"):
+        ctx.register_udf("bad", lambda x: x, ["BIGINT"], "BIGINT", deterministic="yes")

@@ -27,7 +27,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..plan.expr import (Call, Cast, ColumnRef, Expr, InList, Literal, and_, column_ids,
-                         conjuncts, disjuncts, has_user_call, or_, replace_columns, unique)
+                         conjuncts, disjuncts, has_user_call, is_volatile, or_, replace_columns,
+                         unique)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan,
                             SingleRow, Sort, Union, Values, Window, with_kids)
 
@@ -67,15 +68,22 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
         return _wrap(plan, held)
     if isinstance(plan, Project):
         mapping = {f.id: e for f, e in zip(plan.fields, plan.exprs, strict=True)}
-        down = [replace_columns(p, mapping) for p in preds]
-        return with_kids(plan, (_push(plan.input, down),))
+        # a predicate on a volatile column (random(), a user function) stays above: pushed
+        # down it would call the function again, and test another value than the row holds
+        volatile = {i for i, e in mapping.items() if is_volatile(e)}
+        down, keep = [], []
+        for p in preds:
+            (keep if column_ids(p) & volatile else down).append(p)
+        down = [replace_columns(p, mapping) for p in down]
+        return _wrap(with_kids(plan, (_push(plan.input, down),)), keep)
     if isinstance(plan, Join):
         return _push_join(plan, preds)
     if isinstance(plan, Aggregate):
         mapping = {f.id: e for f, e in zip(plan.group_fields, plan.group, strict=True)}
         down, keep = [], []
+        volatile = {i for i, e in mapping.items() if is_volatile(e)}
         for p in preds:
-            if column_ids(p) and column_ids(p) <= set(mapping):
+            if column_ids(p) and column_ids(p) <= set(mapping) and not column_ids(p) & volatile:
                 down.append(replace_columns(p, mapping))
             else:
                 keep.append(p)

@@ -466,7 +466,13 @@ VOLATILE = frozenset({"random"})
 
 
 def is_volatile(e: Expr) -> bool:
-    return any(isinstance(x, Call) and x.fn in VOLATILE for x in walk(e))
+    """Whether `e` may give another value each time it is computed for the same row: it
+    calls random() or a user function not registered as deterministic. Such an expression
+    is computed once where the query computes it: never copied into a filter below, nor
+    folded, merged or shared with another computation of it."""
+    return any((isinstance(x, Call) and x.fn in VOLATILE)
+               or (isinstance(x, UserCall) and not getattr(x.udf, "deterministic", False))
+               for x in walk(e))
 
 
 def has_subquery(expr: Expr) -> bool:

@@ -49,6 +49,9 @@ class ScalarUDF:
     arg_types: tuple[pa.DataType, ...]
     return_type: pa.DataType
     token: str
+    # the same arguments always give the same result (register_udf(deterministic=True)): the
+    # optimizer may then compute it again where a query reads its result twice
+    deterministic: bool = False
 
     def __repr__(self) -> str:  # deterministic: task keys hash it
         return f"ScalarUDF({self.name}, {self.token})"
@@ -122,7 +125,7 @@ def content_token(name: str, *parts: object) -> str:
 
 
 def scalar_udf(name: str, fn: Callable, arg_types: Sequence[str | pa.DataType],
-               return_type: str | pa.DataType) -> ScalarUDF:
+               return_type: str | pa.DataType, deterministic: bool = False) -> ScalarUDF:
     if not callable(fn):
         raise CatalogError(f"function {name}: {fn!r} is not callable")
     args = _types(arg_types, f"function {name}")
@@ -130,7 +133,10 @@ def scalar_udf(name: str, fn: Callable, arg_types: Sequence[str | pa.DataType],
         raise CatalogError(f"function {name} needs at least one argument (Arrow calls a "
                            f"function without arguments once, not per batch)")
     ret = _type(return_type, f"function {name}")
-    return ScalarUDF(name, fn, args, ret, content_token(name, fn, args, ret))
+    if not isinstance(deterministic, bool):
+        raise CatalogError(f"function {name}: deterministic must be True or False")
+    return ScalarUDF(name, fn, args, ret, content_token(name, fn, args, ret, deterministic),
+                     deterministic)
 
 
 def aggregate_udf(name: str, update: Callable, merge: Callable, arg_types, return_type,

@@ -70,9 +70,20 @@ class RelationsMixin:
         multiply the plan (each CTE joining the previous one to itself doubles it). Only an
         uncorrelated CTE of a query that is not itself a subquery expression."""
         materialized = cte.args.get("materialized")
+        # read twice, a CTE calling random() or a user function must give both readers the
+        # same rows: inlined, each copy would call it again (DuckDB computes it once)
+        volatile = refs > 1 and _is_volatile_plan(plan)
         if materialized is False or outer is not None or _has_outer_refs(plan):
+            if volatile:
+                raise UnsupportedError(
+                    f"WITH query {cte.alias_or_name} calls random() or a user function and "
+                    f"is read {refs} times"
+                    + (" as NOT MATERIALIZED" if materialized is False else
+                       " inside a subquery expression or with outer references")
+                    + ": each read would compute other values; read it once or compute it "
+                      "in a top-level WITH")
             return False
-        if materialized:
+        if materialized or volatile:
             return True
         return refs > 1 and plan_tree_size(plan) >= COMPUTE_ONCE_NODES
 
@@ -391,6 +402,20 @@ def _cross_all(plans: list[LogicalPlan]) -> LogicalPlan:
 def _self_referencing(cte: exp.CTE) -> bool:
     name = cte.alias_or_name
     return any(t.name == name for t in cte.this.find_all(exp.Table))
+
+
+def _is_volatile_plan(plan: LogicalPlan) -> bool:
+    """Whether any expression of `plan` (its subqueries included) is volatile."""
+    from ...plan.expr import SubqueryExpr, is_volatile, walk
+
+    for node in walk_plan(plan):
+        for e in node.expressions():
+            if is_volatile(e):
+                return True
+            for x in walk(e):
+                if isinstance(x, SubqueryExpr) and _is_volatile_plan(x.plan):
+                    return True
+    return False
 
 
 def _has_outer_refs(plan: LogicalPlan) -> bool:
