@@ -120,6 +120,9 @@ class Cursor:
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]]) -> Cursor:
+        self._check()
+        # no result set from before stays readable (an empty sequence runs nothing)
+        self._table, self._rows, self._pos, self.description = None, [], 0, None
         total = 0
         for params in seq_of_parameters:
             self.execute(sql, params)
@@ -155,7 +158,10 @@ class Cursor:
         self._check()
         rows = self._materialize()
         n = self.arraysize if size is None else size
-        out = rows[self._pos:self._pos + n]
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ProgrammingError(f"fetchmany size must be an integer, not {n!r}")
+        # a negative size reads the rest, as sqlite3 does (a slice to pos + n dropped rows)
+        out = rows[self._pos:] if n < 0 else rows[self._pos:self._pos + n]
         self._pos += len(out)
         return out
 
@@ -171,6 +177,14 @@ class Cursor:
         if self._table is None:
             raise ProgrammingError("no result set: execute a query first")
         return self._table
+
+    def nextset(self) -> None:
+        """A statement gives at most one result set: there is never a next one."""
+        self._check()
+        return None
+
+    def callproc(self, procname: str, parameters=None):
+        raise NotSupportedError("pqe has no stored procedures")
 
     def setinputsizes(self, sizes) -> None:
         pass

@@ -457,6 +457,7 @@ def lit(value: Any) -> Expr:
     """A literal value (int, float, Decimal, str, date, datetime, bool, None)."""
     if isinstance(value, Expr):
         return value
+    value = T.plain_value(value)
     if isinstance(value, float) or isinstance(value, (int, decimal.Decimal, str, bool, bytes,
                                                        datetime.date)) or value is None:
         literal = plan_lit(value)

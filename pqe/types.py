@@ -289,3 +289,17 @@ def parse_type(spec: str | pa.DataType) -> pa.DataType:
     if key in _NAMED:
         return _NAMED[key]
     raise UnsupportedError(f"unknown or unsupported type {spec!r}")
+
+
+def plain_value(value: object) -> object:
+    """`value` as an instance of the Python type it is (bool, int, float, Decimal, str,
+    date, datetime) rather than of a subclass whose str() or repr() differs: a mixed-in
+    Enum member's value, a numpy scalar's Python value."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()
+    for base in (bool, int, float, str):
+        if isinstance(value, base) and type(value) is not base:
+            if base is int and isinstance(value, bool):
+                continue
+            return base(value) if base is not str else str.__str__(value)
+    return value

@@ -94,3 +94,60 @@ def test_a_deterministic_user_function_may_be_computed_again():
     assert all(d["r"] < 0.5 for d in rows)
     with pytest.raises(pqe.Error, match="deterministic must be True or False"):
         ctx.register_udf("bad", lambda x: x, ["BIGINT"], "BIGINT", deterministic="yes")
+
+
+# ---- DB-API -------------------------------------------------------------------------------
+
+def test_parameters_of_subclassed_and_numpy_types_bind_as_their_values():
+    """A `str` Enum bound as 'Status.ACTIVE' (its str()), an `int` Enum failed, and numpy 2's
+    repr made np.float64(5.5) 'np.float64(5.5)'; DuckDB and sqlite3 bind the values."""
+    import enum
+
+    import numpy as np
+
+    class Status(str, enum.Enum):
+        ACTIVE = "active"
+
+    class Level(int, enum.Enum):
+        HIGH = 3
+
+    class Ratio(float, enum.Enum):
+        HALF = 0.5
+
+    cur = pqe.connect().cursor()
+    cur.execute("CREATE TABLE u (name VARCHAR, status VARCHAR, n BIGINT, f DOUBLE)")
+    cur.execute("INSERT INTO u VALUES (?, ?, ?, ?)", ("ann", Status.ACTIVE, Level.HIGH, Ratio.HALF))
+    cur.execute("INSERT INTO u VALUES (?, ?, ?, ?)", ("bob", "active", np.int64(7), np.float64(5.5)))
+    assert cur.execute("SELECT * FROM u ORDER BY name").fetchall() == [
+        ("ann", "active", 3, 0.5), ("bob", "active", 7, 5.5)]
+    assert cur.execute("SELECT count(*) FROM u WHERE status = ?", (Status.ACTIVE,)).fetchall() == [(2,)]
+    assert cur.execute("SELECT ?, ?, ?", (np.bool_(True), np.float32(0.5), np.int8(-3))).fetchall() \
+        == [(True, 0.5, -3)]
+
+
+def test_a_parameter_as_an_order_by_or_group_by_item_is_refused():
+    """`ORDER BY ?` with 1 sorted by the first column (DuckDB refuses a parameter there)."""
+    cur = pqe.connect().cursor()
+    with pytest.raises(pqe.UnsupportedError, match="ORDER BY item"):
+        cur.execute("SELECT 2 AS a, 1 AS b ORDER BY ? DESC", (1,))
+    with pytest.raises(pqe.UnsupportedError, match="GROUP BY item"):
+        cur.execute("SELECT 1 AS a GROUP BY ?", (1,))
+    # a parameter inside an ORDER BY expression, or in a window, is a value
+    assert cur.execute("SELECT x FROM (VALUES (1), (2)) t(x) ORDER BY x * ? ", (-1,)).fetchall() \
+        == [(2,), (1,)]
+
+
+def test_fetchmany_sizes_and_the_optional_cursor_methods():
+    cur = pqe.connect().cursor()
+    cur.execute("SELECT * FROM (VALUES (1), (2), (3)) t(x) ORDER BY x")
+    assert cur.fetchmany(-1) == [(1,), (2,), (3,)]  # was [(1,), (2,)]
+    assert cur.fetchall() == []
+    with pytest.raises(pqe.ProgrammingError, match="integer"):
+        cur.fetchmany(1.5)
+    assert cur.nextset() is None
+    with pytest.raises(pqe.NotSupportedError):
+        cur.callproc("p")
+    cur.execute("CREATE TABLE e (x INTEGER)")
+    cur.execute("SELECT 42")
+    cur.executemany("INSERT INTO e VALUES (?)", [])
+    assert cur.rowcount == 0 and cur.description is None and cur.fetchall() == []  # not 42

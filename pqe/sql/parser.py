@@ -18,11 +18,11 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.tokens import Tokenizer, TokenType
 
+from .. import types as T
 from ..errors import SQLSyntaxError, UnsupportedError
 
 # sqlglot logs a warning when it falls back to a generic Command; pqe reports its own errors.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
-
 
 
 def _anonymous_call(name: str):
@@ -193,12 +193,25 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
     if len(holes) != len(params):
         raise SQLSyntaxError(f"the statement has {len(holes)} parameters, {len(params)} given")
     holes.sort(key=lambda h: h.meta.get("start", 0))
+    for hole in holes:
+        # `ORDER BY ?` bound to 1 would read as "the first column" (DuckDB refuses it)
+        parent = hole.parent
+        if isinstance(parent, exp.Ordered) and isinstance(parent.parent, exp.Order) \
+                and not isinstance(parent.parent.parent, exp.Window):
+            raise UnsupportedError("a parameter as an ORDER BY item is not supported: bound to "
+                                   "an integer it would name a column by position")
+        if isinstance(parent, exp.Group):
+            raise UnsupportedError("a parameter as a GROUP BY item is not supported: bound to "
+                                   "an integer it would name a column by position")
     for hole, value in zip(holes, params, strict=True):
         hole.replace(parameter_literal(value))
 
 
 def parameter_literal(value: Any) -> exp.Expression:
-    """A parameter value as a typed literal node."""
+    """A parameter value as a typed literal node. Subclasses of the Python types (a
+    `str`/`int` Enum, numpy's float64) bind as the value they hold, never as their str() or
+    repr() (`Status.ACTIVE`, `np.float64(5.5)`); numpy scalars as their Python value."""
+    value = T.plain_value(value)
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
