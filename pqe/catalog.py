@@ -71,6 +71,12 @@ class TableProvider:
         answers). False when unknown."""
         return False
 
+    def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:
+        """Whether a combination of integer columns looks like a unique key (partsupp's
+        (partkey, suppkey)): no duplicate combination in a sample. Steers join estimates
+        only. False when unknown."""
+        return False
+
     def sample_values(self, column: str):
         """Some of a text column's values (a pyarrow Array, cached), for estimating how many
         rows a pattern keeps; None when there is no cheap sample."""
@@ -105,6 +111,14 @@ def _all_distinct(values) -> bool:
 
     values = values.drop_null()
     return len(values) > 1 and pc.count_distinct(values).as_py() == len(values)
+
+
+def _all_distinct_rows(table) -> bool:
+    """At least two rows without NULLs, no combination of their values repeated (the sample
+    test of `keys_sample_unique`)."""
+    table = table.drop_null()
+    return table.num_rows > 1 and \
+        table.group_by(table.column_names).aggregate([]).num_rows == table.num_rows
 
 
 def _min_max(s) -> tuple[Any, Any] | None:
@@ -156,7 +170,7 @@ class _Snapshot:
         self.units: list[ScanUnit] | None = None
         self.stats: TableStats | None = None
         self.ranges: dict[str, Any] = {}
-        self.unique: dict[str, bool] = {}
+        self.unique: dict[str | tuple[str, ...], bool] = {}
         self.samples: dict[str, Any] = {}
 
 
@@ -605,6 +619,25 @@ class ParquetTable(FileTable):
         st.unique[column] = result
         return result
 
+    def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:
+        """No duplicate combination among the columns' values in the first row group (cached,
+        as `key_sample_unique`)."""
+        st = self._snapshot()
+        if columns in st.unique:
+            return st.unique[columns]
+        result = False
+        if all(c in self.schema.names and T.is_integer(self.schema.field(c).type)
+               for c in columns):
+            first = next((f for f in st.files if f.metadata.num_row_groups), None)
+            if first is not None and all(first.schema.get_field_index(c) >= 0 for c in columns):
+                try:
+                    t = first.fragment.subset(row_group_ids=[0]).to_table(columns=list(columns))
+                    result = _all_distinct_rows(t)
+                except (OSError, pa.ArrowException):
+                    result = False
+        st.unique[columns] = result
+        return result
+
     SAMPLE_GROUPS = 3  # row groups read for a text column's sample: first, middle, last
     SAMPLE_VALUES = 16_384  # values kept from each
 
@@ -886,6 +919,15 @@ class MemoryTable(TableProvider):
             ok = column in self.table.column_names and T.is_integer(self.schema.field(column).type)
             cache[column] = ok and _all_distinct(self.table.column(column).slice(0, self.EXACT_NDV_ROWS))
         return cache[column]
+
+    def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:
+        cache = self.__dict__.setdefault("_unique", {})
+        if columns not in cache:
+            ok = all(c in self.table.column_names and T.is_integer(self.schema.field(c).type)
+                     for c in columns)
+            cache[columns] = ok and _all_distinct_rows(
+                self.table.select(list(columns)).slice(0, self.EXACT_NDV_ROWS))
+        return cache[columns]
 
     def _compute_stats(self) -> TableStats:
         import pyarrow.compute as pc

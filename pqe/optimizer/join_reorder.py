@@ -116,9 +116,16 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
     ties go by the inputs' places in the query (`_rank`), never by their places in the tree
     being reordered: the rule run on its own output must give it back, or each optimizer pass
     reorders the last one's joins again (TPC-DS Q13 swapped two 1-row joins on every pass,
-    ran all four passes and stacked a projection per pass; 29 of the 99 queries did so)."""
+    ran all four passes and stacked a projection per pass; 29 of the 99 queries did so).
+
+    Column equalities are taken as classes of equal columns (`_equal_columns`): two inputs
+    holding columns of one class are linked, and their join gets one equality per class
+    they share, so `a.k = b.k AND b.k = c.k` also offers `a JOIN c` (TPC-H Q9's filtered
+    part and partsupp, joined before lineitem, instead of 8M partsupp rows shuffled to meet
+    lineitem's)."""
     items: list[tuple[LogicalPlan, set[str], tuple[int, ...]]] = [
         (leaf, set(leaf.column_ids), (_rank(leaf),)) for leaf in leaves]
+    classes, conds = _equal_columns(leaves, conds)
     pending = list(conds)
     refs = {id(c): column_ids(c) for c in pending}  # each condition's columns, walked once
     # a pair's candidate join does not change while neither input does: built once
@@ -133,11 +140,14 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
             touched = {owner[i] for i in refs[id(c)] if i in owner}
             if len(touched) == 2:
                 pairs.add(tuple(sorted(touched)))
+        for members in classes:
+            touched = sorted({owner[c.id] for c in members})
+            pairs.update((a, b) for n, a in enumerate(touched) for b in touched[n + 1:])
         best = None
         for i, j in pairs:
             key = (id(items[i][0]), id(items[j][0]))
             if key not in memo:
-                memo[key] = _candidate(items[i], items[j], pending, est, refs)
+                memo[key] = _candidate(items[i], items[j], pending, est, refs, classes)
             joined, used = memo[key]
             if not joined.on:
                 continue
@@ -149,7 +159,7 @@ def _greedy(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Log
         if best is None:  # nothing linked by keys: cross join the two smallest inputs
             order = sorted(range(len(items)), key=lambda k: (est.rows(items[k][0]), items[k][2]))
             i, j = sorted(order[:2])
-            joined, used = _candidate(items[i], items[j], pending, est, refs)
+            joined, used = _candidate(items[i], items[j], pending, est, refs, classes)
             best = (None, i, j, joined, used)
         _, i, j, joined, used = best
         pending = [c for c in pending if c not in used]
@@ -172,7 +182,72 @@ def _rank(leaf: LogicalPlan) -> int:
     return best if best is not None else 1 << 62
 
 
-def _candidate(a, b, pending, est: Estimator, refs: dict):
+def _equal_columns(leaves: list[LogicalPlan], conds: list[Expr]):
+    """(classes, other conditions): the conditions `x = y` between columns of one type in
+    two different inputs, merged into classes of columns that all hold the same value in a
+    joined row, and the conditions that are not such equalities.
+
+    Equality of columns of one type is transitive (NULL equals nothing, so a row with a NULL
+    in a class fails every equality of it), so a join between any two inputs may use any
+    column of a class on each side, and one equality per class shared by the two sides
+    suffices once each side's own columns of that class are equal: true of a join's output
+    by the same argument, and checked for the inputs (a class with two columns in one input,
+    `a.x = b.k AND a.y = b.k`, would also need `a.x = a.y`: then no classes are used). Only
+    when some class spans three or more inputs; otherwise every condition is kept as given
+    (classes of two columns are exactly the conditions)."""
+    owner = {i: n for n, leaf in enumerate(leaves) for i in leaf.column_ids}
+    parent: dict[str, str] = {}
+    cols: dict[str, ColumnRef] = {}
+
+    def find(i: str) -> str:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    rest: list[Expr] = []
+    for c in conds:
+        if (isinstance(c, Call) and c.fn == "eq" and len(c.args) == 2
+                and all(isinstance(a, ColumnRef) for a in c.args)
+                and c.args[0].dtype == c.args[1].dtype
+                and c.args[0].id in owner and c.args[1].id in owner
+                and owner[c.args[0].id] != owner[c.args[1].id]):
+            for a in c.args:
+                cols.setdefault(a.id, a)
+                parent.setdefault(a.id, a.id)
+            parent[find(c.args[0].id)] = find(c.args[1].id)
+        else:
+            rest.append(c)
+    groups: dict[str, list[ColumnRef]] = {}
+    for i in cols:
+        groups.setdefault(find(i), []).append(cols[i])
+    classes = [sorted(m, key=_column_order) for m in groups.values()]
+    if not any(len(m) > 2 for m in classes):
+        return [], list(conds)
+    for m in classes:
+        places = [owner[c.id] for c in m]
+        if len(set(places)) != len(places):
+            return [], list(conds)
+    return classes, rest
+
+
+def _column_order(c: ColumnRef) -> tuple[int, str]:
+    _, _, n = c.id.rpartition("#")
+    return (int(n) if n.isdigit() else 1 << 62, c.id)
+
+
+def _class_equalities(classes, ia: set[str], ib: set[str]) -> list[Expr]:
+    """One equality per class with columns on both sides: each side's first column."""
+    out: list[Expr] = []
+    for members in classes:
+        a = next((c for c in members if c.id in ia), None)
+        b = next((c for c in members if c.id in ib), None)
+        if a is not None and b is not None:
+            out.append(Call("eq", (a, b), T.BOOLEAN, a.nullable or b.nullable))
+    return out
+
+
+def _candidate(a, b, pending, est: Estimator, refs: dict, classes=()):
     """The join of two inputs on the pending conditions linking them. Built once per optimizer
     run for the same two input nodes and conditions: the next pass's join_reorder meets the
     same inputs again, and rebuilding and re-estimating every candidate was most of its
@@ -181,6 +256,7 @@ def _candidate(a, b, pending, est: Estimator, refs: dict):
     union = ia | ib
     usable = [c for c in pending if refs[id(c)] <= union
               and not refs[id(c)] <= ia and not refs[id(c)] <= ib]
+    usable += _class_equalities(classes, ia, ib)
     key = ("join_reorder", id(pa_), id(pb), tuple(usable))
     try:
         hit = est.derived.get(key)
