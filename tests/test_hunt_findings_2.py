@@ -151,3 +151,52 @@ def test_fetchmany_sizes_and_the_optional_cursor_methods():
     cur.execute("SELECT 42")
     cur.executemany("INSERT INTO e VALUES (?)", [])
     assert cur.rowcount == 0 and cur.description is None and cur.fetchall() == []  # not 42
+
+
+# ---- writes -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("setup", [{"partitions": 1}, {"partitions": 3},
+                                   {"partitions": 2, "scheduler": "sync"}])
+def test_update_evaluates_its_where_once_per_row(setup):
+    """UPDATE was two queries, the rows WHERE selects UNION ALL the rest: a WHERE on random()
+    (or now(), a few ms apart) lost rows and doubled others (1,000 rows became 1,025 with 761
+    distinct ids). Now one pass; SET runs only on the selected rows, in the table's order."""
+    import numpy as np
+    import pyarrow as pa
+
+    ctx = pqe.Context(**setup)
+    ctx.register_arrow("src", pa.table({"id": np.arange(1000), "x": np.zeros(1000, np.int64),
+                                        "y": np.arange(1000) % 7}))
+    ctx.sql("CREATE TABLE t AS SELECT * FROM src")
+    n = ctx.sql("UPDATE t SET x = 1 WHERE random() < 0.5").to_pylist()[0]["count"]
+    got = ctx.sql("SELECT count(*) AS n, count(DISTINCT id) AS d, sum(x) AS s FROM t").to_pylist()
+    assert got[0]["n"] == 1000 and got[0]["d"] == 1000 and got[0]["s"] == n
+    assert 350 < n < 650
+    ctx.sql("UPDATE t SET x = id WHERE id IN (SELECT id FROM t ORDER BY random() LIMIT 100)")
+    assert ctx.sql("SELECT count(DISTINCT id) AS d FROM t").to_pylist() == [{"d": 1000}]
+    # SET never runs on rows WHERE leaves (no division by zero), and the order is kept
+    ctx.sql("UPDATE t SET x = 100 / y WHERE y <> 0")
+    assert ctx.sql("SELECT id FROM t").to_arrow().column("id").to_pylist() == list(range(1000))
+    assert ctx.sql("SELECT x FROM t WHERE id IN (1, 2, 3) ORDER BY id").to_pylist() == [
+        {"x": 100}, {"x": 50}, {"x": 33}]
+    ctx.sql("UPDATE t SET x = t.y + (SELECT max(y) FROM t t2 WHERE t2.id < t.id) WHERE id < 3")
+    assert ctx.sql("SELECT id, x FROM t WHERE id < 3 ORDER BY id").to_pylist() == [
+        {"id": 0, "x": None}, {"id": 1, "x": 1}, {"id": 2, "x": 3}]
+
+
+def test_a_quoted_name_finds_a_column_the_query_named():
+    """`SELECT "h" FROM (SELECT 1 AS h) s` failed: a quoted name was looked up among table
+    columns only."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"id": [5], "Mixed": [6]}))
+    for sql, want in [('SELECT "h" FROM (SELECT 1 AS h) s', 1),
+                      ('SELECT s."h" FROM (SELECT 1 AS h) s', 1),
+                      ('WITH s AS (SELECT id AS h FROM t) SELECT "h" FROM s', 5),
+                      ('SELECT "H" FROM (SELECT id AS "H" FROM t) s', 5),
+                      ('SELECT "y" FROM (SELECT id FROM t) s(y)', 5),
+                      ('SELECT "Mixed" FROM t', 6)]:
+        assert list(ctx.sql(sql).to_pylist()[0].values()) == [want], sql
+    with pytest.raises(pqe.UnknownColumnError):
+        ctx.sql('SELECT "ID" FROM t')  # quoted names stay exact

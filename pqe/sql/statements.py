@@ -527,10 +527,16 @@ def _not_true(cond: exp.Expression) -> exp.Expression:
 
 
 def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
-    """UPDATE t SET c = e, ... WHERE w, bound as two queries over t, so SET and WHERE see
-    exactly SELECT's scoping (subqueries, correlation, `*`): the selected rows with their new
-    values (`SELECT e AS c, ... FROM t WHERE w`; SET is evaluated on those rows only) and the
-    others as they are (`SELECT * FROM t WHERE NOT (w IS TRUE)`)."""
+    """UPDATE t SET c = e, ... WHERE w, bound as one query over t, so SET and WHERE see
+    exactly SELECT's scoping (subqueries, correlation, `*`):
+
+        SELECT *, CASE WHEN hit THEN e END AS set_c, ...
+        FROM (SELECT *, (w) IS TRUE AS hit FROM t) AS t
+
+    then each set column is `CASE WHEN hit THEN set_c ELSE c END`. WHERE is evaluated once
+    per row (as two queries, the rows it selects and the rest, a WHERE on random() or now()
+    lost rows and doubled others), and SET only on the rows it selects (`SET x = 1 / y WHERE
+    y <> 0` never divides by zero)."""
     refuse_unknown_args(stmt, {"this", "expressions", "where"}, "UPDATE")
     name, entry = _memory_table(catalog, stmt.this, "UPDATE")
     lookup = {f.name.lower(): f.name for f in entry.schema}
@@ -549,26 +555,38 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
     where = stmt.args.get("where")
     if where is not None:
         _no_aggregates(where.this, "WHERE")
-    table = _target_table(name)
-    items = [exp.alias_(sets[f.name].copy(), exp.to_identifier(f.name, quoted=True))
-             if f.name in sets else exp.column(f.name, quoted=True) for f in entry.schema]
-    matched_ast = exp.select(*items).from_(table.copy())
+    hit, slots = "__pqe_update_hit", {c: f"__pqe_update_set_{i}" for i, c in enumerate(sets)}
+    taken = {f.name.lower() for f in entry.schema} & {hit, *slots.values()}
+    if taken:
+        raise UnsupportedError(f"UPDATE {name}: a column named {sorted(taken)[0]} is reserved")
+    source = exp.select("*").from_(_target_table(name))
     if where is not None:
-        matched_ast = matched_ast.where(where.this.copy())
-    binder = Binder(catalog, sql)
-    matched = binder.bind_query(matched_ast)
+        source = source.select(exp.alias_(
+            exp.Is(this=exp.Paren(this=where.this.copy()), expression=exp.true()),
+            exp.to_identifier(hit, quoted=True)))
+    else:
+        source = source.select(exp.alias_(exp.true(), exp.to_identifier(hit, quoted=True)))
+    alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
+    items = [exp.Star()] + [
+        exp.alias_(exp.Case(ifs=[exp.If(this=exp.column(hit, quoted=True),
+                                         true=sets[c].copy())]),
+                   exp.to_identifier(slot, quoted=True))
+        for c, slot in slots.items()]
+    ast = exp.select(*items).from_(exp.Subquery(this=source, alias=alias))
+    bound = Binder(catalog, sql).bind_query(ast)
+    by_name = {f.name: f for f in bound.schema}
+    hit_ref = ColumnRef(by_name[hit])
     out = []
-    for f, target in zip(matched.schema, entry.schema, strict=True):
-        value = ColumnRef(f)
-        check_storable(f"UPDATE {name}", f.dtype, target.type, target.name)
-        out.append((B.cast(value, target.type), target.name))
-    parts = [B.project(matched, out + [(Literal(True, T.BOOLEAN), "__changed")])]
-    if where is not None:
-        rest_ast = exp.select("*").from_(table.copy()).where(_not_true(where.this))
-        rest = Binder(catalog, sql).bind_query(rest_ast)
-        parts.append(B.project(rest, [(ColumnRef(f), f.name) for f in rest.schema]
-                               + [(Literal(False, T.BOOLEAN), "__changed")]))
-    plan = parts[0] if len(parts) == 1 else B.union_all(parts)
+    for target in entry.schema:
+        old = ColumnRef(by_name[target.name])
+        if target.name in slots:
+            new = by_name[slots[target.name]]
+            check_storable(f"UPDATE {name}", new.dtype, target.type, target.name)
+            value = B.case([(hit_ref, B.cast(ColumnRef(new), target.type))], old)
+        else:
+            value = old
+        out.append((value, target.name))
+    plan = B.project(bound, out + [(hit_ref, "__changed")])
     return S.Update(name, entry, plan)
 
 

@@ -101,10 +101,22 @@ class QualifyMixin:
         for table_keys in self.keys.values():
             for k, real in table_keys.items():
                 real_to_key.setdefault(real, k)
+        # names the query itself gives (a select item's alias, a derived table's column
+        # list), as qualify folds them: a quoted reference to one is that column
+        # (`SELECT "h" FROM (SELECT 1 AS h) s` failed: only table columns were looked up)
+        given = {a.name if a.quoted else a.name.lower()
+                 for a in (x.args.get("alias") for x in node.find_all(exp.Alias)
+                           if x.meta.get(USER_ALIAS))
+                 if isinstance(a, exp.Identifier)}
+        for ta in node.find_all(exp.TableAlias):
+            given.update(c.name if c.quoted else c.name.lower() for c in ta.columns
+                         if isinstance(c, exp.Identifier))
         for ident in node.find_all(exp.Identifier):
             if ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
                 if ident.name in real_to_key:
                     ident.set("this", real_to_key[ident.name])
+                elif ident.name in given:
+                    pass
                 else:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
         mapping = MappingSchema(schema, normalize=False)
