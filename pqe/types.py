@@ -180,7 +180,12 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     if is_text(a) and is_text(b):
         return TEXT
     if is_temporal(a) and is_temporal(b):
-        return TIMESTAMP if (pa.types.is_timestamp(a) or pa.types.is_timestamp(b)) else DATE
+        stamps = [t for t in (a, b) if pa.types.is_timestamp(t)]
+        if any(t.unit == "ns" for t in stamps) and all(t.tz is None for t in stamps):
+            # nanoseconds (pandas' unit) meet others in nanoseconds: in microseconds a value
+            # with a nanosecond part did not convert, and the comparison failed
+            return pa.timestamp("ns")
+        return TIMESTAMP if stamps else DATE
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         return TIMESTAMP
     return None

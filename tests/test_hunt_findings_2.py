@@ -200,3 +200,47 @@ def test_a_quoted_name_finds_a_column_the_query_named():
         assert list(ctx.sql(sql).to_pylist()[0].values()) == [want], sql
     with pytest.raises(pqe.UnknownColumnError):
         ctx.sql('SELECT "ID" FROM t')  # quoted names stay exact
+
+
+# ---- timestamps in other units ------------------------------------------------------------
+
+def test_timestamps_in_seconds_and_milliseconds_move_by_microseconds(tmp_path):
+    """A TIMESTAMP stored in ms or s plus an interval was computed in its own unit: '1
+    microsecond' vanished (`ts + interval '1 microsecond' = ts` was TRUE). DuckDB: FALSE."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pqe.testing import oracle
+    from pqe.testing.compare import compare
+
+    t = pa.table({"ms": pa.array([dt.datetime(2020, 1, 1), None], pa.timestamp("ms")),
+                  "s": pa.array([dt.datetime(2020, 1, 1, 0, 0, 1), dt.datetime(1999, 1, 1)],
+                                pa.timestamp("s"))})
+    sql = ("SELECT ms + INTERVAL '1 microsecond' = ms AS same, ms + INTERVAL '999 microseconds' "
+           "AS a, s + INTERVAL '500 milliseconds' AS b, INTERVAL '1 day' + s AS c, "
+           "s - INTERVAL '1 microsecond' AS d FROM t")
+    expected = oracle.query(oracle.connect({"t": t}), sql)
+    pq.write_table(t, tmp_path / "t.parquet")
+    for register in ("arrow", "parquet"):
+        ctx = pqe.Context()
+        if register == "arrow":
+            ctx.register_arrow("t", t)
+        else:
+            ctx.register_parquet("t", str(tmp_path / "t.parquet"))
+        got = ctx.sql(sql).to_arrow()
+        assert compare(got, expected, sql=sql) is None, register
+        assert got.column("same").to_pylist() == [False, None]
+
+
+def test_nanosecond_timestamps_compare_with_microsecond_values():
+    """pandas' nanosecond timestamps against TIMESTAMP '...' failed ('would lose data')."""
+    pd = pytest.importorskip("pandas")
+    ctx = pqe.Context()
+    ctx.register_pandas("d", pd.DataFrame({"t": pd.to_datetime(
+        ["2020-01-01 00:00:00.000000001", "2019-12-31 23:59:59.999999999"])}))
+    one = lambda sql: ctx.sql(sql).to_pylist()[0]["n"]  # noqa: E731
+    assert one("SELECT count(*) AS n FROM d WHERE t >= TIMESTAMP '2020-01-01'") == 1
+    assert one("SELECT count(*) AS n FROM d WHERE t > DATE '2019-12-31'") == 2
+    assert one("SELECT count(*) AS n FROM d WHERE t = TIMESTAMP '2020-01-01'") == 0

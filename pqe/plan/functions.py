@@ -76,11 +76,24 @@ def _fail(fn: str, types: Sequence[pa.DataType]) -> TypeMismatchError:
 # ---- resolvers -------------------------------------------------------------------------------
 
 
+def _microseconds(t: pa.DataType) -> pa.DataType | None:
+    """The microsecond TIMESTAMP of a TIMESTAMP in seconds or milliseconds, else None."""
+    if pa.types.is_timestamp(t) and t.unit in ("s", "ms"):
+        return pa.timestamp("us", t.tz)
+    return None
+
+
 def _arith(fn: str, ts: Sequence[pa.DataType]):
     a, b = ts
     # date +/- integer days, date +/- interval, date - date
     if fn in ("add", "subtract"):
         # date +/- interval is a TIMESTAMP (PostgreSQL), date +/- integer a DATE
+        # a TIMESTAMP in seconds or milliseconds moves by an interval in microseconds (as
+        # DuckDB's TIMESTAMP_S/_MS do): in its own unit '1 microsecond' was lost
+        if T.is_interval(b) and (fine := _microseconds(a)) is not None:
+            return (fine, None), fine
+        if fn == "add" and T.is_interval(a) and (fine := _microseconds(b)) is not None:
+            return (None, fine), fine
         if T.is_temporal(a) and (T.is_interval(b) or T.is_integer(b)):
             return (None, None), T.TIMESTAMP if pa.types.is_date(a) and T.is_interval(b) else a
         if fn == "add" and T.is_temporal(b) and (T.is_interval(a) or T.is_integer(a)):
