@@ -244,3 +244,21 @@ def test_nanosecond_timestamps_compare_with_microsecond_values():
     assert one("SELECT count(*) AS n FROM d WHERE t >= TIMESTAMP '2020-01-01'") == 1
     assert one("SELECT count(*) AS n FROM d WHERE t > DATE '2019-12-31'") == 2
     assert one("SELECT count(*) AS n FROM d WHERE t = TIMESTAMP '2020-01-01'") == 0
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1 day 02:00:00", "2020-01-02 02:00:00"), ("02:30:00", "2020-01-01 02:30:00"),
+    ("1 year 2 months 3 days 04:05:06.5", "2021-03-04 04:05:06.500000"),
+    ("-1 day -02:00", "2019-12-30 22:00:00"), ("1 hour 30 minutes", "2020-01-01 01:30:00"),
+    ("3 days 00:00:01", "2020-01-04 00:00:01"),
+])
+def test_an_interval_with_a_time_of_day_part_keeps_it(text, expected):
+    """sqlglot read INTERVAL '1 day 02:00:00' as INTERVAL '1' DAY: the hours were lost."""
+    from pqe.testing import oracle
+
+    sql = f"SELECT CAST(TIMESTAMP '2020-01-01' + INTERVAL '{text}' AS VARCHAR) AS x"
+    got = pqe.Context().sql(sql).to_pylist()[0]["x"]
+    assert got.startswith(expected.rstrip("0").rstrip(".")) and got == \
+        oracle.query(oracle.connect({}), sql).to_pylist()[0]["x"]
+    with pytest.raises(pqe.BindError, match="invalid interval"):
+        pqe.Context().sql("SELECT INTERVAL '1 day 02:00 03:00'").to_arrow()

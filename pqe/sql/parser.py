@@ -65,6 +65,20 @@ class PQEDialect(Dialect):
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")}}
 
+        def _parse_interval_span(self, this, parse_function_unit: bool = True):
+            # sqlglot reads INTERVAL '1 day 02:00:00' as INTERVAL '1' DAY, dropping the
+            # rest of the text (its one "<number> <unit>" part is taken as the whole): such
+            # text is kept whole, for the binder to read or refuse
+            if this is not None and this.is_string:
+                text = this.name
+                parts = exp.INTERVAL_STRING_RE.findall(text)
+                if len(parts) == 1 and not exp.INTERVAL_STRING_RE.fullmatch(text):
+                    out = super()._parse_interval_span(exp.Literal.string(""),
+                                                       parse_function_unit)
+                    out.set("this", exp.Literal.string(text))
+                    return out
+            return super()._parse_interval_span(this, parse_function_unit)
+
 
 def _with_name_position(p: parser.Parser, fn) -> exp.Expression | None:
     name = p._tokens[p._index - 2] if p._index >= 2 else None  # NAME ( <- _index

@@ -109,6 +109,9 @@ def sql_type(dt: exp.DataType) -> pa.DataType:
         raise UnsupportedError(f"type {spelled} is not supported") from None
 
 
+_INTERVAL_CLOCK = re.compile(r"([+-]?)(\d+):(\d{1,2})(?::(\d{1,2}(?:\.\d{1,9})?))?")
+
+
 def interval_literal(text: str, unit: str | None) -> Literal:
     """INTERVAL '3' MONTH, INTERVAL '68 days', INTERVAL '1 day 2 hours'."""
     months = days = nanos = 0
@@ -116,6 +119,17 @@ def interval_literal(text: str, unit: str | None) -> Literal:
     if unit is not None:
         s = f"{s} {unit.lower()}"
     tokens = s.replace(",", " ").split()
+    # a time of day part, 'HH:MM[:SS[.f]]' with an optional sign (PostgreSQL's and DuckDB's
+    # '1 day 02:00:00'), is hours, minutes and seconds
+    clock = [t for t in tokens if _INTERVAL_CLOCK.fullmatch(t)]
+    if len(clock) > 1 or (clock and unit is not None):
+        raise BindError(f"invalid interval '{text}'")
+    if clock:
+        m = _INTERVAL_CLOCK.fullmatch(clock[0])
+        sign = -1 if m.group(1) == "-" else 1
+        seconds = decimal.Decimal(m.group(4) or 0)
+        nanos += sign * int((int(m.group(2)) * 3600 + int(m.group(3)) * 60 + seconds) * 10**9)
+        tokens.remove(clock[0])
     if len(tokens) % 2 != 0:
         raise BindError(f"invalid interval '{text}'")
     for i in range(0, len(tokens), 2):
