@@ -262,3 +262,28 @@ def test_an_interval_with_a_time_of_day_part_keeps_it(text, expected):
         oracle.query(oracle.connect({}), sql).to_pylist()[0]["x"]
     with pytest.raises(pqe.BindError, match="invalid interval"):
         pqe.Context().sql("SELECT INTERVAL '1 day 02:00 03:00'").to_arrow()
+
+
+def test_types_are_refused_not_replaced_and_int8_is_bigint():
+    """DECIMAL(40,2) and DECIMAL(5,6) became DECIMAL(18,3) (1.2345 stored as 1.235); INT8
+    was TINYINT (PostgreSQL and DuckDB: BIGINT); a REAL past its range from VALUES stored
+    inf; CREATE UNIQUE INDEX and the types and constraints of CREATE TABLE ... AS were
+    accepted and ignored."""
+    ctx = pqe.Context()
+    for bad in ("CREATE TABLE a (x DECIMAL(40, 2))", "CREATE TABLE a (x DECIMAL(5, 6))",
+                "SELECT CAST(1.5 AS DECIMAL(40, 2))"):
+        with pytest.raises(pqe.Error, match="invalid decimal type"):
+            ctx.sql(bad).to_arrow()
+    assert ctx.sql("SELECT CAST(1000 AS INT8) AS x").to_pylist() == [{"x": 1000}]
+    ctx.sql("CREATE TABLE b (x INT8, r REAL)")
+    ctx.sql("INSERT INTO b VALUES (9000000000, 3.4e38)")
+    with pytest.raises(pqe.Error, match="out of range for REAL"):
+        ctx.sql("INSERT INTO b VALUES (1, 3.5e38)")
+    assert ctx.sql("SELECT count(*) AS n FROM b").to_pylist() == [{"n": 1}]
+    with pytest.raises(pqe.UnsupportedError, match="UNIQUE INDEX"):
+        ctx.sql("CREATE UNIQUE INDEX i ON b (x)")
+    ctx.sql("CREATE INDEX j ON b (x)")  # a plain index changes no answer
+    with pytest.raises(pqe.UnsupportedError, match="names its columns only"):
+        ctx.sql("CREATE TABLE c (x INT NOT NULL PRIMARY KEY) AS SELECT 1 AS x")
+    ctx.sql("CREATE TABLE c (y) AS SELECT 1 AS x")
+    assert ctx.sql("SELECT y FROM c").to_pylist() == [{"y": 1}]

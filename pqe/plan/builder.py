@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import itertools
+import math
 import re
 from collections.abc import Sequence
 
@@ -70,6 +71,9 @@ def _parse_number(text: str, dtype: pa.DataType):
     return decimal.Decimal(text) if _NUMBER_TEXT.fullmatch(text) else None
 
 
+_REAL_MAX = 3.4028234663852886e38  # the largest finite float32
+
+
 def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
     """Fold casts of literals whose result is certain (keeps plans and EXPLAIN readable)."""
     v = e.value
@@ -88,7 +92,10 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
                 return Literal(q, dtype)
             return None
         if T.is_floating(dtype) and isinstance(v, (int, decimal.Decimal, float)) and not isinstance(v, bool):
-            return Literal(float(v), dtype)
+            f = float(v)
+            if pa.types.is_float32(dtype) and math.isfinite(f) and abs(f) > _REAL_MAX:
+                return None  # past REAL's range: the cast's kernel raises (or TRY_CAST: NULL)
+            return Literal(f, dtype)
         if T.is_integer(dtype) and isinstance(v, int) and not isinstance(v, bool):
             info = pa.scalar(v, dtype)  # raises when out of range
             return Literal(info.as_py(), dtype)

@@ -41,7 +41,10 @@ class PQEDialect(Dialect):
     class Tokenizer(Tokenizer):
         # SUMMARIZE t / SUMMARIZE SELECT ... (DuckDB's): sqlglot's parser knows the
         # statement once the word is its keyword
-        KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE}
+        # INT8 is 8 bytes, BIGINT, as in PostgreSQL and DuckDB (sqlglot's default reads
+        # ClickHouse's 8 bits)
+        KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE,
+                    "INT8": TokenType.BIGINT}
 
     class Parser(parser.Parser):
         # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison

@@ -130,6 +130,11 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
     if kind == "INDEX":
         # an index never changes an answer; pqe scans and hashes instead
         refuse_unknown_args(stmt, {"kind", "this", "unique", "exists"}, "CREATE INDEX")
+        if stmt.args.get("unique"):
+            # a UNIQUE index is a constraint: accepted and not enforced, duplicates would
+            # go in afterwards (DuckDB enforces it)
+            raise UnsupportedError("CREATE UNIQUE INDEX is not supported: declare PRIMARY KEY "
+                                   "or UNIQUE in CREATE TABLE")
         index = stmt.this
         table = index.args.get("table") if isinstance(index, exp.Index) else None
         if table is not None:
@@ -181,8 +186,14 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         source = Binder(catalog, sql).bind_query(stmt.expression)
         names = None
         if columns:
-            if not all(isinstance(c, (exp.Identifier, exp.ColumnDef)) for c in columns):
-                raise UnsupportedError("CREATE TABLE ... AS names its columns only")
+            # a type or constraint on a column of CREATE TABLE ... AS would be ignored: the
+            # query's types are the table's
+            if not all(isinstance(c, exp.Identifier) or (isinstance(c, exp.ColumnDef)
+                       and c.args.get("kind") is None and not c.args.get("constraints"))
+                       for c in columns):
+                raise UnsupportedError("CREATE TABLE ... AS names its columns only: types and "
+                                       "constraints come from the query (CAST in it, or CREATE "
+                                       "TABLE then INSERT ... SELECT)")
             names = tuple(name_of(c.this if isinstance(c, exp.ColumnDef) else c)[0] for c in columns)
             if len(names) != len(source.schema):
                 raise BindError(f"CREATE TABLE {name} names {len(names)} columns, query has "

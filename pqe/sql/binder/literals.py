@@ -98,7 +98,8 @@ def sql_type(dt: exp.DataType) -> pa.DataType:
     try:
         return T.parse_type(text)
     except Error:
-        pass
+        if dt.expressions:
+            raise  # DECIMAL(40, 2) is not DECIMAL: its precision is refused, not dropped
     base = dt.this.name if hasattr(dt.this, "name") else str(dt.this)
     try:
         return T.parse_type(base.lower().replace("_", " "))
