@@ -287,3 +287,25 @@ def test_types_are_refused_not_replaced_and_int8_is_bigint():
         ctx.sql("CREATE TABLE c (x INT NOT NULL PRIMARY KEY) AS SELECT 1 AS x")
     ctx.sql("CREATE TABLE c (y) AS SELECT 1 AS x")
     assert ctx.sql("SELECT y FROM c").to_pylist() == [{"y": 1}]
+
+
+def test_a_bare_column_two_tables_of_a_subquery_hold_is_ambiguous_there():
+    """sqlglot resolved it in the outer query: `DELETE FROM t WHERE EXISTS (SELECT 1 FROM s,
+    s s2 WHERE x = 5)` read t.x and deleted rows (DuckDB: an ambiguity error); the scalar
+    form failed with an InternalError."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("s", pa.table({"x": [1, 2], "y": [1, 1]}))
+    ctx.sql("CREATE TABLE t AS SELECT 5 AS x UNION ALL SELECT 6")
+    for sql in ("DELETE FROM t WHERE EXISTS (SELECT 1 FROM s, s s2 WHERE x = 5)",
+                "SELECT * FROM t WHERE x IN (SELECT x FROM s, s s2)",
+                "SELECT (SELECT max(x) FROM s a JOIN s b ON true) FROM t"):
+        with pytest.raises(pqe.AmbiguousColumnError, match="'x' is ambiguous"):
+            ctx.sql(sql).to_arrow()
+    assert ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 2}]
+    # one holder inside, or a qualified outer column: as before
+    assert ctx.sql("SELECT x FROM t WHERE EXISTS (SELECT 1 FROM s WHERE x = 1) ORDER BY x"
+                   ).to_pylist() == [{"x": 5}, {"x": 6}]
+    assert ctx.sql("SELECT x FROM t WHERE EXISTS (SELECT 1 FROM s a, s b WHERE a.x = b.y "
+                   "AND t.x = 5)").to_pylist() == [{"x": 5}]

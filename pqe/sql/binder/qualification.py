@@ -9,6 +9,7 @@ a left-deep chain), `ORDER BY ALL` becomes a marker it leaves alone, and `LIMIT 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
@@ -119,6 +120,11 @@ class QualifyMixin:
                     pass
                 else:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
+        nested = sum(1 for _ in itertools.islice(node.find_all(exp.Select), 2)) > 1
+        if nested:
+            for col in node.find_all(exp.Column):
+                if not col.table:
+                    col.meta[_BARE] = True
         mapping = MappingSchema(schema, normalize=False)
         branches = _set_operation_branches(node)
         targets = branches if len(branches) >= REBALANCE_BRANCHES else [node]
@@ -139,6 +145,8 @@ class QualifyMixin:
                 done = self._qualify_one(sub, mapping, schema)
                 if done is not sub:
                     sub.replace(done)
+        if nested:
+            _refuse_ambiguous_outer_columns(node, schema)
         if targets is branches:
             # the set operation's own ORDER BY names output columns: unquoted names fold to
             # lower case, as qualify folds them in each branch
@@ -518,3 +526,35 @@ def name_unaliased_projections(node: exp.Expression) -> None:
             changed = True
         if changed:
             sel.set("expressions", new)
+
+
+_BARE = "pqe_bare_column"  # meta of a column written without a table name
+
+
+def _refuse_ambiguous_outer_columns(node: exp.Expression, schema) -> None:
+    """A bare column of a subquery that two of the subquery's own tables hold is ambiguous
+    there (DuckDB: an error); sqlglot resolves it in an outer query instead, so `EXISTS
+    (SELECT 1 FROM s, s s2 WHERE x = 5)` read the outer x and DELETE removed rows."""
+    from sqlglot.optimizer.scope import Scope as SqlglotScope
+    from sqlglot.optimizer.scope import traverse_scope
+
+    for scope in traverse_scope(node):
+        local = set(scope.sources)
+        for col in scope.columns:
+            if not col.meta.get(_BARE) or not col.table or col.table in local:
+                continue
+            holders = []
+            for alias, source in scope.sources.items():
+                if isinstance(source, exp.Table):
+                    names = schema.get(source.name, {})
+                elif isinstance(source, SqlglotScope):
+                    names = source.expression.named_selects
+                else:
+                    continue
+                if col.name in names:
+                    holders.append(alias)
+            if len(holders) > 1:
+                raise AmbiguousColumnError(
+                    f"column reference '{col.name}' is ambiguous: it could be "
+                    + " or ".join(f"{h}.{col.name}" for h in holders))
+
