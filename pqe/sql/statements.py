@@ -28,6 +28,7 @@ from ..plan.expr import ColumnRef, Literal
 from ..plan.logical import LogicalPlan
 from ..plan.udf import AggregateUDF
 from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
+from .binder.expressions import STATEMENT_NOW, statement_now
 from .binder.grouping import USER_AGGREGATES
 from .parser import ParsedStatement, PQEDialect, parse
 
@@ -75,9 +76,11 @@ def statement_word(ast: exp.Expression) -> str:
 def bind_statement(parsed: ParsedStatement, catalog: CatalogSnapshot, sql: str) -> S.Statement:
     names = frozenset(n for n, f in catalog.functions().items() if isinstance(f, AggregateUDF))
     token = USER_AGGREGATES.set(names)
+    now = STATEMENT_NOW.set(statement_now())
     try:
         stmt = _bind(parsed.ast, catalog, sql)
     finally:
+        STATEMENT_NOW.reset(now)
         USER_AGGREGATES.reset(token)
     if parsed.explain is not None:
         return S.Explain(stmt, parsed.explain == "analyze")

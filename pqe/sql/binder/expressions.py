@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 
 import pyarrow as pa
@@ -395,11 +396,22 @@ def _subquery(b, node, scope, rec):
     return SubqueryExpr("scalar", plan, plan.schema[0].dtype)
 
 
+# the statement's time (bind_statement sets it): every binder of one statement (its
+# views, UPDATE's and INSERT's queries) reads the same now()
+STATEMENT_NOW: ContextVar[datetime.datetime | None] = ContextVar("pqe_statement_now",
+                                                                  default=None)
+
+
+def statement_now() -> datetime.datetime:
+    """Now, in UTC (pqe's session zone), naive."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
 def _statement_time(b, fn: str) -> Literal:
     """CURRENT_TIMESTAMP / NOW() and CURRENT_DATE: one value per statement, taken when it is
-    first bound (UTC, pqe's session zone), the same in every row and partition."""
-    now = b.__dict__.setdefault("_statement_now",
-                                datetime.datetime.now(datetime.UTC).replace(tzinfo=None))
+    first bound (UTC, pqe's session zone), the same in every row and partition, and in
+    every view and subquery the statement reads (each view's binder took its own)."""
+    now = STATEMENT_NOW.get() or b.__dict__.setdefault("_statement_now", statement_now())
     return Literal(now.date(), T.DATE) if fn == "current_date" else Literal(now, T.TIMESTAMP)
 
 
