@@ -319,3 +319,30 @@ def test_now_is_one_value_in_every_view_a_statement_reads():
     for _ in range(5):
         assert ctx.sql("SELECT v1.t = v2.t AND v1.t = now() AND v1.d = current_date AS same "
                        "FROM v1, v2").to_pylist() == [{"same": True}]
+
+
+def test_a_write_waiting_for_another_gives_up_at_its_timeout_and_when_cancelled():
+    """A write queued behind a long one waited for the lock whatever its timeout or cancel
+    event, then committed after its deadline."""
+    import threading
+    import time
+
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE t (x BIGINT)")
+    ctx.register_arrow("one", pa.table({"a": [1]}))
+    ctx.register_udf("slow", lambda x: (time.sleep(2.5), x)[1], ["BIGINT"], "BIGINT")
+    long = threading.Thread(target=lambda: ctx.sql("INSERT INTO t SELECT slow(a) FROM one"))
+    long.start()
+    time.sleep(0.4)
+    start = time.monotonic()
+    with pytest.raises(pqe.QueryTimeout, match="waiting for another write"):
+        ctx.sql("INSERT INTO t VALUES (2)", timeout=0.5)
+    assert time.monotonic() - start < 1.5
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    with pytest.raises(pqe.QueryCancelled, match="waiting for another write"):
+        ctx.sql("INSERT INTO t VALUES (3)", cancel=cancel)
+    long.join()
+    assert ctx.sql("SELECT x FROM t").to_pylist() == [{"x": 1}]  # neither committed later

@@ -11,7 +11,9 @@ against a snapshot of the catalog and never wait for writers.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,8 +22,8 @@ import pyarrow as pa
 from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
 from ..deep import AnyEvent, run_deep
-from ..errors import (Error, ExecutionError, InternalError, ResourceError, SQLSyntaxError,
-                      UnsupportedError)
+from ..errors import (Error, ExecutionError, InternalError, QueryCancelled, QueryTimeout,
+                      ResourceError, SQLSyntaxError, UnsupportedError)
 from ..execution import driver
 from ..execution.scheduler import Executor
 from ..optimizer import optimize
@@ -86,9 +88,26 @@ class SessionState:
         lock, against the catalog as it is once the lock is held."""
         if parsed.explain is None and is_write(parsed.ast):
             self.config.access.check_change(statement_word(parsed.ast))
-            with self.write_lock:
+            with self._writing(run.get("timeout"), run.get("cancel")):
                 return self.execute(self.bind(parsed, text), **run)
         return self.execute(self.bind(parsed, text), **run)
+
+    @contextlib.contextmanager
+    def _writing(self, timeout: float | None, cancel):
+        """The write lock, waited for within the statement's timeout and until it is
+        cancelled: a write queued behind a long one gave up neither, and committed after
+        its deadline or after its caller had cancelled it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.write_lock.acquire(timeout=0.05):
+            if cancel is not None and cancel.is_set():
+                raise QueryCancelled("cancelled while waiting for another write to finish")
+            if deadline is not None and time.monotonic() > deadline:
+                raise QueryTimeout(f"timed out after {timeout:g} s waiting for another write "
+                                   f"to finish")
+        try:
+            yield
+        finally:
+            self.write_lock.release()
 
     def execute(self, stmt: S.Statement, *, timeout: float | None = None, cancel=None,
                 progress: Progress | None = None) -> Result:
@@ -113,7 +132,7 @@ class SessionState:
         if isinstance(stmt, S.NoOp):
             return Result(stmt.kind)
         if stmt.writes:
-            with self.write_lock:
+            with self._writing(timeout, cancel):
                 return W.execute(self, stmt, run)
         raise UnsupportedError(f"{stmt.kind} statements are not supported")  # pragma: no cover
 
