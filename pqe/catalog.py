@@ -174,10 +174,87 @@ class _Snapshot:
         self.samples: dict[str, Any] = {}
 
 
+def _holds(wide: pa.DataType, narrow: pa.DataType) -> bool:
+    """Whether every value of the number type `narrow` is a value of `wide` (a float holds
+    any number, approximately, as in DuckDB's union of BIGINT and DOUBLE). Types other than
+    numbers: as pyarrow promoted them (timestamp units: a value the finer one cannot hold
+    fails the read with an error, as in DuckDB)."""
+    if wide == narrow or pa.types.is_floating(wide):
+        return True
+    if pa.types.is_integer(narrow):
+        if pa.types.is_integer(wide):
+            if pa.types.is_signed_integer(wide) == pa.types.is_signed_integer(narrow):
+                return wide.bit_width >= narrow.bit_width
+            return pa.types.is_signed_integer(wide) and wide.bit_width > narrow.bit_width
+        return pa.types.is_decimal(wide) and wide.precision - wide.scale >= _int_digits(narrow)
+    if pa.types.is_decimal(narrow):
+        return pa.types.is_decimal(wide) and wide.scale >= narrow.scale and \
+            wide.precision - wide.scale >= narrow.precision - narrow.scale
+    # a float never fits an integer or DECIMAL; anything else (NULL, text, timestamps) as
+    # pyarrow promoted it
+    return not (pa.types.is_floating(narrow)
+                and (pa.types.is_integer(wide) or pa.types.is_decimal(wide)))
+
+
+def _int_digits(t: pa.DataType) -> int:
+    """Decimal digits the values of an integer type need (uint64's 18446744073709551615: 20)."""
+    return {8: 3, 16: 5, 32: 10, 64: 19}[t.bit_width] + \
+        (t.bit_width == 64 and pa.types.is_unsigned_integer(t))
+
+
+def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The narrowest type holding the values of both numbers `a` and `b` where pyarrow's
+    promotion is too narrow (int8 with uint64 gave int64, int32 with DECIMAL(12,3) gave
+    DECIMAL(12,3): registration succeeded, then a read failed or a value was cut): a signed
+    integer wider than the unsigned one, else a DECIMAL (DuckDB: HUGEINT, DECIMAL(13,3));
+    None when no type holds both (past DECIMAL(38))."""
+    if _holds(a, b):
+        return a
+    if _holds(b, a):
+        return b
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        u = a if pa.types.is_unsigned_integer(a) else b
+        if u.bit_width < 64:
+            return pa.int64() if u.bit_width == 32 else pa.int32() if u.bit_width == 16 \
+                else pa.int16()
+    if not all(pa.types.is_integer(t) or pa.types.is_decimal(t) for t in (a, b)):
+        return None
+    whole = max(_int_digits(t) if pa.types.is_integer(t) else t.precision - t.scale
+                for t in (a, b))
+    scale = max(0 if pa.types.is_integer(t) else t.scale for t in (a, b))
+    return pa.decimal128(whole + scale, scale) if whole + scale <= 38 else None
+
+
+def _widened(unified: pa.Schema, files: list[_File], schemas: list[pa.Schema], path) -> pa.Schema:
+    """`unified` with each number column that some file's type does not fit (`_holds`)
+    widened to one that holds every file's values, or a CatalogError naming the column and
+    two files no type holds together."""
+    fields = list(unified)
+    for i, fld in enumerate(fields):
+        if not (pa.types.is_integer(fld.type) or pa.types.is_decimal(fld.type)):
+            continue
+        typed = [(f, s.field(fld.name).type) for f, s in zip(files, schemas, strict=True)
+                 if s.get_field_index(fld.name) >= 0]
+        if all(_holds(fld.type, t) for _, t in typed):
+            continue
+        wide, first = typed[0][1], typed[0][0]
+        for f, t in typed[1:]:
+            w = _wider(wide, t)
+            if w is None:
+                raise CatalogError(
+                    f"files of {path!s} disagree on column '{fld.name}': no type holds both "
+                    f"{first.url}'s {wide} and {f.url}'s {t}")
+            if w != wide:
+                wide, first = w, f
+        fields[i] = fld.with_type(wide)
+    return pa.schema(fields)
+
+
 def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) -> pa.Schema:
     """One schema for every file of a table: identical files pass; files that differ are
-    unified when that is safe (a missing column reads as NULL, int32 widens to int64, ...);
-    otherwise the error names the two files and the column."""
+    unified when that is safe (a missing column reads as NULL, int32 widens to int64, int8
+    and uint64 meet in DECIMAL(20,0), ...); otherwise the error names the two files and the
+    column."""
     schemas = [f.schema.remove_metadata() for f in files]
     if all(sch.equals(schemas[0]) for sch in schemas[1:]):
         unified = schemas[0]
@@ -196,6 +273,7 @@ def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) 
                             f"{files[0].url} has {base.field(idx).type}, {f.url} has "
                             f"{fld.type}") from e
             raise CatalogError(f"files of {path!s} have incompatible schemas: {e}") from e
+        unified = _widened(unified, files, schemas, path)
         nullable = {fld.name for fld in unified if any(s.get_field_index(fld.name) < 0 for s in schemas)}
     fields = [fld.with_nullable(True) if fld.name in nullable else fld for fld in unified]
     names = {fld.name for fld in fields}
@@ -293,29 +371,44 @@ def _hive_pairs(rel: str) -> list[tuple[str, str | None]]:
     return out
 
 
+def _as_int(v: str) -> int | None:
+    """A partition value as an integer when it reads back as the same text; None otherwise:
+    `01`, `007`, `+1`, `1_000` are codes kept as text (DuckDB keeps them VARCHAR; as
+    integers `k=01` and `k=1` were one group and `zip=01234` lost its zero)."""
+    try:
+        i = int(v)
+    except ValueError:
+        return None
+    return i if str(i) == v and -(1 << 63) <= i < (1 << 63) else None
+
+
 def _infer_partition_type(values: list[str | None]) -> pa.DataType:
-    """int32 / int64 when every value is an integer (as pyarrow's hive discovery), else text."""
+    """int32 / int64 when every value is an integer written as one (`_as_int`), else text.
+    (The few directory names of a table, once at registration.)"""
     ints = []
     for v in values:
         if v is None:
             continue
-        try:
-            ints.append(int(v))
-        except ValueError:
+        i = _as_int(v)
+        if i is None:
             return pa.string()
+        ints.append(i)
     if ints and all(-(1 << 31) <= i < (1 << 31) for i in ints):
         return pa.int32()
     return pa.int64() if ints else pa.string()
 
 
 def _as_partition_value(v: str | None, t: pa.DataType, url: str, name: str) -> Any:
+    """A partition directory's value in the type registration inferred: a later directory
+    whose value that type does not hold (`k=01` or `k=x` beside integers, `k=9999999999`
+    beside int32 ones) is refused, as a changed schema is."""
     if v is None or not pa.types.is_integer(t):
         return v
-    try:
-        return int(v)
-    except ValueError:
-        raise CatalogError(f"{url}: hive partition {name}={v!r} is not an integer like the "
-                           f"table's other files") from None
+    i = _as_int(v)
+    if i is None or (t.bit_width == 32 and not -(1 << 31) <= i < (1 << 31)):
+        raise CatalogError(f"{url}: hive partition {name}={v!r} is not an {t} like the "
+                           f"table's other partitions; register it again")
+    return i
 
 
 class FileTable(TableProvider):
@@ -443,7 +536,7 @@ class FileTable(TableProvider):
         if first:
             self._set_schema(files)
         elif fresh:
-            self._check_schema(files)
+            self._check_schema(files, fresh)
         return files
 
     def _partition_fields(self, raw_parts) -> list[pa.Field]:
@@ -459,8 +552,9 @@ class FileTable(TableProvider):
     def _set_schema(self, files: list[_File]) -> None:
         raise NotImplementedError
 
-    def _check_schema(self, files: list[_File]) -> None:
-        pass
+    def _check_schema(self, files: list[_File], fresh: list[_File]) -> None:
+        """Refuse files added or changed (`fresh`) since registration that no longer fit the
+        registered schema."""
 
     def files(self) -> list[str]:
         """The table's files now (paths or URLs)."""
@@ -472,6 +566,15 @@ class FileTable(TableProvider):
     def _unit(self, f: _File, row_groups: tuple[int, ...], rows: int, size: int) -> ScanUnit:
         return ScanUnit(f.url, row_groups, rows, size, f.info.size, _version_token(f.info.version),
                         f.partition, self.fs)
+
+
+def _parquet_read_options(dict_columns: tuple[str, ...] = ()):
+    """How every Parquet file is opened (footers and schema at registration, reads in
+    tasks: one schema for both). INT96 timestamps (Spark's and Impala's default) are read in
+    microseconds, as DuckDB reads them: in pyarrow's nanoseconds a value outside 1677-2262,
+    such as Spark's 9999-12-31 "valid to" sentinel, wrapped silently (to 1816-03-29)."""
+    return ds.ParquetReadOptions(dictionary_columns=list(dict_columns),
+                                 coerce_int96_timestamp_unit="us")
 
 
 class ParquetTable(FileTable):
@@ -497,7 +600,7 @@ class ParquetTable(FileTable):
         """Read the footers of new or changed files (in parallel: object stores answer slowly)."""
         if not files:
             return
-        fmt = ds.ParquetFileFormat()
+        fmt = ds.ParquetFileFormat(read_options=_parquet_read_options())
         fs = self.fs.arrow_fs()
 
         def read(f: _File) -> None:
@@ -527,7 +630,7 @@ class ParquetTable(FileTable):
         # decode, and every kernel supports it.
         self.schema = T.normalize_schema(self.physical_schema)
 
-    def _check_schema(self, files: list[_File]) -> None:
+    def _check_schema(self, files: list[_File], fresh: list[_File] = ()) -> None:
         """Files added or rewritten after registration must still fit the registered schema
         (queries were bound to it): same columns and types, up to NULL-ability."""
         if not files:
@@ -745,12 +848,40 @@ class ParquetTable(FileTable):
         answers slowly but on a local (page-cached) file only adds a copy: reading the
         columns TPC-H Q3 needs from half of lineitem took 0.108-0.128 CPU-seconds without it,
         0.138-0.164 with it."""
-        opts = {"default_fragment_scan_options":
-                ds.ParquetFragmentScanOptions(pre_buffer=not self.fs.is_local)}
-        if dict_columns:
-            return ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
-                dictionary_columns=list(dict_columns)), **opts)
-        return ds.ParquetFileFormat(**opts)
+        return ds.ParquetFileFormat(
+            read_options=_parquet_read_options(dict_columns),
+            default_fragment_scan_options=ds.ParquetFragmentScanOptions(
+                pre_buffer=not self.fs.is_local))
+
+
+def _leading_zero(col) -> bool:
+    """Whether a text column holds a number with a leading zero (`007`, `0123`, `00.5`: a
+    code, which CSV inference keeps text, as DuckDB does)."""
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.match_substring_regex(pc.utf8_trim_whitespace(col),
+                                                r"^[+-]?0\d")).as_py())
+
+
+# a tab separates the fields of these (compressed or not) unless a delimiter is given
+_TAB_SUFFIXES = (".tsv", ".tab")
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".lz4")
+
+
+def _tab_separated(url: str) -> bool:
+    low = url.lower()
+    for suffix in _COMPRESSED_SUFFIXES:
+        low = low.removesuffix(suffix)
+    return low.endswith(_TAB_SUFFIXES)
+
+
+def _column_difference(has: list[str], want: list[str]) -> str:
+    """How a CSV file's columns differ from the table's, for an error message."""
+    missing = [n for n in want if n not in has]
+    extra = [n for n in has if n not in want]
+    parts = ([f"no column {', '.join(map(repr, missing))}"] if missing else []) + \
+        ([f"an extra column {', '.join(map(repr, extra))}"] if extra else [])
+    return "has " + " and ".join(parts)
 
 
 class CsvTable(FileTable):
@@ -760,10 +891,14 @@ class CsvTable(FileTable):
     kind = "csv"
     _task_extra = ("delimiter", "header", "column_types")
 
-    def __init__(self, path, schema: dict | None = None, delimiter: str = ",",
+    def __init__(self, path, schema: dict | None = None, delimiter: str | None = None,
                  header: bool = True, filesystem: Any = None,
                  storage_options: dict | None = None):
-        self.delimiter = delimiter
+        # None: a tab for .tsv / .tab files, else a comma (_set_schema). register_csv passes
+        # its default "," (a comma given for .tsv files cannot be told from it): a comma is
+        # taken as that default too; any other delimiter as given
+        self._delimiter_given = delimiter not in (None, ",")
+        self.delimiter = delimiter or ","
         self.header = header
         self.column_types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
         self._given_types = dict(self.column_types)  # (the rest is inferred on each refresh)
@@ -778,6 +913,11 @@ class CsvTable(FileTable):
     def _set_schema(self, files: list[_File]) -> None:
         if not files:
             raise CatalogError(f"no CSV files found at {self.path!s}")
+        if not self._delimiter_given:  # (read with commas, a .tsv was one column "a\tb")
+            delimiter = "\t" if all(_tab_separated(f.url) for f in files) else ","
+            if delimiter != self.delimiter:
+                self.delimiter = delimiter
+                self.__dict__.pop("_format", None)
         if self.column_types != self._given_types:  # inferred again from the files as they are
             self.column_types = dict(self._given_types)
             self.__dict__.pop("_format", None)
@@ -790,13 +930,93 @@ class CsvTable(FileTable):
         if unknown:
             raise CatalogError(f"schema names columns not in {self.path!s}: {sorted(unknown)}")
         wide = self._inferred_types(files[0], dataset.schema)
+        # the schema is the first file's: every other file must have its columns (Arrow read
+        # a missing one as NULL and dropped an extra one), and a code with a leading zero in
+        # another file's first block makes its column text too (DuckDB reads such a glob as
+        # VARCHAR; as a number '01234' became 1234)
+        names = dataset.schema.names
+        for f, (has, codes) in zip(files[1:], self._first_blocks(files[1:], dataset.schema),
+                                   strict=True):
+            if set(has) != set(names):
+                raise CatalogError(
+                    f"CSV files of {self.path!s} have different columns: {f.url} "
+                    f"{_column_difference(has, names)} ({files[0].url} has "
+                    f"{', '.join(names)}); register them as separate tables")
+            wide.update((n, pa.string()) for n in codes)
         if {**self._given_types, **wide} != self.column_types:
             self.column_types = {**self._given_types, **wide}
             self.__dict__.pop("_format", None)
             dataset = ds.dataset([self.fs.fs_path(f.url) for f in files],
                                  format=self.file_format(), filesystem=self.fs.arrow_fs())
-        self.physical_schema = dataset.schema
-        self.schema = T.normalize_schema(dataset.schema)
+        self._file_names = names  # the columns files have (the table's, less partitions)
+        # hive partition columns (dir/k=1/d.csv) are filled from the path, as for Parquet
+        # (the scan reads each file with its partition expression)
+        self.physical_schema = pa.schema(list(dataset.schema) + [
+            f for f in self.partition_fields if f.name not in names])
+        self.schema = T.normalize_schema(self.physical_schema)
+
+    def _check_schema(self, files: list[_File], fresh: list[_File] = ()) -> None:
+        """Files added or rewritten after registration must still have the registered columns
+        (queries were bound to them; Arrow read a renamed column as NULL), and no number
+        column may hold a code with a leading zero in their first block (it is read as a
+        number): else the error Parquet gives, to register the table again. Only the new
+        files' first blocks are read (on a query's planning, when files changed)."""
+        names = self._file_names
+        for f, (has, codes) in zip(fresh, self._first_blocks(fresh, self.physical_schema,
+                                                             names), strict=True):
+            if set(has) != set(names):
+                what = _column_difference(has, names)
+            elif codes:
+                name = sorted(codes)[0]
+                what = (f"column {name!r}, read as {self.physical_schema.field(name).type}, "
+                        f"holds a number with a leading zero, a code read as text")
+            else:
+                continue
+            raise CatalogError(f"the files of {self.path!s} changed schema since it was "
+                               f"registered ({f.url} {what}); register it again")
+
+    def _first_blocks(self, files: list[_File], schema: pa.Schema,
+                      names: list[str] | None = None) -> list[tuple[list[str], set[str]]]:
+        """Each file's column names (from its first 64 KiB, or 1 MiB when a row is longer)
+        and the number columns of `schema` (inferred, not given) holding a number with a
+        leading zero there. Read in parallel (object stores answer slowly)."""
+        import pyarrow.csv as pcsv
+
+        names = schema.names if names is None else names
+        numbers = [n for n in names if n not in self._given_types
+                   and (pa.types.is_integer(t := schema.field(n).type) or pa.types.is_floating(t))]
+        text = {n: pa.string() for n in names}
+
+        def read(f: _File) -> tuple[list[str], set[str]]:
+            for block in (1 << 16, 1 << 20):
+                try:
+                    with self.fs.arrow_fs().open_input_stream(self.fs.fs_path(f.url)) as stream:
+                        reader = pcsv.open_csv(
+                            stream, parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
+                            read_options=pcsv.ReadOptions(
+                                autogenerate_column_names=not self.header, block_size=block),
+                            convert_options=pcsv.ConvertOptions(
+                                column_types=text, null_values=[""], strings_can_be_null=True))
+                        has = reader.schema.names
+                        try:
+                            batch = reader.read_next_batch()
+                        except StopIteration:  # a header alone
+                            return has, set()
+                    break
+                except pa.ArrowInvalid as e:
+                    if block == 1 << 20:
+                        raise CatalogError(f"cannot read CSV file {f.url}: "
+                                           f"{_first_line(e)}") from e
+                except OSError as e:
+                    raise CatalogError(f"cannot read CSV file {f.url}: {_first_line(e)}") from e
+            return has, {n for n in numbers if n in has and _leading_zero(batch.column(n))}
+
+        if len(files) < 4:
+            return [read(f) for f in files]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(16, len(files))) as pool:
+            return list(pool.map(read, files))
 
     def _inferred_types(self, first, schema: pa.Schema) -> dict:
         """Types in place of some Arrow infers, from the text of the first file's first block
@@ -827,7 +1047,7 @@ class CsvTable(FileTable):
         out = {}
         for name in floats:
             col = pc.utf8_trim_whitespace(batch.column(name))
-            if pc.any(pc.match_substring_regex(col, r"^[+-]?0\d")).as_py():
+            if _leading_zero(col):
                 out[name] = pa.string()
                 continue
             if not pa.types.is_float64(schema.field(name).type):
