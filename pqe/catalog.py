@@ -1215,14 +1215,9 @@ class CatalogSnapshot:
         return key in self._sql_made
 
     def find(self, name: str, exact: bool = False) -> str | None:
-        """The stored name matching `name` (exactly, or case-insensitively), or None."""
-        if name in self._tables:
-            return name
-        if exact:
-            return None
-        low = name.lower()
-        hits = [k for k in self._tables if k.lower() == low]
-        return hits[0] if len(hits) == 1 else None
+        """The stored name matching `name` (exactly, or case-insensitively: `_find_name`), or
+        None."""
+        return _find_name(self._tables, name, exact)
 
     def lookup(self, name: str, exact: bool = False) -> tuple[str, Any]:
         key = self.find(name, exact)
@@ -1235,6 +1230,23 @@ class CatalogSnapshot:
 
     def get(self, key: str) -> Any:
         return self._tables.get(key)
+
+
+def _find_name(tables: dict, name: str, exact: bool) -> str | None:
+    """The stored name a table reference means: a quoted name (`exact`) only itself; an
+    unquoted one folds to lower case first (PostgreSQL's rule: with tables t and "T", T is
+    t), then matches the one name differing only in case (a table registered as "Sales" is
+    sales), then itself as written. Reads and writes resolve through here alike (SELECT took
+    "T" where INSERT took t)."""
+    if exact:
+        return name if name in tables else None
+    low = name.lower()
+    if low in tables:
+        return low
+    hits = [k for k in tables if k.lower() == low]
+    if len(hits) == 1:
+        return hits[0]
+    return name if name in tables else None
 
 
 class Catalog:
@@ -1309,13 +1321,7 @@ class Catalog:
             return self._find(name, exact)
 
     def _find(self, name: str, exact: bool) -> str | None:
-        if name in self._tables:
-            return name
-        if exact:
-            return None
-        low = name.lower()
-        hits = [k for k in self._tables if k.lower() == low]
-        return hits[0] if len(hits) == 1 else None
+        return _find_name(self._tables, name, exact)
 
     def lookup(self, name: str, exact: bool = False) -> tuple[str, Any]:
         """The stored name and its entry; a file table's listing and file versions are

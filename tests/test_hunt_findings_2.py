@@ -346,3 +346,22 @@ def test_a_write_waiting_for_another_gives_up_at_its_timeout_and_when_cancelled(
         ctx.sql("INSERT INTO t VALUES (3)", cancel=cancel)
     long.join()
     assert ctx.sql("SELECT x FROM t").to_pylist() == [{"x": 1}]  # neither committed later
+
+
+def test_an_unquoted_table_name_means_one_table_in_reads_and_writes():
+    """With tables t and "T", SELECT * FROM T read "T" while INSERT/UPDATE/DROP T changed t.
+    Now an unquoted name folds to lower case first (PostgreSQL's rule) everywhere."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE t (a INT)")
+    ctx.sql('CREATE TABLE "T" (a INT)')
+    ctx.sql('INSERT INTO "T" VALUES (2)')
+    ctx.sql("INSERT INTO T VALUES (1)")
+    assert ctx.sql("SELECT a FROM T").to_pylist() == [{"a": 1}]
+    assert ctx.sql('SELECT a FROM "T"').to_pylist() == [{"a": 2}]
+    ctx.sql("UPDATE T SET a = 10")
+    assert ctx.sql("SELECT a FROM t").to_pylist() == [{"a": 10}]
+    assert ctx.sql('SELECT a FROM "T"').to_pylist() == [{"a": 2}]
+    ctx.register_arrow("Sales", pa.table({"x": [1]}))  # one name in any case: found
+    assert ctx.sql("SELECT x FROM sales").to_pylist() == ctx.sql("SELECT x FROM SALES").to_pylist()
