@@ -365,3 +365,12 @@ def test_an_unquoted_table_name_means_one_table_in_reads_and_writes():
     assert ctx.sql('SELECT a FROM "T"').to_pylist() == [{"a": 2}]
     ctx.register_arrow("Sales", pa.table({"x": [1]}))  # one name in any case: found
     assert ctx.sql("SELECT x FROM sales").to_pylist() == ctx.sql("SELECT x FROM SALES").to_pylist()
+
+
+def test_describe_a_view():
+    """DESCRIBE v failed: 'TABLE: QUOTED is not supported'."""
+    ctx = pqe.Context()
+    ctx.sql("CREATE VIEW v AS SELECT 1 AS a, 'x' AS b")
+    ctx.sql('CREATE VIEW "My View" AS SELECT 2.5 AS c')
+    assert [r["column_name"] for r in ctx.sql("DESCRIBE v").to_pylist()] == ["a", "b"]
+    assert ctx.sql('DESCRIBE "My View"').to_pylist()[0]["column_type"] == "DECIMAL(2,1)"

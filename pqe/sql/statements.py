@@ -652,7 +652,7 @@ def _describe(stmt: exp.Describe, catalog: CatalogSnapshot, sql: str) -> S.Descr
         real, entry = catalog.lookup(name, exact=quoted)
         if isinstance(entry, TableProvider):
             return S.Describe(tuple((f.name, f.type, f.nullable) for f in entry.schema))
-        plan = Binder(catalog, sql).bind_query(exp.select("*").from_(exp.to_table(real, quoted=True)))
+        plan = Binder(catalog, sql).bind_query(exp.select("*").from_(_target_table(real)))
     else:
         query = target if isinstance(target, exp.Query) else exp.select("*").from_(target)
         plan = Binder(catalog, sql).bind_query(query)
