@@ -374,3 +374,30 @@ def test_describe_a_view():
     ctx.sql('CREATE VIEW "My View" AS SELECT 2.5 AS c')
     assert [r["column_name"] for r in ctx.sql("DESCRIBE v").to_pylist()] == ["a", "b"]
     assert ctx.sql('DESCRIBE "My View"').to_pylist()[0]["column_type"] == "DECIMAL(2,1)"
+
+
+@pytest.mark.parametrize("target", ["INTEGER", "DOUBLE", "DECIMAL(10,2)", "DATE", "TIMESTAMP",
+                                    "BIGINT"])
+def test_case_and_coalesce_convert_only_the_text_they_take(target, tmp_path):
+    """CASE WHEN s = '5' THEN s::INT END failed on the 'x' it never takes (the registered
+    text conversion checked the whole batch), and a text-to-DOUBLE cast did not count as
+    able to fail, so `id = 2 AND CAST(s AS DOUBLE) > 1` failed on another row."""
+    import pyarrow as pa
+
+    good = {"DATE": "2020-01-05", "TIMESTAMP": "2020-01-05 01:02:03"}.get(target, "5")
+    t = pa.table({"id": [1, 2, 3], "s": ["x", good, None]})
+    _same({"t": t}, [
+        f"SELECT id, CASE WHEN s = '{good}' THEN CAST(s AS {target}) END AS v FROM t",
+        f"SELECT id, coalesce(CASE WHEN s = '{good}' THEN CAST(s AS {target}) END, "
+        f"CAST('{good}' AS {target})) AS v FROM t",
+        f"SELECT id, CASE WHEN id > 5 THEN CAST(s AS {target}) END AS v FROM t",
+        f"SELECT id FROM t WHERE id = 2 AND CAST(s AS {target}) IS NOT NULL",
+    ], tmp_path)
+    with pytest.raises(pqe.Error, match="'x' is not a valid"):
+        pqe.Context().sql(f"SELECT CAST(s AS {target}) FROM (VALUES ('x')) v(s)").to_arrow()
+
+
+def _same(tables, sqls, tmp_path=None):
+    from test_hunt_findings import _same as same
+
+    same(tables, sqls, tmp_path)

@@ -1018,6 +1018,10 @@ def _cast(c: Compiler, e: Cast) -> E:
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
         return _checked_numeric_cast(c, _cast_rounding(x, src, dst), _rounded_type(src, dst),
                                      dst, x, src)
+    if T.is_text(src) and not T.is_text(dst):
+        # only the rows a CASE branch or COALESCE argument takes are converted (the others
+        # NULL): `CASE WHEN s = '5' THEN s::INT END` failed on the 'x' it never takes
+        x = _used(c, x, src)
     if T.is_text(src) and T.is_boolean(dst):
         return _checked_text_cast(x, _text_to_boolean(x), dst)
     if T.is_text(src) and T.is_numeric(dst):

@@ -22,7 +22,7 @@ from ..errors import ExecutionError, UnsupportedError
 from ..plan.expr import Call, Literal
 from . import hashing
 from .expressions import (Compiler, E, _call, _const_int, _const_text, _register_by_type,
-                          null_of, scalar, utc, utc_type)
+                          _used, null_of, scalar, utc, utc_type)
 
 # ---- registration helpers ---------------------------------------------------------------------
 
@@ -554,7 +554,7 @@ def _strptime(c: Compiler, e: Call) -> E:
     if fmt is None:
         return null_of(T.TIMESTAMP)
     parts = _format_parts(fmt, _STRPTIME, "STRPTIME")
-    x = c(s)
+    x = _used(c, c(s), T.TEXT)  # (only the rows a CASE branch takes: see _cast)
     parsed = _call("strptime", [x], pc.StrptimeOptions(fmt, "us", error_is_null=False))
     if "%d" not in parts:
         return parsed

@@ -455,8 +455,9 @@ def may_raise(e: Expr) -> bool:
                 and not _integer_division_never_fails(x)):
             return True
         if isinstance(x, Cast) and not x.try_ and not T.widens(x.arg.dtype, x.dtype) and (
-                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)):
-            return True
+                T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype)
+                or T.is_text(x.arg.dtype) and not T.is_text(x.dtype)):
+            return True  # (text that is not a number, a date, a boolean: any target)
     return False
 
 
