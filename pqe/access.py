@@ -9,9 +9,11 @@ names: `read_parquet('...')`, `read_csv('...')`, `FROM 'file.parquet'` and `COPY
 - `external_access=False`: SQL reaches only registered tables (no file or URL at all).
 - `allowed_paths=[...]`: SQL reaches files only under these directories (after resolving `..`
   and symlinks, for the path given and for every file a glob or directory expands to) and URLs
-  only under these URL prefixes (`s3://bucket/prefix/`): the scheme and the bucket are the
-  application's choice. Without `allowed_paths`, SQL may read and write local files (the
-  embedded default, as DuckDB's) but no URL: an endpoint is never taken from SQL text.
+  only under these URL prefixes (`s3://bucket/prefix/`; compared once `..`, `.`, `//` and
+  their percent-encoded forms are resolved, as an HTTP client resolves them): the scheme and
+  the bucket are the application's choice. A `file://` URL is the local path it names.
+  Without `allowed_paths`, SQL may read and write local files (the embedded default, as
+  DuckDB's) but no URL: an endpoint is never taken from SQL text.
 - `read_only=True`: every statement that would change the catalog or write a file is refused.
 
 A refused path gets one message whether the file exists or not, and no error about a file
@@ -30,14 +32,24 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
-from .errors import ProgrammingError
+from .errors import ExecutionError, ProgrammingError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# schemes that name local files (filesystems.resolve maps them to local paths): checked as
+# local paths, never as URLs
+LOCAL_SCHEMES = ("file", "local")
 
 
 class AccessError(ProgrammingError):
     """SQL asked for a file, URL or change its session does not allow."""
+
+
+class TableDataError(AccessError, ExecutionError):
+    """A write refused because a registered table reads that file or directory (or would
+    read a file written there). An AccessError like every refusal, and an ExecutionError as
+    COPY reported it before."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +69,16 @@ class AccessPolicy:
         dirs, urls = [], []
         for p in self.allowed_paths:
             text = os.fspath(p)
-            if _SCHEME.match(text) and not text.lower().startswith("file://"):
-                urls.append(text if text.endswith("/") else text + "/")
+            scheme = _scheme(text)
+            if scheme is not None and scheme not in LOCAL_SCHEMES:
+                prefix = normalize_url(text)
+                if prefix is None:
+                    raise ProgrammingError(f"allowed_paths: {text!r} is not a URL prefix "
+                                           f"(a scheme, a host and a path without '..')")
+                urls.append(prefix if prefix.endswith("/") else prefix + "/")
             else:
-                if text.lower().startswith("file://"):
-                    text = text[7:]
+                if scheme is not None:
+                    text = local_part(text)
                 dirs.append(os.path.realpath(os.path.abspath(os.path.expanduser(text))))
         object.__setattr__(self, "allowed_paths", tuple(os.fspath(p) for p in self.allowed_paths))
         object.__setattr__(self, "_dirs", tuple(dirs))
@@ -79,19 +96,28 @@ class AccessPolicy:
         if not self.external_access:
             raise AccessError(f"{what} is not allowed: this session's SQL can read only the "
                               f"tables the application registered")
-        m = _SCHEME.match(text)
-        if m and m.group(1).lower() != "file":
+        if "\x00" in text:  # no file has such a name (the OS refuses it with a ValueError)
+            raise AccessError(f"{what}: a path cannot contain a NUL byte")
+        scheme = _scheme(text)
+        if scheme is not None and scheme not in LOCAL_SCHEMES:
             if "?" in text or "#" in text:
                 raise AccessError(f"{what}: URL parameters are not allowed in SQL; the "
                                   f"application configures storage")
-            if not any(text.startswith(prefix) for prefix in self._urls):
-                raise AccessError(f"{what}: the URL '{_shown(text)}' is not allowed (the "
-                                  f"application allows URLs by prefix in allowed_paths)")
+            self._check_url(text, what)
             return
-        if m:
-            text = text[7:]
+        if scheme is not None:  # the path filesystems.resolve reads: no `~` expansion
+            text = os.path.abspath(local_part(text))
         if self.allowed_paths is not None:
             self.check_local(text, what)
+
+    def _check_url(self, text: str, what: str) -> None:
+        """A URL must be under an allowed prefix once its path is normalized: HTTP clients
+        resolve `..`, `.` and their percent-encoded forms before sending, so
+        `http://h/data/../secret` asks for /secret; the raw text would pass `http://h/data/`."""
+        url = normalize_url(text)
+        if url is None or not any(url.startswith(prefix) for prefix in self._urls):
+            raise AccessError(f"{what}: the URL '{_shown(text)}' is not allowed (the "
+                              f"application allows URLs by prefix in allowed_paths)")
 
     def check_local(self, path: str, what: str) -> None:
         """A local file or directory (symlinks and `..` resolved) must be under an allowed
@@ -103,9 +129,12 @@ class AccessPolicy:
             raise AccessError(f"{what}: access to '{_shown(path)}' is not allowed")
 
     def check_listed(self, path: str, url: str, what: str) -> None:
-        """A file a directory or glob expanded to (local paths only: URLs were checked by
-        prefix and cannot escape it)."""
-        if self.allowed_paths is None or _SCHEME.match(url):
+        """A file a directory or glob expanded to. A URL is checked by prefix again: an HTTP
+        "directory" is a page whose links may point anywhere on the server."""
+        if self.allowed_paths is None:
+            return
+        if _scheme(url) is not None:
+            self._check_url(url, what)
             return
         self.check_local(path, what)
 
@@ -117,6 +146,47 @@ class AccessPolicy:
     def check_change(self, what: str) -> None:
         if self.read_only:
             raise AccessError(f"{what} is not allowed: the session is read-only")
+
+
+def _scheme(text: str) -> str | None:
+    """The scheme of a URL, lower-cased; None for a local path. Anything holding `://` is a
+    URL, as filesystems.resolve takes it (`simplecache::s3://...` too), even when the text
+    before it is no valid scheme (it is then refused as a URL, never read as a path)."""
+    return text.split("://", 1)[0].lower() if "://" in text else None
+
+
+def local_part(text: str) -> str:
+    """The local path a `file://` (or `local://`) URL names, as filesystems.resolve reads it."""
+    return text.split("://", 1)[1]
+
+
+def normalize_url(text: str) -> str | None:
+    """`scheme://host/path` with the path percent-decoded and `//`, `.` and `..` resolved,
+    as a server resolves it (`%2e%2e`, `%2f` and `\\` included); None when `..` climbs above
+    the root. The scheme is lower-cased; the host is kept as written."""
+    m = _SCHEME.match(text)
+    if m is None:
+        return None
+    rest = text[m.end():]
+    host, _, path = rest.partition("/")
+    decoded = path
+    for _ in range(4):  # `%252e`: a server that decodes twice would see `..` too
+        decoded, before = unquote(decoded), decoded
+        if decoded == before:
+            break
+    decoded = decoded.replace("\\", "/")
+    parts: list[str] = []
+    for seg in decoded.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(seg)
+    tail = "/" if decoded.endswith("/") and parts else ""
+    return f"{m.group(1).lower()}://{host}/" + "/".join(parts) + tail
 
 
 def _glob_base(path: str) -> str:
@@ -159,4 +229,5 @@ def policy_from(external_access: bool = True, allowed_paths: Sequence[str] | Non
                         else None, read_only)
 
 
-__all__ = ["AccessPolicy", "AccessError", "current", "enforcing", "policy_from", "UNRESTRICTED"]
+__all__ = ["AccessPolicy", "AccessError", "TableDataError", "current", "enforcing", "policy_from",
+           "UNRESTRICTED"]

@@ -131,6 +131,8 @@ class FileSystemSpec:
         """The display form of a filesystem path (what errors and EXPLAIN show)."""
         if self.protocol is None:
             return fs_path
+        if fs_path.lower().startswith(f"{self.protocol.lower()}://"):
+            return fs_path  # HTTP's filesystem path is the whole URL already
         if self.protocol == "memory" and fs_path.startswith("/"):
             return f"memory:/{fs_path}"  # memory://a/b: the memory filesystem's path is /a/b
         return f"{self.protocol}://{fs_path}"

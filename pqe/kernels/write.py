@@ -8,8 +8,9 @@ one file per partition and hive directory:
     root/k1=v1/k2=v2/part-00003.parquet           (partition_by=[k1, k2]; the files omit them)
 
 Values in directory names are percent-encoded and NULL is `__HIVE_DEFAULT_PARTITION__`, as
-DuckDB and Hive write them. `root` is a temporary directory beside the target; the session
-renames it to the target once every task succeeded (`commit`), or deletes it (`abort`).
+DuckDB and Hive write them (a text value spelled so is refused: readers take it for NULL).
+`root` is a temporary directory beside the target; the session renames it to the target once
+every task succeeded (`commit`), or deletes it (`abort`).
 
 The atomic-write protocol keeps a failed query from leaving files behind even though tasks of
 a failed graph may still be running (Dask does not stop a task that has started):
@@ -37,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import ExecutionError, QueryCancelled
+from ..errors import ExecutionError, QueryCancelled, UnsupportedError
 
 MARKER = "_pqe_writing"
 INFLIGHT = "_pqe_inflight"
@@ -80,7 +81,13 @@ def _write(table: pa.Table, spec, fs, partition: int) -> pa.Table:
     for values, piece in _groups(table, keys):
         directory = spec.root
         for k, v in zip(keys, values, strict=True):
-            directory = f"{directory}/{quote(k, safe='')}={hive_value(v)}"
+            text = hive_value(v)
+            if v is not None and text == HIVE_NULL:
+                # the text that names NULL's directory: its rows would land in NULL's file
+                # (one group overwriting the other) and read back as NULL
+                raise UnsupportedError(f"cannot partition by {k}: it holds the text "
+                                       f"'{HIVE_NULL}', which hive directories use for NULL")
+            directory = f"{directory}/{quote(k, safe='')}={text}"
         fs.create_dir(directory, recursive=True)
         path = f"{directory}/{name}"
         write_file(fs, path, piece.select(data_cols), spec)

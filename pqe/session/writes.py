@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -19,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import filesystems
 from .. import types as T
-from ..catalog import CsvTable, MemoryTable, ParquetTable
+from ..catalog import FileTable, MemoryTable
 from ..errors import (BindError, CatalogError, ConstraintError, Error, ExecutionError,
                       InternalError, UnsupportedError)
 from ..plan import builder as B
@@ -442,9 +444,8 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
 
 
 def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
-
+    if "\x00" in stmt.path:  # the OS refuses such a name with a bare ValueError
+        raise ExecutionError("COPY TO: a path cannot contain a NUL byte")
     session.config.access.check_write(stmt.path, "COPY TO")
     partition_by = stmt.options.get("PARTITION_BY")
     if partition_by is not None or stmt.options.get("PER_THREAD_OUTPUT"):
@@ -464,7 +465,15 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
                              overwrite=bool(stmt.options.get("OVERWRITE")), run=run,
                              what="COPY TO")
         return Result("COPY", rows_affected=rows)
-    path = os.path.abspath(os.path.expanduser(stmt.path))
+    check_csv_columns(stmt.source.schema, stmt.format, f"COPY TO '{stmt.path}'")
+    # the path as every reader resolves it: a `file://` URL is a local path (checked as one
+    # above), any other URL an object in its store; never a local path spelled like a URL
+    try:
+        fs_spec, path = filesystems.resolve(stmt.path)
+    except CatalogError as e:
+        raise ExecutionError(f"COPY TO '{stmt.path}': {e}") from e
+    if not fs_spec.is_local:
+        return _copy_to_store(session, stmt, fs_spec, path, run)
     _check_copy_target(session, path, stmt)
     table = session.run(stmt.source, **run)
     directory = os.path.dirname(path) or "."
@@ -472,14 +481,7 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
         raise ExecutionError(f"COPY TO '{stmt.path}': directory {directory} does not exist")
     tmp = os.path.join(directory, f".{os.path.basename(path)}.pqe-{uuid.uuid4().hex[:12]}.tmp")
     try:
-        if stmt.format == "parquet":
-            compression = stmt.options.get("COMPRESSION", "snappy")
-            pq.write_table(table, tmp, compression=None if compression == "none" else compression)
-        else:
-            header = bool(stmt.options.get("HEADER", True))
-            delimiter = str(stmt.options.get("DELIMITER", ","))
-            pcsv.write_csv(table, tmp, pcsv.WriteOptions(include_header=header,
-                                                          delimiter=delimiter))
+        _write_file(table, tmp, stmt)
         os.replace(tmp, path)
     except OSError as e:
         raise ExecutionError(f"COPY TO '{stmt.path}': {e.strerror or e}") from e
@@ -489,17 +491,68 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
     return Result("COPY", rows_affected=table.num_rows)
 
 
+def _write_file(table: pa.Table, where, stmt: S.Copy, filesystem=None) -> None:
+    """One file of COPY's format at `where` (a path on `filesystem`, local by default)."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if stmt.format == "parquet":
+        compression = stmt.options.get("COMPRESSION", "snappy")
+        pq.write_table(table, where, filesystem=filesystem,
+                       compression=None if compression == "none" else compression)
+        return
+    options = pcsv.WriteOptions(include_header=bool(stmt.options.get("HEADER", True)),
+                                delimiter=str(stmt.options.get("DELIMITER", ",")))
+    if filesystem is None:
+        pcsv.write_csv(table, where, options)
+        return
+    with filesystem.open_output_stream(where) as out:
+        pcsv.write_csv(table, out, options)
+
+
+def _copy_to_store(session: SessionState, stmt: S.Copy, fs_spec, key: str, run: dict) -> Result:
+    """COPY of one file to an object store URL (`s3://bucket/k.parquet`), through the
+    filesystem the dataset writer uses. The object is uploaded in one piece: a store shows
+    it only once complete, so no temporary name is needed."""
+    import pyarrow.fs as pafs
+
+    refuse_table_data(session, fs_spec, key, f"COPY TO '{stmt.path}'", dataset=False)
+    fs = fs_spec.arrow_fs()
+    try:
+        found = fs.get_file_info(key).type
+    except (OSError, pa.ArrowException) as e:
+        raise ExecutionError(f"COPY TO '{stmt.path}': {e}") from e
+    if found == pafs.FileType.Directory:
+        raise ExecutionError(f"COPY TO '{stmt.path}': it is a directory")
+    if found != pafs.FileType.NotFound and not stmt.options.get("OVERWRITE"):
+        raise ExecutionError(f"COPY TO '{stmt.path}': the file exists; add OVERWRITE (COPY ... "
+                             f"TO '...' (FORMAT ..., OVERWRITE)) to replace it")
+    table = session.run(stmt.source, **run)
+    try:
+        _write_file(table, key, stmt, fs)
+    except (OSError, pa.ArrowException) as e:
+        raise ExecutionError(f"COPY TO '{stmt.path}': {str(e).splitlines()[0]}") from e
+    return Result("COPY", rows_affected=table.num_rows)
+
+
+def check_csv_columns(fields, fmt: str, what: str) -> None:
+    """CSV has no form for LIST, STRUCT or MAP values: refused by the column's name before
+    the query runs (Arrow's CSV writer would fail with a bare 'Unsupported Type')."""
+    if fmt != "csv":
+        return
+    for f in fields:
+        if pa.types.is_nested(f.dtype):
+            raise UnsupportedError(f"{what}: column {f.name} is {T.type_name(f.dtype)}, which "
+                                   f"CSV cannot hold; write Parquet, or select scalar values "
+                                   f"from it")
+
+
 def _check_copy_target(session: SessionState, path: str, stmt: S.Copy) -> None:
     """COPY never writes over data a table reads, and replaces an existing file only when
     told to (OVERWRITE)."""
+    refuse_table_data(session, filesystems.LOCAL, path, f"COPY TO '{stmt.path}'",
+                      dataset=False)
     real = os.path.realpath(path)
-    for name, entry in session.catalog.snapshot().items():
-        if isinstance(entry, (ParquetTable, CsvTable)):
-            for source in _provider_paths(entry):
-                src = os.path.realpath(source)
-                if real == src or real.startswith(src.rstrip(os.sep) + os.sep):
-                    raise ExecutionError(f"COPY TO '{stmt.path}' would overwrite data of table "
-                                         f"'{name}'")
     if os.path.isdir(real):
         raise ExecutionError(f"COPY TO '{stmt.path}': it is a directory")
     if os.path.lexists(path) and not stmt.options.get("OVERWRITE"):
@@ -507,22 +560,133 @@ def _check_copy_target(session: SessionState, path: str, stmt: S.Copy) -> None:
                              f"TO '...' (FORMAT ..., OVERWRITE)) to replace it")
 
 
-def _provider_paths(entry) -> list[str]:
-    """The files (and directories) a file-backed table reads."""
+# ---- what registered tables read: never written over or into -----------------------------------
+
+
+def _file_tables(session: SessionState) -> Iterator[tuple[str, FileTable]]:
+    """(table name, provider) for every file-backed provider a table of the catalog reads:
+    its own, and those under a registered DataFrame's plan (its scans, subqueries and the
+    DataFrames it reads in turn). `read_parquet(...)` registered as a DataFrame reads files
+    as much as `register_parquet` does."""
+    from ..plan.expr import SubqueryExpr
+    from ..plan.logical import walk_plan
+    from ..plan.tables import PlanTable
+
+    for name, entry in session.catalog.snapshot().items():
+        stack: list = [entry]
+        seen: set[int] = set()
+        while stack:
+            item = stack.pop()
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, FileTable):
+                yield name, item
+            elif isinstance(item, PlanTable):
+                stack.append(item.plan)
+            elif isinstance(item, LogicalPlan):
+                for node in walk_plan(item):
+                    if isinstance(node, Scan):
+                        stack.append(node.provider)
+                    exprs = list(node.expressions())
+                    while exprs:  # subqueries inside expressions carry plans of their own
+                        e = exprs.pop()
+                        if isinstance(e, SubqueryExpr):
+                            stack.append(e.plan)
+                        exprs.extend(e.children())
+
+
+def _norm(fs_spec, path: str) -> str:
+    """A path compared with others on its filesystem: local ones with symlinks and `..`
+    resolved (a glob only up to its first wildcard), object store keys as written."""
+    if not fs_spec.is_local:
+        return path.rstrip("/") or "/"
+    if filesystems.has_glob(path):
+        base = filesystems.glob_base(path)
+        return os.path.realpath(base) + os.path.normpath(path[len(base):]).removeprefix(".")
+    return os.path.realpath(path)
+
+
+def _guards(session: SessionState, fs_spec) -> list[tuple[str, str, str]]:
+    """(table, kind, path) of what registered tables read on `fs_spec`'s filesystem: the
+    files, directories and globs they were registered with, the files they read now, and
+    the real directory of each file found inside a registered directory (a symlinked
+    subdirectory: a new file there is read too)."""
     out = []
-    paths = entry.path if isinstance(entry.path, (list, tuple)) else [entry.path]
-    for p in paths:
-        text = os.fspath(p)
-        if "://" not in text:
-            out.append(text)
-    try:
-        for u in entry.units():
-            path = getattr(getattr(u, "fragment", None), "path", None) or getattr(u, "path", None)
-            if path and "://" not in path:
-                out.append(path)
-    except Exception:  # noqa: BLE001 - a table whose files vanished cannot be overwritten
-        pass
+    for name, table in _file_tables(session):
+        if table.fs.is_local != fs_spec.is_local:
+            continue  # (object stores compared by bucket and key, whatever the scheme)
+        dirs = [p for kind, p in table.sources if kind == "dir" and table.fs.is_local]
+        for kind, p in table.sources:
+            out.append((name, kind, _norm(table.fs, p)))
+        try:
+            files = [table.fs.fs_path(url) for url in table.files()]
+        except Exception:  # noqa: BLE001 - a table whose files vanished cannot be overwritten
+            files = []
+        for f in files:
+            real = _norm(table.fs, f)
+            out.append((name, "file", real))
+            if any(_inside(f, d) for d in dirs):
+                out.append((name, "dir", os.path.dirname(real)))
     return out
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip("/") + "/")
+
+
+def _glob_matches(pattern: str, path: str) -> bool:
+    """Whether a glob (`*`, `?`, `[...]` within a name, `**` for any depth) matches `path`,
+    as the table's listing would (hidden names included: refusing more is safe)."""
+    import fnmatch
+    from functools import cache
+
+    pat = [s for s in pattern.split("/") if s]
+    parts = [s for s in path.split("/") if s]
+
+    @cache
+    def match(i: int, j: int) -> bool:
+        if i == len(pat):
+            return j == len(parts)
+        if pat[i] == "**":
+            return any(match(i + 1, k) for k in range(j, len(parts) + 1))
+        return j < len(parts) and fnmatch.fnmatchcase(parts[j], pat[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def refuse_table_data(session: SessionState, fs_spec, target: str, what: str, *,
+                      dataset: bool) -> None:
+    """Refuse (TableDataError) a write to `target` that would replace or add to what a
+    registered table reads: a file it reads, anything inside a directory it reads, a file
+    its glob matches; for a `dataset` (a directory replaced as a whole) also a directory
+    holding any of those. Files a dataset write creates are checked against the globs
+    again before they are put in place (`refuse_glob_matches`)."""
+    from ..access import TableDataError
+
+    real = _norm(fs_spec, target)
+    for name, kind, path in _guards(session, fs_spec):
+        if kind == "glob":
+            base = filesystems.glob_base(path)
+            if _glob_matches(path, real) or (dataset and (base == real or _inside(base, real))):
+                raise TableDataError(f"{what} would add data to table '{name}' (its glob "
+                                     f"matches the target)")
+        elif real == path or _inside(real, path) or (dataset and _inside(path, real)):
+            raise TableDataError(f"{what} would overwrite data of table '{name}'")
+
+
+def refuse_glob_matches(session: SessionState, fs_spec, paths: list[str], what: str) -> None:
+    """Refuse files a write is about to put in place that a registered table's glob would
+    then read (`dir/*.parquet` and a new `dir/x.parquet`)."""
+    from ..access import TableDataError
+
+    globs = [(name, path) for name, kind, path in _guards(session, fs_spec) if kind == "glob"]
+    for p in paths:
+        real = _norm(fs_spec, p)
+        for name, pattern in globs:
+            if _glob_matches(pattern, real):
+                raise TableDataError(f"{what} would add data to table '{name}': its glob "
+                                     f"matches the file {p} this write creates")
 
 
 # ---- datasets: a directory of files written in parallel -------------------------------------------
@@ -541,7 +705,6 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
     `overwrite`. Missing parent directories of a local target are an error, or with
     `make_parents` are created (and removed again if the write fails). Returns the number of
     rows written."""
-    from .. import filesystems
     from ..errors import UnknownColumnError, suggest
     from ..kernels import write as K
 
@@ -567,14 +730,15 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
         raise BindError(f"{what}: every column is a partition column; the files would hold "
                         f"no data")
     text = os.fspath(path)
+    check_csv_columns(plan.schema, fmt, f"{what} '{text}'")
     try:
         fs_spec, target = filesystems.resolve(text, storage_options, filesystem)
     except CatalogError as e:
         raise ExecutionError(f"{what} '{text}': {e}") from e
     fs = fs_spec.arrow_fs()
     created: list[str] = []  # parent directories this write made
+    refuse_table_data(session, fs_spec, target, f"{what} '{text}'", dataset=True)
     if fs_spec.is_local:
-        _check_dataset_target(session, target, text, what)
         parent = os.path.dirname(target.rstrip(os.sep)) or "."
         if not os.path.isdir(parent) and not make_parents:
             raise ExecutionError(f"{what} '{text}': directory {parent} does not exist")
@@ -642,11 +806,15 @@ def _write_dataset(session, plan, phys, fs_spec, fs, target, text, fmt, names, k
     try:
         out = driver.execute(session.executor, plan_write(phys, spec, plan.column_ids), **run)
         rows = sum(int(pc.sum(t.column("rows")).as_py() or 0) for t in out.tables)
-        files = sum(t.num_rows for t in out.tables)
-        if files == 0 and not keys:  # an empty result: one empty file keeps the schema
+        written = [p for t in out.tables for p in t.column("path").to_pylist()]
+        if not written and not keys:  # an empty result: one empty file keeps the schema
             empty = pa.schema([pa.field(n, t) for n, t in zip(spec.names, spec.types,
                                                               strict=True)]).empty_table()
-            K.write_file(fs, f"{root}/part-00000.{K.EXTENSIONS[fmt]}", empty, spec)
+            written = [f"{root}/part-00000.{K.EXTENSIONS[fmt]}"]
+            K.write_file(fs, written[0], empty, spec)
+        # the names are known only now: none may be one a registered glob would read
+        refuse_glob_matches(session, fs_spec, [target + p[len(root):] for p in written],
+                            f"{what} '{text}'")
         K.commit(fs, root, target, overwrite)
     except BaseException as e:
         K.abort(fs, root)
@@ -663,17 +831,3 @@ def _result_column(name, names: list[str]):
         return name
     hits = [n for n in names if n.lower() == name.lower()]
     return hits[0] if len(hits) == 1 else name
-
-
-def _check_dataset_target(session: SessionState, target: str, text: str, what: str) -> None:
-    """A dataset write never replaces, or writes inside, files a registered table reads (nor
-    a directory holding them)."""
-    real = os.path.realpath(target)
-    for name, entry in session.catalog.snapshot().items():
-        if isinstance(entry, (ParquetTable, CsvTable)):
-            for source in _provider_paths(entry):
-                src = os.path.realpath(source)
-                if real == src or real.startswith(src.rstrip(os.sep) + os.sep) \
-                        or src.startswith(real.rstrip(os.sep) + os.sep):
-                    raise ExecutionError(f"{what} '{text}' would overwrite data of table "
-                                         f"'{name}'")

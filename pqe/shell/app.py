@@ -61,6 +61,7 @@ class Shell:
         self.last: tuple[str, pa.Table] | None = None  # the last statement's rows, for .last
         self._output: TextIO | None = None  # the file `.output` named
         self._once: _OnceFile | None = None  # the file `.once` named, until the next result
+        self.reading = 0  # how many `.read` scripts are running (nested)
 
     # ---- running input ---------------------------------------------------------------------
 
@@ -139,12 +140,33 @@ class Shell:
 
     # ---- where results go ------------------------------------------------------------------
 
+    @property
+    def access(self) -> Any:
+        """The session's access policy (--read-only, --no-external-access, --allowed-path)."""
+        return getattr(getattr(getattr(self.ctx, "session", None), "config", None),
+                       "access", None)
+
+    def readable(self, name: str, what: str) -> Path:
+        """A local file the shell may read for `what` (`.read`): the access flags apply as
+        to a file SQL names, checked before the file is opened."""
+        path = _local_path(name, what)
+        if self.access is not None:
+            self.access.check_source(str(path), what)
+        return path
+
     def _writable(self, name: str, what: str) -> Path:
-        path = Path(name).expanduser()
-        access = getattr(getattr(getattr(self.ctx, "session", None), "config", None),
-                         "access", None)
-        if access is not None:  # --read-only, --no-external-access, --allowed-path
-            access.check_write(str(path), what)
+        """A local file the shell may write: allowed by the access flags, and never a file a
+        table reads (COPY refuses the same target)."""
+        path = _local_path(name, what)
+        if self.access is not None:
+            self.access.check_write(str(path), what)
+        session = getattr(self.ctx, "session", None)
+        if session is not None:
+            from ..filesystems import LOCAL
+            from ..session.writes import refuse_table_data
+
+            refuse_table_data(session, LOCAL, os.path.abspath(path), f"{what} {name}",
+                              dataset=False)
         return path
 
     def output_to(self, name: str | None) -> None:
@@ -255,8 +277,15 @@ class Shell:
         else:
             text = (f"Internal error: {prefix}{type(exc).__name__}: {exc}"
                     + ("" if self.debug else " (run with --debug for the traceback)"))
-        lines = [text]
         line, column = getattr(exc, "line", None), getattr(exc, "column", None)
+        if self.reading:
+            # a `.read` file could be any file: its text is not echoed (no LINE, no caret,
+            # no token quoted), the file name, line and column locate the error
+            sql = None
+            if isinstance(exc, pqe.SQLSyntaxError):
+                where = f" at line {line}, column {column}" if line is not None else ""
+                text = f"Error: {prefix}syntax error{where}: {exc.message}"
+        lines = [text]
         if sql is not None and isinstance(line, int) and isinstance(column, int):
             lines += caret_lines(sql, line, column)
         self._write_err("\n".join(lines))
@@ -321,6 +350,20 @@ class _OnceFile:
         if self.temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.temporary)
+
+
+def _local_path(name: str, what: str) -> Path:
+    """The local path a file argument names: `file://` URLs are local paths; other URLs
+    are refused (the shell reads and writes local files only, never one spelled like a
+    URL under the current directory)."""
+    if "\x00" in name:
+        raise ShellError(f"{what}: a file name cannot contain a NUL byte")
+    if "://" not in name:
+        return Path(name).expanduser()
+    scheme, rest = name.split("://", 1)
+    if scheme.lower() not in ("file", "local"):
+        raise ShellError(f"{what}: only local files, not URLs")
+    return Path(os.path.abspath(rest))
 
 
 def caret_lines(sql: str, line: int, column: int, width: int = 100) -> list[str]:

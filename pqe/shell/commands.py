@@ -13,7 +13,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -158,15 +157,31 @@ def _maxrows(shell: Shell, arg: str) -> None:
     shell.renderer.max_rows = value
 
 
+# `.read` inside `.read`: deeper than this is a file that reads itself (or a cycle)
+MAX_READ_DEPTH = 32
+
+
 def _read(shell: Shell, arg: str) -> None:
+    """`.read FILE`: the file is checked like a file SQL names (--no-external-access,
+    --allowed-path) before it is opened, and errors in it do not echo its text."""
     if not arg:
         raise ShellError("usage: .read FILE")
-    path = Path(shlex.split(arg)[0]).expanduser()
+    path = shell.readable(_file_argument(arg, ".read FILE"), ".read")
+    if shell.reading >= MAX_READ_DEPTH:
+        raise ShellError(f".read: scripts nested more than {MAX_READ_DEPTH} deep (does "
+                         f"{path} read itself?)")
     try:
         text = path.read_text()
+    except UnicodeDecodeError:  # (Python's message quotes the bytes it met)
+        raise ShellError(f"cannot read {path}: it is not UTF-8 text") from None
     except OSError as e:
         raise ShellError(f"cannot read {path}: {e.strerror or e}") from None
-    if not shell.run_script(text.splitlines(), source=str(path)):
+    shell.reading += 1
+    try:
+        ok = shell.run_script(text.splitlines(), source=str(path))
+    finally:
+        shell.reading -= 1
+    if not ok:
         raise ScriptFailed(str(path))
 
 
