@@ -218,7 +218,10 @@ def _ignored(rel: str) -> bool:
 
 def _local_info(path: str, st: os.stat_result | None = None) -> FileInfo:
     st = st if st is not None else os.stat(path)
-    return FileInfo(path, st.st_size, (st.st_size, st.st_mtime_ns, st.st_ino))
+    # the change time too: a file rewritten in place with its size and mtime put back (cp -p,
+    # rsync -t, os.utime) kept its cached footer and statistics, and filters pruned its new
+    # rows; no call can set ctime back
+    return FileInfo(path, st.st_size, (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
 
 
 def _remote_info(info: dict) -> FileInfo:
