@@ -432,3 +432,30 @@ def test_a_parquet_file_rewritten_in_place_with_its_mtime_put_back_is_read_anew(
     fresh = pqe.Context()
     fresh.register_parquet("t", str(path))
     assert fresh.sql("SELECT count(*) AS n FROM t WHERE x > 5").to_pylist() == [{"n": 3}]
+
+
+def test_using_joins_sqlglot_expands_otherwise_than_sql_are_refused():
+    """`c, a JOIN b USING (k)` paired a's rows with b's by c.k; `a FULL JOIN b USING (k) JOIN c
+    USING (k)` compared a.k, not the merged key, and lost the row; `SELECT *` over `a JOIN b
+    USING (k) JOIN c ON ...` left c.k out; `c CROSS JOIN a JOIN b USING (k)` took c.k where
+    PostgreSQL and DuckDB call it ambiguous. Plain USING chains answer as before."""
+    import pyarrow as pa
+
+    tables = {"a": pa.table({"k": [1, 2], "x": ["a1", "a2"]}),
+              "b": pa.table({"k": [2, 3], "y": ["b2", "b3"]}),
+              "c": pa.table({"k": [2, 4], "z": ["c3", "c4"]})}
+    ctx = pqe.Context()
+    for name, t in tables.items():
+        ctx.register_arrow(name, t)
+    for sql, error in [("SELECT c.z, a.x, b.y FROM c, a JOIN b USING (k)", "after a comma"),
+                       ("SELECT * FROM a FULL JOIN b USING (k) JOIN c USING (k)", "RIGHT or FULL"),
+                       ("SELECT * FROM a RIGHT JOIN b USING (k) NATURAL JOIN c", "RIGHT or FULL"),
+                       ("SELECT * FROM a JOIN b USING (k) JOIN c ON c.k = a.k", "list the columns"),
+                       ("SELECT a.x FROM c CROSS JOIN a JOIN b USING (k)", "ambiguous")]:
+        with pytest.raises(pqe.Error, match=error):
+            ctx.sql(sql).to_arrow()
+    _same(tables, ["SELECT * FROM a JOIN b USING (k)", "SELECT * FROM a NATURAL JOIN b",
+                   "SELECT k, x, y FROM a LEFT JOIN b USING (k)",
+                   "SELECT * FROM a JOIN b USING (k) JOIN c USING (k)",
+                   "SELECT * FROM a FULL JOIN b USING (k)",
+                   "SELECT a.x, z FROM a JOIN b USING (k), c WHERE c.k = a.k"])

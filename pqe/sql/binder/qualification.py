@@ -89,6 +89,7 @@ class QualifyMixin:
             keys = relation_keys([c for c, _ in cols])
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
+        _refuse_using_shapes(node, schema)
         name_unaliased_projections(node)
         for values in node.find_all(exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
             alias = values.args.get("alias")
@@ -557,4 +558,71 @@ def _refuse_ambiguous_outer_columns(node: exp.Expression, schema) -> None:
                 raise AmbiguousColumnError(
                     f"column reference '{col.name}' is ambiguous: it could be "
                     + " or ".join(f"{h}.{col.name}" for h in holders))
+
+
+def _source_columns(source: exp.Expression, schema) -> set[str] | None:
+    """The column names (lower case) a FROM item gives, when known before qualification: a
+    table's, or a derived table's select list without `*`; None when unknown."""
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        cols = schema.get(source.name)
+        return {c.lower() for c in cols} if cols is not None else None
+    if isinstance(source, exp.Subquery) and isinstance(source.this, exp.Select) \
+            and not any(isinstance(e, exp.Star) for e in source.this.expressions):
+        alias = source.args.get("alias")
+        if alias is not None and alias.columns:
+            return {c.name.lower() for c in alias.columns}
+        return {n.lower() for n in source.this.named_selects}
+    return None
+
+
+def _refuse_using_shapes(node: exp.Expression, schema) -> None:
+    """USING and NATURAL joins where sqlglot's expansion of them gives another answer than
+    SQL's, refused by name (found by the SQL hunt):
+
+    - after a comma: `c, a JOIN b USING (k)` is `c, (a JOIN b USING (k))`, but the key was
+      taken from the first table holding k, c (rows of a paired with b's by c.k);
+    - a key two tables of its left side hold (`c CROSS JOIN a JOIN b USING (k)`: ambiguous,
+      PostgreSQL and DuckDB refuse it; c.k was taken);
+    - after a RIGHT or FULL USING join: the next key is the merged COALESCE(a.k, b.k), but a.k
+      was compared (and the outer join then turned inner);
+    - `SELECT *` over a USING join followed by a join of another table holding the key's
+      name: that table's column was left out of the star."""
+    for sel in node.find_all(exp.Select):
+        joins = sel.args.get("joins") or []
+        using_joins = [j for j in joins if j.args.get("using")
+                       or (j.args.get("method") or "").upper() == "NATURAL"]
+        if not using_joins:
+            continue
+        star = any(isinstance(e, exp.Star) for e in sel.expressions)
+        left: list[set[str] | None] = []
+        frm = sel.args.get("from_") or sel.args.get("from")
+        if frm is not None:
+            left.append(_source_columns(frm.this, schema))
+        keys: set[str] = set()
+        natural = outer = False
+        for j in joins:
+            cols = _source_columns(j.this, schema)
+            if j in using_joins:
+                names = {i.name.lower() for i in j.args.get("using") or []}
+                if any(not any(k.args.get(a) for a in ("on", "using", "method", "side", "kind"))
+                       for k in joins[:joins.index(j)]):
+                    raise UnsupportedError("a USING or NATURAL join after a comma in FROM is "
+                                           "not supported: write the joins with JOIN ... ON")
+                if outer:
+                    raise UnsupportedError("a USING or NATURAL join after a RIGHT or FULL USING "
+                                           "join is not supported: write JOIN ... ON with "
+                                           "COALESCE of the keys")
+                for name in names - keys:
+                    holders = [c for c in left if c is None or name in c]
+                    if len(holders) > 1:
+                        raise AmbiguousColumnError(f"USING column '{name}' is ambiguous: more "
+                                                   f"than one table on its left holds it")
+                keys |= names
+                natural = natural or not names
+                outer = (j.args.get("side") or "").upper() in ("RIGHT", "FULL")
+            elif star and (natural or cols is None or cols & keys):
+                raise UnsupportedError("SELECT * over a USING or NATURAL join followed by "
+                                       "another join of a table holding a column of the same "
+                                       "name is not supported: list the columns")
+            left.append(cols)
 
