@@ -459,3 +459,34 @@ def test_using_joins_sqlglot_expands_otherwise_than_sql_are_refused():
                    "SELECT * FROM a JOIN b USING (k) JOIN c USING (k)",
                    "SELECT * FROM a FULL JOIN b USING (k)",
                    "SELECT a.x, z FROM a JOIN b USING (k), c WHERE c.k = a.k"])
+
+
+def test_positions_aliases_and_outer_aggregates_are_checked():
+    """ORDER BY 0 sorted by the last column and -1 by the one before it (Python's indexing);
+    ORDER BY 1.5 was ignored; FROM t, t and an alias list longer than the query were accepted
+    (the extra names dropped); an aggregate of only outer columns inside a subquery was
+    computed per outer row (SQL makes it the outer query's: 60, not 20, 40, 60) or crashed."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"id": [1, 2, 3], "x": [30, 20, 10]}))
+    for sql, error in [("SELECT id, x FROM t ORDER BY 0", "position 0"),
+                       ("SELECT id, x FROM t ORDER BY -1", "position -1"),
+                       ("SELECT id, x FROM t ORDER BY 1.5", "position 1.5"),
+                       ("SELECT id, x FROM t ORDER BY 3", "position 3"),
+                       ("SELECT x, count(*) FROM t GROUP BY 0", "position 0"),
+                       ("SELECT id FROM t UNION SELECT x FROM t ORDER BY 2", "position 2"),
+                       ("SELECT * FROM t, t", "more than once"),
+                       ("SELECT * FROM (SELECT 1 AS a, 2 AS b) z(c, d, e)", "names 3 columns"),
+                       ("WITH q(c1, c2, c3) AS (SELECT 1, 2) SELECT * FROM q", "names 3"),
+                       ("SELECT (SELECT sum(t.x) FROM t u LIMIT 1) FROM t", "outer query"),
+                       ("SELECT (SELECT sum(x)) FROM t", "outer query"),
+                       ("SELECT (SELECT count(t.x)) FROM t", "outer query")]:
+        with pytest.raises(pqe.Error, match=error):
+            ctx.sql(sql).to_arrow()
+    assert ctx.sql("SELECT id, x FROM t ORDER BY 2").to_pylist()[0] == {"id": 3, "x": 10}
+    assert ctx.sql("SELECT * FROM t ORDER BY 2 DESC").to_pylist()[0] == {"id": 1, "x": 30}
+    assert ctx.sql("SELECT (SELECT count(*) FROM t u WHERE u.id < t.id) AS n FROM t "
+                   "ORDER BY 1").to_pylist() == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert ctx.sql("SELECT (SELECT sum(t.x + u.id) FROM t u) AS s FROM t ORDER BY 1"
+                   ).to_pylist() == [{"s": 36}, {"s": 66}, {"s": 96}]

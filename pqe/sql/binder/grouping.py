@@ -24,9 +24,11 @@ from ...plan.expr import (
     column_ids,
     lit,
     transform,
+    walk,
 )
 from ...plan.logical import LogicalPlan, map_expressions, transform_up
 from ...plan.udf import AggregateUDF
+from ..parser import PQEDialect
 from .qualification import user_function_name
 from .scope import AggContext, Scope
 
@@ -116,6 +118,13 @@ class GroupingMixin:
             if is_grouping_call(node):
                 continue
             a = self.agg_call(node, scope)
+            refs = [x for arg in a.args for x in walk(arg) if isinstance(x, (ColumnRef, OuterRef))]
+            if refs and all(isinstance(x, OuterRef) for x in refs):
+                # SQL makes it an aggregate of the outer query (`(SELECT sum(t.x) FROM u)` sums
+                # t's rows once); computed per outer row here it gave another answer
+                raise UnsupportedError(f"{node.sql(dialect=PQEDialect)[:60]}: an aggregate of "
+                                       f"only an outer query's columns inside a subquery is "
+                                       f"not supported; compute it in the outer query")
             i = next((k for k, (x, _) in enumerate(aitems) if a == x), None)
             if i is None:
                 i = len(aitems)

@@ -90,6 +90,7 @@ class QualifyMixin:
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
         _refuse_using_shapes(node, schema)
+        _check_positions(node)
         name_unaliased_projections(node)
         for values in node.find_all(exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
             alias = values.args.get("alias")
@@ -625,4 +626,64 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
                                        "another join of a table holding a column of the same "
                                        "name is not supported: list the columns")
             left.append(cols)
+
+
+def _check_positions(node: exp.Expression) -> None:
+    """ORDER BY / GROUP BY positions in range, before sqlglot expands them: it indexed the
+    select list as Python does, so ORDER BY 0 sorted by the last column and -1 by the one
+    before it; ORDER BY 1.5 was accepted and ignored (PostgreSQL and DuckDB refuse them)."""
+    def width(q: exp.Expression) -> tuple[int, bool]:
+        while isinstance(q, (exp.Union, exp.Intersect, exp.Except)):
+            q = q.this
+        while isinstance(q, exp.Subquery):
+            q = q.this
+        if not isinstance(q, exp.Select):
+            return 0, True
+        star = any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star)
+                   for e in q.expressions if isinstance(e, (exp.Star, exp.Column)))
+        return len(q.expressions), star
+
+    def check(e: exp.Expression, word: str, n: int, star: bool) -> None:
+        neg = isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string
+        if neg or (isinstance(e, exp.Literal) and not e.is_string):
+            text = ("-" if neg else "") + (e.this.this if neg else e.this)
+            if not text.isdigit():
+                raise BindError(f"{word} position {text} is not a position in the select list "
+                                f"(a positive integer)")
+            if int(text) < 1 or (not star and int(text) > n):
+                raise BindError(f"{word} position {text} is not in the select list")
+
+    for sel in node.find_all(exp.Select):
+        sources = [x.this for x in [sel.args.get("from_"), *(sel.args.get("joins") or [])]
+                   if x is not None]
+        seen: set[str] = set()
+        for src in sources:
+            alias = src.args.get("alias") if isinstance(src, (exp.Table, exp.Subquery)) else None
+            ident = alias.this if alias is not None else (
+                src.this if isinstance(src, exp.Table) else None)
+            if not isinstance(ident, exp.Identifier):
+                continue
+            name = ident.name if ident.quoted else ident.name.lower()
+            if name in seen:  # FROM t, t: which t a column names was never asked
+                raise BindError(f"table name '{ident.name}' is specified more than once in "
+                                f"FROM; give one of them an alias")
+            seen.add(name)
+    for holder in [*node.find_all(exp.Subquery), *node.find_all(exp.CTE)]:
+        alias = holder.args.get("alias")
+        if alias is None or not alias.columns:
+            continue
+        n, star = width(holder.this)
+        if not star and len(alias.columns) > n:
+            raise BindError(f"{alias.name or 'the subquery'} names {len(alias.columns)} columns, "
+                            f"its query has {n}")
+    for q in [node, *node.find_all(exp.Query)]:
+        n, star = width(q)
+        order = q.args.get("order")
+        if order is not None:
+            for o in order.expressions:
+                check(o.this if isinstance(o, exp.Ordered) else o, "ORDER BY", n, star)
+        group = q.args.get("group") if isinstance(q, exp.Select) else None
+        if group is not None:
+            for g in group.expressions:
+                check(g, "GROUP BY", n, star)
 
