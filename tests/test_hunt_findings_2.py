@@ -490,3 +490,16 @@ def test_positions_aliases_and_outer_aggregates_are_checked():
                    "ORDER BY 1").to_pylist() == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert ctx.sql("SELECT (SELECT sum(t.x + u.id) FROM t u) AS s FROM t ORDER BY 1"
                    ).to_pylist() == [{"s": 36}, {"s": 66}, {"s": 96}]
+
+
+def test_a_with_query_reads_the_table_it_shadows():
+    """WITH t AS (SELECT * FROM t WHERE ...) failed: the inner t was taken for the WITH query
+    itself, which is not defined there (PostgreSQL and DuckDB read the table)."""
+    import pyarrow as pa
+
+    t = pa.table({"id": [1, 2, 3], "x": [30, 20, 10]})
+    _same({"t": t}, ["WITH t AS (SELECT * FROM t WHERE id < 3) SELECT * FROM t",
+                     "WITH a AS (SELECT * FROM t), t AS (SELECT * FROM a WHERE id = 1) "
+                     "SELECT * FROM t",
+                     "WITH t AS (SELECT id FROM t), b AS (SELECT * FROM t) SELECT * FROM b",
+                     "SELECT * FROM (WITH t AS (SELECT * FROM t WHERE id = 2) SELECT * FROM t) s"])

@@ -70,7 +70,7 @@ class QualifyMixin:
                     raise UnsupportedError(f"table expression {table.sql(dialect=PQEDialect)} "
                                            f"is not supported yet")
                 name = table.name
-                if name in cte_names and not table.args.get("db"):
+                if name in cte_names and not table.args.get("db") and _sees_cte(table, name):
                     continue
                 if table.args.get("db") or table.args.get("catalog"):
                     raise UnsupportedError(f"qualified table names ({table.sql(dialect=PQEDialect)}) "
@@ -686,4 +686,24 @@ def _check_positions(node: exp.Expression) -> None:
         if group is not None:
             for g in group.expressions:
                 check(g, "GROUP BY", n, star)
+
+
+def _sees_cte(table: exp.Table, name: str) -> bool:
+    """Whether a WITH query named `name` is in scope where `table` stands: the main query of
+    a WITH sees all of its queries, a query of a (non-recursive) WITH only the ones before it.
+    `WITH t AS (SELECT * FROM t WHERE ...)` reads the table t (it failed: t was taken for the
+    WITH query itself, which has not been defined there)."""
+    child, parent = table, table.parent
+    while parent is not None:
+        if isinstance(parent, exp.With) and isinstance(child, exp.CTE):
+            ctes = parent.expressions
+            visible = ctes if parent.args.get("recursive") else ctes[:ctes.index(child)]
+            if any(c.alias_or_name == name for c in visible):
+                return True
+        elif isinstance(parent, exp.Query) and parent.args.get("with_") is not None \
+                and child is not parent.args.get("with_"):
+            if any(c.alias_or_name == name for c in parent.args["with_"].expressions):
+                return True
+        child, parent = parent, parent.parent
+    return False
 
