@@ -9,11 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from . import types as T
 from .access import policy_from
 from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable
 from .dataframe import DataFrame
 from .expressions import UDF
-from .errors import CatalogError, Error
+from .errors import CatalogError, Error, UnsupportedError
 from .extras import require
 from .execution.scheduler import Executor
 from .plan import builder as B
@@ -95,6 +96,13 @@ class Context:
 
     def register_dask(self, name: str, ddf: Any) -> None:
         """A dask DataFrame: its partitions are read inside pqe's task graph."""
+        dd = require("dask.dataframe", "register_dask()")
+        if not isinstance(ddf, dd.DataFrame):
+            hint = (" (a dask Series: use .to_frame())" if isinstance(ddf, dd.Series) else
+                    " (use register_pandas for a pandas DataFrame)"
+                    if type(ddf).__module__.startswith("pandas") else "")
+            raise CatalogError(f"register_dask needs a dask DataFrame, got "
+                               f"{type(ddf).__module__}.{type(ddf).__name__}{hint}")
         self._session.register(name, DaskTable(ddf))
 
     def register_dataframe(self, name: str, df: DataFrame) -> None:
@@ -263,15 +271,23 @@ class Context:
 
 def _arrow_table(data: Any, what: str) -> pa.Table:
     if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.Table):
-        return data
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.table(data)
-    raise CatalogError(f"{what} needs a pyarrow Table or an Arrow stream, got "
-                       f"{type(data).__name__}")
+        table = data.read_all()
+    elif isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    elif isinstance(data, pa.Table):
+        table = data
+    elif hasattr(data, "__arrow_c_stream__"):
+        try:
+            table = pa.table(data)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            # a stream of one column (a ChunkedArray, a Polars Series) is not a table
+            raise CatalogError(f"{what} needs a table (columns with names), got "
+                               f"{type(data).__module__}.{type(data).__name__}: "
+                               f"{str(e).splitlines()[0]}") from e
+    else:
+        raise CatalogError(f"{what} needs a pyarrow Table or an Arrow stream, got "
+                           f"{type(data).__name__}")
+    return engine_table(table)
 
 
 def _pandas_table(df: Any, what: str, name: str | None = None) -> pa.Table:
@@ -282,10 +298,126 @@ def _pandas_table(df: Any, what: str, name: str | None = None) -> pa.Table:
         raise CatalogError(f"{what} needs a pandas DataFrame, got "
                            f"{type(df).__module__}.{type(df).__name__}{hint}")
     try:
-        return pa.Table.from_pandas(df, preserve_index=False)
+        return engine_table(pa.Table.from_pandas(_unshared(df, pd), preserve_index=False))
     except (pa.ArrowException, TypeError, ValueError) as e:
         label = f" {name!r}" if name else ""
         raise CatalogError(f"cannot convert pandas DataFrame{label} to Arrow: {e}") from e
+
+
+def _unshared(df: Any, pd: Any) -> Any:
+    """`df` with a private copy of every column whose memory Arrow would otherwise wrap
+    without copying: numbers, datetimes and timedeltas held in numpy arrays, the data of
+    pandas' nullable Int64/Float64 and a categorical's codes. The user may change the frame
+    in place afterwards (`df.loc[0, "a"] = ...`), which must not change what was registered
+    ("copied to Arrow now"). Columns Arrow converts anyway (text, objects, booleans, packed
+    into bits) or that pyarrow holds (immutable) are left to that conversion: each column is
+    copied once."""
+    import numpy as np
+
+    shared = []
+    for i, dtype in enumerate(df.dtypes):
+        if isinstance(dtype, np.dtype):
+            if dtype.kind in "iufmM":
+                shared.append(i)
+        elif not isinstance(dtype, (pd.ArrowDtype, pd.StringDtype, pd.BooleanDtype)):
+            shared.append(i)  # Int64, Float64, category, datetime64[tz], period, ...
+    if not shared:
+        return df
+    out = df.copy(deep=False)
+    for i in shared:
+        out.isetitem(i, df.iloc[:, i].copy(deep=True))
+    return out
+
+
+def _engine_type(t: pa.DataType, column: str) -> pa.DataType:
+    """The type pqe's kernels take for data of type `t` (nested types included): views
+    become their plain layouts (string_view -> string, binary_view -> binary, list_view ->
+    list), a Polars Categorical/Enum's dictionary of string_view a dictionary of string,
+    a fixed-size list (Polars' Array) a list, a run-end encoded column its values,
+    DECIMAL256 of at most 38 digits DECIMAL128.
+    A top-level string_view or binary_view column is kept: scans read it into `string` /
+    `binary` per partition. A DECIMAL of more than 38 digits has no exact engine type (it
+    would have to become DOUBLE): an UnsupportedError names the column."""
+    if pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_decimal(t):
+        try:
+            return T.normalize(t)
+        except UnsupportedError as e:  # more than 38 digits
+            raise UnsupportedError(f"column {column!r}: {e}") from None
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _engine_type(t.value_type, column), t.ordered)
+    if pa.types.is_run_end_encoded(t):
+        return _engine_type(t.value_type, column)
+    if pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        return pa.list_(_engine_field(t.value_field, column))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list(_engine_field(t.value_field, column))
+    if pa.types.is_list(t):
+        return pa.list_(_engine_field(t.value_field, column))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_engine_field(t.value_field, column))
+    if pa.types.is_map(t):
+        return pa.map_(_engine_field(t.key_field, column), _engine_field(t.item_field, column),
+                       t.keys_sorted)
+    if pa.types.is_struct(t):
+        return pa.struct([_engine_field(t.field(i), column) for i in range(t.num_fields)])
+    return t
+
+
+def _engine_field(f: pa.Field, column: str) -> pa.Field:
+    return f.with_type(_engine_type(f.type, column))
+
+
+def engine_table(table: pa.Table) -> pa.Table:
+    """`table` with every column in a type pqe's kernels take (see `_engine_type`), cast
+    once at registration: only the columns that need it, by vectorized Arrow kernels (a
+    dictionary column converts its dictionary, not its rows)."""
+    import pyarrow.compute as pc
+
+    for i, f in enumerate(table.schema):
+        want = f.type
+        if not (pa.types.is_string_view(want) or pa.types.is_binary_view(want)):
+            want = _engine_type(f.type, f.name)
+        if want == f.type:
+            continue
+        try:
+            col = table.column(i)
+            if pa.types.is_run_end_encoded(f.type):
+                col = pa.chunked_array([pc.run_end_decode(c) for c in col.chunks],
+                                       f.type.value_type)
+            if col.type == want:
+                pass
+            elif pa.types.is_list(want) or pa.types.is_large_list(want):
+                col = pa.chunked_array([_as_list(c, want) for c in col.chunks], want)
+            else:
+                col = col.cast(want)
+            if pa.types.is_nested(want):
+                col.validate(full=True)  # (Arrow's casts of some nested layouts are not valid)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise UnsupportedError(f"column {f.name!r} of type {f.type} is not supported: "
+                                   f"{str(e).splitlines()[0]}") from e
+        table = table.set_column(i, pa.field(f.name, want, f.nullable, f.metadata), col)
+    return table
+
+
+def _as_list(arr: pa.Array, want: pa.DataType) -> pa.Array:
+    """A list-like array (fixed-size list, list view, list) as a `want` list whose NULL
+    entries are empty: Arrow's cast keeps a fixed-size list's slots under its NULLs, which
+    list kernels pairing flattened values with their rows do not expect, and its cast of
+    a list view with NULLs gives an invalid array."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    values = pc.list_flatten(arr).cast(want.value_type)  # the values of the non-NULL lists
+    sizes = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    large = pa.types.is_large_list(want)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(sizes)]),
+                       pa.int64() if large else pa.int32())
+    cls = pa.LargeListArray if large else pa.ListArray
+    return cls.from_arrays(offsets, values, type=want, mask=pc.is_null(arr))
 
 
 def _stem(path: Any, default: str) -> str:

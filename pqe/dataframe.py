@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .errors import BindError
+from .errors import AggregateMisuseError, BindError, UnsupportedError
 from .extras import require
 from .expressions import Expr, Resolver, SortExpr, _sort_key, to_expr
 from .plan import builder as B
@@ -119,6 +119,16 @@ class DataFrame:
     def to_polars(self):
         """The result as a Polars DataFrame (needs the `polars` extra)."""
         pl = require("polars", "to_polars()")
+        # what Polars cannot hold is refused before the query runs, by name
+        names = self.columns
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise BindError(f"to_polars(): the result has two columns named {dup[0]!r} (Polars "
+                            f"needs unique names); rename one")
+        for f in self._plan.schema:
+            if pa.types.is_interval(f.dtype):
+                raise UnsupportedError(f"to_polars(): column {f.name} is INTERVAL, which Polars "
+                                       f"cannot hold; cast it to VARCHAR or use to_arrow()")
         return pl.from_arrow(self.to_arrow())
 
     def to_dask(self):
@@ -289,7 +299,10 @@ class DataFrame:
         columns) give a one-row result; window expressions (`.over(...)`) are computed by a
         Window node, as in SQL."""
         items = list(exprs) + [to_expr(v).alias(k) for k, v in named.items()]
+        if not items:
+            raise BindError("select() needs at least one column or expression")
         resolved = self._resolve(items, "select", allow_agg=True, allow_window=True)
+        _check_unique([n for _, n in resolved], "select()")
         has_agg = any(is_aggregate(e) for e, _ in resolved)
         if has_agg:
             if any(_windows(e) for e, _ in resolved):
@@ -312,6 +325,7 @@ class DataFrame:
         allowed."""
         items = list(exprs) + [to_expr(v).alias(k) for k, v in named.items()]
         new = self._resolve(items, "with_columns", allow_window=True)
+        _check_unique([n for _, n in new], "with_columns()")
         plan, new = self._with_windows(new)
         by_name = {name: e for e, name in new}
         out = []
@@ -331,8 +345,9 @@ class DataFrame:
             if not isinstance(new, str) or not new:
                 raise BindError(f"rename: the new name of {old!r} must be a non-empty string")
             new_names[r.column(old).id] = new
-        return self._new(B.project(self._plan, [(ColumnRef(f), new_names.get(f.id, f.name))
-                                                for f in self._plan.schema]))
+        items = [(ColumnRef(f), new_names.get(f.id, f.name)) for f in self._plan.schema]
+        _check_unique([n for _, n in items if n in new_names.values()], "rename()")
+        return self._new(B.project(self._plan, items))
 
     def drop(self, *columns: str) -> DataFrame:
         """Every column except those named."""
@@ -365,6 +380,8 @@ class DataFrame:
             if on or left_on or right_on:
                 raise BindError("a cross join takes no keys")
             return self._new(_rename_clashes(B.join(self._plan, right_plan, "inner"), len(self._plan.schema), suffix, ()))
+        if on is not None and (left_on is not None or right_on is not None):
+            raise BindError("join takes on= or left_on= and right_on=, not both")
         if on is not None:
             names = [on] if isinstance(on, str) else list(on)
             left_keys, right_keys = names, names
@@ -391,9 +408,16 @@ class DataFrame:
              nulls_last: bool | None = None) -> DataFrame:
         """Order by columns, expressions or sort keys (`col("x").desc()`); NULLs sort last
         ascending and first descending unless `nulls_last` says otherwise (as in SQL)."""
+        if not by:
+            raise BindError("sort() needs at least one key")
         desc = descending if isinstance(descending, list) else [descending] * len(by)
         if len(desc) != len(by):
             raise BindError("descending has a different length than the sort keys")
+        for item, d in zip(by, desc, strict=True):
+            if isinstance(item, SortExpr) and d and not item.descending:
+                # the key's own direction would win silently
+                raise BindError(f"sort key {item.expr._name} is .asc() but descending=True "
+                                f"is given for it; give its direction once")
         r = Resolver(self._plan.schema)
         keys = [_sort_key(item, r, d, nulls_last) for item, d in zip(by, desc, strict=True)]
         plan = self._plan
@@ -421,6 +445,8 @@ class DataFrame:
         top-N)."""
         from .plan.logical import Sort
 
+        n = _row_count(n, "limit n", none_ok=True)
+        offset = _row_count(offset, "limit offset")
         if isinstance(self._plan, Sort) and self._plan.fetch is None and offset == 0:
             return self._new(B.sort(self._plan.input, self._plan.keys, n))
         return self._new(B.limit(self._plan, n, offset))
@@ -517,7 +543,7 @@ def _dict_aggregates(spec: dict) -> list[Expr]:
                 raise BindError(f"agg(): {column!r} maps to function names, not {fn!r}")
             method = _AGG_METHODS.get(fn.lower())
             base = to_expr(column)
-            if method is not None:
+            if method is not None:  # (n_unique is named count(DISTINCT c), as in SQL)
                 out.append(getattr(base, method)())
             else:
                 out.append(base._aggregate(fn.lower()))
@@ -525,24 +551,45 @@ def _dict_aggregates(spec: dict) -> list[Expr]:
 
 
 def _aggregate(df: DataFrame, keys, values) -> DataFrame:
-    """Aggregate node for the AggCalls inside `values`, then a projection computing them."""
+    """Aggregate node for the AggCalls inside `values`, then a projection computing them.
+    As in SQL, an aggregate may read a group key (`group_by("g").agg(col("g").sum())` is
+    `SELECT g, sum(g) ... GROUP BY g`: its arguments read the Aggregate's input), and outside
+    the aggregates a value may read only group keys (`col("g") * 10 + col("x").sum()`)."""
     calls: list[AggCall] = []
-    for e, name in values:
-        if not is_aggregate(e):
-            if any(e == k for k, _ in keys):
-                continue
-            raise BindError(f"{name} is neither a group key nor an aggregate")
+    for e, _ in values:
         for x in _agg_calls(e):
             if x not in calls:
                 calls.append(x)
     agg = B.aggregate(df._plan, keys, [(c, str(c)) for c in calls])
     by_call = {c: ColumnRef(f) for c, f in zip(calls, agg.agg_fields, strict=True)}
     by_key = {k: ColumnRef(f) for (k, _), f in zip(keys, agg.group_fields, strict=True)}
+    produced = {f.id for f in agg.schema}
+
+    def over_groups(e):
+        """`e` reading the Aggregate's output: aggregates and group keys replaced top-down
+        (bottom-up, a key inside an aggregate's argument would be replaced first and the
+        aggregate no longer found)."""
+        if isinstance(e, AggCall):
+            return by_call[e]
+        if e in by_key:
+            return by_key[e]
+        kids = e.children()
+        if not kids:
+            return e
+        new = tuple(over_groups(k) for k in kids)
+        return e if all(a is b for a, b in zip(new, kids, strict=True)) else e.with_children(new)
+
     out = [(ColumnRef(f), n) for (_, n), f in zip(keys, agg.group_fields, strict=True)]
     for e, name in values:
         if not is_aggregate(e) and e in by_key:
             continue
-        out.append((transform(e, lambda x: by_call.get(x) if isinstance(x, AggCall) else by_key.get(x)), name))
+        done = over_groups(e)
+        stray = [x for x in walk(done) if isinstance(x, ColumnRef) and x.id not in produced]
+        if stray:
+            raise AggregateMisuseError(f"{name} reads column {stray[0].field.name} outside an "
+                                       f"aggregate: group by it or aggregate it")
+        out.append((done, name))
+    _check_unique([n for _, n in out], "agg()")
     return DataFrame(df._session, B.project(agg, out))
 
 
@@ -574,6 +621,37 @@ def _rename_clashes(joined, n_left: int, suffix: str, drop: tuple, coalesce=None
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+
+
+def _check_unique(names: Sequence[str], what: str) -> None:
+    """The builder never makes two result columns of one name (Polars refuses them too):
+    to_pylist(), to_pydict() and pandas would show one of them, and `col(name)` could not
+    pick either."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise BindError(f"{what} would give two columns named {n!r}; name one with "
+                            f".alias() (or rename())")
+        seen.add(n)
+
+
+def _row_count(value: Any, what: str, none_ok: bool = False) -> int | None:
+    """A LIMIT or OFFSET count: a non-negative integer (SQL's rule; None: no limit)."""
+    import operator
+
+    if value is None and none_ok:
+        return None
+    if isinstance(value, bool):
+        raise BindError(f"{what} must be an integer, not {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise BindError(f"{what} must be an integer, not {value!r}") from None
+    if n < 0:
+        raise BindError(f"{what} must not be negative")
+    if n >= 2 ** 63:
+        raise BindError(f"{what} {n} is out of range for BIGINT")
+    return n
 
 
 def _windows(e) -> list:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -77,6 +78,8 @@ class Expr:
 
     def alias(self, name: str) -> Expr:
         """The same expression under the output column name `name` (SQL's AS)."""
+        if not isinstance(name, str) or not name:
+            raise BindError(f"alias() takes a non-empty column name, not {name!r}")
         return Expr(self._build, name, self._agg, self._win)
 
     # ---- operators -----------------------------------------------------------------------
@@ -84,7 +87,7 @@ class Expr:
     def _binary(self, fn: str, other: Any, symbol: str, reverse: bool = False) -> Expr:
         o = wrap(other)
         a, b = (o, self) if reverse else (self, o)
-        return Expr(lambda r: B.call(fn, a._resolve(r), b._resolve(r)),
+        return Expr(lambda r: B.call(fn, *_operands(r, a, b)),
                     f"({a._name} {symbol} {b._name})", self._agg or o._agg)
 
     def __add__(self, o): return self._binary("add", o, "+")
@@ -126,16 +129,32 @@ class Expr:
         return self._call("is_not_null", name=f"{self._name} IS NOT NULL")
 
     def is_in(self, values: Sequence[Any]) -> Expr:
-        """SQL `x IN (v1, v2, ...)` over literal values or expressions."""
+        """SQL `x IN (v1, v2, ...)` over literal values or expressions: a list, tuple or
+        set, or a pyarrow array, NumPy array or pandas Series of values."""
+        if hasattr(values, "to_pylist"):  # a pyarrow Array or ChunkedArray
+            values = values.to_pylist()
+        elif hasattr(values, "tolist"):  # a NumPy array or pandas Series
+            values = values.tolist()
+        # a string is iterable too: `is_in("abc")` would match 'a', 'b' and 'c'
+        if isinstance(values, (str, bytes, bytearray, Mapping, Expr)) or not isinstance(
+                values, Iterable):
+            raise BindError(f"is_in() takes a list, tuple or set of values, not "
+                            f"{type(values).__name__}")
         vals = [wrap(v) for v in values]
-        return Expr(lambda r: B.in_list(self._resolve(r), [v._resolve(r) for v in vals]),
-                    f"{self._name} IN (...)", self._agg)
+
+        def build(r: Resolver) -> PlanExpr:
+            arg, *items = _operands(r, self, *vals)
+            return B.in_list(arg, items)
+
+        shown = ", ".join(v._name for v in vals[:10]) + (", ..." if len(vals) > 10 else "")
+        return Expr(build, f"{self._name} IN ({shown})", self._agg or any(v._agg for v in vals))
 
     def between(self, low: Any, high: Any) -> Expr:
         """SQL `x BETWEEN low AND high` (both ends included)."""
         lo, hi = wrap(low), wrap(high)
-        return Expr(lambda r: B.between(self._resolve(r), lo._resolve(r), hi._resolve(r)),
-                    f"{self._name} BETWEEN", self._agg)
+        return Expr(lambda r: B.between(*_operands(r, self, lo, hi)),
+                    f"{self._name} BETWEEN {lo._name} AND {hi._name}",
+                    self._agg or lo._agg or hi._agg)
 
     def cast(self, dtype: str | pa.DataType) -> Expr:
         """SQL CAST to a type: a pyarrow type or a spelling ("BIGINT", "decimal(15,2)",
@@ -149,11 +168,11 @@ class Expr:
 
     def like(self, pattern: str) -> Expr:
         """SQL `x LIKE pattern` (`%` any text, `_` one character)."""
-        return self._call("like", pattern, name=f"{self._name} LIKE")
+        return self._call("like", pattern, name=f"{self._name} LIKE {wrap(pattern)._name}")
 
     def _call(self, fn: str, *args: Any, name: str | None = None) -> Expr:
         others = [wrap(a) for a in args]
-        return Expr(lambda r: B.call(fn, self._resolve(r), *[o._resolve(r) for o in others]),
+        return Expr(lambda r: B.call(fn, *_operands(r, self, *others)),
                     name or f"{fn}({self._name})", self._agg or any(o._agg for o in others))
 
     # ---- aggregates ----------------------------------------------------------------------
@@ -163,8 +182,9 @@ class Expr:
             raise BindError(f"aggregate {fn} over an aggregate ({self._name})")
         extra = [plan_lit(c) for c in consts]  # constant arguments (a separator, a fraction)
         shown = "".join(f", {c!r}" for c in consts)
+        # named as SQL names it: count(DISTINCT x) is not count(x)
         return Expr(lambda r: B.aggregate_call(fn, [self._resolve(r), *extra], distinct),
-                    f"{fn}({self._name}{shown})", agg=True)
+                    f"{fn}({'DISTINCT ' if distinct else ''}{self._name}{shown})", agg=True)
 
     def sum(self) -> Expr:
         """SUM of the values (NULLs skipped); an aggregate: use it in group_by().agg(),
@@ -415,9 +435,27 @@ class _StrNamespace:
         return self._e._call("replace", old, new)
 
     def slice(self, offset: int, length: int | None = None) -> Expr:
-        """`length` characters from `offset` (0-based; SQL substring is 1-based)."""
-        args = [offset + 1] + ([length] if length is not None else [])
-        return self._e._call("substring", *args)
+        """`length` characters (all without it) from `offset`, 0-based; a negative offset
+        counts from the end, as in Polars and Python: `slice(-2)` is the last two
+        characters, `slice(-3, 2)` the two before the last one. A slice reaching outside the
+        text keeps only the part inside it."""
+        offset, length = T.plain_value(offset), T.plain_value(length)  # (NumPy integers)
+        for what, v in (("offset", offset), ("length", length)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise BindError(f"str.slice {what} must be an integer, not {v!r}")
+        if length is not None and length < 0:
+            raise BindError(f"str.slice length must not be negative, not {length}")
+        if offset >= 0:  # SQL substring counts from 1
+            args = [offset + 1] + ([length] if length is not None else [])
+            return self._e._call("substring", *args)
+        # the last k = -offset characters, then (when `length` is shorter) all but their
+        # last k - length: the characters [len + offset, len + offset + length) clipped to
+        # the text, as Polars gives them, with constant arguments only
+        k = -offset
+        tail = self._e._call("right", k, name=f"substring({self._e._name})")
+        if length is None or length >= k:
+            return tail
+        return tail._call("left", length - k, name=f"substring({self._e._name})")
 
 
 class _DtNamespace:
@@ -458,8 +496,10 @@ def lit(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
     value = T.plain_value(value)
-    if isinstance(value, float) or isinstance(value, (int, decimal.Decimal, str, bool, bytes,
-                                                       datetime.date)) or value is None:
+    if isinstance(value, float):
+        literal = plan_lit(value)
+        return _FloatLiteral(lambda r: literal, repr(value))
+    if isinstance(value, (int, decimal.Decimal, str, bool, bytes, datetime.date)) or value is None:
         literal = plan_lit(value)
         return Expr(lambda r: literal, repr(value))
     raise BindError(f"cannot make a literal from {type(value).__name__}")
@@ -582,6 +622,39 @@ class UDF:
                         agg=True)
         return Expr(lambda r: B.user_call(udf, [e._resolve(r) for e in items]), name,
                     any(e._agg for e in items))
+
+
+class _FloatLiteral(Expr):
+    """A Python float as a literal. It is a DOUBLE, except beside REAL operands (and no
+    DOUBLE one), where it is read as a REAL, as SQL reads `f4 = 0.1` (its literal 0.1 meets
+    the REAL column as a REAL) and as Polars types a float literal by its column:
+    `col("f4") == 0.1` finds the REAL 0.1, which is not the DOUBLE 0.1."""
+
+    __slots__ = ()
+
+
+def _operands(r: Resolver, *exprs: Expr) -> list[PlanExpr]:
+    """The resolved operands of one operation, Python float literals typed by the others
+    (see _FloatLiteral)."""
+    out = [e._resolve(r) for e in exprs]
+    floats = [x.dtype for x, e in zip(out, exprs, strict=True)
+              if not isinstance(e, _FloatLiteral) and T.is_floating(x.dtype)]
+    if floats and all(pa.types.is_float32(t) for t in floats):
+        out = [_as_real(x) if isinstance(e, _FloatLiteral) else x
+               for x, e in zip(out, exprs, strict=True)]
+    return out
+
+
+_REAL_MAX = 3.4028234663852886e38  # the largest finite REAL (float32)
+
+
+def _as_real(e: PlanExpr) -> PlanExpr:
+    """A float literal as a REAL, unless it is past REAL's range (then it stays DOUBLE and
+    the comparison is made in DOUBLE, as for any value a REAL cannot hold)."""
+    if isinstance(e, Literal) and isinstance(e.value, float) and math.isfinite(e.value) \
+            and abs(e.value) > _REAL_MAX:
+        return e
+    return B.cast(e, T.FLOAT32)
 
 
 def wrap(value: Any) -> Expr:

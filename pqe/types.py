@@ -100,14 +100,25 @@ def normalize(t: pa.DataType) -> pa.DataType:
     if pa.types.is_decimal(t) and not isinstance(t, pa.Decimal128Type):
         if t.precision <= MAX_DECIMAL_PRECISION:
             return pa.decimal128(t.precision, t.scale)
-        return FLOAT64
+        # no engine type holds it exactly: DOUBLE would round its values silently (DuckDB
+        # refuses such Arrow data too)
+        raise UnsupportedError(f"DECIMAL({t.precision},{t.scale}) is not supported: DECIMAL "
+                               f"precision is at most {MAX_DECIMAL_PRECISION}")
     if pa.types.is_float16(t):
         return FLOAT32
     return t
 
 
 def normalize_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([pa.field(f.name, normalize(f.type), f.nullable) for f in schema])
+    """The engine types of a table's columns; a type pqe cannot hold is an UnsupportedError
+    naming the column (when the table is registered, not at its first query)."""
+    fields = []
+    for f in schema:
+        try:
+            fields.append(pa.field(f.name, normalize(f.type), f.nullable))
+        except UnsupportedError as e:
+            raise UnsupportedError(f"column {f.name!r}: {e}") from None
+    return pa.schema(fields)
 
 
 def decimal(precision: int, scale: int) -> pa.DataType:

@@ -172,9 +172,9 @@ def test_rename_and_drop_match_sql(bctx):
 def test_agg_with_a_dict_matches_sql(bctx):
     built = bctx.table("t").group_by("g").agg({"x": "sum", "t": ["min", "max"], "s": "n_unique"},
                                               n=pqe.count())
-    assert built.columns == ["g", "sum(x)", "min(t)", "max(t)", "count(s)", "n"]
+    assert built.columns == ["g", "sum(x)", "min(t)", "max(t)", "count(DISTINCT s)", "n"]
     sql = bctx.sql('SELECT g, sum(x) AS "sum(x)", min(t) AS "min(t)", max(t) AS "max(t)", '
-                   'count(DISTINCT s) AS "count(s)", count(*) AS n FROM t GROUP BY g')
+                   'count(DISTINCT s) AS "count(DISTINCT s)", count(*) AS n FROM t GROUP BY g')
     same(built, sql)
     other = bctx.table("t").group_by("g").agg({"x": ["mean", "stddev_pop"]})
     assert other.columns == ["g", "avg(x)", "stddev_pop(x)"]

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import Error, ExecutionError
+from ..errors import Error, ExecutionError, UnsupportedError
 
 
 def _masked_dtype(t: pa.DataType):
@@ -57,7 +57,15 @@ def column_to_pandas(col: pa.ChunkedArray, masked: bool):
     if masked and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
         dtype = _masked_dtype(t)
         mapper = {t: dtype}.get if dtype is not None else None
-    return col.to_pandas(types_mapper=mapper, coerce_temporal_nanoseconds=False)
+    s = col.to_pandas(types_mapper=mapper, coerce_temporal_nanoseconds=False)
+    values = getattr(s.array, "_ndarray", None)  # numpy-backed numbers, datetimes
+    if values is not None and not values.flags.writeable:
+        # a zero-copy view of Arrow's immutable buffer: pandas users assign into results
+        # (`out.loc[0, "a"] = 5`; DuckDB's .df() and pa.Table.to_pandas() allow it), so the
+        # column gets its own memory; a conversion that copied already (NULLs, text) is
+        # writable and is not copied again
+        s = s.copy(deep=True)
+    return s
 
 
 def to_pandas(table: pa.Table, masked: Sequence[bool] | None = None):
@@ -161,7 +169,13 @@ def infer_schema(fn, name: str, input_schema: pa.Schema) -> pa.Schema:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ExecutionError(f"{what} returned duplicate columns {', '.join(dupes)}")
-    return pa.schema([pa.field(f.name, T.normalize(f.type)) for f in out.schema])
+    fields = []
+    for f in out.schema:
+        try:
+            fields.append(pa.field(f.name, T.normalize(f.type)))
+        except Error as e:  # a type pqe cannot hold (DECIMAL past 38 digits)
+            raise UnsupportedError(f"{what}: column {f.name}: {e}") from None
+    return pa.schema(fields)
 
 
 def map_batches(table: pa.Table, fn, input_names: Sequence[str], out_ids: Sequence[str],

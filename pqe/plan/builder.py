@@ -649,6 +649,20 @@ def window_consts(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple]:
     return list(args), ()
 
 
+def check_frame(frame, order_by: Sequence) -> None:
+    """A RANGE frame with an offset (`RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING`) measures
+    it on the ORDER BY value: without ORDER BY it has nothing to measure (every row is a
+    peer, and the frame would silently be the whole partition). Refused as DuckDB and
+    PostgreSQL refuse it; GROUPS counts peer groups, which need an ORDER BY too."""
+    if frame is None or order_by:
+        return
+    if frame.mode == "range" and any(b.kind in ("preceding", "following")
+                                     for b in (frame.start, frame.end)):
+        raise BindError("a RANGE window frame with an offset needs an ORDER BY (one key)")
+    if frame.mode == "groups":
+        raise BindError("a GROUPS window frame needs an ORDER BY")
+
+
 def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] = (),
                     order_by: Sequence[SortKey] = (), frame=None):
     """`fn(args) OVER (PARTITION BY ... ORDER BY ... frame)` for a window-only function
@@ -661,6 +675,7 @@ def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] 
     if fdef is None:
         raise BindError(f"unknown window function {fn.upper()}")
     F.check_arity(fdef, len(args), name)
+    check_frame(frame, order_by)
     value_args, consts = window_consts(name, args)
     _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
     if name in ("lag", "lead") and len(args) > 2 and consts[1] is not None:
@@ -679,6 +694,7 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
 
     if agg.distinct:
         raise UnsupportedError("DISTINCT in window aggregates is not supported")
+    check_frame(frame, order_by)
     args = agg.args
     if agg.filter is not None:
         args = (case([(agg.filter, args[0] if args else Literal(1, T.INT64))], None),)

@@ -108,8 +108,7 @@ class WindowMixin:
                 consts = (consts[0], B.cast(args[2], dtype).value if isinstance(B.cast(args[2], dtype), Literal) else consts[1])
             if filt is not None:
                 raise UnsupportedError(f"FILTER on {name} is not supported")
-            if frame is not None and frame.mode == "groups" and not oby:
-                raise BindError("a GROUPS window frame needs an ORDER BY")
+            B.check_frame(frame, oby)
             return WindowCall(name, tuple(value_args), pby, oby, frame, dtype, consts,
                               ignore_nulls)
         if is_agg_node(func):
@@ -135,8 +134,7 @@ class WindowMixin:
                     args = (B.case([(f, lit(1))], None),)
                     agg = AggCall("count", args, T.INT64)
             fn = agg.fn
-            if frame is not None and frame.mode == "groups" and not oby:
-                raise BindError("a GROUPS window frame needs an ORDER BY")
+            B.check_frame(frame, oby)
             return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype)
         raise UnsupportedError(f"window function {func.sql(dialect=PQEDialect)} is not supported")
 
