@@ -503,3 +503,31 @@ def test_a_with_query_reads_the_table_it_shadows():
                      "SELECT * FROM t",
                      "WITH t AS (SELECT id FROM t), b AS (SELECT * FROM t) SELECT * FROM b",
                      "SELECT * FROM (WITH t AS (SELECT * FROM t WHERE id = 2) SELECT * FROM t) s"])
+
+
+def test_a_named_window_built_on_another_keeps_its_partition():
+    """`w2 AS (w1 ORDER BY id)` lost w1's PARTITION BY (running sums over all rows: 10, 30,
+    60, 100); a duplicate window name, or a window replacing its base's PARTITION BY or
+    ORDER BY, was accepted (PostgreSQL and DuckDB refuse them)."""
+    import pyarrow as pa
+
+    t = pa.table({"id": [1, 2, 3, 4], "g": [1, 2, 1, 2], "x": [10, 20, 30, 40]})
+    _same({"t": t}, [
+        "SELECT id, sum(x) OVER w2 AS s FROM t WINDOW w1 AS (PARTITION BY g), "
+        "w2 AS (w1 ORDER BY id)",
+        "SELECT id, sum(x) OVER w2 AS s FROM t WINDOW w1 AS (PARTITION BY g ORDER BY id), "
+        "w2 AS (w1 ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
+        "SELECT id, sum(x) OVER w3 AS s FROM t WINDOW w1 AS (PARTITION BY g), w2 AS (w1), "
+        "w3 AS (w2 ORDER BY id)",
+        "SELECT id, sum(x) OVER (w1 ORDER BY id) AS s FROM t WINDOW w1 AS (PARTITION BY g)"])
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    for sql, error in [
+            ("SELECT sum(x) OVER w1 FROM t WINDOW w1 AS (PARTITION BY g), w1 AS (ORDER BY id)",
+             "defined twice"),
+            ("SELECT sum(x) OVER (w1 PARTITION BY id) FROM t WINDOW w1 AS (PARTITION BY g)",
+             "PARTITION BY"),
+            ("SELECT sum(x) OVER (w1 ORDER BY x) FROM t WINDOW w1 AS (ORDER BY id)",
+             "replace its ORDER BY")]:
+        with pytest.raises(pqe.BindError, match=error):
+            ctx.sql(sql).to_arrow()

@@ -49,6 +49,8 @@ class WindowMixin:
         output columns."""
         named = {}
         for w in sel.args.get("windows") or []:
+            if w.this.name in named:
+                raise BindError(f"window '{w.this.name}' is defined twice")
             named[w.this.name] = w
         calls: list[WindowCall] = []
         refs: list[tuple[exp.Window, int]] = []
@@ -66,16 +68,9 @@ class WindowMixin:
     def window_call(self, node: exp.Window, scope, agg_ctx, named) -> WindowCall:
 
         spec = node
-        base = None
-        if node.args.get("alias") is not None or isinstance(node.this, exp.Identifier):
-            ref = node.args.get("alias") or node.this
-            base = named.get(ref.name)
-            if base is None:
-                raise BindError(f"window '{ref.name}' is not defined")
-        partition = (base.args.get("partition_by") if base is not None else None) or []
-        partition = list(node.args.get("partition_by") or partition)
-        order = node.args.get("order") or (base.args.get("order") if base is not None else None)
-        frame_spec = node.args.get("spec") or (base.args.get("spec") if base is not None else None)
+        ref = node.args.get("alias") or (node.this if isinstance(node.this, exp.Identifier)
+                                         else None)
+        partition, order, frame_spec = _window_parts(node, ref, named, ())
         func = spec.this
         if isinstance(func, exp.RespectNulls):
             func = func.this  # RESPECT NULLS: the default
@@ -218,3 +213,29 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
     end_value = spec.args.get("end")
     end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
     return Frame(mode, start, end, excluded)
+
+
+def _window_parts(node: exp.Window, ref, named: dict, seen: tuple):
+    """(PARTITION BY, ORDER BY, frame) of a window after the window it names, followed as far
+    as it goes (`w2 AS (w1 ORDER BY id)`, w1 naming its own base: only one step was taken,
+    so w2 lost w1's PARTITION BY). As in PostgreSQL and DuckDB, a window naming another adds
+    only what that one lacks: it may not replace its PARTITION BY or ORDER BY, and it copies
+    one with a frame only as it is."""
+    own_p = list(node.args.get("partition_by") or [])
+    own_o, own_f = node.args.get("order"), node.args.get("spec")
+    if ref is None:
+        return own_p, own_o, own_f
+    base = named.get(ref.name)
+    if base is None:
+        raise BindError(f"window '{ref.name}' is not defined")
+    if ref.name in seen:
+        raise BindError(f"window '{ref.name}' is defined in terms of itself")
+    bp, bo, bf = _window_parts(base, base.args.get("alias"), named, (*seen, ref.name))
+    if own_p:
+        raise BindError(f"a window naming '{ref.name}' cannot give its own PARTITION BY")
+    if own_o is not None and bo is not None:
+        raise BindError(f"a window naming '{ref.name}' cannot replace its ORDER BY")
+    if bf is not None and (own_o is not None or own_f is not None):
+        raise BindError(f"window '{ref.name}' has a frame: a window naming it can only copy it")
+    return bp, own_o if own_o is not None else bo, own_f if own_f is not None else bf
+
