@@ -894,10 +894,9 @@ class CsvTable(FileTable):
     def __init__(self, path, schema: dict | None = None, delimiter: str | None = None,
                  header: bool = True, filesystem: Any = None,
                  storage_options: dict | None = None):
-        # None: a tab for .tsv / .tab files, else a comma (_set_schema). register_csv passes
-        # its default "," (a comma given for .tsv files cannot be told from it): a comma is
-        # taken as that default too; any other delimiter as given
-        self._delimiter_given = delimiter not in (None, ",")
+        # None: a tab for .tsv / .tab files, else a comma (_set_schema); a delimiter given
+        # is used as given
+        self._delimiter_given = delimiter is not None
         self.delimiter = delimiter or ","
         self.header = header
         self.column_types = {k: T.parse_type(v) for k, v in (schema or {}).items()}

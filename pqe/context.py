@@ -77,11 +77,12 @@ class Context:
                                                   storage_options=storage_options))
 
     def register_csv(self, name: str, path: str | os.PathLike | list, schema: dict | None = None,
-                     delimiter: str = ",", header: bool = True, *,
+                     delimiter: str | None = None, header: bool = True, *,
                      storage_options: dict | None = None, filesystem: Any = None) -> None:
         """CSV file(s), local or through fsspec / `filesystem` as for register_parquet;
         `schema` maps column names to types ("int64", "DECIMAL(10,2)", pyarrow types); columns
-        not named are inferred. Empty fields are NULL."""
+        not named are inferred. Empty fields are NULL. The delimiter is a tab for `.tsv` and
+        `.tab` files, else a comma, unless given."""
         self._session.register(name, CsvTable(path, schema, delimiter, header,
                                               filesystem=filesystem,
                                               storage_options=storage_options))
@@ -199,7 +200,7 @@ class Context:
         return DataFrame(self._session, B.scan(_stem(path, "read_parquet"), provider))
 
     def read_csv(self, path: str | os.PathLike | list, schema: dict | None = None,
-                 delimiter: str = ",", header: bool = True, *,
+                 delimiter: str | None = None, header: bool = True, *,
                  storage_options: dict | None = None, filesystem: Any = None) -> DataFrame:
         """A DataFrame over CSV file(s), as register_csv reads them, without registering a
         name."""
@@ -228,8 +229,13 @@ class Context:
         """Run SQL: a lazy DataFrame for a query; other statements run at once and give their
         rows (SHOW, DESCRIBE, EXPLAIN) or a one-row `count` of the rows they changed. `?`
         placeholders take `params` in the order they appear in the text; `timeout`/`cancel`
-        apply to statements that run at once."""
-        return self.dataframe(self._session.sql(query, params, timeout=timeout, cancel=cancel))
+        apply to statements that run at once and to the query's own runs (`to_arrow()`,
+        `to_pandas()`, ... unless they are given their own; DataFrames built on it by the
+        builder do not take them)."""
+        df = self.dataframe(self._session.sql(query, params, timeout=timeout, cancel=cancel))
+        if df.result is None:
+            df._run_defaults = (timeout, cancel)
+        return df
 
     def dataframe(self, result: Result) -> DataFrame:
         """A statement's result as a DataFrame."""

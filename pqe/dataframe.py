@@ -46,6 +46,9 @@ class DataFrame:
         self._plan = plan
         self._optimized: LogicalPlan | None = None
         self.result = result  # for a statement that ran at once: its kind and rows affected
+        # the timeout and cancel event ctx.sql() was given: this DataFrame's runs take them
+        # unless given their own (a query's text runs when its result is asked for)
+        self._run_defaults: tuple[float | None, object] = (None, None)
 
     # ---- description ---------------------------------------------------------------------
 
@@ -93,6 +96,8 @@ class DataFrame:
         counts as they change. The Context stays usable after any of them. In a Jupyter
         notebook, a query still running after a second shows a progress bar under the cell
         (when no `progress` callback is given)."""
+        timeout = self._run_defaults[0] if timeout is None else timeout
+        cancel = self._run_defaults[1] if cancel is None else cancel
         optimized = self.optimized_plan()
         notebook = _notebook_display() if progress is None else None
         if notebook is not None:

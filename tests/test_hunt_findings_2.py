@@ -531,3 +531,25 @@ def test_a_named_window_built_on_another_keeps_its_partition():
              "replace its ORDER BY")]:
         with pytest.raises(pqe.BindError, match=error):
             ctx.sql(sql).to_arrow()
+
+
+def test_sql_timeout_and_cancel_apply_to_the_querys_runs(tmp_path):
+    """ctx.sql(query, timeout=1) ran the query without a deadline (it applied only to
+    statements that run at once)."""
+    import time
+
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": [1, 2]}))
+    ctx.register_udf("slow", lambda x: (time.sleep(3), x)[1], ["BIGINT"], "BIGINT")
+    start = time.monotonic()
+    with pytest.raises(pqe.QueryTimeout):
+        ctx.sql("SELECT slow(a) FROM t", timeout=0.5).to_arrow()
+    assert time.monotonic() - start < 2.5
+    assert ctx.sql("SELECT a FROM t", timeout=5).to_pylist() == [{"a": 1}, {"a": 2}]
+    # a delimiter given is used as given, even a comma for a .tsv file
+    path = tmp_path / "t.tsv"
+    path.write_text("a,b\n1,2\n")
+    ctx.register_csv("c", str(path), delimiter=",")
+    assert ctx.sql("SELECT b FROM c").to_pylist() == [{"b": 2}]
