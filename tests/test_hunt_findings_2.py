@@ -553,3 +553,42 @@ def test_sql_timeout_and_cancel_apply_to_the_querys_runs(tmp_path):
     path.write_text("a,b\n1,2\n")
     ctx.register_csv("c", str(path), delimiter=",")
     assert ctx.sql("SELECT b FROM c").to_pylist() == [{"b": 2}]
+
+
+def test_copy_writes_compressed_csv_and_never_replaces_a_file_that_appeared(tmp_path,
+                                                                           monkeypatch):
+    """COPY TO 'x.csv.gz' wrote plain text under a .gz name (neither pqe nor DuckDB read it
+    back); COPY without OVERWRITE replaced a file another writer created while it ran."""
+    import duckdb
+    import pyarrow as pa
+
+    from pqe.session import writes
+
+    ctx = pqe.Context()
+    for name, options in [("a.csv.gz", ""), ("b.csv.zst", "(COMPRESSION zstd)"),
+                          ("c.csv.bz2", "(HEADER)")]:
+        ctx.sql(f"COPY (SELECT 1 AS x, 'é' AS y UNION ALL SELECT 2, NULL) "
+                f"TO '{tmp_path / name}' {options}")
+        if not name.endswith(".zst"):
+            ctx.register_csv(name.split(".")[0], str(tmp_path / name))
+    with pa.input_stream(str(tmp_path / "b.csv.zst"), compression="zstd") as f:
+        assert f.read().decode().splitlines() == ['"x","y"', '1,"é"', "2,"]
+    assert ctx.sql("SELECT x, y FROM a ORDER BY x").to_pylist() == [
+        {"x": 1, "y": "é"}, {"x": 2, "y": None}]
+    assert duckdb.sql(f"SELECT count(*) FROM '{tmp_path / 'a.csv.gz'}'").fetchall() == [(2,)]
+    assert ctx.sql("SELECT sum(x) AS s FROM c").to_pylist()[0]["s"] == 3
+    with pytest.raises(pqe.Error, match="COMPRESSION snappy"):
+        ctx.sql(f"COPY (SELECT 1) TO '{tmp_path / 'd.csv'}' (COMPRESSION snappy)")
+    # a file created while the COPY ran stays as its writer left it
+    target = tmp_path / "race.parquet"
+    real = writes._write_file
+
+    def racing(table, where, stmt, filesystem=None):
+        real(table, where, stmt, filesystem)
+        target.write_text("the other writer's file")
+
+    monkeypatch.setattr(writes, "_write_file", racing)
+    with pytest.raises(pqe.ExecutionError, match="written while this COPY ran"):
+        ctx.sql(f"COPY (SELECT 1 AS x) TO '{target}' (FORMAT parquet)")
+    assert target.read_text() == "the other writer's file"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

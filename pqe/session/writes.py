@@ -448,7 +448,13 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
         raise ExecutionError("COPY TO: a path cannot contain a NUL byte")
     session.config.access.check_write(stmt.path, "COPY TO")
     partition_by = stmt.options.get("PARTITION_BY")
-    if partition_by is not None or stmt.options.get("PER_THREAD_OUTPUT"):
+    dataset = partition_by is not None or stmt.options.get("PER_THREAD_OUTPUT")
+    if stmt.format == "csv":
+        codec = _csv_codec(stmt)  # (refuses one pqe does not write, before anything runs)
+        if dataset and codec is not None:
+            raise UnsupportedError(f"COPY TO '{stmt.path}': COMPRESSION of CSV files written "
+                                   f"per partition is not supported")
+    if dataset:
         # a directory of files, one per partition (and hive directory), written in parallel
         if isinstance(partition_by, str):
             partition_by = (partition_by,)
@@ -482,7 +488,10 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
     tmp = os.path.join(directory, f".{os.path.basename(path)}.pqe-{uuid.uuid4().hex[:12]}.tmp")
     try:
         _write_file(table, tmp, stmt)
-        os.replace(tmp, path)
+        if stmt.options.get("OVERWRITE"):
+            os.replace(tmp, path)
+        else:
+            _put_new(tmp, path, stmt.path)
     except OSError as e:
         raise ExecutionError(f"COPY TO '{stmt.path}': {e.strerror or e}") from e
     finally:
@@ -503,11 +512,52 @@ def _write_file(table: pa.Table, where, stmt: S.Copy, filesystem=None) -> None:
         return
     options = pcsv.WriteOptions(include_header=bool(stmt.options.get("HEADER", True)),
                                 delimiter=str(stmt.options.get("DELIMITER", ",")))
+    codec = _csv_codec(stmt)
     if filesystem is None:
-        pcsv.write_csv(table, where, options)
+        if codec is None:
+            pcsv.write_csv(table, where, options)
+            return
+        with pa.CompressedOutputStream(where, codec) as out:
+            pcsv.write_csv(table, out, options)
         return
-    with filesystem.open_output_stream(where) as out:
+    with filesystem.open_output_stream(where, compression=codec) as out:
         pcsv.write_csv(table, out, options)
+
+
+_CSV_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+
+
+def _csv_codec(stmt: S.Copy) -> str | None:
+    """The compression of a CSV file COPY writes: COMPRESSION if given, else the one its name
+    says (`x.csv.gz` is gzip, as DuckDB writes it: it was plain text under a .gz name, which
+    neither pqe nor DuckDB could read back), else none."""
+    given = stmt.options.get("COMPRESSION")
+    if given is None:
+        low = stmt.path.lower()
+        return next((c for suffix, c in _CSV_CODECS.items() if low.endswith(suffix)), None)
+    codec = str(given).lower()
+    if codec in ("none", "uncompressed"):
+        return None
+    if codec not in _CSV_CODECS.values():
+        raise UnsupportedError(f"COPY TO '{stmt.path}': COMPRESSION {given} is not supported "
+                               f"for CSV (gzip, bz2, zstd or none)")
+    return codec
+
+
+def _put_new(tmp: str, path: str, shown: str) -> None:
+    """Move the finished file `tmp` to `path`, which must not exist: by a hard link, which
+    fails when another writer created the file meanwhile (a rename would replace it, and the
+    other COPY's rows would be lost without a word)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise ExecutionError(f"COPY TO '{shown}': the file exists (written while this COPY "
+                             f"ran); use OVERWRITE to replace it") from None
+    except OSError:  # a file system without hard links: checked, then renamed
+        if os.path.exists(path):
+            raise ExecutionError(f"COPY TO '{shown}': the file exists; use OVERWRITE to "
+                                 f"replace it") from None
+        os.replace(tmp, path)
 
 
 def _copy_to_store(session: SessionState, stmt: S.Copy, fs_spec, key: str, run: dict) -> Result:

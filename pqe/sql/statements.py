@@ -8,6 +8,7 @@ the catalog; `pqe.session` executes the statements this module returns.
 from __future__ import annotations
 
 import os
+import re
 
 import pyarrow as pa
 from sqlglot import exp
@@ -690,7 +691,8 @@ def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
                               ("DELIM" in options or "DELIMITER" in options)):
             raise BindError(f"COPY option {key} is given twice")
         options[key] = _copy_value(key, p.expression)
-    fmt = str(options.pop("FORMAT", None) or os.path.splitext(path)[1].lstrip(".") or "csv").lower()
+    stem = re.sub(r"\.(gz|bz2|zst)$", "", path, flags=re.IGNORECASE)  # x.csv.gz is CSV
+    fmt = str(options.pop("FORMAT", None) or os.path.splitext(stem)[1].lstrip(".") or "csv").lower()
     if fmt not in ("csv", "parquet"):
         raise UnsupportedError(f"COPY format '{fmt}' is not supported (use parquet or csv)")
     if "DELIM" in options:
@@ -706,7 +708,8 @@ def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
                             f"newline, not {d!r}")
     if "COMPRESSION" in options:
         c = str(options["COMPRESSION"]).lower()
-        allowed = ("snappy", "zstd", "gzip", "none", "lz4", "brotli") if fmt == "parquet" else ("none",)
+        allowed = ("snappy", "zstd", "gzip", "none", "lz4", "brotli") if fmt == "parquet" \
+            else ("none", "gzip", "bz2", "zstd")
         if c not in allowed:
             raise BindError(f"COPY COMPRESSION {c} is not supported for {fmt} "
                             f"(use {', '.join(allowed)})")
