@@ -592,3 +592,20 @@ def test_copy_writes_compressed_csv_and_never_replaces_a_file_that_appeared(tmp_
         ctx.sql(f"COPY (SELECT 1 AS x) TO '{target}' (FORMAT parquet)")
     assert target.read_text() == "the other writer's file"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_context_answers_at_once_after_a_query_timed_out_in_slow_python():
+    """The timed-out query's running tasks (a slow function) kept the pool's threads, so the
+    next query waited for them (about as long as they ran on)."""
+    import time
+
+    import pyarrow as pa
+
+    ctx = pqe.Context(partitions=2)
+    ctx.register_arrow("t", pa.table({"a": list(range(10))}))
+    ctx.register_udf("slow", lambda x: (time.sleep(3), x)[1], ["BIGINT"], "BIGINT")
+    with pytest.raises(pqe.QueryTimeout):
+        ctx.sql("SELECT slow(a) FROM t").to_arrow(timeout=0.5)
+    start = time.monotonic()
+    assert ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 10}]
+    assert time.monotonic() - start < 1.0

@@ -172,6 +172,15 @@ class Executor:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pqe")
             return self._pool
 
+    def _leave_pool(self) -> None:
+        """After a query was stopped: the next queries get a new thread pool. The stopped
+        query's tasks that already run cannot be interrupted (a slow Python function, a long
+        kernel); they finish on the old pool's threads, which go when it is no longer used,
+        instead of holding the threads the next query waits for (a Context seemed to hang
+        for as long as a timed-out function kept running)."""
+        with self._lock:
+            self._pool = None
+
     def run_job(self, job, token, timeout: float | None = None,
                 cancel: threading.Event | None = None):
         """Run `job()` (which runs one or more graphs through `run_graph`) on a helper thread
@@ -197,12 +206,15 @@ class Executor:
             while not done.wait(0.05):
                 if cancel is not None and cancel.is_set():
                     token.cancel("cancelled")
+                    self._leave_pool()
                     raise QueryCancelled("query cancelled")
                 if deadline is not None and time.monotonic() >= deadline:
                     token.cancel(f"timed out after {timeout:g} s")
+                    self._leave_pool()
                     raise QueryTimeout(f"query timed out after {timeout:g} s")
         except KeyboardInterrupt:
             token.cancel("interrupted")
+            self._leave_pool()
             raise
         if "error" in box:
             raise box["error"]
