@@ -22,6 +22,7 @@ from ...plan.logical import (
     walk_plan,
 )
 from ..parser import PQEDialect
+from .grouping import is_agg_node
 from .qualification import relation_keys, unique_names
 from .scope import Scope, View
 from .supported import describe_node
@@ -98,6 +99,14 @@ class RelationsMixin:
             if body.args.get(key) is not None:
                 raise UnsupportedError(f"{word} on the body of recursive CTE {name} "
                                        f"is not supported")
+        step_ast = body.expression
+        if isinstance(step_ast, exp.Select) and (step_ast.args.get("group") is not None or any(
+                is_agg_node(n) and n.find_ancestor(exp.Select) is step_ast and
+                n.find_ancestor(exp.Window) is None for n in step_ast.walk())):
+            # (PostgreSQL refuses it too: an aggregate over each iteration's rows ran until
+            # the iteration limit, 10,000 rounds, before failing)
+            raise UnsupportedError(f"an aggregate or GROUP BY in the recursive term of {name} "
+                                   f"is not supported")
         distinct = bool(body.args.get("distinct"))
         anchor, names = self.query(body.this, outer)
         if distinct:
