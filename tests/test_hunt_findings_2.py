@@ -627,3 +627,15 @@ def test_an_aggregate_in_a_recursive_term_is_refused_at_once():
     assert ctx.sql("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + (SELECT count(*) "
                    "FROM (SELECT 1) x) FROM r WHERE n < 3) SELECT n FROM r").to_pylist() == [
         {"n": 1}, {"n": 2}, {"n": 3}]
+
+
+def test_list_contains_over_null_lists_that_span_values():
+    """A NULL list whose slot still spans values in the buffers (valid Arrow, as Polars and
+    fixed-size lists make them) failed: 'Array arguments must all be the same length'."""
+    import pyarrow as pa
+
+    lists = pa.ListArray.from_arrays(pa.array([0, 2, 4, 6], pa.int32()),
+                                     pa.array([1, 2, 3, 4, 5, 6]),
+                                     mask=pa.array([False, True, False]))
+    _same({"t": pa.table({"l": lists, "x": [2, 3, 7]})},
+          ["SELECT list_contains(l, x) AS c, list_contains(l, 5) AS d FROM t"])

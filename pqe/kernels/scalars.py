@@ -624,8 +624,12 @@ def list_contains_kernel(ctx, lists, needles):
     match; a NULL list gives NULL, a NULL value NULL unless the list is empty (FALSE).
     Elements are compared with their row's value, the hits scattered to their rows."""
     lists, needles = _arrays(ctx, lists, needles)
-    values = pc.list_flatten(lists)
-    parents = pc.list_parent_indices(lists)
+    # a NULL list may still span values in the buffers: list_flatten skips them where
+    # list_parent_indices counts them ("Array arguments must all be the same length");
+    # as empty lists both agree (their NULL comes back through `null` below)
+    clean = pc.fill_null(lists, pa.scalar([], lists.type)) if lists.null_count else lists
+    values = pc.list_flatten(clean)
+    parents = pc.list_parent_indices(clean)
     hits = np.zeros(len(lists), bool)
     if len(values):
         eq = pc.equal(values, needles.take(parents))
