@@ -195,7 +195,10 @@ def run(args, log=print) -> dict[str, Any]:
             register_tpch(ctx, root)
             for kind in args.kinds:
                 cfg = ctx.session.config
-                ctx.session.config = replace(cfg, planner=replace(cfg.planner, exchange=kind))
+                planner = replace(cfg.planner, exchange=kind)
+                if args.shuffle_cost is not None:  # (cheap shuffles: exchanges at small scale)
+                    planner = replace(planner, shuffle_cost=args.shuffle_cost)
+                ctx.session.config = replace(cfg, planner=planner)
                 for q in args.queries:
                     out = one(ctx, cluster, probe, q, refs[q], p, kind, args, log)
                     res["results"].append(out)
@@ -448,6 +451,8 @@ def parse_args(argv=None):
     p.add_argument("--partitions", type=lambda s: [int(x) for x in s.split(",")],
                    default=[8, 32, 128, 512])
     p.add_argument("--kinds", type=lambda s: s.split(","), default=["tasks", "p2p"])
+    p.add_argument("--shuffle-cost", type=float, default=None,
+                   help="the planner's shuffle cost (default its own; lower: more exchanges)")
     p.add_argument("--queries", type=_queries, default=["q18", "q13", "q9"])
     p.add_argument("--max-grid", type=int, default=600_000,
                    help="skip a task-grid run with more getitem tasks than this")

@@ -218,7 +218,9 @@ def test_worker_killed_during_a_disk_exchange_still_answers(tmp_path):
     duck.close()
     ctx = register_tpch(pqe.Context(workers=2, memory_limit="1GiB", partitions=8), root)
     cfg = ctx.session.config
-    ctx.session.config = replace(cfg, planner=replace(cfg.planner, exchange="p2p"))
+    # shuffles made cheap: Q9 then hash-exchanges its joins (its own plan broadcasts them)
+    ctx.session.config = replace(cfg, planner=replace(cfg.planner, exchange="p2p",
+                                                      shuffle_cost=0.01))
     client = ctx.session.executor.client
     try:
         assert ", p2p]" in ctx.sql(sql).explain()
