@@ -1213,12 +1213,12 @@ class CatalogSnapshot:
         the application registered from Python stays as it registered it)."""
         return key in self._sql_made
 
-    def find(self, name: str, exact: bool = False) -> str | None:
+    def find(self, name: str, exact: bool | None = None) -> str | None:
         """The stored name matching `name` (exactly, or case-insensitively: `_find_name`), or
         None."""
         return _find_name(self._tables, name, exact)
 
-    def lookup(self, name: str, exact: bool = False) -> tuple[str, Any]:
+    def lookup(self, name: str, exact: bool | None = None) -> tuple[str, Any]:
         key = self.find(name, exact)
         if key is None:
             raise UnknownTableError(f"table '{name}' does not exist{suggest(name, self._tables)}")
@@ -1231,14 +1231,18 @@ class CatalogSnapshot:
         return self._tables.get(key)
 
 
-def _find_name(tables: dict, name: str, exact: bool) -> str | None:
-    """The stored name a table reference means: a quoted name (`exact`) only itself; an
-    unquoted one folds to lower case first (PostgreSQL's rule: with tables t and "T", T is
-    t), then matches the one name differing only in case (a table registered as "Sales" is
-    sales), then itself as written. Reads and writes resolve through here alike (SELECT took
-    "T" where INSERT took t)."""
+def _find_name(tables: dict, name: str, exact: bool | None) -> str | None:
+    """The stored name a table reference means. In SQL a quoted name (`exact=True`) is only
+    itself; an unquoted one (`exact=False`) folds to lower case first (PostgreSQL's rule:
+    with tables t and "T", T is t), then matches the one name differing only in case (a
+    table registered as "Sales" is sales), then itself as written: SQL's reads and writes
+    resolve through here alike (SELECT took "T" where INSERT took t). A name from Python
+    (`exact=None`: ctx.table, deregister) is itself first, then the one name differing only
+    in case."""
     if exact:
         return name if name in tables else None
+    if exact is None and name in tables:
+        return name
     low = name.lower()
     if low in tables:
         return low
@@ -1301,7 +1305,7 @@ class Catalog:
             if by_sql:
                 self._sql_made.add(name)
 
-    def drop(self, name: str, exact: bool = False) -> bool:
+    def drop(self, name: str, exact: bool | None = None) -> bool:
         with self._lock:
             key = self._find(name, exact)
             if key is None:
@@ -1314,15 +1318,15 @@ class Catalog:
         with self._lock:
             return key in self._sql_made
 
-    def find(self, name: str, exact: bool = False) -> str | None:
+    def find(self, name: str, exact: bool | None = None) -> str | None:
         """The stored name matching `name` (exactly, or case-insensitively), or None."""
         with self._lock:
             return self._find(name, exact)
 
-    def _find(self, name: str, exact: bool) -> str | None:
+    def _find(self, name: str, exact: bool | None) -> str | None:
         return _find_name(self._tables, name, exact)
 
-    def lookup(self, name: str, exact: bool = False) -> tuple[str, Any]:
+    def lookup(self, name: str, exact: bool | None = None) -> tuple[str, Any]:
         """The stored name and its entry; a file table's listing and file versions are
         validated (queries bind through here, so statistics are those of the files now)."""
         with self._lock:

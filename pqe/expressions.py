@@ -87,7 +87,10 @@ class Expr:
     def _binary(self, fn: str, other: Any, symbol: str, reverse: bool = False) -> Expr:
         o = wrap(other)
         a, b = (o, self) if reverse else (self, o)
-        return Expr(lambda r: B.call(fn, *_operands(r, a, b)),
+        # (a float beside a REAL is a REAL in comparisons only: SQL computes `f4 * 1e10` in
+        # DOUBLE, where REAL overflowed to inf)
+        compare = fn in ("eq", "ne", "lt", "le", "gt", "ge")
+        return Expr(lambda r: B.call(fn, *_operands(r, a, b, real=compare)),
                     f"({a._name} {symbol} {b._name})", self._agg or o._agg)
 
     def __add__(self, o): return self._binary("add", o, "+")
@@ -633,10 +636,12 @@ class _FloatLiteral(Expr):
     __slots__ = ()
 
 
-def _operands(r: Resolver, *exprs: Expr) -> list[PlanExpr]:
+def _operands(r: Resolver, *exprs: Expr, real: bool = True) -> list[PlanExpr]:
     """The resolved operands of one operation, Python float literals typed by the others
-    (see _FloatLiteral)."""
+    (see _FloatLiteral; `real=False`: arithmetic, where they stay DOUBLE)."""
     out = [e._resolve(r) for e in exprs]
+    if not real:
+        return out
     floats = [x.dtype for x, e in zip(out, exprs, strict=True)
               if not isinstance(e, _FloatLiteral) and T.is_floating(x.dtype)]
     if floats and all(pa.types.is_float32(t) for t in floats):

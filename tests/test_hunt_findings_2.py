@@ -639,3 +639,84 @@ def test_list_contains_over_null_lists_that_span_values():
                                      mask=pa.array([False, True, False]))
     _same({"t": pa.table({"l": lists, "x": [2, 3, 7]})},
           ["SELECT list_contains(l, x) AS c, list_contains(l, 5) AS d FROM t"])
+
+
+# ---- found by the review of this session's changes ----------------------------------------
+
+def test_review_using_over_ctes_and_derived_tables_still_answers():
+    """The USING checks took a WITH query or a `SELECT *` subquery for a table holding every
+    column, and refused ordinary USING joins beside them."""
+    import pyarrow as pa
+
+    tables = {"a": pa.table({"k": [1, 2], "a": [10, 20]}),
+              "b": pa.table({"k": [1, 2], "b": [100, 200]}),
+              "c": pa.table({"c": [10, 20], "cc": [7, 8]})}
+    _same(tables, [
+        "WITH y AS (SELECT * FROM c) SELECT k, b.b FROM a JOIN y ON a.a = y.c JOIN b USING (k)",
+        "SELECT x.k, b.b FROM (SELECT * FROM a) x JOIN (SELECT * FROM c) y ON x.a = y.c "
+        "JOIN b USING (k)",
+        "WITH y AS (SELECT c, cc FROM c) SELECT * FROM a JOIN b USING (k) JOIN y ON y.c = a.a",
+        "SELECT * FROM a JOIN b USING (k) CROSS JOIN (VALUES (1)) v(z)"])
+
+
+def test_review_python_names_and_builder_arithmetic_and_quoted_names():
+    """ctx.table("T") read t and ctx.deregister("T") dropped t (the SQL folding rule applied
+    to Python's exact names); a float beside a REAL in builder arithmetic was a REAL (f4 *
+    1e10 overflowed to inf; SQL computes it in DOUBLE); an alias anywhere in the query let a
+    quoted name match a table column of another case."""
+    import pyarrow as pa
+
+    from pqe import col
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": [1]}))
+    ctx.register_arrow("T", pa.table({"a": [2]}))
+    assert ctx.table("T").to_pylist() == [{"a": 2}] and ctx.table("t").to_pylist() == [{"a": 1}]
+    ctx.deregister("T")
+    assert ctx.table("t").to_pylist() == [{"a": 1}]
+    with pytest.raises(pqe.Error):
+        ctx.sql('SELECT * FROM "T"').to_arrow()
+    ctx.register_arrow("f", pa.table({"f4": pa.array([0.1, 3e38], pa.float32())}))
+    got = ctx.table("f").select(x=col("f4") * 1e10).to_pylist()
+    assert got[1]["x"] == pytest.approx(3e48, rel=1e-6)
+    assert ctx.table("f").filter(col("f4") == 0.1).count() == 1
+    ctx.register_arrow("h", pa.table({"H": [1, 2], "x": [10, 20]}))
+    with pytest.raises(pqe.UnknownColumnError):
+        ctx.sql('SELECT x FROM h WHERE "h" = 2 AND x IN (SELECT 20 AS h)').to_arrow()
+
+
+def test_review_a_write_runs_only_for_what_is_left_of_its_timeout():
+    """After waiting for the lock the write was given its whole timeout again, and succeeded
+    5.8 s after it was started with timeout=4."""
+    import threading
+    import time
+
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE m (x BIGINT)")
+    ctx.register_arrow("t", pa.table({"x": [1]}))
+    ctx.register_udf("slow", lambda x: (time.sleep(2), x)[1], ["BIGINT"], "BIGINT")
+    first = threading.Thread(target=lambda: ctx.sql("INSERT INTO m SELECT slow(x) FROM t"))
+    first.start()
+    time.sleep(0.3)
+    start = time.monotonic()
+    with pytest.raises(pqe.QueryTimeout):
+        ctx.sql("INSERT INTO m SELECT slow(x) FROM t", timeout=3.0)
+    assert time.monotonic() - start < 3.5
+    first.join()
+    time.sleep(2.2)
+    assert ctx.sql("SELECT count(*) AS n FROM m").to_pylist() == [{"n": 1}]
+
+
+def test_review_a_with_query_shadowing_its_table_read_twice_is_refused():
+    """Its references shared the shadowed table's column ids (an InternalError)."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"id": [1, 2, 3]}))
+    with pytest.raises(pqe.UnsupportedError, match="another name"):
+        ctx.sql("WITH t AS (SELECT id FROM t WHERE id > 1) SELECT count(*) FROM t "
+                "WHERE id IN (SELECT id FROM t)").to_arrow()
+    assert ctx.sql("WITH t AS (SELECT id FROM t WHERE id > 1) SELECT count(*) AS n FROM t"
+                   ).to_pylist() == [{"n": 2}]

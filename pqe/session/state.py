@@ -88,7 +88,11 @@ class SessionState:
         lock, against the catalog as it is once the lock is held."""
         if parsed.explain is None and is_write(parsed.ast):
             self.config.access.check_change(statement_word(parsed.ast))
+            start = time.monotonic()
             with self._writing(run.get("timeout"), run.get("cancel")):
+                if run.get("timeout") is not None:  # what is left of it once the lock is held
+                    run = {**run, "timeout": max(0.001, run["timeout"] -
+                                                 (time.monotonic() - start))}
                 return self.execute(self.bind(parsed, text), **run)
         return self.execute(self.bind(parsed, text), **run)
 

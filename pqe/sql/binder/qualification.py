@@ -114,12 +114,13 @@ class QualifyMixin:
         for ta in node.find_all(exp.TableAlias):
             given.update(c.name if c.quoted else c.name.lower() for c in ta.columns
                          if isinstance(c, exp.Identifier))
+        base_lower = {real.lower() for real in real_to_key}
         for ident in node.find_all(exp.Identifier):
             if ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
                 if ident.name in real_to_key:
                     ident.set("this", real_to_key[ident.name])
-                elif ident.name in given:
-                    pass
+                elif ident.name in given and ident.name.lower() not in base_lower:
+                    pass  # (a name some table also has, in another case, stays exact below)
                 else:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
         nested = sum(1 for _ in itertools.islice(node.find_all(exp.Select), 2)) > 1
@@ -561,18 +562,27 @@ def _refuse_ambiguous_outer_columns(node: exp.Expression, schema) -> None:
                     + " or ".join(f"{h}.{col.name}" for h in holders))
 
 
-def _source_columns(source: exp.Expression, schema) -> set[str] | None:
+def _source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | None:
     """The column names (lower case) a FROM item gives, when known before qualification: a
-    table's, or a derived table's select list without `*`; None when unknown."""
+    table's, a WITH query's or a derived table's (a column list, or a select list without
+    `*`); None when unknown."""
+    alias = source.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return {c.name.lower() for c in alias.columns}
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
         cols = schema.get(source.name)
-        return {c.lower() for c in cols} if cols is not None else None
-    if isinstance(source, exp.Subquery) and isinstance(source.this, exp.Select) \
-            and not any(isinstance(e, exp.Star) for e in source.this.expressions):
-        alias = source.args.get("alias")
-        if alias is not None and alias.columns:
-            return {c.name.lower() for c in alias.columns}
-        return {n.lower() for n in source.this.named_selects}
+        if cols is not None:
+            return {c.lower() for c in cols}
+        cte = ctes.get(source.name)
+        return _source_columns(exp.Subquery(this=cte.this, alias=cte.args.get("alias")),
+                               schema, {}) if cte is not None else None
+    if isinstance(source, exp.Subquery):
+        query = source.this
+        while isinstance(query, (exp.Union, exp.Intersect, exp.Except)):
+            query = query.this
+        if isinstance(query, exp.Select) and \
+                not any(isinstance(e, exp.Star) for e in query.expressions):
+            return {n.lower() for n in query.named_selects}
     return None
 
 
@@ -588,6 +598,7 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
       was compared (and the outer join then turned inner);
     - `SELECT *` over a USING join followed by a join of another table holding the key's
       name: that table's column was left out of the star."""
+    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
     for sel in node.find_all(exp.Select):
         joins = sel.args.get("joins") or []
         using_joins = [j for j in joins if j.args.get("using")
@@ -598,11 +609,11 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
         left: list[set[str] | None] = []
         frm = sel.args.get("from_") or sel.args.get("from")
         if frm is not None:
-            left.append(_source_columns(frm.this, schema))
+            left.append(_source_columns(frm.this, schema, ctes))
         keys: set[str] = set()
         natural = outer = False
         for j in joins:
-            cols = _source_columns(j.this, schema)
+            cols = _source_columns(j.this, schema, ctes)
             if j in using_joins:
                 names = {i.name.lower() for i in j.args.get("using") or []}
                 if any(not any(k.args.get(a) for a in ("on", "using", "method", "side", "kind"))
@@ -613,15 +624,15 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
                     raise UnsupportedError("a USING or NATURAL join after a RIGHT or FULL USING "
                                            "join is not supported: write JOIN ... ON with "
                                            "COALESCE of the keys")
-                for name in names - keys:
-                    holders = [c for c in left if c is None or name in c]
+                for name in names - keys:  # (a FROM item whose columns are unknown: not counted)
+                    holders = [c for c in left if c is not None and name in c]
                     if len(holders) > 1:
                         raise AmbiguousColumnError(f"USING column '{name}' is ambiguous: more "
                                                    f"than one table on its left holds it")
                 keys |= names
                 natural = natural or not names
                 outer = (j.args.get("side") or "").upper() in ("RIGHT", "FULL")
-            elif star and (natural or cols is None or cols & keys):
+            elif star and cols is not None and (natural or cols & keys):
                 raise UnsupportedError("SELECT * over a USING or NATURAL join followed by "
                                        "another join of a table holding a column of the same "
                                        "name is not supported: list the columns")

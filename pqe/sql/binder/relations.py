@@ -47,6 +47,14 @@ class RelationsMixin:
                     if recursive and _self_referencing(cte):
                         frame[name] = self._recursive_cte(cte, outer, frame)
                         continue
+                    inside = sum(1 for t in cte.this.find_all(exp.Table)
+                                 if t.name == name and not t.args.get("db"))
+                    if inside and refs[name] - inside > 1:
+                        # (its references then shared the shadowed table's column ids: an
+                        # InternalError)
+                        raise UnsupportedError(f"WITH query {name} reads the table {name} it "
+                                               f"shadows and is read {refs[name] - inside} "
+                                               f"times: give the WITH query another name")
                     plan, names = self.query(cte.this, outer)
                     if self._compute_once(cte, plan, refs[name], outer):
                         token = B.fresh_id(name)
