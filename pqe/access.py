@@ -163,7 +163,8 @@ def local_part(text: str) -> str:
 def normalize_url(text: str) -> str | None:
     """`scheme://host/path` with the path percent-decoded and `//`, `.` and `..` resolved,
     as a server resolves it (`%2e%2e`, `%2f` and `\\` included); None when `..` climbs above
-    the root. The scheme is lower-cased; the host is kept as written."""
+    the root. The scheme and host are kept as written (`S3://` is no scheme the readers know:
+    lower-cased here it passed the check, then failed in the resolver)."""
     m = _SCHEME.match(text)
     if m is None:
         return None
@@ -186,7 +187,7 @@ def normalize_url(text: str) -> str | None:
             continue
         parts.append(seg)
     tail = "/" if decoded.endswith("/") and parts else ""
-    return f"{m.group(1).lower()}://{host}/" + "/".join(parts) + tail
+    return f"{m.group(1)}://{host}/" + "/".join(parts) + tail
 
 
 def _glob_base(path: str) -> str:

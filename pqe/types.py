@@ -312,6 +312,13 @@ def plain_value(value: object) -> object:
     date, datetime) rather than of a subclass whose str() or repr() differs: a mixed-in
     Enum member's value, a numpy scalar's Python value."""
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        import numpy as np
+
+        kind = getattr(getattr(value, "dtype", None), "kind", "")
+        if kind in "Mm" and np.datetime_data(value.dtype)[0] in ("ns", "ps", "fs", "as"):
+            # finer than microseconds .item() gives an int: as TIMESTAMP's microseconds a
+            # datetime (a timedelta, refused as one), never a number
+            value = value.astype("datetime64[us]" if kind == "M" else "timedelta64[us]")
         value = value.item()
     for base in (bool, int, float, str):
         if isinstance(value, base) and type(value) is not base:

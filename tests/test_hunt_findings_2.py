@@ -720,3 +720,24 @@ def test_review_a_with_query_shadowing_its_table_read_twice_is_refused():
                 "WHERE id IN (SELECT id FROM t)").to_arrow()
     assert ctx.sql("WITH t AS (SELECT id FROM t WHERE id > 1) SELECT count(*) AS n FROM t"
                    ).to_pylist() == [{"n": 2}]
+
+
+def test_review_numpy_nanosecond_parameters_and_uppercase_url_schemes():
+    """np.datetime64 in ns bound as its integer (.item() of ns is an int); a URL spelled
+    S3:// passed an s3:// prefix check (the scheme was lower-cased) and then failed in the
+    resolver with an InternalError."""
+    import numpy as np
+
+    ctx = pqe.Context()
+    one = lambda v: ctx.sql("SELECT ? AS v", [v]).to_pylist()[0]["v"]  # noqa: E731
+    import datetime as dt
+
+    assert one(np.datetime64("2020-06-01T01:02:03.000004000")) == \
+        dt.datetime(2020, 6, 1, 1, 2, 3, 4)
+    assert one(np.datetime64("2020-06-01")) == dt.date(2020, 6, 1)
+    assert one(np.datetime64("NaT", "ns")) is None
+    with pytest.raises(pqe.Error, match="timedelta"):
+        one(np.timedelta64(5, "ns"))
+    guarded = pqe.Context(allowed_paths=["s3://bucket/data/"])
+    with pytest.raises(pqe.AccessError, match="not allowed"):
+        guarded.sql("SELECT * FROM read_parquet('S3://bucket/data/x.parquet')").to_arrow()
