@@ -741,3 +741,17 @@ def test_review_numpy_nanosecond_parameters_and_uppercase_url_schemes():
     guarded = pqe.Context(allowed_paths=["s3://bucket/data/"])
     with pytest.raises(pqe.AccessError, match="not allowed"):
         guarded.sql("SELECT * FROM read_parquet('S3://bucket/data/x.parquet')").to_arrow()
+
+
+def test_unquoted_with_query_names_are_case_insensitive():
+    """WITH foo AS (...) SELECT * FROM FOO failed ('FOO' does not exist); quoted names stay
+    exact."""
+    ctx = pqe.Context()
+    for sql in ("WITH Foo AS (SELECT 1 AS x) SELECT * FROM foo",
+                "WITH foo AS (SELECT 1 AS x) SELECT FOO.x FROM FOO",
+                'WITH "Foo" AS (SELECT 1 AS x) SELECT * FROM "Foo"',
+                "WITH RECURSIVE R(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 1) "
+                "SELECT * FROM R"):
+        assert ctx.sql(sql).to_pylist() == [{"x": 1}], sql
+    with pytest.raises(pqe.UnknownTableError):
+        ctx.sql('WITH "Foo" AS (SELECT 1 AS x) SELECT * FROM foo').to_arrow()

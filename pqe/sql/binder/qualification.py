@@ -58,6 +58,7 @@ class QualifyMixin:
             for item in sel.expressions:
                 if isinstance(item, exp.Alias):
                     item.meta[USER_ALIAS] = True
+        _fold_cte_names(node)
         cte_names = self._cte_names(node)
         schema: dict[str, dict[str, str]] = {}
         for table in node.find_all(exp.Table):
@@ -718,4 +719,24 @@ def _sees_cte(table: exp.Table, name: str) -> bool:
                 return True
         child, parent = parent, parent.parent
     return False
+
+
+def _fold_cte_names(node: exp.Expression) -> None:
+    """Unquoted WITH query names, and unquoted table names meaning one, in lower case: an
+    unquoted name is case-insensitive (`WITH foo AS (...) SELECT * FROM FOO` failed: 'FOO'
+    does not exist); a quoted one stays exact."""
+    folded = set()
+    for cte in node.find_all(exp.CTE):
+        alias = cte.args.get("alias")
+        ident = alias.this if alias is not None else None
+        if isinstance(ident, exp.Identifier) and not ident.quoted:
+            ident.set("this", ident.name.lower())
+            folded.add(ident.name)
+    if not folded:
+        return
+    for table in node.find_all(exp.Table):
+        ident = table.this
+        if isinstance(ident, exp.Identifier) and not ident.quoted and not table.args.get("db") \
+                and ident.name.lower() in folded:
+            ident.set("this", ident.name.lower())
 
