@@ -69,12 +69,12 @@ class TableProvider:
         """Whether an integer column looks like a unique key: no duplicate in a sample of its
         values (the planner builds joins once on such keys; a wrong guess costs time, never
         answers). False when unknown."""
-        return False
+        return self.keys_sample_unique((column,))
 
     def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:
         """Whether a combination of integer columns looks like a unique key (partsupp's
-        (partkey, suppkey)): no duplicate combination in a sample. Steers join estimates
-        only. False when unknown."""
+        (partkey, suppkey)): no duplicate combination in a sample. Steers plans only. False
+        when unknown."""
         return False
 
     def sample_values(self, column: str):
@@ -103,14 +103,6 @@ class ScanUnit:
 
     def __repr__(self) -> str:  # deterministic, used in task tokens: a changed file, new keys
         return f"{self.path}@{self.version}[{','.join(map(str, self.row_groups))}]"
-
-
-def _all_distinct(values) -> bool:
-    """At least two non-NULL values, none repeated (the sample test of `key_sample_unique`)."""
-    import pyarrow.compute as pc
-
-    values = values.drop_null()
-    return len(values) > 1 and pc.count_distinct(values).as_py() == len(values)
 
 
 def _all_distinct_rows(table) -> bool:
@@ -170,7 +162,7 @@ class _Snapshot:
         self.units: list[ScanUnit] | None = None
         self.stats: TableStats | None = None
         self.ranges: dict[str, Any] = {}
-        self.unique: dict[str | tuple[str, ...], bool] = {}
+        self.unique: dict[tuple[str, ...], bool] = {}
         self.samples: dict[str, Any] = {}
 
 
@@ -703,28 +695,11 @@ class ParquetTable(FileTable):
         st.ranges[column] = result = out if found else None
         return result
 
-    def key_sample_unique(self, column: str) -> bool:
-        """No duplicates among the column's values in the first row group (one column chunk
-        read, cached). A foreign key stored in key order (lineitem's orderkey) repeats within
-        any row group; random ones collide in a sample of this size."""
-        st = self._snapshot()
-        if column in st.unique:
-            return st.unique[column]
-        result = False
-        if column in self.schema.names and T.is_integer(self.schema.field(column).type):
-            first = next((f for f in st.files if f.metadata.num_row_groups), None)
-            if first is not None and first.schema.get_field_index(column) >= 0:
-                try:
-                    t = first.fragment.subset(row_group_ids=[0]).to_table(columns=[column])
-                    result = _all_distinct(t.column(0))
-                except (OSError, pa.ArrowException):
-                    result = False
-        st.unique[column] = result
-        return result
-
     def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:
-        """No duplicate combination among the columns' values in the first row group (cached,
-        as `key_sample_unique`)."""
+        """No duplicate combination among the columns' values in the first row group (their
+        column chunks read once per snapshot of the files). A foreign key stored in key order
+        (lineitem's orderkey) repeats within any row group; random ones collide in a sample
+        of this size."""
         st = self._snapshot()
         if columns in st.unique:
             return st.unique[columns]
@@ -1130,13 +1105,6 @@ class MemoryTable(TableProvider):
             ok = column in self.table.column_names and T.is_text(self.schema.field(column).type)
             cache[column] = self.table.column(column).slice(0, 3 * ParquetTable.SAMPLE_VALUES) \
                 .combine_chunks().cast(pa.large_string()) if ok else None
-        return cache[column]
-
-    def key_sample_unique(self, column: str) -> bool:
-        cache = self.__dict__.setdefault("_unique", {})
-        if column not in cache:
-            ok = column in self.table.column_names and T.is_integer(self.schema.field(column).type)
-            cache[column] = ok and _all_distinct(self.table.column(column).slice(0, self.EXACT_NDV_ROWS))
         return cache[column]
 
     def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:

@@ -321,31 +321,41 @@ def test_now_is_one_value_in_every_view_a_statement_reads():
                        "FROM v1, v2").to_pylist() == [{"same": True}]
 
 
-def test_a_write_waiting_for_another_gives_up_at_its_timeout_and_when_cancelled():
-    """A write queued behind a long one waited for the lock whatever its timeout or cancel
-    event, then committed after its deadline."""
+def _long_write(seconds: float):
+    """A Context whose write `INSERT INTO m SELECT slow(x) FROM t` holds the write lock for
+    about `seconds` on another thread (started, and under way when this returns)."""
     import threading
     import time
 
     import pyarrow as pa
 
     ctx = pqe.Context()
-    ctx.sql("CREATE TABLE t (x BIGINT)")
-    ctx.register_arrow("one", pa.table({"a": [1]}))
-    ctx.register_udf("slow", lambda x: (time.sleep(2.5), x)[1], ["BIGINT"], "BIGINT")
-    long = threading.Thread(target=lambda: ctx.sql("INSERT INTO t SELECT slow(a) FROM one"))
-    long.start()
-    time.sleep(0.4)
+    ctx.sql("CREATE TABLE m (x BIGINT)")
+    ctx.register_arrow("t", pa.table({"x": [1]}))
+    ctx.register_udf("slow", lambda x: (time.sleep(seconds), x)[1], ["BIGINT"], "BIGINT")
+    writer = threading.Thread(target=lambda: ctx.sql("INSERT INTO m SELECT slow(x) FROM t"))
+    writer.start()
+    time.sleep(0.3)
+    return ctx, writer
+
+
+def test_a_write_waiting_for_another_gives_up_at_its_timeout_and_when_cancelled():
+    """A write queued behind a long one waited for the lock whatever its timeout or cancel
+    event, then committed after its deadline."""
+    import threading
+    import time
+
+    ctx, long = _long_write(2.5)
     start = time.monotonic()
     with pytest.raises(pqe.QueryTimeout, match="waiting for another write"):
-        ctx.sql("INSERT INTO t VALUES (2)", timeout=0.5)
+        ctx.sql("INSERT INTO m VALUES (2)", timeout=0.5)
     assert time.monotonic() - start < 1.5
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     with pytest.raises(pqe.QueryCancelled, match="waiting for another write"):
-        ctx.sql("INSERT INTO t VALUES (3)", cancel=cancel)
+        ctx.sql("INSERT INTO m VALUES (3)", cancel=cancel)
     long.join()
-    assert ctx.sql("SELECT x FROM t").to_pylist() == [{"x": 1}]  # neither committed later
+    assert ctx.sql("SELECT x FROM m").to_pylist() == [{"x": 1}]  # neither committed later
 
 
 def test_an_unquoted_table_name_means_one_table_in_reads_and_writes():
@@ -688,18 +698,9 @@ def test_review_python_names_and_builder_arithmetic_and_quoted_names():
 def test_review_a_write_runs_only_for_what_is_left_of_its_timeout():
     """After waiting for the lock the write was given its whole timeout again, and succeeded
     5.8 s after it was started with timeout=4."""
-    import threading
     import time
 
-    import pyarrow as pa
-
-    ctx = pqe.Context()
-    ctx.sql("CREATE TABLE m (x BIGINT)")
-    ctx.register_arrow("t", pa.table({"x": [1]}))
-    ctx.register_udf("slow", lambda x: (time.sleep(2), x)[1], ["BIGINT"], "BIGINT")
-    first = threading.Thread(target=lambda: ctx.sql("INSERT INTO m SELECT slow(x) FROM t"))
-    first.start()
-    time.sleep(0.3)
+    ctx, first = _long_write(2)
     start = time.monotonic()
     with pytest.raises(pqe.QueryTimeout):
         ctx.sql("INSERT INTO m SELECT slow(x) FROM t", timeout=3.0)
