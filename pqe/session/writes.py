@@ -349,8 +349,8 @@ def _insert_or_update(session: SessionState, entry: MemoryTable, new: pa.Table,
                               f"row with key {_key_text(dup, key, 0)} twice")
     existing = entry.table
     n_old = existing.num_rows
-    erows = existing.select(list(key)).append_column("__e", _positions(n_old))
-    nrows = new.select(list(key)).append_column("__n", _positions(new.num_rows))
+    erows = _hashable(existing, key).append_column("__e", _positions(n_old))
+    nrows = _hashable(new, key).append_column("__n", _positions(new.num_rows))
     pairs = _with_keys(erows, key).join(_with_keys(nrows, key), keys=list(key), join_type="inner")
     eidx, nidx = pairs.column("__e"), pairs.column("__n")
     insert = new.filter(pc.invert(pc.is_in(_positions(new.num_rows),
