@@ -20,3 +20,37 @@ def test_on_conflict_matches_keys_as_sql_compares_them(typ):
     assert [r["v"] for r in rows] == [2, 4] and rows[0]["k"] == 0.0
     ctx.sql("INSERT INTO t VALUES (-0.0, 9) ON CONFLICT (k) DO NOTHING")
     assert ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 2}]
+
+
+@pytest.mark.parametrize("order", ["x ASC DESC", "x NULLS FIRST NULLS LAST",
+                                   "x DESC NULLS LAST NULLS FIRST"])
+def test_contradictory_order_words_are_a_syntax_error(order):
+    """sqlglot matched ASC and DESC (and NULLS FIRST / NULLS LAST) each on its own, so
+    `ORDER BY x ASC DESC` sorted descending; PostgreSQL and DuckDB reject the text."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"x": [3, 1, 2]}))
+    with pytest.raises(pqe.SQLSyntaxError, match="line 1"):
+        ctx.sql(f"SELECT x FROM t ORDER BY {order}")
+    with pytest.raises(pqe.SQLSyntaxError):
+        ctx.sql(f"SELECT row_number() OVER (ORDER BY {order}) FROM t")
+    assert ctx.sql("SELECT x FROM t ORDER BY x DESC NULLS LAST").to_pylist()[0] == {"x": 3}
+
+
+@pytest.mark.parametrize("sql, where", [
+    ("CREATE TABLE t AS SELEC 1", (1, 25)),
+    ("SELECT 1;\nCREATE OR REPLACE VIEW v (a) AS SELECT 1 FRM x", (2, 46)),
+    ("CREATE TEMP TABLE t AS SELECT 1 AS x FROM (SELECT 2) s WHER x", None),
+])
+def test_a_syntax_error_in_create_as_is_reported_where_it_is(sql, where):
+    """sqlglot falls back to a generic command when the query of CREATE TABLE/VIEW ... AS has
+    a syntax error, and pqe said 'CREATE TABLE statements are not supported'."""
+    ctx = pqe.Context()
+    with pytest.raises(pqe.SQLSyntaxError) as e:
+        ctx.sql(sql)
+    if where is not None:
+        assert (e.value.line, e.value.column) == where
+    assert "not supported" not in str(e.value)
+    with pytest.raises(pqe.UnsupportedError, match="CREATE MACRO"):
+        ctx.sql("CREATE MACRO m(a) AS a + 1")

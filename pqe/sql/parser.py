@@ -68,6 +68,22 @@ class PQEDialect(Dialect):
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")}}
 
+        def _parse_ordered(self, parse_method=None):
+            # sqlglot reads `x ASC DESC` as DESC and `x NULLS FIRST NULLS LAST` as NULLS FIRST
+            # (each word matched on its own); both are syntax errors in PostgreSQL and DuckDB
+            start = self._index
+            out = super()._parse_ordered(parse_method)
+            toks = self._tokens[start:self._index]
+            kinds = [t.token_type for t in toks]
+            for i in range(1, len(toks)):
+                if kinds[i - 1] == TokenType.ASC and kinds[i] == TokenType.DESC:
+                    self.raise_error("ASC and DESC both given", toks[i])
+            words = [t.text.upper() for t in toks[-4:]]
+            if len(words) == 4 and words[0] == words[2] == "NULLS" and \
+                    {words[1], words[3]} <= {"FIRST", "LAST"}:
+                self.raise_error("NULLS FIRST/LAST given twice", toks[-2])
+            return out
+
         def _parse_interval_span(self, this, parse_function_unit: bool = True):
             # sqlglot reads INTERVAL '1 day 02:00:00' as INTERVAL '1' DAY, dropping the
             # rest of the text (its one "<number> <unit>" part is taken as the whole): such
@@ -138,7 +154,10 @@ def parse_statements(sql: str, params: Sequence[Any] | None = None) -> list[Pars
     statements = parse(sql)
     bodies = None  # the text is tokenized again to find them only when there is an EXPLAIN
     out: list[ParsedStatement] = []
+    seen = 0  # where the next generic command's text is looked for
     for ast in statements:
+        if isinstance(ast, exp.Command) and ast.this.upper() == "CREATE":
+            seen = _check_create_body(sql, ast, seen)
         if isinstance(ast, exp.Command) and ast.this.upper() == "EXPLAIN":
             if bodies is None:
                 bodies = iter(_explain_bodies(sql))
@@ -160,6 +179,37 @@ def parse_statements(sql: str, params: Sequence[Any] | None = None) -> list[Pars
             out.append(ParsedStatement(ast))
     _bind_parameters(sql, [p.ast for p in out], params)
     return out
+
+
+def _check_create_body(sql: str, ast: exp.Command, after: int) -> int:
+    """sqlglot reads a CREATE TABLE/VIEW ... AS whose query has a syntax error as a generic
+    command (later refused as an unsupported statement): parse the query after AS on its own,
+    so the user hears of the syntax error and where it is. Returns where the command ends."""
+    body = ast.expression.name if isinstance(ast.expression, exp.Literal) else ast.expression
+    if not isinstance(body, str):  # pragma: no cover - sqlglot keeps the text
+        return after
+    if not body:
+        return after
+    start = sql.find(body, after)
+    if start < 0:  # pragma: no cover - the command's text is a slice of the statement's
+        return after
+    end = start + len(body)
+    try:
+        tokens = Tokenizer().tokenize(body)
+    except TokenError:  # pragma: no cover - parse() tokenized it already
+        return end
+    depth = 0
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif tok.token_type == TokenType.ALIAS and depth == 0 and i >= 2 and \
+                tokens[0].text.upper() in ("TABLE", "VIEW", "OR", "TEMP", "TEMPORARY"):
+            query = start + tok.end + 1
+            parse(_blank(sql[:query]) + sql[query:end])  # raises its SQLSyntaxError
+            break
+    return end
 
 
 def _blank(text: str) -> str:
