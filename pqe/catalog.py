@@ -843,6 +843,30 @@ _TAB_SUFFIXES = (".tsv", ".tab")
 _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".lz4")
 
 
+# Arrow's CSV reader decompresses a file by its suffix as written: .gz, .bz2, .lz4, .zstd. The
+# others DuckDB reads and pqe's COPY writes (.zst, and any suffix in capitals, .CSV.GZ) were
+# read as text (a UnicodeDecodeError, or a one-column table of binary): pqe decompresses those
+_CODECS = {".gz": "gzip", ".bz2": "bz2", ".lz4": "lz4", ".zst": "zstd", ".zstd": "zstd"}
+_ARROW_CODEC_SUFFIXES = (".gz", ".bz2", ".lz4", ".zstd")
+
+
+def csv_codec(url: str) -> str | None:
+    """The compression of a CSV file, from its suffix in any case (None: plain text)."""
+    low = url.lower()
+    return next((c for suffix, c in _CODECS.items() if low.endswith(suffix)), None)
+
+
+def csv_source(fs, url: str) -> tuple[Any, Any]:
+    """(source, filesystem) for Arrow's CSV format to read a file: its path, or, for a
+    compression Arrow does not tell from the suffix, the file decompressed into memory (a CSV
+    file is one task's input; Arrow's own reader holds a block of it at a time)."""
+    path = fs.fs_path(url)
+    if csv_codec(url) is None or url.endswith(_ARROW_CODEC_SUFFIXES):
+        return path, fs.arrow_fs()
+    with fs.arrow_fs().open_input_stream(path, compression=csv_codec(url)) as stream:
+        return pa.BufferReader(stream.read_buffer()), None
+
+
 def _tab_separated(url: str) -> bool:
     low = url.lower()
     for suffix in _COMPRESSED_SUFFIXES:
@@ -896,20 +920,19 @@ class CsvTable(FileTable):
             self.column_types = dict(self._given_types)
             self.__dict__.pop("_format", None)
         try:
-            dataset = ds.dataset([self.fs.fs_path(f.url) for f in files], format=self.file_format(),
-                                 filesystem=self.fs.arrow_fs())
+            file_schema = self._file_schema(files[0])
         except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
             raise CatalogError(f"cannot read CSV data at {self.path!s}: {_first_line(e)}") from e
-        unknown = set(self._given_types) - set(dataset.schema.names)
+        unknown = set(self._given_types) - set(file_schema.names)
         if unknown:
             raise CatalogError(f"schema names columns not in {self.path!s}: {sorted(unknown)}")
-        wide = self._inferred_types(files[0], dataset.schema)
+        wide = self._inferred_types(files[0], file_schema)
         # the schema is the first file's: every other file must have its columns (Arrow read
         # a missing one as NULL and dropped an extra one), and a code with a leading zero in
         # another file's first block makes its column text too (DuckDB reads such a glob as
         # VARCHAR; as a number '01234' became 1234)
-        names = dataset.schema.names
-        for f, (has, codes) in zip(files[1:], self._first_blocks(files[1:], dataset.schema),
+        names = file_schema.names
+        for f, (has, codes) in zip(files[1:], self._first_blocks(files[1:], file_schema),
                                    strict=True):
             if set(has) != set(names):
                 raise CatalogError(
@@ -920,14 +943,18 @@ class CsvTable(FileTable):
         if {**self._given_types, **wide} != self.column_types:
             self.column_types = {**self._given_types, **wide}
             self.__dict__.pop("_format", None)
-            dataset = ds.dataset([self.fs.fs_path(f.url) for f in files],
-                                 format=self.file_format(), filesystem=self.fs.arrow_fs())
+            file_schema = self._file_schema(files[0])
         self._file_names = names  # the columns files have (the table's, less partitions)
         # hive partition columns (dir/k=1/d.csv) are filled from the path, as for Parquet
         # (the scan reads each file with its partition expression)
-        self.physical_schema = pa.schema(list(dataset.schema) + [
+        self.physical_schema = pa.schema(list(file_schema) + [
             f for f in self.partition_fields if f.name not in names])
         self.schema = T.normalize_schema(self.physical_schema)
+
+    def _file_schema(self, first: _File) -> pa.Schema:
+        """The table's columns as Arrow's CSV format reads them from the first file (as a
+        dataset of the files would: it inspects the first)."""
+        return self.file_format().inspect(*csv_source(self.fs, first.url))
 
     def _check_schema(self, files: list[_File], fresh: list[_File] = ()) -> None:
         """Files added or rewritten after registration must still have the registered columns
@@ -964,7 +991,8 @@ class CsvTable(FileTable):
         def read(f: _File) -> tuple[list[str], set[str]]:
             for block in (1 << 16, 1 << 20):
                 try:
-                    with self.fs.arrow_fs().open_input_stream(self.fs.fs_path(f.url)) as stream:
+                    with self.fs.arrow_fs().open_input_stream(
+                            self.fs.fs_path(f.url), compression=csv_codec(f.url)) as stream:
                         reader = pcsv.open_csv(
                             stream, parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
                             read_options=pcsv.ReadOptions(
@@ -1009,7 +1037,8 @@ class CsvTable(FileTable):
         if not floats:
             return {}
         try:
-            with self.fs.arrow_fs().open_input_stream(self.fs.fs_path(first.url)) as stream:
+            with self.fs.arrow_fs().open_input_stream(
+                    self.fs.fs_path(first.url), compression=csv_codec(first.url)) as stream:
                 reader = pcsv.open_csv(stream, parse_options=pcsv.ParseOptions(
                     delimiter=self.delimiter), read_options=pcsv.ReadOptions(
                     autogenerate_column_names=not self.header), convert_options=pcsv.ConvertOptions(

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..catalog import ScanUnit, partition_expression
+from ..catalog import ScanUnit, csv_source, partition_expression
 from ..errors import CatalogError, ExecutionError
 from ..filesystems import _first_line
 from ..plan.expr import Call, ColumnRef, Expr, Literal, and_, column_ids, may_raise
@@ -410,6 +410,10 @@ def _fragment(provider, fmt, unit: ScanUnit, row_groups: list[int]):
                                  "run the query again")
     part = partition_expression(provider.partition_fields, unit.partition) \
         if unit.partition else None
+    if provider.kind == "csv":
+        source, source_fs = csv_source(unit.fs, unit.path)
+        if source_fs is None:  # decompressed into memory
+            return fmt.make_fragment(source, None, part)
     if not row_groups:
         return fmt.make_fragment(path, fs, part, file_size=unit.file_size or None)
     if not unit.version:  # nothing tells a changed file apart: parse its footer each time
