@@ -85,3 +85,27 @@ def test_compressed_csv_files_are_read_whatever_the_suffix_case(tmp_path, name, 
     ctx.sql(f"COPY (SELECT * FROM f) TO '{tmp_path / 'back.csv.zst'}' (FORMAT CSV)")
     ctx.register_csv("back", str(tmp_path / "back.csv.zst"))
     assert ctx.sql("SELECT count(*) AS n FROM back").to_pylist() == [{"n": 3}]
+
+
+def test_copy_never_writes_over_or_into_files_a_view_reads(tmp_path):
+    """COPY refused to overwrite a registered table's file but not one a view read through
+    read_parquet(...): the view's data was replaced (or, through a glob, added to)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "f.parquet")
+    (tmp_path / "g").mkdir()
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "g" / "x.parquet")
+    ctx = pqe.Context()
+    ctx.sql(f"CREATE VIEW v AS SELECT * FROM read_parquet('{tmp_path / 'f.parquet'}')")
+    ctx.sql("CREATE VIEW v2 AS SELECT a FROM v")
+    ctx.sql(f"CREATE VIEW g AS SELECT * FROM read_parquet('{tmp_path / 'g' / '*.parquet'}')")
+    for target in (tmp_path / "f.parquet", tmp_path / "g" / "y.parquet"):
+        with pytest.raises(pqe.Error, match="would (overwrite|add) data"):
+            ctx.sql(f"COPY (SELECT 5 AS a) TO '{target}' (FORMAT PARQUET, OVERWRITE)")
+    assert ctx.sql("SELECT sum(a) AS s FROM v2").to_pylist() == [{"s": 3}]
+    assert ctx.sql("SELECT sum(a) AS s FROM g").to_pylist() == [{"s": 3}]
+    ctx.sql("DROP VIEW v2")
+    ctx.sql("DROP VIEW v")
+    ctx.sql(f"COPY (SELECT 5 AS a) TO '{tmp_path / 'f.parquet'}' (FORMAT PARQUET, OVERWRITE)")
+    assert pq.read_table(tmp_path / "f.parquet").column("a").to_pylist() == [5]

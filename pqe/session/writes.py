@@ -610,8 +610,9 @@ def _check_copy_target(session: SessionState, path: str, stmt: S.Copy) -> None:
 def _file_tables(session: SessionState) -> Iterator[tuple[str, FileTable]]:
     """(table name, provider) for every file-backed provider a table of the catalog reads:
     its own, and those under a registered DataFrame's plan (its scans, subqueries and the
-    DataFrames it reads in turn). `read_parquet(...)` registered as a DataFrame reads files
-    as much as `register_parquet` does."""
+    DataFrames it reads in turn), and those a view's query reads. `read_parquet(...)`
+    registered as a DataFrame, or in a view's query, reads files as much as
+    `register_parquet` does."""
     from ..plan.expr import SubqueryExpr
     from ..plan.logical import walk_plan
     from ..plan.tables import PlanTable
@@ -626,6 +627,11 @@ def _file_tables(session: SessionState) -> Iterator[tuple[str, FileTable]]:
             seen.add(id(item))
             if isinstance(item, FileTable):
                 yield name, item
+            elif isinstance(item, View):
+                try:
+                    stack.append(session.table_plan(name))
+                except Error:  # a view that no longer binds reads nothing
+                    pass
             elif isinstance(item, PlanTable):
                 stack.append(item.plan)
             elif isinstance(item, LogicalPlan):
