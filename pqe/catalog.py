@@ -8,10 +8,12 @@ min/max, null counts), read once per table and cached.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import math
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -374,27 +376,50 @@ def _as_int(v: str) -> int | None:
     return i if str(i) == v and -(1 << 63) <= i < (1 << 63) else None
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _as_date(v: str) -> datetime.date | None:
+    """A partition value as a DATE when it is one written as YYYY-MM-DD (`dt=2024-01-05`, as
+    DuckDB reads it); None otherwise (`2024-1-5`, `2024-02-30` stay text)."""
+    if not _ISO_DATE.fullmatch(v):
+        return None
+    try:
+        return datetime.date.fromisoformat(v)
+    except ValueError:
+        return None
+
+
 def _infer_partition_type(values: list[str | None]) -> pa.DataType:
-    """int32 / int64 when every value is an integer written as one (`_as_int`), else text.
-    (The few directory names of a table, once at registration.)"""
-    ints = []
-    for v in values:
-        if v is None:
-            continue
-        i = _as_int(v)
-        if i is None:
-            return pa.string()
-        ints.append(i)
-    if ints and all(-(1 << 31) <= i < (1 << 31) for i in ints):
-        return pa.int32()
-    return pa.int64() if ints else pa.string()
+    """int32 / int64 when every value is an integer written as one (`_as_int`), DATE when
+    every value is a date written as YYYY-MM-DD (`_as_date`), else text. (The few directory
+    names of a table, once at registration.)"""
+    present = [v for v in values if v is not None]
+    if not present:
+        return pa.string()
+    ints = [_as_int(v) for v in present]
+    if None not in ints:
+        if all(-(1 << 31) <= i < (1 << 31) for i in ints):
+            return pa.int32()
+        return pa.int64()
+    if all(_as_date(v) is not None for v in present):
+        return pa.date32()
+    return pa.string()
 
 
 def _as_partition_value(v: str | None, t: pa.DataType, url: str, name: str) -> Any:
     """A partition directory's value in the type registration inferred: a later directory
     whose value that type does not hold (`k=01` or `k=x` beside integers, `k=9999999999`
-    beside int32 ones) is refused, as a changed schema is."""
-    if v is None or not pa.types.is_integer(t):
+    beside int32 ones, `dt=x` beside dates) is refused, as a changed schema is."""
+    if v is None:
+        return v
+    if pa.types.is_date(t):
+        d = _as_date(v)
+        if d is None:
+            raise CatalogError(f"{url}: hive partition {name}={v!r} is not a date like the "
+                               f"table's other partitions; register it again")
+        return d
+    if not pa.types.is_integer(t):
         return v
     i = _as_int(v)
     if i is None or (t.bit_width == 32 and not -(1 << 31) <= i < (1 << 31)):

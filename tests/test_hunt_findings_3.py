@@ -109,3 +109,30 @@ def test_copy_never_writes_over_or_into_files_a_view_reads(tmp_path):
     ctx.sql("DROP VIEW v")
     ctx.sql(f"COPY (SELECT 5 AS a) TO '{tmp_path / 'f.parquet'}' (FORMAT PARQUET, OVERWRITE)")
     assert pq.read_table(tmp_path / "f.parquet").column("a").to_pylist() == [5]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_hive_date_partitions_are_dates(tmp_path, fmt):
+    """`dt=2024-01-05` directories were VARCHAR (DuckDB reads DATE): date arithmetic failed and
+    comparisons were text comparisons. Values not written YYYY-MM-DD keep the column text."""
+    import duckdb
+
+    ctx = pqe.Context()
+    for d in ("2024-01-05", "2024-02-29", "2023-12-31"):
+        (tmp_path / "t" / ("dt=" + d)).mkdir(parents=True)
+        ctx.sql(f"COPY (SELECT 1 AS a UNION ALL SELECT 2) TO "
+                f"'{tmp_path / 't' / ('dt=' + d) / ('f.' + fmt)}' (FORMAT {fmt.upper()})")
+    (tmp_path / "u" / "dt=2024-1-5").mkdir(parents=True)
+    ctx.sql(f"COPY (SELECT 1 AS a) TO '{tmp_path / 'u' / 'dt=2024-1-5' / ('f.' + fmt)}' "
+            f"(FORMAT {fmt.upper()})")
+    register = ctx.register_parquet if fmt == "parquet" else ctx.register_csv
+    register("t", str(tmp_path / "t"))
+    register("u", str(tmp_path / "u"))
+    got = ctx.sql("SELECT dt + 1 AS d, count(*) AS n FROM t WHERE dt >= DATE '2024-01-01' "
+                  "GROUP BY dt ORDER BY dt").to_pylist()
+    reader = "read_parquet" if fmt == "parquet" else "read_csv"
+    ref = duckdb.sql(f"SELECT dt + 1 AS d, count(*) AS n FROM {reader}('{tmp_path / 't'}/**/*.{fmt}', "
+                     f"hive_partitioning=true) WHERE dt >= DATE '2024-01-01' GROUP BY dt "
+                     f"ORDER BY dt").fetchall()
+    assert [(r["d"], r["n"]) for r in got] == ref and len(ref) == 2
+    assert ctx.sql("SELECT typeof(dt) AS ty FROM u").to_pylist() == [{"ty": "VARCHAR"}]
