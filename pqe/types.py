@@ -35,6 +35,10 @@ INTERVAL = pa.month_day_nano_interval()
 NULL = pa.null()
 
 # text that CAST(... AS BOOLEAN) reads as true or false (trimmed, any case), as PostgreSQL does
+# what casts from text trim around a value: ASCII whitespace, as DuckDB (a no-break space or an
+# ideographic space is part of the text, so '12' followed by U+00A0 is not a number)
+ASCII_SPACE = " \t\n\r\f\v"
+
 TRUE_TEXT = ("true", "t", "1", "yes", "y", "on")
 FALSE_TEXT = ("false", "f", "0", "no", "n", "off")
 

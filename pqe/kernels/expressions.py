@@ -645,10 +645,18 @@ def _text_unary(kernel):
     return build
 
 
-def _trim(kernel_ws, kernel_chars):
+# what TRIM removes without a second argument: the Unicode space separators (category Zs), as
+# DuckDB does; Arrow's *_trim_whitespace also removed tabs, newlines and other control
+# characters ('\tx\n' came back 'x')
+_SPACE_SEPARATORS = "".join(map(chr, (0x20, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F,
+                                      0x205F, 0x3000)))
+
+
+def _trim(kernel_chars):
+    """TRIM / LTRIM / RTRIM: space separators alone without a second argument."""
     def build(c, e):
         if len(e.args) == 1:
-            return _call(kernel_ws, [c(e.args[0])])
+            return _call(kernel_chars, [c(e.args[0])], pc.TrimOptions(_SPACE_SEPARATORS))
         chars = _const_text(e.args[1], "TRIM characters")
         if chars is None:
             return null_of(T.TEXT)
@@ -757,10 +765,10 @@ def _round(c, e):
         dt = T.as_decimal(t)
         rounded_t = dt if -nd > dt.precision else _decimal_type(dt.precision + 1, 0)
         return _checked_numeric_cast(c, _round_decimal(x.cast(dt), dt, nd), rounded_t, e.dtype)
-    return _float_round(x, nd, "half_towards_infinity")
+    return _float_round(x, nd, "half_towards_infinity", exact_ties=True)
 
 
-def _float_round(x: E, nd: int, mode: str) -> E:
+def _float_round(x: E, nd: int, mode: str, exact_ties: bool = False) -> E:
     """A DOUBLE rounded to `nd` decimals: scaled by the correctly rounded double 10^|nd|,
     rounded to a whole number, scaled back (as DuckDB does). Arrow's own digits option is
     wrong past ten digits (its powers of ten are single precision: ROUND(3e11, -11) gave
@@ -770,7 +778,14 @@ def _float_round(x: E, nd: int, mode: str) -> E:
     the nd-th decimal (its last bit is above 10^-nd) and is kept, as NaN and the infinities
     are; one below 10^(-300 - nd) rounds to 0. DOUBLE to DECIMAL casts round this way
     before their digits are read (CAST(0.123456789012345 AS DECIMAL(38,12)) was
-    0.123456789013 with Arrow's rounding)."""
+    0.123456789013 with Arrow's rounding).
+
+    With `exact_ties` (ROUND), a scaled value that lands on a half is rounded by the exact
+    value it stands for: the double 2.675 is 2.67499999999999982..., and 2.675 * 100 is
+    267.5 in doubles, so ROUND(2.675, 2) gave 2.68 where DuckDB gives 2.67. The rounding error
+    of the scaling is computed exactly (Dekker's product, or the division's remainder) when
+    10^|nd| is itself exact (|nd| <= 22); its sign picks the side of a half. (Casts to DECIMAL
+    keep the scaled rounding, as DuckDB's do.)"""
     zero = scalar(0.0, T.FLOAT64)
     ax = _call("abs", [x])
     if nd <= -308:  # every finite double is below half of 10^309
@@ -791,8 +806,46 @@ def _float_round(x: E, nd: int, mode: str) -> E:
     scale = scalar(10.0 ** abs(nd), T.FLOAT64)
     scaled = _call("multiply" if nd >= 0 else "divide", [safe, scale])
     whole = _call("round", [scaled], pc.RoundOptions(0, mode))
+    if exact_ties and 0 < abs(nd) <= 22:
+        whole = _exact_half(safe, scaled, whole, 10.0 ** abs(nd), nd > 0)
     back = _call("divide" if nd >= 0 else "multiply", [whole, scale])
     return _call("if_else", [keep, x, _call("if_else", [tiny, zero, back])])
+
+
+def _two_product_error(a: E, t: E, b: float) -> E:
+    """a * b - t exactly (t = a * b rounded; b a constant), by Dekker's splitting: finite for
+    |a| below ~1e300 (callers zero larger values first)."""
+    split = 134217729.0  # 2^27 + 1
+    c = _call("multiply", [a, scalar(split, T.FLOAT64)])
+    a_hi = _call("subtract", [c, _call("subtract", [c, a])])
+    a_lo = _call("subtract", [a, a_hi])
+    cb = split * b
+    b_hi = cb - (cb - b)
+    b_lo = b - b_hi
+    f = lambda v: scalar(v, T.FLOAT64)  # noqa: E731
+    mul = lambda u, v: _call("multiply", [u, v])  # noqa: E731
+    err = _call("subtract", [mul(a_hi, f(b_hi)), t])
+    err = _call("add", [err, mul(a_hi, f(b_lo))])
+    err = _call("add", [err, mul(a_lo, f(b_hi))])
+    return _call("add", [err, mul(a_lo, f(b_lo))])
+
+
+def _exact_half(x: E, scaled: E, whole: E, scale: float, multiplied: bool) -> E:
+    """`whole` (`scaled` rounded), corrected where `scaled` is exactly a half but the exact
+    x * scale (or x / scale) is not: below it rounds down, above it up."""
+    if multiplied:  # error = x * scale - scaled, exactly
+        err = _two_product_error(x, scaled, scale)
+    else:  # x - scaled * scale, exactly, has the sign of x / scale - scaled
+        prod = _call("multiply", [scaled, scalar(scale, T.FLOAT64)])
+        err = _call("subtract", [_call("subtract", [x, prod]),
+                                 _two_product_error(scaled, prod, scale)])
+    zero = scalar(0.0, T.FLOAT64)
+    frac = _call("abs", [_call("subtract", [scaled, _call("trunc", [scaled])])])
+    tie = _call("equal", [frac, scalar(0.5, T.FLOAT64)])
+    down = _call("and", [tie, _call("less", [err, zero])])
+    up = _call("and", [tie, _call("greater", [err, zero])])
+    return _call("if_else", [down, _call("floor", [scaled]),
+                             _call("if_else", [up, _call("ceil", [scaled]), whole])])
 
 
 def _trunc(c, e):
@@ -1029,7 +1082,7 @@ def _cast(c: Compiler, e: Cast) -> E:
     if T.is_text(src) and _parsed_temporal(dst):
         return _text_to_temporal(x, dst, checked=True)
     if T.is_text(src) and T.is_temporal(dst):
-        return _call("utf8_trim_whitespace", [x]).cast(dst)
+        return _call("utf8_trim", [x], pc.TrimOptions(T.ASCII_SPACE)).cast(dst)
     if T.is_boolean(src) and T.is_text(dst):
         return _call("if_else", [x, scalar("true", T.TEXT), scalar("false", T.TEXT)])
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
@@ -1286,7 +1339,7 @@ def _text_to_number(x: E, dst: pa.DataType, checked: bool = False) -> E:
 def _number_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     """`_text_to_number` on an array. All vectorized: invalid rows are replaced by '0'
     before the Arrow casts (which fail a whole batch on one bad value), then masked out."""
-    t = pc.utf8_trim_whitespace(texts)
+    t = pc.utf8_trim(texts, T.ASCII_SPACE)
     pattern = _plain_number_text(dst)
     if pattern is None:
         return _any_number(t, dst)
@@ -1468,7 +1521,7 @@ def _text_to_boolean(x: E) -> E:
     """Text -> BOOLEAN: TRUE for a true word ('true', 't', 'yes', 'on', '1', any case, spaces
     around), FALSE for a false one, NULL for anything else (TRY_CAST; CAST then fails naming
     it). Every other word was FALSE: '$1' stored in a BOOLEAN column silently became FALSE."""
-    low = _call("utf8_lower", [_call("utf8_trim_whitespace", [x])])
+    low = _call("utf8_lower", [_call("utf8_trim", [x], pc.TrimOptions(T.ASCII_SPACE))])
     truthy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.TRUE_TEXT)))
     falsy = _call("is_in", [low], pc.SetLookupOptions(pa.array(T.FALSE_TEXT)))
     return _call("if_else", [truthy, scalar(True, T.BOOLEAN),
@@ -1494,7 +1547,7 @@ def _temporal_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     next month (strptime: TRY_CAST('2023-02-29' AS DATE) gave 2023-03-01), convert a zone
     offset to UTC (CAST('... 10:00+01:00' AS TIMESTAMP) gave 09:00) and fail the whole
     array on one bad value (so TRY_CAST could not give NULL)."""
-    t = pc.utf8_trim_whitespace(texts)
+    t = pc.utf8_trim(texts, T.ASCII_SPACE)
     digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
     # ISO text Arrow's cast reads the same way (the common case: it is fast), unless one
     # names a day the month lacks or a time past 23:59:59 (the cast fails on those)
@@ -1772,9 +1825,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "concat": _concat, "concat_skip_nulls": _concat, "substring": _substring,
     "upper": _text_unary("utf8_upper"), "lower": _text_unary("utf8_lower"),
     "reverse": _text_unary("utf8_reverse"),
-    "trim": _trim("utf8_trim_whitespace", "utf8_trim"),
-    "ltrim": _trim("utf8_ltrim_whitespace", "utf8_ltrim"),
-    "rtrim": _trim("utf8_rtrim_whitespace", "utf8_rtrim"),
+    "trim": _trim("utf8_trim"), "ltrim": _trim("utf8_ltrim"), "rtrim": _trim("utf8_rtrim"),
     "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,

@@ -53,17 +53,19 @@ def cast(e: Expr, dtype: pa.DataType, try_: bool = False) -> Expr:
     return Cast(e, dtype, try_)
 
 
-_INT_TEXT = re.compile(r"[+-]?\d+")
-_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# ASCII digits only, as the kernels' patterns (RE2) and DuckDB read them: Python's \d also
+# matched '１２' and '١٢', so CAST of a constant accepted what the same cast of a column refused
+_INT_TEXT = re.compile(r"[+-]?\d+", re.ASCII)
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 _FLOAT_TEXT = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)",
-                         re.IGNORECASE)
+                         re.IGNORECASE | re.ASCII)
 
 
 def _parse_number(text: str, dtype: pa.DataType):
     """A numeric literal written as text ('12', ' 1.5 ', 'NaN') as a value for `dtype`, or
     None when it is not one (the caller reports it). Integers must be written as integers
     (PostgreSQL); floats also accept nan and inf(inity), as Arrow's cast does."""
-    text = text.strip()
+    text = text.strip(T.ASCII_SPACE)
     if T.is_integer(dtype):
         return int(text) if _INT_TEXT.fullmatch(text) else None
     if T.is_floating(dtype):
@@ -105,15 +107,15 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
             value = parse_temporal(v, dtype)
             return None if value is INVALID or value is None else Literal(value, dtype)
         if pa.types.is_date(dtype) and isinstance(v, str):
-            return Literal(datetime.date.fromisoformat(v.strip()), dtype)
+            return Literal(datetime.date.fromisoformat(v.strip(T.ASCII_SPACE)), dtype)
         if pa.types.is_timestamp(dtype) and isinstance(v, str):
-            return Literal(datetime.datetime.fromisoformat(v.strip()), dtype)
+            return Literal(datetime.datetime.fromisoformat(v.strip(T.ASCII_SPACE)), dtype)
         if pa.types.is_timestamp(dtype) and type(v) is datetime.date:
             return Literal(datetime.datetime(v.year, v.month, v.day), dtype)
         if T.is_text(dtype) and isinstance(v, str):
             return Literal(v, dtype)
         if T.is_boolean(dtype) and isinstance(v, str):
-            word = v.strip().lower()
+            word = v.strip(T.ASCII_SPACE).lower()
             if word in T.TRUE_TEXT or word in T.FALSE_TEXT:
                 return Literal(word in T.TRUE_TEXT, dtype)
             return None
