@@ -96,20 +96,36 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
     left, right, null_ids = _without_null_types(left, right, left_keys, right_keys)
     left, right, left_keys, right_keys = _match_keys(left, right, left_keys, right_keys)
     by_ref = _by_reference(right, right_keys, kind, residual, out_ids)
-    full = right
+    by_ref += [c for c in _nested_payload(right, right_keys) if c not in by_ref]
+    full, full_left = right, left
     if by_ref:
         right = right.drop_columns(by_ref).append_column(
             _BUILD_ROW, pa.array(np.arange(right.num_rows, dtype=np.int64)))
+    # nested (LIST, STRUCT, MAP) columns are no payload Acero's hash join carries ('not
+    # supported in join non-key field'): the probe side's go by row number too
+    left_ref = _nested_payload(left, left_keys)
+    if left_ref:
+        left = left.drop_columns(left_ref).append_column(
+            _PROBE_ROW, pa.array(np.arange(left.num_rows, dtype=np.int64)))
     opts = ac.HashJoinNodeOptions(_ACERO_KIND[kind], list(left_keys), list(right_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
     out = decl.to_table(use_threads=False)
     if by_ref:
-        out = _taken(out, full, by_ref)
+        out = _taken(out, full, [c for c in by_ref if c in out_ids])
+    if left_ref:
+        out = _taken(out, full_left, [c for c in left_ref if c in out_ids], _PROBE_ROW)
     return _with_null_types(out, out_ids, null_ids)
 
 
 _BUILD_ROW = "__pqe_build_row"
+_PROBE_ROW = "__pqe_probe_row"
+
+
+def _nested_payload(t: pa.Table, keys) -> list[str]:
+    """A side's non-key columns of nested types (Acero's hash join refuses them)."""
+    keys = set(keys)
+    return [f.name for f in t.schema if f.name not in keys and pa.types.is_nested(f.type)]
 # a build column of more bytes than this stays in the hash table (one array of it could
 # pass the 2 GiB of 32-bit text offsets)
 _BY_REFERENCE_BYTES = 1 << 30
@@ -136,10 +152,11 @@ def _variable_width(t: pa.DataType) -> bool:
             or pa.types.is_large_binary(t))
 
 
-def _taken(out: pa.Table, build: pa.Table, names: list[str]) -> pa.Table:
+def _taken(out: pa.Table, build: pa.Table, names: list[str], row: str = _BUILD_ROW) -> pa.Table:
     """`out` with the build columns `names` taken at its build row numbers (NULL where a
-    LEFT or FULL join matched no build row), chunk by chunk of the output."""
-    rows = out.column(_BUILD_ROW)
+    LEFT or FULL join matched no build row), chunk by chunk of the output. (Or the probe
+    side's, at its row numbers in `row`.)"""
+    rows = out.column(row)
     for name in names:
         col = build.column(name)
         values = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
@@ -161,9 +178,17 @@ def _null_aware_anti(left, right, left_keys, right_keys, out_ids):
         mask = valid if mask is None else pc.and_(mask, valid)
     left, right, null_ids = _without_null_types(left.filter(mask), right, left_keys, right_keys)
     left, right, left_keys, right_keys = _match_keys(left, right, left_keys, right_keys)
+    right = right.select(list(right_keys))
+    full_left, left_ref = left, _nested_payload(left, left_keys)
+    if left_ref:
+        left = left.drop_columns(left_ref).append_column(
+            _PROBE_ROW, pa.array(np.arange(left.num_rows, dtype=np.int64)))
     opts = ac.HashJoinNodeOptions("left anti", list(left_keys), list(right_keys))
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(left), _source(right)])
-    return _with_null_types(decl.to_table(use_threads=False), out_ids, null_ids)
+    out = decl.to_table(use_threads=False)
+    if left_ref:
+        out = _taken(out, full_left, [c for c in left_ref if c in out_ids], _PROBE_ROW)
+    return _with_null_types(out, out_ids, null_ids)
 
 
 ROW_ID = "__pqe_row_id"
@@ -179,6 +204,8 @@ def matched_row_ids(probe: pa.Table, build: pa.Table, probe_keys, build_keys, re
         return pa.table({ROW_ID: pa.array([], pa.int64())})
     probe, build, _ = _without_null_types(probe, build, probe_keys, build_keys)
     probe, build, probe_keys, build_keys = _match_keys(probe, build, probe_keys, build_keys)
+    probe = probe.drop_columns(_nested_payload(probe, probe_keys))  # (only ids come out)
+    build = build.drop_columns(_nested_payload(build, build_keys))
     opts = ac.HashJoinNodeOptions("right semi", list(probe_keys), list(build_keys),
                                   filter_expression=residual)
     decl = ac.Declaration("hashjoin", opts, inputs=[_source(probe), _source(build)])

@@ -690,7 +690,15 @@ def unnest_column(table: pa.Table, position: int) -> pa.Table:
     a module-level function under functools.partial)."""
     lists = table.column(position).combine_chunks()
     parents = pc.list_parent_indices(lists)
-    cols = [lists.flatten() if i == position else table.column(i).take(parents)
+    values = pc.list_flatten(lists)
+    if lists.null_count:
+        # a NULL list may still span child values (Polars writes such lists):
+        # list_parent_indices counts them, flatten() skips them; both drop them here
+        start = lists.offsets[0].as_py()
+        values = lists.values.slice(start, len(parents))
+        keep = pc.is_valid(lists).take(parents)
+        parents, values = parents.filter(keep), values.filter(keep)
+    cols = [values if i == position else table.column(i).take(parents)
             for i in range(table.num_columns)]
     return pa.Table.from_arrays(cols, names=table.column_names)
 

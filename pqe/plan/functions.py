@@ -473,8 +473,8 @@ _register(SCALAR, "ilike", 2, 2, _like)
 _register(SCALAR, "regexp_matches", 2, 2, _like, sqlglot="RegexpLike",
           args=("this", "expression"), aliases=("regexp_like",))
 _register(SCALAR, "starts_with", 2, 2, _like, sqlglot="StartsWith", args=("this", "expression"))
-_register(SCALAR, "ends_with", 2, 2, _like)
-_register(SCALAR, "contains", 2, 2, _like)
+_register(SCALAR, "ends_with", 2, 2, _like, sqlglot="EndsWith", args=("this", "expression"))
+_register(SCALAR, "contains", 2, 2, _like, sqlglot="Contains", args=("this", "expression"))
 # text
 _register(SCALAR, "concat", 1, None, _concat)  # a || b: NULL if an argument is
 _register(SCALAR, "concat_skip_nulls", 1, None, _concat, nulls="never",  # CONCAT(a, b, ...)

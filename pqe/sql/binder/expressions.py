@@ -443,7 +443,9 @@ def _dot(b, node, scope, rec):
     if not isinstance(field, exp.Identifier) or not pa.types.is_struct(base.dtype):
         raise UnsupportedError(f"field access {node.sql(dialect=PQEDialect)[:60]} on a "
                                f"{T.type_name(base.dtype)} is not supported")
-    return B.call("struct_extract", base, lit(field.name))
+    # (a quoted name carries qualification's never-matches-a-column mark: the field is the
+    # name as written)
+    return B.call("struct_extract", base, lit(field.name.removesuffix("\x00")))
 
 
 def _anonymous(b, node, scope, rec):
