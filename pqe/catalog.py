@@ -36,6 +36,19 @@ from .filesystems import (
 )
 
 _TOKENS = itertools.count(1)
+# Tokens name a table's data and tasks on a dask cluster, where names are global: two client
+# processes (or a process and its fork) counting from 1 gave `memory1` to different tables,
+# and the scheduler handed one client's data to the other's query (sum 6 for 600). A random
+# part per process keeps them apart.
+_PROCESS = os.urandom(6).hex()
+
+
+def _new_process_token() -> None:
+    global _PROCESS
+    _PROCESS = os.urandom(6).hex()
+
+
+os.register_at_fork(after_in_child=_new_process_token)
 
 
 @dataclass
@@ -62,7 +75,7 @@ class TableProvider:
 
     def __init__(self) -> None:
         # Identity for plan tokens: unique per provider object, stable within the session.
-        self.token = f"{self.kind}{next(_TOKENS)}"
+        self.token = f"{self.kind}{next(_TOKENS)}-{_PROCESS}"
 
     def statistics(self) -> TableStats:
         return TableStats(None)

@@ -220,3 +220,57 @@ def test_dynamic_filter_row_groups_dealt_out_on_a_cluster(local_cluster_ctx, tmp
         ctx.session.config = saved
         for t in ("fact", "dim"):
             ctx.deregister(f"dyn_{t}")
+
+
+_CLIENT_PROCESS = r'''
+import gc, sys, time
+import pyarrow as pa
+import pqe
+from distributed import Client
+
+gc.disable()  # (a cycle holding a query's futures is then never broken behind the test's back)
+address, factor, slow = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+client = Client(address, set_as_default=False)  # no default client in this process
+ctx = pqe.Context(client=client)
+ctx.register_arrow("t", pa.table({"a": [1 * factor, 2 * factor, 3 * factor]}))
+
+
+def wait_a_little(a):
+    time.sleep(slow)
+    return a
+
+
+ctx.register_udf("wait_a_little", wait_a_little, ["BIGINT"], "BIGINT")
+print("running", flush=True)
+total = ctx.sql("SELECT sum(wait_a_little(a)) AS s FROM t").to_arrow().column("s")[0].as_py()
+time.sleep(0.5)
+held = client.run_on_scheduler(
+    lambda dask_scheduler, me=client.id: sum(
+        1 for ts in dask_scheduler.tasks.values()
+        if any(c.client_key == me for c in (ts.who_wants or ()))))
+print(total, held, flush=True)
+time.sleep(5)  # stays connected, idle
+'''
+
+
+def test_client_processes_never_share_tables_or_keep_results(cluster, tmp_path):
+    """Two client processes counted table tokens from 1: both named their first in-memory
+    table `memory1`, and the scheduler gave the second process's query the first one's data
+    (sum 6 for 600) while the first was running or kept its results. Each process also kept
+    its last query's results on the workers until Python's garbage collector ran, and a
+    Client made with set_as_default=False failed every query ('No clients found')."""
+    address, _ = cluster
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+    first = subprocess.Popen([sys.executable, "-c", _CLIENT_PROCESS, address, "1", "4"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert first.stdout.readline().strip() == "running", first.stderr.read()
+        time.sleep(1.0)  # the first query's tasks (and its table) are on the cluster
+        second = subprocess.run([sys.executable, "-c", _CLIENT_PROCESS, address, "100", "0"],
+                                capture_output=True, text=True, env=env, timeout=120)
+        assert second.stdout.split() == ["running", "600", "0"], second.stderr[-2000:]
+        assert first.stdout.readline().split() == ["6", "0"]
+    finally:
+        first.kill()
+        first.wait()

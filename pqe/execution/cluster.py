@@ -429,6 +429,15 @@ class ClusterRunner:
             raise ExecutionError(f"the dask cluster failed the query: {type(e).__name__}: "
                                  f"{_first_line(e)}") from e
         finally:
+            # the results are here (or the query failed): the cluster forgets them now, not
+            # when the garbage collector happens to break a cycle holding these futures
+            # (an idle Context kept a finished query's 480 MiB of results on each worker)
+            for f in futures or ():
+                try:
+                    f.release()
+                except Exception:  # noqa: BLE001 - a lost client forgets them anyway
+                    pass
+            del futures
             if watched and self._connected():
                 try:
                     self._scheduler_call(_unwatch, qid, all_keys, timeout=5.0)
@@ -473,7 +482,10 @@ class ClusterRunner:
         next_poll = time.monotonic()
         while True:
             try:
-                wait(futures, timeout=0.1)
+                # (wait() asks for the default client: this Context's, not another one's,
+                # or none when the Client was made with set_as_default=False)
+                with self.client.as_current():
+                    wait(futures, timeout=0.1)
                 return reported
             except (DaskTimeout, TimeoutError):
                 pass

@@ -464,7 +464,11 @@ def _reading(unit: ScanUnit, row_groups: list[int], schema: pa.Schema | None = N
     except ExecutionError:
         raise
     except FileNotFoundError as e:
-        raise ExecutionError(f"reading {unit.path}: the file no longer exists") from e
+        # (or it was never there for this process: a cluster worker that does not share the
+        # client's file system; the answer was right or this error, by where a task ran)
+        raise ExecutionError(f"reading {unit.path}: the file no longer exists, or the process "
+                             f"reading it cannot see it (on a cluster every worker must "
+                             f"reach the path)") from e
     except (OSError, pa.ArrowException, CatalogError) as e:
         hint = "" if unit.fs.is_local else " (was the object changed after planning?)"
         line = _first_line(e)
