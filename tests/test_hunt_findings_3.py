@@ -269,3 +269,42 @@ def test_unnest_of_null_lists_that_span_values():
     ctx.register_arrow("t", pa.table({"id": [1, 2, 3, 4], "l": lists}))
     got = ctx.sql("SELECT id, unnest(l) AS u FROM t ORDER BY id, u").to_pylist()
     assert got == [{"id": 1, "u": 1}, {"id": 1, "u": 2}, {"id": 3, "u": 4}]
+
+
+# ---- statements and the shell (the statements hunt) --------------------------------------
+
+def test_a_comment_after_the_last_semicolon_is_no_statement():
+    """sqlglot returns a comment after `;` as a Semicolon node: it was refused as
+    '/* statements are not supported' after the statements before it had run, so a script
+    stopped halfway (the table made, its INSERT never run)."""
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE b (x INT); -- step 2\nINSERT INTO b VALUES (1); -- done")
+    assert ctx.sql("SELECT x FROM b; /* the end */").to_pylist() == [{"x": 1}]
+    cur = pqe.connect().cursor()
+    cur.execute("SELECT 1 AS x; -- done")
+    assert cur.fetchall() == [(1,)]
+    with pytest.raises(pqe.SQLSyntaxError):
+        ctx.sql("-- nothing but a comment")
+
+
+def test_a_byte_order_mark_and_a_parameter_cast_with_colons(tmp_path):
+    """A UTF-8 byte-order mark before the SQL (Windows editors) was a syntax error, and
+    `?::int` was read as Snowflake's `?::` operator (a syntax error)."""
+    import subprocess
+    import sys
+
+    ctx = pqe.Context()
+    got = ctx.sql("\ufeffSELECT ?::int + 1 AS v, ? :: text AS w", [5, 7]).to_pylist()
+    assert got == [{"v": 6, "w": "7"}]
+    with pytest.raises(pqe.SQLSyntaxError) as e:
+        ctx.sql("\ufeffSELECT 1 +")
+    assert (e.value.line, e.value.column) == (1, 11)
+    (tmp_path / "bom.sql").write_bytes(b"\xef\xbb\xbfSELECT 42 AS x;")
+    (tmp_path / "latin1.sql").write_bytes(b"SELECT 'caf\xe9';")
+    run = lambda f: subprocess.run([sys.executable, "-m", "pqe.shell", "--mode", "csv", "-f",  # noqa: E731
+                                    str(tmp_path / f)], capture_output=True, text=True)
+    ok = run("bom.sql")
+    assert ok.returncode == 0 and ok.stdout.split() == ["x", "42"], ok.stderr
+    bad = run("latin1.sql")
+    assert bad.returncode == 1 and "not UTF-8 text" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -480,10 +480,12 @@ def _inputs(kind: str, value: str) -> tuple[Iterable[str], str | None]:
     if value == "-":
         return sys.stdin, None
     try:
-        with open(value) as f:
+        with open(value, encoding="utf-8-sig") as f:  # (a byte-order mark is no SQL)
             return f.read().splitlines(), value
     except OSError as e:
         raise ShellError(f"cannot read {value}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ShellError(f"cannot read {value}: it is not UTF-8 text") from None
 
 
 def main(argv: list[str] | None = None) -> int:

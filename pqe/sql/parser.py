@@ -43,8 +43,10 @@ class PQEDialect(Dialect):
         # statement once the word is its keyword
         # INT8 is 8 bytes, BIGINT, as in PostgreSQL and DuckDB (sqlglot's default reads
         # ClickHouse's 8 bits)
-        KEYWORDS = {**Tokenizer.KEYWORDS, "SUMMARIZE": TokenType.SUMMARIZE,
-                    "INT8": TokenType.BIGINT}
+        # `?::int` is a parameter cast to INT, as in PostgreSQL (sqlglot's default reads
+        # Snowflake's `?::` operator, and the text was a syntax error)
+        KEYWORDS = {**{k: v for k, v in Tokenizer.KEYWORDS.items() if k != "?::"},
+                    "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT}
 
     class Parser(parser.Parser):
         # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison
@@ -342,8 +344,15 @@ def parse(sql: str) -> list[exp.Expression]:
     """Parse one or more `;`-separated statements."""
     if not isinstance(sql, str):
         raise SQLSyntaxError(f"SQL must be a string, got {type(sql).__name__}")
+    # a byte-order mark before the text (editors on Windows save one) is no part of it: a
+    # space keeps every position where it was
+    if sql.startswith("\ufeff"):
+        sql = " " + sql[1:]
     try:
-        statements = sqlglot.parse(sql, read=DIALECT)
+        # (a comment after the last `;` is a Semicolon node of its own, no statement: it was
+        # refused as '/* statements' after the statements before it had run)
+        statements = [s for s in sqlglot.parse(sql, read=DIALECT)
+                      if not isinstance(s, exp.Semicolon)]
     except ParseError as e:
         err = e.errors[0] if e.errors else {}
         desc = err.get("description") or str(e)
