@@ -275,6 +275,12 @@ class Expr:
         spec = ("rows", rows) if rows is not None else ("range", range) if range is not None else None
         if spec is not None and (not isinstance(spec[1], (tuple, list)) or len(spec[1]) != 2):
             raise BindError(f"{spec[0]}= is a (start, end) pair of offsets, e.g. (-1, 0)")
+        if isinstance(partition_by, SortExpr) or (isinstance(partition_by, (list, tuple)) and any(
+                isinstance(p, SortExpr) for p in partition_by)):
+            raise BindError("partition_by= takes columns or expressions, not a sort key "
+                            "(.desc() / .asc() belong in order_by=)")
+        if partition_by is not None and not isinstance(partition_by, (str, Expr, list, tuple)):
+            raise BindError(f"partition_by= takes columns or expressions, not {partition_by!r}")
         pby = [] if partition_by is None else (
             [partition_by] if isinstance(partition_by, (str, Expr)) else list(partition_by))
         oby = [] if order_by is None else (

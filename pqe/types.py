@@ -38,6 +38,9 @@ NULL = pa.null()
 # what casts from text trim around a value: ASCII whitespace, as DuckDB (a no-break space or an
 # ideographic space is part of the text, so '12' followed by U+00A0 is not a number)
 ASCII_SPACE = " \t\n\r\f\v"
+# the largest BIGINT: LIMIT + OFFSET past it is capped there (a sort's k, the rows a partition
+# keeps), never an overflow
+INT64_MAX = (1 << 63) - 1
 
 TRUE_TEXT = ("true", "t", "1", "yes", "y", "on")
 FALSE_TEXT = ("false", "f", "0", "no", "n", "off")

@@ -308,3 +308,71 @@ def test_a_byte_order_mark_and_a_parameter_cast_with_colons(tmp_path):
     bad = run("latin1.sql")
     assert bad.returncode == 1 and "not UTF-8 text" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+# ---- windows, LIMIT and the builder (the windows hunt) -----------------------------------
+
+def _window_table(ctx_kw):
+    import duckdb
+    import pyarrow as pa
+
+    t = pa.table({"id": [1, 2, 3, 4, 5], "x": [10, None, 30, 40, 50]})
+    ctx = pqe.Context(**ctx_kw)
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    return ctx, con
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_window_edge_arguments_answer_as_duckdb(partitions):
+    """A FOLLOWING offset near 2^63 overflowed int64 (count 0 on every row); LAG/LEAD's default
+    was converted by Arrow (2.5 cut to 2 for a BIGINT, 5 refused for text); NULL as a window
+    key or argument failed ('not_equal' has no kernel for (null, null)); LIMIT + OFFSET past
+    BIGINT failed ('Python int too large to convert to C long')."""
+    ctx, con = _window_table({"partitions": partitions})
+    big = 9223372036854775807
+    for sql in [
+        f"SELECT id, count(*) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND {big} FOLLOWING) c "
+        f"FROM t ORDER BY id",
+        f"SELECT id, sum(x) OVER (ORDER BY id GROUPS BETWEEN UNBOUNDED PRECEDING AND {big - 1} "
+        f"FOLLOWING) c FROM t ORDER BY id",
+        f"SELECT id, sum(x) OVER (ORDER BY id ROWS BETWEEN {big} PRECEDING AND {big} FOLLOWING) c "
+        f"FROM t ORDER BY id",
+        "SELECT id, lag(x, 1, 2.5) OVER (ORDER BY id) a, lead(x, 1, -2.7) OVER (ORDER BY id) b "
+        "FROM t ORDER BY id",
+        "SELECT id, lag(CAST(x AS VARCHAR), 1, 5) OVER (ORDER BY id) a, "
+        "lag(x, 1, true) OVER (ORDER BY id) b, lag(x, 1, '7') OVER (ORDER BY id) c FROM t ORDER BY id",
+        "SELECT id, sum(x) OVER (ORDER BY NULL) s, row_number() OVER (PARTITION BY NULL ORDER BY id) r, "
+        "max(NULL) OVER (PARTITION BY id % 2) m, count(NULL) OVER () c FROM t ORDER BY id",
+        f"SELECT id FROM t ORDER BY id LIMIT {big} OFFSET 2",
+        f"SELECT count(*) FROM (SELECT id FROM t LIMIT {big} OFFSET 1) s",
+    ]:
+        got = [tuple(d.values()) for d in ctx.sql(sql).to_pylist()]
+        assert got == con.sql(sql).fetchall(), sql
+
+
+def test_fractional_window_arguments_are_refused():
+    """NTILE(2.5), LAG(x, 1.5) and NTH_VALUE(x, 1.9) ran as 2, 1 and 1 (DuckDB refuses them);
+    the builder took fractional, infinite and NaN frame offsets and fractional counts."""
+    from pqe import col
+
+    ctx, _ = _window_table({})
+    for sql in ("SELECT ntile(2.5) OVER (ORDER BY id) FROM t",
+                "SELECT lag(x, 1.5) OVER (ORDER BY id) FROM t",
+                "SELECT nth_value(x, 1.9) OVER (ORDER BY id) FROM t"):
+        with pytest.raises(pqe.Error, match="must be an integer"):
+            ctx.sql(sql)
+    t = ctx.table("t")
+    for frame in ({"rows": (-1.5, 0)}, {"rows": (float("inf"), None)},
+                  {"rows": (float("nan"), 0)}, {"range": (float("nan"), 0)}):
+        with pytest.raises(pqe.Error):
+            t.select(pqe.count().over(order_by="id", **frame).alias("c")).to_pylist()
+    for call in (lambda: pqe.lag("x", 1.7), lambda: pqe.ntile(2.9)):
+        with pytest.raises(pqe.Error, match="must be an integer"):
+            t.select(call().over(order_by="id").alias("c")).to_pylist()
+    with pytest.raises(pqe.Error, match="sort key"):
+        t.select(pqe.row_number().over(partition_by=col("x").desc(), order_by="id").alias("r"))
+    # a default is cast as CAST casts it (a DOUBLE's tie to even, as DuckDB): 3.5 was cut to 3
+    got = t.select(pqe.lag("x", 1, 3.5).over(order_by="id").alias("a")).to_pylist()
+    assert got[0] == {"a": 4}

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..physical.plan import Bound, WindowSpec  # the specs the planner makes
+from ..plan.expr import Expr
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from . import decimals
@@ -52,7 +53,7 @@ def _changed(col) -> np.ndarray:
         col = col.combine_chunks()
     n = len(col)
     out = np.zeros(n, dtype=bool)
-    if n <= 1:
+    if n <= 1 or pa.types.is_null(col.type):  # (NULL keys: every row a peer)
         out[:1] = True
         return out
     a, b = col.slice(1), col.slice(0, n - 1)
@@ -242,7 +243,9 @@ def _frame(spec: WindowSpec, idx, c):
         if spec.mode == "groups":
             return _groups_bound(b, is_start, c)
         if spec.mode == "rows":
-            off = int(b.offset)
+            # (an offset past every row is as far as one just past them: 2^63 - 1 FOLLOWING
+            # overflowed int64 and gave empty frames)
+            off = min(int(b.offset), len(idx) + 1)
             pos = idx - off if b.kind == "preceding" else idx + off
             pos = pos if is_start else pos + 1
             return np.clip(pos, seg_start, seg_end)
@@ -266,7 +269,7 @@ def _groups_bound(b: Bound, is_start: bool, c):
     starts = np.flatnonzero(peer_flags).astype(np.int64)
     ends = np.append(starts[1:], n)
     first, last = group[seg_start], group[seg_end - 1]
-    off = int(b.offset)
+    off = min(int(b.offset), n + 1)  # (past every group: no int64 overflow)
     target = group - off if b.kind == "preceding" else group + off
     inside = np.clip(target, 0, len(starts) - 1)
     pos = (starts if is_start else ends)[inside]
@@ -608,13 +611,20 @@ def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     if len(col) == 0:
         return pa.nulls(0, dtype)
     vals = pc.take(col, pa.array(safe))
-    fill = pa.scalar(default, dtype) if default is not None else pa.scalar(None, vals.type)
+    if isinstance(default, Expr):  # a LAG/LEAD default cast as CAST casts it (2.5 -> 3, 5 -> '5')
+        from .expressions import evaluate_array
+
+        fill = evaluate_array(default)[0].cast(vals.type)
+    else:
+        fill = pa.scalar(default, dtype) if default is not None else pa.scalar(None, vals.type)
     return pc.if_else(pa.array(valid), vals, fill)
 
 
 def _frame_aggregate(col, spec: WindowSpec, pieces, c) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if pa.types.is_null(col.type):  # max(NULL) OVER (...): every value NULL, of some type
+        col = pa.nulls(len(col), pa.int8())
     fn = spec.fn
     valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
     counts = _prefix(valid.astype(np.int64))

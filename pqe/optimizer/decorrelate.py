@@ -523,7 +523,7 @@ def _top_n_per_domain(plan: LogicalPlan, dfields, keys, fetch: int | None,
     ranked = Window(plan, (call,), (rn,))
     conds = [B.compare("gt", ColumnRef(rn), Literal(offset, T.INT64))]
     if fetch is not None:
-        conds.append(B.compare("le", ColumnRef(rn), Literal(offset + fetch, T.INT64)))
+        conds.append(B.compare("le", ColumnRef(rn), Literal(min(offset + fetch, T.INT64_MAX), T.INT64)))
     kept = Filter(ranked, and_(conds))
     return Project(kept, tuple(ColumnRef(f) for f in plan.schema), plan.schema)
 

@@ -581,7 +581,7 @@ class PhysicalPlanner:
     def _limit(self, node: L.Limit) -> PhysicalPlan:
         child = self.plan(node.input)
         if child.n > 1 and node.fetch is not None:
-            child = LimitExec(child.schema, child.n, child.dist, child, node.fetch + node.offset, 0)
+            child = LimitExec(child.schema, child.n, child.dist, child, min(node.fetch + node.offset, T.INT64_MAX), 0)
         child = self._gather(child)
         return LimitExec(node.schema, 1, SINGLE, child, node.fetch, node.offset)
 

@@ -98,6 +98,10 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
             if pa.types.is_float32(dtype) and math.isfinite(f) and abs(f) > _REAL_MAX:
                 return None  # past REAL's range: the cast's kernel raises (or TRY_CAST: NULL)
             return Literal(f, dtype)
+        if T.is_integer(dtype) and isinstance(v, float) and math.isfinite(v):
+            v = round(v)  # ties to even, as the kernels cast a DOUBLE (and DuckDB does)
+        elif T.is_integer(dtype) and isinstance(v, decimal.Decimal) and v.is_finite():
+            v = int(v.quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_UP))  # (away)
         if T.is_integer(dtype) and isinstance(v, int) and not isinstance(v, bool):
             info = pa.scalar(v, dtype)  # raises when out of range
             return Literal(info.as_py(), dtype)
@@ -635,20 +639,42 @@ def window_consts(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple]:
     value arguments, as the SQL binder does."""
     from ..errors import UnsupportedError
 
-    def const(e: Expr, what: str):
+    def const(e: Expr, what: str, whole: bool = True):
         if not isinstance(e, Literal):
             raise UnsupportedError(f"{name.upper()} {what} must be a constant")
+        if whole:
+            check_whole(e, f"{name.upper()} {what}")
         return e.value
 
     if name == "ntile":
         return [], (const(args[0], "bucket count"),)
     if name in ("lag", "lead"):
         offset = const(args[1], "offset") if len(args) > 1 else 1
-        default = const(args[2], "default") if len(args) > 2 else None
+        default = const(args[2], "default", whole=False) if len(args) > 2 else None
         return [args[0]], (offset, default)
     if name == "nth_value":
         return [args[0]], (const(args[1], "position"),)
     return list(args), ()
+
+
+def check_whole(e: Literal, what: str) -> None:
+    """NTILE's count, LAG/LEAD's offset, NTH_VALUE's position: an integer (2.5 was cut to 2;
+    DuckDB has no NTILE(DECIMAL) either). NULL passes (the functions answer NULL)."""
+    from ..errors import TypeMismatchError
+
+    if e.value is None or T.is_null(e.dtype):
+        return
+    if not T.is_integer(e.dtype) and not (T.is_decimal(e.dtype) and e.dtype.scale == 0):
+        raise TypeMismatchError(f"{what} must be an integer, not {T.type_name(e.dtype)} "
+                                f"{e.value!r}")
+
+
+def lag_default(default: Expr, dtype: pa.DataType):
+    """LAG/LEAD's default in the function's type, as CAST converts it (2.5 -> 3 for a BIGINT,
+    5 -> '5' for text; Arrow's scalar conversion cut 2.5 to 2 and refused 5 for text): the
+    value when the cast folds, else the cast, evaluated by the window kernel."""
+    out = cast(default, dtype)
+    return out.value if isinstance(out, Literal) else out
 
 
 def check_frame(frame, order_by: Sequence) -> None:
@@ -681,9 +707,7 @@ def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] 
     value_args, consts = window_consts(name, args)
     _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
     if name in ("lag", "lead") and len(args) > 2 and consts[1] is not None:
-        default = cast(args[2], dtype)
-        if isinstance(default, Literal):
-            consts = (consts[0], default.value)
+        consts = (consts[0], lag_default(args[2], dtype))
     return WindowCall(name, tuple(value_args), tuple(partition_by), tuple(order_by), frame,
                       dtype, consts)
 
@@ -728,6 +752,11 @@ def frame(mode: str, start, end):
             return FrameBound("unbounded_preceding" if side == "start" else "unbounded_following")
         if isinstance(v, bool) or not isinstance(v, (int, decimal.Decimal, float)):
             raise BindError(f"a window frame bound is an offset (int) or None, not {v!r}")
+        if not isinstance(v, int) and not (math.isfinite(v) if isinstance(v, float)
+                                           else v.is_finite()):
+            raise BindError(f"a window frame bound is a finite offset, not {v!r}")
+        if mode == "rows" and not isinstance(v, int):
+            raise BindError(f"ROWS frame offsets are integers (rows), not {v!r}")
         if v == 0:
             return FrameBound("current")
         n = abs(v)

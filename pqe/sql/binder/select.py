@@ -295,7 +295,7 @@ class SelectMixin:
             return plan
 
         if isinstance(plan, Sort) and fetch is not None and plan.fetch is None:
-            plan = B.sort(plan.input, plan.keys, fetch + skip)
+            plan = B.sort(plan.input, plan.keys, min(fetch + skip, T.INT64_MAX))
             if skip == 0:
                 return plan
         return B.limit(plan, fetch, skip)
@@ -328,7 +328,7 @@ class SelectMixin:
         width = len(plan.schema)
         calls = [("rank", True)] + ([("row_number", True)] if skip else [])
         window, fields, keys = self._ranked(plan, calls)
-        pred = B.compare("le", ColumnRef(fields[0]), lit(fetch + skip))
+        pred = B.compare("le", ColumnRef(fields[0]), lit(min(fetch + skip, T.INT64_MAX)))
         if skip:
             pred = B.call("and", pred, B.compare("gt", ColumnRef(fields[1]), lit(skip)))
         return self._finish_ranked(B.filter(window, pred), width, keys)

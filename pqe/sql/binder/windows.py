@@ -100,7 +100,7 @@ class WindowMixin:
             value_args, consts = window_consts(name, args)
             _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
             if name in ("lag", "lead") and len(consts) > 1 and consts[1] is not None:
-                consts = (consts[0], B.cast(args[2], dtype).value if isinstance(B.cast(args[2], dtype), Literal) else consts[1])
+                consts = (consts[0], B.lag_default(args[2], dtype))
             if filt is not None:
                 raise UnsupportedError(f"FILTER on {name} is not supported")
             B.check_frame(frame, oby)
@@ -143,6 +143,7 @@ def window_consts(name: str, args: list) -> tuple[list, tuple]:
     def const(e, what: str):
         if not isinstance(e, Literal):
             raise UnsupportedError(f"{name.upper()} {what} must be a constant")
+        B.check_whole(e, f"{name.upper()} {what}")
         if isinstance(e.value, int) and not isinstance(e.value, bool):
             checked_int(e.value, f"{name.upper()} {what}")
         elif isinstance(e.value, decimal.Decimal) and T.is_decimal(e.dtype) and e.dtype.scale == 0:
