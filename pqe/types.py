@@ -233,7 +233,11 @@ def arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
             return decimal(max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale)
         if op == "multiply":
             if a.scale + b.scale > MAX_DECIMAL_PRECISION:
-                return FLOAT64
+                # (it was a DOUBLE: 17 digits of 37 kept, silently; DuckDB refuses it too)
+                raise TypeMismatchError(
+                    f"{type_name(a)} * {type_name(b)} needs scale {a.scale + b.scale}, past "
+                    f"DECIMAL's {MAX_DECIMAL_PRECISION}: cast an operand to a smaller scale "
+                    f"(or to DOUBLE)")
             return decimal(a.precision + b.precision, a.scale + b.scale)
         if op == "modulo":
             return _decimal_union(a, b)

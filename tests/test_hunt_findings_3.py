@@ -376,3 +376,18 @@ def test_fractional_window_arguments_are_refused():
     # a default is cast as CAST casts it (a DOUBLE's tie to even, as DuckDB): 3.5 was cut to 3
     got = t.select(pqe.lag("x", 1, 3.5).over(order_by="id").alias("a")).to_pylist()
     assert got[0] == {"a": 4}
+
+
+def test_a_decimal_product_past_scale_38_is_an_error_not_a_double():
+    """DECIMAL(38,20) * DECIMAL(38,20) became a DOUBLE: 12345678901234567.123... * 1 kept 17
+    digits and still compared equal to the operand (README: DECIMAL arithmetic is exact;
+    DuckDB refuses the product)."""
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE m (a DECIMAL(38,20), b DECIMAL(38,20))")
+    ctx.sql("INSERT INTO m VALUES (12345678901234567.12345678901234567891, 1)")
+    with pytest.raises(pqe.TypeMismatchError, match="scale 40"):
+        ctx.sql("SELECT a * b FROM m")
+    import decimal
+
+    got = ctx.sql("SELECT a * CAST(b AS DECIMAL(18,0)) AS p FROM m").to_pylist()
+    assert got == [{"p": decimal.Decimal("12345678901234567.12345678901234567891")}]
