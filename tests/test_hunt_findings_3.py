@@ -391,3 +391,23 @@ def test_a_decimal_product_past_scale_38_is_an_error_not_a_double():
 
     got = ctx.sql("SELECT a * CAST(b AS DECIMAL(18,0)) AS p FROM m").to_pylist()
     assert got == [{"p": decimal.Decimal("12345678901234567.12345678901234567891")}]
+
+
+@pytest.mark.parametrize("sql, where", [
+    ("SELECT id FROM t ORDER BY id DESC LIMIT 1 UNION ALL SELECT id FROM t", (1, 27)),
+    ("SELECT 1 UNION SELECT 2 LIMIT 1 UNION SELECT 3", (1, 31)),
+    ("SELECT 1 EXCEPT SELECT 2 OFFSET 1 INTERSECT SELECT 3", (1, 33)),
+])
+def test_order_or_limit_inside_a_set_operand_needs_parentheses(sql, where):
+    """`SELECT ... ORDER BY id DESC LIMIT 1 UNION ALL SELECT ...` ran as if the first SELECT
+    were parenthesized (5, 1, 2); PostgreSQL, DuckDB and SQLite reject the text."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"id": [1, 2, 3]}))
+    with pytest.raises(pqe.SQLSyntaxError, match="needs parentheses") as e:
+        ctx.sql(sql)
+    assert (e.value.line, e.value.column) == where
+    ok = ctx.sql("(SELECT id FROM t ORDER BY id DESC LIMIT 1) UNION ALL "
+                 "SELECT id FROM t ORDER BY 1 LIMIT 2").to_pylist()
+    assert ok == [{"id": 1}, {"id": 2}]

@@ -179,8 +179,28 @@ def parse_statements(sql: str, params: Sequence[Any] | None = None) -> list[Pars
             out.append(ParsedStatement(inner[0], mode))
         else:
             out.append(ParsedStatement(ast))
+    for p in out:
+        _check_set_operands(sql, p.ast)
     _bind_parameters(sql, [p.ast for p in out], params)
     return out
+
+
+def _check_set_operands(sql: str, ast: exp.Expression) -> None:
+    """`SELECT ... ORDER BY x LIMIT 1 UNION ALL SELECT ...`: an operand of UNION / INTERSECT /
+    EXCEPT with its own ORDER BY, LIMIT or OFFSET needs parentheses (PostgreSQL, DuckDB and
+    SQLite reject the text); sqlglot read it as if they were there, an answer the user may
+    not have meant."""
+    for node in ast.find_all(exp.SetOperation):
+        for side in (node.this, node.expression):
+            if isinstance(side, (exp.Select, exp.SetOperation)):
+                for key in ("order", "limit", "offset"):
+                    clause = side.args.get(key)
+                    if clause is not None:
+                        where = node_position(sql, clause) or (None, None)
+                        word = {"order": "ORDER BY"}.get(key, key.upper())
+                        raise SQLSyntaxError(f"{word} inside an operand of "
+                                             f"{node.key.upper()} needs parentheses around "
+                                             f"that SELECT", *where)
 
 
 def _check_create_body(sql: str, ast: exp.Command, after: int) -> int:
