@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from . import types as T
 from .errors import AggregateMisuseError, BindError, UnsupportedError
 from .extras import require
 from .expressions import Expr, Resolver, SortExpr, _sort_key, to_expr
@@ -146,7 +147,10 @@ class DataFrame:
 
     def to_pylist(self) -> list[dict]:
         """The result as a list of row dicts (runs the query)."""
-        return self.to_arrow().to_pylist()
+        t = self.to_arrow()
+        cols = [T.python_values(c, n) for c, n in zip(t.columns, t.column_names, strict=True)]
+        return [dict(zip(t.column_names, row, strict=True)) for row in zip(*cols)] \
+            if cols else [{} for _ in range(t.num_rows)]
 
     def count(self) -> int:
         """The number of rows (runs a count of the query)."""
@@ -674,8 +678,6 @@ def _function_name(fn) -> str:
 def _declared_schema(schema: Any) -> pa.Schema:
     """map_batches(schema=...): a pyarrow Schema, a {name: type} dict or (name, type) pairs,
     in engine types (types as Expr.cast takes them)."""
-    from . import types as T
-
     if isinstance(schema, pa.Schema):
         pairs = [(f.name, f.type) for f in schema]
     elif isinstance(schema, dict):

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from . import types as T
 from .errors import (DatabaseError, DataError, Error, IntegrityError, InterfaceError,
                      InternalError, NotSupportedError, OperationalError, ProgrammingError,
                      Warning)
@@ -142,7 +143,8 @@ class Cursor:
         if self._rows is None:
             if self._table is None:
                 raise ProgrammingError("no result set: execute a query first")
-            cols = [c.to_pylist() for c in self._table.columns]
+            cols = [T.python_values(c, n) for c, n in zip(self._table.columns,
+                                                          self._table.column_names, strict=True)]
             self._rows = list(zip(*cols)) if cols else []
         return self._rows
 
@@ -213,8 +215,6 @@ ROWID = _TypeSet()
 
 
 def _type_code(t: pa.DataType) -> str:
-    from . import types as T
-
     name = T.type_name(t)
     return "DECIMAL" if name.startswith("DECIMAL") else name
 

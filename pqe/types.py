@@ -311,11 +311,29 @@ def parse_type(spec: str | pa.DataType) -> pa.DataType:
             raise TypeMismatchError(f"invalid type {text!r}: the precision of FLOAT must be "
                                     f"between 1 and 53")
         return FLOAT32 if bits <= 24 else FLOAT64
+    m = re.fullmatch(r"(timestamp|datetime)\s*\(\s*(\d+)\s*\)", text.lower())
+    if m and int(m.group(2)) < 6:
+        # (it was read as TIMESTAMP: .987654 kept where DuckDB rounds to the precision)
+        raise UnsupportedError(f"type {text} is not supported: pqe's TIMESTAMP keeps "
+                               f"microseconds (precision 6)")
     key = re.sub(r"\s*\(\s*\d+\s*\)\s*$", "", text.lower())  # VARCHAR(25) -> varchar
     key = re.sub(r"\s+", " ", key)
     if key in _NAMED:
         return _NAMED[key]
     raise UnsupportedError(f"unknown or unsupported type {spec!r}")
+
+
+def python_values(column, name: str) -> list:
+    """A result column as Python values; a value Python cannot hold (a DATE or TIMESTAMP past
+    year 9999, which date arithmetic can reach) is a one-line error naming the column, not
+    Python's OverflowError."""
+    from .errors import ExecutionError
+
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError) as e:
+        raise ExecutionError(f"column {name!r} holds a value Python cannot represent ({e}); "
+                             f"read it with to_arrow()") from None
 
 
 def plain_value(value: object) -> object:

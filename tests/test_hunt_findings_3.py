@@ -411,3 +411,53 @@ def test_order_or_limit_inside_a_set_operand_needs_parentheses(sql, where):
     ok = ctx.sql("(SELECT id FROM t ORDER BY id DESC LIMIT 1) UNION ALL "
                  "SELECT id FROM t ORDER BY 1 LIMIT 2").to_pylist()
     assert ok == [{"id": 1}, {"id": 2}]
+
+
+def test_timestamp_precision_below_microseconds_is_refused_not_ignored():
+    """TIMESTAMP(0) / TIMESTAMP(3) were read as TIMESTAMP: .987654 kept where DuckDB and
+    PostgreSQL round to the declared precision."""
+    ctx = pqe.Context()
+    for sql in ("SELECT CAST('2024-01-01 01:02:03.987654' AS TIMESTAMP(0))",
+                "CREATE TABLE t (x TIMESTAMP(3))"):
+        with pytest.raises(pqe.UnsupportedError, match="TIMESTAMP"):
+            ctx.sql(sql)
+    import datetime
+
+    got = ctx.sql("SELECT CAST('2024-01-01 01:02:03.987654' AS TIMESTAMP(6)) AS t").to_pylist()
+    assert got == [{"t": datetime.datetime(2024, 1, 1, 1, 2, 3, 987654)}]
+
+
+def test_interval_plus_interval_adds_by_part():
+    """INTERVAL + INTERVAL was an InternalError (the timestamp path read `.unit` of an
+    interval) or 'Unsupported cast from month_day_nano_interval to date32'."""
+    import duckdb
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    for sql in ("SELECT DATE '2020-01-01' + (INTERVAL '1 day' + INTERVAL '2 hours') AS a",
+                "SELECT TIMESTAMP '2020-01-31 00:00' + (INTERVAL '1 month' - INTERVAL '1 day') AS a",
+                "SELECT TIMESTAMP '2020-01-01 00:00' + (INTERVAL '1 year' + INTERVAL '2 months') AS a"):
+        assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == duckdb.sql(sql).fetchall()
+    got = ctx.sql("SELECT INTERVAL '1 day' - INTERVAL '2 hours' AS a").to_arrow()
+    assert got.column("a")[0].as_py() == pa.MonthDayNano([0, 1, -2 * 3600 * 10**9])
+
+
+def test_a_date_past_9999_is_a_clear_error_where_python_values_are_asked_for():
+    """DATE '9999-12-31' + 1 is 10000-01-01 in Arrow; to_pylist(), DB-API fetchall() and the
+    shell raised Python's OverflowError ('Internal error: OverflowError' in pqe-sql)."""
+    import subprocess
+    import sys
+
+    sql = "SELECT DATE '9999-12-31' + 1 AS d"
+    ctx = pqe.Context()
+    d = ctx.sql(sql).to_arrow().column("d")
+    assert d.cast("string").to_pylist() == ["10000-01-01"]
+    with pytest.raises(pqe.Error, match="column 'd'"):
+        ctx.sql(sql).to_pylist()
+    cur = pqe.connect().cursor()
+    cur.execute(sql)
+    with pytest.raises(pqe.Error, match="column 'd'"):
+        cur.fetchall()
+    out = subprocess.run([sys.executable, "-m", "pqe.shell", "-c", sql], capture_output=True,
+                         text=True)
+    assert out.returncode == 1 and "column 'd'" in out.stderr and "Internal" not in out.stderr

@@ -305,6 +305,18 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
             return scalar(None if k is None else pa.MonthDayNano(
                 [v.months * k, v.days * k, v.nanoseconds * k]), T.INTERVAL)
         raise UnsupportedError("INTERVAL (expression) is only supported with constants")
+    if T.is_interval(a.dtype) and T.is_interval(b.dtype):  # INTERVAL +/- INTERVAL, by part
+        if not (isinstance(a, Literal) and isinstance(b, Literal)):
+            raise UnsupportedError("adding or subtracting non-constant intervals is not "
+                                   "supported")
+        if a.value is None or b.value is None:
+            return null_of(T.INTERVAL)
+        k = -1 if e.fn == "subtract" else 1
+        parts = [a.value.months + k * b.value.months, a.value.days + k * b.value.days,
+                 a.value.nanoseconds + k * b.value.nanoseconds]
+        if any(abs(v) >= 2 ** 31 for v in parts[:2]) or abs(parts[2]) >= 2 ** 63:
+            raise ExecutionError("interval out of range")
+        return scalar(pa.MonthDayNano(parts), T.INTERVAL)
     if e.fn == "add" and T.is_temporal(b.dtype):
         a, b = b, a
     sign = -1 if e.fn == "subtract" else 1

@@ -25,6 +25,8 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 from rich import box
+
+from .. import types as T
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -112,7 +114,7 @@ def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[list[Any]]:
     """Rows as lists, a batch at a time, so big results are not all turned into Python at once."""
     names = table.column_names
     for batch in table.to_batches(max_chunksize=batch_rows):
-        columns = [batch.column(i).to_pylist() for i in range(len(names))]
+        columns = [T.python_values(batch.column(i), names[i]) for i in range(len(names))]
         yield from (list(r) for r in zip(*columns, strict=True))
 
 
@@ -272,7 +274,7 @@ class Renderer:
         names = table.column_names
         labels = [type_label(f.type) if types else None for f in table.schema]
         cols = [[[format_value(v).translate(_ESCAPES) if v is not None else None
-                  for v in part.column(i).to_pylist()] for part in shown]
+                  for v in T.python_values(part.column(i), names[i])] for part in shown]
                 for i in range(len(names))]
         keep = self._fit_columns(names, cols, width, labels)
         t = Table(box=style, header_style="bold", show_edge=True, pad_edge=True)
