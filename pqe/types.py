@@ -94,6 +94,11 @@ def is_interval(t: pa.DataType) -> bool:
     return pa.types.is_interval(t)
 
 
+def is_nested(t: pa.DataType) -> bool:
+    """LIST, STRUCT or MAP (and Arrow's other nested layouts)."""
+    return pa.types.is_nested(t)
+
+
 def normalize(t: pa.DataType) -> pa.DataType:
     """The engine-internal type for a type found in user data (text -> `string`)."""
     if is_text(t):

@@ -461,3 +461,29 @@ def test_a_date_past_9999_is_a_clear_error_where_python_values_are_asked_for():
     out = subprocess.run([sys.executable, "-m", "pqe.shell", "-c", sql], capture_output=True,
                          text=True)
     assert out.returncode == 1 and "column 'd'" in out.stderr and "Internal" not in out.stderr
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT l, count(*) FROM t GROUP BY l", "SELECT DISTINCT s FROM t",
+    "SELECT l FROM t UNION SELECT l FROM t", "SELECT count(DISTINCT l) FROM t",
+    "SELECT l FROM t ORDER BY l", "SELECT * FROM t a JOIN t b ON a.l = b.l",
+    "SELECT l FROM t INTERSECT SELECT l FROM t", "SELECT min(l), max(s) FROM t",
+    "SELECT any_value(l) FROM t", "SELECT [1, 2] = [1, 2]",
+    "SELECT list_contains([[1], [2]], [2])", "SELECT nullif(l, l) FROM t",
+    "SELECT row_number() OVER (PARTITION BY l ORDER BY id) FROM t",
+    "SELECT m, count(*) FROM t GROUP BY m", "SELECT l FROM t WHERE l IN (SELECT l FROM t)",
+])
+def test_nested_values_as_keys_are_refused_by_name(sql):
+    """LIST/STRUCT/MAP values as group, sort, join or window keys and in comparisons passed
+    the binder and failed in Arrow's kernels ('Keys of type list<item: int64>', 'has no
+    kernel matching'): refused naming the construct, on every partitioning."""
+    import pyarrow as pa
+
+    t = pa.table({"id": [1, 2, 3], "l": [[1, 2], [1, 2], [3]], "s": [{"f": 1}, {"f": 1}, {"f": 2}],
+                  "m": pa.array([[("a", 1)], [("a", 1)], [("b", 2)]],
+                                pa.map_(pa.string(), pa.int64()))})
+    for partitions in (1, 3):
+        ctx = pqe.Context(partitions=partitions)
+        ctx.register_arrow("t", t)
+        with pytest.raises(pqe.UnsupportedError, match="LIST|STRUCT|MAP"):
+            ctx.sql(sql).to_arrow()

@@ -174,9 +174,10 @@ class PhysicalPlanner:
         method = self._METHODS.get(type(node))
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
-        refused = _interval_keys(node)
-        if refused is not None:
-            raise UnsupportedError(f"{refused} of INTERVAL values is not supported")
+        for kind, test in (("INTERVAL", T.is_interval), ("LIST, STRUCT or MAP", T.is_nested)):
+            refused = _keys_of_type(node, test)
+            if refused is not None:
+                raise UnsupportedError(f"{refused} of {kind} values is not supported")
         out = method(self, node)
         if isinstance(node, L.Aggregate):  # (read by _build_text_encoded)
             rows, step = self.est.rows(node.input), out
@@ -1326,13 +1327,15 @@ def balance(units, n: int) -> tuple[tuple[ScanUnit, ...], ...]:
     return tuple(parts)
 
 
-def _interval_keys(node: L.LogicalPlan) -> str | None:
-    """What `node` would group, order, join or partition by INTERVAL values, if anything.
-    Arrow compares an interval as its (months, days, nanoseconds) triple, DuckDB as one
-    length (a month is 30 days, a day 24 hours): '1 month' and '30 days' would be two groups
-    where DuckDB has one, so these are refused rather than answered differently."""
+def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
+    """What `node` would group, order, join or partition by values whose type passes `test`,
+    if anything. INTERVAL: Arrow compares an interval as its (months, days, nanoseconds)
+    triple, DuckDB as one length (a month is 30 days, a day 24 hours): '1 month' and '30
+    days' would be two groups where DuckDB has one, so these are refused rather than answered
+    differently. LIST, STRUCT, MAP: Arrow's group-by, sort and join kernels take none (their
+    messages named kernels, not the SQL)."""
     def iv(e) -> bool:
-        return T.is_interval(e.dtype)
+        return test(e.dtype)
 
     if isinstance(node, L.Aggregate):
         if any(iv(g) for g in node.group):
@@ -1340,7 +1343,8 @@ def _interval_keys(node: L.LogicalPlan) -> str | None:
         for a in node.aggs:
             if a.distinct and any(iv(x) for x in a.args):
                 return f"{a.fn.upper()}(DISTINCT ...)"
-            if a.fn in ("min", "max") and any(iv(x) for x in a.args):
+            if a.fn in ("min", "max", "any_value", "arg_min", "arg_max") and \
+                    any(iv(x) for x in a.args):
                 return f"{a.fn.upper()}"
             if any(iv(k.expr) for k in a.order_by):
                 return "ORDER BY inside an aggregate"

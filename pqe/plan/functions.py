@@ -139,6 +139,8 @@ def _compare(fn, ts):
             f"cannot compare {T.type_name(a)} with {T.type_name(b)}")
     if T.is_interval(common):  # (a month is not a number of days: no kernel orders them)
         raise UnsupportedError("comparing INTERVAL values is not supported")
+    if T.is_nested(common):  # (Arrow has no comparison kernel for them)
+        raise UnsupportedError(f"comparing {T.type_name(common)} values is not supported")
     return (common, common), T.BOOLEAN
 
 
@@ -433,6 +435,9 @@ def _list_contains(fn, ts):
     if common is None:
         raise TypeMismatchError(f"LIST_CONTAINS: cannot look for a {T.type_name(x)} in a "
                                 f"{T.type_name(a)}")
+    if T.is_nested(common):
+        raise UnsupportedError(f"LIST_CONTAINS of {T.type_name(common)} values is not "
+                               f"supported (comparing them is not)")
     return (pa.list_(common), common), T.BOOLEAN
 
 
