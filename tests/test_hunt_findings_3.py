@@ -487,3 +487,28 @@ def test_nested_values_as_keys_are_refused_by_name(sql):
         ctx.register_arrow("t", t)
         with pytest.raises(pqe.UnsupportedError, match="LIST|STRUCT|MAP"):
             ctx.sql(sql).to_arrow()
+
+
+def test_a_double_as_text_reads_as_duckdb_writes_it():
+    """CAST(1.0::DOUBLE AS VARCHAR) was '1' (DuckDB '1.0'), -0.0 was '-0', 1e-7 was '1e-7' and
+    Arrow switched to exponents elsewhere than DuckDB (6.48e+10 for 64824929781.87813), so
+    text made of doubles (x || '') differed silently."""
+    import random
+
+    import duckdb
+    import pyarrow as pa
+
+    random.seed(3)
+    values = [1.0, -0.0, 0.0, 1e-7, 1e20, 1e16, 1e15, 1e-4, 1e-5, float("inf"), float("-inf"),
+              float("nan"), 5e-324, 1.7976931348623157e308, 100.0, None, 64824929781.87813]
+    values += [random.uniform(-1e6, 1e6) for _ in range(500)]
+    values += [10.0 ** random.randint(-30, 30) * random.random() for _ in range(500)]
+    t = pa.table({"v": pa.array(values, pa.float64())})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    sql = "SELECT CAST(v AS VARCHAR) AS a, TRY_CAST(v AS VARCHAR) AS b, v || '' AS c FROM t"
+    assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()
+    got = ctx.sql("SELECT CAST(2.0::REAL AS TEXT) AS a, CAST(1e-7::REAL AS TEXT) AS b").to_pylist()
+    assert got == [{"a": "2.0", "b": "1e-07"}]

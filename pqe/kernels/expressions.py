@@ -1108,6 +1108,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         return x.cast(dst, safe=False)
     if T.is_decimal(src) and T.is_text(dst):
         return _decimal_text(x, src)
+    if T.is_floating(src) and T.is_text(dst):
+        return _call("pqe_real_text" if pa.types.is_float32(src) else "pqe_float_text", [x])
     if T.is_decimal(src) and T.is_floating(dst):
         # Arrow scales the unscaled integer by an inexact power of ten (DECIMAL(38,10) 99.99
         # became 99.99000000000001, unequal to the DOUBLE 99.99 a DECIMAL(4,2) gave, so
@@ -1674,6 +1676,8 @@ def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
         return _temporal_text(x)
     if T.is_decimal(src) and T.is_text(dst):
         return _decimal_text(x, src)
+    if T.is_floating(src) and T.is_text(dst):
+        return _call("pqe_real_text" if pa.types.is_float32(src) else "pqe_float_text", [x])
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):
         return utc(x, src).cast(dst, safe=False)
     return x.cast(dst, safe=False)

@@ -181,6 +181,42 @@ _register("pqe_fmod", fmod, {"x": pa.float64(), "y": pa.float64()}, pa.float64()
           "The floating-point remainder of x / y with the sign of x (C fmod)")
 
 
+def float_text(ctx, x):
+    """DOUBLE -> VARCHAR as DuckDB writes it, which is Python's repr (the shortest digits that
+    read back, `1.0`, `-0.0`, `1e-07`, scientific below 1e-4 and from 1e16): Arrow wrote `1`,
+    `-0`, `1e-7` and switches to exponents elsewhere (`6.48e+10`). Arrow's text is kept where
+    it already reads as repr (padded exponents, `.0` added); only the rows whose notation
+    differs are formatted by numpy (its shortest repr, in C)."""
+    if isinstance(x, pa.Scalar):
+        x = pa.array([x.as_py()], x.type)
+    elif isinstance(x, pa.ChunkedArray):
+        x = x.combine_chunks()
+    text = pc.cast(x, pa.string())
+    text = pc.replace_substring_regex(text, r"e([+-])(\d)$", r"e\10\2")  # (RE2: \1, then 0)
+    whole = pc.match_substring_regex(text, r"^-?\d+$")
+    text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    if x.type != pa.float64():
+        # a REAL keeps Arrow's shortest float32 digits (DuckDB's own notation for REAL was not
+        # matched value for value; the `.0` and the two-digit exponent are)
+        return text
+    size = pc.abs(x)
+    finite_nonzero = pc.and_(pc.is_finite(x), pc.not_equal(x, 0.0))
+    python_sci = pc.and_(finite_nonzero, pc.or_(pc.less(size, 1e-4),
+                                                 pc.greater_equal(size, 1e16)))
+    arrow_sci = pc.match_substring(text, "e")
+    differ = pc.fill_null(pc.and_(finite_nonzero, pc.not_equal(python_sci, arrow_sci)), False)
+    if pc.any(differ).as_py():
+        redo = pc.filter(x, differ).to_numpy(zero_copy_only=False).astype(str)
+        text = pc.replace_with_mask(text, differ, pa.array(redo, pa.string()))
+    return text
+
+
+_register("pqe_float_text", float_text, {"x": pa.float64()}, pa.string(),
+          "A DOUBLE as text, written as DuckDB (and Python's repr) write it")
+_register("pqe_real_text", float_text, {"x": pa.float32()}, pa.string(),
+          "A REAL as text: Arrow's digits, with `.0` and two-digit exponents")
+
+
 def _first_failure(texts, failed, type_name, message) -> pa.Array:
     """TRUE everywhere, or an ExecutionError `message(text, type name)` for the first row
     where `failed` holds (`texts`: the values as text)."""
