@@ -512,3 +512,24 @@ def test_a_double_as_text_reads_as_duckdb_writes_it():
     assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()
     got = ctx.sql("SELECT CAST(2.0::REAL AS TEXT) AS a, CAST(1e-7::REAL AS TEXT) AS b").to_pylist()
     assert got == [{"a": "2.0", "b": "1e-07"}]
+
+
+def test_index_names_are_checked_and_can_be_dropped():
+    """CREATE INDEX i ON a(nosuchcol) was accepted, and DROP INDEX i was refused, so a script
+    creating an index and dropping it later broke (DuckDB checks the columns and drops it)."""
+    ctx = pqe.Context()
+    ctx.sql('CREATE TABLE a (x INT, "Y" TEXT)')
+    with pytest.raises(pqe.Error, match="no column 'nosuchcol'"):
+        ctx.sql("CREATE INDEX i ON a (nosuchcol)")
+    ctx.sql("CREATE INDEX i ON a (x)")
+    ctx.sql('CREATE INDEX j ON a USING hash (X, lower("Y"))')
+    with pytest.raises(pqe.CatalogError, match="already exists"):
+        ctx.sql("CREATE INDEX i ON a (x)")
+    ctx.sql("CREATE INDEX IF NOT EXISTS i ON a (x)")
+    ctx.sql("DROP INDEX i")
+    with pytest.raises(pqe.CatalogError, match="does not exist"):
+        ctx.sql("DROP INDEX i")
+    ctx.sql("DROP INDEX IF EXISTS i")
+    ctx.sql("DROP TABLE a")  # its indexes go with it
+    with pytest.raises(pqe.CatalogError, match="does not exist"):
+        ctx.sql("DROP INDEX j")

@@ -182,9 +182,15 @@ class Describe(Statement):
 
 @dataclass(frozen=True, slots=True)
 class NoOp(Statement):
-    """A statement that does not change any answer (CREATE INDEX): checked, then done."""
+    """A statement that does not change any answer (CREATE INDEX, DROP INDEX): checked, then
+    done. An index is only a name the session remembers (`index`, on `table`), so a script
+    that creates one and drops it later runs, and a second CREATE or a DROP of an unknown
+    name fails as in DuckDB (`if_exists`: IF [NOT] EXISTS)."""
 
     what: str
+    index: str | None = None
+    table: str | None = None
+    if_exists: bool = False
 
     @property
     def kind(self) -> str:

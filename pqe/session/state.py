@@ -22,8 +22,8 @@ import pyarrow as pa
 from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
 from ..deep import AnyEvent, run_deep
-from ..errors import (Error, ExecutionError, InternalError, QueryCancelled, QueryTimeout,
-                      ResourceError, SQLSyntaxError, UnsupportedError)
+from ..errors import (CatalogError, Error, ExecutionError, InternalError, QueryCancelled,
+                      QueryTimeout, ResourceError, SQLSyntaxError, UnsupportedError)
 from ..execution import driver
 from ..execution.scheduler import Executor
 from ..optimizer import optimize
@@ -50,6 +50,7 @@ class SessionState:
         self.executor = executor
         self.catalog = catalog if catalog is not None else Catalog()
         self.write_lock = threading.RLock()
+        self.indexes: dict[str, str] = {}  # CREATE INDEX names -> their tables (S.NoOp)
 
     # ---- SQL -----------------------------------------------------------------------------
 
@@ -134,11 +135,32 @@ class SessionState:
                 "null": pa.array(["YES" if c[2] else "NO" for c in cols], pa.string()),
             }))
         if isinstance(stmt, S.NoOp):
+            if stmt.index is not None:
+                self._index_name(stmt)
             return Result(stmt.kind)
         if stmt.writes:
             with self._writing(timeout, cancel):
                 return W.execute(self, stmt, run)
         raise UnsupportedError(f"{stmt.kind} statements are not supported")  # pragma: no cover
+
+    def _index_name(self, stmt: S.NoOp) -> None:
+        """Remember or forget an index name (an index changes no answer; its name is all
+        there is of it). Names on tables since dropped are forgotten first."""
+        with self.write_lock:
+            snapshot = self.catalog.frozen()
+            for name, table in list(self.indexes.items()):
+                try:
+                    snapshot.lookup(table, exact=True)
+                except Error:
+                    del self.indexes[name]
+            if stmt.what == "CREATE INDEX":
+                if stmt.index in self.indexes:
+                    if stmt.if_exists:
+                        return
+                    raise CatalogError(f"index {stmt.index} already exists")
+                self.indexes[stmt.index] = stmt.table
+            elif self.indexes.pop(stmt.index, None) is None and not stmt.if_exists:
+                raise CatalogError(f"index {stmt.index} does not exist")
 
     # ---- queries -------------------------------------------------------------------------
 

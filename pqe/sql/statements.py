@@ -21,6 +21,7 @@ from ..errors import (
     CatalogError,
     Error,
     TypeMismatchError,
+    UnknownColumnError,
     UnsupportedError,
 )
 from ..plan import builder as B
@@ -141,9 +142,18 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
                                    "or UNIQUE in CREATE TABLE")
         index = stmt.this
         table = index.args.get("table") if isinstance(index, exp.Index) else None
-        if table is not None:
-            catalog.lookup(*name_of(table))
-        return S.NoOp("CREATE INDEX")
+        if table is None or not isinstance(index.this, exp.Identifier):
+            raise UnsupportedError("CREATE INDEX without a name or a table is not supported")
+        real, entry = catalog.lookup(*name_of(table))
+        # its columns must be the table's (`ON a(nosuchcol)` was accepted)
+        params = index.args.get("params")
+        have = {f.name for f in getattr(entry, "schema", ())}
+        low = {n.lower(): n for n in have}
+        for col in (params.find_all(exp.Column) if params is not None else ()):
+            name = col.name
+            if name not in have and (col.this.quoted or name.lower() not in low):
+                raise UnknownColumnError(f"CREATE INDEX: table {real} has no column '{name}'")
+        return S.NoOp("CREATE INDEX", name_of(index)[0], real, bool(stmt.args.get("exists")))
     if kind and kind not in ("TABLE", "VIEW"):
         # CREATE FUNCTION / MACRO / SCHEMA / SEQUENCE / TYPE ...: UDFs are registered from
         # Python (Context.register_udf), never created by SQL text
@@ -622,8 +632,15 @@ def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
 # ---- DROP / DESCRIBE / COPY --------------------------------------------------------------------
 
 
-def _drop(stmt: exp.Drop) -> S.Drop:
+def _drop(stmt: exp.Drop) -> S.Drop | S.NoOp:
     kind = (stmt.args.get("kind") or "TABLE").upper()
+    if kind == "INDEX":
+        refuse_unknown_args(stmt, {"kind", "this", "tables", "exists"}, "DROP INDEX")
+        targets = stmt.args.get("tables") or [stmt.this]
+        if len(targets) != 1 or not isinstance(targets[0], exp.Table) or \
+                targets[0].args.get("db"):
+            raise UnsupportedError("DROP INDEX takes one unqualified index name")
+        return S.NoOp("DROP INDEX", name_of(targets[0])[0], None, bool(stmt.args.get("exists")))
     if kind and kind not in ("TABLE", "VIEW"):
         raise UnsupportedError(f"DROP {kind} is not supported")
     refuse_unknown_args(stmt, {"kind", "this", "tables", "exists"}, f"DROP {kind}")
