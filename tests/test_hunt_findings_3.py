@@ -533,3 +533,22 @@ def test_index_names_are_checked_and_can_be_dropped():
     ctx.sql("DROP TABLE a")  # its indexes go with it
     with pytest.raises(pqe.CatalogError, match="does not exist"):
         ctx.sql("DROP INDEX j")
+
+
+def test_shell_schema_shows_keys_views_and_quoted_names():
+    """.schema printed a PRIMARY KEY column as only NOT NULL (UNIQUE lost), a view as CREATE
+    TABLE, and `.schema "odd name"` looked for a table named with the quotes."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "pqe.shell", "-c",
+         'CREATE TABLE a (x INT PRIMARY KEY, y TEXT, z INT, UNIQUE (y, z)); '
+         'CREATE VIEW v (p) AS SELECT x FROM a WHERE x > 1; CREATE TABLE "odd name" (q INT);',
+         "-c", ".schema a", "-c", ".schema V", "-c", '.schema "odd name"'],
+        capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "PRIMARY KEY (x)" in text and "UNIQUE (y, z)" in text
+    assert "CREATE VIEW v (p) AS SELECT x FROM a WHERE x > 1;" in text
+    assert 'CREATE TABLE "odd name" (\n  q INTEGER\n);' in text

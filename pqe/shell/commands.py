@@ -59,9 +59,20 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def create_table_text(name: str, schema: pa.Schema) -> str:
+def create_table_text(name: str, schema: pa.Schema, entry: object = None) -> str:
+    """The CREATE text of a table (with its PRIMARY KEY and UNIQUE constraints) or a view
+    (its query, as written)."""
+    view_sql = getattr(entry, "sql", None)
+    if isinstance(view_sql, str):  # a view
+        names = getattr(entry, "column_names", None)
+        cols = f" ({', '.join(_quote(n) for n in names)})" if names else ""
+        return f"CREATE VIEW {_quote(name)}{cols} AS {view_sql.strip().rstrip(';')};"
     cols = [f"  {_quote(f.name)} {_sql_type(f.type)}{'' if f.nullable else ' NOT NULL'}"
             for f in schema]
+    key = getattr(entry, "primary_key", ())
+    if key:
+        cols.append(f"  PRIMARY KEY ({', '.join(map(_quote, key))})")
+    cols += [f"  UNIQUE ({', '.join(map(_quote, u))})" for u in getattr(entry, "unique", ())]
     return f"CREATE TABLE {_quote(name)} (\n" + ",\n".join(cols) + "\n);"
 
 
@@ -89,23 +100,21 @@ def _tables(shell: Shell, arg: str) -> None:
 
 
 def _schema(shell: Shell, arg: str) -> None:
+    exact = None
+    if len(arg) >= 2 and arg[0] == arg[-1] == '"':  # .schema "odd name": the name as quoted
+        arg, exact = arg[1:-1].replace('""', '"'), True
     names = [arg] if arg else shell.ctx.tables()
     if not names:
         shell.renderer.status("no tables (give Parquet files or directories on the command "
                               "line)")
-    texts = [create_table_text(n if not arg else _real_name(shell, n), shell.ctx.table(n).schema)
-             for n in names]
+    texts = []
+    for n in names:
+        real, entry = shell.ctx.catalog.lookup(n, exact=exact if arg else True)
+        texts.append(create_table_text(real, shell.ctx.table(real).schema, entry))
     if texts:  # DDL text in every mode, as sqlite3 does: it is for reading, not parsing
         shell.renderer.out.write("\n".join(texts) + "\n")
         shell.renderer.out.flush()
 
-
-def _real_name(shell: Shell, name: str) -> str:
-    """The registered spelling of a case-insensitively matched table name."""
-    for n in shell.ctx.tables():
-        if n.lower() == name.lower():
-            return n
-    return name
 
 
 def mode_named(arg: str) -> str:
