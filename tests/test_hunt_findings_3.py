@@ -552,3 +552,18 @@ def test_shell_schema_shows_keys_views_and_quoted_names():
     assert "PRIMARY KEY (x)" in text and "UNIQUE (y, z)" in text
     assert "CREATE VIEW v (p) AS SELECT x FROM a WHERE x > 1;" in text
     assert 'CREATE TABLE "odd name" (\n  q INTEGER\n);' in text
+
+
+def test_text_stored_in_a_blob_is_its_bytes_or_refused():
+    """'\\xAA\\x01' stored in a BLOB column kept the eight characters (DuckDB decodes the two
+    escaped bytes), and 'é' its UTF-8 bytes (DuckDB refuses it): ambiguous text is refused
+    (NULL under TRY_CAST); plain ASCII text is its bytes, as in DuckDB."""
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE bl (b BLOB)")
+    for text in ("\\xAA\\x01", "é"):
+        with pytest.raises(pqe.Error, match="not a valid BLOB"):
+            ctx.sql(f"INSERT INTO bl VALUES ('{text}')")
+    ctx.sql("INSERT INTO bl VALUES ('abc')")
+    assert ctx.sql("SELECT b, octet_length(b) AS n FROM bl").to_pylist() == [{"b": b"abc", "n": 3}]
+    got = ctx.sql("SELECT TRY_CAST(s AS BLOB) AS b FROM (VALUES ('ok'), ('\\x01'), ('ü')) v(s)")
+    assert got.to_pylist() == [{"b": b"ok"}, {"b": None}, {"b": None}]

@@ -1089,6 +1089,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         x = _used(c, x, src)
     if T.is_text(src) and T.is_boolean(dst):
         return _checked_text_cast(x, _text_to_boolean(x), dst)
+    if T.is_text(src) and _is_blob(dst):
+        return _checked_text_cast(x, _text_to_blob(x, dst), dst)
     if T.is_text(src) and T.is_numeric(dst):
         return _text_to_number(x, dst, checked=True)
     if T.is_text(src) and _parsed_temporal(dst):
@@ -1652,8 +1654,22 @@ def _checked_text_cast(x: E, converted: E, dst: pa.DataType) -> E:
     return _call("if_else", [check, converted, null_of(dst)])
 
 
+def _is_blob(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _text_to_blob(x: E, dst: pa.DataType) -> E:
+    """Text -> BLOB: its bytes where they are unambiguous, NULL where the text holds a
+    backslash or a character past ASCII: DuckDB reads '\xAA' as one escaped byte (pqe stored
+    the four characters) and refuses other characters past ASCII."""
+    bad = _call("match_substring_regex", [x], pc.MatchSubstringOptions(r"[^\x00-\x7f]|\\"))
+    return _call("if_else", [bad, null_of(dst), x.cast(dst)])
+
+
 def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
     """TRY_CAST: NULL where the value does not convert (validated vectorially, not per row)."""
+    if T.is_text(src) and _is_blob(dst):
+        return _text_to_blob(x, dst)
     if T.is_text(src) and (T.is_numeric(dst)):
         return _text_to_number(x, dst)
     if T.is_text(src) and T.is_boolean(dst):

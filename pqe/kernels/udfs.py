@@ -235,6 +235,8 @@ def check_cast(ctx, texts, failed, type_name):
     same conversion gives NULL under TRY_CAST)."""
     return _first_failure(texts, failed, type_name, lambda text, name:
                           f"{text!r} is not a valid {name}" + (
+                              ": a backslash escape or a character past ASCII"
+                              if name.startswith("BLOB") else
                               "" if name.startswith(("BOOLEAN", "DATE", "TIMESTAMP"))
                               else ": not a number, or out of range"))
 
