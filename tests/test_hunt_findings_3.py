@@ -567,3 +567,24 @@ def test_text_stored_in_a_blob_is_its_bytes_or_refused():
     assert ctx.sql("SELECT b, octet_length(b) AS n FROM bl").to_pylist() == [{"b": b"abc", "n": 3}]
     got = ctx.sql("SELECT TRY_CAST(s AS BLOB) AS b FROM (VALUES ('ok'), ('\\x01'), ('ü')) v(s)")
     assert got.to_pylist() == [{"b": b"ok"}, {"b": None}, {"b": None}]
+
+
+def test_arrow_time_types_cast_as_duckdb_or_refused():
+    """CAST of a nanosecond timestamp to TIMESTAMP failed ('would lose data'; DuckDB rounds to
+    the microsecond), and a duration cast to text was the count of its units ('1000000'
+    where DuckDB writes '00:00:01'): rounded, and refused."""
+    import duckdb
+    import pyarrow as pa
+
+    t = pa.table({"ns": pa.array([1_000_000_999, 1_000_000_500, -1_000_000_999, 1_000_000_499,
+                                  None], pa.timestamp("ns")),
+                  "d": pa.array([1_000_000, 9, -1, 0, None], pa.duration("us"))})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ("SELECT CAST(ns AS TIMESTAMP) AS x FROM t",
+                "SELECT TRY_CAST(ns AS TIMESTAMP) AS x FROM t"):
+        assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()
+    with pytest.raises(pqe.UnsupportedError, match="DURATION"):
+        ctx.sql("SELECT CAST(d AS VARCHAR) FROM t").to_arrow()

@@ -1067,6 +1067,9 @@ def _canonical_float(x: E, t: pa.DataType) -> E:
 # ---- casts -------------------------------------------------------------------------------------
 
 
+_UNITS = ("s", "ms", "us", "ns")
+
+
 def _cast(c: Compiler, e: Cast) -> E:
     src, dst = e.arg.dtype, e.dtype
     x = c(e.arg)
@@ -1076,6 +1079,17 @@ def _cast(c: Compiler, e: Cast) -> E:
         return null_of(dst)
     if T.is_interval(src) and not T.is_interval(dst):
         raise UnsupportedError(f"CAST of an INTERVAL to {T.type_name(dst)} is not supported")
+    if pa.types.is_duration(src) and T.is_text(dst):
+        # (Arrow wrote the count of its units, '1000000' where DuckDB writes '00:00:01')
+        raise UnsupportedError(f"CAST of a {T.type_name(src)} to {T.type_name(dst)} is not "
+                               f"supported")
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst) and \
+            _UNITS.index(src.unit) > _UNITS.index(dst.unit) and src.tz == dst.tz:
+        # to a coarser unit: rounded to the nearest, as DuckDB does (Arrow refused a value
+        # with digits below the unit: 'would lose data')
+        unit = {"s": "second", "ms": "millisecond", "us": "microsecond"}[dst.unit]
+        rounded = _call("round_temporal", [x], pc.RoundTemporalOptions(1, unit))
+        return rounded.cast(dst, safe=False)
     if pa.types.is_float32(dst) and pa.types.is_float64(src):
         return _double_to_real(c, x, e.try_)
     if e.try_:
