@@ -588,3 +588,16 @@ def test_arrow_time_types_cast_as_duckdb_or_refused():
         assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()
     with pytest.raises(pqe.UnsupportedError, match="DURATION"):
         ctx.sql("SELECT CAST(d AS VARCHAR) FROM t").to_arrow()
+
+
+def test_boolean_casts_and_greatest_of_booleans():
+    """CAST(0.0 AS BOOLEAN), CAST(true AS DECIMAL(5,2)) and GREATEST(true, false) failed with
+    Arrow's messages ('Unsupported cast', "'max_element_wise' has no kernel"); DuckDB
+    answers them."""
+    import duckdb
+
+    sql = ("SELECT CAST(0.0 AS BOOLEAN) a, CAST(2.5 AS BOOLEAN) b, CAST(true AS DECIMAL(5,2)) c, "
+           "CAST(false AS DECIMAL(3,1)) d, greatest(true, false) e, least(true, false, NULL) f, "
+           "CAST(-0.01 AS BOOLEAN) g, CAST(true AS DECIMAL(1,0)) h")
+    got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_pylist()]
+    assert got == duckdb.sql(sql).fetchall()

@@ -984,6 +984,10 @@ def _greatest(kernel):
         args = _same_decimal(c, [c(a) for a in e.args if not T.is_null(a.dtype)], e.dtype)
         if not args:
             return null_of(e.dtype)
+        if T.is_boolean(e.dtype):  # (Arrow has no element-wise max of booleans: as 0 / 1)
+            ints = [x.cast(pa.int8()) for x in args]
+            out = _call(kernel, ints, pc.ElementWiseAggregateOptions(skip_nulls=True))
+            return out.cast(pa.bool_())
         out = _call(kernel, args, pc.ElementWiseAggregateOptions(skip_nulls=True))
         if not T.is_floating(e.dtype) or kernel == "min_element_wise":
             return out  # (Arrow's LEAST is NaN only when all non-NULL arguments are)
@@ -1079,6 +1083,10 @@ def _cast(c: Compiler, e: Cast) -> E:
         return null_of(dst)
     if T.is_interval(src) and not T.is_interval(dst):
         raise UnsupportedError(f"CAST of an INTERVAL to {T.type_name(dst)} is not supported")
+    if T.is_decimal(src) and T.is_boolean(dst):  # (Arrow has no such cast: 0 is false)
+        return _call("not_equal", [x, scalar(decimal.Decimal(0), src)])
+    if T.is_boolean(src) and T.is_decimal(dst):  # (nor this one: true is 1)
+        return x.cast(pa.int8()).cast(pa.decimal128(38, dst.scale)).cast(dst)
     if pa.types.is_duration(src) and T.is_text(dst):
         # (Arrow wrote the count of its units, '1000000' where DuckDB writes '00:00:01')
         raise UnsupportedError(f"CAST of a {T.type_name(src)} to {T.type_name(dst)} is not "
