@@ -601,3 +601,20 @@ def test_boolean_casts_and_greatest_of_booleans():
            "CAST(-0.01 AS BOOLEAN) g, CAST(true AS DECIMAL(1,0)) h")
     got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_pylist()]
     assert got == duckdb.sql(sql).fetchall()
+
+
+@pytest.mark.parametrize("grouping", ["ROLLUP (x > 20)", "CUBE (v IS NULL)",
+                                      "ROLLUP (v BETWEEN 1 AND 2)", "ROLLUP (x, v)"])
+def test_rollup_and_cube_take_any_expression(grouping):
+    """GROUP BY ROLLUP (x > 20) was a syntax error (sqlglot parsed only bitwise terms there;
+    DuckDB and PostgreSQL take any expression)."""
+    import duckdb
+    import pyarrow as pa
+
+    t = pa.table({"x": [10, 25, 30, None], "v": [1, None, 2, 2]})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    sql = f"SELECT count(*) AS n FROM t GROUP BY {grouping} ORDER BY n"
+    assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()

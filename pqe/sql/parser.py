@@ -70,6 +70,17 @@ class PQEDialect(Dialect):
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")}}
 
+        def _parse_cube_or_rollup(self, with_prefix: bool = False):
+            # ROLLUP (x > 20) / CUBE (v IS NULL): any expression, as in GROUP BY itself and in
+            # PostgreSQL and DuckDB (sqlglot parsed only bitwise terms: a syntax error)
+            if with_prefix or not self._match_set((TokenType.CUBE, TokenType.ROLLUP),
+                                                  advance=False):
+                return super()._parse_cube_or_rollup(with_prefix)
+            kind = exp.Cube if self._curr.token_type == TokenType.CUBE else exp.Rollup
+            self._advance()
+            return self.expression(kind(
+                expressions=self._parse_wrapped_csv(self._parse_disjunction)))
+
         def _parse_ordered(self, parse_method=None):
             # sqlglot reads `x ASC DESC` as DESC and `x NULLS FIRST NULLS LAST` as NULLS FIRST
             # (each word matched on its own); both are syntax errors in PostgreSQL and DuckDB
