@@ -167,6 +167,12 @@ def widens(src: pa.DataType, dst: pa.DataType) -> bool:
 
 
 def _wider_int(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    if pa.types.is_uint64(a) or pa.types.is_uint64(b):
+        # UBIGINT holds values past BIGINT: with another unsigned type it stays UBIGINT,
+        # with a signed one both are read as DECIMAL(20,0) (DuckDB: HUGEINT); as BIGINT,
+        # `u > -1` or COALESCE(u, 0) failed on any value from 2^63
+        other = b if pa.types.is_uint64(a) else a
+        return pa.uint64() if pa.types.is_unsigned_integer(other) else decimal(20, 0)
     rank = max(_INT_RANK.get(a, 4), _INT_RANK.get(b, 4))
     return {1: INT8, 2: INT16, 3: INT32}.get(rank, INT64)
 

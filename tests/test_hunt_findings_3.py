@@ -618,3 +618,29 @@ def test_rollup_and_cube_take_any_expression(grouping):
     con.register("t", t)
     sql = f"SELECT count(*) AS n FROM t GROUP BY {grouping} ORDER BY n"
     assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()
+
+
+def test_ubigint_values_past_bigint_in_everyday_expressions():
+    """A UBIGINT (uint64) column met BIGINT as BIGINT: `u > -1`, COALESCE(u, 0), CASE, UNION
+    ALL with a signed column and AVG(u) failed on any value from 2^63 ('out of range for
+    BIGINT', Arrow's 'Integer value ... not in range'). They meet as DECIMAL(20,0) (DuckDB:
+    HUGEINT)."""
+    import duckdb
+    import pyarrow as pa
+
+    t = pa.table({"u": pa.array([2**64 - 1, 1, 2**63, 5, None], pa.uint64()),
+                  "i": pa.array([-1, 2, 3, 4, 5], pa.int64()),
+                  "u8": pa.array([1, 2, 3, 4, 5], pa.uint8())})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ("SELECT avg(u) AS x FROM t", "SELECT u > -1 AS x FROM t",
+                "SELECT coalesce(u, 0) AS x FROM t", "SELECT greatest(u, 5) AS x FROM t",
+                "SELECT CASE WHEN i > 0 THEN u ELSE i END AS x FROM t",
+                "SELECT u FROM t UNION ALL SELECT i FROM t", "SELECT u = i AS x FROM t",
+                "SELECT coalesce(u, u8) AS x FROM t", "SELECT stddev(u) AS x FROM t",
+                "SELECT a.i FROM t a JOIN t b ON a.u = b.i"):
+        got = [tuple(int(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, float)
+                     else v for v in r.values()) for r in ctx.sql(sql).to_pylist()]
+        assert got == con.sql(sql).fetchall(), sql

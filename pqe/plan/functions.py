@@ -626,6 +626,8 @@ def _agg_sum(fn, ts):
 def _agg_avg(fn, ts):
     """DOUBLE, from an exact sum for integers and decimals."""
     (a,) = ts
+    if pa.types.is_uint64(a):  # (summed as BIGINT, a value from 2^63 failed)
+        return (T.decimal(20, 0),), T.FLOAT64
     if T.is_numeric(a) or T.is_null(a):
         return (None,), T.FLOAT64
     raise _fail(fn, ts)
