@@ -644,3 +644,14 @@ def test_ubigint_values_past_bigint_in_everyday_expressions():
         got = [tuple(int(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, float)
                      else v for v in r.values()) for r in ctx.sql(sql).to_pylist()]
         assert got == con.sql(sql).fetchall(), sql
+
+
+def test_log10_log2_and_log_with_a_base():
+    """LOG10(x), LOG2(x) and LOG(b, x) were refused ('function LOG10: EXPRESSION (x) is not
+    supported'): sqlglot reads them as Log(base, x), which the binder took as one argument."""
+    import duckdb
+
+    sql = ("SELECT log10(100.0) a, log(2, 8.0) b, log(100.0) c, log2(8.0) d, log(3, 81) e, "
+           "log10(NULL) f")
+    got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_pylist()]
+    assert got == duckdb.sql(sql).fetchall() == [(2.0, 3.0, 2.0, 3.0, 4.0, None)]

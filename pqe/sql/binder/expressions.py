@@ -485,6 +485,19 @@ def _window(b, node, scope, rec):
     raise UnsupportedError("window functions (OVER) are not supported yet")
 
 
+def _log(b, node, scope, rec):
+    """LOG(x) is LOG10(x), as in DuckDB and PostgreSQL; sqlglot reads LOG10(x), LOG2(x) and
+    LOG(b, x) as Log(base, x), which took the base for the value ('EXPRESSION is not
+    supported'): LOG10 and LOG2 are their functions, another base ln(x) / ln(b)."""
+    display = user_function_name(node, b.sql) or node.sql_name()
+    if node.expression is None:
+        return _bind_time(b, B.call("log10", rec(node.this), display=display))
+    base, x = rec(node.this), rec(node.expression)
+    if isinstance(base, Literal) and base.value in (10, 2) and not isinstance(base.value, bool):
+        return B.call("log10" if base.value == 10 else "log2", x, display=display)
+    return B.call("divide", B.call("ln", x), B.call("ln", base), display=display)
+
+
 HANDLERS: dict[type, Handler] = {
     exp.Column: _column, exp.Paren: _paren, exp.Literal: _literal, exp.Boolean: _boolean,
     exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.Is: _is, exp.Like: _like,
@@ -496,4 +509,5 @@ HANDLERS: dict[type, Handler] = {
     exp.Bracket: _bracket, exp.Dot: _dot,
     **{cls: _binary for cls in BINARY},
     **{cls: _function for cls in FUNCS if cls not in BINARY},
+    exp.Log: _log,
 }

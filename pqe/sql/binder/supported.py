@@ -144,6 +144,7 @@ for _cls, (_fn, _keys) in FUNCS.items():
 
 # flags the parser always sets, whose meaning pqe's functions already have
 CONSUMED[exp.DPipe] = _args("this", "expression", "safe")  # `||`: NULL in, NULL out
+CONSUMED[exp.Log] = _args("this", "expression")  # LOG(x), LOG10(x), LOG2(x), LOG(b, x)
 CONSUMED[exp.Concat] = _args("expressions", "safe", "coalesce")  # concat() skips NULLs (DuckDB)
 CONSUMED[exp.Coalesce] = _args("this", "expressions", "is_nvl", "is_null")  # NVL, IFNULL
 CONSUMED[exp.Greatest] = _args("this", "expressions", "ignore_nulls")  # NULLs skipped (DuckDB)
