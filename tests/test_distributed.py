@@ -274,3 +274,31 @@ def test_client_processes_never_share_tables_or_keep_results(cluster, tmp_path):
     finally:
         first.kill()
         first.wait()
+
+
+def test_a_timed_out_query_stops_its_running_tasks_on_the_workers(cluster):
+    """A timeout cancelled the query's futures, but the tasks already running on the workers
+    ran to their end: a user function taking 1 s per batch kept both workers busy and the
+    next query waited 6.6 s. The workers are told, and their tasks stop at the next op,
+    chunk or batch."""
+    import numpy as np
+    import pyarrow as pa
+
+    address, _ = cluster
+    ctx = pqe.Context(address)
+    try:
+        ctx.register_arrow("t", pa.table({"a": np.arange(400_000)}))
+
+        def slow(a):
+            time.sleep(1.0)
+            return a
+
+        ctx.register_udf("slow", slow, ["bigint"], "bigint")
+        assert ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 400_000}]
+        with pytest.raises(pqe.QueryTimeout):
+            ctx.sql("SELECT sum(slow(a)) FROM t", timeout=1).to_arrow()
+        start = time.monotonic()
+        assert ctx.sql("SELECT count(*) AS n FROM t").to_pylist() == [{"n": 400_000}]
+        assert time.monotonic() - start < 3.5
+    finally:
+        ctx.close()

@@ -419,11 +419,11 @@ class ClusterRunner:
             raise ExecutionError(
                 f"{operator_of(key)} task {key} failed on every worker that ran it (workers "
                 f"died, e.g. out of memory): raise memory_limit or use more workers") from e
-        except (Error, KeyboardInterrupt):
-            self._cancel(futures)
+        except (Error, KeyboardInterrupt) as e:
+            self._cancel(futures, qid, str(e) or "cancelled")
             raise
         except BaseException as e:  # noqa: BLE001 - Dask's own failures, one line each
-            self._cancel(futures)
+            self._cancel(futures, qid, "the query failed")
             if not self._connected() or _is_cancelled(e) or isinstance(e, OSError):
                 raise self._lost() from e
             raise ExecutionError(f"the dask cluster failed the query: {type(e).__name__}: "
@@ -461,12 +461,19 @@ class ClusterRunner:
         except Exception:  # noqa: BLE001 - best effort after the query
             pass
 
-    def _cancel(self, futures) -> None:
+    def _cancel(self, futures, qid: str | None = None, reason: str = "cancelled") -> None:
+        """Cancel the futures (tasks not started never run) and tell every worker, whose
+        running tasks stop at their next op, chunk or user-function batch (a cancelled
+        future's running task otherwise runs to its end, and the next query waits)."""
         if futures is None:
             return
         try:
             if self._connected():
                 self.client.cancel(futures)
+                if qid is not None:
+                    from .ops import cancel_on_worker
+
+                    self.client.run(cancel_on_worker, qid, reason, wait=False)
         except Exception:  # noqa: BLE001
             pass
 
@@ -490,7 +497,7 @@ class ClusterRunner:
             except (DaskTimeout, TimeoutError):
                 pass
             if token is not None and token.reason is not None:
-                self._cancel(futures)
+                self._cancel(futures, qid, token.reason)
                 raise QueryCancelled(token.reason)
             now = time.monotonic()
             if not self._connected():

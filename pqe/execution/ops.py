@@ -18,7 +18,7 @@ from ..kernels import aggregate as agg
 from ..kernels import decimals, dense_join
 from ..kernels import join as joins
 from ..kernels import relational as rel
-from ..kernels import scan
+from ..kernels import scan, user_functions
 from ..kernels.expressions import Compiler, project
 from ..physical.planner import balance
 from ..plan.expr import ColumnRef, column_ids
@@ -563,7 +563,7 @@ class CancelToken:
     def __init__(self, collect_stats: bool = False) -> None:
         import uuid
 
-        self.reason: str | None = None
+        self._reason: str | None = None
         self.qid = uuid.uuid4().hex
         self.collecting = collect_stats
         self.remote = False
@@ -572,9 +572,24 @@ class CancelToken:
         self.parts: dict[int, dict[int, list]] | None = {} if collect_stats else None
         self._lock = threading.Lock()
 
+    @property
+    def reason(self) -> str | None:
+        """Why the query was cancelled, or None. A worker's copy also reads what the client
+        told the worker process (`cancel_on_worker`): its running tasks stop at their next
+        op, chunk or user-function batch instead of running on for the next query to wait
+        behind (a cancelled query's 1 s-per-batch function delayed the next one 6 s)."""
+        if self._reason is None and self.remote and _WORKER_CANCELLED:
+            return _WORKER_CANCELLED.get(self.qid, (None,))[0]
+        return self._reason
+
     def cancel(self, reason: str) -> None:
-        if self.reason is None:
-            self.reason = reason
+        if self._reason is None:
+            self._reason = reason
+
+    def check(self) -> None:
+        reason = self.reason
+        if reason is not None:
+            raise QueryCancelled(reason)
 
     def record(self, node: int | None, seconds: float, rows: int, part: int = 0,
                counted: bool = True) -> None:
@@ -611,12 +626,27 @@ class CancelToken:
                 entry[2] += ops
 
     def __getstate__(self):
-        return {"reason": None, "stats": None, "parts": None, "qid": self.qid,
+        return {"_reason": None, "stats": None, "parts": None, "qid": self.qid,
                 "collecting": self.collecting, "remote": True}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+
+# queries cancelled on this worker process: qid -> (reason, when), kept for a while after the
+# query (its tasks may still be running); set by the client through Client.run
+_WORKER_CANCELLED: dict[str, tuple[str, float]] = {}
+_KEEP_CANCELLED = 600.0
+
+
+async def cancel_on_worker(qid: str, reason: str) -> None:
+    """(A coroutine: Client.run sends it without waiting for the workers' answers.)"""
+    now = time.monotonic()
+    for old, (_, when) in list(_WORKER_CANCELLED.items()):
+        if now - when > _KEEP_CANCELLED:
+            _WORKER_CANCELLED.pop(old, None)
+    _WORKER_CANCELLED[qid] = (reason, now)
 
 
 class Pipeline:
@@ -675,8 +705,18 @@ def _streams(op: Op, inputs) -> bool:
 
 def run_pipeline(pipeline: Pipeline, *inputs):
     token = pipeline.token
-    if token is not None and token.reason is not None:
-        raise QueryCancelled(token.reason)
+    if token is None:
+        return _run_pipeline(pipeline, token, inputs)
+    token.check()
+    saved = getattr(user_functions.CURRENT, "check", None)
+    user_functions.CURRENT.check = token.check
+    try:
+        return _run_pipeline(pipeline, token, inputs)
+    finally:
+        user_functions.CURRENT.check = saved
+
+
+def _run_pipeline(pipeline: Pipeline, token, inputs):
     collecting = token is not None and token.collecting
     ops = pipeline.ops
     data = None
@@ -691,6 +731,8 @@ def run_pipeline(pipeline: Pipeline, *inputs):
         data = _run_streamed(pipeline, ops[:n], inputs, token, collecting)
         ops = ops[n:]
     for op in ops:
+        if token is not None:
+            token.check()
         try:
             if not collecting:
                 data = op.run(data, inputs)

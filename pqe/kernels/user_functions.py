@@ -27,6 +27,16 @@ from ..errors import UserFunctionError
 
 _LOCK = threading.Lock()
 _REGISTERED: set[str] = set()
+# the running task's cancellation check (set by the task runner for its thread): a user
+# function called batch after batch stops at the next batch once its query is cancelled or
+# timed out, on threads and on a cluster's workers, instead of running to its end
+CURRENT = threading.local()
+
+
+def check_cancelled() -> None:
+    check = getattr(CURRENT, "check", None)
+    if check is not None:
+        check()
 
 
 def _one_line(e: BaseException) -> str:
@@ -54,6 +64,7 @@ def kernel_name(udf) -> str:
 
 def _scalar_kernel(udf):
     def kernel(ctx, *args):
+        check_cancelled()
         n = ctx.batch_length
         arrays = [pa.repeat(a, n) if isinstance(a, pa.Scalar) else a for a in args]
         try:
