@@ -102,7 +102,14 @@ def test_plans_on_a_cluster_are_bounded_by_each_workers_memory(tpch_dir):
                         tpch_dir)
     try:
         ex = ctx.session.executor
-        assert ex.worker_memory() == (1 << 30, 2)
+        # what a task may use: to where Dask pauses the worker (80%), less what the worker
+        # process already holds (planned for the whole limit, 400 MiB workers were paused and
+        # restarted mid-query); never under a quarter of the limit
+        usable, threads = ex.worker_memory()
+        (info,) = ex.client.scheduler_info()["workers"].values()
+        held = info["metrics"]["memory"]
+        assert threads == 2 and held > 50 << 20
+        assert abs(usable - max((1 << 30) // 4, int(0.8 * (1 << 30)) - held)) < 64 << 20
         sql = tpch_query("q9")
         assert "HashJoin[broadcast, dense]: inner on=[lineitem.l_orderkey = orders.o_orderkey]" \
             in ctx.sql(sql).explain()

@@ -157,9 +157,21 @@ class Executor:
         client = self.client
         info = client.scheduler_info() if client.status == "running" else \
             (getattr(client, "_scheduler_identity", None) or {})
-        limits = [(int(w.get("memory_limit") or 0), int(w.get("nthreads") or 1))
-                  for w in info.get("workers", {}).values()]
-        limits = [lt for lt in limits if lt[0] > 0]
+        import dask
+
+        # what a task may use: up to where Dask pauses the worker (80% by default), less what
+        # the worker process already holds (its Python, Arrow and Dask: ~200 MiB). Planned
+        # for the whole limit, 400 MiB workers were paused and restarted mid-query where
+        # Context(memory_limit="400MiB") on threads answered
+        pause = dask.config.get("distributed.worker.memory.pause", 0.8) or 1.0
+        limits = []
+        for w in info.get("workers", {}).values():
+            limit = int(w.get("memory_limit") or 0)
+            if limit <= 0:
+                continue
+            held = int((w.get("metrics") or {}).get("memory") or 0)
+            usable = max(limit // 4, int(limit * float(pause)) - held)
+            limits.append((usable, int(w.get("nthreads") or 1)))
         return min(limits) if limits else None
 
     @property
