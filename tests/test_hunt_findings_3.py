@@ -655,3 +655,17 @@ def test_log10_log2_and_log_with_a_base():
            "log10(NULL) f")
     got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_pylist()]
     assert got == duckdb.sql(sql).fetchall() == [(2.0, 3.0, 2.0, 3.0, 4.0, None)]
+
+
+@pytest.mark.parametrize("mode", ["table", "box"])
+def test_a_piped_table_shows_every_column_beside_a_very_long_cell(mode):
+    """Off a terminal the table is 10,000 characters wide and uncapped: a 12,000-character
+    cell made rich squeeze the other columns into '…'."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pqe.shell", "--mode", mode, "-c",
+                          "SELECT repeat('x', 12000) AS a, 'short' AS b, 42 AS c"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "short" in out.stdout and "42" in out.stdout and "x" * 12000 in out.stdout

@@ -251,6 +251,8 @@ class Renderer:
         console = self.console()
         t, dropped = self._draw(table, shown, types, console.width if self.terminal else None,
                                 box.ROUNDED if self.terminal else box.SQUARE)
+        if not self.terminal:  # off a terminal every column shows, however wide a cell is
+            console = self._wide_enough(console, t)
         console.print(t)
         footer = f"{n} row{'s' if n != 1 else ''}"
         if n > limit:
@@ -263,9 +265,15 @@ class Renderer:
         """Every row and column in a square box (as sqlite3's box mode), whatever the
         terminal's width; the row count after it."""
         t, _ = self._draw(table, [table], types, None, box.SQUARE, max_cell=None)
-        self.console(width=10_000).print(t)
+        self._wide_enough(self.console(width=10_000), t).print(t)
         n = table.num_rows
         self.message(f"{n} row{'s' if n != 1 else ''}", style="dim")
+
+    def _wide_enough(self, console: Console, t: Table) -> Console:
+        """A console as wide as the table (a 12,000-character cell made rich squeeze the
+        other columns of a piped table into '…')."""
+        need = self.console(width=1 << 24).measure(t).maximum  # (measure stops at the width)
+        return console if need <= console.width else self.console(width=need)
 
     def _draw(self, table: pa.Table, shown: list[pa.Table], types: bool, width: int | None,
               style: box.Box, max_cell: int | None = MAX_CELL) -> tuple[Table, int]:
