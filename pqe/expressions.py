@@ -505,6 +505,16 @@ def lit(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
     value = T.plain_value(value)
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        # an instant: a TIMESTAMP WITH TIME ZONE (in UTC), as DuckDB's TIMESTAMPTZ; it was a
+        # TIMESTAMP holding the UTC wall-clock time, its zone dropped
+        import pyarrow as pa
+
+        from .plan.expr import Literal as PlanLiteral
+
+        literal = PlanLiteral(value.astimezone(datetime.timezone.utc),
+                              pa.timestamp("us", "UTC"))
+        return Expr(lambda r: literal, repr(value))
     if isinstance(value, float):
         literal = plan_lit(value)
         return _FloatLiteral(lambda r: literal, repr(value))

@@ -669,3 +669,26 @@ def test_a_piped_table_shows_every_column_beside_a_very_long_cell(mode):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "short" in out.stdout and "42" in out.stdout and "x" * 12000 in out.stdout
+
+
+def test_a_zoned_datetime_literal_is_an_instant():
+    """lit() of a datetime with a time zone became a TIMESTAMP holding its UTC wall-clock time,
+    the zone dropped (DuckDB: TIMESTAMPTZ); it is a TIMESTAMP WITH TIME ZONE in UTC, and still
+    compares with zoned and naive columns as instants in UTC."""
+    import datetime
+
+    import pyarrow as pa
+
+    from pqe import col, lit
+
+    utc = datetime.timezone.utc
+    t = pa.table({"ts": pa.array([datetime.datetime(2024, 1, 1, 9), datetime.datetime(2024, 1, 1, 11)],
+                                 pa.timestamp("us", tz="UTC"))})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    d = datetime.datetime(2024, 1, 1, 12, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    got = ctx.table("t").select(lit(d).alias("v")).to_arrow()
+    assert got.schema.field("v").type == pa.timestamp("us", "UTC")
+    assert got.column("v")[0].as_py() == datetime.datetime(2024, 1, 1, 10, tzinfo=utc)
+    rows = ctx.table("t").filter(col("ts") > d).to_pylist()
+    assert [r["ts"].astimezone(utc).hour for r in rows] == [11]
