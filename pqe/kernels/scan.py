@@ -380,7 +380,21 @@ def _read_unit(provider, fmt, unit: ScanUnit, row_groups: list[int], schema: pa.
     differs from the planned one is an error, not a silent read of other row groups."""
     with _reading(unit, row_groups, schema):
         frag = _fragment(provider, fmt, unit, row_groups)
-        return frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=threads)
+        out = frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=threads)
+        _still_planned(unit)
+        return out
+
+
+def _still_planned(unit: ScanUnit) -> None:
+    """A local file checked again after it was read: replaced between the check before the
+    read and the open (os.replace of a new file), the read saw the new file, and a query
+    mixed old and new rows (sum 500,000 of 400,000 or 800,000), or the new file was read with
+    the old one's cached footer."""
+    if unit.fs.is_local and unit.version:
+        now = _local_version(unit.fs.fs_path(unit.path))
+        if now is not None and now != unit.version:
+            raise ExecutionError(f"{unit.path} changed while the query read it; run the "
+                                 f"query again")
 
 
 # Parsed footers, per process: a Parquet file's fragment with its complete metadata, per
@@ -433,6 +447,7 @@ def _fragment(provider, fmt, unit: ScanUnit, row_groups: list[int]):
             if whole is None:
                 whole = fmt.make_fragment(path, fs, part, file_size=unit.file_size or None)
                 whole.ensure_complete_metadata()
+                _still_planned(unit)  # (never a replacing file's footer under this version)
                 _remember_footer(key, whole)
     finally:
         with _FOOTERS_LOCK:
