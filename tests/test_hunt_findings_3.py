@@ -733,3 +733,16 @@ def test_a_parquet_file_replaced_during_a_query_is_never_read_half_old(tmp_path,
         assert "changed" in str(e)
     monkeypatch.setattr(S, "_fragment", original)
     assert ctx.sql("SELECT sum(a) AS s FROM t").to_pylist() == [{"s": 800_000}]
+
+
+def test_memory_limit_keeps_the_memory_guard():
+    """With memory_limit= the guard was skipped (the plan being bounded), so a 10^10-row cross
+    join grew until the process was killed, where without a limit it was refused at once."""
+    import pyarrow as pa
+
+    ctx = pqe.Context(memory_limit="128MiB")
+    ctx.register_arrow("t", pa.table({"id": pa.array(range(100_000), pa.int64())}))
+    with pytest.raises(pqe.ResourceError, match="GiB"):
+        ctx.sql("SELECT a.id AS x, b.id AS y FROM t a, t b").to_arrow()
+    got = ctx.sql("SELECT count(*) AS n FROM t a JOIN t b ON a.id = b.id").to_pylist()
+    assert got == [{"n": 100_000}]

@@ -233,9 +233,16 @@ class SessionState:
         what is available, instead of letting the process be killed."""
         if not self.config.memory_guard or self.executor.kind == "distributed":
             return
-        if self.executor.memory_limit:
-            return  # the plan was bounded to memory_limit= (disk-backed exchanges past it)
         need = estimated_memory(phys)
+        if self.executor.memory_limit:
+            # the plan was bounded to memory_limit= and its exchanges past it go through disk,
+            # but a cross join's output, a sort or a window is held all the same: checked
+            # without what the disk-backed exchanges hold (skipping the guard let a 10^10-row
+            # cross join under memory_limit='128MiB' grow until the process was killed)
+            from ..physical.plan import ExchangeExec, nodes_once
+
+            need = sum(node.est_bytes for node in nodes_once(phys)
+                       if not (isinstance(node, ExchangeExec) and node.kind == "p2p"))
         have = available_memory()
         if have is not None and need > have:
             gib = 1 << 30
