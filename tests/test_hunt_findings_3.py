@@ -746,3 +746,35 @@ def test_memory_limit_keeps_the_memory_guard():
         ctx.sql("SELECT a.id AS x, b.id AS y FROM t a, t b").to_arrow()
     got = ctx.sql("SELECT count(*) AS n FROM t a JOIN t b ON a.id = b.id").to_pylist()
     assert got == [{"n": 100_000}]
+
+
+def test_closing_a_context_cancels_its_running_query_and_refuses_later_ones():
+    """ctx.close() during a query: the query failed ~2 s later with an InternalError ('cannot
+    schedule new futures after shutdown'), and the closed Context kept answering (its pool
+    was made again)."""
+    import threading
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    words = np.random.default_rng(1).integers(0, 10**9, 3_000_000).astype(str)
+    ctx.register_arrow("big", pa.table({"s": pa.array(words)}))
+    out = {}
+
+    def run():
+        try:
+            out["rows"] = ctx.sql("SELECT count(DISTINCT s) FROM big").to_arrow()
+        except pqe.Error as e:
+            out["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.3)
+    ctx.close()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert "rows" in out or isinstance(out["error"], pqe.QueryCancelled)
+    with pytest.raises(pqe.Error, match="closed"):
+        ctx.sql("SELECT count(*) FROM big").to_arrow()

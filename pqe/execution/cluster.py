@@ -420,10 +420,13 @@ class ClusterRunner:
                 f"{operator_of(key)} task {key} failed on every worker that ran it (workers "
                 f"died, e.g. out of memory): raise memory_limit or use more workers") from e
         except (Error, KeyboardInterrupt) as e:
-            self._cancel(futures, qid, str(e) or "cancelled")
+            # the workers hear of a cancellation (Ctrl-C, a timeout), not of a failure: a
+            # query whose exchange was lost runs again under the same id
+            stopped = isinstance(e, (KeyboardInterrupt, QueryCancelled))
+            self._cancel(futures, qid if stopped else None, str(e) or "cancelled")
             raise
         except BaseException as e:  # noqa: BLE001 - Dask's own failures, one line each
-            self._cancel(futures, qid, "the query failed")
+            self._cancel(futures)
             if not self._connected() or _is_cancelled(e) or isinstance(e, OSError):
                 raise self._lost() from e
             raise ExecutionError(f"the dask cluster failed the query: {type(e).__name__}: "

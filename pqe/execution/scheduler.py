@@ -52,6 +52,8 @@ class Executor:
         self.threads = threads or default_threads()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self.closed = False
+        self._running: set = set()  # the tokens of the queries running now (close stops them)
         # a cluster run fails when no task finished for this long / no worker was there
         self.stall_timeout = _seconds(stall_timeout, "pqe.stall-timeout", 300.0)
         self.no_workers_timeout = _seconds(no_workers_timeout, "pqe.no-workers-timeout", 30.0)
@@ -179,6 +181,8 @@ class Executor:
         return self.client.dashboard_link if self.client is not None else None
 
     def pool(self) -> ThreadPoolExecutor:
+        if self.closed:
+            raise QueryCancelled("the Context was closed")
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pqe")
@@ -200,8 +204,12 @@ class Executor:
         promptly. The token is cancelled, so tasks that have not started stop at once (and on
         a cluster the futures are cancelled); the caller returns at once and the Context stays
         usable."""
+        if self.closed:
+            raise Error("this Context is closed")
         box: dict = {}
         done = threading.Event()
+        with self._lock:
+            self._running.add(token)
 
         def target():
             try:
@@ -216,6 +224,10 @@ class Executor:
         try:
             # short waits: a signal delivered while the main thread waits is seen at once
             while not done.wait(0.05):
+                if self.closed:
+                    if token is not None:
+                        token.cancel("the Context was closed")
+                    raise QueryCancelled("query cancelled: the Context was closed")
                 if cancel is not None and cancel.is_set():
                     token.cancel("cancelled")
                     self._leave_pool()
@@ -228,6 +240,9 @@ class Executor:
             token.cancel("interrupted")
             self._leave_pool()
             raise
+        finally:
+            with self._lock:
+                self._running.discard(token)
         if "error" in box:
             raise box["error"]
         return box["result"]
@@ -291,6 +306,14 @@ class Executor:
             return runner.run(graph, keys, token, None)
 
     def close(self) -> None:
+        """Stop: running queries are cancelled (their callers get QueryCancelled, not the
+        pool's 'cannot schedule new futures after shutdown' as an internal error), and later
+        ones refused (the pool was made again and the Context kept answering)."""
+        self.closed = True
+        with self._lock:
+            for token in list(self._running):
+                if token is not None:
+                    token.cancel("the Context was closed")
         self.runner = None
         with self._lock:
             if self._pool is not None:
