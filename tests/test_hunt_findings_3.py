@@ -778,3 +778,32 @@ def test_closing_a_context_cancels_its_running_query_and_refuses_later_ones():
     assert "rows" in out or isinstance(out["error"], pqe.QueryCancelled)
     with pytest.raises(pqe.Error, match="closed"):
         ctx.sql("SELECT count(*) FROM big").to_arrow()
+
+
+def test_concurrent_overwrites_of_one_directory_leave_one_result(tmp_path):
+    """Threads writing write_parquet(..., overwrite=True) to one target interleaved their
+    renames: 'Failed renaming ... .old' errors and hidden .old copies of the data left
+    behind. Commits to one target now take turns."""
+    import os
+    import threading
+
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("src", pa.table({"w": [1] * 10}))
+    errors = []
+
+    def writer():
+        for _ in range(20):
+            try:
+                ctx.sql("SELECT * FROM src").write_parquet(str(tmp_path / "out"), overwrite=True)
+            except Exception as e:  # noqa: BLE001 - counted
+                errors.append(e)
+
+    threads = [threading.Thread(target=writer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and sorted(os.listdir(tmp_path)) == ["out"]
+    assert ctx.read_parquet(str(tmp_path / "out")).to_arrow().num_rows == 10

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import os
+import threading
 import time
 import uuid
 from urllib.parse import quote
@@ -196,6 +197,19 @@ def commit(fs, root: str, target: str, overwrite: bool) -> None:
     file is in place, but readers may see both during that step)."""
     delete_quietly(fs, f"{root}/{MARKER}")
     _delete_tree(fs, f"{root}/{INFLIGHT}")
+    # one commit to a target at a time in this process: two writers overwriting one directory
+    # interleaved their renames ('Failed renaming ... .old') and left hidden .old copies
+    with _COMMITS_LOCK:
+        lock = _COMMITS.setdefault(target, threading.Lock())
+    with lock:
+        _commit(fs, root, target, overwrite)
+
+
+_COMMITS: dict[str, threading.Lock] = {}
+_COMMITS_LOCK = threading.Lock()
+
+
+def _commit(fs, root: str, target: str, overwrite: bool) -> None:
     info = fs.get_file_info(target)
     exists_ = info.type != pafs.FileType.NotFound
     if exists_ and not overwrite:
