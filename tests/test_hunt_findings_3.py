@@ -807,3 +807,18 @@ def test_concurrent_overwrites_of_one_directory_leave_one_result(tmp_path):
         t.join()
     assert errors == [] and sorted(os.listdir(tmp_path)) == ["out"]
     assert ctx.read_parquet(str(tmp_path / "out")).to_arrow().num_rows == 10
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), "5", -1, True])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_an_error(timeout):
+    """timeout=float('nan') was ignored (the query ran to its end) and timeout='5' failed with
+    Python's TypeError."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": [1]}))
+    with pytest.raises(pqe.Error, match="timeout must be a number"):
+        ctx.sql("SELECT * FROM t", timeout=timeout)
+    with pytest.raises(pqe.Error, match="timeout must be a number"):
+        ctx.sql("SELECT * FROM t").to_arrow(timeout=timeout)
+    assert ctx.sql("SELECT * FROM t").to_arrow(timeout=float("inf")).num_rows == 1

@@ -73,6 +73,7 @@ class SessionState:
         statements that run at once happen on a deep-stack thread (pqe.deep): a deeply nested
         statement plans, or fails with one clear error."""
         interrupt = threading.Event()
+        timeout = checked_timeout(timeout)
         return run_deep(self._sql, text, params, timeout, AnyEvent(cancel, interrupt), progress,
                         on_interrupt=interrupt.set)
 
@@ -200,7 +201,7 @@ class SessionState:
         """A query's result, typed and named as its plan says."""
         phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
         self.check_memory(phys)
-        run = driver.execute(self.executor, phys, timeout=timeout, cancel=cancel,
+        run = driver.execute(self.executor, phys, timeout=checked_timeout(timeout), cancel=cancel,
                              progress=progress)
         return finish(plan, run.tables)
 
@@ -213,7 +214,7 @@ class SessionState:
         phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
         self.check_memory(phys)
         start = time.perf_counter()
-        run = driver.execute(self.executor, phys, timeout=timeout, cancel=cancel,
+        run = driver.execute(self.executor, phys, timeout=checked_timeout(timeout), cancel=cancel,
                              progress=progress, collect_stats=True)
         elapsed = time.perf_counter() - start
         return finish(plan, run.tables), phys, run.stats, elapsed
@@ -273,7 +274,8 @@ class SessionState:
         return W.write_dataset(self, plan, path, format, tuple(partition_by), options,
                                overwrite=overwrite, storage_options=storage_options,
                                filesystem=filesystem, make_parents=True,
-                               run={"timeout": timeout, "cancel": cancel, "progress": progress})
+                               run={"timeout": checked_timeout(timeout), "cancel": cancel,
+                                    "progress": progress})
 
     def register(self, name: str, provider: Any) -> None:
         with self.write_lock:
@@ -293,6 +295,19 @@ class SessionState:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+
+
+def checked_timeout(timeout: Any) -> float | None:
+    """A statement's timeout in seconds: None or a number at least 0 (NaN was ignored and the
+    query ran to its end; '5' failed with Python's TypeError)."""
+    import math
+
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+            math.isnan(timeout) or timeout < 0:
+        raise Error(f"timeout must be a number of seconds (at least 0) or None, not {timeout!r}")
+    return float(timeout)
 
 
 def result_schema(plan: LogicalPlan) -> pa.Schema:
