@@ -282,10 +282,15 @@ def _arrow_table(data: Any, what: str) -> pa.Table:
         table = pa.Table.from_batches([data])
     elif isinstance(data, pa.Table):
         table = data
+    elif type(data).__name__ == "DataFrame" and type(data).__module__.startswith("pandas"):
+        # pandas 3's frames are Arrow streams too, which wrap the frame's numpy memory: a
+        # later `df.loc[0, "a"] = 100` changed what was registered. Copied as register_pandas
+        # copies it, with its conversions of pandas' types
+        return _pandas_table(data, what)
     elif hasattr(data, "__arrow_c_stream__"):
         try:
             table = pa.table(data)
-        except (pa.ArrowException, TypeError, ValueError) as e:
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
             # a stream of one column (a ChunkedArray, a Polars Series) is not a table
             raise CatalogError(f"{what} needs a table (columns with names), got "
                                f"{type(data).__module__}.{type(data).__name__}: "
@@ -303,11 +308,47 @@ def _pandas_table(df: Any, what: str, name: str | None = None) -> pa.Table:
             df, "__arrow_c_stream__") else ""
         raise CatalogError(f"{what} needs a pandas DataFrame, got "
                            f"{type(df).__module__}.{type(df).__name__}{hint}")
+    label = f" {name!r}" if name else ""
+    for column, dtype in df.dtypes.items():
+        if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered:
+            # as text its values would compare and sort alphabetically, not in the order of
+            # its categories (DuckDB reads it as an ENUM, which pqe does not have)
+            raise UnsupportedError(
+                f"column {column!r} of pandas DataFrame{label} is an ordered categorical, "
+                "which pqe does not support: register its text (.astype(str)) or its "
+                "codes (.cat.codes) instead")
     try:
-        return engine_table(pa.Table.from_pandas(_unshared(df, pd), preserve_index=False))
-    except (pa.ArrowException, TypeError, ValueError) as e:
-        label = f" {name!r}" if name else ""
-        raise CatalogError(f"cannot convert pandas DataFrame{label} to Arrow: {e}") from e
+        table = pa.Table.from_pandas(_unshared(df, pd), preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+        raise CatalogError(f"cannot convert pandas DataFrame{label} to Arrow: "
+                           f"{str(e).splitlines()[0]}") from e
+    return engine_table(_mixed_dates(df, table, pd, label))
+
+
+def _mixed_dates(df: Any, table: pa.Table, pd: Any, label: str) -> pa.Table:
+    """`table` with each object column Arrow made a DATE column of, from dates mixed with
+    datetimes (a datetime is a date: when a date comes first Arrow takes them all as dates
+    and drops the times), a TIMESTAMP column, as DuckDB reads it. (With a datetime first,
+    Arrow refuses the dates.) Only a column whose times are not all midnight changes: at
+    midnight a date loses nothing."""
+    for i, (column, dtype) in enumerate(df.dtypes.items()):
+        if dtype != object or not pa.types.is_date32(table.column(i).type):
+            continue
+        try:
+            stamps = pd.to_datetime(df.iloc[:, i], errors="raise")
+        except (TypeError, ValueError, OverflowError) as e:
+            raise CatalogError(f"column {column!r} of pandas DataFrame{label} mixes dates "
+                               f"and datetimes Arrow cannot convert together: "
+                               f"{str(e).splitlines()[0]}") from e
+        if getattr(stamps.dt, "tz", None) is not None or not (
+                stamps.dropna() != stamps.dropna().dt.normalize()).any():
+            if getattr(stamps.dt, "tz", None) is not None:
+                raise CatalogError(f"column {column!r} of pandas DataFrame{label} mixes "
+                                   "dates and datetimes with a time zone")
+            continue
+        col = pa.array(stamps, from_pandas=True).cast(pa.timestamp("us"))
+        table = table.set_column(i, pa.field(table.field(i).name, col.type), col)
+    return table
 
 
 def _unshared(df: Any, pd: Any) -> Any:
@@ -344,6 +385,17 @@ def _engine_type(t: pa.DataType, column: str) -> pa.DataType:
     A top-level string_view or binary_view column is kept: scans read it into `string` /
     `binary` per partition. A DECIMAL of more than 38 digits has no exact engine type (it
     would have to become DOUBLE): an UnsupportedError names the column."""
+    if isinstance(t, pa.BaseExtensionType):
+        # Arrow's canonical extensions with an engine type; any other (pandas' period and
+        # interval, a tensor, a user's type) would be read as its storage (a period as its
+        # ordinal number): refused by name
+        name = t.extension_name
+        if name in ("arrow.uuid", "arrow.json"):
+            return pa.string()  # a UUID as its canonical text, like DuckDB's cast to VARCHAR
+        if name == "arrow.bool8":
+            return pa.bool_()
+        raise UnsupportedError(f"column {column!r} of extension type {name} is not "
+                               "supported")
     if pa.types.is_string_view(t):
         return pa.string()
     if pa.types.is_binary_view(t):
@@ -394,6 +446,8 @@ def engine_table(table: pa.Table) -> pa.Table:
             if pa.types.is_run_end_encoded(f.type):
                 col = pa.chunked_array([pc.run_end_decode(c) for c in col.chunks],
                                        f.type.value_type)
+            if isinstance(f.type, pa.BaseExtensionType):
+                col = pa.chunked_array([_from_extension(c) for c in col.chunks], want)
             if col.type == want:
                 pass
             elif pa.types.is_list(want) or pa.types.is_large_list(want):
@@ -407,6 +461,37 @@ def engine_table(table: pa.Table) -> pa.Table:
                                    f"{str(e).splitlines()[0]}") from e
         table = table.set_column(i, pa.field(f.name, want, f.nullable, f.metadata), col)
     return table
+
+
+def _from_extension(arr: pa.Array) -> pa.Array:
+    """An array of a canonical extension type as its engine type (`_engine_type`): a UUID as
+    its 36 characters of lower-case hex (8-4-4-4-12), JSON as its text, bool8 as booleans."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    name = arr.type.extension_name
+    storage = arr.storage
+    if name == "arrow.json":
+        return storage.cast(pa.string())
+    if name == "arrow.bool8":
+        return pc.not_equal(storage, 0)
+    n = len(storage)
+    raw = np.frombuffer(storage.buffers()[1], np.uint8)[storage.offset * 16:(storage.offset + n) * 16]
+    raw = raw.reshape(n, 16)
+    digits = np.frombuffer(b"0123456789abcdef", np.uint8)
+    hexed = np.empty((n, 32), np.uint8)
+    hexed[:, 0::2] = digits[raw >> 4]
+    hexed[:, 1::2] = digits[raw & 15]
+    text = np.full((n, 36), ord("-"), np.uint8)
+    for lo, hi, at in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
+        text[:, at:at + hi - lo] = hexed[:, lo:hi]
+    offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int32)
+    validity = storage.buffers()[0] if storage.null_count else None
+    if validity is not None and storage.offset:  # (a slice: validity bits realigned)
+        validity = pc.is_valid(storage).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
+                                                  pa.py_buffer(text.tobytes())],
+                                 null_count=storage.null_count)
 
 
 def _as_list(arr: pa.Array, want: pa.DataType) -> pa.Array:

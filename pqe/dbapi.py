@@ -210,11 +210,13 @@ STRING = _TypeSet({"VARCHAR"})
 BINARY = _TypeSet({"BLOB"})
 NUMBER = _TypeSet({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "REAL", "DOUBLE", "DECIMAL",
                    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"})
-DATETIME = _TypeSet({"DATE", "TIMESTAMP"})
+DATETIME = _TypeSet({"DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIME"})
 ROWID = _TypeSet()
 
 
 def _type_code(t: pa.DataType) -> str:
+    if pa.types.is_time(t):  # (time32[ms], time64[us], ...: one SQL type)
+        return "TIME"
     name = T.type_name(t)
     return "DECIMAL" if name.startswith("DECIMAL") else name
 

@@ -350,7 +350,11 @@ def python_values(column, name: str) -> list:
 def plain_value(value: object) -> object:
     """`value` as an instance of the Python type it is (bool, int, float, Decimal, str,
     date, datetime) rather than of a subclass whose str() or repr() differs: a mixed-in
-    Enum member's value, a numpy scalar's Python value."""
+    Enum member's value, a numpy scalar's Python value. pandas' missing values (NaT, NA)
+    are None: NaT is a datetime whose text is 'NaT' (a cast error where DuckDB binds NULL)."""
+    if type(value).__name__ in ("NaTType", "NAType") \
+            and type(value).__module__.startswith("pandas"):
+        return None
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
         import numpy as np
 
