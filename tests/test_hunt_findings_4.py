@@ -118,3 +118,31 @@ def test_time_and_timestamptz_are_datetime_type_codes(ctx):
         codes = [d[1] for d in cur.description]
         assert codes == ["TIMESTAMPTZ", "TIME"]
         assert all(c == pqe.dbapi.DATETIME for c in codes)
+
+
+# --- NULL-matching keys of every type --------------------------------------------------------
+
+@pytest.mark.parametrize("typ, value", [
+    (pa.time64("us"), datetime.time(1)), (pa.time32("ms"), datetime.time(1)),
+    (pa.binary(2), b"ab"), (pa.large_binary(), b"ab"),
+    (pa.duration("us"), datetime.timedelta(1))])
+def test_null_matches_null_for_time_binary_duration_keys(ctx, typ, value):
+    # these types had no sentinel and the NULL-safe key fell back to `a = b`: NULL never
+    # matched NULL (lost join rows, INTERSECT rows, NULL groups; count(*) NULL, not 0)
+    ctx.register_arrow("a", pa.table({"k": pa.array([value, None], typ), "y": [0, 1]}))
+    ctx.register_arrow("b", pa.table({"k": pa.array([value, None], typ), "z": [5, 6]}))
+    rows = lambda q: sorted(tuple(r.values()) for r in ctx.sql(q).to_pylist())  # noqa: E731
+    assert rows("SELECT a.y, b.z FROM a JOIN b ON a.k IS NOT DISTINCT FROM b.k") == \
+        [(0, 5), (1, 6)]
+    assert ctx.sql("SELECT count(*) AS n FROM (SELECT k FROM a INTERSECT SELECT k FROM b)"
+                   ).to_pylist() == [{"n": 2}]
+    assert rows("SELECT y, (SELECT count(*) FROM b WHERE b.k = a.k AND b.z > a.y) FROM a") == \
+        [(0, 1), (1, 0)]
+    assert rows("SELECT y, (SELECT count(*) FROM b WHERE a.k IS NULL) FROM a") == [(0, 0), (1, 2)]
+    assert ctx.sql("SELECT count(*) AS n FROM (SELECT k, count(DISTINCT y), count(DISTINCT y + 1)"
+                   " FROM a GROUP BY k)").to_pylist() == [{"n": 2}]
+    # NOT IN is NULL (not TRUE) for a NULL probe against a non-empty set
+    assert rows("SELECT y FROM a WHERE a.k NOT IN (SELECT k FROM b WHERE b.z > a.y) "
+                "OR y > 100") == []
+    assert rows("SELECT y, a.k NOT IN (SELECT k FROM b WHERE b.z > a.y) FROM a") == \
+        [(0, False), (1, None)]

@@ -576,9 +576,13 @@ def null_safe_key(a: Expr, b: Expr) -> list[tuple[Expr, Expr]]:
     (coalesce(a, s), coalesce(b, s)) plus (a IS NULL, b IS NULL) for nullable sides."""
     if not (a.nullable or b.nullable):
         return [(a, b)]
+    if T.is_null(a.dtype) or T.is_null(b.dtype):  # (NULL matches NULL: nothing else is)
+        return [(call("is_null", a), call("is_null", b))]
     s = _sentinel(a.dtype)
-    if s is None:
-        return [(a, b)]
+    if s is None:  # `a = b` alone would never match NULL to NULL: a silently wrong answer
+        raise UnsupportedError(f"comparing {T.type_name(a.dtype)} values with NULL matching "
+                               "NULL (IS NOT DISTINCT FROM, INTERSECT, EXCEPT, a grouped "
+                               "or correlated key) is not supported")
     lit_s = Literal(s, a.dtype)
     return [(call("coalesce", a, lit_s), call("coalesce", b, lit_s)),
             (call("is_null", a), call("is_null", b))]
@@ -599,8 +603,16 @@ def _sentinel(t: pa.DataType):
         return datetime.date(1970, 1, 1)
     if pa.types.is_timestamp(t):
         return datetime.datetime(1970, 1, 1)
-    if pa.types.is_binary(t):
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return b""
+    if pa.types.is_fixed_size_binary(t):
+        return bytes(t.byte_width)
+    if pa.types.is_time(t):
+        return datetime.time(0)
+    if pa.types.is_duration(t):
+        return datetime.timedelta(0)
+    if pa.types.is_interval(t):
+        return pa.MonthDayNano([0, 0, 0])
     return None
 
 
