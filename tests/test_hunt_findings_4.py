@@ -146,3 +146,59 @@ def test_null_matches_null_for_time_binary_duration_keys(ctx, typ, value):
                 "OR y > 100") == []
     assert rows("SELECT y, a.k NOT IN (SELECT k FROM b WHERE b.z > a.y) FROM a") == \
         [(0, False), (1, None)]
+
+
+# --- INSERT ... ON CONFLICT / OR REPLACE, COPY TO -------------------------------------------
+
+def test_on_conflict_set_resolves_case_like_update(ctx):
+    # columns a and "A": lower-cased keys made them one name, and SET a = 99 wrote "A"
+    ctx.sql('CREATE TABLE u (id INT PRIMARY KEY, a INT, "A" INT)')
+    ctx.sql("INSERT INTO u VALUES (1, 10, 20)")
+    ctx.sql("INSERT INTO u VALUES (1, 0, 0) ON CONFLICT (id) DO UPDATE SET a = 99")
+    assert ctx.sql("SELECT * FROM u").to_pylist() == [{"id": 1, "a": 99, "A": 20}]
+    ctx.sql('INSERT INTO u VALUES (1, 5, 6) ON CONFLICT (id) DO UPDATE '
+            'SET "A" = excluded.a + u."A" WHERE u.a = 99')
+    assert ctx.sql("SELECT * FROM u").to_pylist() == [{"id": 1, "a": 99, "A": 25}]
+    # a quoted name is that exact name, as in UPDATE
+    ctx.sql('CREATE TABLE m (id INT PRIMARY KEY, "MixedCol" INT UNIQUE, "Other" VARCHAR)')
+    with pytest.raises(pqe.BindError, match="no column 'mixedcol'"):
+        ctx.sql('INSERT INTO m VALUES (1, 2, 3) ON CONFLICT ("mixedcol") DO NOTHING')
+    with pytest.raises(pqe.BindError, match="no column 'other'"):
+        ctx.sql('INSERT INTO m VALUES (1, 2, 3) ON CONFLICT (id) DO UPDATE SET "other" = 1')
+
+
+@pytest.mark.parametrize("assignment", ["d = 5", "i = DATE '2020-01-01'", "b = 1"])
+def test_on_conflict_set_is_typed_like_update(ctx, assignment):
+    # was stored through Arrow's cast: (1, 1970-01-06, 18262, True)
+    ctx.sql("CREATE TABLE t (id INT PRIMARY KEY, d DATE, i INT, b BOOLEAN)")
+    ctx.sql("INSERT INTO t VALUES (1, NULL, 0, false)")
+    with pytest.raises(pqe.TypeMismatchError, match="cannot store"):
+        ctx.sql(f"INSERT INTO t (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET {assignment}")
+    with pytest.raises(pqe.TypeMismatchError, match="BOOLEAN"):
+        ctx.sql("INSERT INTO t (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET i = 2 WHERE t.i")
+    assert ctx.sql("SELECT * FROM t").to_pylist() == [
+        {"id": 1, "d": None, "i": 0, "b": False}]
+
+
+def test_insert_or_replace_with_a_column_list_keeps_the_other_columns(ctx):
+    # DuckDB: OR REPLACE updates the listed columns (pqe replaced the row: w became NULL)
+    ctx.sql("CREATE TABLE s (id INT PRIMARY KEY, v VARCHAR, w INT)")
+    ctx.sql("INSERT INTO s VALUES (2, 'b', 2), (3, 'c', 3)")
+    ctx.sql("INSERT OR REPLACE INTO s (id, v) VALUES (2, 'new'), (4, 'x')")
+    ctx.sql("INSERT OR REPLACE INTO s (w, id) VALUES (9, 3)")
+    ctx.sql("INSERT OR REPLACE INTO s (id) VALUES (3), (5)")
+    ctx.sql("INSERT OR REPLACE INTO s VALUES (4, 'full', 1)")
+    assert [tuple(r.values()) for r in ctx.sql("SELECT * FROM s ORDER BY id").to_pylist()] == [
+        (2, "new", 2), (3, "c", 9), (4, "full", 1), (5, None, None)]
+
+
+def test_copy_to_a_file_errors_are_pqe_errors(ctx, tmp_path):
+    ctx.sql("CREATE TABLE t (k INT, iv INTERVAL)")
+    ctx.sql("INSERT INTO t VALUES (1, INTERVAL 3 DAY)")
+    for fmt in ("parquet", "csv"):  # were raw pyarrow ArrowNotImplementedError
+        with pytest.raises(pqe.UnsupportedError, match="column iv is INTERVAL"):
+            ctx.sql(f"COPY t TO '{tmp_path / ('x.' + fmt)}' (FORMAT {fmt})")
+    ctx.register_arrow("b", pa.table({"b": [b"\xff"]}))
+    with pytest.raises(pqe.ExecutionError, match="UTF8"):
+        ctx.sql(f"COPY b TO '{tmp_path / 'y.csv'}' (FORMAT csv)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -492,6 +492,8 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
             os.replace(tmp, path)
         else:
             _put_new(tmp, path, stmt.path)
+    except pa.ArrowException as e:  # (a BLOB of bytes that are not UTF-8, into CSV)
+        raise ExecutionError(f"COPY TO '{stmt.path}': {str(e).splitlines()[0]}") from e
     except OSError as e:
         raise ExecutionError(f"COPY TO '{stmt.path}': {e.strerror or e}") from e
     finally:
@@ -581,7 +583,12 @@ def _copy_to_store(session: SessionState, stmt: S.Copy, fs_spec, key: str, run: 
 
 def check_csv_columns(fields, fmt: str, what: str) -> None:
     """CSV has no form for LIST, STRUCT or MAP values: refused by the column's name before
-    the query runs (Arrow's CSV writer would fail with a bare 'Unsupported Type')."""
+    the query runs (Arrow's CSV writer would fail with a bare 'Unsupported Type'). Nor has
+    either format's writer one for INTERVAL (Arrow's month-day-nano type)."""
+    for f in fields:
+        if pa.types.is_interval(f.dtype) or pa.types.is_duration(f.dtype):
+            raise UnsupportedError(f"{what}: column {f.name} is {T.type_name(f.dtype)}, which "
+                                   f"pqe cannot write to {fmt.upper()}")
     if fmt != "csv":
         return
     for f in fields:

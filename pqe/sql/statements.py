@@ -16,6 +16,7 @@ from sqlglot import exp
 from .. import types as T
 from ..catalog import CatalogSnapshot, MemoryTable, TableProvider
 from ..errors import (
+    AmbiguousColumnError,
     AggregateMisuseError,
     BindError,
     CatalogError,
@@ -451,7 +452,18 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
                             f"or UNIQUE constraint to conflict on")
         if alternative == "IGNORE":
             return S.OnConflict("nothing")
-        return S.OnConflict("replace", _single_key(keys, name))
+        key = _single_key(keys, name)
+        if set(cols) >= set(entry.schema.names):
+            return S.OnConflict("replace", key)
+        # with a column list, the columns it leaves out keep their values: DuckDB's OR
+        # REPLACE is DO UPDATE SET of the listed columns (replacing the row set them NULL)
+        scan, excluded = B.scan(name, entry), B.scan(name, entry, "excluded")
+        by_name = {f.name: f for f in excluded.schema}
+        sets = tuple((c, ColumnRef(by_name[c])) for c in cols if c not in key)
+        if not sets:
+            return S.OnConflict("nothing", key)
+        return S.OnConflict("update", key, sets, None,
+                            (tuple(scan.schema), tuple(excluded.schema)))
     if conflict is None:
         return None
     refuse_unknown_args(conflict, {"conflict_keys", "action", "expressions", "where",
@@ -460,12 +472,11 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
         raise UnsupportedError("ON DUPLICATE KEY UPDATE is not supported; use ON CONFLICT")
     if conflict.args.get("constraint"):
         raise UnsupportedError("ON CONFLICT ON CONSTRAINT is not supported; name the columns")
-    target = tuple(name_of(k)[0] for k in conflict.args.get("conflict_keys") or [])
     if not keys:
         raise BindError(f"INSERT INTO {name} ... ON CONFLICT: the table has no PRIMARY KEY or "
                         f"UNIQUE constraint")
-    lookup = {f.name.lower(): f.name for f in entry.schema}
-    target = tuple(lookup.get(t.lower(), t) for t in target)
+    columns = entry.schema.names
+    target = tuple(_column_named(columns, k, name) for k in conflict.args.get("conflict_keys") or [])
     if target and tuple(sorted(target)) not in {tuple(sorted(k)) for k in keys}:
         raise BindError(f"ON CONFLICT ({', '.join(target)}) does not match a PRIMARY KEY or "
                         f"UNIQUE constraint of {name}")
@@ -480,31 +491,74 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
     # SET assignments see the existing row (table name) and the proposed one (excluded)
     scan = B.scan(name, entry)
     excluded = B.scan(name, entry, "excluded")
+    # the columns by their exact names: a reference is resolved to one first (quoted: that
+    # exact name; unquoted: its folded name, else the one name equal regardless of case), as
+    # UPDATE resolves them (lower-cased keys made `a` and "A" one name: SET a = 99 wrote "A")
     scope = Scope()
-    scope.add(name, [(f.name.lower(), f) for f in scan.schema])
-    scope.add("excluded", [(f.name.lower(), f) for f in excluded.schema])
+    scope.add(name, [(f.name, f) for f in scan.schema])
+    scope.add("excluded", [(f.name, f) for f in excluded.schema])
     sets = []
     for eq in conflict.args.get("expressions") or []:
-        if not isinstance(eq, exp.EQ):
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise UnsupportedError(f"ON CONFLICT DO UPDATE SET {eq.sql(dialect=PQEDialect)}")
-        cname = name_of(eq.this)[0]
-        real = lookup.get(cname.lower())
-        if real is None:
-            raise BindError(f"table {name} has no column '{cname}'")
+        real = _column_named(columns, eq.this, name)
         if real in target:
             raise BindError(f"ON CONFLICT DO UPDATE cannot change the key column {real}")
+        if real in (c for c, _ in sets):
+            raise BindError(f"ON CONFLICT DO UPDATE sets column {real} twice")
         binder.check(eq.expression)
-        value = binder.expr(_qualified(eq.expression, name), scope, clause="SET")
+        value = binder.expr(_conflict_names(eq.expression, name, columns), scope, clause="SET")
+        # the typing of every other INSERT and UPDATE form: a number never becomes a DATE
+        check_storable(f"INSERT INTO {name} ... ON CONFLICT DO UPDATE", value.dtype,
+                       entry.schema.field(real).type, real)
         sets.append((real, B.cast(value, entry.schema.field(real).type)))
     where = conflict.args.get("where")
     cond = None
     if where is not None:
         binder.check(where)
-        cond = binder.expr(_qualified(where.this if isinstance(where, exp.Where) else where, name),
-                           scope, clause="WHERE")
+        cond = binder.expr(_conflict_names(where.this if isinstance(where, exp.Where) else where,
+                                           name, columns), scope, clause="WHERE")
+        if not (T.is_boolean(cond.dtype) or T.is_null(cond.dtype)):
+            raise TypeMismatchError(f"ON CONFLICT ... WHERE must be BOOLEAN, not "
+                                    f"{T.type_name(cond.dtype)}")
         cond = B.call("is_true", B.cast(cond, T.BOOLEAN))
     return S.OnConflict("update", target, tuple(sets), cond,
                         (tuple(scan.schema), tuple(excluded.schema)))
+
+
+def _column_named(columns: list[str], node: exp.Expression, table: str) -> str:
+    """The column of `table` a name refers to: quoted, exactly that name; unquoted, its
+    lower-case form, else the one column equal to it regardless of case."""
+    if isinstance(node, exp.Ordered):  # (a conflict target's column)
+        node = node.this
+    col, quoted = name_of(node)
+    if col in columns:
+        return col
+    if not quoted:
+        folded = [c for c in columns if c.lower() == col.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        if folded:
+            raise AmbiguousColumnError(f"column reference '{col}' is ambiguous in {table}: "
+                                       f"{', '.join(folded)}")
+    raise BindError(f"table {table} has no column '{col}'")
+
+
+def _conflict_names(node: exp.Expression, table: str, columns: list[str]) -> exp.Expression:
+    """An ON CONFLICT SET value or WHERE with each reference to the target table's row or
+    the proposed (excluded) one qualified and resolved to its exact column name."""
+    node = node.copy()
+    for col in node.find_all(exp.Column):
+        if col.find_ancestor(exp.Select) is not None:
+            continue  # (a subquery's own names: its binding resolves them)
+        qualifier = col.table
+        if qualifier and qualifier.lower() not in (table.lower(), "excluded"):
+            continue
+        real = _column_named(columns, col, qualifier or table)
+        col.set("this", exp.to_identifier(real, quoted=True))
+        col.set("table", exp.to_identifier(
+            "excluded" if qualifier.lower() == "excluded" else table))
+    return node
 
 
 def _single_key(keys: list[tuple[str, ...]], name: str) -> tuple[str, ...]:
@@ -512,17 +566,6 @@ def _single_key(keys: list[tuple[str, ...]], name: str) -> tuple[str, ...]:
         raise BindError(f"table {name} has several PRIMARY KEY/UNIQUE constraints: name the "
                         f"conflict columns (ON CONFLICT (...))")
     return keys[0]
-
-
-def _qualified(node: exp.Expression, table: str) -> exp.Expression:
-    node = node.copy()
-    for col in node.find_all(exp.Column):
-        if not col.table:
-            col.set("this", exp.to_identifier(name_of(col)[0]))
-            col.set("table", exp.to_identifier(table))
-        elif not col.this.quoted:
-            col.set("this", exp.to_identifier(name_of(col)[0]))
-    return node
 
 
 def _no_aggregates(node: exp.Expression, what: str) -> None:
