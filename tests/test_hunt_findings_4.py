@@ -202,3 +202,15 @@ def test_copy_to_a_file_errors_are_pqe_errors(ctx, tmp_path):
     with pytest.raises(pqe.ExecutionError, match="UTF8"):
         ctx.sql(f"COPY b TO '{tmp_path / 'y.csv'}' (FORMAT csv)")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_recursive_cte_read_twice_is_not_refused_for_memory(ctx):
+    # its size estimate was the unknown-table default (10^6 rows): read twice, a 10^12-row
+    # cross join the memory guard refused ("needs about 14901.2 GiB")
+    r = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+    assert ctx.sql(r + "SELECT count(*) AS c FROM r r1, r r2").to_pylist() == [{"c": 9}]
+    assert ctx.sql(r + "SELECT count(*) AS c FROM r r1 JOIN r r2 ON r1.n < r2.n"
+                   ).to_pylist() == [{"c": 3}]
+    assert ctx.sql(r + "SELECT n, (SELECT count(*) FROM r r2 WHERE r2.n < r.n) AS c FROM r "
+                   "ORDER BY n").to_pylist() == [{"n": 1, "c": 0}, {"n": 2, "c": 1},
+                                                 {"n": 3, "c": 2}]

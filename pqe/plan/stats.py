@@ -29,11 +29,13 @@ from .logical import (
     Limit,
     LogicalPlan,
     Project,
+    RecursiveQuery,
     Scan,
     SingleRow,
     Sort,
     Union,
     Values,
+    WorkTable,
     walk_plan,
 )
 
@@ -42,6 +44,10 @@ EQ_SELECTIVITY = 0.1
 RANGE_SELECTIVITY = 1 / 3
 LIKE_SELECTIVITY = 0.1  # without a sample of the column (Estimator._pattern_selectivity)
 SAMPLE_MIN_VALUES = 1000  # fewer sampled values tell too little
+# a recursive CTE's size is known only once it has run: one iteration's rows, and how many
+# iterations the estimate counts
+_WORK_TABLE_ROWS = 1000.0
+_RECURSIVE_ITERATIONS = 10
 
 
 @dataclass
@@ -232,6 +238,13 @@ class Estimator:
             return sum(self.rows(p) for p in plan.inputs)
         if isinstance(plan, Join):
             return self._join_rows(plan)
+        if isinstance(plan, WorkTable):
+            # one iteration's rows of a recursive CTE: unknown before it runs; as the
+            # unknown-table default (1e6) a tiny counter's CTE read twice was a 10^12-row
+            # cross join, which the memory guard refused ("needs 14901 GiB")
+            return _WORK_TABLE_ROWS
+        if isinstance(plan, RecursiveQuery):  # the anchor's rows and some iterations' of the step
+            return self.rows(plan.anchor) + _RECURSIVE_ITERATIONS * self.rows(plan.step)
         kids = plan.children()
         if len(kids) == 1:  # Window and other row-preserving nodes
             return self.rows(kids[0])
