@@ -214,3 +214,25 @@ def test_recursive_cte_read_twice_is_not_refused_for_memory(ctx):
     assert ctx.sql(r + "SELECT n, (SELECT count(*) FROM r r2 WHERE r2.n < r.n) AS c FROM r "
                    "ORDER BY n").to_pylist() == [{"n": 1, "c": 0}, {"n": 2, "c": 1},
                                                  {"n": 3, "c": 2}]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("max(y + a.x)", [(1, 15), (2, 27), (3, None), (None, None)]),
+    ("sum(y * a.x)", [(1, 50), (2, 260), (3, None), (None, None)]),
+    ("count(*) FILTER (WHERE y > a.x / 4)", [(1, 1), (2, 2), (3, 0), (None, 0)]),
+    ("max(CASE WHEN a.x > 20 THEN y ELSE -y END)", [(1, -5), (2, -6), (3, None), (None, None)]),
+    ("count(y + a.x)", [(1, 1), (2, 2), (3, 0), (None, 0)])])
+def test_outer_column_inside_a_correlated_aggregate(ctx, value, expected):
+    # was InternalError "cannot compile OuterRef": the equality form grouped by the key and
+    # left the outer column in the aggregate's argument (answers checked with DuckDB)
+    ctx.register_arrow("a", pa.table({"id": [1, 2, 3, None], "x": [10, 20, 30, 5]}))
+    ctx.register_arrow("b", pa.table({"id": [1, 2, 2, None], "y": [5, 6, 7, 8]}))
+    got = [tuple(r.values()) for r in ctx.sql(
+        f"SELECT id, (SELECT {value} FROM b WHERE b.id = a.id) AS v FROM a").to_pylist()]
+    assert sorted(got, key=str) == sorted(expected, key=str)
+
+
+def test_outer_column_in_a_values_subquery_is_refused_cleanly(ctx):
+    ctx.register_arrow("a", pa.table({"x": [10]}))
+    with pytest.raises(pqe.UnsupportedError, match="correlated subquery"):
+        ctx.sql("SELECT (VALUES (a.x)) FROM a").to_arrow()

@@ -307,6 +307,10 @@ def _scalar_join(outer: LogicalPlan, sub: SubqueryExpr,
             "correlated scalar subqueries must be aggregates without GROUP BY (for now)")
     if top is not None and any(has_outer_ref(x) for x in top.exprs):
         raise UnsupportedError("outer references in a scalar subquery's result expression")
+    if any(has_outer_ref(c) for a in agg.aggs for c in a.children()):
+        # max(y + a.x), sum(y) FILTER (WHERE y > a.x): the value depends on the outer row,
+        # not only the group (left as an OuterRef, it failed to compile): the domain form
+        raise UnsupportedError("outer references in a correlated aggregate's arguments")
     body, corr = _pull(agg.input)
     pairs: list[tuple[Expr, Expr]] = []
     available = set(outer.column_ids)

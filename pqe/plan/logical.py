@@ -120,6 +120,9 @@ class Values(LogicalPlan):
                 raise InternalError("VALUES row width does not match its schema")
         _set_schema(self, self.fields)
 
+    def expressions(self):  # (an outer reference, `(VALUES (a.x))`, is seen by decorrelation)
+        return tuple(e for row in self.rows for e in row)
+
 
 @dataclass(frozen=True, slots=True)
 class Filter(LogicalPlan):
