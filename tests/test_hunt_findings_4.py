@@ -236,3 +236,23 @@ def test_outer_column_in_a_values_subquery_is_refused_cleanly(ctx):
     ctx.register_arrow("a", pa.table({"x": [10]}))
     with pytest.raises(pqe.UnsupportedError, match="correlated subquery"):
         ctx.sql("SELECT (VALUES (a.x)) FROM a").to_arrow()
+
+
+def test_grouped_array_agg_of_lists_and_structs():
+    # was ExecutionError: Function 'hash_list' has no kernel matching list<item: int64>
+    a = pa.Table.from_batches([
+        pa.record_batch({"k": [1, 1, 2], "l": [[1], [2, 3], None],
+                         "s": [{"x": 1}, {"x": 2}, None]}),
+        pa.record_batch({"k": [2, 1], "l": [[4], []], "s": [{"x": 3}, {"x": 4}]})])
+    with pqe.Context(threads=2) as ctx:
+        ctx.register_arrow("a", a)
+        got = ctx.sql("SELECT k, array_agg(l ORDER BY s.x) AS l, array_agg(s ORDER BY s.x) AS s"
+                      " FROM a GROUP BY k ORDER BY k").to_pylist()
+        assert got == [{"k": 1, "l": [[1], [2, 3], []], "s": [{"x": 1}, {"x": 2}, {"x": 4}]},
+                       {"k": 2, "l": [[4], None], "s": [{"x": 3}, None]}]
+        # through a partial and a final step (several partitions)
+        got = ctx.sql("SELECT k, count(*) AS n, array_agg(l ORDER BY s.x) AS l FROM "
+                      "(SELECT * FROM a UNION ALL SELECT * FROM a) GROUP BY k ORDER BY k"
+                      ).to_pylist()
+        assert got == [{"k": 1, "n": 6, "l": [[1], [1], [2, 3], [2, 3], [], []]},
+                       {"k": 2, "n": 4, "l": [[4], [4], None, None]}]

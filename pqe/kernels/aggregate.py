@@ -466,9 +466,13 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
     if grouped:
         # hash_list has no kernel for list values: list states are merged through the list
         # of each group's row numbers
+        # nor for nested values (array_agg of a LIST or STRUCT column): those are taken by
+        # the same row numbers
+        nested = {col for col, kernel, _, _ in lists
+                  if kernel == "list" and pa.types.is_nested(table.schema.field(col).type)}
         entries += [(col, "hash_list", None, out) for col, kernel, _, out in lists
-                    if kernel == "list"]
-        if any(kernel == "list_merge" for _, kernel, _, _ in lists):
+                    if kernel == "list" and col not in nested]
+        if nested or any(kernel == "list_merge" for _, kernel, _, _ in lists):
             table = table.append_column("__row", pa.array(np.arange(table.num_rows), pa.int64()))
             entries.append(("__row", "hash_list", None, "__rows"))
     if entries or grouped:
@@ -484,7 +488,11 @@ def _aggregate(table: pa.Table, group: tuple[str, ...], entries: list[tuple],
             cols.append(out.column(e[3]))
             names.append(e[3])
     for col, kernel, _, name in lists:  # in their place among the states (by name, below)
-        if grouped:
+        if grouped and col in nested:
+            rows = out.column("__rows").combine_chunks()
+            state = pa.ListArray.from_arrays(
+                rows.offsets, table.column(col).take(rows.values).combine_chunks())
+        elif grouped:
             state = merge_list_levels(table.column(col), out.column("__rows")) \
                 if kernel == "list_merge" else out.column(name)
         else:
