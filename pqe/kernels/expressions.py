@@ -109,7 +109,7 @@ class Compiler:
                 raise UnsupportedError(f"function {e.fn} has no kernel")
             if e.args and all(T.is_null(a.dtype) for a in e.args) and e.fn not in _NULL_AWARE:
                 return null_of(e.dtype)  # a NULL-typed result stays NULL-typed
-            return fn(self, e)
+            return _as_planned(fn(self, e), e.dtype)
         if isinstance(e, UserCall):
             from .user_functions import kernel_name
 
@@ -121,6 +121,22 @@ class Compiler:
         if isinstance(e, InList):
             return _in_list(self, e)
         raise InternalError(f"cannot compile {type(e).__name__} ({e})")
+
+
+def _as_planned(x: E, dtype: pa.DataType) -> E:
+    """A call's compiled expression, made to yield the type the plan gives the call where a
+    kernel may not: a REAL (float32) call whose kernel computes in DOUBLE (ROUND, TRUNC, a
+    modulo through fmod) or gets a DOUBLE operand must still yield float32 values, rounded
+    to single precision, or GROUP BY, DISTINCT, joins and comparisons see digits a REAL does
+    not have (f4 + 1 = 1 was FALSE for f4 = 1e-8) and the next operator meets float64 where
+    it expects float32 (EXCEPT's join keys, the REAL-to-text kernel). Rounding a DOUBLE
+    result of +, -, *, / of float32 operands once to float32 is the IEEE single result
+    (53 >= 2 * 24 + 2 bits). A cast of a float32 to float32 is a no-op; DOUBLE results are
+    left alone (their kernels yield float64, checked by tests/test_real_arithmetic.py, and
+    a no-op cast per arithmetic node costs a copy)."""
+    if pa.types.is_float32(dtype):
+        return x.cast(T.FLOAT32, safe=False)  # (a finite DOUBLE past REAL's range: inf)
+    return x
 
 
 # ---- arithmetic ----------------------------------------------------------------------------------
@@ -777,7 +793,15 @@ def _round(c, e):
         dt = T.as_decimal(t)
         rounded_t = dt if -nd > dt.precision else _decimal_type(dt.precision + 1, 0)
         return _checked_numeric_cast(c, _round_decimal(x.cast(dt), dt, nd), rounded_t, e.dtype)
-    return _float_round(x, nd, "half_towards_infinity", exact_ties=True)
+    # a REAL in DOUBLE (its REAL result rounded back by `_as_planned`), as DuckDB computes it
+    return _float_round(_in_double(x, t), nd, "half_towards_infinity", exact_ties=True)
+
+
+def _in_double(x: E, t: pa.DataType) -> E:
+    """A floating operand as DOUBLE: Acero casts a DOUBLE constant to a float32 operand's
+    type, so `_float_round`'s scaling of a REAL ran in single precision (ROUND(16057481::REAL,
+    1) gave 16057482)."""
+    return x.cast(T.FLOAT64) if pa.types.is_float32(t) else x
 
 
 def _float_round(x: E, nd: int, mode: str, exact_ties: bool = False) -> E:
@@ -869,7 +893,7 @@ def _trunc(c, e):
         return null_of(e.dtype)
     t = e.args[0].dtype
     if T.is_floating(t):
-        return _float_round(x, nd, "towards_zero")
+        return _float_round(_in_double(x, t), nd, "towards_zero")
     if T.is_integer(t) and nd >= 0:
         return x
     t = T.as_decimal(t) if T.is_integer(t) else t

@@ -106,6 +106,8 @@ def _is_bool(e: Expr, value: bool) -> bool:
 
 
 def _simplify_node(e: Expr) -> Expr | None:
+    if isinstance(e, Literal):
+        return _real_literal(e)
     if isinstance(e, Call):
         if e.fn == "and":
             parts = conjuncts(e)
@@ -148,6 +150,22 @@ def _simplify_node(e: Expr) -> Expr | None:
 
 
 _COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _real_literal(e: Literal) -> Literal | None:
+    """A REAL literal holding a value a REAL cannot (a constant cast to REAL by the builder,
+    16777217 for `f4 + 16777217`) with the float32 value the kernels compute with (16777216,
+    as DuckDB casts the integer to REAL first), so what the optimizer and EXPLAIN read is
+    what execution and constant folding (`_fold`, through the kernels, rounding each REAL
+    result to float32) see. A finite value past REAL's range is left to the kernels'
+    range check."""
+    v = e.value
+    if not (pa.types.is_float32(e.dtype) and isinstance(v, float)) or v != v:
+        return None
+    real = pa.scalar(v, pa.float64()).cast(pa.float32(), safe=False).as_py()
+    if real == v or real in (float("inf"), float("-inf")):
+        return None
+    return Literal(real, e.dtype)
 
 
 def _prune_case(e: Case) -> Expr | None:

@@ -114,7 +114,10 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
     if T.is_integer(out):
         return (T.INT64, T.INT64), out
     if T.is_floating(out):
-        return (T.FLOAT64, T.FLOAT64), out
+        # both operands in the result type: REAL op REAL (an integer or DECIMAL operand is
+        # cast to REAL first, as DuckDB does) computes in single precision and yields REAL
+        # (Arrow's float32 kernels round each result to float32); DOUBLE otherwise
+        return (out, out), out
     if fn == "modulo":
         return (out, out), out
     # decimal add/subtract/multiply: operands keep their own (decimal) types; an untyped
