@@ -256,3 +256,27 @@ def test_grouped_array_agg_of_lists_and_structs():
                       ).to_pylist()
         assert got == [{"k": 1, "n": 6, "l": [[1], [1], [2, 3], [2, 3], [], []]},
                        {"k": 2, "n": 4, "l": [[4], [4], None, None]}]
+
+
+def test_try_cast_converts_as_cast_does(ctx):
+    # TRY_CAST had its own copy of the conversions, without CAST's DECIMAL -> DOUBLE one
+    import decimal
+    ctx.register_arrow("t", pa.table({
+        "d": pa.array([decimal.Decimal("3.30"), decimal.Decimal("0.05"), decimal.Decimal("1.15")],
+                      pa.decimal128(5, 2)), "b": [True, False, None]}))
+    got = ctx.sql("SELECT TRY_CAST(d AS DOUBLE) AS a, CAST(d AS DOUBLE) AS c, "
+                  "TRY_CAST(d AS REAL) = CAST(d AS REAL) AS same, "
+                  "TRY_CAST(b AS VARCHAR) AS tb FROM t").to_pylist()
+    assert got == [{"a": 3.3, "c": 3.3, "same": True, "tb": "true"},
+                   {"a": 0.05, "c": 0.05, "same": True, "tb": "false"},
+                   {"a": 1.15, "c": 1.15, "same": True, "tb": None}]
+
+
+def test_text_values_to_interval_refused_by_name(ctx):
+    # was Arrow's "Unsupported cast from string to month_day_nano_interval"
+    ctx.register_arrow("t", pa.table({"s": ["1 day"]}))
+    for q in ("SELECT CAST(s AS INTERVAL) FROM t", "SELECT TRY_CAST('1 day' AS INTERVAL)"):
+        with pytest.raises(pqe.UnsupportedError, match="VARCHAR values to INTERVAL"):
+            ctx.sql(q).to_arrow()
+    assert ctx.sql("SELECT DATE '2020-01-01' + CAST('1 day' AS INTERVAL) AS v").to_pylist() == \
+        [{"v": datetime.datetime(2020, 1, 2)}]
