@@ -14,6 +14,7 @@ import os
 import re
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import AliasPrecedence, Dialect
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
@@ -47,12 +48,28 @@ ORDER_ALL = "__pqe_order_all"
 USER_ALIAS = "pqe_user_alias"
 
 
+class _ResolveNames(Dialect):
+    """The dialect sqlglot's qualify_columns resolves names under (it takes the schema's
+    dialect, not qualify's): sqlglot's default dialect, whose select-list aliases win over
+    input columns in every clause, with DuckDB's (and PostgreSQL's) precedence where an input
+    column of the same name wins: in HAVING a grouped input column, or one inside an
+    aggregate (`SELECT k*10 AS k ... GROUP BY k HAVING k > 1` compares the column k, it
+    compared k*10), in QUALIFY any input column. WHERE and GROUP BY already take the input
+    column (qualified before aliases are looked at); ORDER BY is bound by pqe (select.py)."""
+
+    COLUMN_ALIAS_PRECEDENCE = {
+        exp.Having: AliasPrecedence.GROUPED_SOURCE,
+        exp.Qualify: AliasPrecedence.SOURCE,
+    }
+
+
 class QualifyMixin:
     def _cte_names(self, node: exp.Expression) -> set[str]:
         return {c.alias_or_name for c in node.find_all(exp.CTE)}
 
     def _qualify(self, node: exp.Expression) -> exp.Expression:
         _rewrite_all_keywords(node)
+        _unwrap_order_group_items(node)
         node = rebalance_chains(node)
         for sel in node.find_all(exp.Select):
             for item in sel.expressions:
@@ -126,7 +143,9 @@ class QualifyMixin:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
         nested = sum(1 for _ in itertools.islice(node.find_all(exp.Select), 2)) > 1
         bare = [col for col in node.find_all(exp.Column) if not col.table] if nested else []
-        mapping = MappingSchema(schema, normalize=False)
+        mapping = MappingSchema(schema, normalize=False, dialect=_ResolveNames)
+        using_refs = _hide_using_refs(node, schema)
+        alias_refs = _mark_alias_refs(node, schema)
         branches = _set_operation_branches(node)
         targets = branches if len(branches) >= REBALANCE_BRANCHES else [node]
         for target in targets:
@@ -146,6 +165,10 @@ class QualifyMixin:
                 done = self._qualify_one(sub, mapping, schema)
                 if done is not sub:
                     sub.replace(done)
+        if using_refs:
+            _restore_using_refs(node, using_refs)
+        if alias_refs:
+            _refuse_ambiguous_alias_refs(node, alias_refs, schema)
         if bare:
             _refuse_ambiguous_outer_columns(bare, schema)
         if targets is branches:
@@ -338,6 +361,219 @@ def _rewrite_all_keywords(node: exp.Expression) -> None:
     for limit in list(node.find_all(exp.Limit)):
         if _is_all_keyword(limit.expression):
             limit.set("expression", exp.Null())
+
+
+def _unwrap_order_group_items(node: exp.Expression) -> None:
+    """A parenthesized name or constant as a whole ORDER BY or GROUP BY item is that name or
+    constant, as PostgreSQL and DuckDB read it: `ORDER BY (1)` sorts by the first column (it
+    was a constant, ignored), `ORDER BY (k)` by the output column k (it took the input column
+    k), `GROUP BY (1)` groups by the first column (it was refused, the select list's column
+    "not grouped"). A string, NULL or boolean constant as an ORDER BY item of a query sorts
+    nothing; PostgreSQL and DuckDB refuse it ("non-integer constant in ORDER BY"), and so
+    does pqe (it was accepted and ignored). A window's or an aggregate's ORDER BY is left as
+    written: those have no positions, and a constant there is accepted by both."""
+    for order in list(node.find_all(exp.Order)):
+        if not isinstance(order.parent, (exp.Query, exp.Values)):
+            continue
+        for o in order.expressions:
+            item = _unwrapped(o.this if isinstance(o, exp.Ordered) else o)
+            if isinstance(item, (exp.Null, exp.Boolean)) or \
+                    (isinstance(item, exp.Literal) and item.is_string):
+                raise BindError(f"non-integer constant {item.sql(dialect=PQEDialect)[:40]} in "
+                                f"ORDER BY: it does not change the order (write a column, an "
+                                f"expression or a select-list position)")
+    for group in list(node.find_all(exp.Group)):
+        for g in list(group.expressions):
+            _unwrapped(g)
+
+
+def _unwrapped(item: exp.Expression) -> exp.Expression:
+    """`item` without the parentheses around it when they hold a name or a constant (the
+    unwrapped node takes its place in the tree); other items are returned as they are."""
+    inner = item
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    bare = inner.this if isinstance(inner, exp.Neg) else inner
+    if inner is item or not isinstance(bare, (exp.Column, exp.Literal, exp.Null, exp.Boolean)):
+        return item
+    item.replace(inner)
+    return inner
+
+
+# meta keys of the marks set before qualify and read after it
+_ALIAS_REF = "pqe_alias_ref"
+_SELECT_ID = "pqe_select_id"
+_USING_REF = "__pqe_using_ref"
+
+
+def _norm(ident: exp.Identifier) -> str:
+    return ident.name if ident.quoted else ident.name.lower()
+
+
+def _own_columns(clause: exp.Expression) -> list[exp.Column]:
+    """The unqualified column names in `clause` that belong to its own SELECT (not those of
+    a subquery in it)."""
+    out = []
+    stack = [clause]
+    while stack:
+        n = stack.pop()
+        if n is not clause and isinstance(n, (exp.Query, exp.Subquery)):
+            continue
+        if isinstance(n, exp.Column):
+            if not n.table and isinstance(n.this, exp.Identifier):
+                out.append(n)
+            continue
+        stack.extend(n.iter_expressions())
+    return out
+
+
+def _using_names(sel: exp.Select, schema, ctes: dict) -> set[str] | None:
+    """The names (lower case) a SELECT's USING and NATURAL joins merge; None when a NATURAL
+    join's columns are not known before qualification."""
+    joins = sel.args.get("joins") or []
+    natural = [j for j in joins if (j.args.get("method") or "").upper() == "NATURAL"]
+    if not natural and not any(j.args.get("using") for j in joins):
+        return set()
+    names: set[str] = set()
+    frm = sel.args.get("from_")
+    left = [_source_columns(frm.this, schema, ctes)] if frm is not None else []
+    for j in joins:
+        cols = _source_columns(j.this, schema, ctes)
+        if j.args.get("using"):
+            names |= {i.name.lower() for i in j.args["using"]}
+        elif j in natural:
+            if cols is None or any(c is None for c in left):
+                return None
+            names |= cols & set().union(*left)
+        left.append(cols)
+    return names
+
+
+def _hide_using_refs(node: exp.Expression, schema) -> list[int]:
+    """A USING (or NATURAL) join's merged key named in HAVING, QUALIFY or an ORDER BY
+    expression is the merged key, as in WHERE (PostgreSQL, DuckDB). sqlglot merges the key
+    (COALESCE(t.k, u.k)) only in the clauses whose names it resolves before the select-list
+    aliases; in HAVING and QUALIFY it found the name in two tables and took a select-list
+    alias of that name instead (`SELECT v*10 AS k ... JOIN u USING (k) ... HAVING k > 1`
+    compared v*10) or refused the name as ambiguous. Each such name is set aside here (a
+    placeholder where it stood, a copy in WHERE, where sqlglot merges it) and put back, merged,
+    by `_restore_using_refs`."""
+    hidden: list[int] = []
+    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
+    for sel in list(node.find_all(exp.Select)):
+        if not sel.args.get("joins"):
+            continue
+        names = _using_names(sel, schema, ctes)
+        if not names:
+            continue
+        cols = []
+        for key in ("having", "qualify"):
+            if sel.args.get(key) is not None:
+                cols += _own_columns(sel.args[key])
+        order = sel.args.get("order")
+        for o in order.expressions if order is not None else ():
+            item = o.this if isinstance(o, exp.Ordered) else o
+            if not isinstance(item, exp.Column):  # (a bare name may be an output column)
+                cols += _own_columns(item)
+        for col in cols:
+            if col.name.lower() not in names:
+                continue
+            n = len(hidden)
+            carrier = exp.Anonymous(this=_USING_REF, expressions=[col.copy()])
+            carrier.meta[_USING_REF] = n
+            col.replace(exp.Var(this=f"{_USING_REF}{n}"))
+            where = sel.args.get("where")
+            sel.set("where", exp.Where(this=carrier if where is None
+                                       else exp.And(this=where.this, expression=carrier)))
+            hidden.append(n)
+    return hidden
+
+
+def _restore_using_refs(node: exp.Expression, hidden: list[int]) -> None:
+    """The merged keys `_hide_using_refs` set aside, back where they were written, and the
+    copies taken out of WHERE."""
+    carriers = {c.meta[_USING_REF]: c for c in node.find_all(exp.Anonymous)
+                if _USING_REF in c.meta}
+    places = {v.name: v for v in node.find_all(exp.Var) if v.name.startswith(_USING_REF)}
+    for n in hidden:
+        carrier, place = carriers.get(n), places.get(f"{_USING_REF}{n}")
+        if carrier is None or place is None:
+            raise InternalError("a USING key set aside before qualify was lost")
+        place.replace(carrier.expressions[0].copy())
+        parent = carrier.parent
+        if isinstance(parent, exp.Where):
+            parent.pop()
+        else:
+            parent.replace(parent.this if parent.expression is carrier else parent.expression)
+
+
+def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]:
+    """Mark each name in WHERE, GROUP BY, HAVING and QUALIFY that is also an alias of its
+    SELECT's select list: sqlglot takes the alias when no input column of that name is found,
+    also when two input columns are (`SELECT t.k*10 AS k FROM t JOIN u ON ... WHERE k > 1`
+    filtered on t.k*10). `_refuse_ambiguous_alias_refs` looks, after qualify, at the marked
+    names that became an alias. USING keys are left alone (merged, they are no alias)."""
+    refs: dict[int, tuple[int, str]] = {}
+    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
+    for n_sel, sel in enumerate(node.find_all(exp.Select)):
+        aliases = {_norm(it.args["alias"]) for it in sel.expressions if isinstance(it, exp.Alias)
+                   and isinstance(it.args.get("alias"), exp.Identifier)}
+        if not aliases:
+            continue
+        using = _using_names(sel, schema, ctes) if sel.args.get("joins") else set()
+        for key in ("where", "group", "having", "qualify"):
+            clause = sel.args.get(key)
+            for col in _own_columns(clause) if clause is not None else ():
+                name = _norm(col.this)
+                if name not in aliases or using is None or name.lower() in using:
+                    continue
+                col.meta[_ALIAS_REF] = len(refs)
+                sel.meta[_SELECT_ID] = n_sel
+                refs[len(refs)] = (n_sel, name)
+    return refs
+
+
+def _refuse_ambiguous_alias_refs(node: exp.Expression, refs: dict[int, tuple[int, str]],
+                                 schema) -> None:
+    """A name `_mark_alias_refs` marked that sqlglot replaced by its select-list alias while
+    two of the SELECT's tables hold a column of that name: ambiguous, as PostgreSQL and DuckDB
+    say (the input columns come first; the alias is never a way out of the ambiguity)."""
+    present = {c.meta[_ALIAS_REF] for c in node.find_all(exp.Column) if _ALIAS_REF in c.meta}
+    gone = [ref for tag, ref in refs.items() if tag not in present]
+    if not gone:
+        return
+    sels = {s.meta[_SELECT_ID]: s for s in node.find_all(exp.Select) if _SELECT_ID in s.meta}
+    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
+    for sel_id, name in gone:
+        sel = sels.get(sel_id)
+        if sel is None:
+            continue
+        holders = []
+        for item in [sel.args.get("from_"), *(sel.args.get("joins") or [])]:
+            if item is None:
+                continue
+            cols = _qualified_source_columns(item.this, schema, ctes)
+            if cols is not None and name in cols:
+                holders.append(item.this.alias_or_name)
+        if len(holders) > 1:
+            raise AmbiguousColumnError(
+                f"column reference '{name}' is ambiguous: it could be "
+                + " or ".join(f"{h}.{name}" for h in holders))
+
+
+def _qualified_source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | None:
+    """The column names a FROM item gives after qualification; None when unknown."""
+    alias = source.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return {_norm(c) for c in alias.columns if isinstance(c, exp.Identifier)}
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        cte = ctes.get(source.name)
+        if cte is not None and isinstance(cte.this, exp.Query):
+            return set(cte.this.named_selects)
+        return set(schema[source.name]) if source.name in schema else None
+    if isinstance(source, exp.Subquery) and isinstance(source.this, exp.Query):
+        return set(source.this.named_selects)
+    return None
 
 
 _CHAIN_ARGS = {"this", "expression", "distinct"}
