@@ -546,14 +546,15 @@ _register(SCALAR, "floor", 1, 1, _floor_ceil, sqlglot="Floor")
 _register(SCALAR, "ceil", 1, 1, _floor_ceil, sqlglot="Ceil", aliases=("ceiling",))
 _register(SCALAR, "sign", 1, 1, _sign, sqlglot="Sign")
 for _fn, _cls, _aliases in (("sqrt", "Sqrt", ()), ("exp", "Exp", ()), ("ln", "Ln", ()),
-                            ("log10", "Log", ("log",)), ("log2", (), ()), ("sin", (), ()),
-                            ("cos", (), ()), ("tan", (), ()), ("asin", (), ()), ("acos", (), ()),
-                            ("atan", (), ())):
+                            ("log10", "Log", ("log",)), ("log2", (), ()), ("sin", "Sin", ()),
+                            ("cos", "Cos", ()), ("tan", "Tan", ()), ("asin", "Asin", ()),
+                            ("acos", "Acos", ()), ("atan", "Atan", ())):
     _register(SCALAR, _fn, 1, 1, _float_math, nulls="custom", sqlglot=_cls, aliases=_aliases)
 _register(SCALAR, "power", 2, 2, _float_math, sqlglot="Pow", args=("this", "expression"),
           aliases=("pow",))
-_register(SCALAR, "atan2", 2, 2, _float_math)
-_register(SCALAR, "pi", 0, 0, _const(T.FLOAT64))
+# (sqlglot parses these into their own classes: registered without them, SQL refused them)
+_register(SCALAR, "atan2", 2, 2, _float_math, sqlglot="Atan2", args=("this", "expression"))
+_register(SCALAR, "pi", 0, 0, _const(T.FLOAT64), sqlglot="Pi", args=())
 # conditional
 _register(SCALAR, "coalesce", 1, None, _same_as_common, nulls="custom", sqlglot="Coalesce",
           args=("this", "expressions"), aliases=("ifnull", "nvl"))
