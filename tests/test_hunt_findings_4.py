@@ -280,3 +280,10 @@ def test_text_values_to_interval_refused_by_name(ctx):
             ctx.sql(q).to_arrow()
     assert ctx.sql("SELECT DATE '2020-01-01' + CAST('1 day' AS INTERVAL) AS v").to_pylist() == \
         [{"v": datetime.datetime(2020, 1, 2)}]
+
+
+@pytest.mark.parametrize("sql", ["SELECT CAST('' AS INTERVAL)", "SELECT INTERVAL ' '"])
+def test_empty_interval_text_is_an_error(ctx, sql):
+    # was a zero interval (DuckDB and PostgreSQL: an error)
+    with pytest.raises(pqe.BindError, match="invalid interval"):
+        ctx.sql(sql)

@@ -131,7 +131,7 @@ def interval_literal(text: str, unit: str | None) -> Literal:
         seconds = decimal.Decimal(m.group(4) or 0)
         nanos += sign * int((int(m.group(2)) * 3600 + int(m.group(3)) * 60 + seconds) * 10**9)
         tokens.remove(clock[0])
-    if len(tokens) % 2 != 0:
+    if len(tokens) % 2 != 0 or not (tokens or clock):  # ('' was a zero interval)
         raise BindError(f"invalid interval '{text}'")
     for i in range(0, len(tokens), 2):
         try:
