@@ -1069,11 +1069,17 @@ class CsvTable(FileTable):
         import pyarrow.compute as pc
         import pyarrow.csv as pcsv
 
+        # timestamps in microseconds, as DuckDB reads them: Arrow infers seconds (no fraction
+        # in the first block) or nanoseconds, which hold only 1677-2262 (a later row of year
+        # 3000 failed the read; a COPY round trip changed the column's type)
+        stamps = {f.name: pa.timestamp("us", f.type.tz) for f in schema
+                  if pa.types.is_timestamp(f.type) and f.type.unit != "us"
+                  and f.name not in self._given_types}
         floats = [f.name for f in schema if (pa.types.is_float64(f.type)
                                              or pa.types.is_integer(f.type))
                   and f.name not in self._given_types]
         if not floats:
-            return {}
+            return stamps
         try:
             with self.fs.arrow_fs().open_input_stream(
                     self.fs.fs_path(first.url), compression=csv_codec(first.url)) as stream:
@@ -1084,8 +1090,8 @@ class CsvTable(FileTable):
                     null_values=[""], strings_can_be_null=True))
                 batch = reader.read_next_batch()
         except (OSError, StopIteration, pa.ArrowInvalid):
-            return {}
-        out = {}
+            return stamps
+        out = dict(stamps)
         for name in floats:
             col = pc.utf8_trim_whitespace(batch.column(name))
             if _leading_zero(col):

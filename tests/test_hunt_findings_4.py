@@ -287,3 +287,17 @@ def test_empty_interval_text_is_an_error(ctx, sql):
     # was a zero interval (DuckDB and PostgreSQL: an error)
     with pytest.raises(pqe.BindError, match="invalid interval"):
         ctx.sql(sql)
+
+
+def test_csv_timestamps_are_microseconds(ctx, tmp_path):
+    # Arrow infers timestamp[s] or [ns] from the first block: a later row of year 3000 failed
+    # the read ("CSV conversion error to timestamp[ns]")
+    f = tmp_path / "a.csv"
+    f.write_text("k,ts,tf\n" + "".join(f"{i},2020-01-01 00:00:0{i % 10},"
+                                        f"2020-01-01 00:00:00.{i:06d}\n" for i in range(20000))
+                 + "1,3000-01-01 00:00:00,3000-01-01 00:00:00.5\n")
+    ctx.register_csv("c", str(f))
+    t = ctx.sql("SELECT max(ts) AS a, max(tf) AS b, count(*) AS n FROM c").to_arrow()
+    assert t.schema.field("a").type == pa.timestamp("us")
+    assert t.to_pylist() == [{"a": datetime.datetime(3000, 1, 1),
+                              "b": datetime.datetime(3000, 1, 1, 0, 0, 0, 500000), "n": 20001}]
