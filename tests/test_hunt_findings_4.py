@@ -301,3 +301,30 @@ def test_csv_timestamps_are_microseconds(ctx, tmp_path):
     assert t.schema.field("a").type == pa.timestamp("us")
     assert t.to_pylist() == [{"a": datetime.datetime(3000, 1, 1),
                               "b": datetime.datetime(3000, 1, 1, 0, 0, 0, 500000), "n": 20001}]
+
+
+# --- file sources ----------------------------------------------------------------------------
+
+def test_random_filter_is_per_row_on_partition_only_and_dictionary_scans(ctx, tmp_path):
+    import pyarrow.parquet as pq
+    for k in (1, 2):  # a hive table whose query reads only its partition column
+        (tmp_path / f"h/k={k}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": list(range(1000))}), tmp_path / f"h/k={k}/p.parquet",
+                       row_group_size=100)
+    ctx.register_parquet("h", str(tmp_path / "h"))
+    # was 20: one row per row group (random() drawn once per batch in the scanner)
+    assert ctx.sql("SELECT count(*) AS n FROM h WHERE random() < 2").to_pylist() == [{"n": 2000}]
+    assert ctx.sql("SELECT k, count(*) AS n FROM h WHERE random() < 2 GROUP BY k ORDER BY k"
+                   ).to_pylist() == [{"k": 1, "n": 1000}, {"k": 2, "n": 1000}]
+    n = ctx.sql("SELECT count(*) AS n FROM h WHERE random() < 0.5").to_pylist()[0]["n"]
+    assert 800 < n < 1200
+    # a low-cardinality text column read as a dictionary: the filter ran once per distinct
+    # value (all rows or none)
+    pq.write_table(pa.table({"s": ["a", "b"] * 500}), tmp_path / "two.parquet")
+    ctx.register_parquet("t", str(tmp_path / "two.parquet"))
+    counts = [ctx.sql("SELECT count(*) AS n FROM t WHERE s = 'a' OR random() < 0.1"
+                      ).to_pylist()[0]["n"] for _ in range(5)]
+    assert all(510 < c < 600 for c in counts), counts
+    counts = [ctx.sql("SELECT count(*) AS n FROM t WHERE s || CAST(random() AS VARCHAR) > 'b0.5'"
+                      ).to_pylist()[0]["n"] for _ in range(5)]
+    assert all(150 < c < 350 for c in counts), counts

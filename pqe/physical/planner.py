@@ -1365,15 +1365,18 @@ def statistics_filters(filters) -> tuple:
     left out: Parquet's min/max leave NaN out, so `f = 'nan'` (NaN equals NaN, pqe's rule) or
     `f > 2` (NaN sorts above every number) would prune row groups that hold matching NaNs.
     So is one that makes a float of an exact number (`bigint_col > 9.2e18`): the scanner
-    casts the row group's min/max with a safe cast, which fails for integers past 2^53."""
-    from ..plan.expr import Cast, ColumnRef, walk
+    casts the row group's min/max with a safe cast, which fails for integers past 2^53.
+    A volatile filter (random()) is left out too: it is no property of a row group, and
+    evaluated as the scanner's or a dictionary's filter it drew one value for a whole batch
+    or for all the rows of one text value (kernels.scan runs it after the read, per row)."""
+    from ..plan.expr import Cast, ColumnRef, is_volatile, walk
 
     def floats(x) -> bool:
         return (isinstance(x, ColumnRef) and T.is_floating(x.dtype)
                 or isinstance(x, Cast) and T.is_floating(x.dtype)
                 and not T.is_floating(x.arg.dtype))
 
-    return tuple(f for f in filters if not any(floats(x) for x in walk(f)))
+    return tuple(f for f in filters if not is_volatile(f) and not any(floats(x) for x in walk(f)))
 
 
 def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit],
