@@ -926,7 +926,11 @@ class CsvTable(FileTable):
     inferred); empty fields are NULL."""
 
     kind = "csv"
-    _task_extra = ("delimiter", "header", "column_types")
+    _task_extra = ("delimiter", "header", "column_types", "one_column")
+    # a file of one column: an empty line is a row whose value is NULL (DuckDB; pqe's own
+    # COPY writes a NULL so), which Arrow's reader skipped as a blank line ([1, NULL, 3] was
+    # read back as [1, 3]); with more columns a blank line is no row (DuckDB skips it too)
+    one_column = False
 
     def __init__(self, path, schema: dict | None = None, delimiter: str | None = None,
                  header: bool = True, filesystem: Any = None,
@@ -982,6 +986,9 @@ class CsvTable(FileTable):
             self.column_types = {**self._given_types, **wide}
             self.__dict__.pop("_format", None)
             file_schema = self._file_schema(files[0])
+        if (len(names) == 1) != self.one_column:
+            self.one_column = len(names) == 1
+            self.__dict__.pop("_format", None)
         self._file_names = names  # the columns files have (the table's, less partitions)
         # hive partition columns (dir/k=1/d.csv) are filled from the path, as for Parquet
         # (the scan reads each file with its partition expression)
@@ -1111,7 +1118,8 @@ class CsvTable(FileTable):
         fmt = self.__dict__.get("_format")
         if fmt is None:
             fmt = ds.CsvFileFormat(
-                parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
+                parse_options=pcsv.ParseOptions(delimiter=self.delimiter,
+                                                ignore_empty_lines=not self.one_column),
                 read_options=pcsv.ReadOptions(autogenerate_column_names=not self.header),
                 # only an empty, unquoted field is NULL (DuckDB, PostgreSQL's COPY): Arrow's
                 # default list also made the text 'NA', 'NULL', 'null', 'N/A' and 'nan' NULL
