@@ -284,7 +284,39 @@ def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) 
         nullable = {fld.name for fld in unified if any(s.get_field_index(fld.name) < 0 for s in schemas)}
     fields = [fld.with_nullable(True) if fld.name in nullable else fld for fld in unified]
     names = {fld.name for fld in fields}
-    return pa.schema(fields + [f for f in partition_fields if f.name not in names])
+    out = pa.schema(fields + [f for f in partition_fields if f.name not in names])
+    _refuse_case_variants(out, [list(sch) for sch in schemas], files, path)
+    return out
+
+
+def _refuse_case_variants(schema: pa.Schema, per_file: list[list[pa.Field]], files,
+                          path, where: str = "column") -> None:
+    """Names of one table (or struct) that differ only in case and that no file holds
+    together: `Name` in one file, `name` in another (or a hive directory `K=2/` beside
+    `k=1/`) became two columns, each NULL in the other's rows, and an unquoted `name` read
+    one of them (DuckDB reads them as one column). pqe reads names case-insensitively, so
+    it refuses them by name. Names one file holds together are two columns, as written.
+    Struct fields are checked alike."""
+    spellings: dict[str, list[str]] = {}
+    for fld in schema:
+        spellings.setdefault(fld.name.lower(), []).append(fld.name)
+    for variants in spellings.values():
+        if len(variants) > 1 and not any(
+                set(variants) <= {f.name for f in fields} for fields in per_file):
+            holders = [f"{variants[0]!r}"] + [
+                f"{v!r}" + next((f" ({files[i].url})" for i, fields in enumerate(per_file)
+                                 if any(f.name == v for f in fields)), " (a partition)")
+                for v in variants[1:]]
+            raise CatalogError(f"files of {path!s} name a {where} differently in case: "
+                               f"{' and '.join(holders)}; pqe reads names without regard to "
+                               f"case: rename them alike, or register the files as separate "
+                               f"tables")
+    for fld in schema:
+        if pa.types.is_struct(fld.type):
+            kids = [[k for f in fields if f.name == fld.name and pa.types.is_struct(f.type)
+                     for k in f.type] for fields in per_file]
+            _refuse_case_variants(pa.schema(list(fld.type)), kids, files, path,
+                                  f"field of struct {fld.name!r}")
 
 
 LOW_CARDINALITY = 1000

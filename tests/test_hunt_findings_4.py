@@ -344,3 +344,32 @@ def test_one_column_csv_keeps_its_null_rows(ctx, tmp_path):
     (tmp_path / "m.csv").write_text("a,b\n1,2\n\n3,4\n")
     assert ctx.sql(f"SELECT count(*) AS n FROM read_csv('{tmp_path / 'm.csv'}')").to_pylist() == \
         [{"n": 2}]
+
+
+def test_parquet_files_naming_a_column_in_other_case_are_refused(ctx, tmp_path):
+    import pyarrow.parquet as pq
+    # `Name` in one file and `name` in another were two columns, each NULL in the other's
+    # rows: `SELECT name` gave [None, None, 'c', 'd'] (DuckDB: a, b, c, d)
+    (tmp_path / "pc").mkdir()
+    pq.write_table(pa.table({"Name": ["a", "b"], "v": [1, 2]}), tmp_path / "pc/1.parquet")
+    pq.write_table(pa.table({"name": ["c", "d"], "v": [3, 4]}), tmp_path / "pc/2.parquet")
+    with pytest.raises(pqe.CatalogError, match="'Name' and 'name'"):
+        ctx.register_parquet("pc", str(tmp_path / "pc"))
+    (tmp_path / "s").mkdir()  # struct fields alike
+    pq.write_table(pa.table({"s": [{"x": 1}]}), tmp_path / "s/1.parquet")
+    pq.write_table(pa.table({"s": [{"X": 2}]}), tmp_path / "s/2.parquet")
+    with pytest.raises(pqe.CatalogError, match="struct 's'"):
+        ctx.register_parquet("s", str(tmp_path / "s"))
+    for d in ("k=1", "K=2"):  # hive directories alike
+        (tmp_path / "h" / d).mkdir(parents=True)
+        pq.write_table(pa.table({"v": [1]}), tmp_path / "h" / d / "p.parquet")
+    with pytest.raises(pqe.CatalogError, match="differently in case"):
+        ctx.register_parquet("h", str(tmp_path / "h"))
+    # two columns one file holds together stay two columns
+    (tmp_path / "two").mkdir()
+    for i in (1, 2):
+        pq.write_table(pa.table({"Name": [f"a{i}"], "name": [f"b{i}"]}),
+                       tmp_path / f"two/{i}.parquet")
+    ctx.register_parquet("two", str(tmp_path / "two"))
+    assert ctx.sql('SELECT "Name", name FROM two ORDER BY 1').to_pylist() == [
+        {"Name": "a1", "name": "b1"}, {"Name": "a2", "name": "b2"}]
