@@ -466,7 +466,6 @@ def engine_table(table: pa.Table) -> pa.Table:
 def _from_extension(arr: pa.Array) -> pa.Array:
     """An array of a canonical extension type as its engine type (`_engine_type`): a UUID as
     its 36 characters of lower-case hex (8-4-4-4-12), JSON as its text, bool8 as booleans."""
-    import numpy as np
     import pyarrow.compute as pc
 
     name = arr.type.extension_name
@@ -475,23 +474,7 @@ def _from_extension(arr: pa.Array) -> pa.Array:
         return storage.cast(pa.string())
     if name == "arrow.bool8":
         return pc.not_equal(storage, 0)
-    n = len(storage)
-    raw = np.frombuffer(storage.buffers()[1], np.uint8)[storage.offset * 16:(storage.offset + n) * 16]
-    raw = raw.reshape(n, 16)
-    digits = np.frombuffer(b"0123456789abcdef", np.uint8)
-    hexed = np.empty((n, 32), np.uint8)
-    hexed[:, 0::2] = digits[raw >> 4]
-    hexed[:, 1::2] = digits[raw & 15]
-    text = np.full((n, 36), ord("-"), np.uint8)
-    for lo, hi, at in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
-        text[:, at:at + hi - lo] = hexed[:, lo:hi]
-    offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int32)
-    validity = storage.buffers()[0] if storage.null_count else None
-    if validity is not None and storage.offset:  # (a slice: validity bits realigned)
-        validity = pc.is_valid(storage).buffers()[1]
-    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
-                                                  pa.py_buffer(text.tobytes())],
-                                 null_count=storage.null_count)
+    return T.uuid_text(storage)
 
 
 def _as_list(arr: pa.Array, want: pa.DataType) -> pa.Array:

@@ -101,6 +101,18 @@ def is_nested(t: pa.DataType) -> bool:
 
 def normalize(t: pa.DataType) -> pa.DataType:
     """The engine-internal type for a type found in user data (text -> `string`)."""
+    if isinstance(t, pa.BaseExtensionType):
+        # JSON is its text, bool8 its booleans, a UUID its canonical text (as registered
+        # Arrow data: context.engine_table); any other extension (pandas' period, a tensor)
+        # would be read as its storage, a period as its ordinal: refused
+        name = t.extension_name
+        if name == "arrow.json":
+            return TEXT
+        if name == "arrow.bool8":
+            return BOOLEAN
+        if name == "arrow.uuid":
+            return TEXT  # (read as its 16 bytes, then `uuid_text`: kernels.scan)
+        raise UnsupportedError(f"extension type {name} is not supported")
     if is_text(t):
         return TEXT
     if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
@@ -370,3 +382,30 @@ def plain_value(value: object) -> object:
                 continue
             return base(value) if base is not str else str.__str__(value)
     return value
+
+
+def uuid_text(storage: pa.Array) -> pa.Array:
+    """UUIDs (16 bytes each, a fixed_size_binary(16) array) as their canonical text: 36
+    characters of lower-case hex, 8-4-4-4-12 (DuckDB's cast of a UUID to VARCHAR)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = len(storage)
+    raw = np.frombuffer(storage.buffers()[1], np.uint8)[storage.offset * 16:
+                                                        (storage.offset + n) * 16]
+    raw = raw.reshape(n, 16)
+    digits = np.frombuffer(b"0123456789abcdef", np.uint8)
+    hexed = np.empty((n, 32), np.uint8)
+    hexed[:, 0::2] = digits[raw >> 4]
+    hexed[:, 1::2] = digits[raw & 15]
+    text = np.full((n, 36), ord("-"), np.uint8)
+    for lo, hi, at in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
+        text[:, at:at + hi - lo] = hexed[:, lo:hi]
+    offsets = np.arange(0, 36 * (n + 1), 36, dtype=np.int32)
+    validity = None
+    if storage.null_count:
+        validity = storage.buffers()[0] if not storage.offset else \
+            pc.is_valid(storage).buffers()[1]  # (a slice: its bits realigned)
+    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
+                                                  pa.py_buffer(text.tobytes())],
+                                 null_count=storage.null_count)

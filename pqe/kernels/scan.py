@@ -43,6 +43,19 @@ def _text_casts(provider, names: dict[str, str]) -> dict[str, pa.DataType]:
     return out
 
 
+def extension_columns(provider, columns) -> set[str]:
+    """The ids of the (name, id) `columns` stored in an Arrow extension type."""
+    phys = getattr(provider, "physical_schema", None)
+    if phys is None:
+        return set()
+    out = set()
+    for name, cid in columns:
+        idx = phys.get_field_index(name)
+        if idx >= 0 and isinstance(phys.field(idx).type, pa.BaseExtensionType):
+            out.add(cid)
+    return out
+
+
 def pruning_expression(provider, filters: tuple[Expr, ...], names: dict[str, str]):
     """The scan filter as a pyarrow.dataset expression over file column names (or None)."""
     pred = and_(filters)
@@ -142,7 +155,10 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     dict_ids = {cid for name, cid in columns if name in dict_columns}
     # filters on float columns run after reading: the scanner trusts row-group statistics,
     # whose min/max leave NaN out (NaN rows of `f = 'nan'` or `f > 2` would be skipped)
-    safe = set(statistics_filters(filters))
+    # nor a filter on a column of an extension type (JSON, bool8, UUID): the scanner
+    # evaluates it on the column as stored, before its cast to the engine type
+    extension = extension_columns(provider, columns)
+    safe = {f for f in statistics_filters(filters) if not column_ids(f) & extension}
     late = [f for f in filters if f not in safe]
     filters = [f for f in filters if f in safe]
     # a filter that may raise (-c0, a checked cast) runs last, on the rows every other filter
@@ -191,6 +207,12 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     schema = provider.schema
     if dict_columns:
         schema = _dictionary_schema(schema, dict_columns)
+    # UUID columns are read as their 16 bytes (Arrow's cast to text gave the raw bytes) and
+    # made their canonical text in `piece`
+    uuids = [name for name, cid in columns if cid in extension
+             and provider.physical_schema.field(name).type.extension_name == "arrow.uuid"]
+    for name in uuids:
+        schema = schema.set(schema.get_field_index(name), pa.field(name, pa.binary(16)))
     fmt = provider.file_format(tuple(dict_columns))
     fmt_key = (provider.kind, tuple(dict_columns))  # what file_format depends on
     keep = set(out_ids) | {c for f in mixed for c in column_ids(f)}
@@ -199,6 +221,12 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     mixed_filter = Compiler().stages(and_(mixed)) if mixed else None
 
     def piece(t: pa.Table) -> pa.Table:  # what one read needs before the pieces are joined
+        for name in uuids:
+            i = t.schema.get_field_index(name)
+            if i >= 0:
+                col = t.column(i)
+                t = t.set_column(i, pa.field(name, pa.string()), pa.chunked_array(
+                    [T.uuid_text(c) for c in col.chunks], pa.string()))
         if kids:
             t = _rebuild_structs(t, columns, kids, provider.schema)
         if read_filter:

@@ -1385,7 +1385,11 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit],
     (filters, {id: file column}) -> a pyarrow.dataset expression comes from the execution
     layer (the session passes kernels.scan.pruning_expression): the planner decides what to
     prune, the kernels' expression compiler says it in Arrow's terms."""
-    filters = statistics_filters(node.filters)
+    from ..plan.expr import column_ids
+
+    stored = {f.id for f in node.fields
+              if isinstance(_physical_type(provider, f.name), pa.BaseExtensionType)}
+    filters = tuple(f for f in statistics_filters(node.filters) if not column_ids(f) & stored)
     if compile_filter is None or not filters:
         return units
     expr = compile_filter(provider, filters, {f.id: f.name for f in node.fields})
@@ -1398,6 +1402,13 @@ def _prune_units(provider: ParquetTable, node: L.Scan, units: list[ScanUnit],
         if ids is None or any(r in ids for r in u.row_groups):
             keep.append(u)
     return keep
+
+
+def _physical_type(provider, name: str) -> pa.DataType | None:
+    """A file table's column as stored (an extension type, where the engine reads another)."""
+    phys = getattr(provider, "physical_schema", None)
+    idx = phys.get_field_index(name) if phys is not None else -1
+    return phys.field(idx).type if idx >= 0 else None
 
 
 def plan_write(plan: PhysicalPlan, spec, ids: tuple[str, ...]) -> PhysicalPlan:
