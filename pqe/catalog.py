@@ -1014,6 +1014,7 @@ class CsvTable(FileTable):
                     f"{_column_difference(has, names)} ({files[0].url} has "
                     f"{', '.join(names)}); register them as separate tables")
             wide.update((n, pa.string()) for n in codes)
+        wide.update(self._null_column_types(files, file_schema, wide))
         if {**self._given_types, **wide} != self.column_types:
             self.column_types = {**self._given_types, **wide}
             self.__dict__.pop("_format", None)
@@ -1027,6 +1028,30 @@ class CsvTable(FileTable):
         self.physical_schema = pa.schema(list(file_schema) + [
             f for f in self.partition_fields if f.name not in names])
         self.schema = T.normalize_schema(self.physical_schema)
+
+    def _null_column_types(self, files: list[_File], first: pa.Schema, wide: dict) -> dict:
+        """Types for the columns the first file's first block holds no value of (Arrow infers
+        the type `null`, and every later value failed the read: "CSV conversion error to
+        null", a header-only first file or a PARTITION_BY directory whose first file's
+        column is empty): the type the next file that has values infers, else VARCHAR."""
+        nulls = [f.name for f in first if pa.types.is_null(f.type)
+                 and f.name not in self._given_types and f.name not in wide]
+        out: dict = {}
+        for f in files[1:]:
+            if not nulls:
+                break
+            try:
+                schema = self._file_schema(f)
+            except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+                continue
+            for name in list(nulls):
+                idx = schema.get_field_index(name)
+                if idx >= 0 and not pa.types.is_null(schema.field(idx).type):
+                    t = schema.field(idx).type
+                    out[name] = pa.timestamp("us", t.tz) if pa.types.is_timestamp(t) else t
+                    nulls.remove(name)
+        out.update((name, pa.string()) for name in nulls)
+        return out
 
     def _file_schema(self, first: _File) -> pa.Schema:
         """The table's columns as Arrow's CSV format reads them from the first file (as a

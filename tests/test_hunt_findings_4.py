@@ -399,3 +399,25 @@ def test_parquet_extension_columns_read_as_registered_arrow_does(ctx, tmp_path):
         {"p": pd.period_range("2020-01", periods=2, freq="M")})), tmp_path / "p.parquet")
     with pytest.raises(pqe.UnsupportedError, match="'p'.*pandas.period"):
         ctx.register_parquet("p", str(tmp_path / "p.parquet"))
+
+
+def test_csv_column_empty_in_the_first_file_takes_the_next_files_type(tmp_path):
+    # its inferred type `null` failed every later value: pqe's own PARTITION_BY output and a
+    # directory whose first file is a header alone could not be read back
+    with pqe.Context(partitions=4) as ctx:
+        ctx.register_arrow("src", pa.table({"id": list(range(400)),
+                                            "v": [i * 1.5 for i in range(400)]}))
+        out = tmp_path / "outk"
+        ctx.sql(f"COPY (SELECT id % 3 AS k, CASE WHEN id % 3 > 0 THEN v END AS v, id FROM src) "
+                f"TO '{out}' (FORMAT csv, PARTITION_BY (k))")
+        ctx.register_csv("b", str(out))
+        assert ctx.sql("SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s FROM b GROUP BY k "
+                       "ORDER BY k").to_pylist() == [  # (DuckDB's answer)
+            {"k": 0, "n": 134, "nv": 0, "s": None}, {"k": 1, "n": 133, "nv": 133, "s": 39700.5},
+            {"k": 2, "n": 133, "nv": 133, "s": 39900.0}]
+    (tmp_path / "hc").mkdir()
+    (tmp_path / "hc/0.csv").write_text("a,b\n")
+    (tmp_path / "hc/1.csv").write_text("a,b\n1,x\n")
+    with pqe.Context() as ctx:
+        ctx.register_csv("hc", str(tmp_path / "hc"))
+        assert ctx.sql("SELECT a + 1 AS a, b FROM hc").to_pylist() == [{"a": 2, "b": "x"}]
