@@ -488,6 +488,10 @@ class FileTable(TableProvider):
         items = list(path) if isinstance(path, (list, tuple)) else [path]
         if not items:
             raise CatalogError("no paths given")
+        for item in items:
+            if not isinstance(item, (str, os.PathLike)):
+                raise CatalogError(f"a path must be a string or an os.PathLike, got "
+                                   f"{type(item).__name__}")
         # SQL text named these paths (read_csv('...'), FROM 'x.parquet'): the session's access
         # policy applies, before anything is opened, and to every file they expand to later
         self._policy = access.current()
@@ -972,6 +976,9 @@ class CsvTable(FileTable):
         self._delimiter_given = delimiter is not None
         self.delimiter = delimiter or ","
         self.header = header
+        if schema is not None and not isinstance(schema, dict):
+            raise CatalogError(f"schema must be a dict of column name to type, got "
+                               f"{type(schema).__name__}")
         self.column_types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
         self._given_types = dict(self.column_types)  # (the rest is inferred on each refresh)
         try:

@@ -421,3 +421,12 @@ def test_csv_column_empty_in_the_first_file_takes_the_next_files_type(tmp_path):
     with pqe.Context() as ctx:
         ctx.register_csv("hc", str(tmp_path / "hc"))
         assert ctx.sql("SELECT a + 1 AS a, b FROM hc").to_pylist() == [{"a": 2, "b": "x"}]
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.register_parquet("x", 5), lambda c: c.register_parquet("x", None),
+    lambda c: c.register_csv("x", 3.5), lambda c: c.register_parquet("x", ["a.parquet", 3]),
+    lambda c: c.register_csv("x", "a.csv", schema=["a"])])
+def test_bad_registration_arguments_are_pqe_errors(ctx, call):
+    with pytest.raises(pqe.CatalogError):  # were TypeError / AttributeError
+        call(ctx)
