@@ -430,3 +430,24 @@ def test_csv_column_empty_in_the_first_file_takes_the_next_files_type(tmp_path):
 def test_bad_registration_arguments_are_pqe_errors(ctx, call):
     with pytest.raises(pqe.CatalogError):  # were TypeError / AttributeError
         call(ctx)
+
+
+def test_a_very_deep_expression_is_an_error_not_a_crash(tmp_path):
+    # a 4,800-term `id + 1 + 1 ...` planned (large-stack thread), then Arrow's recursive walk
+    # of the expression overflowed a task thread's stack: the process died (SIGSEGV). Run in
+    # a child process so a regression fails this test instead of killing the test run
+    import subprocess
+    import sys
+    code = ("import pqe, pyarrow as pa\n"
+            "ctx = pqe.Context(threads=2)\n"
+            "ctx.register_arrow('t', pa.table({'id': list(range(100))}))\n"
+            "assert ctx.sql('SELECT id' + ' + 1' * 1000 + ' AS s FROM t').to_arrow().num_rows == 100\n"
+            "try:\n"
+            "    ctx.sql('SELECT id' + ' + 1' * 4800 + ' AS s FROM t WHERE id > 5').to_arrow()\n"
+            "except pqe.SQLSyntaxError as e:\n"
+            "    assert 'nested too deeply' in str(e), e\n"
+            "    print('refused')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.strip() == "refused"

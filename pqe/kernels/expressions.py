@@ -60,6 +60,7 @@ class Compiler:
     `rename` maps column ids to the field names of the data (file column names in scans)."""
 
     decimals_as_int64 = False  # (kernels.decimals.Int64DecimalCompiler: unscaled int64)
+    _level = 0  # calls of the compiler under way (the outermost checks the depth)
 
     def __init__(self, cast_fields: dict[str, pa.DataType] | None = None,
                  rename: dict[str, str] | None = None):
@@ -80,7 +81,13 @@ class Compiler:
             self.guard = outer
 
     def __call__(self, e: Expr) -> E:
-        return self.compile(e)
+        if self._level == 0:
+            _check_depth(e)
+        self._level += 1
+        try:
+            return self.compile(e)
+        finally:
+            self._level -= 1
 
     def stages(self, predicate: Expr | None) -> list[E]:
         """A filter (WHERE, a join's condition) as the stages it runs in, each on the rows the
@@ -137,6 +144,26 @@ def _as_planned(x: E, dtype: pa.DataType) -> E:
     if pa.types.is_float32(dtype):
         return x.cast(T.FLOAT32, safe=False)  # (a finite DOUBLE past REAL's range: inf)
     return x
+
+
+# Arrow walks an expression recursively (Canonicalize, ModifyExpression) on the thread that
+# runs it, whose stack is an ordinary one: `id + 1 + 1 ...` 4,500 terms deep crashed the
+# process (SIGSEGV) where planning, on its large stack, had passed it. An expression deeper
+# than this is refused instead (DuckDB's limit is 1,000); its Arrow form is at most a few
+# times as deep (casts, checked arithmetic, CASE guards).
+MAX_EXPRESSION_DEPTH = 1_200
+
+
+def _check_depth(e: Expr) -> None:
+    stack = [(e, 1)]
+    while stack:
+        x, d = stack.pop()
+        if d > MAX_EXPRESSION_DEPTH:
+            from ..deep import TooDeepError
+
+            raise TooDeepError(f"expression nested too deeply (more than "
+                               f"{MAX_EXPRESSION_DEPTH:,} levels)")
+        stack.extend((k, d + 1) for k in x.children())
 
 
 # ---- arithmetic ----------------------------------------------------------------------------------
