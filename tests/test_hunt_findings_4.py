@@ -451,3 +451,16 @@ def test_a_very_deep_expression_is_an_error_not_a_crash(tmp_path):
                          timeout=300)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert out.stdout.strip() == "refused"
+
+
+def test_values_with_fewer_column_names_keeps_its_other_columns(ctx):
+    # `*` expanded to the given names only: (VALUES (1, 2)) v(a) lost column 2, and a
+    # DISTINCT over it merged rows that differ there (answers checked with DuckDB)
+    assert ctx.sql("SELECT * FROM (VALUES (1, 2), (1, 3)) v(a)").to_pylist() == [
+        {"a": 1, "col1": 2}, {"a": 1, "col1": 3}]
+    assert ctx.sql("SELECT count(*) AS n FROM (SELECT DISTINCT * FROM (VALUES (1, 2), (1, 3)) "
+                   "v(a)) q").to_pylist() == [{"n": 2}]
+    assert [tuple(r.values()) for r in ctx.sql(
+        "SELECT * FROM (VALUES (1, 2, 3)) v(a, b)").to_pylist()] == [(1, 2, 3)]
+    assert [tuple(r.values()) for r in ctx.sql(
+        "SELECT * FROM (VALUES (1, 2)) v(a) UNION ALL SELECT 5, 6").to_pylist()] == [(1, 2), (5, 6)]

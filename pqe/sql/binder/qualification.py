@@ -114,6 +114,14 @@ class QualifyMixin:
             alias = values.args.get("alias")
             cols = alias.columns if alias is not None else []
             names = [c.name if c.quoted else c.name.lower() for c in cols]  # as qualify folds
+            rows = values.expressions
+            width = len(rows[0].expressions) if rows and isinstance(rows[0], exp.Tuple) else 1
+            if cols and len(cols) < width:
+                # fewer names than columns: the rest are col<i> (DuckDB; PostgreSQL keeps them
+                # too), named here before qualify expands `*` to the names it knows (only the
+                # given ones: `SELECT * FROM (VALUES (1, 2)) v(a)` lost column 2)
+                names += [f"col{i}" for i in range(len(names), width)]
+                alias.set("columns", [*cols, *(exp.to_identifier(n) for n in names[len(cols):])])
             if len(set(names)) < len(names):
                 alias.set("columns", [exp.to_identifier(n, quoted=True)
                                       for n in unique_names(names)])
