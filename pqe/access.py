@@ -90,7 +90,7 @@ class AccessPolicy:
 
     # ---- checks ------------------------------------------------------------------------------
 
-    def check_source(self, path: str, what: str) -> None:
+    def check_source(self, path: str, what: str, pattern: bool = True) -> None:
         """A path or URL SQL text named (before anything is opened or listed)."""
         text = os.fspath(path)
         if not self.external_access:
@@ -108,7 +108,7 @@ class AccessPolicy:
         if scheme is not None:  # the path filesystems.resolve reads: no `~` expansion
             text = os.path.abspath(local_part(text))
         if self.allowed_paths is not None:
-            self.check_local(text, what)
+            self.check_local(text, what, pattern)
 
     def _check_url(self, text: str, what: str) -> None:
         """A URL must be under an allowed prefix once its path is normalized: HTTP clients
@@ -119,12 +119,22 @@ class AccessPolicy:
             raise AccessError(f"{what}: the URL '{_shown(text)}' is not allowed (the "
                               f"application allows URLs by prefix in allowed_paths)")
 
-    def check_local(self, path: str, what: str) -> None:
+    def check_local(self, path: str, what: str, pattern: bool = True) -> None:
         """A local file or directory (symlinks and `..` resolved) must be under an allowed
-        directory; the message is the same whether or not it exists."""
+        directory; the message is the same whether or not it exists.
+
+        The path is first normalized as the readers and writers take it (filesystems.resolve:
+        `~` expanded, `..` removed from the text): `A/x*/../../outside` names `outside`, not
+        a glob under A (cut at its wildcard before that, it passed the check as A and was
+        then written to, or listed, outside). With `pattern`, its wildcards are a glob's, and
+        the directory before the first one is checked (each file it expands to is checked
+        again when listed); without, the path is one file or directory, checked whole (a
+        COPY target, a file a listing found: `a[1].csv` is a name, and a symlink so named
+        pointing outside was never resolved)."""
         if self.allowed_paths is None:
             return
-        real = os.path.realpath(os.path.abspath(os.path.expanduser(_glob_base(path))))
+        text = os.path.abspath(os.path.expanduser(path))
+        real = os.path.realpath(_glob_base(text) if pattern else text)
         if not any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in self._dirs):
             raise AccessError(f"{what}: access to '{_shown(path)}' is not allowed")
 
@@ -136,12 +146,13 @@ class AccessPolicy:
         if _scheme(url) is not None:
             self._check_url(url, what)
             return
-        self.check_local(path, what)
+        self.check_local(path, what, pattern=False)
 
     def check_write(self, path: str, what: str) -> None:
+        """A path SQL writes to: no glob, one target, checked whole."""
         if self.read_only:
             raise AccessError(f"{what} is not allowed: the session is read-only")
-        self.check_source(path, what)
+        self.check_source(path, what, pattern=False)
 
     def check_change(self, what: str) -> None:
         if self.read_only:
@@ -166,7 +177,9 @@ def normalize_url(text: str) -> str | None:
     the root. The scheme and host are kept as written (`S3://` is no scheme the readers know:
     lower-cased here it passed the check, then failed in the resolver)."""
     m = _SCHEME.match(text)
-    if m is None:
+    if m is None or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in text):
+        # whitespace and control characters: URL parsers strip tabs and newlines as browsers
+        # do (`/data/.\t./secret` is fetched as /secret), so no such URL is allowed
         return None
     rest = text[m.end():]
     host, _, path = rest.partition("/")

@@ -464,3 +464,50 @@ def test_values_with_fewer_column_names_keeps_its_other_columns(ctx):
         "SELECT * FROM (VALUES (1, 2, 3)) v(a, b)").to_pylist()] == [(1, 2, 3)]
     assert [tuple(r.values()) for r in ctx.sql(
         "SELECT * FROM (VALUES (1, 2)) v(a) UNION ALL SELECT 5, 6").to_pylist()] == [(1, 2), (5, 6)]
+
+
+# --- the untrusted-SQL boundary ----------------------------------------------------------------
+
+def test_allowed_paths_hold_for_wildcards_followed_by_dotdot_and_glob_named_symlinks(tmp_path):
+    import os
+    a, out, victim = tmp_path / "allowed", tmp_path / "outside", tmp_path / "victim"
+    for d in (a, out, victim, a / "sub"):
+        d.mkdir()
+    (out / "secret.csv").write_text("secret\nTOPSECRET\n")
+    (victim / "keep.txt").write_text("x")
+    (a / "pub.csv").write_text("p\nPUBLIC\n")
+    os.symlink("../outside/secret.csv", a / "a[1].csv")  # names that look like globs
+    os.symlink("../../outside/secret.csv", a / "sub" / "s[x].csv")
+    ctx = pqe.Context(allowed_paths=[str(a)])
+    refused = [
+        # cut at the wildcard, `A/*/../../outside` passed as A, then was written outside:
+        # a file overwritten, a directory replaced
+        f"COPY (SELECT 'evil' AS x) TO '{a}/*/../../outside/secret.csv' (FORMAT csv, OVERWRITE)",
+        f"COPY (SELECT 1 AS a, 2 AS k) TO '{a}/*/../../victim' "
+        f"(FORMAT parquet, PARTITION_BY (k), OVERWRITE)",
+        # listed /etc, naming its first file in the error
+        f"SELECT * FROM read_csv('{a}/x*/../../../../../../../../etc/*')",
+        # a listed file whose name holds a wildcard was checked by its directory only
+        f"SELECT * FROM read_csv('{a}/a*.csv')",
+        f"SELECT * FROM read_csv('{a}/sub')",
+        f"DESCRIBE '{a}/sub/s[[]x].csv'"]
+    for q in refused:
+        with pytest.raises(pqe.AccessError):
+            ctx.sql(q).to_arrow()
+    with pytest.raises(pqe.AccessError):
+        ctx.sql("COPY (SELECT 1 AS a) TO ? (FORMAT csv)", [f"{a}/x*/../../outside/p.csv"])
+    assert (out / "secret.csv").read_text() == "secret\nTOPSECRET\n"
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"]
+    assert not (out / "p.csv").exists()
+    # what is inside stays allowed
+    assert ctx.sql(f"SELECT * FROM read_csv('{a}/p*.csv')").to_pylist() == [{"p": "PUBLIC"}]
+    ctx.sql(f"COPY (SELECT 1 AS a, 2 AS k) TO '{a}/outdir' (FORMAT parquet, PARTITION_BY (k))")
+    assert (a / "outdir" / "k=2").is_dir()
+
+
+@pytest.mark.parametrize("junk", [".\t.", "..\t", ".\n.", "\t..", ". ."])
+def test_urls_with_whitespace_or_control_characters_are_refused(junk):
+    # an HTTP client strips tabs and newlines: /data/.\t./secret.csv was fetched as /secret.csv
+    ctx = pqe.Context(allowed_paths=["http://127.0.0.1:1/data/"])
+    with pytest.raises(pqe.AccessError, match="not allowed"):
+        ctx.sql(f"SELECT * FROM read_csv('http://127.0.0.1:1/data/{junk}/secret.csv')")

@@ -151,7 +151,7 @@ class Shell:
         to a file SQL names, checked before the file is opened."""
         path = _local_path(name, what)
         if self.access is not None:
-            self.access.check_source(str(path), what)
+            self.access.check_source(str(path), what, pattern=False)  # (one file, no glob)
         return path
 
     def _writable(self, name: str, what: str) -> Path:
