@@ -511,3 +511,19 @@ def test_urls_with_whitespace_or_control_characters_are_refused(junk):
     ctx = pqe.Context(allowed_paths=["http://127.0.0.1:1/data/"])
     with pytest.raises(pqe.AccessError, match="not allowed"):
         ctx.sql(f"SELECT * FROM read_csv('http://127.0.0.1:1/data/{junk}/secret.csv')")
+
+
+def test_sql_cannot_shadow_an_application_table_by_case():
+    # CREATE TABLE "mixed" beside the application's Mixed: the application's own unquoted
+    # `mixed` / `Mixed` then read the new table
+    ctx = pqe.Context(external_access=False)
+    ctx.register_arrow("Mixed", pa.table({"a": [1]}))
+    for kind in ("TABLE", "VIEW"):
+        with pytest.raises(pqe.CatalogError, match="registered 'Mixed'"):
+            ctx.sql(f'CREATE {kind} "mixed" AS SELECT 9 AS a')
+    assert ctx.sql("SELECT a FROM mixed").to_pylist() == [{"a": 1}]
+    # between SQL's own tables, case works as before
+    ctx.sql("CREATE TABLE t2 AS SELECT 1 AS a")
+    ctx.sql('CREATE TABLE "T2" AS SELECT 2 AS a')
+    assert ctx.sql('SELECT a FROM t2 UNION ALL SELECT a FROM "T2"').to_pylist() == [
+        {"a": 1}, {"a": 2}]

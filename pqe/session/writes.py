@@ -65,6 +65,14 @@ def _existing(session: SessionState, name: str, quoted: bool, kind: str, replace
     """(stop, key of the entry being replaced)."""
     key = session.catalog.find(name, exact=quoted)
     if key is None:
+        other = session.catalog.find(name, exact=False)
+        if other is not None and other != name and not session.catalog.made_by_sql(other):
+            # "mixed" beside the application's "Mixed": unquoted `mixed` (and `Mixed`) would
+            # read SQL's new table from then on (a lower-case name is found first), so SQL
+            # would change what the application's own queries read
+            raise CatalogError(f"CREATE {kind} \"{name}\": the application registered "
+                               f"'{other}', which unquoted names would no longer reach; "
+                               f"choose another name")
         return False, None
     if if_not_exists:
         return True, None
