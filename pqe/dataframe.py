@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import types as T
+from .deep import plan_until
 from .errors import AggregateMisuseError, BindError, UnsupportedError
 from .extras import require
 from .expressions import Expr, Resolver, SortExpr, _sort_key, to_expr
@@ -99,16 +100,22 @@ class DataFrame:
         (when no `progress` callback is given)."""
         timeout = self._run_defaults[0] if timeout is None else timeout
         cancel = self._run_defaults[1] if cancel is None else cancel
-        optimized = self.optimized_plan()
+        # the timeout covers optimizing (stopped at the planner's checkpoints) and the run
+        from .session.state import checked_timeout
+
+        timeout = checked_timeout(timeout)
+        start = time.monotonic()
+        with plan_until(None if timeout is None else start + timeout, cancel):
+            optimized = self.optimized_plan()
         notebook = _notebook_display() if progress is None else None
         if notebook is not None:
             return _with_notebook_progress(
                 lambda stop, report: self._session.run(self._plan, optimized=optimized,
                                                        timeout=timeout, cancel=stop,
-                                                       progress=report),
+                                                       progress=report, started=start),
                 notebook, cancel)
         return self._session.run(self._plan, optimized=optimized, timeout=timeout,
-                                 cancel=cancel, progress=progress)
+                                 cancel=cancel, progress=progress, started=start)
 
     collect = to_arrow
 

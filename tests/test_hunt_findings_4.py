@@ -527,3 +527,29 @@ def test_sql_cannot_shadow_an_application_table_by_case():
     ctx.sql('CREATE TABLE "T2" AS SELECT 2 AS a')
     assert ctx.sql('SELECT a FROM t2 UNION ALL SELECT a FROM "T2"').to_pylist() == [
         {"a": 1}, {"a": 2}]
+
+
+def _slow_to_plan(n: int = 14) -> str:
+    ctes = ["a0 AS (SELECT 1 AS x)"] + [
+        f"a{i} AS (SELECT x FROM a{i - 1} WHERE x IN (SELECT x FROM a{i - 1}))"
+        for i in range(1, n + 1)]
+    return "WITH " + ", ".join(ctes) + f" SELECT count(*) FROM a{n}"
+
+
+def test_timeout_and_cancel_cover_planning():
+    # the timeout applied to execution only: this query optimized for ~30 s under timeout=2
+    import threading
+    import time
+    ctx = pqe.Context()
+    start = time.monotonic()
+    with pytest.raises(pqe.QueryTimeout, match="planning"):
+        ctx.sql(_slow_to_plan()).to_arrow(timeout=1)
+    assert time.monotonic() - start < 8
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    start = time.monotonic()
+    with pytest.raises(pqe.QueryCancelled):
+        ctx.sql(_slow_to_plan()).to_arrow(cancel=stop)
+    assert time.monotonic() - start < 8
+    # the Context stays usable, and a query's own timeout message names its timeout
+    assert ctx.sql("SELECT 1 AS a").to_arrow(timeout=5).to_pylist() == [{"a": 1}]

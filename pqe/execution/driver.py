@@ -36,11 +36,12 @@ class Execution:
 
 def execute(executor: Executor, plan: P.PhysicalPlan, *, timeout: float | None = None,
             cancel=None, progress: Callable[[int, int], None] | None = None,
-            collect_stats: bool = False) -> Execution:
-    """Run `plan`; Ctrl-C, `timeout` (seconds) and `cancel` (a threading.Event) stop it."""
+            collect_stats: bool = False, shown: float | None = None) -> Execution:
+    """Run `plan`; Ctrl-C, `timeout` (seconds) and `cancel` (a threading.Event) stop it
+    (`shown`: the timeout the message names, when planning used part of it)."""
     token = O.CancelToken(collect_stats=collect_stats)
     return executor.run_job(lambda: _run(executor, plan, token, progress), token, timeout,
-                            cancel)
+                            cancel, shown)
 
 
 def _run(executor: Executor, plan: P.PhysicalPlan, token: O.CancelToken, progress) -> Execution:

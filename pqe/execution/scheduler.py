@@ -198,7 +198,7 @@ class Executor:
             self._pool = None
 
     def run_job(self, job, token, timeout: float | None = None,
-                cancel: threading.Event | None = None):
+                cancel: threading.Event | None = None, shown: float | None = None):
         """Run `job()` (which runs one or more graphs through `run_graph`) on a helper thread
         while the caller waits in short timed waits: Ctrl-C, `timeout` and `cancel` stop it
         promptly. The token is cancelled, so tasks that have not started stop at once (and on
@@ -233,9 +233,11 @@ class Executor:
                     self._leave_pool()
                     raise QueryCancelled("query cancelled")
                 if deadline is not None and time.monotonic() >= deadline:
-                    token.cancel(f"timed out after {timeout:g} s")
+                    # (`shown`: the query's whole timeout, of which planning took a part)
+                    whole = timeout if shown is None else shown
+                    token.cancel(f"timed out after {whole:g} s")
                     self._leave_pool()
-                    raise QueryTimeout(f"query timed out after {timeout:g} s")
+                    raise QueryTimeout(f"query timed out after {whole:g} s")
         except KeyboardInterrupt:
             token.cancel("interrupted")
             self._leave_pool()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from .. import types as T
+from ..deep import checkpoint
 from ..errors import InternalError
 from .expr import AggCall, ColumnRef, Expr, Field, SortKey, column_ids
 
@@ -558,7 +559,8 @@ def one_row_aggregate(plan: LogicalPlan) -> Aggregate | None:
 
 
 def walk_plan(plan: LogicalPlan):
-    """Pre-order traversal of plan nodes."""
+    """Pre-order traversal of plan nodes (a planning checkpoint: pqe.deep)."""
+    checkpoint()
     stack = [plan]
     while stack:
         p = stack.pop()
@@ -589,6 +591,7 @@ def transform_up(plan: LogicalPlan, fn) -> LogicalPlan:
     prints, keep = shared if shared is not None else ({}, [])
 
     def go(node: LogicalPlan) -> LogicalPlan:
+        checkpoint()  # (a statement's timeout and cancellation: pqe.deep)
         fp = fingerprint(node, prints, keep)
         bucket = done.setdefault(fp, [])
         for other, out in bucket:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
-from ..deep import AnyEvent, run_deep
+from ..deep import AnyEvent, plan_until, run_deep
 from ..errors import (CatalogError, Error, ExecutionError, InternalError, QueryCancelled,
                       QueryTimeout, ResourceError, SQLSyntaxError, UnsupportedError)
 from ..execution import driver
@@ -81,8 +81,12 @@ class SessionState:
         result = None
         with enforcing(self.config.access):
             for parsed in self.parse(text, params):
-                result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
-                                         progress=progress)
+                # the timeout covers binding and planning too (checkpoints in the planner's
+                # tree walks), each statement's from its start
+                deadline = None if timeout is None else time.monotonic() + timeout
+                with plan_until(deadline, cancel):
+                    result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
+                                             progress=progress)
         return result
 
     def run_parsed(self, parsed: ParsedStatement, text: str, **run) -> Result:
@@ -196,13 +200,20 @@ class SessionState:
         return run_deep(_physical, optimized, cfg, pruning_expression)
 
     def run(self, plan: LogicalPlan, *, optimized: LogicalPlan | None = None,
-            timeout: float | None = None, cancel=None, progress: Progress | None = None
-            ) -> pa.Table:
-        """A query's result, typed and named as its plan says."""
-        phys = self.physical_plan(optimized if optimized is not None else self.optimize(plan))
+            timeout: float | None = None, cancel=None, progress: Progress | None = None,
+            started: float | None = None) -> pa.Table:
+        """A query's result, typed and named as its plan says. Its timeout covers planning
+        (optimize, physical: stopped at the planner's checkpoints) and the run together,
+        from `started` (a time.monotonic() value; now when None)."""
+        timeout = checked_timeout(timeout)
+        deadline = None if timeout is None else (started or time.monotonic()) + timeout
+        with plan_until(deadline, cancel):
+            phys = self.physical_plan(optimized if optimized is not None
+                                      else self.optimize(plan))
         self.check_memory(phys)
-        run = driver.execute(self.executor, phys, timeout=checked_timeout(timeout), cancel=cancel,
-                             progress=progress)
+        left = None if deadline is None else max(0.001, deadline - time.monotonic())
+        run = driver.execute(self.executor, phys, timeout=left, cancel=cancel,
+                             progress=progress, shown=timeout)
         return finish(plan, run.tables)
 
     def analyze(self, plan: LogicalPlan, optimized: LogicalPlan | None = None, *,
