@@ -568,3 +568,19 @@ def test_rounding_a_computed_double_computes_it_once(ctx, fn):
     assert str(Compiler()(proj.exprs[0])).count("divide(") == 1
     want = {"round": [2.67, -2.5, None], "trunc": [2.67, -2.5, None]}[fn]
     assert ctx.sql(q).to_arrow().column("r").to_pylist() == want
+
+
+@pytest.mark.parametrize("frame, message", [
+    ("ROWS BETWEEN 1 FOLLOWING AND 1 PRECEDING", "following row"),
+    ("RANGE BETWEEN CURRENT ROW AND 1 PRECEDING", "current row"),
+    ("ROWS BETWEEN 1 FOLLOWING AND CURRENT ROW", "following row"),
+    ("ROWS UNBOUNDED FOLLOWING", "UNBOUNDED FOLLOWING"),
+    ("ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED PRECEDING", "UNBOUNDED PRECEDING")])
+def test_window_frames_the_standard_forbids_are_errors(ctx, frame, message):
+    # were accepted, each row's frame empty (NULL sums); DuckDB and PostgreSQL refuse them
+    ctx.register_arrow("t", pa.table({"x": [1, 2, 3]}))
+    with pytest.raises(pqe.BindError, match=message):
+        ctx.sql(f"SELECT sum(x) OVER (ORDER BY x {frame}) FROM t")
+    # an empty frame the standard allows stays one
+    assert ctx.sql("SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 2 FOLLOWING AND 1 FOLLOWING) "
+                   "AS s FROM t").to_arrow().column("s").to_pylist() == [None, None, None]

@@ -213,6 +213,18 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
     start = bound(spec.args.get("start"), spec.args.get("start_side"))
     end_value = spec.args.get("end")
     end = bound(end_value, spec.args.get("end_side")) if end_value is not None else FrameBound("current")
+    # the standard's (PostgreSQL's, DuckDB's) frame rules: these were accepted and gave empty
+    # frames (NULL sums) where both refuse them
+    if start.kind == "unbounded_following":
+        raise BindError("window frame start cannot be UNBOUNDED FOLLOWING")
+    if end.kind == "unbounded_preceding":
+        raise BindError("window frame end cannot be UNBOUNDED PRECEDING")
+    order = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
+             "unbounded_following": 4}
+    if order[start.kind] > order[end.kind]:
+        where = "current row" if start.kind == "current" else "following row"
+        rows = "preceding rows" if end.kind == "preceding" else "the current row"
+        raise BindError(f"a window frame starting from the {where} cannot end at {rows}")
     return Frame(mode, start, end, excluded)
 
 
