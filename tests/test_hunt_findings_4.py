@@ -584,3 +584,13 @@ def test_window_frames_the_standard_forbids_are_errors(ctx, frame, message):
     # an empty frame the standard allows stays one
     assert ctx.sql("SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 2 FOLLOWING AND 1 FOLLOWING) "
                    "AS s FROM t").to_arrow().column("s").to_pylist() == [None, None, None]
+
+
+def test_recursive_glob_through_a_symlink_loop_lists_each_file_once(ctx, tmp_path):
+    # d/up -> .. made `**` find d/x.csv once per loop (count 123 for 3 rows)
+    import os
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.csv").write_text("a\n1\n2\n3\n")
+    os.symlink("..", tmp_path / "d" / "up")
+    assert ctx.sql(f"SELECT count(*) AS n FROM read_csv('{tmp_path}/**/*.csv')").to_pylist() == \
+        [{"n": 3}]
