@@ -594,3 +594,13 @@ def test_recursive_glob_through_a_symlink_loop_lists_each_file_once(ctx, tmp_pat
     os.symlink("..", tmp_path / "d" / "up")
     assert ctx.sql(f"SELECT count(*) AS n FROM read_csv('{tmp_path}/**/*.csv')").to_pylist() == \
         [{"n": 3}]
+
+
+@pytest.mark.parametrize("sql", ["UPDATE t SET ab = 9", "INSERT INTO t (id, ab) VALUES (2, 5)"])
+def test_unquoted_target_column_matching_two_spellings_is_ambiguous(ctx, sql):
+    # columns "Ab" and "AB": unquoted `ab` took whichever came last ("AB") without a word
+    ctx.sql('CREATE TABLE t (id INT, "Ab" INT, "AB" INT)')
+    ctx.sql("INSERT INTO t VALUES (1, 2, 3)")
+    with pytest.raises(pqe.AmbiguousColumnError, match="'ab'"):
+        ctx.sql(sql)
+    assert ctx.sql("SELECT * FROM t").to_pylist() == [{"id": 1, "Ab": 2, "AB": 3}]

@@ -330,15 +330,8 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
         target = target.this
     name, entry = _memory_table(catalog, target, "INSERT INTO")
     schema = entry.schema
-    lookup = {f.name.lower(): f.name for f in schema}
     if column_nodes:
-        cols = []
-        for c in column_nodes:
-            cname, quoted = name_of(c)
-            real = cname if cname in schema.names else (None if quoted else lookup.get(cname.lower()))
-            if real is None:
-                raise BindError(f"table {name} has no column '{cname}'")
-            cols.append(real)
+        cols = [_column_named(schema.names, c, name) for c in column_nodes]
         if len(set(cols)) != len(cols):
             raise BindError(f"INSERT INTO {name} names a column twice")
     else:
@@ -607,15 +600,11 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
     y <> 0` never divides by zero)."""
     refuse_unknown_args(stmt, {"this", "expressions", "where"}, "UPDATE")
     name, entry = _memory_table(catalog, stmt.this, "UPDATE")
-    lookup = {f.name.lower(): f.name for f in entry.schema}
     sets: dict[str, exp.Expression] = {}
     for eq in stmt.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column) or eq.this.table:
             raise UnsupportedError(f"UPDATE SET {eq.sql(dialect=PQEDialect)[:60]} is not supported")
-        col, quoted = name_of(eq.this)
-        real = col if col in entry.schema.names else (None if quoted else lookup.get(col.lower()))
-        if real is None:
-            raise BindError(f"table {name} has no column '{col}'")
+        real = _column_named(entry.schema.names, eq.this, name)
         if real in sets:
             raise BindError(f"UPDATE {name} sets column {real} twice")
         _no_aggregates(eq.expression, "UPDATE")
