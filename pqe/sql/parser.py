@@ -70,6 +70,33 @@ class PQEDialect(Dialect):
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")}}
 
+        def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
+                        alias_tokens=None):
+            # sqlglot reads `a JOIN b` with no ON as `a, b` (the two are one tree after), and
+            # takes ON beside NATURAL or CROSS and OUTER with no side: each a syntax error in
+            # PostgreSQL and DuckDB that ran as another join (`a POSITIONAL JOIN b`, reading
+            # POSITIONAL as a's alias, was a cross product; NATURAL JOIN .. ON false dropped
+            # the ON)
+            start = self._curr
+            comma = start is not None and start.token_type == TokenType.COMMA
+            join = super()._parse_join(skip_join_token, parse_bracket, alias_tokens)
+            if join is None or comma or skip_join_token:
+                return join
+            kind = (join.args.get("kind") or "").upper()
+            side = (join.args.get("side") or "").upper()
+            method = (join.args.get("method") or "").upper()
+            condition = join.args.get("on") is not None or bool(join.args.get("using"))
+            if method == "NATURAL" and condition:
+                self.raise_error("a NATURAL JOIN takes no ON or USING clause", start)
+            elif kind == "CROSS" and condition:
+                self.raise_error("a CROSS JOIN takes no ON or USING clause", start)
+            elif kind == "OUTER" and not side:
+                self.raise_error("OUTER JOIN needs LEFT, RIGHT or FULL", start)
+            elif not condition and not method and kind != "CROSS":
+                self.raise_error("JOIN needs an ON or USING clause (CROSS JOIN pairs every "
+                                 "row)", start)
+            return join
+
         def _parse_cube_or_rollup(self, with_prefix: bool = False):
             # ROLLUP (x > 20) / CUBE (v IS NULL): any expression, as in GROUP BY itself and in
             # PostgreSQL and DuckDB (sqlglot parsed only bitwise terms: a syntax error)

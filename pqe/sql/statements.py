@@ -228,11 +228,15 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
             if uq:
                 unique.append((field.name,))
         elif isinstance(col, exp.PrimaryKey):
+            _refuse_key_options(col, {"expressions"}, f"CREATE TABLE {name} PRIMARY KEY")
             if primary:
                 raise BindError(f"table {name} has more than one PRIMARY KEY")
             primary = tuple(_key_column(c, name) for c in col.expressions)
         elif isinstance(col, exp.UniqueColumnConstraint) or (
                 isinstance(col, exp.Constraint) is False and type(col).__name__ == "Unique"):
+            # (NULLS NOT DISTINCT, ON CONFLICT REPLACE, NOT ENFORCED: accepted and ignored,
+            # a second NULL went in where PostgreSQL refuses it)
+            _refuse_key_options(col, {"this", "expressions"}, f"CREATE TABLE {name} UNIQUE")
             unique.append(tuple(_key_column(c, name) for c in _unique_columns(col)))
         else:
             raise UnsupportedError(f"CREATE TABLE {name}: table constraint "
@@ -269,6 +273,20 @@ def _key_column(node: exp.Expression, table: str) -> str:
     if isinstance(node, (exp.Anonymous,)) and node.expressions:
         return node.name.lower()
     raise UnsupportedError(f"CREATE TABLE {table}: key {node.sql(dialect=PQEDialect)} is not supported")
+
+
+def _refuse_key_options(node: exp.Expression, consumed: set[str], what: str) -> None:
+    """A table's PRIMARY KEY / UNIQUE (...) with an option pqe does not implement refused
+    (sqlglot leaves an empty IndexParameters and `nulls`/`index_type` False when unset)."""
+    args = dict(node.args)
+    include = args.get("include")
+    if isinstance(include, exp.IndexParameters) and not any(
+            v for k, v in include.args.items() if k != "with_storage"):
+        args.pop("include")
+    for key in ("nulls", "index_type"):
+        if args.get(key) is False:
+            args.pop(key)
+    refuse_unknown_args(node.__class__(**args), consumed, what)
 
 
 def _column_def(col: exp.ColumnDef, table: str) -> tuple[pa.Field, bool, bool]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ... import types as T
-from ...errors import AggregateMisuseError, Error, UnsupportedError
+from ...errors import AggregateMisuseError, BindError, Error, UnsupportedError
 from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import (
@@ -285,6 +285,8 @@ class GroupingMixin:
                 distinct = True
                 arg_nodes = list(this.expressions)
             elif isinstance(this, exp.Star):
+                if node.args.get("expressions"):  # count(*, x): x was dropped
+                    raise BindError(f"{shown}(*) takes no further argument")
                 arg_nodes = []
             else:
                 arg_nodes = ([this] if this is not None else []) \

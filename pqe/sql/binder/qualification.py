@@ -108,6 +108,8 @@ class QualifyMixin:
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
         _refuse_using_shapes(node, schema)
+        _check_star_modifiers(node, schema)
+        _wrap_ordered_subqueries(node)
         _check_positions(node)
         name_unaliased_projections(node)
         for values in node.find_all(exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
@@ -830,6 +832,64 @@ def _source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | No
     return None
 
 
+def _wrap_ordered_subqueries(node: exp.Expression) -> None:
+    """`((SELECT ...) ORDER BY k LIMIT n)` inside an expression (IN, a scalar subquery) as
+    `(SELECT * FROM (SELECT ...) ORDER BY k LIMIT n)`: sqlglot hangs the ORDER BY on the
+    parenthesized query, whose keys were then resolved in the outer query (an InternalError,
+    or 'column g does not exist'). In FROM the binder reads that form itself."""
+    for sub in list(node.find_all(exp.Subquery)):
+        if sub.parent is None or isinstance(sub.parent, (exp.From, exp.Join)) or not any(
+                sub.args.get(k) for k in ("order", "limit", "offset")) or not isinstance(
+                sub.this, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+            continue
+        inner = exp.Subquery(this=sub.this.copy(),
+                             alias=exp.TableAlias(this=exp.to_identifier("__pqe_ordered")))
+        query = exp.select("*").from_(inner)
+        for k in ("order", "limit", "offset"):
+            if sub.args.get(k) is not None:
+                query.set(k, sub.args[k].copy())
+        sub.replace(exp.Subquery(this=query) if not isinstance(sub.parent, exp.Subquery)
+                    else query)
+
+
+def _check_star_modifiers(node: exp.Expression, schema) -> None:
+    """`* EXCLUDE (c)` / `* REPLACE (e AS c)` naming a column the star does not hold, or one
+    twice, is an error, as in DuckDB (sqlglot's expansion ignored it, or took the last)."""
+    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
+    for star in node.find_all(exp.Star):
+        excluded = [e for e in star.args.get("except_") or []]
+        replaced = [e.alias for e in star.args.get("replace") or []]
+        if not excluded and not replaced:
+            continue
+        names = [e.name.lower() for e in excluded] + [r.lower() for r in replaced]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            raise BindError(f"column '{twice}' appears twice in the star's EXCLUDE/REPLACE list")
+        sel = star.find_ancestor(exp.Select)
+        if sel is None:
+            continue
+        column = star.parent if isinstance(star.parent, exp.Column) else None
+        sources = [sel.args.get("from_") or sel.args.get("from")] + list(sel.args.get("joins")
+                                                                        or [])
+        items = [s.this for s in sources if s is not None]
+        if column is not None and column.table:
+            items = [i for i in items if i.alias_or_name.lower() == column.table.lower()]
+        known: set[str] = set()
+        for item in items:
+            cols = _source_columns(item, schema, ctes)
+            if cols is None:
+                return  # (a source whose columns are unknown here: sqlglot's expansion decides)
+            known |= cols
+        for e in excluded:
+            if e.name.lower() not in known or (isinstance(e, exp.Column) and e.table and not any(
+                    i.alias_or_name.lower() == e.table.lower() for i in items)):
+                raise BindError(f"column '{e.sql(dialect=PQEDialect)}' in EXCLUDE is not a "
+                                f"column of the star")
+        for r in replaced:
+            if r.lower() not in known:
+                raise BindError(f"column '{r}' in REPLACE is not a column of the star")
+
+
 def _refuse_using_shapes(node: exp.Expression, schema) -> None:
     """USING and NATURAL joins where sqlglot's expansion of them gives another answer than
     SQL's, refused by name (found by the SQL hunt):
@@ -844,6 +904,21 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
       name: that table's column was left out of the star."""
     if not any(j.args.get("using") or j.args.get("method") for j in node.find_all(exp.Join)):
         return
+    for inner in node.find_all(exp.Table):
+        # a parenthesized join holding a RIGHT or FULL USING join, itself joined on: the
+        # outer join read a.k for the merged key, as above (the check below sees only a
+        # SELECT's own joins)
+        outer_using = any((j.args.get("side") or "").upper() in ("RIGHT", "FULL")
+                          and (j.args.get("using") or j.args.get("method"))
+                          for j in inner.args.get("joins") or [])
+        if not outer_using:
+            continue
+        holder = inner.parent.parent if isinstance(inner.parent, exp.Subquery) else inner.parent
+        if isinstance(holder, exp.Join) or isinstance(holder, exp.From) and isinstance(
+                holder.parent, exp.Select) and holder.parent.args.get("joins"):
+            raise UnsupportedError("a parenthesized RIGHT or FULL USING join joined to another "
+                                   "table is not supported: write JOIN ... ON with COALESCE "
+                                   "of the keys")
     ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
     for sel in node.find_all(exp.Select):
         joins = sel.args.get("joins") or []

@@ -40,6 +40,10 @@ class RelationsMixin:
             refs = Counter(t.name for t in node.find_all(exp.Table) if not t.args.get("db"))
             self.ctes.append(frame)
             try:
+                names_seen = [c.alias_or_name for c in with_.expressions]
+                twice = next((n for n in names_seen if names_seen.count(n) > 1), None)
+                if twice is not None:  # (the last one was read, silently)
+                    raise BindError(f"WITH names '{twice}' twice")
                 for cte in with_.expressions:
                     name = cte.alias_or_name
                     # each CTE is bound once; every reference re-labels the one plan (or,
@@ -272,6 +276,7 @@ class RelationsMixin:
                     plan = B.project(plan, [(ColumnRef(f), n)
                                             for f, n in zip(plan.schema, names, strict=True)],
                                      qualifier=alias)
+                names = _renamed(node, names)
                 scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
                 return plan
             if name in self.adhoc:
@@ -288,7 +293,7 @@ class RelationsMixin:
                 else:
                     plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema],
                                      qualifier=alias)
-                keys = relation_keys([f.name for f in plan.schema])
+                keys = _renamed(node, relation_keys([f.name for f in plan.schema]))
                 scope.add(alias, list(zip(keys, plan.schema, strict=True)))
                 return plan
             plan = B.scan(real, entry, alias)
@@ -300,7 +305,7 @@ class RelationsMixin:
                 raise UnsupportedError(f"table {real} has more than one column named "
                                        f"'{repeated[0]}'; pqe cannot read a table with repeated "
                                        f"column names (rename them when registering it)")
-            keys = relation_keys([f.name for f in plan.schema])
+            keys = _renamed(node, relation_keys([f.name for f in plan.schema]))
             scope.add(alias, list(zip(keys, plan.schema, strict=True)))
             return plan
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table) \
@@ -311,9 +316,7 @@ class RelationsMixin:
             return self._joins(self.source(inner, scope), joins, scope)
         if isinstance(node, exp.Subquery):
             plan, names = self.query(node.this, scope.parent)
-            cols = node.args.get("alias").columns if node.args.get("alias") else []
-            if cols:
-                names = [c.name for c in cols] + names[len(cols):]
+            names = _renamed(node, names)
             scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
             return plan
         if isinstance(node, exp.Values):
@@ -457,3 +460,17 @@ def _has_outer_refs(plan: LogicalPlan) -> bool:
 
     visit(plan)
     return bool(refs - defined)
+
+
+def _renamed(node: exp.Expression, names: list[str]) -> list[str]:
+    """The relation's column names under its alias's column list (`FROM t AS z(a, b)`
+    renames t's first two columns, in order; it was ignored for tables, views and CTEs,
+    so z.a read t's column a wherever it stood)."""
+    alias = node.args.get("alias")
+    cols = alias.columns if isinstance(alias, exp.TableAlias) else []
+    if not cols:
+        return names
+    if len(cols) > len(names):
+        raise BindError(f"{node.alias_or_name} has {len(names)} columns available but "
+                        f"{len(cols)} columns specified")
+    return [c.name for c in cols] + list(names[len(cols):])

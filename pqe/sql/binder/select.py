@@ -283,6 +283,8 @@ class SelectMixin:
         if options is not None:
             percent = bool(options.args.get("percent"))
             ties = bool(options.args.get("with_ties"))
+        if percent and ties:  # (WITH TIES was dropped)
+            raise UnsupportedError(f"{what} ... PERCENT WITH TIES is not supported")
         if percent:
             value = self._number_clause(count, f"{what} ... PERCENT")
             if value is not None:
