@@ -211,12 +211,14 @@ class Context:
     def from_arrow(self, data: Any) -> DataFrame:
         """A DataFrame over a pyarrow Table, RecordBatch(Reader) or any `__arrow_c_stream__`
         object (a Polars DataFrame, ...), without registering a name."""
-        return DataFrame(self._session, B.scan("arrow", MemoryTable(_arrow_table(data, "from_arrow"))))
+        table = _queryable(_arrow_table(data, "from_arrow"), "from_arrow")
+        return DataFrame(self._session, B.scan("arrow", MemoryTable(table)))
 
     def from_pandas(self, df: Any) -> DataFrame:
         """A DataFrame over a pandas DataFrame (copied to Arrow now), without registering a
         name."""
-        return DataFrame(self._session, B.scan("pandas", MemoryTable(_pandas_table(df, "from_pandas"))))
+        table = _queryable(_pandas_table(df, "from_pandas"), "from_pandas")
+        return DataFrame(self._session, B.scan("pandas", MemoryTable(table)))
 
     # ---- queries -------------------------------------------------------------------------
 
@@ -275,6 +277,29 @@ class Context:
         self.close()
 
 
+def _queryable(table: pa.Table, what: str) -> pa.Table:
+    """`table` when a query can read it: the SQL binder refuses a registered table without
+    columns or with a repeated name when it is queried (the scan reads columns by name);
+    a DataFrame made from it is refused when it is made."""
+    if not table.schema.names:
+        raise UnsupportedError(f"{what}: the table has no columns; pqe cannot query a table "
+                               f"without columns")
+    names = table.schema.names
+    repeated = [n for n in dict.fromkeys(names) if names.count(n) > 1]
+    if repeated:
+        raise UnsupportedError(f"{what}: the table has more than one column named "
+                               f"{repeated[0]!r}; pqe cannot read a table with repeated column "
+                               f"names (rename them first)")
+    return table
+
+
+def _ordered_refusal(column: Any, what: str, instead: str) -> UnsupportedError:
+    # as text its values would compare and sort alphabetically, not in the order of its
+    # categories (DuckDB reads it as an ENUM, which pqe does not have)
+    return UnsupportedError(f"column {column!r} of {what} is an ordered categorical, which "
+                            f"pqe does not support: register {instead} instead")
+
+
 def _arrow_table(data: Any, what: str) -> pa.Table:
     if isinstance(data, pa.RecordBatchReader):
         table = data.read_all()
@@ -311,12 +336,8 @@ def _pandas_table(df: Any, what: str, name: str | None = None) -> pa.Table:
     label = f" {name!r}" if name else ""
     for column, dtype in df.dtypes.items():
         if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered:
-            # as text its values would compare and sort alphabetically, not in the order of
-            # its categories (DuckDB reads it as an ENUM, which pqe does not have)
-            raise UnsupportedError(
-                f"column {column!r} of pandas DataFrame{label} is an ordered categorical, "
-                "which pqe does not support: register its text (.astype(str)) or its "
-                "codes (.cat.codes) instead")
+            raise _ordered_refusal(column, f"pandas DataFrame{label}",
+                                   "its text (.astype(str)) or its codes (.cat.codes)")
     try:
         table = pa.Table.from_pandas(_unshared(df, pd), preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
@@ -406,6 +427,9 @@ def _engine_type(t: pa.DataType, column: str) -> pa.DataType:
         except UnsupportedError as e:  # more than 38 digits
             raise UnsupportedError(f"column {column!r}: {e}") from None
     if pa.types.is_dictionary(t):
+        if t.ordered:  # (a Polars Enum)
+            raise _ordered_refusal(column, "the Arrow data", "its text (a cast to string) or "
+                                   "its indices")
         return pa.dictionary(t.index_type, _engine_type(t.value_type, column), t.ordered)
     if pa.types.is_run_end_encoded(t):
         return _engine_type(t.value_type, column)

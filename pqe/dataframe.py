@@ -87,7 +87,8 @@ class DataFrame:
         """Logical, optimized and physical plans as deterministic text (a `pqe.Plan`: a str
         that prints as itself and renders preformatted in a notebook); with `analyze`, the
         query runs and every operator shows its rows and time."""
-        return Plan(self._session.explain(self._plan, analyze, timeout=timeout, cancel=cancel))
+        return Plan(self._session.explain(self._plan, analyze, timeout=timeout,
+                                          cancel=_checked_cancel(cancel)))
 
     # ---- execution -----------------------------------------------------------------------
 
@@ -99,7 +100,7 @@ class DataFrame:
         notebook, a query still running after a second shows a progress bar under the cell
         (when no `progress` callback is given)."""
         timeout = self._run_defaults[0] if timeout is None else timeout
-        cancel = self._run_defaults[1] if cancel is None else cancel
+        cancel = _checked_cancel(self._run_defaults[1] if cancel is None else cancel)
         # the timeout covers optimizing (stopped at the planner's checkpoints) and the run
         from .session.state import checked_timeout
 
@@ -210,8 +211,10 @@ class DataFrame:
         if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in ('"', "\n", "\r"):
             raise BindError(f"delimiter must be one character other than a quote or a newline, "
                             f"not {delimiter!r}")
+        if not isinstance(header, bool):  # bool("no") is True
+            raise BindError(f"write_csv header= takes True or False, not {header!r}")
         return self._write(path, "csv", partition_by, overwrite,
-                           {"header": bool(header), "delimiter": delimiter}, storage_options,
+                           {"header": header, "delimiter": delimiter}, storage_options,
                            filesystem, timeout, cancel, progress)
 
     def _write(self, path, fmt, partition_by, overwrite, options, storage_options, filesystem,
@@ -221,7 +224,8 @@ class DataFrame:
         return self._session.write(self._plan, path, fmt, partition_by=keys,
                                    overwrite=overwrite, options=options,
                                    storage_options=storage_options, filesystem=filesystem,
-                                   timeout=timeout, cancel=cancel, progress=progress)
+                                   timeout=timeout, cancel=_checked_cancel(cancel),
+                                   progress=progress)
 
     # ---- display -------------------------------------------------------------------------
 
@@ -258,7 +262,7 @@ class DataFrame:
     def show(self, n: int = 10) -> None:
         """Print the first `n` rows as a text table (NULL as NULL) and the row count when it
         is known cheaply; the result of EXPLAIN prints as its plan."""
-        print(self._show_text(n))
+        print(self._show_text(_row_count(n, "show() n")))
 
     def _show_text(self, n: int) -> str:
         if self._is_explain():
@@ -284,14 +288,11 @@ class DataFrame:
         r = Resolver(self._plan.schema)
         out = []
         for e in items:
+            _check_item(e, what)
             x = to_expr(e)
             resolved = x._resolve(r)
-            if not allow_agg and is_aggregate(resolved):
-                raise BindError(f"aggregate {x._name} is not allowed in {what}; use group_by().agg()")
-            if not allow_window and _windows(resolved):
-                raise BindError(f"window function {x._name} is not allowed in {what}; add it "
-                                f"with with_columns() first")
-            out.append((resolved, x._name))
+            _check_placement(resolved, x._name, what, allow_agg, allow_window)
+            out.append((resolved, x._output_name(r)))
         return out
 
     def _with_windows(self, resolved):
@@ -353,11 +354,16 @@ class DataFrame:
     def rename(self, mapping: dict[str, str] | None = None, **names: str) -> DataFrame:
         """Columns under new names: `df.rename({"old": "new"})` or `df.rename(old="new")`;
         other columns keep theirs."""
+        if mapping is not None and not isinstance(mapping, dict):
+            raise BindError(f"rename() takes a dict of old -> new names, not "
+                            f"{type(mapping).__name__}")
         pairs = dict(mapping or {})
         pairs.update(names)
         r = Resolver(self._plan.schema)
         new_names = {}
         for old, new in pairs.items():
+            if not isinstance(old, str):
+                raise BindError(f"rename: {old!r} is not a column name")
             if not isinstance(new, str) or not new:
                 raise BindError(f"rename: the new name of {old!r} must be a non-empty string")
             new_names[r.column(old).id] = new
@@ -365,10 +371,14 @@ class DataFrame:
         _check_unique([n for _, n in items if n in new_names.values()], "rename()")
         return self._new(B.project(self._plan, items))
 
-    def drop(self, *columns: str) -> DataFrame:
-        """Every column except those named."""
+    def drop(self, *columns: str | Sequence[str]) -> DataFrame:
+        """Every column except those named (`drop("a", "b")` or `drop(["a", "b"])`)."""
+        names = [n for c in columns for n in (c if isinstance(c, (list, tuple)) else [c])]
+        for n in names:
+            if not isinstance(n, str):
+                raise BindError(f"drop() takes column names, not {n!r}")
         r = Resolver(self._plan.schema)
-        gone = {r.column(c).id for c in columns}
+        gone = {r.column(c).id for c in names}
         keep = [(ColumnRef(f), f.name) for f in self._plan.schema if f.id not in gone]
         if not keep:
             raise BindError("drop() would leave no columns")
@@ -376,6 +386,8 @@ class DataFrame:
 
     def group_by(self, *keys: str | Expr) -> GroupBy:
         """Group by columns or expressions; finish with `.agg(...)`."""
+        for k in keys:
+            _check_item(k, "group_by()")
         return GroupBy(self, keys)
 
     def join(self, other: DataFrame, on: str | list[str] | None = None, *,
@@ -384,30 +396,45 @@ class DataFrame:
         """Join with another DataFrame. how: inner, left, right, full (outer), semi, anti,
         cross. With `on`, the key columns appear once; other right columns whose names
         clash get `suffix`."""
+        if not isinstance(other, DataFrame):
+            raise BindError(f"join() takes a pqe DataFrame, not {type(other).__name__} (make "
+                            f"one with ctx.from_arrow() or ctx.from_pandas())")
         how = {"outer": "full", "full_outer": "full", "left_outer": "left"}.get(how, how)
         if how not in ("inner", "left", "right", "full", "semi", "anti", "cross"):
             raise BindError(f"unknown join type {how!r}")
+        if not isinstance(suffix, str) or not suffix:
+            raise BindError(f"join suffix must be a non-empty string, not {suffix!r}")
+        if how in ("semi", "anti") and suffix != "_right":
+            # a semi or anti join keeps only the left columns: nothing to suffix
+            raise BindError(f"a {how} join has no right columns to suffix; drop suffix=")
         right_plan = other._plan
         if set(right_plan.column_ids) & set(self._plan.column_ids):  # a self-join
             right_plan = B.project(right_plan, [(ColumnRef(f), f.name) for f in right_plan.schema],
                                    qualifier="right")
             right_plan = B.project(right_plan, [(ColumnRef(f), f.name) for f in right_plan.schema])
         if how == "cross":
-            if on or left_on or right_on:
+            if on is not None or left_on is not None or right_on is not None:
                 raise BindError("a cross join takes no keys")
             return self._new(_rename_clashes(B.join(self._plan, right_plan, "inner"), len(self._plan.schema), suffix, ()))
         if on is not None and (left_on is not None or right_on is not None):
             raise BindError("join takes on= or left_on= and right_on=, not both")
         if on is not None:
-            names = [on] if isinstance(on, str) else list(on)
+            names = [on] if isinstance(on, str) else _key_list(on, "on")
+            for n in names:
+                if not isinstance(n, str):  # the key is one column of both sides, by name
+                    raise BindError(f"join on= takes column names, not {n!r} (use left_on= "
+                                    f"and right_on= for expressions)")
             left_keys, right_keys = names, names
         else:
             if left_on is None or right_on is None:
                 raise BindError("join needs on= or both left_on= and right_on=")
-            left_keys = left_on if isinstance(left_on, list) else [left_on]
-            right_keys = right_on if isinstance(right_on, list) else [right_on]
+            left_keys = _key_list(left_on, "left_on")
+            right_keys = _key_list(right_on, "right_on")
             if len(left_keys) != len(right_keys):
                 raise BindError("left_on and right_on differ in length")
+        if not left_keys:  # (no keys is a cross join: how="cross" says so)
+            raise BindError("join keys are empty; give at least one key, or how='cross' for "
+                            "a cross join")
         lres = [e for e, _ in DataFrame(self._session, self._plan)._resolve(left_keys, "join keys")]
         rres = [e for e, _ in DataFrame(self._session, right_plan)._resolve(right_keys, "join keys")]
         joined = B.join(self._plan, right_plan, how, list(zip(lres, rres, strict=True)))
@@ -420,22 +447,33 @@ class DataFrame:
                                coalesce=list(zip(lres, rres, strict=True)) if (on is not None and how in ("full", "right")) else None)
         return self._new(plan)
 
-    def sort(self, *by: str | Expr | SortExpr, descending: bool | list[bool] = False,
-             nulls_last: bool | None = None) -> DataFrame:
+    def sort(self, *by: str | Expr | SortExpr, descending: bool | Sequence[bool] = False,
+             nulls_last: bool | Sequence[bool] | None = None) -> DataFrame:
         """Order by columns, expressions or sort keys (`col("x").desc()`); NULLs sort last
-        ascending and first descending unless `nulls_last` says otherwise (as in SQL)."""
+        ascending and first descending unless `nulls_last` says otherwise (as in SQL).
+        `descending` and `nulls_last` take one value for every key or a list (or tuple)
+        with one per key."""
         if not by:
             raise BindError("sort() needs at least one key")
-        desc = descending if isinstance(descending, list) else [descending] * len(by)
-        if len(desc) != len(by):
-            raise BindError("descending has a different length than the sort keys")
-        for item, d in zip(by, desc, strict=True):
+        for item in by:
+            _check_item(item, "sort()")
+        desc = _per_key(descending, len(by), "descending", none_ok=False)
+        nulls = _per_key(nulls_last, len(by), "nulls_last", none_ok=True)
+        for item, d, n in zip(by, desc, nulls, strict=True):
+            # the key's own direction or NULL placement would win silently
             if isinstance(item, SortExpr) and d and not item.descending:
-                # the key's own direction would win silently
                 raise BindError(f"sort key {item.expr._name} is .asc() but descending=True "
                                 f"is given for it; give its direction once")
+            if isinstance(item, SortExpr) and n is not None and item.nulls_last is not None \
+                    and n != item.nulls_last:
+                raise BindError(f"sort key {item.expr._name} has nulls_last="
+                                f"{item.nulls_last} but nulls_last={n} is given for it; give "
+                                f"it once")
         r = Resolver(self._plan.schema)
-        keys = [_sort_key(item, r, d, nulls_last) for item, d in zip(by, desc, strict=True)]
+        keys = [_sort_key(item, r, d, n) for item, d, n in zip(by, desc, nulls, strict=True)]
+        for item, k in zip(by, keys, strict=True):
+            name = (item.expr if isinstance(item, SortExpr) else to_expr(item))._name
+            _check_placement(k.expr, name, "sort()", False, False)
         plan = self._plan
         if any(not isinstance(k.expr, ColumnRef) for k in keys):
             from .plan.expr import SortKey
@@ -478,6 +516,11 @@ class DataFrame:
     def union(self, other: DataFrame, distinct: bool = False) -> DataFrame:
         """Rows of both (columns matched by position; names from this one); `distinct`
         drops duplicates (UNION instead of UNION ALL)."""
+        if not isinstance(other, DataFrame):
+            raise BindError(f"union() takes a pqe DataFrame, not {type(other).__name__} (make "
+                            f"one with ctx.from_arrow() or ctx.from_pandas())")
+        if not isinstance(distinct, bool):  # bool("no") is True
+            raise BindError(f"union() distinct= takes True or False, not {distinct!r}")
         u = B.union_all([self._plan, other._plan])
         plan = B.distinct(u) if distinct else u
         return self._new(B.project(plan, [(ColumnRef(f), n) for f, n in
@@ -579,6 +622,7 @@ def _aggregate(df: DataFrame, keys, values) -> DataFrame:
     agg = B.aggregate(df._plan, keys, [(c, str(c)) for c in calls])
     by_call = {c: ColumnRef(f) for c, f in zip(calls, agg.agg_fields, strict=True)}
     by_key = {k: ColumnRef(f) for (k, _), f in zip(keys, agg.group_fields, strict=True)}
+    key_names = {(k, n) for k, n in keys}
     produced = {f.id for f in agg.schema}
 
     def over_groups(e):
@@ -597,7 +641,7 @@ def _aggregate(df: DataFrame, keys, values) -> DataFrame:
 
     out = [(ColumnRef(f), n) for (_, n), f in zip(keys, agg.group_fields, strict=True)]
     for e, name in values:
-        if not is_aggregate(e) and e in by_key:
+        if (e, name) in key_names:  # the key itself, output once (under another name, again)
             continue
         done = over_groups(e)
         stray = [x for x in walk(done) if isinstance(x, ColumnRef) and x.id not in produced]
@@ -615,10 +659,22 @@ def _agg_calls(e):
     return [x for x in walk(e) if isinstance(x, AggCall)]
 
 
+def _key_list(keys: Any, what: str) -> list:
+    if isinstance(keys, (str, Expr)):
+        return [keys]
+    if isinstance(keys, (list, tuple)):
+        return list(keys)
+    raise BindError(f"join {what}= takes a column, an expression or a list of them, not "
+                    f"{keys!r}")
+
+
 def _rename_clashes(joined, n_left: int, suffix: str, drop: tuple, coalesce=None) -> LogicalPlan:
     left = joined.schema[:n_left]
     right = [f for f in joined.schema[n_left:] if f.id not in drop]
-    taken = {f.name for f in left}
+    left_names = {f.name for f in left}
+    # a suffixed name must not take the name of another column (Polars' DuplicateError):
+    # col(name) would read a different column than it names
+    taken = left_names | {f.name for f in right}
     items = []
     key_map = {}
     if coalesce:
@@ -629,9 +685,13 @@ def _rename_clashes(joined, n_left: int, suffix: str, drop: tuple, coalesce=None
         items.append((key_map.get(f.id, ColumnRef(f)), f.name))
     for f in right:
         name = f.name
-        while name in taken:
+        if name in left_names:
             name = name + suffix
-        taken.add(name)
+            if name in taken:
+                raise BindError(f"join: the right column {f.name!r} would be renamed {name!r}, "
+                                f"which is already a column; pass another suffix= or rename "
+                                f"a column first")
+            taken.add(name)
         items.append((ColumnRef(f), name))
     return B.project(joined, items)
 
@@ -672,6 +732,46 @@ def _row_count(value: Any, what: str, none_ok: bool = False) -> int | None:
 
 def _windows(e) -> list:
     return [x for x in walk(e) if isinstance(x, WindowCall)]
+
+
+def _check_item(item: Any, what: str) -> None:
+    """A column name or an expression: a bare Python value such as `0` is refused (it would
+    be a constant, never the column "0" nor SQL's ORDER BY 2; pqe.lit(0) is a constant)."""
+    if not isinstance(item, (str, Expr, SortExpr)):
+        raise BindError(f"{what} takes column names or expressions, not {item!r}; use "
+                        f"pqe.col(...) for a column or pqe.lit(...) for a constant")
+
+
+def _checked_cancel(cancel: Any) -> Any:
+    """A cancel= event: None or an object with is_set() (a threading.Event); `True` would
+    be accepted and never checked."""
+    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+        raise BindError(f"cancel= takes a threading.Event (anything with is_set()), not "
+                        f"{cancel!r}")
+    return cancel
+
+
+def _per_key(value: Any, n: int, what: str, none_ok: bool) -> list:
+    """sort()'s descending= / nulls_last=: one bool for every key, or one per key."""
+    if hasattr(value, "tolist") and not isinstance(value, (bool, int)):  # a NumPy array
+        value = value.tolist()
+    values = list(value) if isinstance(value, (list, tuple)) else [value] * n
+    if len(values) != n:
+        raise BindError(f"sort(): {what} has {len(values)} values for {n} sort keys")
+    for v in values:
+        if not (isinstance(v, bool) or (none_ok and v is None)):
+            raise BindError(f"sort(): {what} takes True or False (or a list of them, one per "
+                            f"key), not {v!r}")
+    return values
+
+
+def _check_placement(resolved, name: str, what: str, allow_agg: bool,
+                     allow_window: bool) -> None:
+    if not allow_agg and is_aggregate(resolved):
+        raise BindError(f"aggregate {name} is not allowed in {what}; use group_by().agg()")
+    if not allow_window and _windows(resolved):
+        raise BindError(f"window function {name} is not allowed in {what}; add it with "
+                        f"with_columns() first")
 
 
 def _function_name(fn) -> str:

@@ -19,7 +19,8 @@ import pyarrow as pa
 from . import types as T
 from .errors import AmbiguousColumnError, BindError, UnknownColumnError, suggest
 from .plan import builder as B
-from .plan.expr import AggCall, ColumnRef, Expr as PlanExpr, Field, Literal, lit as plan_lit
+from .plan.expr import (AggCall, ColumnRef, Expr as PlanExpr, Field, Literal, WindowCall,
+                        lit as plan_lit, walk)
 
 
 class Resolver:
@@ -27,6 +28,15 @@ class Resolver:
 
     def __init__(self, fields: Sequence[Field]):
         self.fields = list(fields)
+
+    def display(self, name: str) -> str:
+        """The output name of `col(name)`: the name as written when it names a column whole
+        (a column may be named "a.b"), else the column name of `qualifier.name`."""
+        low = name.lower()
+        if "." not in name or any(f.name == name for f in self.fields) or sum(
+                f.name.lower() == low for f in self.fields) == 1:
+            return name
+        return name.rsplit(".", 1)[-1]
 
     def column(self, name: str) -> ColumnRef:
         hits = [f for f in self.fields if f.name == name]
@@ -56,14 +66,20 @@ class Expr:
     the method that receives it, through the same builder the SQL binder uses.
     """
 
-    __slots__ = ("_build", "_name", "_agg", "_win")
+    __slots__ = ("_build", "_name", "_agg", "_win", "_col")
 
     def __init__(self, build: Callable[[Resolver], PlanExpr], name: str, agg: bool = False,
-                 win: tuple | None = None):
+                 win: tuple | None = None, col: str | None = None):
         self._build = build
         self._name = name
         self._agg = agg
         self._win = win  # (function, argument Exprs) of a window-only function before over()
+        # the column name as written when this expression is named after a column: the
+        # output name is known only against the columns ("a.b" may be one, or t's b)
+        self._col = col
+
+    def _output_name(self, r: Resolver) -> str:
+        return self._name if self._col is None else r.display(self._col)
 
     def _resolve(self, r: Resolver) -> PlanExpr:
         return self._build(r)
@@ -163,11 +179,14 @@ class Expr:
         """SQL CAST to a type: a pyarrow type or a spelling ("BIGINT", "decimal(15,2)",
         "date", "string"); a value that does not convert is an error when the query runs."""
         t = T.parse_type(dtype)
-        return Expr(lambda r: B.cast(self._resolve(r), t), self._name, self._agg)
+        return Expr(lambda r: B.cast(self._resolve(r), t), self._name, self._agg,
+                    col=self._col)
 
     def fill_null(self, value: Any) -> Expr:
         """The value, or `value` where it is NULL (SQL `coalesce(x, value)`)."""
-        return self._call("coalesce", value, name=self._name)
+        e = self._call("coalesce", value, name=self._name)
+        e._col = self._col
+        return e
 
     def like(self, pattern: str) -> Expr:
         """SQL `x LIKE pattern` (`%` any text, `_` one character)."""
@@ -297,13 +316,22 @@ class Expr:
             frame = B.frame(spec[0], *spec[1]) if spec is not None else None
             if me._win is not None:
                 fn, args = me._win
-                return B.window_function(fn, [a._resolve(r) for a in args], parts, keys, frame)
-            agg = me._resolve(r)
-            if not isinstance(agg, AggCall):
-                raise BindError(f"over() applies to one aggregate, not to {me._name}")
+                inner = [a._resolve(r) for a in args]
+            else:
+                agg = me._resolve(r)
+                if not isinstance(agg, AggCall):
+                    raise BindError(f"over() applies to one aggregate, not to {me._name}")
+                inner = [agg]
+            # (the compiler has no window inside a window; SQL refuses it too)
+            if any(isinstance(x, WindowCall) for e in [*inner, *parts, *(k.expr for k in keys)]
+                   for x in walk(e)):
+                raise BindError(f"window functions cannot be nested: {me._name}.over() reads "
+                                f"another window; add that one with with_columns() first")
+            if me._win is not None:
+                return B.window_function(fn, inner, parts, keys, frame)
             return B.window_aggregate(agg, parts, keys, frame)
 
-        return Expr(build, me._name)
+        return Expr(build, me._name, col=me._col)
 
     # ---- namespaces ----------------------------------------------------------------------
 
@@ -496,8 +524,9 @@ class _DtNamespace:
 
 def col(name: str) -> Expr:
     """A column by name (`"t.name"` to pick a table's column after a join)."""
-    display = name.rsplit(".", 1)[-1]
-    return Expr(lambda r: r.column(name), display)
+    if not isinstance(name, str) or not name:
+        raise BindError(f"col() takes a column name, not {name!r}")
+    return Expr(lambda r: r.column(name), name, col=name)
 
 
 def lit(value: Any) -> Expr:
