@@ -222,6 +222,11 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return TEXT
     if is_temporal(a) and is_temporal(b):
         stamps = [t for t in (a, b) if pa.types.is_timestamp(t)]
+        if len(stamps) == 2 and all(t.tz is not None for t in stamps):
+            # two instants stay an instant (in another unit or zone they became a naive
+            # TIMESTAMP: UNION of Polars' ms and pandas' us UTC columns lost the zone)
+            unit = "ns" if all(t.unit == "ns" for t in stamps) else "us"
+            return pa.timestamp(unit, a.tz if a.tz == b.tz else "UTC")
         if any(t.unit == "ns" for t in stamps) and all(t.tz is None for t in stamps):
             # nanoseconds (pandas' unit) meet others in nanoseconds: in microseconds a value
             # with a nanosecond part did not convert, and the comparison failed
@@ -335,8 +340,9 @@ def parse_type(spec: str | pa.DataType) -> pa.DataType:
                                     f"between 1 and 53")
         return FLOAT32 if bits <= 24 else FLOAT64
     m = re.fullmatch(r"(timestamp|datetime)\s*\(\s*(\d+)\s*\)", text.lower())
-    if m and int(m.group(2)) < 6:
-        # (it was read as TIMESTAMP: .987654 kept where DuckDB rounds to the precision)
+    if m and int(m.group(2)) != 6:
+        # (it was read as TIMESTAMP: .987654 kept where DuckDB rounds to the precision, and
+        # TIMESTAMP(9)'s nanoseconds were cut)
         raise UnsupportedError(f"type {text} is not supported: pqe's TIMESTAMP keeps "
                                f"microseconds (precision 6)")
     key = re.sub(r"\s*\(\s*\d+\s*\)\s*$", "", text.lower())  # VARCHAR(25) -> varchar

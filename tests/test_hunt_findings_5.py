@@ -180,3 +180,60 @@ def test_order_by_on_a_parenthesized_subquery(ctx, sql):
     """The ORDER BY key was resolved in the outer query: InternalError ('cannot compile
     OuterRef') or 'column g does not exist'."""
     assert rows(ctx, sql) == duck(sql)
+
+
+# ---- timestamps (the date/time hunt) -----------------------------------------------------------
+
+
+def _stamps():
+    import datetime as dt
+
+    import pandas as pd
+    return {
+        "s": pa.table({"i": [1, 2], "s": pa.array(
+            [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 0, 0, 1)], pa.timestamp("s"))}),
+        "ms": pa.table({"i": [1, 2], "ms": pa.array(
+            [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 0, 0, 0, 1000)],
+            pa.timestamp("ms"))}),
+        "ns": pa.table({"i": [1, 2], "ts": pa.array(
+            [pd.Timestamp("2019-12-31 23:59:59.999999999").value,
+             pd.Timestamp("2020-01-01").value], pa.int64()).cast(pa.timestamp("ns"))}),
+    }
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT i FROM s WHERE s < '2020-01-01 00:00:00.9' ORDER BY i",
+    "SELECT i FROM s WHERE s >= '2020-01-01 00:00:00.5' ORDER BY i",
+    "SELECT i FROM s WHERE s = '2020-01-01 00:00:01' ORDER BY i",
+    "SELECT i FROM s WHERE s IN ('2020-01-01 00:00:00.5', '2020-01-01 00:00:01') ORDER BY i",
+    "SELECT i FROM ms WHERE ms >= '2020-01-01 00:00:00.0005' ORDER BY i",
+    "SELECT i FROM ms WHERE ms = '2020-01-01 00:00:00.001' ORDER BY i",
+    "SELECT i FROM ns WHERE ts >= '2020-01-01' ORDER BY i",
+    "SELECT i FROM ns WHERE ts BETWEEN '2019-12-31' AND '2020-01-01' ORDER BY i",
+])
+def test_text_compared_with_coarse_or_fine_timestamps(sql):
+    """Text beside a seconds column was read in seconds ('.9' cut: `s < '...00.9'` lost the
+    00:00:00 row); beside a nanoseconds column it was refused."""
+    c, con = pqe.Context(), duckdb.connect()
+    for name, t in _stamps().items():
+        c.register_arrow(name, t)
+        con.register(name, t)
+    assert rows(c, sql) == con.execute(sql).fetchall()
+
+
+def test_instants_of_two_units_or_zones_stay_instants():
+    c = pqe.Context()
+    c.register_arrow("a", pa.table({"t": pa.array([0], pa.timestamp("ms", "UTC"))}))
+    c.register_arrow("b", pa.table({"t": pa.array([1], pa.timestamp("us", "UTC"))}))
+    c.register_arrow("e", pa.table({"t": pa.array([0], pa.timestamp("us", "US/Eastern"))}))
+    assert c.sql("SELECT t FROM a UNION ALL SELECT t FROM b").to_arrow().schema.field(0).type \
+        == pa.timestamp("us", "UTC")
+    out = c.sql("SELECT t FROM e UNION ALL SELECT t FROM b").to_arrow()
+    assert out.schema.field(0).type.tz == "UTC" and out.column(0).cast(pa.int64()).to_pylist() \
+        == [0, 1]
+    assert c.sql("SELECT coalesce(a.t, b.t) AS t FROM a, b").to_arrow().schema.field(0).type.tz
+
+
+def test_timestamp_precision_other_than_6_is_refused():
+    with pytest.raises(pqe.UnsupportedError, match="TIMESTAMP"):
+        pqe.Context().sql("SELECT CAST('2020-01-01 10:00:00.123456789' AS TIMESTAMP(9))")

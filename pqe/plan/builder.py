@@ -20,7 +20,7 @@ from ..errors import BindError, TypeMismatchError, UnsupportedError
 from . import functions as F
 from . import udf as U
 from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Literal,
-                   SortKey, SubqueryExpr, UserCall, and_, conjuncts, walk)
+                   SortKey, SubqueryExpr, UserCall, and_, conjuncts, is_volatile, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
 from .temporal_text import INVALID, parse_temporal
@@ -188,12 +188,33 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
     """A string literal compared with a typed value takes that type ('1995-01-01' -> DATE)."""
     if (isinstance(e, Literal) and isinstance(e.value, str) and not T.is_text(other.dtype)
             and not T.is_null(other.dtype)):
+        if pa.types.is_timestamp(other.dtype) and other.dtype.tz is None \
+                and other.dtype.unit != "us":
+            return _timestamp_text(e, other.dtype)
         folded = _cast_literal(e, other.dtype)
         if folded is None:
             raise TypeMismatchError(
                 f"cannot convert '{e.value}' to {T.type_name(other.dtype)}")
         return folded
     return e
+
+
+def _timestamp_text(e: Literal, dtype: pa.DataType) -> Expr:
+    """Text compared with a TIMESTAMP column of seconds, milliseconds or nanoseconds: read
+    as a TIMESTAMP (microseconds), then in the column's unit when that holds it exactly
+    (the column stays uncast, for pruning); else the column compares in microseconds. Read
+    in the column's unit, '... 00:00:00.9' was cut to 00:00:00 (`s < '... .9'` lost the
+    00:00:00 row), and nanosecond columns refused any text."""
+    folded = _cast_literal(e, T.TIMESTAMP)
+    if folded is None:
+        raise TypeMismatchError(f"cannot convert '{e.value}' to {T.type_name(dtype)}")
+    if folded.value is None:
+        return Literal(None, dtype)
+    try:
+        exact = pa.scalar(folded.value, T.TIMESTAMP).cast(dtype, safe=True)
+    except (pa.ArrowInvalid, OverflowError):
+        return folded
+    return Literal(exact.as_py(), dtype) if dtype.unit != "ns" else Literal(folded.value, dtype)
 
 
 def _string_literal_as_boolean(e: Expr) -> Expr:
@@ -338,6 +359,10 @@ def in_list(arg: Expr, values: Sequence[Expr], negated: bool = False) -> Expr:
 
 
 def between(arg: Expr, low: Expr, high: Expr, negated: bool = False) -> Expr:
+    if is_volatile(arg):
+        # (the two comparisons would be filtered apart, each reading its own value)
+        raise UnsupportedError(f"BETWEEN of {arg} (a value new each time it is computed) "
+                               f"is not supported; compute it in a subquery first")
     e = call("and", compare("ge", arg, low), compare("le", arg, high))
     return not_(e) if negated else e
 
