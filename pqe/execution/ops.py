@@ -19,7 +19,7 @@ from ..kernels import decimals, dense_join
 from ..kernels import join as joins
 from ..kernels import relational as rel
 from ..kernels import scan, user_functions
-from ..kernels.expressions import Compiler, project
+from ..kernels.expressions import Compiler, Shared, project
 from ..physical.planner import balance
 from ..plan.expr import ColumnRef, column_ids
 
@@ -268,9 +268,9 @@ class FilterProject(Op):
         compiled = getattr(self, "_compiled", None)
         if compiled is None:
             # tasks of one op run in several threads: publish _fast before _compiled
-            c = Compiler()
+            c = Compiler(share=True)
             pred = c.stages(self.predicate) or None
-            compiled = (pred, [c(e) for e in self.exprs])
+            compiled = (pred, c.unit(list(self.exprs)))
             self._fast = _compile_fast(self.predicate, self.exprs, self.out_ids,
                                        self.unscaled_ids) if self.int64_decimal else None
             self._compiled = compiled
@@ -305,22 +305,30 @@ def _compile_fast(predicate, exprs, out_ids=(), unscaled_ids=()):
     `unscaled_ids` stay unscaled int64 (the aggregate fused above sums them as such)."""
     every = list(exprs) + ([predicate] if predicate is not None else [])
     cols = decimals.decimal_columns(every)
-    c = decimals.Int64DecimalCompiler(rename={i: decimals.unscaled_name(i) for i in cols})
-    plain = Compiler()
+    c = decimals.Int64DecimalCompiler(rename={i: decimals.unscaled_name(i) for i in cols},
+                                      share=True)
+    plain = Compiler(share=True)
     try:
         pred = c.stages(predicate) or None
-        compiled, out_types = [], {}
+        fast, out_types = [], {}  # (the positions c compiles)
         for i, e in enumerate(exprs):
             if out_ids and out_ids[i] in unscaled_ids and decimals.T.is_decimal(e.dtype):
-                compiled.append(c(e))  # handed on as int64
+                fast.append(i)  # handed on as int64
             elif isinstance(e, ColumnRef) or not decimals.involves_decimals(e):
-                compiled.append(plain(e))  # passes through as it is
+                pass  # passes through as it is
             else:
-                compiled.append(c(e))
+                fast.append(i)
                 if decimals.T.is_decimal(e.dtype):
                     out_types[i] = e.dtype
+        slow = [i for i in range(len(exprs)) if i not in set(fast)]
+        units = Shared.merge([c.unit([exprs[i] for i in fast]),
+                              plain.unit([exprs[i] for i in slow])])
     except decimals.NotFast:
         return None
+    flat = units.exprs if isinstance(units, Shared) else units
+    by_position = dict(zip(fast + slow, flat, strict=True))
+    ordered = [by_position[i] for i in range(len(exprs))]
+    compiled = Shared(units.stages, ordered) if isinstance(units, Shared) else ordered
     return pred, compiled, cols, out_types
 
 

@@ -199,7 +199,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     after_read = [f for f in plain_filters if f not in inside]
     after |= {c for f in after_read for c in column_ids(f)}
     expr = pruning_expression(provider, inside, names)
-    read_filter = Compiler(_text_casts(provider, names), rename=names).stages(
+    read_filter = Compiler(_text_casts(provider, names), rename=names, share=True).stages(
         and_(after_read)) if after_read else None
     if not kids:
         columns = tuple((name, cid) for name, cid in columns if cid in after) or columns[:1]
@@ -218,7 +218,7 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     keep = set(out_ids) | {c for f in mixed for c in column_ids(f)}
     decode = [cid for cid in dict_ids if cid in keep
               and (names[cid] not in encoded or any(cid in column_ids(f) for f in mixed))]
-    mixed_filter = Compiler().stages(and_(mixed)) if mixed else None
+    mixed_filter = Compiler(share=True).stages(and_(mixed)) if mixed else None
 
     def piece(t: pa.Table) -> pa.Table:  # what one read needs before the pieces are joined
         for name in uuids:
@@ -564,7 +564,7 @@ def _to_engine(provider, t: pa.Table, columns, filters, out_ids) -> pa.Table:
     t = pa.Table.from_arrays(arrays, names=[cid for _, cid in columns])
     pred = and_(filters)
     if pred is not None:
-        t = filter_table(t, Compiler().stages(pred))
+        t = filter_table(t, Compiler(share=True).stages(pred))
     return t.select(list(out_ids))
 
 

@@ -56,6 +56,21 @@ def _sort_key_text(k) -> str:
     return text
 
 
+def _nullif_operand(e: Case) -> Expr | None:
+    """`b` when `e` is NULLIF(a, b) as the builder writes it, CASE WHEN a = b THEN NULL ELSE
+    a END (`a` maybe cast for the comparison), else None."""
+    if len(e.whens) != 1:
+        return None
+    (w, t), a = e.whens[0], e.else_
+    if not (isinstance(t, Literal) and t.value is None and isinstance(w, Call)
+            and w.fn == "eq" and len(w.args) == 2):
+        return None
+    x = w.args[0]
+    if isinstance(x, Cast) and x.arg is a:
+        x = x.arg
+    return w.args[1] if x is a else None
+
+
 def format_expr(e: Expr) -> str:
     if isinstance(e, ColumnRef):
         return e.field.display
@@ -84,6 +99,9 @@ def format_expr(e: Expr) -> str:
         kw = "TRY_CAST" if e.try_ else "CAST"
         return f"{kw}({format_expr(e.arg)} AS {T.type_name(e.dtype)})"
     if isinstance(e, Case):
+        b = _nullif_operand(e)
+        if b is not None:  # (printing `a` once: nested NULLIFs doubled the text per level)
+            return f"NULLIF({format_expr(e.else_)}, {format_expr(b)})"
         whens = " ".join(f"WHEN {format_expr(w)} THEN {format_expr(t)}" for w, t in e.whens)
         return f"CASE {whens} ELSE {format_expr(e.else_)} END"
     if isinstance(e, InList):

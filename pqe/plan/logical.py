@@ -72,6 +72,7 @@ def _set_schema(node: LogicalPlan, schema: tuple[Field, ...]) -> None:
 
 def _check_refs(node: LogicalPlan, exprs, available: set[str]) -> None:
     stack = list(exprs)  # (a loop, not `walk`: every node built checks its expressions)
+    seen: set[int] = set()  # (a node object shared by two parents: see expr.walk)
     while stack:
         e = stack.pop()
         if isinstance(e, ColumnRef):
@@ -79,7 +80,8 @@ def _check_refs(node: LogicalPlan, exprs, available: set[str]) -> None:
                 raise InternalError(
                     f"{type(node).__name__} references column {e.field.display} "
                     f"({e.field.id}) that its input does not produce")
-        else:
+        elif id(e) not in seen:
+            seen.add(id(e))
             stack.extend(e.children())
 
 
