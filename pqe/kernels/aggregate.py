@@ -4,7 +4,8 @@ Each aggregate states its partial state columns, how states combine, and how the
 is computed: count -> count (combine: sum); sum -> sum (sum); avg -> sum + count (sums, then
 divide); min/max -> min/max; stddev/variance -> sum, count and the sum of squared deviations
 from the state's own mean (M2; combined by Chan's formula, so a large common offset such as
-1e9 + x does not cancel the digits away as a sum of squares would). A partial table
+1e9 + x does not cancel the digits away as a sum of squares would), plus min and max (M2 is
+exactly 0 where they are equal). A partial table
 has the group keys then the state columns; `final` accepts the concatenation of any number of
 partial tables (and is itself a valid partial, so reductions can be trees).
 
@@ -30,6 +31,11 @@ from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_l
 from .relational import (decoded, fold_wide, hash_key_floats, low_bits_repeat, unfold,
                          unify_dictionaries, wide_integer)
 
+# sum, M2, count, then min and max: a group whose min is its max has M2 exactly 0 (its mean
+# rounds: [1e15 + 0.2] * 3 gave stddev 0.125, [1e308] * 2 NaN; DuckDB 0), however split
+_SPREAD = [(".s", "sum", "sum"), (".q", "m2", "m2"), (".c", "count", "sum"),
+           (".lo", "min", "min"), (".hi", "max", "max")]
+
 # fn -> list of (state suffix, partial kernel, final kernel)
 _STATES = {
     "count_star": [("", "count_all", "sum")],
@@ -41,10 +47,10 @@ _STATES = {
     "any_value": [("", "first", "first")],
     "bool_and": [("", "all", "all")],
     "bool_or": [("", "any", "any")],
-    "stddev_samp": [(".s", "sum", "sum"), (".q", "m2", "m2"), (".c", "count", "sum")],
-    "stddev_pop": [(".s", "sum", "sum"), (".q", "m2", "m2"), (".c", "count", "sum")],
-    "var_samp": [(".s", "sum", "sum"), (".q", "m2", "m2"), (".c", "count", "sum")],
-    "var_pop": [(".s", "sum", "sum"), (".q", "m2", "m2"), (".c", "count", "sum")],
+    "stddev_samp": _SPREAD,
+    "stddev_pop": _SPREAD,
+    "var_samp": _SPREAD,
+    "var_pop": _SPREAD,
     # holistic: the state is the list of the group's values (in row order), the lists of
     # several partials are concatenated; the final value reads the whole list (kernels.holistic)
     "string_agg": [("", "list", "list_merge")],
@@ -664,6 +670,8 @@ def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
     out = _aggregate(table, group, entries, exact, prep, keep, bounds)
     for name, count in variances.items():
         m2 = pc.multiply(out.column(name), pc.cast(out.column(count), pa.float64()))
+        base = name[:-len(".q")]
+        m2 = pc.if_else(_constant(out, base), 0.0, m2)
         out = out.set_column(out.schema.get_field_index(name), name, m2)
     if user:
         rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
@@ -743,7 +751,17 @@ def _combined_m2(states: pa.Table, out: pa.Table, base: str, rows: np.ndarray,
         spread = np.bincount(group_of, weights=n_i * dev * dev, minlength=len(count))
         m2 = pc.fill_null(out.column(base + ".q"), 0.0)
         value = _float_values(m2) + spread
+    value[np.asarray(_constant(out, base), bool)] = 0.0
     return pa.array(value, pa.float64(), mask=count == 0)
+
+
+def _constant(states: pa.Table, base: str):
+    """Which groups of variance states hold one finite value only (min = max, no NaN: Arrow's
+    min and max skip NaN, the sum does not): their M2 is exactly 0."""
+    lo, hi = states.column(base + ".lo"), states.column(base + ".hi")
+    same = pc.and_(pc.and_(pc.equal(lo, hi), pc.is_finite(lo)),
+                   pc.invert(pc.is_nan(states.column(base + ".s"))))
+    return pc.fill_null(same, False)
 
 
 def _carried_wraps(wraps):

@@ -1323,12 +1323,19 @@ def _cast(c: Compiler, e: Cast) -> E:
         raise UnsupportedError(f"CAST of a {T.type_name(src)} to {T.type_name(dst)} is not "
                                f"supported")
     if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst) and \
-            _UNITS.index(src.unit) > _UNITS.index(dst.unit) and src.tz == dst.tz:
-        # to a coarser unit: rounded to the nearest, as DuckDB does (Arrow refused a value
-        # with digits below the unit: 'would lose data')
-        unit = {"s": "second", "ms": "millisecond", "us": "microsecond"}[dst.unit]
-        rounded = _call("round_temporal", [x], pc.RoundTemporalOptions(1, unit))
-        return rounded.cast(dst, safe=False)
+            _UNITS.index(src.unit) > _UNITS.index(dst.unit):
+        # to a coarser unit (with or without a zone: the UTC instant, see `utc`): rounded to
+        # the nearest, half away from zero, as DuckDB does (Arrow refused a value with digits
+        # below the unit: 'would lose data'), on the int64 count: round_temporal wrapped
+        # near the int64 limits (2262-04-11 became 1677-09-21) and took -500 ns to 0 us
+        per = 1000 ** (_UNITS.index(src.unit) - _UNITS.index(dst.unit))
+        v = c.share(x.cast(T.INT64))
+        q = c.share(_call("divide", [v, scalar(per, T.INT64)]))  # towards zero
+        rest = _call("subtract", [v, _call("multiply", [q, scalar(per, T.INT64)])])
+        half = per // 2
+        up = _call("greater_equal", [rest, scalar(half, T.INT64)]).cast(T.INT64)
+        down = _call("less_equal", [rest, scalar(-half, T.INT64)]).cast(T.INT64)
+        return _call("subtract", [_call("add", [q, up]), down]).cast(dst)
     if pa.types.is_float32(dst) and pa.types.is_float64(src):
         return _double_to_real(c, x, e.try_)
     if e.try_:
@@ -1475,8 +1482,37 @@ def _float_as_decimal(x: E, dst: pa.DataType) -> E:
     as it ('0.1', '-99999999.99'), as PostgreSQL and DuckDB cast the digits a double is
     written with, not its binary value (0.1000000000000000055511..., which Arrow's cast
     keeps: CAST(0.1::DOUBLE AS DECIMAL(38,20)) was 0.10000000000000000555). Text with an
-    exponent (beyond 1e16, below 1e-4) is read as `_text_to_number` reads it."""
-    return _text_to_number(x.cast(T.TEXT), dst)
+    exponent (from 1e10, below 1e-4) is rewritten without it first (`_plain_float_text`):
+    read as a DOUBLE again, it had its binary noise back (58085208435.006 -> .005997)."""
+    name = _register_by_type("pqe_float_text", dst, pa.string(),
+                             lambda ctx, v: _plain_float_text(v, dst.scale, ctx.batch_length),
+                             {"x": pa.float64()}, "DOUBLE as plain text for a DECIMAL cast")
+    return _text_to_number(_call(name, [x.cast(pa.float64())]), dst)
+
+
+# Arrow's shortest text of a double with an exponent: '5.8085208435006e+10', '1.25e-7'
+_FLOAT_EXPONENT_TEXT = r"^(?P<sign>-?)(?P<lead>\d)(?:\.(?P<frac>\d+))?e\+?(?P<exp>-?\d+)$"
+
+
+def _plain_float_text(v, scale: int, n: int) -> pa.Array:
+    """The shortest text of each double, with an exponent's decimal point shifted textually
+    (digits then zeros up to `scale` decimals: '58085208435.006000'). A value with more
+    decimals than `scale` keeps its exponent text (rounded by value, as before)."""
+    v = pa.repeat(v, n) if isinstance(v, pa.Scalar) else v
+    t = pc.cast(v, pa.string())
+    has_e = pc.fill_null(pc.match_substring(t, "e"), False)
+    if not pc.any(has_e).as_py():
+        return t
+    p = pc.extract_regex(pc.if_else(has_e, t, "0e+0"), _FLOAT_EXPONENT_TEXT)
+    sign, lead, frac, exp = (p.field(k) for k in ("sign", "lead", "frac", "exp"))
+    # the unscaled integer's digits: mantissa digits, then the zeros the exponent adds
+    zeros = pc.add(pc.subtract(pc.cast(exp, pa.int64()), pc.utf8_length(frac)), scale)
+    ok = pc.and_(has_e, pc.greater_equal(zeros, 0))
+    fill = pc.binary_repeat(pa.repeat(pa.scalar("0"), len(t)), pc.max_element_wise(zeros, 0))
+    digits = pc.utf8_lpad(pc.binary_join_element_wise(lead, frac, fill, ""), scale + 1, "0")
+    if scale:
+        digits = pc.replace_substring_regex(digits, rf"(\d{{{scale}}})$", r".\1")
+    return pc.if_else(ok, pc.binary_join_element_wise(sign, digits, ""), t)
 
 
 def _checked_numeric_cast(c: Compiler, x: E, t: pa.DataType, dst: pa.DataType,
@@ -2039,7 +2075,17 @@ def _date_trunc(c, e):
     unit = units[part.lower()]
     opts = pc.RoundTemporalOptions(1, unit, week_starts_monday=True)
     t = e.args[1].dtype
-    out = _call("floor_temporal", [utc(c(e.args[1]), t)], opts)
+    x = utc(c(e.args[1]), t)
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        # floored in microseconds: floor_temporal wrapped within a unit of the int64
+        # limits (1677-09-21 to 2262-04-11 23:34:33.7); a floor below the nanosecond range
+        # then fails the cast back, it does not wrap
+        v = c.share(x.cast(T.INT64))
+        q = c.share(_call("divide", [v, scalar(1000, T.INT64)]))  # towards zero
+        below = _call("less", [v, _call("multiply", [q, scalar(1000, T.INT64)])])
+        us = _call("subtract", [q, below.cast(T.INT64)]).cast(pa.timestamp("us", utc_type(t).tz))
+        return _call("floor_temporal", [us], opts).cast(t)
+    out = _call("floor_temporal", [x], opts)
     return out if utc_type(t) == t else out.cast(t)
 
 

@@ -113,9 +113,15 @@ def holistic(state, s) -> pa.Array:
     safe = np.where(none, 0, start)
     v_lo = v[np.minimum(safe + lo, len(v) - 1)]
     v_hi = v[np.minimum(safe + hi, len(v) - 1)]
-    with np.errstate(invalid="ignore"):
-        out = np.where(lo == hi, v_lo, v_lo + (rn - lo) * (v_hi - v_lo))  # DuckDB's lerp
-    return pa.array(out, pa.float64(), mask=none)
+    return pa.array(_lerp(v_lo, rn - lo, v_hi), pa.float64(), mask=none)
+
+
+def _lerp(v_lo, d, v_hi):
+    """DuckDB's interpolation lo * (1 - d) + hi * d, which cannot overflow (hi - lo could:
+    [-1e308, 1e308] gave inf), and no interpolation between equal values (inf, inf gave
+    NaN). NaN and inf - inf stay NaN, silently, as in DuckDB."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(v_lo == v_hi, v_lo, v_lo * (1.0 - d) + v_hi * d)
 
 
 # Up to this many groups, a number quantile selects each group's one or two order statistics
@@ -146,14 +152,12 @@ def _selected(values: pa.Array, offsets: np.ndarray, counts: np.ndarray, none: n
     q = 0.5 if s.fn == "median" else float(s.params[0])
     rn = (np.maximum(counts, 1) - 1).astype(np.float64) * q
     lo, hi = np.floor(rn).astype(np.int64), np.ceil(rn).astype(np.int64)
-    out = np.zeros(n, dtype=np.float64)
+    v_lo, v_hi = np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
     for g in np.flatnonzero(~none):
         seg = v[offsets[g]:offsets[g + 1]].astype(np.float64)
         part = np.partition(seg, [lo[g], hi[g]])
-        v_lo, v_hi = part[lo[g]], part[hi[g]]
-        with np.errstate(invalid="ignore"):
-            out[g] = v_lo if lo[g] == hi[g] else v_lo + (rn[g] - lo[g]) * (v_hi - v_lo)
-    return pa.array(out, pa.float64(), mask=none)
+        v_lo[g], v_hi[g] = part[lo[g]], part[hi[g]]
+    return pa.array(_lerp(v_lo, rn - lo, v_hi), pa.float64(), mask=none)
 
 
 def _disc_index(counts: np.ndarray, q) -> np.ndarray:

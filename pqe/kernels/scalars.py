@@ -353,6 +353,16 @@ for _t in (pa.int64(), pa.float64(), pa.string(), pa.binary(), pa.bool_()):
 
 
 def _hash(c: Compiler, e: Call) -> E:
+    if pa.types.is_uint64(e.args[0].dtype):
+        # past BIGINT (the int64 cast failed): by its text, as a DECIMAL of the value hashes;
+        # below, as every integer type
+        x = c.share(c(e.args[0]))
+        big = c.share(_call("coalesce", [_call("greater", [x, scalar(2 ** 63 - 1, pa.uint64())]),
+                                         scalar(False, T.BOOLEAN)]))  # NULL: its own hash
+        small = _call("if_else", [big, scalar(0, pa.uint64()), x]).cast(pa.int64())
+        return _call("if_else", [big, _call(_typed_name("pqe_hash", pa.string()),
+                                            [x.cast(pa.string())]),
+                                 _call(_typed_name("pqe_hash", pa.int64()), [small])])
     x, t = _hash_input(c, e)
     return _call(_typed_name("pqe_hash", t), [x])
 
@@ -556,22 +566,36 @@ def _strptime(c: Compiler, e: Call) -> E:
     parts = _format_parts(fmt, _STRPTIME, "STRPTIME")
     x = _used(c, c(s), T.TEXT)  # (only the rows a CASE branch takes: see _cast)
     parsed = _call("strptime", [x], pc.StrptimeOptions(fmt, "us", error_is_null=False))
-    if "%d" not in parts:
+    checked = [(spec, kernel) for spec, kernel in _STRPTIME_CHECKED if spec in parts]
+    if not checked:
         return parsed
-    # Arrow's strptime rolls a day the month lacks over into the next month (2023-02-29 was
-    # 2023-03-01; DuckDB: an error): the day the text gives must be the parsed day
-    pattern = "".join(_STRPTIME_GROUPS.get(p, None) or re.escape(p) for p in parts)
-    given = _call("struct_field", [_call("extract_regex", [x], pc.ExtractRegexOptions(
-        "^" + pattern + "$"))], pc.StructFieldOptions("d")).cast(T.INT64)
-    failed = _call("not_equal", [given, _call("day", [parsed])])
+    # Arrow's strptime rolls a day the month (or a day of year the year) lacks over (2023-02-29
+    # was 2023-03-01, '2019 366' 2021-02-01; DuckDB: an error): the day the text gives must
+    # be the parsed day
+    named: set[str] = set()
+    pattern = ""
+    for p in parts:  # the first of each checked specifier names its group
+        group = _STRPTIME_GROUPS.get(p, None)
+        if p in _STRPTIME_NAMED and p not in named:
+            named.add(p)
+            group = f"(?P<{p[1]}>{group})"
+        pattern += group or re.escape(p)
+    fields = _call("extract_regex", [x], pc.ExtractRegexOptions("^" + pattern + "$"))
+    failed = None
+    for spec, kernel in checked:
+        given = _call("struct_field", [fields], pc.StructFieldOptions(spec[1])).cast(T.INT64)
+        wrong = _call("not_equal", [given, _call(kernel, [parsed])])
+        failed = wrong if failed is None else _call("or_kleene", [failed, wrong])
     failed = _call("and_kleene", [_call("is_valid", [failed]), failed])
     check = _call("pqe_check_cast", [x, failed, scalar("TIMESTAMP", T.TEXT)])
     return _call("if_else", [check, parsed, null_of(T.TIMESTAMP)])
 
 
-# the text each STRPTIME specifier reads, for finding the day of month it was given (the
-# first %d names the group)
-_STRPTIME_GROUPS = {"%Y": r"[+-]?\d{1,4}", "%m": r"\d{1,2}", "%d": r"(?P<d>\d{1,2})",
+# the text each STRPTIME specifier reads, for finding the day of month (of year) it was given
+# (the first %d names the group d, %j j), and the parsed field each must equal
+_STRPTIME_CHECKED = (("%d", "day"), ("%j", "day_of_year"))
+_STRPTIME_NAMED = ("%d", "%j")
+_STRPTIME_GROUPS = {"%Y": r"[+-]?\d{1,4}", "%m": r"\d{1,2}", "%d": r"\d{1,2}",
                     "%H": r"\d{1,2}", "%M": r"\d{1,2}", "%S": r"\d{1,2}", "%j": r"\d{1,3}",
                     "%b": r"[A-Za-z]+", "%B": r"[A-Za-z]+", "%y": r"\d{1,2}", "%I": r"\d{1,2}",
                     "%p": r"[AaPp][Mm]", "%%": "%"}
