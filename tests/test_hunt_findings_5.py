@@ -237,3 +237,13 @@ def test_instants_of_two_units_or_zones_stay_instants():
 def test_timestamp_precision_other_than_6_is_refused():
     with pytest.raises(pqe.UnsupportedError, match="TIMESTAMP"):
         pqe.Context().sql("SELECT CAST('2020-01-01 10:00:00.123456789' AS TIMESTAMP(9))")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 2 ^ 10", "SELECT 2 ^ 3 * 2", "SELECT 2 * 3 ^ 2", "SELECT 2 ^ 3 ^ 2", "SELECT -2 ^ 2",
+    "SELECT 10 % 3 ^ 2", "SELECT 'abc' ^@ 'a', 'abc' ^@ 'b'",
+])
+def test_caret_is_power_and_caret_at_starts_with(ctx, sql):
+    """`^` is PostgreSQL's and DuckDB's power (it was refused as bitwise XOR) and `^@`
+    starts_with (refused as 'parameters')."""
+    assert rows(ctx, sql) == duckdb.sql(sql).fetchall()

@@ -46,7 +46,8 @@ class PQEDialect(Dialect):
         # `?::int` is a parameter cast to INT, as in PostgreSQL (sqlglot's default reads
         # Snowflake's `?::` operator, and the text was a syntax error)
         KEYWORDS = {**{k: v for k, v in Tokenizer.KEYWORDS.items() if k != "?::"},
-                    "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT}
+                    "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT,
+                    "^@": TokenType.CARET_AT}  # (starts_with, as in PostgreSQL and DuckDB)
 
     class Parser(parser.Parser):
         # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison
@@ -69,6 +70,12 @@ class PQEDialect(Dialect):
         FUNCTIONS: ClassVar[dict] = {**parser.Parser.FUNCTIONS,
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")}}
+
+        # `2 ^ 10` is a power, as in PostgreSQL and DuckDB, binding tighter than * (sqlglot's
+        # default read MySQL's bitwise XOR, which pqe refused as such)
+        EXPONENT: ClassVar[dict] = {TokenType.CARET: exp.Pow}
+        BITWISE: ClassVar[dict] = {k: v for k, v in parser.Parser.BITWISE.items()
+                                   if k != TokenType.CARET}
 
         def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
                         alias_tokens=None):
