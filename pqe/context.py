@@ -353,7 +353,23 @@ def _mixed_dates(df: Any, table: pa.Table, pd: Any, label: str) -> pa.Table:
     Arrow refuses the dates.) Only a column whose times are not all midnight changes: at
     midnight a date loses nothing."""
     for i, (column, dtype) in enumerate(df.dtypes.items()):
-        if dtype != object or not pa.types.is_date32(table.column(i).type):
+        t = table.column(i).type
+        if dtype == object and pa.types.is_timestamp(t):
+            # Arrow read naive datetimes among zoned ones as UTC, or zoned ones among naive
+            # ones as naive UTC (DuckDB refuses the mix)
+            try:
+                pd.to_datetime(df.iloc[:, i], errors="raise")
+            except (TypeError, ValueError, OverflowError) as e:
+                # (zoned ones of several offsets fail too, and are fine: told apart here, a
+                # pass over the objects only for a column pandas would not convert)
+                kinds = set(df.iloc[:, i].dropna().map(
+                    lambda v: getattr(v, "tzinfo", None) is None))
+                if len(kinds) > 1:
+                    raise CatalogError(f"column {column!r} of pandas DataFrame{label} mixes "
+                                       f"datetimes with and without a time zone: "
+                                       f"{str(e).splitlines()[0]}") from e
+            continue
+        if dtype != object or not pa.types.is_date32(t):
             continue
         try:
             stamps = pd.to_datetime(df.iloc[:, i], errors="raise")

@@ -247,3 +247,23 @@ def test_caret_is_power_and_caret_at_starts_with(ctx, sql):
     """`^` is PostgreSQL's and DuckDB's power (it was refused as bitwise XOR) and `^@`
     starts_with (refused as 'parameters')."""
     assert rows(ctx, sql) == duckdb.sql(sql).fetchall()
+
+
+@pytest.mark.parametrize("first_zoned", [True, False])
+def test_pandas_objects_mixing_zoned_and_naive_datetimes(first_zoned):
+    """Arrow read the naive ones as UTC (or the zoned ones as naive UTC): DuckDB refuses."""
+    import datetime as dt
+
+    import pandas as pd
+    z = dt.timezone(dt.timedelta(hours=5))
+    vals = [dt.datetime(2020, 1, 1, 12, tzinfo=z), dt.datetime(2020, 1, 1, 12)]
+    df = pd.DataFrame({"t": pd.Series(vals if first_zoned else vals[::-1], dtype=object)})
+    with pytest.raises(pqe.CatalogError, match="with and without a time zone"):
+        pqe.Context().register_pandas("p", df)
+    # zoned values of two offsets are instants: kept
+    two = pd.DataFrame({"t": pd.Series([vals[0], dt.datetime(2020, 1, 1, 13, tzinfo=dt.timezone.utc)],
+                                       dtype=object)})
+    c = pqe.Context()
+    c.register_pandas("p", two)
+    assert c.sql("SELECT t FROM p").to_arrow().column(0).cast(pa.timestamp("us", "UTC")) \
+        .cast(pa.int64()).to_pylist() == [1577862000000000, 1577883600000000]
