@@ -957,6 +957,9 @@ def _column_difference(has: list[str], want: list[str]) -> str:
     return "has " + " and ".join(parts)
 
 
+_SNIFF_COLUMNS = 4096  # (a wider file's header is taken as given)
+
+
 class CsvTable(FileTable):
     """CSV file(s): one partition per file. `schema` maps column names to types (others are
     inferred); empty fields are NULL."""
@@ -969,13 +972,15 @@ class CsvTable(FileTable):
     one_column = False
 
     def __init__(self, path, schema: dict | None = None, delimiter: str | None = None,
-                 header: bool = True, filesystem: Any = None,
+                 header: bool | None = None, filesystem: Any = None,
                  storage_options: dict | None = None):
         # None: a tab for .tsv / .tab files, else a comma (_set_schema); a delimiter given
         # is used as given
         self._delimiter_given = delimiter is not None
         self.delimiter = delimiter or ","
-        self.header = header
+        if header is not None and not isinstance(header, bool):
+            raise CatalogError(f"header must be True, False or None (detect), got {header!r}")
+        self.header = header  # None: detected from the first file (_sniff_header)
         if schema is not None and not isinstance(schema, dict):
             raise CatalogError(f"schema must be a dict of column name to type, got "
                                f"{type(schema).__name__}")
@@ -997,6 +1002,13 @@ class CsvTable(FileTable):
             if delimiter != self.delimiter:
                 self.delimiter = delimiter
                 self.__dict__.pop("_format", None)
+        if self.header is None:
+            try:
+                self.header = self._sniff_header(files[0])
+            except (OSError, pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
+                raise CatalogError(f"cannot read CSV data at {self.path!s}: "
+                                   f"{_first_line(e)}") from e
+            self.__dict__.pop("_format", None)
         if self.column_types != self._given_types:  # inferred again from the files as they are
             self.column_types = dict(self._given_types)
             self.__dict__.pop("_format", None)
@@ -1035,6 +1047,50 @@ class CsvTable(FileTable):
         self.physical_schema = pa.schema(list(file_schema) + [
             f for f in self.partition_fields if f.name not in names])
         self.schema = T.normalize_schema(self.physical_schema)
+
+    def _sniff_header(self, f: _File) -> bool:
+        """Whether the file's first line is a header, as DuckDB decides it: not when each
+        column whose later lines (of the first 64 KiB) all read as one type (a number, a
+        date, a timestamp, a boolean) reads its first line as that type too; a header when
+        some such column does not, or when no column has such a type (all text, or a line
+        alone). Read as a header, `1,a` / `2,b` lost its first row and named the columns
+        '1' and 'a'."""
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+
+        with self.fs.arrow_fs().open_input_stream(
+                self.fs.fs_path(f.url), compression=csv_codec(f.url)) as stream:
+            reader = pcsv.open_csv(
+                stream, parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
+                read_options=pcsv.ReadOptions(autogenerate_column_names=True,
+                                              block_size=1 << 16),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={f"f{i}": pa.string() for i in range(_SNIFF_COLUMNS)},
+                    null_values=[""], strings_can_be_null=True))
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return True
+        if batch.num_rows < 2 or batch.num_columns > _SNIFF_COLUMNS:
+            return True
+        typed = False
+        for col in batch.columns:
+            rest = col.slice(1).drop_null()
+            if len(rest) == 0 or not pa.types.is_string(col.type):
+                continue
+            for want in (pa.int64(), pa.float64(), pa.date32(), pa.timestamp("us"), pa.bool_()):
+                try:
+                    pc.cast(rest, want)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    continue
+                typed = True
+                if col[0].is_valid:
+                    try:
+                        pc.cast(col.slice(0, 1), want)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                        return True  # a name above values of a type
+                break
+        return not typed
 
     def _null_column_types(self, files: list[_File], first: pa.Schema, wide: dict) -> dict:
         """Types for the columns the first file's first block holds no value of (Arrow infers

@@ -77,12 +77,13 @@ class Context:
                                                   storage_options=storage_options))
 
     def register_csv(self, name: str, path: str | os.PathLike | list, schema: dict | None = None,
-                     delimiter: str | None = None, header: bool = True, *,
+                     delimiter: str | None = None, header: bool | None = None, *,
                      storage_options: dict | None = None, filesystem: Any = None) -> None:
         """CSV file(s), local or through fsspec / `filesystem` as for register_parquet;
         `schema` maps column names to types ("int64", "DECIMAL(10,2)", pyarrow types); columns
         not named are inferred. Empty fields are NULL. The delimiter is a tab for `.tsv` and
-        `.tab` files, else a comma, unless given."""
+        `.tab` files, else a comma, unless given. `header`: None detects it, as DuckDB does
+        (the first line is a header unless it fits the types of the lines below it)."""
         self._session.register(name, CsvTable(path, schema, delimiter, header,
                                               filesystem=filesystem,
                                               storage_options=storage_options))
@@ -200,7 +201,7 @@ class Context:
         return DataFrame(self._session, B.scan(_stem(path, "read_parquet"), provider))
 
     def read_csv(self, path: str | os.PathLike | list, schema: dict | None = None,
-                 delimiter: str | None = None, header: bool = True, *,
+                 delimiter: str | None = None, header: bool | None = None, *,
                  storage_options: dict | None = None, filesystem: Any = None) -> DataFrame:
         """A DataFrame over CSV file(s), as register_csv reads them, without registering a
         name."""

@@ -267,3 +267,30 @@ def test_pandas_objects_mixing_zoned_and_naive_datetimes(first_zoned):
     c.register_pandas("p", two)
     assert c.sql("SELECT t FROM p").to_arrow().column(0).cast(pa.timestamp("us", "UTC")) \
         .cast(pa.int64()).to_pylist() == [1577862000000000, 1577883600000000]
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("1,a\n2,b\n", [(1, "a"), (2, "b")]),          # numbers first: no header (a row was lost)
+    ("1,2\n3,4\n", [(1, 2), (3, 4)]),
+    ("x,y\n1,2\n", [(1, 2)]),                      # a name above numbers: a header
+    ("x,y\nc,d\n", [("c", "d")]),                  # text alone: a header, as DuckDB takes it
+    ("a,when\n1,2020-01-01\n", [(1, __import__("datetime").date(2020, 1, 1))]),
+    ("1.5,x\n2,y\n", [(2, "y")]),                  # 1.5 is no integer: a header
+])
+def test_csv_header_is_detected(tmp_path, text, expect):
+    f = tmp_path / "f.csv"
+    f.write_text(text)
+    c = pqe.Context()
+    assert rows(c, f"SELECT * FROM '{f}'") == expect == duckdb.sql(f"SELECT * FROM '{f}'").fetchall()
+    c.register_csv("t", str(f))
+    assert rows(c, "SELECT * FROM t") == expect
+
+
+def test_csv_header_given_is_kept(tmp_path):
+    f = tmp_path / "f.csv"
+    f.write_text("1,2\n3,4\n")
+    c = pqe.Context()
+    c.register_csv("t", str(f), header=True)
+    assert c.sql("SELECT * FROM t").to_arrow().column_names == ["1", "2"]
+    with pytest.raises(pqe.CatalogError, match="header"):
+        c.register_csv("u", str(f), header="no")
