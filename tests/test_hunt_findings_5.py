@@ -294,3 +294,47 @@ def test_csv_header_given_is_kept(tmp_path):
     assert c.sql("SELECT * FROM t").to_arrow().column_names == ["1", "2"]
     with pytest.raises(pqe.CatalogError, match="header"):
         c.register_csv("u", str(f), header="no")
+
+
+# ---- text (the strings hunt) -------------------------------------------------------------------
+
+PATHS = pa.table({"path": ["C:\\dir\\", "C:\\dir\\\\", "a\\b", "xa\\by", "C:\\dir\\f.txt", "a.c",
+                           "abc", "a\\bc", "A\\B", "a\nb\\"]})
+
+
+@pytest.mark.parametrize("where", [
+    r"path LIKE '%\\'", r"path LIKE 'a\\b%'", r"path LIKE '%a\\b%'", r"path ILIKE '%A\\B%'",
+    r"path LIKE 'C:\dir%' ESCAPE '!'", r"path LIKE '%\f.txt' ESCAPE '!'",
+    r"path NOT LIKE 'C:\dir%' ESCAPE '!'", r"path LIKE '%\.%'", r"path LIKE 'a\bc%'",
+    r"path LIKE 'a_b\\'", r"path LIKE 'a%'",
+])
+def test_like_with_backslashes(where):
+    """Arrow's match_like reads X%, %X and %X% as the text X, escapes included: 'a\\b%' found
+    no a\\b, and any pattern holding a backslash under ESCAPE '!' went wrong."""
+    c, con = pqe.Context(), duckdb.connect()
+    c.register_arrow("t", PATHS)
+    con.register("t", PATHS)
+    duck_where = where if "ESCAPE" in where else where + " ESCAPE '\\'"
+    got = sorted(c.sql(f"SELECT path FROM t WHERE {where}").to_arrow().column(0).to_pylist())
+    assert got == sorted(r[0] for r in con.execute(f"SELECT path FROM t WHERE {duck_where}")
+                         .fetchall())
+
+
+def test_regexp_extract_dot_stops_at_newline():
+    c = pqe.Context()
+    c.register_arrow("t", pa.table({"s": ["a\nb axb"]}))
+    sql = "SELECT regexp_extract(s, 'a.b'), regexp_extract(s, '.+') FROM t"
+    assert rows(c, sql) == [("axb", "a")]
+
+
+def test_split_part_past_every_piece():
+    c = pqe.Context()
+    assert rows(c, "SELECT split_part('a,b', ',', 9223372036854775807), "
+                   "split_part('a,b', ',', 2), split_part('a,b', ',', 3)") == [("", "b", "")]
+
+
+@pytest.mark.parametrize("sql", ["SELECT lpad('a', 3, 'x', 'y')", "SELECT rpad('a', 3, 'x', 'y')",
+                                 "SELECT ltrim('xa', 'x', 'y')", "SELECT rtrim('axx', 'x', 'y')"])
+def test_pad_and_trim_refuse_extra_arguments(sql):
+    with pytest.raises(pqe.BindError, match="at most"):
+        pqe.Context().sql(sql).to_arrow()

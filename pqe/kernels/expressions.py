@@ -797,14 +797,34 @@ def _like(c, e):
     if (len(pattern) - len(pattern.rstrip("\\"))) % 2:
         # an unpaired escape at the end: Arrow's match_like drops it ('a' LIKE 'a\' was TRUE)
         raise ExecutionError(f"LIKE pattern must not end with escape character: '{pattern}'")
+    x = c(a)
     if e.fn == "ilike":
         # both sides lowered, as DuckDB and PostgreSQL compare them: Arrow's ignore_case
         # folds cases (RE2), so 'ΣΑΣ' ILIKE 'σας' was TRUE (σ and ς fold together) and
         # 'İstanbul' ILIKE 'i%' FALSE, each the other way round from both
-        lowered = pc.utf8_lower(pa.scalar(pattern, pa.string())).as_py()
-        return _call("match_like", [_call("utf8_lower", [c(a)])],
-                     pc.MatchSubstringOptions(lowered))
-    return _call("match_like", [c(a)], pc.MatchSubstringOptions(pattern))
+        pattern = pc.utf8_lower(pa.scalar(pattern, pa.string())).as_py()
+        x = _call("utf8_lower", [x])
+    if "\\" in pattern:
+        # Arrow's match_like reads X%, %X and %X% as the text X, escapes and all ('a\\b%'
+        # found no 'a\b'; any pattern under ESCAPE '!' holding a backslash): as a regex
+        return _call("match_substring_regex", [x], pc.MatchSubstringOptions(
+            _like_regex(pattern)))
+    return _call("match_like", [x], pc.MatchSubstringOptions(pattern))
+
+
+def _like_regex(pattern: str) -> str:
+    """A LIKE pattern (backslash escapes) as an anchored RE2 pattern: % any text, _ one
+    character, \\c the character c."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return "(?s)^" + "".join(out) + "$"
 
 
 def _substring_match(kernel):

@@ -111,7 +111,7 @@ def _regexp_extract(c: Compiler, e: Call) -> E:
         raise ExecutionError(f"REGEXP_EXTRACT: the pattern has no group {group}")
     x = c(s)
     whole = _call("replace_substring_regex", [x], pc.ReplaceSubstringOptions(
-        f"(?s)^.*?({p}).*$", f"\\{group + 1}", max_replacements=1))
+        f"^(?s:.*?)({p})(?s:.*)$", f"\\{group + 1}", max_replacements=1))
     found = _call("match_substring_regex", [x], pc.MatchSubstringOptions(p))
     return _call("if_else", [found, whole, scalar("", T.TEXT)])
 

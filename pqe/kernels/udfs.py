@@ -100,7 +100,12 @@ def split_part(ctx, strings, delims, index):
         return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))
     parts = pc.split_pattern(strings, pattern=delim)
     idx = k - 1
-    ok = pc.greater(pc.list_value_length(parts), idx)
+    lengths = pc.list_value_length(parts)
+    most = pc.max(lengths).as_py()
+    if most is None or idx >= most:  # (a filler list of n items: n = 2^63 - 1 failed)
+        return pc.if_else(pc.is_valid(strings), pa.scalar("", pa.string()),
+                          pa.scalar(None, pa.string()))
+    ok = pc.greater(lengths, idx)
     safe = pc.if_else(ok, parts, pa.scalar([""] * (idx + 1), pa.list_(pa.string())))
     out = pc.if_else(ok, pc.list_element(safe, idx), "")
     return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))

@@ -19,7 +19,7 @@ from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.tokens import Tokenizer, TokenType
 
 from .. import types as T
-from ..errors import SQLSyntaxError, UnsupportedError
+from ..errors import BindError, SQLSyntaxError, UnsupportedError
 
 # sqlglot logs a warning when it falls back to a generic Command; pqe reports its own errors.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -28,6 +28,18 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 def _anonymous_call(name: str):
     """A parser for NAME(args) as a plain call, whatever sqlglot's own reading of it."""
     return lambda args: exp.Anonymous(this=name, expressions=args)
+
+
+def _at_most(name: str, most: int):
+    """sqlglot's builder of NAME(args), refusing more than `most` arguments (it dropped the
+    rest: lpad('a', 3, 'x', 'y') was 'xxa')."""
+    build = parser.Parser.FUNCTIONS[name]
+
+    def checked(args):
+        if len(args) > most:
+            raise BindError(f"{name} takes at most {most} arguments, got {len(args)}")
+        return build(args)
+    return checked
 
 
 class PQEDialect(Dialect):
@@ -69,7 +81,9 @@ class PQEDialect(Dialect):
         # BigQuery's DATE_DIFF(start, end, part) and turns `end` into a unit word)
         FUNCTIONS: ClassVar[dict] = {**parser.Parser.FUNCTIONS,
                                      **{name: _anonymous_call(name)
-                                        for name in ("DATE_DIFF", "DATEDIFF")}}
+                                        for name in ("DATE_DIFF", "DATEDIFF")},
+                                     **{name: _at_most(name, 3) for name in ("LPAD", "RPAD")},
+                                     **{name: _at_most(name, 2) for name in ("LTRIM", "RTRIM")}}
 
         # `2 ^ 10` is a power, as in PostgreSQL and DuckDB, binding tighter than * (sqlglot's
         # default read MySQL's bitwise XOR, which pqe refused as such)
