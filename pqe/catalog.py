@@ -1052,8 +1052,8 @@ class CsvTable(FileTable):
         """Whether the file's first line is a header, as DuckDB decides it: not when each
         column whose later lines (of the first 64 KiB) all read as one type (a number, a
         date, a timestamp, a boolean) reads its first line as that type too; a header when
-        some such column does not, or when no column has such a type (all text, or a line
-        alone). Read as a header, `1,a` / `2,b` lost its first row and named the columns
+        some such column does not, or when no column has such a type (all text); a line
+        alone is data when one of its values has a type. Read as a header, `1,a` / `2,b` lost its first row and named the columns
         '1' and 'a'."""
         import pyarrow.compute as pc
         import pyarrow.csv as pcsv
@@ -1071,14 +1071,25 @@ class CsvTable(FileTable):
                 batch = reader.read_next_batch()
             except StopIteration:
                 return True
-        if batch.num_rows < 2 or batch.num_columns > _SNIFF_COLUMNS:
+        if batch.num_rows == 0 or batch.num_columns > _SNIFF_COLUMNS:
+            return True
+        kinds = (pa.int64(), pa.float64(), pa.date32(), pa.timestamp("us"), pa.bool_())
+        if batch.num_rows == 1:  # a line alone: data when a value of it has a type (42,7)
+            for col in batch.columns:
+                for want in kinds:
+                    try:
+                        if col[0].is_valid and pa.types.is_string(col.type):
+                            pc.cast(col, want)
+                            return False
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                        continue
             return True
         typed = False
         for col in batch.columns:
             rest = col.slice(1).drop_null()
             if len(rest) == 0 or not pa.types.is_string(col.type):
                 continue
-            for want in (pa.int64(), pa.float64(), pa.date32(), pa.timestamp("us"), pa.bool_()):
+            for want in kinds:
                 try:
                     pc.cast(rest, want)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -208,9 +208,9 @@ class DataFrame:
         """Run the query and write its rows as a directory of CSV files (each with a header
         unless `header=False`), in parallel and atomically, as write_parquet() does; returns
         the number of rows written."""
-        if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in ('"', "\n", "\r"):
-            raise BindError(f"delimiter must be one character other than a quote or a newline, "
-                            f"not {delimiter!r}")
+        if T.bad_csv_delimiter(delimiter):
+            raise BindError(f"delimiter must be one ASCII character that no number, date or "
+                            f"timestamp holds, and no quote or newline, not {delimiter!r}")
         if not isinstance(header, bool):  # bool("no") is True
             raise BindError(f"write_csv header= takes True or False, not {header!r}")
         return self._write(path, "csv", partition_by, overwrite,
@@ -219,6 +219,8 @@ class DataFrame:
 
     def _write(self, path, fmt, partition_by, overwrite, options, storage_options, filesystem,
                timeout, cancel, progress) -> int:
+        if not isinstance(overwrite, bool):  # (overwrite='no' replaced the data)
+            raise BindError(f"overwrite must be True or False, not {overwrite!r}")
         keys = [] if partition_by is None else (
             [partition_by] if isinstance(partition_by, str) else list(partition_by))
         return self._session.write(self._plan, path, fmt, partition_by=keys,

@@ -39,6 +39,14 @@ def connect(context=None, **context_kwargs) -> Connection:
 
     if context is not None and context_kwargs:
         raise InterfaceError("pass either context= or Context arguments, not both")
+    if isinstance(context, (str, bytes)) or hasattr(context, "__fspath__"):
+        # (sqlite3's and DuckDB's connect('my.db'): pqe keeps no database file)
+        raise InterfaceError(f"pqe.connect takes a pqe.Context, not a database path "
+                             f"({context!r}): pqe's tables live in memory; register files "
+                             f"on the connection's context")
+    if context is not None and not hasattr(context, "_session"):
+        raise InterfaceError(f"pqe.connect takes a pqe.Context, not "
+                             f"{type(context).__name__}")
     own = context is None
     return Connection(context if context is not None else Context(**context_kwargs), own)
 

@@ -415,3 +415,11 @@ def uuid_text(storage: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
                                                   pa.py_buffer(text.tobytes())],
                                  null_count=storage.null_count)
+
+
+def bad_csv_delimiter(d) -> bool:
+    """A CSV delimiter pqe cannot write safely: not one ASCII character, a quote or a newline,
+    or a character an unquoted number, date or timestamp holds (digits, letters, . - + : and
+    space: COPY ... (DELIMITER '-') wrote -2-2020-01-02, six fields for three)."""
+    return not isinstance(d, str) or len(d) != 1 or not d.isascii() or d.isalnum() \
+        or d in '"\n\r.-+: '

@@ -79,6 +79,7 @@ def _write(table: pa.Table, spec, fs, partition: int) -> pa.Table:
         return _listing([path], [table.num_rows])
     keys = list(spec.partition_by)
     data_cols = [n for n in table.column_names if n not in keys]
+    seen: dict[str, tuple] = {}
     for values, piece in _groups(table, keys):
         directory = spec.root
         for k, v in zip(keys, values, strict=True):
@@ -89,6 +90,10 @@ def _write(table: pa.Table, spec, fs, partition: int) -> pa.Table:
                 raise UnsupportedError(f"cannot partition by {k}: it holds the text "
                                        f"'{HIVE_NULL}', which hive directories use for NULL")
             directory = f"{directory}/{quote(k, safe='')}={text}"
+        if directory in seen:  # (one group's file would replace the other's)
+            raise ExecutionError(f"partition values {seen[directory]!r} and {values!r} are "
+                                 f"written as one directory name, {directory!r}")
+        seen[directory] = values
         fs.create_dir(directory, recursive=True)
         path = f"{directory}/{name}"
         write_file(fs, path, piece.select(data_cols), spec)
@@ -119,8 +124,12 @@ def _groups(table: pa.Table, keys: list[str]):
     """(key values, rows) for each distinct combination of the key columns (NULL is a value)."""
     n = table.num_rows
     codes = np.zeros(n, dtype=np.int64)
+    from .relational import canonical_floats
+
     for k in keys:
-        enc = table.column(k).combine_chunks().dictionary_encode(null_encoding="encode")
+        # (NaNs of two bit patterns, -0.0 and 0.0 are one group, as GROUP BY makes them)
+        enc = canonical_floats(table.column(k).combine_chunks()).dictionary_encode(
+            null_encoding="encode")
         idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         codes = codes * max(1, len(enc.dictionary)) + idx
         codes = np.unique(codes, return_inverse=True)[1].astype(np.int64).reshape(-1)
@@ -145,13 +154,39 @@ def hive_value(v) -> str:
         text = v.isoformat(sep=" ")
     elif isinstance(v, datetime.date):
         text = v.isoformat()
+    elif isinstance(v, float) and v == 0:
+        text = "0.0"  # (-0.0 is grouped with 0.0, as GROUP BY groups them)
     elif isinstance(v, decimal.Decimal):
-        text = str(v)
+        text = format(v, "f")  # (str gave 0E-10 for 0.0000000000)
     elif isinstance(v, bytes):
-        text = v.decode("utf-8", "backslashreplace")
+        # text when it is UTF-8 without a backslash, else \xHH for each byte that is not
+        # printable ASCII or is a backslash: b'\xff' and b'\\xff' were one directory
+        try:
+            text = v.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None or "\\" in text:
+            text = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02X}"
+                           for b in v)
     else:
         text = str(v)
     return quote(text, safe="")
+
+
+def csv_floats(table: pa.Table) -> pa.Table:
+    """DOUBLE / REAL columns as the text a CSV holds them by, with a decimal point when the
+    value is whole: Arrow wrote 1.0 as 1 and -0.0 as -0, read back as BIGINT 1 and 0 (a
+    partitioned write then had files of either type). DuckDB writes 1.0 and -0.0."""
+    import pyarrow.compute as pc
+
+    for i, f in enumerate(table.schema):
+        if not pa.types.is_floating(f.type):
+            continue
+        text = pc.cast(table.column(i), pa.string())
+        whole = pc.match_substring_regex(text, r"^-?[0-9]+$")
+        text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+        table = table.set_column(i, pa.field(f.name, pa.string(), f.nullable), text)
+    return table
 
 
 def write_file(fs, path: str, table: pa.Table, spec) -> None:
@@ -164,6 +199,7 @@ def write_file(fs, path: str, table: pa.Table, spec) -> None:
         return
     import pyarrow.csv as pcsv
 
+    table = csv_floats(table)
     opts = pcsv.WriteOptions(include_header=bool(spec.option("header", True)),
                              delimiter=str(spec.option("delimiter", ",")))
     with fs.open_output_stream(path) as out:

@@ -480,6 +480,11 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
                              what="COPY TO")
         return Result("COPY", rows_affected=rows)
     check_csv_columns(stmt.source.schema, stmt.format, f"COPY TO '{stmt.path}'")
+    names = [f.name for f in stmt.source.schema]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:  # (a file pqe itself then refused to read)
+        raise BindError(f"COPY TO '{stmt.path}': the query names column '{dup[0]}' more than "
+                        f"once; give each column its own name")
     # the path as every reader resolves it: a `file://` URL is a local path (checked as one
     # above), any other URL an object in its store; never a local path spelled like a URL
     try:
@@ -520,6 +525,9 @@ def _write_file(table: pa.Table, where, stmt: S.Copy, filesystem=None) -> None:
         pq.write_table(table, where, filesystem=filesystem,
                        compression=None if compression == "none" else compression)
         return
+    from ..kernels.write import csv_floats
+
+    table = csv_floats(table)
     options = pcsv.WriteOptions(include_header=bool(stmt.options.get("HEADER", True)),
                                 delimiter=str(stmt.options.get("DELIMITER", ",")))
     codec = _csv_codec(stmt)

@@ -770,9 +770,9 @@ def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
                 raise BindError(f"COPY option {key} applies to CSV, not Parquet")
     if "DELIMITER" in options:
         d = options["DELIMITER"]
-        if not isinstance(d, str) or len(d) != 1 or d in ('"', "\n", "\r"):
-            raise BindError(f"COPY DELIMITER must be one character other than a quote or a "
-                            f"newline, not {d!r}")
+        if T.bad_csv_delimiter(d):
+            raise BindError(f"COPY DELIMITER must be one ASCII character that no number, date "
+                            f"or timestamp holds, and no quote or newline, not {d!r}")
     if "COMPRESSION" in options:
         c = str(options["COMPRESSION"]).lower()
         allowed = ("snappy", "zstd", "gzip", "none", "lz4", "brotli") if fmt == "parquet" \
