@@ -88,6 +88,7 @@ class Compiler:
         self._frames: list[int] = [0]  # per let being compiled: the latest stage it reads
         self._guard_terms: frozenset = frozenset()  # the guard's conjuncts, as let names
         self._guard_stage = 0
+        self._refs: dict[int, tuple[E, int]] = {}  # id of a let's reference -> (it, stage)
         self._count = 0
 
     def guarded(self, when: E, e: Expr) -> E:
@@ -110,6 +111,10 @@ class Compiler:
         unit) read, which includes those `x` reads."""
         if not self.sharing:
             return x
+        known = self._refs.get(id(x))
+        if known is not None and known[0] is x:  # a let already (CASE's guard is its `taken`)
+            self._frames[-1] = max(self._frames[-1], known[1])
+            return x
         return self._let(x, self._frames[-1] + 1)
 
     def _let(self, x: E, stage: int) -> E:
@@ -117,18 +122,26 @@ class Compiler:
         name = f"__pqe_let{self._count}"
         self._lets.append((stage, name, x))
         self._frames[-1] = max(self._frames[-1], stage)
-        return field(name)
+        ref = field(name)
+        self._refs[id(ref)] = (ref, stage)
+        return ref
 
     def unit(self, exprs: list[Expr], build: Callable[[list[E]], E] | None = None):
         """Compile the expressions of one evaluation (a projection's outputs, or one stage
         of a filter) with the subexpressions they share computed once: the compiled
         expressions (or `build` of them, one expression) and the lets they read, as a
         `Shared` when there are any (`project` and `filter_table` run those first)."""
-        self._lets, self._memo = [], {}
+        self._lets, self._memo, self._refs = [], {}, {}
         self._frames, self._guard_terms, self._guard_stage = [0], frozenset(), 0
         self._repeated = _repeated(exprs) if self.sharing else frozenset()
         try:
-            out = [self(e) for e in exprs]
+            out = []
+            for e in exprs:  # (each output in a frame of its own: the stages of one output's
+                self._frames.append(0)  # lets do not follow another's, so the projections
+                try:  # chained before the outputs are as few as the deepest output needs)
+                    out.append(self(e))
+                finally:
+                    self._frames.pop()
             if build is not None:
                 out = build(out)
             if not self._lets:
@@ -138,7 +151,7 @@ class Compiler:
                 stages.setdefault(stage, []).append((name, x))
             return Shared(tuple(tuple(stages[k]) for k in sorted(stages)), out)
         finally:
-            self._lets, self._memo, self._repeated = [], {}, frozenset()
+            self._lets, self._memo, self._repeated, self._refs = [], {}, frozenset(), {}
 
     def __call__(self, e: Expr) -> E:
         if self._level == 0:
