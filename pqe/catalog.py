@@ -43,6 +43,21 @@ _TOKENS = itertools.count(1)
 _PROCESS = os.urandom(6).hex()
 
 
+def unreadable_columns(names: list[str], what: str, fix: str) -> str | None:
+    """Why pqe cannot query a table with these column names, or None: a table without
+    columns, or with one name twice (a scan reads columns by name). `what` names the table
+    in the message and `fix` says how to mend it. One rule for SQL and the DataFrame API."""
+    if not names:
+        return f"{what} has no columns; pqe cannot query a table without columns"
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            return (f"{what} has more than one column named {n!r}; pqe cannot read a table "
+                    f"with repeated column names ({fix})")
+        seen.add(n)
+    return None
+
+
 def _new_process_token() -> None:
     global _PROCESS
     _PROCESS = os.urandom(6).hex()
@@ -1074,33 +1089,30 @@ class CsvTable(FileTable):
         if batch.num_rows == 0 or batch.num_columns > _SNIFF_COLUMNS:
             return True
         kinds = (pa.int64(), pa.float64(), pa.date32(), pa.timestamp("us"), pa.bool_())
-        if batch.num_rows == 1:  # a line alone: data when a value of it has a type (42,7)
-            for col in batch.columns:
-                for want in kinds:
-                    try:
-                        if col[0].is_valid and pa.types.is_string(col.type):
-                            pc.cast(col, want)
-                            return False
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                        continue
-            return True
-        typed = False
-        for col in batch.columns:
-            rest = col.slice(1).drop_null()
-            if len(rest) == 0 or not pa.types.is_string(col.type):
-                continue
-            for want in kinds:
+
+        def kind_of(values: pa.Array, among=kinds) -> pa.DataType | None:
+            # the first type all these (text, non-null) values read as; the exceptions
+            # are Arrow's "not that type" and "no cast to that type", not failures
+            for want in among:
                 try:
-                    pc.cast(rest, want)
+                    pc.cast(values, want)
+                    return want
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     continue
-                typed = True
-                if col[0].is_valid:
-                    try:
-                        pc.cast(col.slice(0, 1), want)
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                        return True  # a name above values of a type
-                break
+            return None
+
+        columns = [c for c in batch.columns if pa.types.is_string(c.type)]
+        if batch.num_rows == 1:  # a line alone: data when a value of it has a type (42,7)
+            return not any(c[0].is_valid and kind_of(c) for c in columns)
+        typed = False
+        for col in columns:
+            rest = col.slice(1).drop_null()
+            want = kind_of(rest) if len(rest) else None
+            if want is None:
+                continue
+            typed = True
+            if col[0].is_valid and kind_of(col.slice(0, 1), (want,)) is None:
+                return True  # a name above values of a type
         return not typed
 
     def _null_column_types(self, files: list[_File], first: pa.Schema, wide: dict) -> dict:

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from . import types as T
 from .access import policy_from
-from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable
+from .catalog import CsvTable, DaskTable, MemoryTable, ParquetTable, unreadable_columns
 from .dataframe import DataFrame
 from .expressions import UDF
 from .errors import CatalogError, Error, UnsupportedError
@@ -279,18 +279,11 @@ class Context:
 
 
 def _queryable(table: pa.Table, what: str) -> pa.Table:
-    """`table` when a query can read it: the SQL binder refuses a registered table without
-    columns or with a repeated name when it is queried (the scan reads columns by name);
-    a DataFrame made from it is refused when it is made."""
-    if not table.schema.names:
-        raise UnsupportedError(f"{what}: the table has no columns; pqe cannot query a table "
-                               f"without columns")
-    names = table.schema.names
-    repeated = [n for n in dict.fromkeys(names) if names.count(n) > 1]
-    if repeated:
-        raise UnsupportedError(f"{what}: the table has more than one column named "
-                               f"{repeated[0]!r}; pqe cannot read a table with repeated column "
-                               f"names (rename them first)")
+    """`table` when a query can read it (the binder applies the same rule to a registered
+    table when it is queried; a DataFrame made from it is refused when it is made)."""
+    why = unreadable_columns(table.schema.names, f"{what}: the table", "rename them first")
+    if why:
+        raise UnsupportedError(why)
     return table
 
 

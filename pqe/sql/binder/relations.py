@@ -9,6 +9,7 @@ from collections import Counter
 from sqlglot import exp
 
 from ... import types as T
+from ...catalog import unreadable_columns
 from ...errors import BindError, TypeMismatchError, UnsupportedError
 from ...plan import builder as B
 from ...plan.expr import ColumnRef, Expr, Literal, OuterRef, SubqueryExpr, column_ids, lit
@@ -297,14 +298,10 @@ class RelationsMixin:
                 scope.add(alias, list(zip(keys, plan.schema, strict=True)))
                 return plan
             plan = B.scan(real, entry, alias)
-            if not plan.schema:
-                raise UnsupportedError(f"table {real} has no columns; pqe cannot query a table "
-                                       f"without columns")
-            repeated = [n for n, k in Counter(f.name for f in plan.schema).items() if k > 1]
-            if repeated:  # the scan reads columns by name
-                raise UnsupportedError(f"table {real} has more than one column named "
-                                       f"'{repeated[0]}'; pqe cannot read a table with repeated "
-                                       f"column names (rename them when registering it)")
+            why = unreadable_columns([f.name for f in plan.schema], f"table {real}",
+                                     "rename them when registering it")
+            if why:
+                raise UnsupportedError(why)
             keys = _renamed(node, relation_keys([f.name for f in plan.schema]))
             scope.add(alias, list(zip(keys, plan.schema, strict=True)))
             return plan
