@@ -138,7 +138,9 @@ class InternalError(DatabaseError):
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest candidate, or ''."""
-    cands = list(dict.fromkeys(candidates))
+    # (a candidate spelled as `name` is one the lookup could not see from where it was
+    # written: suggesting it named the missing column itself)
+    cands = [c for c in dict.fromkeys(candidates) if c != name]
     lowered = {c.lower(): c for c in cands}
     match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return f" (did you mean '{lowered[match[0]]}'?)" if match else ""

@@ -204,6 +204,12 @@ class GroupingMixin:
         sets: list[list[int]] = [[]]
         for options in factors:
             sets = [a + [i for i in b if i not in a] for a in sets for b in options]
+        if group.args.get("all") is False:
+            # GROUP BY DISTINCT (PostgreSQL): each grouping set once, sets of the same keys in
+            # any order being one (sqlglot reads DISTINCT as all=False; without it a set
+            # listed twice gives its groups twice, as PostgreSQL does)
+            seen: set[frozenset[int]] = set()
+            sets = [x for x in sets if not (frozenset(x) in seen or seen.add(frozenset(x)))]
         return gitems, sets
 
     def _grouping_sets(self, plan, scope, gitems, aitems, sets):
@@ -349,6 +355,12 @@ class GroupingMixin:
         for x, f in agg.groups:
             if x == e:
                 return ColumnRef(f)
+        if node.find(exp.Query):
+            # a subquery inside (`(select ..) + 1`, `NOT EXISTS (..)`): bound above the
+            # aggregate one by one (_above_aggregate), so that its outer references read the
+            # group's columns; as a whole it was bound over the rows being grouped, and
+            # column_ids does not see the references inside it
+            return None
         if not column_ids(e):
             return e
         if isinstance(node, exp.Column):
