@@ -241,13 +241,27 @@ def list_files(spec: FileSystemSpec, path: str, kind: str) -> list[FileInfo]:
         return _list_fsspec(spec.fsspec(), path, kind)
     except FileNotFoundError as e:
         raise CatalogError(f"no such file or directory: {spec.url(path)!r}") from e
+    except _NotRegularFile as e:
+        raise CatalogError(f"{spec.url(path)!r} is not a regular file (a pipe, device or "
+                           f"socket); pqe reads regular files only") from e
     except OSError as e:
         raise CatalogError(f"cannot list {spec.url(path)}: {_first_line(e)}") from e
 
 
+class _NotRegularFile(OSError):
+    pass
+
+
 def _list_local(path: str, kind: str) -> list[FileInfo]:
     if kind == "file":
-        return [_local_info(path)]
+        st = os.stat(path)
+        if not statlib.S_ISREG(st.st_mode):
+            # a FIFO, a device (/dev/zero, /dev/stdin) or a socket: reading one blocks or
+            # never ends, past any timeout (the read happens while the statement is bound,
+            # and a write would hold the write lock); globs and directories list regular
+            # files only, and so does a path named alone
+            raise _NotRegularFile(path)
+        return [_local_info(path, st)]
     if kind == "glob":
         out = []
         seen: set[tuple[str, str]] = set()
