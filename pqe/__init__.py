@@ -54,6 +54,9 @@ _LAZY = {
     "lag": ".expressions", "lead": ".expressions", "first_value": ".expressions",
     "last_value": ".expressions", "nth_value": ".expressions", "connect": ".dbapi",
     "apilevel": ".dbapi", "paramstyle": ".dbapi", "threadsafety": ".dbapi",
+    **{name: ".dbapi" for name in (
+        "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID", "Date", "Time", "Timestamp",
+        "Binary", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks")},
 }
 
 
@@ -78,7 +81,8 @@ __all__ = [
     "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError", "UnsupportedError",
     "ExecutionError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",
     "QueryTimeout", "ResourceError", "UserFunctionError", "connect", "apilevel", "paramstyle",
-    "threadsafety",
+    "threadsafety", "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID", "Date", "Time",
+    "Timestamp", "Binary", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",
     "Warning", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
     "IntegrityError", "ProgrammingError", "NotSupportedError", "__version__",
 ]

@@ -31,7 +31,9 @@ paramstyle = "qmark"
 __all__ = ["connect", "Connection", "Cursor", "apilevel", "threadsafety", "paramstyle",
            "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
            "OperationalError", "IntegrityError", "InternalError", "ProgrammingError",
-           "NotSupportedError", "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID"]
+           "NotSupportedError", "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID", "Date",
+           "Time", "Timestamp", "Binary", "DateFromTicks", "TimeFromTicks",
+           "TimestampFromTicks"]
 
 
 def connect(context=None, **context_kwargs) -> Connection:
@@ -48,7 +50,13 @@ def connect(context=None, **context_kwargs) -> Connection:
         raise InterfaceError(f"pqe.connect takes a pqe.Context, not "
                              f"{type(context).__name__}")
     own = context is None
-    return Connection(context if context is not None else Context(**context_kwargs), own)
+    if own:
+        try:
+            context = Context(**context_kwargs)
+        except TypeError as e:  # connect(database=':memory:'), connect(foo=1)
+            raise InterfaceError(f"pqe.connect: {e} (it takes a pqe.Context or the "
+                                 f"arguments of pqe.Context)") from None
+    return Connection(context, own)
 
 
 class Connection:
@@ -229,6 +237,21 @@ def _type_code(t: pa.DataType) -> str:
     return "DECIMAL" if name.startswith("DECIMAL") else name
 
 
+# PEP 249's type constructors. (pqe binds dates and naive datetimes; Time and Binary values
+# are refused as parameters by name, UnsupportedError, since pqe has no TIME or BLOB literal)
 Date = datetime.date
+Time = datetime.time
 Timestamp = datetime.datetime
 Binary = bytes
+
+
+def DateFromTicks(ticks: float) -> datetime.date:  # noqa: N802 - PEP 249 name
+    return datetime.date.fromtimestamp(ticks)
+
+
+def TimeFromTicks(ticks: float) -> datetime.time:  # noqa: N802 - PEP 249 name
+    return datetime.datetime.fromtimestamp(ticks).time()
+
+
+def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 249 name
+    return datetime.datetime.fromtimestamp(ticks)

@@ -327,6 +327,11 @@ def _statement_end(sql: str, start: int) -> int:
     return len(sql)
 
 
+# the nodes under which a placeholder sits where a name belongs
+_NAME_PARENTS = (exp.Table, exp.TableAlias, exp.Schema, exp.ColumnDef, exp.Column,
+                 exp.Identifier, exp.Dot)
+
+
 def _bind_parameters(sql: str, statements: list[exp.Expression],
                      params: Sequence[Any] | None) -> None:
     holes = [p for stmt in statements for p in stmt.find_all(exp.Placeholder)]
@@ -351,6 +356,17 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
         if isinstance(parent, exp.Group):
             raise UnsupportedError("a parameter as a GROUP BY item is not supported: bound to "
                                    "an integer it would name a column by position")
+        if isinstance(parent, _NAME_PARENTS) or (
+                isinstance(parent, exp.Alias) and hole.arg_key == "alias"):
+            # `CREATE TABLE ?`, `INSERT INTO t(?)`, `SELECT 1 AS ?`, `FROM t AS ?`: bound as a
+            # string literal the value became a name (a table named "x'; drop table t; --");
+            # parameters are values, never SQL text or names (DuckDB: a syntax error)
+            start = hole.meta.get("start")
+            line = col = None
+            if start is not None:
+                line, col = sql.count("\n", 0, start) + 1, start - sql.rfind("\n", 0, start)
+            raise SQLSyntaxError("a parameter (?) cannot stand for a name (a table, column or "
+                                 "alias); parameters bind values only", line, col, "?")
     for hole, value in zip(holes, params, strict=True):
         hole.replace(parameter_literal(value))
 
@@ -392,12 +408,22 @@ def parameter_literal(value: Any) -> exp.Expression:
         return exp.Literal.string(value)
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
-            return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMPTZ")
+            # (pqe has no TIMESTAMPTZ SQL type to give it; a zoned column is compared with
+            # a naive value as its UTC instant)
+            raise UnsupportedError(
+                f"a timezone-aware datetime parameter ({value.isoformat(sep=' ')}) is not "
+                f"supported; pass it as a naive datetime in UTC "
+                f"(value.astimezone(timezone.utc).replace(tzinfo=None))")
         return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
     if isinstance(value, datetime.date):
         return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
-    raise SQLSyntaxError(f"a parameter of type {type(value).__name__} cannot be bound (use None, "
-                         f"bool, int, float, Decimal, str, date or datetime)")
+    # SQL values pqe has no literal for are not supported (yet); other objects are the
+    # caller's mistake, as in sqlite3 and psycopg (a ProgrammingError)
+    error = UnsupportedError if isinstance(
+        value, (bytes, bytearray, memoryview, datetime.time, datetime.timedelta, list, tuple,
+                dict)) else BindError
+    raise error(f"a parameter of type {type(value).__name__} cannot be bound (use None, bool, "
+                f"int, float, Decimal, str, date or naive datetime)")
 
 
 def builtin_call(name: str) -> str | None:
