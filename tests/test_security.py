@@ -142,10 +142,20 @@ def test_allowed_url_prefixes_name_the_schemes(files):
         _refused(ctx, sql)
 
 
-def test_a_glob_that_expands_out_of_the_directory_is_refused(files):
+def test_a_glob_that_expands_out_of_the_directory_leaves_those_files_out(files):
+    # link.csv points out: a glob or directory lists only the files inside the allowed
+    # paths. (Refusing the expansion named the file, and SQL could probe which names exist
+    # where it may not look: `*/secret.c*` refused, `*/zz*` "no files found".)
     d = files["data"]
     ctx = _app(files, allowed_paths=[str(d)])
-    _refused(ctx, f"SELECT * FROM read_csv('{d}/*.csv')")  # link.csv points out
+    got = ctx.sql(f"SELECT * FROM read_csv('{d}/*.csv')").to_arrow()
+    assert got.to_pylist() == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+    probes = [_refused(ctx, f"SELECT * FROM read_csv('{d}/*/{pattern}')", pqe.CatalogError)
+              for pattern in ("secret.c*", "nothing*")]
+    assert [p.replace("secret.c*", "X").replace("nothing*", "X") for p in probes] \
+        == [probes[0].replace("secret.c*", "X")] * 2
+    assert "secret.csv" not in probes[0]
+    _refused(ctx, f"SELECT * FROM read_csv('{d}/linkdir/secret.csv')")  # named: refused
 
 
 # ---- read_only ------------------------------------------------------------------------------------
