@@ -1027,7 +1027,8 @@ class CsvTable(FileTable):
         if not files:
             raise CatalogError(f"no CSV files found at {self.path!s}{self._listing_note()}")
         if not self._delimiter_given:  # (read with commas, a .tsv was one column "a\tb")
-            delimiter = "\t" if all(_tab_separated(f.url) for f in files) else ","
+            delimiter = "\t" if all(_tab_separated(f.url) for f in files) \
+                else self._sniff_delimiter(files[0])
             if delimiter != self.delimiter:
                 self.delimiter = delimiter
                 self.__dict__.pop("_format", None)
@@ -1076,6 +1077,38 @@ class CsvTable(FileTable):
         self.physical_schema = pa.schema(list(file_schema) + [
             f for f in self.partition_fields if f.name not in names])
         self.schema = T.normalize_schema(self.physical_schema)
+
+    def _sniff_delimiter(self, f: _File) -> str:
+        """The delimiter of a CSV file none was given for, as DuckDB's sniffer finds it: of
+        `,` `|` `;` and tab, the one that splits every whole line of the first 64 KiB into
+        the same number of fields, the most fields winning (a comma on a tie, and when no
+        candidate splits the lines: one column). Read with commas, `a;b` / `1;2` was one
+        text column holding '1;2'."""
+        import io
+
+        import pyarrow.csv as pcsv
+
+        with self.fs.arrow_fs().open_input_stream(
+                self.fs.fs_path(f.url), compression=csv_codec(f.url)) as stream:
+            sample = stream.read(1 << 16)
+        if len(sample) == 1 << 16:  # whole lines only (a line cut short has fewer fields)
+            sample = sample[:sample.rfind(b"\n") + 1]
+        best, width = ",", 1
+        for candidate in (",", "|", ";", "\t"):
+            if candidate.encode() not in sample:
+                continue
+            try:
+                table = pcsv.read_csv(
+                    io.BytesIO(sample),
+                    parse_options=pcsv.ParseOptions(delimiter=candidate),
+                    read_options=pcsv.ReadOptions(autogenerate_column_names=True),
+                    convert_options=pcsv.ConvertOptions(
+                        column_types={f"f{i}": pa.string() for i in range(_SNIFF_COLUMNS)}))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue  # lines of different widths (or a quote left open): not this one
+            if table.num_columns > width:
+                best, width = candidate, table.num_columns
+        return best
 
     def _sniff_header(self, f: _File) -> bool:
         """Whether the file's first line is a header, as DuckDB decides it: not when each

@@ -179,3 +179,36 @@ def test_unbindable_parameters_name_their_type():
         cur.execute("select ?", [object()])
     with pytest.raises(pqe.UnsupportedError, match="timezone-aware"):
         cur.execute("select ?", [datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)])
+
+
+# ---- the CSV delimiter is detected (`;`, `|`, tab), as DuckDB's sniffer does -----------------
+# Read with commas, `a;b` / `1;2` was one text column 'a;b' holding '1;2'
+
+
+@pytest.mark.parametrize("text", [
+    "a;b\n1;2\n3;4\n", "a|b|c\n1|2|x,y\n", 'a,b\n"x;y",2\n', "a\n1\n2\n",
+    'a,b\n"1;2;3",4\n5,6\n', "a\tb\n1\t2\n", "a;b,c\n1;2,3\n",
+])
+def test_csv_delimiter_detected(tmp_path, text):
+    p = tmp_path / "d.csv"
+    p.write_text(text)
+    c = pqe.Context()
+    got = [tuple(r.values()) for r in c.sql(f"select * from '{p}'").to_arrow().to_pylist()]
+    assert got == duckdb.sql(f"select * from '{p}'").fetchall()
+
+
+def test_csv_semicolons_with_decimal_commas(tmp_path):
+    # commas split the lines unevenly (1 field, then 3): semicolons it is (DuckDB takes a
+    # comma here and reads the header line as a row of 3: (1, '5;2', 5))
+    p = tmp_path / "d.csv"
+    p.write_text("a;b\n1,5;2,5\n")
+    c = pqe.Context()
+    assert c.sql(f"select * from '{p}'").to_arrow().to_pylist() == [{"a": "1,5", "b": "2,5"}]
+
+
+def test_csv_delimiter_given_is_kept(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("a;b\n1;2\n")
+    c = pqe.Context()
+    c.register_csv("f", str(p), delimiter=",")
+    assert c.sql("select * from f").to_arrow().to_pylist() == [{"a;b": "1;2"}]
