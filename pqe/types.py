@@ -227,9 +227,11 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
             # TIMESTAMP: UNION of Polars' ms and pandas' us UTC columns lost the zone)
             unit = "ns" if all(t.unit == "ns" for t in stamps) else "us"
             return pa.timestamp(unit, a.tz if a.tz == b.tz else "UTC")
-        if any(t.unit == "ns" for t in stamps) and all(t.tz is None for t in stamps):
+        if any(t.unit == "ns" for t in stamps):
             # nanoseconds (pandas' unit) meet others in nanoseconds: in microseconds a value
-            # with a nanosecond part did not convert, and the comparison failed
+            # with a nanosecond part did not convert, and the comparison failed; a zoned
+            # side too (its UTC instant), where the nanoseconds were cut and a zoned 00:00
+            # equalled a naive 00:00:00.000000001
             return pa.timestamp("ns")
         return TIMESTAMP if stamps else DATE
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
