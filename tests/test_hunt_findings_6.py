@@ -212,3 +212,42 @@ def test_csv_delimiter_given_is_kept(tmp_path):
     c = pqe.Context()
     c.register_csv("f", str(p), delimiter=",")
     assert c.sql("select * from f").to_arrow().to_pylist() == [{"a;b": "1;2"}]
+
+
+# ---- joins ------------------------------------------------------------------------------------
+
+
+def test_zoned_timestamp_meets_nanoseconds_in_nanoseconds():
+    # a zoned side and a nanosecond side met in microseconds: 00:00 UTC equalled a naive
+    # 00:00:00.000000001 (joins, =, <, IN)
+    c = pqe.Context()
+    c.register_arrow("a", pa.table({"tz": pa.array([0], pa.timestamp("us", tz="UTC"))}))
+    c.register_arrow("b", pa.table({"ns": pa.array([1], pa.timestamp("ns"))}))
+    c.register_arrow("z", pa.table({"nz": pa.array([1], pa.timestamp("ns", tz="UTC"))}))
+    assert rows(c, "select count(*) from a join b on a.tz = b.ns") == [(0,)]
+    assert rows(c, "select tz = ns, tz < ns, ns in (select tz from a) from a, b") \
+        == [(False, True, False)]
+    assert rows(c, "select nz = date '1970-01-01', nz > date '1970-01-01' from z") \
+        == [(False, True)]
+
+
+def test_natural_cross_join_refused():
+    c = pqe.Context()
+    c.register_arrow("a", pa.table({"k": [1, 2]}))
+    c.register_arrow("b", pa.table({"k": [2, 3]}))
+    with pytest.raises(pqe.SQLSyntaxError, match="NATURAL cannot be combined with CROSS"):
+        c.sql("select * from a natural cross join b")
+    assert rows(c, "select * from a natural inner join b") == [(2,)]
+
+
+def test_using_errors_are_pqe_messages():
+    c = pqe.Context()
+    c.register_arrow("a", pa.table({"k": [1], "av": ["x"]}))
+    c.register_arrow("b", pa.table({"k": [1], "bv": [10]}))
+    c.register_arrow("c", pa.table({"k": [1], "cv": [5]}))
+    with pytest.raises(pqe.UnsupportedError, match="aliased subquery"):
+        c.sql("select * from a join (b join c using (k)) using (k)")
+    assert rows(c, "select * from a join (select * from b join c using (k)) x using (k)") \
+        == [(1, "x", 10, 5)]
+    with pytest.raises(pqe.UnknownColumnError, match="'K' of USING"):
+        c.sql('select * from a join b using ("K")')

@@ -109,6 +109,10 @@ class PQEDialect(Dialect):
             condition = join.args.get("on") is not None or bool(join.args.get("using"))
             if method == "NATURAL" and condition:
                 self.raise_error("a NATURAL JOIN takes no ON or USING clause", start)
+            elif method == "NATURAL" and kind not in ("", "INNER", "OUTER"):
+                # `a NATURAL CROSS JOIN b` ran as a NATURAL JOIN (a syntax error in PostgreSQL
+                # and DuckDB)
+                self.raise_error(f"NATURAL cannot be combined with {kind} JOIN", start)
             elif kind == "CROSS" and condition:
                 self.raise_error("a CROSS JOIN takes no ON or USING clause", start)
             elif kind == "OUTER" and not side:

@@ -325,6 +325,20 @@ class QualifyMixin:
                 f"column '{col}' does not exist{where}{suggest(col, cands)}"), pos)
         if "Ambiguous" in msg or "ambiguous" in msg:
             return AmbiguousColumnError(msg.split(". Line")[0].replace("\x00", ""))
+        m = re.match(r"Cannot automatically join: (.*)", msg)
+        if m:
+            col = m.group(1).split("\n")[0].replace("\x00", "")
+            return UnknownColumnError(f"column '{col}' of USING is not a column of both sides "
+                                      f"of the join")
+        if msg.strip() == "Unknown table:" and node is not None and any(
+                j.args.get("using") and isinstance(j.this, (exp.Paren, exp.Subquery))
+                and not j.this.alias and j.this.find(exp.Join)
+                for j in node.find_all(exp.Join)):
+            # sqlglot cannot resolve USING against an unaliased parenthesized join
+            return UnsupportedError(
+                "USING with a parenthesized join on its side (a JOIN (b JOIN c ...) USING (k)) "
+                "is not supported; write that side as an aliased subquery: "
+                "a JOIN (SELECT * FROM b JOIN c ...) AS x USING (k)")
         return BindError(msg.split("\n")[0].replace("\x00", ""))
 
     def _bind_view(self, name: str, view: View) -> LogicalPlan:
