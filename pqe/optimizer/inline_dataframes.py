@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..plan.expr import ColumnRef, SubqueryExpr, and_, transform, walk
+from ..plan.expr import ColumnRef, SubqueryExpr, and_, has_subquery, transform
 from ..plan.logical import Filter, LogicalPlan, Project, Scan, map_expressions, transform_up
 from ..plan.tables import PlanTable
 
@@ -23,7 +23,7 @@ def inline_dataframes(plan: LogicalPlan) -> LogicalPlan:
 def _node(node: LogicalPlan) -> LogicalPlan | None:
     if isinstance(node, Scan) and isinstance(node.provider, PlanTable):
         return _inline(node)
-    if not any(isinstance(x, SubqueryExpr) for e in node.expressions() for x in walk(e)):
+    if not any(has_subquery(e) for e in node.expressions()):
         return None  # nothing to rewrite: the node stays the same object
     out = map_expressions(node, _subqueries)
     return None if out is node else out

@@ -497,20 +497,38 @@ def is_volatile(e: Expr) -> bool:
                for x in walk(e))
 
 
+def _holds(expr: Expr, cls) -> bool:
+    """Whether some node of `expr` is a `cls`: `walk` as a plain loop (no generator, leaves
+    never entered in `seen`), as the optimizer asks it of every expression in every pass."""
+    if isinstance(expr, cls):
+        return True
+    stack = list(expr.children())
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if isinstance(e, cls):
+            return True
+        kids = e.children()
+        if kids and id(e) not in seen:
+            seen.add(id(e))
+            stack.extend(kids)
+    return False
+
+
 def has_subquery(expr: Expr) -> bool:
-    return any(isinstance(e, SubqueryExpr) for e in walk(expr))
+    return _holds(expr, SubqueryExpr)
 
 
 def has_outer_ref(expr: Expr) -> bool:
-    return any(isinstance(e, OuterRef) for e in walk(expr))
+    return _holds(expr, OuterRef)
 
 
 def has_user_call(expr: Expr) -> bool:
-    return any(isinstance(e, UserCall) for e in walk(expr))
+    return _holds(expr, UserCall)
 
 
 def is_aggregate(expr: Expr) -> bool:
-    return any(isinstance(e, AggCall) for e in walk(expr))
+    return _holds(expr, AggCall)
 
 
 def replace_columns(expr: Expr, mapping: dict[str, Expr]) -> Expr:
