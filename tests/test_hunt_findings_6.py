@@ -251,3 +251,12 @@ def test_using_errors_are_pqe_messages():
         == [(1, "x", 10, 5)]
     with pytest.raises(pqe.UnknownColumnError, match="'K' of USING"):
         c.sql('select * from a join b using ("K")')
+
+
+def test_outer_aggregate_inside_subquery_is_unsupported_not_misuse(ctx):
+    # valid SQL (the aggregate belongs to the outer query): refused by name, where it was
+    # "aggregate functions are not allowed in WHERE"
+    with pytest.raises(pqe.UnsupportedError, match="outer query's columns"):
+        ctx.sql("select a, (select count(*) from u where u.c > sum(t.b)) from t group by a")
+    with pytest.raises(pqe.AggregateMisuseError, match="not allowed in WHERE"):
+        ctx.sql("select (select count(*) from u where sum(u.c) > 1) from t")

@@ -24,7 +24,7 @@ from ...errors import (
 )
 from ...plan import builder as B
 from ...plan import functions as F
-from ...plan.expr import Call, Expr, Literal, SubqueryExpr, lit
+from ...plan.expr import Call, Expr, Literal, OuterRef, SubqueryExpr, lit
 from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
@@ -68,6 +68,12 @@ class ExpressionMixin:
             if hit is not None:
                 return hit
         elif is_agg_node(node):
+            cols = list(node.find_all(exp.Column))
+            if scope.parent is not None and cols and all(
+                    isinstance(scope.lookup(c.table or None, c.name), OuterRef) for c in cols):
+                # SQL makes it an aggregate of the outer query (valid in PostgreSQL and DuckDB)
+                raise UnsupportedError(f"an aggregate of the outer query's columns inside a "
+                                       f"subquery ({node.sql()}) is not supported")
             raise AggregateMisuseError(f"aggregate functions are not allowed in {clause or 'this context'}: {node.sql()}")
         rec: Callable[[exp.Expression], Expr] = lambda n: self.expr(n, scope, agg, clause)  # noqa: E731
         out = self._expr(node, scope, rec)
