@@ -17,6 +17,7 @@ import os
 import pickle
 import re
 import stat as statlib
+import itertools
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +27,22 @@ from .errors import CatalogError
 _GLOB_CHARS = "*?["
 # pyarrow.dataset's discovery skips these (Spark's _SUCCESS, .crc files, _metadata, ...)
 _IGNORE_PREFIXES = (".", "_")
-_VERSION_KEYS = ("ETag", "etag", "md5Hash", "generation", "VersionId", "mtime", "LastModified",
-                 "last_modified", "updated", "created")
+_VERSION_KEYS = ("ETag", "etag", "md5Hash", "Content-MD5", "generation", "VersionId", "mtime",
+                 "LastModified", "Last-Modified", "last_modified", "updated", "created")
+# the keys that name the content (a hash, or a number every overwrite changes); without one
+# a file's version is only its size and a time of one-second resolution (HTTP's Last-Modified,
+# S3's LastModified through pyarrow), which a same-size rewrite within that second, or one
+# with its time put back, keeps: its cached footer and statistics then pruned the new rows
+_EXACT_KEYS = ("ETag", "etag", "md5Hash", "Content-MD5", "generation", "VersionId")
+WEAK = "weak"  # marks a version that cannot tell a rewrite apart (see weak_version)
+_weak_versions = itertools.count()
+
+
+def weak_version(*parts) -> tuple:
+    """A version for a file nothing identifies exactly: unique on every listing, so each
+    query reads its footer and statistics again (as DuckDB does for every file); the scan
+    keeps no footer of it between queries (catalog._version_token)."""
+    return (*parts, WEAK, next(_weak_versions))
 
 
 # Arrow's reader errors quote the data they choked on ("Expected 1 columns, got 4: <the row>",
@@ -227,6 +242,8 @@ def _local_info(path: str, st: os.stat_result | None = None) -> FileInfo:
 def _remote_info(info: dict) -> FileInfo:
     size = int(info.get("size") or info.get("Size") or 0)
     version = (size,) + tuple(str(info[k]) for k in _VERSION_KEYS if info.get(k) is not None)
+    if not any(info.get(k) for k in _EXACT_KEYS):
+        version = weak_version(*version)
     return FileInfo(info["name"], size, version)
 
 
@@ -324,8 +341,9 @@ def _list_arrow(fs, path: str, kind: str) -> list[FileInfo]:
     import pyarrow.fs as pafs
 
     def info(i) -> FileInfo:
+        # (Arrow's file info has no etag or inode: size and mtime only, see weak_version)
         mtime = i.mtime_ns if i.mtime_ns is not None else None
-        return FileInfo(i.path, i.size or 0, (i.size, mtime))
+        return FileInfo(i.path, i.size or 0, weak_version(i.size, mtime))
 
     if kind == "file":
         i = fs.get_file_info(path)

@@ -260,3 +260,43 @@ def test_outer_aggregate_inside_subquery_is_unsupported_not_misuse(ctx):
         ctx.sql("select a, (select count(*) from u where u.c > sum(t.b)) from t group by a")
     with pytest.raises(pqe.AggregateMisuseError, match="not allowed in WHERE"):
         ctx.sql("select (select count(*) from u where sum(u.c) > 1) from t")
+
+
+# ---- a file whose listing cannot tell a rewrite apart is read afresh by every query ---------
+# Through a pyarrow filesystem (size and mtime only; S3's mtime has one-second resolution) or
+# an HTTP server sending Last-Modified alone, a same-size rewrite kept the cached footer and
+# statistics, process-wide: `where x = 6` pruned the new rows (DuckDB: [(6,)])
+
+
+def test_rewrite_through_a_pyarrow_filesystem_is_seen(tmp_path):
+    import os
+
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+    f = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"x": [1, 2, 3, 4]}), f, row_group_size=2)
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    c = pqe.Context()
+    c.register_parquet("t", "a.parquet", filesystem=fs)
+    assert rows(c, "select * from t where x = 2") == [(2,)]
+    st = os.stat(f)
+    pq.write_table(pa.table({"x": [5, 6, 7, 8]}), f, row_group_size=2)
+    assert os.stat(f).st_size == st.st_size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # cp -p, rsync -t
+    assert rows(c, "select * from t where x = 6") == [(6,)]
+    c2 = pqe.Context()
+    c2.register_parquet("t", "a.parquet", filesystem=fs)
+    assert rows(c2, "select * from t where x = 6") == [(6,)]
+    assert rows(c2, "select count(*), min(x) from t") == [(4, 5)]
+
+
+def test_versions_without_a_content_key_are_weak():
+    from pqe import filesystems as fsm
+    from pqe.catalog import _version_token
+    http = fsm._remote_info({"name": "u", "size": 7, "Last-Modified": "Sat, 05 Dec 2026"})
+    assert fsm.WEAK in http.version and "Sat, 05 Dec 2026" in http.version
+    assert http.version != fsm._remote_info({"name": "u", "size": 7,
+                                             "Last-Modified": "Sat, 05 Dec 2026"}).version
+    assert _version_token(http.version) == ""  # no footer kept under it
+    s3 = fsm._remote_info({"name": "u", "size": 7, "ETag": '"abc"', "LastModified": "x"})
+    assert fsm.WEAK not in s3.version and _version_token(s3.version)
