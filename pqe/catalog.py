@@ -557,8 +557,10 @@ class FileTable(TableProvider):
                 if self._policy is not None and self._policy.allowed_paths is not None else "")
 
     def _list(self) -> list[tuple[FileInfo, str | None]]:
-        """(file, partition base directory or None) for every file of every source, now."""
-        out, seen = [], set()
+        """(file, partition base directory or None) for every file of every source, now. A
+        file two sources name is refused: DuckDB's read_parquet(['a', 'a']) reads it twice,
+        pqe read it once, silently (each source lists a file once)."""
+        out, seen = [], {}
         for kind, p in self.sources:
             base = p if kind == "dir" else glob_base(p) if kind == "glob" else None
             for info in list_files(self.fs, p, kind):
@@ -575,9 +577,12 @@ class FileTable(TableProvider):
                 elif self._policy is not None:
                     self._policy.check_listed(info.path, self.fs.url(info.path),
                                               f"read_{self.kind}")
-                if info.path not in seen:
-                    seen.add(info.path)
-                    out.append((info, base))
+                if info.path in seen:
+                    raise CatalogError(
+                        f"{self.fs.url(info.path)} is named twice (by {seen[info.path]!s} and "
+                        f"{p!s}); name each file once")
+                seen[info.path] = p
+                out.append((info, base))
         return out
 
     def _snapshot(self) -> _Snapshot:
@@ -629,6 +634,13 @@ class FileTable(TableProvider):
             self.partition_fields = self._partition_fields(raw_parts)
         types = {f.name: f.type for f in self.partition_fields}
         for f, pairs in zip(files, raw_parts, strict=True):
+            new = [k for k, _ in pairs if k not in types]
+            if new:
+                # a key=value directory added since registration: its column would exist in
+                # a fresh registration of the same path, here its values were dropped
+                raise CatalogError(f"{f.url} is under partition key {new[0]!r}, which "
+                                   f"{self.path!s} did not have when registered; register "
+                                   f"it again")
             if pairs:
                 f.partition = tuple((k, _as_partition_value(v, types[k], f.url, k))
                                     for k, v in pairs if k in types)

@@ -209,20 +209,27 @@ class QualifyMixin:
         else:
             return None
         if path is None:
-            if not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
-                raise BindError(f"{kind} table function needs a constant path")
+            paths = args[0].expressions if args and isinstance(args[0], exp.Array) else None
+            if paths is not None and paths and all(
+                    isinstance(a, exp.Literal) and a.is_string for a in paths):
+                path = [a.name for a in paths]  # read_parquet(['a.parquet', 'b/*.parquet'])
+            elif not args or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+                raise BindError(f"{kind} table function needs a path: a string literal or a "
+                                f"list of them")
             if len(args) > 1:
                 # options (delim=..., header=...) would change what is read: never ignored
                 shown = ", ".join(a.sql(dialect=PQEDialect) for a in args[1:])
                 raise UnsupportedError(f"{user_function_name(fn, self.sql) or 'read_' + kind} "
                                        f"options ({shown[:60]}) are not supported; register the "
                                        f"file with the options instead")
-            path = args[0].name
+            if not isinstance(path, list):
+                path = args[0].name
         key = f"__{kind}:{path}"
         if key not in self.adhoc:
             self.adhoc[key] = ParquetTable(path) if kind == "parquet" else CsvTable(path)
         if not table.alias:
-            stem = os.path.basename(path).split(".")[0] or kind
+            stem = os.path.basename(path if isinstance(path, str) else path[0]).split(".")[0] \
+                or kind
             alias = stem if isinstance(fn, exp.Identifier) else f"read_{kind}"
             table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         return key, self.adhoc[key]
