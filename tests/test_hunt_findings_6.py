@@ -300,3 +300,50 @@ def test_versions_without_a_content_key_are_weak():
     assert _version_token(http.version) == ""  # no footer kept under it
     s3 = fsm._remote_info({"name": "u", "size": 7, "ETag": '"abc"', "LastModified": "x"})
     assert fsm.WEAK not in s3.version and _version_token(s3.version)
+
+
+# ---- file lists, partition keys, UPDATE .. DEFAULT -------------------------------------------
+
+
+def test_read_parquet_list_and_files_named_twice(tmp_path):
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": [3]}), tmp_path / "b.parquet")
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    c = pqe.Context()
+    sql = f"select count(*), sum(x) from read_parquet(['{a}', '{b}'])"
+    assert rows(c, sql) == duckdb.sql(sql).fetchall()
+    # DuckDB reads a file named twice twice (4 rows); pqe read it once, silently: refused
+    for sql in (f"select count(*) from read_parquet(['{a}', '{a}'])",
+                f"select count(*) from read_parquet(['{a}', '{tmp_path}/*.parquet'])"):
+        with pytest.raises(pqe.CatalogError, match="named twice"):
+            c.sql(sql).to_arrow()
+    with pytest.raises(pqe.CatalogError, match="named twice"):
+        c.register_parquet("t", [str(a), str(a)])
+
+
+def test_partition_key_added_after_registration_refused(tmp_path):
+    import pyarrow.parquet as pq
+    for k in (1, 2):
+        (tmp_path / f"k={k}").mkdir()
+        pq.write_table(pa.table({"x": [k]}), tmp_path / f"k={k}" / "a.parquet")
+    c = pqe.Context()
+    c.register_parquet("t", str(tmp_path))
+    assert rows(c, "select x, k from t order by x") == [(1, 1), (2, 2)]
+    (tmp_path / "k=3").mkdir()
+    pq.write_table(pa.table({"x": [3]}), tmp_path / "k=3" / "a.parquet")
+    assert rows(c, "select x, k from t order by x") == [(1, 1), (2, 2), (3, 3)]
+    (tmp_path / "k=4" / "m=1").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [4]}), tmp_path / "k=4" / "m=1" / "a.parquet")
+    with pytest.raises(pqe.CatalogError, match="partition key 'm'"):
+        c.sql("select * from t").to_arrow()  # the m=1 rows' m was dropped
+
+
+def test_update_set_default_refused():
+    c = pqe.Context()
+    c.sql("create table t(a int, \"default\" int)")
+    c.sql("insert into t values (1, 5)")
+    with pytest.raises(pqe.UnsupportedError, match="DEFAULT"):
+        c.sql("update t set a = default")
+    c.sql('update t set a = "default"')
+    assert rows(c, "select * from t") == [(5, 5)]

@@ -622,6 +622,11 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
     for eq in stmt.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column) or eq.this.table:
             raise UnsupportedError(f"UPDATE SET {eq.sql(dialect=PQEDialect)[:60]} is not supported")
+        value = eq.expression
+        if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT" or (
+                isinstance(value, exp.Column) and not value.table and not value.this.quoted
+                and value.name.upper() == "DEFAULT"):  # (the keyword: "default" is a column)
+            raise UnsupportedError("UPDATE SET column = DEFAULT is not supported")
         real = _column_named(entry.schema.names, eq.this, name)
         if real in sets:
             raise BindError(f"UPDATE {name} sets column {real} twice")
