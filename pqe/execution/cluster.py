@@ -159,12 +159,17 @@ class ProgressWatch(SchedulerPlugin):
         self.done: dict[str, int] = {}
         self.total: dict[str, int] = {}
         self.finished: set = set()
+        self.recomputed: dict[str, int] = {}  # query id -> its tasks that finished again
 
     def transition(self, key, start, finish, *args, **kwargs):
         if finish != "memory":
             return
         owners = self.owners.get(key)
-        if owners is None or key in self.finished:
+        if owners is None:
+            return
+        if key in self.finished:  # run again: its result was lost with a worker
+            for qid in owners:
+                self.recomputed[qid] = self.recomputed.get(qid, 0) + 1
             return
         self.finished.add(key)
         for qid in owners:
@@ -179,6 +184,7 @@ class ProgressWatch(SchedulerPlugin):
     def unwatch(self, qid: str, keys) -> None:
         self.total.pop(qid, None)
         self.done.pop(qid, None)
+        self.recomputed.pop(qid, None)
         for k in keys:
             owners = self.owners.get(k)
             if owners is None:
@@ -204,6 +210,11 @@ def _unwatch(qid, keys, dask_scheduler=None):
     if plugin is not None:
         plugin.unwatch(qid, keys)
     return True
+
+
+def _recomputed(qid, dask_scheduler=None) -> int:
+    plugin = dask_scheduler.plugins.get(ProgressWatch.name)
+    return plugin.recomputed.get(qid, 0) if plugin is not None else 0
 
 
 def _poll(qid, dask_scheduler=None):
@@ -411,6 +422,16 @@ class ClusterRunner:
             futures = self.client.get(graph, keys, sync=False)
             reported = self._wait(futures, qid, token, progress, total, watched, stall)
             results = list(self.client.gather(futures))
+            if watched and getattr(token, "volatile", False) \
+                    and self._scheduler_call(_recomputed, qid, timeout=10.0):
+                # a lost worker's tasks ran again and drew new random() values, while
+                # tasks that had read the first ones kept them: a CTE of random() read
+                # twice no longer matched itself (count 2000 where 0 is right)
+                raise ExecutionError(
+                    "a worker was lost while this query ran, and the tasks it had run were "
+                    "computed again; the query computes random() (or a non-deterministic "
+                    "user function), whose values then differ between the tasks that read "
+                    "them: run it again")
             if progress is not None and reported < total:
                 progress(total - reported, 0)
             return results

@@ -40,6 +40,8 @@ def execute(executor: Executor, plan: P.PhysicalPlan, *, timeout: float | None =
     """Run `plan`; Ctrl-C, `timeout` (seconds) and `cancel` (a threading.Event) stop it
     (`shown`: the timeout the message names, when planning used part of it)."""
     token = O.CancelToken(collect_stats=collect_stats)
+    # (a cluster that recomputed a lost worker's tasks of such a plan refuses the answer)
+    token.volatile = P.is_volatile_plan(plan)
     return executor.run_job(lambda: _run(executor, plan, token, progress), token, timeout,
                             cancel, shown)
 

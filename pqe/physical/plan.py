@@ -216,6 +216,34 @@ class PhysicalPlan:
         return type(self).__name__
 
 
+def is_volatile_plan(plan: PhysicalPlan) -> bool:
+    """Whether some operator of `plan` computes a volatile expression (random(), a user
+    function not registered as deterministic: plan.expr.is_volatile): run again, such a task
+    gives other values (a cluster recomputes the tasks of a lost worker)."""
+    from dataclasses import fields
+
+    from ..plan.expr import is_volatile
+
+    def holds(value) -> bool:
+        if isinstance(value, Expr):
+            return is_volatile(value)
+        if isinstance(value, (tuple, list)):
+            return any(holds(v) for v in value)
+        return False
+
+    stack, seen = [plan], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if any(holds(getattr(node, f.name, None)) for f in fields(node)
+               if f.name not in ("schema", "dist")):
+            return True
+        stack.extend(node.children())
+    return False
+
+
 def _cols(ids, names) -> str:
     return ", ".join(names.get(i, i) for i in ids)
 
