@@ -105,6 +105,12 @@ class Context:
                     if type(ddf).__module__.startswith("pandas") else "")
             raise CatalogError(f"register_dask needs a dask DataFrame, got "
                                f"{type(ddf).__module__}.{type(ddf).__name__}{hint}")
+        import pandas as pd
+
+        for column, dtype in ddf._meta.dtypes.items():  # (as register_pandas refuses them)
+            if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered:
+                raise _ordered_refusal(column, f"dask DataFrame {name!r}",
+                                       "its text (.astype(str)) or its codes (.cat.codes)")
         self._session.register(name, DaskTable(ddf))
 
     def register_dataframe(self, name: str, df: DataFrame) -> None:
@@ -307,6 +313,14 @@ def _arrow_table(data: Any, what: str) -> pa.Table:
         # copies it, with its conversions of pandas' types
         return _pandas_table(data, what)
     elif hasattr(data, "__arrow_c_stream__"):
+        if type(data).__module__.startswith("polars"):
+            # a Polars Object column (Python objects) crosses the C stream as its pointers,
+            # 8-byte binary values: refused as DuckDB refuses it
+            for column, dtype in getattr(data, "schema", {}).items():
+                if str(dtype) == "Object":
+                    raise UnsupportedError(f"column {column!r} of the Polars DataFrame holds "
+                                           f"Python objects (dtype Object), which pqe cannot "
+                                           f"read; cast it to a Polars type first")
         try:
             table = pa.table(data)
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:

@@ -347,3 +347,29 @@ def test_update_set_default_refused():
         c.sql("update t set a = default")
     c.sql('update t set a = "default"')
     assert rows(c, "select * from t") == [(5, 5)]
+
+
+# ---- interop --------------------------------------------------------------------------------
+
+
+def test_dask_ordered_categorical_refused_like_pandas():
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    pdf = pd.DataFrame({"a": pd.Categorical(["lo", "hi", "mid", "lo"],
+                                            categories=["lo", "mid", "hi"], ordered=True)})
+    c = pqe.Context()
+    with pytest.raises(pqe.UnsupportedError, match="ordered categorical"):
+        c.register_dask("t", dd.from_pandas(pdf, npartitions=2))  # sorted 'hi' < 'lo' < 'mid'
+    with pytest.raises(pqe.UnsupportedError, match="ordered categorical"):
+        c.register_pandas("p", pdf)
+    c.register_dask("u", dd.from_pandas(pdf.astype({"a": str}), npartitions=2))
+    assert rows(c, "select max(a) from u") == [("mid",)]
+
+
+def test_polars_object_column_refused():
+    pl = pytest.importorskip("polars")
+    c = pqe.Context()
+    with pytest.raises(pqe.UnsupportedError, match="Python objects"):
+        c.register_arrow("t", pl.DataFrame({"a": pl.Series([object(), None], dtype=pl.Object)}))
+    c.register_arrow("u", pl.DataFrame({"a": [1, 2]}))
+    assert rows(c, "select sum(a) from u") == [(3,)]
