@@ -373,3 +373,24 @@ def test_polars_object_column_refused():
         c.register_arrow("t", pl.DataFrame({"a": pl.Series([object(), None], dtype=pl.Object)}))
     c.register_arrow("u", pl.DataFrame({"a": [1, 2]}))
     assert rows(c, "select sum(a) from u") == [(3,)]
+
+
+def test_dask_partition_failure_is_an_execution_error():
+    # the user's own partition function or `meta` failing was "internal error (this is a
+    # bug in pqe)"
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    pdf = pd.DataFrame({"a": [1, 2, 3, 4], "b": [10, 20, 30, 40]})
+    swapped = dd.from_pandas(pdf, npartitions=2).map_partitions(
+        lambda p: p[["b", "a"]] if p.a.iloc[0] == 3 else p, meta=pdf)
+
+    def boom(p):
+        raise KeyError("boom")
+
+    c = pqe.Context()
+    c.register_dask("t", swapped)
+    c.register_dask("u", dd.from_pandas(pdf, npartitions=2).map_partitions(boom, meta=pdf))
+    with pytest.raises(pqe.ExecutionError, match="dask DataFrame failed: ValueError"):
+        c.sql("select a, b from t").to_arrow()
+    with pytest.raises(pqe.ExecutionError, match="KeyError: 'boom'"):
+        c.sql("select a from u").to_arrow()

@@ -272,6 +272,12 @@ class Executor:
         except _Stopped:
             raise QueryCancelled(token.reason if token is not None else "cancelled") from None
         except Exception as e:  # scheduler failures that are not pqe's own errors
+            if _raised_outside_pqe(e):
+                # a task of a registered dask DataFrame's own graph (its map_partitions
+                # function, a `meta` its partitions do not match): the user's code failed
+                first = str(e).strip().split("\n")[0]
+                raise ExecutionError(f"a task of a registered dask DataFrame failed: "
+                                     f"{type(e).__name__}: {first}") from e
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
         finally:
             if self.kind != "distributed" and token is not None:
@@ -411,6 +417,21 @@ def _bytes(value) -> int | None:
         return int(parse_bytes(value)) if isinstance(value, str) else int(value)
     except (ValueError, TypeError) as e:
         raise Error(f"memory_limit={value!r} is not a size (e.g. '2GiB' or 2_000_000_000)") from e
+
+
+def _raised_outside_pqe(e: BaseException) -> bool:
+    """Whether no frame of `e`'s traceback but this module's is pqe's: the failure is in code
+    the user gave the graph, a registered dask DataFrame's partition functions (pqe's own
+    tasks run inside ops, whose failures are pqe Errors already)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    me = os.path.abspath(__file__)
+    tb = e.__traceback__
+    while tb is not None:
+        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if name.startswith(here) and name != me:
+            return False
+        tb = tb.tb_next
+    return True
 
 
 class _Stopped(Exception):
