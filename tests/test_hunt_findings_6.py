@@ -394,3 +394,56 @@ def test_dask_partition_failure_is_an_execution_error():
         c.sql("select a, b from t").to_arrow()
     with pytest.raises(pqe.ExecutionError, match="KeyError: 'boom'"):
         c.sql("select a from u").to_arrow()
+
+
+# ---- user functions -----------------------------------------------------------------------------
+
+
+def _inverse(calls):
+    def inv(x):
+        calls.append(x.to_pylist())
+        return pa.array([None if v is None else 100 // v for v in x.to_pylist()], pa.int64())
+    return inv
+
+
+@pytest.mark.parametrize("sql, want", [
+    ("select case when a <> 0 then inv(a) else -1 end from t", [(-1,), (50,), (20,), (-1,)]),
+    ("select coalesce(case when a = 0 then -1 end, inv(a)) from t",
+     [(-1,), (50,), (20,), (None,)]),
+    ("select a from t where a = 0 or inv(a) > 20", [(0,), (2,)]),
+    ("select a from t where case when a = 0 then false else inv(a) > 0 end", [(2,), (5,)]),
+    ("select count(*) filter (where a <> 0 and inv(a) > 0) from t", [(2,)]),
+    ("select sum(case when a <> 0 then inv(a) end) from t", [(70,)]),
+    ("select case when a > 100 then inv(a) end from t", [(None,)] * 4),
+])
+def test_user_function_runs_only_on_rows_its_branch_reaches(sql, want):
+    # it ran on every row: 100 // 0 failed the query where DuckDB answers
+    calls = []
+    c = pqe.Context()
+    c.register_arrow("t", pa.table({"a": pa.array([0, 2, 5, None], pa.int64())}))
+    c.register_udf("inv", _inverse(calls), ["BIGINT"], "BIGINT")
+    assert rows(c, sql) == want
+    assert all(0 not in batch for batch in calls), calls
+
+
+def test_aggregate_state_is_checked_not_coerced():
+    import pyarrow.compute as pc
+    c = pqe.Context()
+    c.register_arrow("t", pa.table({"g": [1, 1, 2, 2], "a": [1, 2, 3, 4]}))
+    c.register_udaf("avgi", lambda x: pc.mean(x).as_py(), lambda s: s[0].as_py(), ["BIGINT"],
+                    "BIGINT")  # 1.5 became 1, silently
+    with pytest.raises(pqe.UserFunctionError, match="truncated"):
+        c.sql("select g, avgi(a) from t group by g").to_arrow()
+    c.register_udaf("big", lambda x: 1e300, lambda s: s[0].as_py(), ["BIGINT"], "REAL")
+    with pytest.raises(pqe.UserFunctionError, match="past the range of REAL"):
+        c.sql("select big(a) from t").to_arrow()
+    c.register_udaf("st", lambda x: {"b": 5}, lambda s: s[0].as_py(), ["BIGINT"], "BIGINT",
+                    state_type=pa.struct([("a", pa.int64())]),
+                    finalize=lambda s: pc.struct_field(s, [0]))
+    with pytest.raises(pqe.UserFunctionError, match="field 'b'"):
+        c.sql("select st(a) from t").to_arrow()
+    c.register_udaf("sumi", lambda x: pc.sum(x).as_py(), lambda s: sum(v.as_py() for v in s),
+                    ["BIGINT"], "BIGINT")
+    assert rows(c, "select g, sumi(a) from t group by g order by g") == [(1, 3), (2, 7)]
+    with pytest.raises(pqe.CatalogError, match="skip_nulls must be True or False"):
+        c.register_udaf("x", lambda x: 1, lambda s: 1, ["BIGINT"], "BIGINT", skip_nulls="no")

@@ -222,7 +222,10 @@ class Compiler:
         if isinstance(e, UserCall):
             from .user_functions import kernel_name
 
-            return _call(kernel_name(e.udf), [self.compile(a) for a in e.args])
+            args = [self.compile(a) for a in e.args]
+            if self.guard is not None:  # called on the rows that reach it only
+                return _call(kernel_name(e.udf, True), [*args, self.guard])
+            return _call(kernel_name(e.udf), args)
         if isinstance(e, Cast):
             return _cast(self, e)
         if isinstance(e, Case):

@@ -44,9 +44,13 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def kernel_name(udf) -> str:
-    """The Arrow function running `udf` in this process (registered on first use)."""
-    name = f"pqe_user_{udf.token}"
+def kernel_name(udf, guarded: bool = False) -> str:
+    """The Arrow function running `udf` in this process (registered on first use). The
+    guarded form takes one more argument, a boolean per row: the function is called on the
+    rows where it is TRUE only (the rows a CASE branch, a later COALESCE argument or an
+    AND/OR term reaches, expressions.Compiler.guard), the others are NULL, as a built-in
+    that can fail is computed only where SQL computes it."""
+    name = f"pqe_user_{udf.token}" + ("_guarded" if guarded else "")
     if name in _REGISTERED:
         return name
     with _LOCK:
@@ -56,22 +60,43 @@ def kernel_name(udf) -> str:
             except (KeyError, pa.ArrowKeyError):
                 doc = {"summary": f"user function {udf.name}", "description": ""}
                 in_types = {f"arg{i}": t for i, t in enumerate(udf.arg_types)}
-                pc.register_scalar_function(_scalar_kernel(udf), name, doc, in_types,
-                                            udf.return_type)
+                if guarded:
+                    in_types["guard"] = pa.bool_()
+                pc.register_scalar_function(_scalar_kernel(udf, guarded), name, doc,
+                                            in_types, udf.return_type)
             _REGISTERED.add(name)
     return name
 
 
-def _scalar_kernel(udf):
-    def kernel(ctx, *args):
-        check_cancelled()
-        n = ctx.batch_length
-        arrays = [pa.repeat(a, n) if isinstance(a, pa.Scalar) else a for a in args]
+def _scalar_kernel(udf, guarded: bool = False):
+    def call(arrays, n):
         try:
             out = udf.fn(*arrays)
         except Exception as e:  # noqa: BLE001 - the user's code: report it as theirs
             raise UserFunctionError(f"function {udf.name} failed: {_one_line(e)}") from None
         return checked(out, n, udf.return_type, f"function {udf.name}")
+
+    def kernel(ctx, *args):
+        check_cancelled()
+        n = ctx.batch_length
+        if guarded:
+            *args, guard = args
+            if isinstance(guard, pa.Scalar):
+                if not guard.is_valid or not guard.as_py():
+                    return pa.nulls(n, udf.return_type)
+            else:
+                mask = pc.fill_null(guard, False)
+                taken = pc.sum(mask).as_py() or 0
+                if taken == 0:
+                    return pa.nulls(n, udf.return_type)
+                if taken < n:
+                    rows = pc.indices_nonzero(mask)
+                    arrays = [pa.repeat(a, taken) if isinstance(a, pa.Scalar) else a.take(rows)
+                              for a in args]
+                    out = call(arrays, taken)
+                    return pc.replace_with_mask(pa.nulls(n, udf.return_type), mask, out)
+        arrays = [pa.repeat(a, n) if isinstance(a, pa.Scalar) else a for a in args]
+        return call(arrays, n)
     return kernel
 
 
@@ -95,12 +120,41 @@ def checked(out, n: int, dtype: pa.DataType, what: str) -> pa.Array:
 
 
 def _states_array(states: list, udf, step: str) -> pa.Array:
+    """The states as an array of the declared state type. pyarrow builds one leniently
+    (1.5 into BIGINT is 1, 1e300 into REAL inf, a struct missing its field NULL): the values
+    are also read as what they are and cast to it the checked way, which refuses those."""
     values = [s.as_py() if isinstance(s, pa.Scalar) else s for s in states]
+    want = udf.state_type
+
+    def wrong(detail: str) -> UserFunctionError:
+        return UserFunctionError(f"aggregate {udf.name}: {step} returned a value that is not "
+                                 f"a {T.type_name(want)} ({detail})")
+
     try:
-        return pa.array(values, type=udf.state_type)
+        typed = pa.array(values, type=want)
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-        raise UserFunctionError(f"aggregate {udf.name}: {step} returned a value that is not "
-                                f"a {T.type_name(udf.state_type)} ({_one_line(e)})") from None
+        raise wrong(_one_line(e)) from None
+    try:
+        plain = pa.array(values)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return typed  # (values of several kinds: the typed build is what there is)
+    if plain.type == want or pa.types.is_null(plain.type):
+        return typed
+    try:
+        checked_ = plain.cast(want)  # safe: truncation, overflow and lost fields fail
+    except pa.ArrowNotImplementedError:
+        return typed
+    except (pa.ArrowException, ValueError, OverflowError) as e:
+        raise wrong(_one_line(e)) from None
+    if pa.types.is_floating(want) and pa.types.is_floating(plain.type):
+        if pc.sum(pc.and_(pc.is_finite(plain), pc.invert(pc.is_finite(checked_)))).as_py():
+            raise wrong(f"a value past the range of {T.type_name(want)}")
+    if pa.types.is_struct(want) and pa.types.is_struct(plain.type):
+        unknown = {plain.type.field(i).name for i in range(plain.type.num_fields)} - {
+            want.field(i).name for i in range(want.num_fields)}
+        if unknown:  # (its value was dropped and the state's field left NULL)
+            raise wrong(f"a field {sorted(unknown)[0]!r} the state does not have")
+    return typed
 
 
 def _call(udf, step: str, fn, *args):

@@ -145,6 +145,8 @@ def aggregate_udf(name: str, update: Callable, merge: Callable, arg_types, retur
     for what, f in (("update", update), ("merge", merge), ("finalize", finalize)):
         if f is not None and not callable(f):
             raise CatalogError(f"aggregate {name}: {what} {f!r} is not callable")
+    if not isinstance(skip_nulls, bool):  # ("no" was read as True)
+        raise CatalogError(f"aggregate {name}: skip_nulls must be True or False")
     args = _types(arg_types, f"aggregate {name}")
     if not args:
         raise CatalogError(f"aggregate {name} needs at least one argument")
