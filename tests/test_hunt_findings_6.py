@@ -447,3 +447,30 @@ def test_aggregate_state_is_checked_not_coerced():
     assert rows(c, "select g, sumi(a) from t group by g order by g") == [(1, 3), (2, 7)]
     with pytest.raises(pqe.CatalogError, match="skip_nulls must be True or False"):
         c.register_udaf("x", lambda x: 1, lambda s: 1, ["BIGINT"], "BIGINT", skip_nulls="no")
+
+
+# ---- dates past year 32767 as text --------------------------------------------------------------
+# Arrow writes them '<value out of range: 13890172>': that text was the CAST's value and a
+# CSV file's content
+
+
+@pytest.mark.parametrize("sql", [
+    "select cast(date '9999-12-31' + interval 30000 year as varchar)",
+    "select cast(try_cast('40000-01-01' as date) as varchar)",
+    "select cast(try_cast('40000-01-01 10:00:00.5' as timestamp) as varchar)",
+])
+def test_far_dates_as_text_are_an_error(sql):
+    with pytest.raises(pqe.ExecutionError, match="past year 32767"):
+        pqe.Context().sql(sql).to_arrow()
+
+
+def test_far_dates_try_cast_to_text_is_null_and_csv_refused(tmp_path):
+    c = pqe.Context()
+    assert rows(c, "select try_cast(try_cast('40000-01-01' as date) as varchar), "
+                   "cast(try_cast('20000-01-01' as date) as varchar)") == [(None, "20000-01-01")]
+    with pytest.raises(pqe.ExecutionError, match="past year 32767"):
+        c.sql(f"copy (select try_cast('40000-01-01' as date) d) to '{tmp_path}/d.csv' "
+              f"(format csv)")
+    assert not (tmp_path / "d.csv").exists()
+    c.sql(f"copy (select date '2024-01-01' d) to '{tmp_path}/ok.csv' (format csv)")
+    assert (tmp_path / "ok.csv").read_text().splitlines()[1] == "2024-01-01"

@@ -1400,6 +1400,28 @@ def _total_cast(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
     """The conversions CAST and TRY_CAST share, which no value fails (TRY_CAST had its own
     copy, without the DECIMAL -> DOUBLE one: TRY_CAST(d AS DOUBLE) gave 3.3000000000000003
     where CAST gave 3.3); what is left goes to Arrow's cast, `safe` for CAST."""
+    if T.is_text(dst) and (pa.types.is_date(src) or pa.types.is_timestamp(src)):
+        # Arrow writes a value past year 32767 as '<value out of range: n>': an error under
+        # CAST, NULL under TRY_CAST, never that text as the value
+        text = _temporal_to_text(x, src, dst, safe)
+        bad = _call("starts_with", [text], pc.MatchSubstringOptions("<value out of range"))
+        if not safe:
+            return _call("if_else", [bad, null_of(T.TEXT), text])
+        check = _call("pqe_check_temporal_text",
+                      [text, bad, scalar(T.type_name(src).split("(")[0], T.TEXT)])
+        return _call("if_else", [check, text, null_of(T.TEXT)])
+    return _plain_total_cast(x, src, dst, safe)
+
+
+def _temporal_to_text(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
+    if pa.types.is_timestamp(src) and src.tz is not None:
+        return _zoned_text(x, src)
+    if _has_fraction_digits(src):
+        return _temporal_text(x)
+    return x.cast(dst, safe=safe)
+
+
+def _plain_total_cast(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
     if T.is_boolean(src) and T.is_text(dst):
         return _call("if_else", [x, scalar("true", T.TEXT), scalar("false", T.TEXT)])
     if pa.types.is_timestamp(src) and pa.types.is_date(dst):

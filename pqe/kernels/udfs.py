@@ -255,6 +255,18 @@ def check_range(ctx, texts, failed, type_name):
                           lambda text, name: f"value {text} is out of range for {name}")
 
 
+def check_temporal_text(ctx, texts, failed, type_name):
+    """TRUE everywhere, or an error for the first date or timestamp Arrow could not write as
+    text (past year 32767 it wrote '<value out of range: 13890172>' as the value)."""
+    return _first_failure(texts, failed, type_name, lambda text, name:
+                          f"a {name} past year 32767 cannot be written as text")
+
+
+_register("pqe_check_temporal_text", check_temporal_text,
+          {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
+          "Fail a CAST of a date or timestamp Arrow cannot write as text")
+
+
 _register("pqe_check_range", check_range,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a numeric CAST naming the first value out of the target type's range")

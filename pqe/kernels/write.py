@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from .. import types as T
 from ..errors import ExecutionError, QueryCancelled, UnsupportedError
 
 MARKER = "_pqe_writing"
@@ -180,6 +181,13 @@ def csv_floats(table: pa.Table) -> pa.Table:
     import pyarrow.compute as pc
 
     for i, f in enumerate(table.schema):
+        if pa.types.is_date(f.type) or pa.types.is_timestamp(f.type):
+            # Arrow writes a value past year 32767 as '<value out of range: n>' in the file
+            text = pc.cast(table.column(i), pa.string())
+            if pc.any(pc.starts_with(text, "<value out of range")).as_py():
+                raise ExecutionError(f"column {f.name!r} holds a {T.type_name(f.type)} past "
+                                     f"year 32767, which cannot be written as CSV text")
+            continue
         if not pa.types.is_floating(f.type):
             continue
         text = pc.cast(table.column(i), pa.string())
