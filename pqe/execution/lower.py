@@ -17,6 +17,7 @@ import pyarrow as pa
 from dataclasses import dataclass
 
 from ..errors import InternalError
+from ..kernels import dense_join
 from ..kernels.join import ROW_ID
 from ..physical import plan as P
 from . import ops as O
@@ -290,6 +291,14 @@ class Lowering:
                     self._dynamic[id(scan)].pop()
             if node.dense:
                 build = self._dense_build(build, node.right_keys[0], node.encode_build)
+            elif node.kind == "inner" and len(node.right_keys) == 1 and len(left) > 1 \
+                    and not node.null_aware \
+                    and node.est_build_rows >= dense_join.RUNS_MIN_ROWS_SLOTS / 2:
+                # a big build on a key that repeats: grouped by key once, for every probe
+                # partition (kernels.dense_join.RunsTable; the table itself when the key does
+                # not qualify, and the probes hash-join)
+                build = self._keyed_task("runs-build-", dense_join.build_runs_table, build,
+                                         node.right_keys[0])
             builds = [build] * len(left)
         else:
             left = self.lower(node.left)

@@ -37,6 +37,7 @@ def _register_table_sizeof() -> None:
     sizeof.register(pa.ChunkedArray)(lambda c: int(c.nbytes) + 1000)
     sizeof.register(dense_join.DenseIndex)(lambda d: int(d.nbytes) + 1000)
     sizeof.register(dense_join.KeyRuns)(lambda d: int(d.nbytes) + 1000)
+    sizeof.register(dense_join.RunsTable)(lambda d: int(d.nbytes) + 1000)
 
 
 _register_table_sizeof()
@@ -351,6 +352,14 @@ class HashJoin(Op):
         if isinstance(build, dense_join.DenseIndex):
             out = dense_join.probe(data, build, self.kind, self.left_keys[0], residual,
                                    self.out_ids)
+            if out is not None:
+                return out
+            build = build.table
+        elif isinstance(build, dense_join.RunsTable):
+            out = None
+            if self.kind == "inner" and not self.null_aware:
+                out = dense_join.probe_runs(data, build, self.left_keys[0], residual,
+                                            self.out_ids)
             if out is not None:
                 return out
             build = build.table
@@ -705,7 +714,7 @@ def _streams(op: Op, inputs) -> bool:
         build = inputs[op.build]
         if op.kind not in ("inner", "left", "semi", "anti"):
             return False
-        if isinstance(build, dense_join.DenseIndex):
+        if isinstance(build, (dense_join.DenseIndex, dense_join.RunsTable)):
             return True
         return isinstance(build, pa.Table) and build.num_rows * STREAM_BUILD_SHARE <= STREAM_ROWS
     return False

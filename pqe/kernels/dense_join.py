@@ -371,3 +371,66 @@ def matched_build_rows(probe: pa.Table, runs: KeyRuns, probe_key: str, build: pa
             marked[build_rows[keep]] = True
         begin = end
     return np.flatnonzero(marked)
+
+
+# ---- inner joins on a non-unique key ---------------------------------------------------------
+
+
+@dataclass
+class RunsTable:
+    """A broadcast build side with its rows grouped by its one integer key (KeyRuns), made
+    once per query for every probe partition of an inner join (Acero hashed the build again
+    in each: TPC-H SF10 Q8's 404k lineitems by order key, four hash tables at once)."""
+
+    table: pa.Table
+    runs: KeyRuns
+
+    @property
+    def nbytes(self) -> int:
+        return self.table.nbytes + self.runs.nbytes
+
+
+def build_runs_table(table: pa.Table, key: str) -> RunsTable | pa.Table:
+    """The RunsTable of `table` on `key`, or the table itself when the key does not qualify
+    (build_runs: not an integer, too sparse, too few rows; the probes then hash-join)."""
+    runs = build_runs(table, key)
+    if runs is None:
+        return table
+    return RunsTable(table.combine_chunks(), runs)
+
+
+def probe_runs(left: pa.Table, build: RunsTable, left_key: str, residual,
+               out_ids) -> pa.Table | None:
+    """The inner join of `left` (a probe partition) with the build's rows of equal key, and
+    the `residual` (compiled, over both sides' columns) TRUE; None when the probe key cannot
+    be compared as int64 (the caller hash-joins). Vectorized: each probe row's run of build
+    rows is expanded with repeat, in blocks of about RUN_PAIRS pairs."""
+    runs = build.runs
+    pos = _positions(left.column(left_key), runs.index)
+    if pos is None:
+        return None
+    hit = np.flatnonzero(pos >= 0)
+    ranks = pos[hit].astype(np.int64)
+    counts = runs.starts[ranks + 1] - runs.starts[ranks]
+    ends = np.cumsum(counts)
+    right = build.table
+    pieces = []
+    begin = 0
+    while begin < len(hit):  # blocks of about RUN_PAIRS pairs (one probe row's run at least)
+        done = ends[begin - 1] if begin else 0
+        end = max(begin + 1, int(np.searchsorted(ends, done + RUN_PAIRS, side="right")))
+        cnt = counts[begin:end]
+        total = int(cnt.sum())
+        if total:
+            probe_rows = np.repeat(hit[begin:end], cnt)
+            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            build_rows = runs.rows[np.repeat(runs.starts[ranks[begin:end]], cnt) + within]
+            pairs = _combine(left.take(probe_rows), right.take(build_rows), None)
+            if residual is not None:
+                pairs = filter_table(pairs, residual)
+            pieces.append(pairs.select(list(out_ids)))
+        begin = end
+    if not pieces:
+        empty = _combine(left.slice(0, 0), right.slice(0, 0), None)
+        return empty.select(list(out_ids))
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
