@@ -474,3 +474,45 @@ def test_far_dates_try_cast_to_text_is_null_and_csv_refused(tmp_path):
     assert not (tmp_path / "d.csv").exists()
     c.sql(f"copy (select date '2024-01-01' d) to '{tmp_path}/ok.csv' (format csv)")
     assert (tmp_path / "ok.csv").read_text().splitlines()[1] == "2024-01-01"
+
+
+# ---- recursive CTEs and window edge cases -------------------------------------------------------
+
+
+@pytest.mark.parametrize("sql", [
+    "with recursive r(n) as (select 1 union all select n * 1.5 from r where n < 10) "
+    "select n from r",  # 1.5 -> 2, 4.5 -> 5, silently (PostgreSQL refuses)
+    "with recursive r(n) as (select 1.0::real union all select n * 2::double from r "
+    "where n < 5) select n from r",
+    "with recursive r(n) as (select cast(1 as decimal(10, 1)) union all select n * 1.5 "
+    "from r where n < 10) select n from r",
+])
+def test_recursive_step_wider_than_anchor_refused(sql):
+    with pytest.raises(pqe.TypeMismatchError, match="cast the anchor's column"):
+        pqe.Context().sql(sql)
+
+
+@pytest.mark.parametrize("sql, want", [
+    ("with recursive r(n) as (select 1 union all select n + 1 from r where n < 5) "
+     "select n from r", [1, 2, 3, 4, 5]),
+    ("with recursive r(n) as (select 1.0 union all select n + 1 from r where n < 3) "
+     "select n from r", [1, 2, 3]),
+    ("with recursive r(s) as (select 'a' union all select s || 'b' from r "
+     "where length(s) < 3) select s from r", ["a", "ab", "abb"]),
+])
+def test_recursive_steps_that_fit_the_anchor(sql, want):
+    got = [r[0] for r in rows(pqe.Context(), sql)]
+    assert got == want == [r[0] for r in duckdb.sql(sql).fetchall()]
+
+
+def test_window_min_max_of_nested_refused_and_frame_messages():
+    c = pqe.Context()
+    c.register_arrow("t", pa.table({"id": [1, 2], "l": [[1, 2], [3]], "x": [1, 2]}))
+    with pytest.raises(pqe.UnsupportedError, match="MAX as a window function of LIST"):
+        c.sql("select max(l) over (order by id) from t").to_arrow()
+    with pytest.raises(pqe.BindError, match="must not be negative"):
+        c.sql("select sum(x) over (order by id rows between -1 preceding and current row) "
+              "from t")
+    with pytest.raises(pqe.UnsupportedError, match="offset 1 \\+ 1 is not supported"):
+        c.sql("select sum(x) over (order by id rows between 1+1 preceding and current row) "
+              "from t")

@@ -1355,6 +1355,9 @@ def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
             if any(iv(p) for p in getattr(c, "partition_by", ())) or any(
                     iv(k.expr) for k in getattr(c, "order_by", ())):
                 return "a window's PARTITION BY or ORDER BY"
+            if getattr(c, "fn", None) in ("min", "max") and any(
+                    iv(x) for x in getattr(c, "args", ())):
+                return f"{c.fn.upper()} as a window function"
     if isinstance(node, L.Join) and any(iv(a) or iv(b) for a, b in node.on):
         return "a join"
     return None

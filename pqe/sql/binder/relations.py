@@ -133,10 +133,25 @@ class RelationsMixin:
                             f"expected {len(names)}")
         items = []
         for f, want in zip(step.schema, anchor.schema, strict=True):
-            if f.dtype != want.dtype and T.common_type(f.dtype, want.dtype) is None:
+            common = T.common_type(f.dtype, want.dtype) if f.dtype != want.dtype else want.dtype
+            if common is None:
                 raise TypeMismatchError(
                     f"recursive term of {name}: column {f.name} is {T.type_name(f.dtype)}, "
                     f"the anchor's is {T.type_name(want.dtype)}")
+            narrowed = common != want.dtype and not T.is_text(want.dtype) and not (
+                T.is_integer(f.dtype) and T.is_integer(want.dtype)) and not (
+                T.is_decimal(want.dtype) and (T.is_integer(f.dtype) or T.is_decimal(f.dtype)
+                                             and f.dtype.scale <= want.dtype.scale))
+            if narrowed:
+                # the step's values would be cut to the anchor's type (`select 1 union all
+                # select n * 1.5`: 1.5 -> 2, 4.5 -> 5): refused as PostgreSQL refuses it.
+                # Digits that fit (an integer step into an integer anchor, as `n + 1` is
+                # BIGINT where the anchor `1` is INTEGER; a DECIMAL of no more decimals) are
+                # cast checked: a value past the anchor's type is an error, as in DuckDB
+                raise TypeMismatchError(
+                    f"recursive term of {name}: column {f.name} is {T.type_name(f.dtype)}, "
+                    f"wider than the anchor's {T.type_name(want.dtype)}, whose type the CTE "
+                    f"keeps: cast the anchor's column to {T.type_name(common)}")
             items.append((B.cast(ColumnRef(f), want.dtype), f.name))
         step = B.project(step, items)
         if distinct:

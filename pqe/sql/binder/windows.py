@@ -208,7 +208,11 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
             if offset < datetime.timedelta(0):
                 raise BindError("window frame offsets must not be negative")
             return FrameBound(kind, offset)
-        raise UnsupportedError(f"window frame bound {text} is not supported")
+        if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+            raise BindError("window frame offsets must not be negative")
+        shown = value.sql(dialect=PQEDialect) if isinstance(value, exp.Expression) else text
+        raise UnsupportedError(f"window frame offset {shown} is not supported: an offset must "
+                               f"be a number or an INTERVAL constant")
 
     start = bound(spec.args.get("start"), spec.args.get("start_side"))
     end_value = spec.args.get("end")
