@@ -184,6 +184,15 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         refuse_unknown_args(stmt, {"kind", "this", "expression", "replace", "exists",
                                    "properties"}, "CREATE VIEW")
         query = stmt.expression
+        for c in columns or ():
+            # a view's column list names columns; a type or constraint there was dropped
+            # (`CREATE VIEW v (x INTEGER) AS SELECT '007'` kept x VARCHAR; COLLATE, DEFAULT,
+            # NOT NULL likewise), a syntax error in PostgreSQL and DuckDB
+            if isinstance(c, exp.ColumnDef) and (c.args.get("kind") is not None
+                                                 or c.args.get("constraints")):
+                raise UnsupportedError(f"CREATE VIEW {name}: a type or constraint in the "
+                                       f"column list ({c.sql(dialect=PQEDialect)[:40]}) is not "
+                                       f"supported; cast in the query instead")
         names = tuple(name_of(c)[0] for c in columns) if columns else None
         text = query.sql(dialect=PQEDialect)
         # fail now, not at first use; a view that reads itself (CREATE OR REPLACE VIEW v AS

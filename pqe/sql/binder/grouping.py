@@ -301,6 +301,18 @@ class GroupingMixin:
             arg_nodes += [unwrap(node.args[k]) for k in F.AGGREGATE[name].args
                           if k not in ("this", "expressions") and node.args.get(k) is not None]
         key_nodes = [o for ob in order for o in ob.expressions]
+        for o in key_nodes:
+            item = o.this if isinstance(o, exp.Ordered) else o
+            while isinstance(item, exp.Paren):
+                item = item.this
+            if isinstance(item, (exp.Null, exp.Boolean)) or (
+                    isinstance(item, exp.Literal) and item.is_string):
+                # `string_agg(b ORDER BY a, '|')` read '|' as a second sort key, a constant,
+                # and joined with ',' (DuckDB: "ORDER BY non-integer literal has no effect")
+                raise BindError(
+                    f"non-integer constant {item.sql(dialect=PQEDialect)[:40]} in the ORDER BY "
+                    f"of {shown.upper()}(...): it does not change the order (a separator goes "
+                    f"before ORDER BY: string_agg(x, '|' ORDER BY k))")
         if len(order) > 1:
             raise UnsupportedError(f"several ORDER BY inside {shown.upper()}(...) are not supported")
         for a in arg_nodes + [o.this for o in key_nodes]:

@@ -68,6 +68,15 @@ class QualifyMixin:
         return {c.alias_or_name for c in node.find_all(exp.CTE)}
 
     def _qualify(self, node: exp.Expression) -> exp.Expression:
+        for sub in node.find_all(exp.Subquery):
+            if isinstance(sub.this, exp.Table) and sub.args.get("alias") is not None \
+                    and any(not j.args.get("using") for j in sub.this.args.get("joins") or ()):
+                # (sqlglot's qualify failed on it: InternalError "* is not Alias"; USING
+                # joins it reads)
+                raise UnsupportedError(
+                    f"an alias on a parenthesized join ((a JOIN b ...) AS "
+                    f"{sub.alias_or_name}) is not supported; write it as a subquery: "
+                    f"(SELECT * FROM a JOIN b ...) AS {sub.alias_or_name}")
         _rewrite_all_keywords(node)
         _unwrap_order_group_items(node)
         node = rebalance_chains(node)
