@@ -516,3 +516,67 @@ def test_window_min_max_of_nested_refused_and_frame_messages():
     with pytest.raises(pqe.UnsupportedError, match="offset 1 \\+ 1 is not supported"):
         c.sql("select sum(x) over (order by id rows between 1+1 preceding and current row) "
               "from t")
+
+
+# ---- the clause sweep and the NULL/NaN sweep -----------------------------------------------------
+
+
+def test_constant_in_aggregate_order_by_refused():
+    # string_agg(b ORDER BY a, '|') took '|' for a sort key and joined with ','
+    c = pqe.Context()
+    c.register_arrow("t", pa.table({"a": [3, 1, 2, 2, None], "b": ["x", "y", "x", "Z", None]}))
+    for sql in ("select string_agg(b order by a, '|') from t",
+                "select array_agg(b order by a, 'zz') from t",
+                "select string_agg(b, ',' order by 'x') from t"):
+        with pytest.raises(pqe.BindError, match="non-integer constant"):
+            c.sql(sql)
+    assert rows(c, "select string_agg(b, '|' order by a) from t") == [("y|x|Z|x",)]
+
+
+def test_view_column_list_types_refused():
+    c = pqe.Context()
+    c.sql("create table t1 (a varchar)")
+    for sql in ("create view v (x integer) as select a from t1",
+                "create view v (x collate nocase) as select 'A' as a",
+                "create view v (x default 5) as select null as a",
+                "create view v (y date not null) as select 1"):
+        with pytest.raises(pqe.UnsupportedError, match="type or constraint in the column list"):
+            c.sql(sql)
+    c.sql("create view v5 (x, y) as select 1, 2")
+    assert rows(c, "select x, y from v5") == [(1, 2)]
+
+
+def test_alias_on_parenthesized_join():
+    c = pqe.Context()
+    c.register_arrow("t", pa.table({"a": [1, 2, 3]}))
+    c.register_arrow("u", pa.table({"a": [1, 2, 3], "b": [4, 5, 6]}))
+    with pytest.raises(pqe.UnsupportedError, match="alias on a parenthesized join"):
+        c.sql("select * from (t join u on t.a = u.a) as j")  # was an InternalError
+    assert rows(c, "select j.b from (t join u using (a)) j order by 1") == [(4,), (5,), (6,)]
+
+
+def test_list_contains_nan_and_least_bigint_literal():
+    c = pqe.Context()
+    assert rows(c, "select list_contains(['nan'::double, 1.0], 'nan'::double), "
+                   "list_contains([1.0, 2.0], 'nan'::double)") == [(True, False)]
+    assert rows(c, "select typeof(-9223372036854775808), -9223372036854775808") \
+        == [("BIGINT", -(1 << 63))]
+    with pytest.raises(pqe.ExecutionError, match="overflow"):
+        c.sql("select abs(-9223372036854775808)").to_arrow()
+    assert rows(c, "select [10, 20][-9223372036854775808]") == [(None,)]
+    assert rows(c, "select cast(-0.0 as double)::varchar") == [("0.0",)]  # DECIMAL has no -0
+
+
+def test_round_keeps_the_sign_of_zero():
+    sql = ("select round(x)::varchar, trunc(x)::varchar, round(x, 2)::varchar from (values "
+           "(-0.0::double), (-1e-310::double), (-0.4), (1e-310)) v(x)")
+    assert rows(pqe.Context(), sql) == duckdb.sql(sql).fetchall()
+
+
+@pytest.mark.parametrize("sql", [
+    "select [1, 2] || [3]", "select concat('a', [1, 2])", "select greatest([1, 2], [3])",
+    "select [1] in ([1], [2])",
+])
+def test_lists_where_pqe_has_no_kernel_refused_when_bound(sql):
+    with pytest.raises(pqe.UnsupportedError, match="LIST, STRUCT or MAP"):
+        pqe.Context().sql(sql)

@@ -1084,7 +1084,10 @@ def _float_round(x: E, nd: int, mode: str, exact_ties: bool = False) -> E:
     if exact_ties and 0 < abs(nd) <= 22:
         whole = _exact_half(safe, scaled, whole, 10.0 ** abs(nd), nd > 0)
     back = _call("divide" if nd >= 0 else "multiply", [whole, scale])
-    return _call("if_else", [keep, x, _call("if_else", [tiny, zero, back])])
+    # a tiny value rounds to a zero of its sign (x * 0.0), as DuckDB's: -0.0 and -1e-310
+    # became +0.0
+    signed_zero = _call("multiply", [x, zero])
+    return _call("if_else", [keep, x, _call("if_else", [tiny, signed_zero, back])])
 
 
 def _two_product_error(a: E, t: E, b: float) -> E:

@@ -656,7 +656,12 @@ def list_contains_kernel(ctx, lists, needles):
     parents = pc.list_parent_indices(clean)
     hits = np.zeros(len(lists), bool)
     if len(values):
-        eq = pc.equal(values, needles.take(parents))
+        wanted = needles.take(parents)
+        eq = pc.equal(values, wanted)
+        if pa.types.is_floating(values.type) and pa.types.is_floating(wanted.type):
+            # NaN equals NaN in pqe (=, IN, joins, GROUP BY), as in DuckDB: IEEE's equal
+            # missed it (list_contains([nan, 1.0], nan) was false)
+            eq = pc.or_(eq, pc.and_(pc.is_nan(values), pc.is_nan(wanted)))
         eq = pc.fill_null(eq, False).to_numpy(zero_copy_only=False)
         hits[parents.to_numpy(zero_copy_only=False)[eq]] = True
     empty = pc.equal(pc.fill_null(pc.list_value_length(lists), 0), 0).to_numpy(zero_copy_only=False)

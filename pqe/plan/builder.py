@@ -348,6 +348,9 @@ def case(whens: Sequence[tuple[Expr, Expr]], else_: Expr | None) -> Expr:
 def in_list(arg: Expr, values: Sequence[Expr], negated: bool = False) -> Expr:
     values = [_string_literal_to(v, arg) for v in values]
     dtype = arg.dtype
+    if T.is_nested(dtype) or any(T.is_nested(v.dtype) for v in values):
+        # (Arrow's is_in has no kernel for them: a raw error at run time)
+        raise UnsupportedError("IN of LIST, STRUCT or MAP values is not supported")
     for v in values:
         nxt = T.common_type(dtype, v.dtype)
         if nxt is None:

@@ -189,11 +189,18 @@ def _substring(fn, ts):
 
 
 def _concat(fn, ts):
-    # || and concat() accept any types, rendering them as text (PostgreSQL behaviour)
+    # || and concat() accept any types, rendering them as text (PostgreSQL behaviour); a
+    # LIST, STRUCT or MAP has no text form pqe writes (Arrow's cast failed at run time)
+    nested = [t for t in ts if T.is_nested(t)]
+    if nested:
+        raise UnsupportedError("|| and CONCAT of LIST, STRUCT or MAP values are not "
+                               "supported")
     return [T.TEXT] * len(ts), T.TEXT
 
 
 def _same_as_common(fn, ts):
+    if fn in ("greatest", "least") and any(T.is_nested(t) for t in ts):
+        raise UnsupportedError(f"{fn.upper()} of LIST, STRUCT or MAP values is not supported")
     common = ts[0]
     for t in ts[1:]:
         nxt = T.common_type(common, t)

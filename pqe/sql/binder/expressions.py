@@ -203,7 +203,14 @@ def _neg(b, node, scope, rec):
     if isinstance(inner, Literal) and isinstance(inner.value, (int, float, decimal.Decimal)) \
             and not isinstance(inner.value, bool):
         if isinstance(inner.value, decimal.Decimal):
-            return Literal(inner.value.copy_negate(), inner.dtype)  # exact, 38 digits
+            v = inner.value
+            if v == 0:  # DECIMAL has no -0 (Decimal('-0.0') became the DOUBLE -0.0)
+                return Literal(v.copy_abs(), inner.dtype)
+            if T.is_decimal(inner.dtype) and inner.dtype.scale == 0 and v == 1 << 63:
+                # -9223372036854775808 is BIGINT's least value, a BIGINT (PostgreSQL,
+                # DuckDB), not the DECIMAL(38,0) its digits alone are
+                return Literal(-(1 << 63), T.INT64)
+            return Literal(v.copy_negate(), inner.dtype)  # exact, 38 digits
         if not (T.is_integer(inner.dtype) and _int_overflows(-inner.value, inner.dtype)):
             return Literal(-inner.value, inner.dtype)
         # -(-2^63) has no BIGINT: the checked kernel reports the overflow if a row needs it
