@@ -358,8 +358,9 @@ class HashJoin(Op):
         elif isinstance(build, dense_join.RunsTable):
             out = None
             if self.kind == "inner" and not self.null_aware:
-                out = dense_join.probe_runs(data, build, self.left_keys[0], residual,
-                                            self.out_ids)
+                out = dense_join.probe_runs(
+                    data, build, self.left_keys[0], residual, self.out_ids,
+                    column_ids(self.filter) if self.filter is not None else ())
             if out is not None:
                 return out
             build = build.table

@@ -323,6 +323,25 @@ def build_runs(table: pa.Table, key: str) -> KeyRuns | None:
     return KeyRuns(index, rows[order], starts)
 
 
+def _run_pairs(runs: KeyRuns, hit: np.ndarray, ranks: np.ndarray):
+    """(probe rows, build rows) of every pair of a probe row (`hit`, whose key has rank
+    `ranks`) with each build row of its key's run, in blocks of about RUN_PAIRS pairs (one
+    probe row's run at least): the expansion is vectorized, its memory bounded."""
+    counts = runs.starts[ranks + 1] - runs.starts[ranks]
+    ends = np.cumsum(counts)
+    begin = 0
+    while begin < len(hit):
+        done = ends[begin - 1] if begin else 0
+        end = max(begin + 1, int(np.searchsorted(ends, done + RUN_PAIRS, side="right")))
+        cnt = counts[begin:end]
+        total = int(cnt.sum())
+        if total:
+            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            yield (np.repeat(hit[begin:end], cnt),
+                   runs.rows[np.repeat(runs.starts[ranks[begin:end]], cnt) + within])
+        begin = end
+
+
 RUNS_MAX_SLOTS = DENSE_MAX_SLOTS  # (building the bitmap marks a byte per slot)
 # Acero hash-joins a small build side faster than the runs are probed, even rebuilding its hash
 # table in every partition; a big one no longer fits its caches. Measured (4M probe rows of SF10
@@ -353,23 +372,12 @@ def matched_build_rows(probe: pa.Table, runs: KeyRuns, probe_key: str, build: pa
     needed = set(residual_ids)
     probe = probe.select([c for c in probe.column_names if c in needed])
     build = build.select([c for c in build.column_names if c in needed])
-    counts = runs.starts[ranks + 1] - runs.starts[ranks]
-    ends = np.cumsum(counts)
-    begin = 0
-    while begin < len(hit):  # blocks of about RUN_PAIRS pairs (one probe row's run at least)
-        done = ends[begin - 1] if begin else 0
-        end = max(begin + 1, int(np.searchsorted(ends, done + RUN_PAIRS, side="right")))
-        cnt = counts[begin:end]
-        total = int(cnt.sum())
-        if total:
-            probe_rows = np.repeat(hit[begin:end], cnt)
-            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-            build_rows = runs.rows[np.repeat(runs.starts[ranks[begin:end]], cnt) + within]
-            pairs = _combine(probe.take(probe_rows), build.take(build_rows), None)
-            keep = filter_table(pairs.append_column("__pqe_pair", pa.array(np.arange(total))),
-                                residual).column("__pqe_pair").to_numpy()
-            marked[build_rows[keep]] = True
-        begin = end
+    for probe_rows, build_rows in _run_pairs(runs, hit, ranks):
+        pairs = _combine(probe.take(probe_rows), build.take(build_rows), None)
+        keep = filter_table(pairs.append_column("__pqe_pair",
+                                                pa.array(np.arange(len(build_rows)))),
+                            residual).column("__pqe_pair").to_numpy()
+        marked[build_rows[keep]] = True
     return np.flatnonzero(marked)
 
 
@@ -400,7 +408,7 @@ def build_runs_table(table: pa.Table, key: str) -> RunsTable | pa.Table:
 
 
 def probe_runs(left: pa.Table, build: RunsTable, left_key: str, residual,
-               out_ids) -> pa.Table | None:
+               out_ids, residual_ids=()) -> pa.Table | None:
     """The inner join of `left` (a probe partition) with the build's rows of equal key, and
     the `residual` (compiled, over both sides' columns) TRUE; None when the probe key cannot
     be compared as int64 (the caller hash-joins). Vectorized: each probe row's run of build
@@ -411,25 +419,16 @@ def probe_runs(left: pa.Table, build: RunsTable, left_key: str, residual,
         return None
     hit = np.flatnonzero(pos >= 0)
     ranks = pos[hit].astype(np.int64)
-    counts = runs.starts[ranks + 1] - runs.starts[ranks]
-    ends = np.cumsum(counts)
-    right = build.table
+    # only the columns the output or the residual reads are taken for every pair
+    needed = set(out_ids) | set(residual_ids)
+    right = build.table.select([c for c in build.table.column_names if c in needed])
+    left = left.select([c for c in left.column_names if c in needed])
     pieces = []
-    begin = 0
-    while begin < len(hit):  # blocks of about RUN_PAIRS pairs (one probe row's run at least)
-        done = ends[begin - 1] if begin else 0
-        end = max(begin + 1, int(np.searchsorted(ends, done + RUN_PAIRS, side="right")))
-        cnt = counts[begin:end]
-        total = int(cnt.sum())
-        if total:
-            probe_rows = np.repeat(hit[begin:end], cnt)
-            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-            build_rows = runs.rows[np.repeat(runs.starts[ranks[begin:end]], cnt) + within]
-            pairs = _combine(left.take(probe_rows), right.take(build_rows), None)
-            if residual is not None:
-                pairs = filter_table(pairs, residual)
-            pieces.append(pairs.select(list(out_ids)))
-        begin = end
+    for probe_rows, build_rows in _run_pairs(runs, hit, ranks):
+        pairs = _combine(left.take(probe_rows), right.take(build_rows), None)
+        if residual is not None:
+            pairs = filter_table(pairs, residual)
+        pieces.append(pairs.select(list(out_ids)))
     if not pieces:
         empty = _combine(left.slice(0, 0), right.slice(0, 0), None)
         return empty.select(list(out_ids))
