@@ -87,12 +87,22 @@ def _int64_keys(table: pa.Table, key: str) -> tuple[np.ndarray, np.ndarray] | No
     except pa.ArrowInvalid:
         return None
     if arr.null_count:
-        rows = np.flatnonzero(pc.is_valid(arr).to_numpy(zero_copy_only=False))
+        rows = np.flatnonzero(pc.is_valid(arr).to_numpy(zero_copy_only=False)).astype(np.int32)
         keys = arr.drop_null().to_numpy(zero_copy_only=False)
     else:
-        rows = np.arange(len(arr), dtype=np.int64)
+        rows = np.arange(len(arr), dtype=np.int32)
         keys = arr.to_numpy(zero_copy_only=False)
     return (rows, keys) if len(keys) else None
+
+
+# an index is built over this many keys at a time: the temporaries of a build (offsets, ranks)
+# are this long, not as long as the build (TPC-H SF10 Q9's 15M orders took 570 MB of them:
+# int64 offsets and row numbers of every key at once, beside the 240 MB index)
+BUILD_CHUNK = 1 << 20
+
+
+def _chunks(n: int):
+    return ((s, min(n, s + BUILD_CHUNK)) for s in range(0, n, BUILD_CHUNK))
 
 
 def build(table: pa.Table, key: str, encode: tuple[str, ...] = ()) -> DenseIndex | pa.Table:
@@ -112,7 +122,6 @@ def build(table: pa.Table, key: str, encode: tuple[str, ...] = ()) -> DenseIndex
     if found is None:
         return table
     rows, keys = found
-    rows = rows.astype(np.int32)
     lo, hi = int(keys.min()), int(keys.max())
     span = hi - lo + 1
     if not fits(span, n):
@@ -121,12 +130,13 @@ def build(table: pa.Table, key: str, encode: tuple[str, ...] = ()) -> DenseIndex
     # the chunks again for every probe partition
     if bitmap_form(span, len(keys)):  # (physical.plan: sparse keys over a wide range)
         return _bitmap_index(table, key, keys, rows, lo, span)
-    offsets = keys - lo
     guarded = np.full(span + 2, -1, dtype=np.int32)
     slots = guarded[1:-1]
-    slots[offsets] = rows
-    if not np.array_equal(slots[offsets], rows):  # a key occurs twice: not a perfect hash
-        return table
+    for s, e in _chunks(len(keys)):
+        slots[keys[s:e] - lo] = rows[s:e]
+    for s, e in _chunks(len(keys)):
+        if not np.array_equal(slots[keys[s:e] - lo], rows[s:e]):
+            return table  # a key occurs twice: not a perfect hash
     return DenseIndex(table.combine_chunks(), key, lo, guarded, span)
 
 
@@ -135,19 +145,20 @@ def _bitmap_index(table: pa.Table, key: str, keys: np.ndarray, rows: np.ndarray,
     """The bitmap form of the index (see DenseIndex), or the table when a key repeats. No
     sort: the keys are marked in a byte per slot (freed on return), packed to bits, and
     each build row lands at its key's rank."""
-    offsets = (keys - lo) + 1  # bit 0 stays clear: keys below the range clip onto it
     nwords = (span + 2 + 63) // 64
     marks = np.zeros(nwords * 64, dtype=np.uint8)
-    marks[offsets] = 1
-    if np.count_nonzero(marks) != len(offsets):
+    for s, e in _chunks(len(keys)):  # bit 0 stays clear: keys below the range clip onto it
+        marks[(keys[s:e] - lo) + 1] = 1
+    if np.count_nonzero(marks) != len(keys):
         return table  # a key occurs twice: not a perfect hash
     bits = np.packbits(marks, bitorder="little").view("<u8").astype(np.uint64, copy=False)
     del marks
     rank = np.zeros(nwords, dtype=np.int32)
     np.cumsum(np.bitwise_count(bits[:-1]), out=rank[1:])
     index = DenseIndex(table.combine_chunks(), key, lo, None, span, bits, rank, None)
-    ordered = np.full(len(offsets) + 1, -1, dtype=np.int32)
-    ordered[index.ranks(offsets)] = rows
+    ordered = np.full(len(keys) + 1, -1, dtype=np.int32)
+    for s, e in _chunks(len(keys)):
+        ordered[index.ranks((keys[s:e] - lo) + 1)] = rows[s:e]
     index.rows = ordered
     return index
 
@@ -433,3 +444,90 @@ def probe_runs(left: pa.Table, build: RunsTable, left_key: str, residual,
         empty = _combine(left.slice(0, 0), right.slice(0, 0), None)
         return empty.select(list(out_ids))
     return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+# ---- key filters: the probe rows whose key the build has ------------------------------------
+
+# a key filter is kept when the build's distinct keys fill at most this share of their range
+# (a denser set filters no better than the range the scan's dynamic filter already checks)
+KEY_FILTER_MAX_SHARE = 0.5
+# ... and the build has at least this many rows: probing a smaller build's hash table (in
+# cache) costs about what the filter's lookups do (TPC-H SF1 Q12, 31k build rows: the filter
+# made its join 2x slower)
+KEY_FILTER_MIN_ROWS = 40_000
+
+
+@dataclass
+class KeyFilter:
+    """The distinct values of a hash join build's integer key `position` (of the join's key
+    pairs): bit k of `bits` (little-endian bytes) is set when lo + k is one. A probe row whose
+    key has no bit cannot match and is dropped before the hash join (TPC-H Q9: lineitem
+    against the 5% of part keys the name filter keeps)."""
+
+    position: int
+    lo: int
+    span: int
+    bits: np.ndarray
+
+
+def build_key_filter(table: pa.Table, keys: tuple[str, ...]) -> KeyFilter | None:
+    """The KeyFilter of the build `table` on the key (of `keys`) whose distinct values fill
+    the smallest share of their range, or None when the build is small (KEY_FILTER_MIN_ROWS)
+    or no integer key fills at most KEY_FILTER_MAX_SHARE of its range (or spans more than
+    DENSE_MAX_SLOTS values). One byte per value of the range marks the keys (no sort), then
+    packs to bits."""
+    if table.num_rows < KEY_FILTER_MIN_ROWS:
+        return None
+    best = None
+    for i, key in enumerate(keys):
+        found = _int64_keys(table, key)
+        if found is None:
+            continue
+        values = found[1]
+        lo, hi = int(values.min()), int(values.max())
+        span = hi - lo + 1
+        if span > DENSE_MAX_SLOTS:
+            continue
+        marks = np.zeros(span, dtype=np.uint8)
+        for s, e in _chunks(len(values)):
+            marks[values[s:e] - lo] = 1
+        share = np.count_nonzero(marks) / span
+        if share <= KEY_FILTER_MAX_SHARE and (best is None or share < best[0]):
+            best = (share, KeyFilter(i, lo, span, np.packbits(marks, bitorder="little")))
+        del marks
+    return None if best is None else best[1]
+
+
+def filter_by_keys(table: pa.Table, key_filter: KeyFilter | None, keys: tuple[str, ...]) -> pa.Table:
+    """The rows of the probe `table` whose key `keys[key_filter.position]` is among the
+    build's (NULL keys are not); the table itself without a filter, or when the key is not
+    an integer column."""
+    if key_filter is None or table.num_rows == 0:
+        return table
+    col = table.column(keys[key_filter.position])
+    if not pa.types.is_integer(col.type):
+        return table
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    parts = [_members(c, key_filter) for c in chunks]
+    keep = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return _keep_rows(table, keep)
+
+
+def _members(arr: pa.Array, kf: KeyFilter) -> np.ndarray:
+    """Whether each key of an integer array has its bit set (NULL: no). The keys are read
+    from the values buffer, whatever NULL slots hold, and their offsets from lo taken in
+    int64: an offset that wraps around (keys near the int64 ends, or UBIGINT past it, which
+    equal no build key) can only land on a set bit by chance, keeping a row the join then
+    drops; a key of the build always lands on its own bit."""
+    if len(arr) == 0:
+        return np.zeros(0, dtype=bool)
+    values = np.frombuffer(arr.buffers()[1], dtype=arr.type.to_pandas_dtype(), count=len(arr),
+                           offset=arr.offset * arr.type.byte_width)
+    with np.errstate(over="ignore"):
+        offsets = np.subtract(values, kf.lo, dtype=np.int64, casting="unsafe")
+    inside = (offsets >= 0) & (offsets < kf.span)
+    if arr.null_count:
+        inside &= _valid(arr)
+    offsets[~inside] = 0
+    hit = (kf.bits.take(offsets >> 3) >> (offsets & 7).astype(np.uint8)) & np.uint8(1)
+    return hit.view(bool) & inside
