@@ -13,11 +13,13 @@ import pytest
 
 import pqe
 from pqe.kernels import dense_join
+from pqe.physical import plan as physical_plan
 
 
 @pytest.fixture
 def runs_everywhere(monkeypatch):
     # (the real thresholds keep small builds on Acero, which is faster for them)
+    monkeypatch.setattr(physical_plan, "RUNS_MIN_BUILD_ROWS", 0)
     monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_SLOTS", 1)
     monkeypatch.setattr(dense_join, "RUNS_MIN_ROWS_BITMAP", 1)
     monkeypatch.setattr(dense_join, "RUN_PAIRS", 97)  # many blocks of pairs

@@ -291,14 +291,22 @@ class Lowering:
                     self._dynamic[id(scan)].pop()
             if node.dense:
                 build = self._dense_build(build, node.right_keys[0], node.encode_build)
-            elif node.kind == "inner" and len(node.right_keys) == 1 and len(left) > 1 \
-                    and not node.null_aware \
-                    and node.est_build_rows >= dense_join.RUNS_MIN_ROWS_SLOTS / 2:
+            elif P.takes_runs(node):
                 # a big build on a key that repeats: grouped by key once, for every probe
                 # partition (kernels.dense_join.RunsTable; the table itself when the key does
                 # not qualify, and the probes hash-join)
                 build = self._keyed_task("runs-build-", dense_join.build_runs_table, build,
                                          node.right_keys[0])
+            elif node.key_filter:
+                # the build's key values, once, for every probe partition to drop the rows
+                # no build row can match before hashing (kernels.dense_join.KeyFilter)
+                keys = tuple(node.right_keys[i] for i in node.key_filter)
+                fn = functools.partial(dense_join.build_key_filter, keys=keys)
+                name = "key-filter-" + hashlib.sha1(repr((build, keys)).encode()).hexdigest()[:16]
+                self.graph[(name, 0)] = (fn, build)
+                probe_keys = tuple(node.left_keys[i] for i in node.key_filter)
+                left = [Pending(p.ops + (O.KeyFilter(filter=len(p.inputs), keys=probe_keys),),
+                                p.inputs + ((name, 0),)) for p in left]
             builds = [build] * len(left)
         else:
             left = self.lower(node.left)

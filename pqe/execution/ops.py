@@ -379,6 +379,18 @@ class HashJoin(Op):
         return rel.with_dictionaries(out, {**codes, **build_codes})
 
 
+class KeyFilter(Op):
+    """Drop the running table's rows whose join key the build does not have (task input
+    `filter`: a kernels.dense_join.KeyFilter made once from the broadcast build, or None
+    when no key of it is sparse enough), before a hash join of kind inner or semi."""
+
+    label = "join"
+    _fields = ("filter", "keys")
+
+    def run(self, data, inputs):
+        return dense_join.filter_by_keys(data, inputs[self.filter], self.keys)
+
+
 class AddRowIds(Op):
     label = "row-ids"
     _fields = ()
@@ -618,6 +630,8 @@ class CancelToken:
 
             diagnostics.record(self.qid, node, part, seconds, rows, counted)
             return
+        if not counted:  # (an op before the node's last: its rows are not the node's)
+            rows = 0
         with self._lock:
             entry = self.stats.setdefault(node, [0, 0.0, 0])
             entry[0] += rows
@@ -707,7 +721,7 @@ def _streams(op: Op, inputs) -> bool:
     """Whether `op` may run on each chunk of its input apart and the results be concatenated:
     each output row depends on one input row (and on whole task inputs), or, for a partial
     aggregate, the final step merges states of one group from any number of pieces."""
-    if isinstance(op, FilterProject):
+    if isinstance(op, (FilterProject, KeyFilter)):
         return True
     if isinstance(op, Aggregate):
         return op.mode == "partial" and all(s.udf is None for s in op.aggs)
@@ -737,6 +751,11 @@ def run_pipeline(pipeline: Pipeline, *inputs):
 def _run_pipeline(pipeline: Pipeline, token, inputs):
     collecting = token is not None and token.collecting
     ops = pipeline.ops
+    if any(isinstance(op, KeyFilter) and inputs[op.filter] is None for op in ops):
+        # (a build too small or dense for a key filter: the join sees every row, and the
+        # pipeline streams or not as it would without the filter)
+        ops = tuple(op for op in ops if not (isinstance(op, KeyFilter)
+                                             and inputs[op.filter] is None))
     data = None
     first = ops[0] if ops else None
     if isinstance(first, ReadFiles) and first.rows(inputs) > STREAM_MIN_CHUNKS * STREAM_ROWS \

@@ -116,6 +116,21 @@ SPARSE_MIN_SLOTS = 1 << 24
 BITMAP_DENSITY = 1024
 
 
+# a broadcast inner join on one integer key, probed by more than one partition, whose build
+# is estimated at this many rows or more, groups the build's rows by key once
+# (kernels.dense_join.RunsTable) instead of hashing the build in every probe partition
+RUNS_MIN_BUILD_ROWS = 50_000
+
+
+def takes_runs(join) -> bool:
+    """Whether the broadcast HashJoinExec `join` (not dense) probes runs of its build's rows
+    (execution.lower; the build task hands back the table itself when its key does not
+    qualify, and the probes hash-join)."""
+    return (join.kind == "inner" and len(join.right_keys) == 1 and join.left.n > 1
+            and not join.null_aware and not join.dense
+            and join.est_build_rows >= RUNS_MIN_BUILD_ROWS)
+
+
 def dense_fits(span: int, rows: float) -> bool:
     """Whether keys spanning `span` values over `rows` build rows get a dense index: up to
     DENSE_DENSITY slots a row (or DENSE_SLACK slots) an array; sparser keys up to
@@ -400,6 +415,11 @@ class HashJoinExec(PhysicalPlan):
     # units whose range misses it when the row groups are sorted or clustered by the column
     # (the unit ranges are known) (planner._dynamic_filter, execution.ops.ReadFiles)
     runtime_filter: tuple | None = None
+    # the key pairs (positions) of a broadcast hash join (inner or semi, not dense) whose
+    # build keys may filter the probe rows before the join: at run time the build's distinct
+    # values of the one that fills the smallest share of its range, when at most half, drop
+    # the probe rows without one (kernels.dense_join.KeyFilter)
+    key_filter: tuple[int, ...] = ()
     # probe-side text columns that its scan returns still dictionary-encoded (the scan lists
     # them as encoded): the join carries the indices and decodes only the rows it outputs
     decode: tuple[str, ...] = ()
@@ -430,6 +450,9 @@ class HashJoinExec(PhysicalPlan):
             scan, column = self.runtime_filter[:2]
             rows = "" if self.runtime_filter[3] is not None else " (rows)"
             out += f" dynamic_filter=[{scan.table}.{column}{rows}]"
+        if self.key_filter:
+            out += " key_filter=[" + ", ".join(names.get(self.left_keys[i], self.left_keys[i])
+                                               for i in self.key_filter) + "]"
         if self.decode:
             out += " decode=[" + ", ".join(names.get(c, c) for c in self.decode) + "]"
         if self.encode_build:

@@ -33,7 +33,7 @@ from ..plan.extremes import per_partition
 from ..plan.stats import Estimator
 from .plan import (ANY, SINGLE, AggregateExec, AggSpec, Band, Bound, OrKeys, WindowSpec, dense_fits,
                    dense_index_bytes, int64_decimal_applicable,
-                   segments_applicable, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
+                   segments_applicable, takes_runs, DaskScanExec, Dist, ExchangeExec, HashJoinExec,
                    LimitExec, MemoryScanExec, NestedLoopJoinExec, PhysicalPlan, ProjectExec,
                    RecursiveExec, ScanExec, WorkTableExec, SingleRowExec, SortExec, UnionExec, ValuesExec, WindowExec,
                    nodes_once, parent_counts)
@@ -424,6 +424,10 @@ class PhysicalPlanner:
             out.est_build_rows = rrows
             if kind in ("inner", "semi") and not node.null_aware and self.cfg.dynamic_filters:
                 out.runtime_filter = _dynamic_filter(left, lkeys, rrows, right)
+                if not out.dense and not takes_runs(out):
+                    out.key_filter = tuple(
+                        i for i, (a, b) in enumerate(zip(lexprs, rexprs, strict=True))
+                        if T.is_integer(a.dtype) and T.is_integer(b.dtype))
             return out
         n = left.n if left_ready or co is not None else self._shuffle_partitions(lbytes + rbytes)
         hk = co if co is not None else _hash_positions(lkeys, left, lndvs, n)
