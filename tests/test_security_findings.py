@@ -347,8 +347,7 @@ def test_read_errors_do_not_echo_the_file(sh, capsys):
     status, out, err = _run(capsys, "--allowed-path", sh / "allowed", "-c",
                             f".read {sh}/allowed/secret.txt")
     assert status == 1 and "SECRETLINE" not in err and "root:x" not in err
-    assert err == (f"Error: {sh}/allowed/secret.txt:1: syntax error at line 1, column 7: "
-                   f"unexpected token\n")
+    assert err == f"Error: {sh}/allowed/secret.txt:1:7: syntax error: unexpected token\n"
     loop = sh / "allowed" / "loop.sql"
     loop.write_text(f".read {loop}\n")
     status, out, err = _run(capsys, "-c", f".read {loop}")

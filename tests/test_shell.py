@@ -211,8 +211,8 @@ def test_f_script_with_dot_commands_and_syntax_error(data, tmp_path):
     assert r.stdout == ("kind,n\nk0,2\nk1,1\nsemi\n;\n"
                         "| name |\n|---|\n| events |\n| people |\n")
     err = r.stderr.splitlines()
-    assert err[0].startswith(f"Error: {script}:8: syntax error at line 3, column 12")
-    assert err[1:] == ["LINE 3: where id = = 1", "                   ^"]
+    assert err[0].startswith(f"Error: {script}:10:12: syntax error near '='")
+    assert err[1:] == ["LINE 10: where id = = 1;", " " * 20 + "^"]
     assert "Traceback" not in r.stderr
 
 
@@ -221,7 +221,7 @@ def test_read_nested_script_stops_at_error(data, tmp_path):
     inner.write_text("select 'inner' as x;\nselect nope from people;\nselect 'skipped';\n")
     r = shell(str(data), "--mode", "csv", "-c", f".read {inner}\nselect 'after' as y")
     assert (r.returncode, r.stdout) == (1, "x\ninner\n")
-    assert r.stderr.startswith(f"Error: {inner}:2: column 'nope' does not exist")
+    assert r.stderr.startswith(f"Error: {inner}:2:8: column 'nope' does not exist")
 
 
 def test_stdin_script_and_debug(data):

@@ -35,11 +35,12 @@ import pyarrow as pa
 
 import pqe
 
+from ..sql.text import split_statements
 from . import loader
 from .commands import Quit, ScriptFailed, ShellError, describe_table, run_dot, tables_table
 from .progress import run_query
-from .render import MODES, Renderer
-from .statements import read_script
+from .render import MODES, Renderer, escape_controls
+from .statements import Item, read_script, split_lines
 
 _SHOW_TABLES = re.compile(r"^\s*show\s+tables\s*;?\s*$", re.I)
 _DESCRIBE = re.compile(r'^\s*(?:describe|desc)\s+(?:table\s+)?("(?:[^"]|"")+"|[\w.]+)\s*;?\s*$',
@@ -71,7 +72,7 @@ class Shell:
         for item in read_script(lines):
             where = f"{source}:{item.line}: " if source else ""
             ok = self.run_dot(item.text, where) if item.kind == "dot" else \
-                self.run_sql(item.text, where)
+                self.run_sql(item.text, where, (source, item) if source else None)
             if not ok:
                 return False
         return True
@@ -88,18 +89,19 @@ class Shell:
             self.report(e, prefix=where)
             return False
 
-    def run_sql(self, sql: str, where: str = "") -> bool:
-        """Run one statement and print its result (and run time). False on error."""
+    def run_sql(self, sql: str, where: str = "", at: tuple[str, Item] | None = None) -> bool:
+        """Run one statement and print its result (and run time). False on error. `at`: the
+        script file and item the statement is, to report an error's place in the file."""
         try:
             with self.result_output() as target:
-                ok = self._run_sql(sql, where)
+                ok = self._run_sql(sql, where, at)
                 target.failed = not ok
             return ok
         except ShellError as e:  # the `.once` file could not be put in place
             self.report(e, prefix=where)
             return False
 
-    def _run_sql(self, sql: str, where: str) -> bool:
+    def _run_sql(self, sql: str, where: str, at: tuple[str, Item] | None) -> bool:
         try:
             start = time.perf_counter()
             kind, table = self.query(sql)
@@ -117,7 +119,7 @@ class Shell:
         except (Quit, KeyboardInterrupt, BrokenPipeError):
             raise
         except Exception as e:
-            self.report(e, sql, prefix=where)
+            self.report(e, sql, prefix=where, at=at)
             return False
 
     def show(self, kind: str, table: pa.Table) -> None:
@@ -261,34 +263,56 @@ class Shell:
         return None
 
     def explain(self, query: str) -> None:
-        """`.explain [ANALYZE] QUERY`: the plan as plain lines."""
-        if not self.run_sql(f"EXPLAIN {query}"):
-            raise ScriptFailed("explain")
+        """`.explain [ANALYZE] QUERY`: the plan of each statement in QUERY as plain lines.
+        Each is explained on its own: `EXPLAIN a; b` would explain a, then run b."""
+        analyze = re.match(r"analyze\b\s*", query, re.I)
+        head = "EXPLAIN ANALYZE " if analyze else "EXPLAIN "
+        statements = split_statements(query[analyze.end():] if analyze else query)
+        if not statements:
+            raise ShellError("usage: .explain [ANALYZE] QUERY")
+        for statement in statements:
+            if not self.run_sql(head + statement):
+                raise ScriptFailed("explain")
 
     # ---- errors ----------------------------------------------------------------------------
 
-    def report(self, exc: BaseException, sql: str | None = None, prefix: str = "") -> None:
+    def report(self, exc: BaseException, sql: str | None = None, prefix: str = "",
+               at: tuple[str, Item] | None = None) -> None:
         """Print an error as one block: the message, and for errors with a position the SQL
-        line with a caret under the column. Tracebacks only with --debug."""
+        line with a caret under the column. Tracebacks only with --debug. `at` (a script
+        file and the statement's item): the position is given as FILE:LINE:COLUMN."""
         if self.debug:
             traceback.print_exception(exc, file=self.err)
-        if isinstance(exc, (pqe.Error, ShellError)):
-            text = f"Error: {prefix}{exc}"
-        else:
-            text = (f"Internal error: {prefix}{type(exc).__name__}: {exc}"
-                    + ("" if self.debug else " (run with --debug for the traceback)"))
+        message = str(exc)
         line, column = getattr(exc, "line", None), getattr(exc, "column", None)
+        located = isinstance(line, int) and isinstance(column, int)
+        caret: list[str] = []
+        if at is not None and located:
+            # one place in the file, not the statement's first line and a line and column
+            # counted inside the statement (which starts wherever its leading comment does)
+            source, item = at
+            file_line, file_column, row = item.locate(line, column)
+            prefix = f"{source}:{file_line}:{file_column}: "
+            message = message.replace(f" at line {line}, column {column}", "", 1)
+            caret = caret_at(row, file_line, file_column)
+        elif sql is not None and located:
+            caret = caret_lines(sql, line, column)
+        if isinstance(exc, (pqe.Error, ShellError)):
+            text = f"Error: {prefix}{message}"
+        else:
+            text = (f"Internal error: {prefix}{type(exc).__name__}: {message}"
+                    + ("" if self.debug else " (run with --debug for the traceback)"))
         if self.reading:
             # a `.read` file could be any file: its text is not echoed (no LINE, no caret,
             # no token quoted), the file name, line and column locate the error
-            sql = None
+            caret = []
             if isinstance(exc, pqe.SQLSyntaxError):
-                where = f" at line {line}, column {column}" if line is not None else ""
+                where = f" at line {line}, column {column}" \
+                    if line is not None and at is None else ""
                 text = f"Error: {prefix}syntax error{where}: {exc.message}"
-        lines = [text]
-        if sql is not None and isinstance(line, int) and isinstance(column, int):
-            lines += caret_lines(sql, line, column)
-        self._write_err("\n".join(lines))
+        # (escaped: a message may quote data, whose control characters would otherwise
+        # reach the terminal)
+        self._write_err("\n".join(escape_controls(x) for x in [text, *caret]))
 
     def _write_err(self, text: str) -> None:
         if self.err.isatty():
@@ -367,20 +391,31 @@ def _local_path(name: str, what: str) -> Path:
 
 
 def caret_lines(sql: str, line: int, column: int, width: int = 100) -> list[str]:
-    """`LINE n: <text>` and a caret under `column` (1-based), windowed for long lines."""
-    rows = sql.split("\n")
+    """`LINE n: <text>` and a caret under `column` (1-based), windowed for long lines. Lines
+    are counted as the SQL front end counts them ('\\r\\n', '\\r' and '\\n' end one)."""
+    rows = re.split(r"\r\n|\r|\n", sql)
     if not 1 <= line <= len(rows):
         return []
-    text = rows[line - 1].expandtabs(1)
+    return caret_at(rows[line - 1], line, column, width)
+
+
+def caret_at(row: str, line: int, column: int, width: int = 100) -> list[str]:
+    """`LINE n: <row>` and a caret under `column` (1-based, in characters) of `row`. The
+    caret is placed by display width (a wide CJK character takes 2 cells, a combining mark
+    none), and control characters are shown escaped, as the caret counts them."""
+    from rich.cells import cell_len
+
+    text = row.expandtabs(1)
     col = max(1, min(column, len(text) + 1))
     start = 0
     if len(text) > width:
         start = max(0, min(col - width // 2, len(text) - width))
-        text = ("…" if start else "") + text[start:start + width] + \
-            ("…" if start + width < len(text) else "")
-        col = col - start + (1 if start else 0)
+    lead = "…" if start else ""
+    tail = "…" if start + width < len(text) else ""
     label = f"LINE {line}: "
-    return [label + text, " " * (len(label) + col - 1) + "^"]
+    before = label + lead + escape_controls(text[start:col - 1])
+    return [label + lead + escape_controls(text[start:start + width]) + tail,
+            " " * cell_len(before) + "^"]
 
 
 # ---- the command line ------------------------------------------------------------------------
@@ -475,17 +510,27 @@ def make_context(args: argparse.Namespace) -> Any:
 
 
 def _inputs(kind: str, value: str) -> tuple[Iterable[str], str | None]:
+    # (lines end at '\n' only, and a file is read with newline='': a '\r' or U+2028 in a
+    # string literal stays in it)
     if kind == "sql":
-        return value.splitlines(), None
+        return split_lines(value), None
     if value == "-":
-        return sys.stdin, None
+        return _stdin(), None
     try:
-        with open(value, encoding="utf-8-sig") as f:  # (a byte-order mark is no SQL)
-            return f.read().splitlines(), value
+        with open(value, encoding="utf-8-sig", newline="") as f:  # (a BOM is no SQL)
+            return split_lines(f.read()), value
     except OSError as e:
         raise ShellError(f"cannot read {value}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ShellError(f"cannot read {value}: it is not UTF-8 text") from None
+
+
+def _stdin() -> Iterable[str]:
+    """Piped stdin, whose lines end at '\\n' only (a '\\r' in a string literal stays in it,
+    as it does by default on POSIX but not on Windows)."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        sys.stdin.reconfigure(newline="\n")  # type: ignore[union-attr]
+    return sys.stdin
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -528,7 +573,7 @@ def _run(shell: Shell, args: argparse.Namespace) -> int:
                     return 1
             return 0
         if not sys.stdin.isatty():
-            return 0 if shell.run_script(sys.stdin) else 1
+            return 0 if shell.run_script(_stdin()) else 1
         from .repl import run_interactive
 
         return run_interactive(shell)

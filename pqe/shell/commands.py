@@ -10,6 +10,7 @@ results go (`.output`/`.once`); settings are reported on the screen.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..sql.text import tokenize
 from .render import MODES
+from .statements import split_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import Shell
@@ -54,8 +57,12 @@ def _sql_type(t: pa.DataType) -> str:
 
 
 def _quote(name: str) -> str:
-    if name.isidentifier() and name == name.lower():
-        return name
+    """`name` as SQL: bare only when it is a plain lower-case name that is no keyword (the
+    tokenizer reads it as a name), so `.schema` output runs again as it is."""
+    if re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+        tokens = tokenize(name)
+        if tokens and len(tokens) == 1 and tokens[0].token_type.name == "VAR":
+            return name
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -180,14 +187,16 @@ def _read(shell: Shell, arg: str) -> None:
         raise ShellError(f".read: scripts nested more than {MAX_READ_DEPTH} deep (does "
                          f"{path} read itself?)")
     try:
-        text = path.read_text()
+        # newline='' and split_lines: a '\r' or U+2028 in a string literal stays in it
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
     except UnicodeDecodeError:  # (Python's message quotes the bytes it met)
         raise ShellError(f"cannot read {path}: it is not UTF-8 text") from None
     except OSError as e:
         raise ShellError(f"cannot read {path}: {e.strerror or e}") from None
     shell.reading += 1
     try:
-        ok = shell.run_script(text.splitlines(), source=str(path))
+        ok = shell.run_script(split_lines(text), source=str(path))
     finally:
         shell.reading -= 1
     if not ok:
@@ -263,7 +272,7 @@ COMMANDS: dict[str, DotCommand] = {c.name: c for c in [
                output=True),
     DotCommand("read", ".read FILE", "run the statements and dot commands in FILE", _read),
     DotCommand("explain", ".explain [ANALYZE] QUERY",
-               "show the query plan (ANALYZE also runs it)", _explain),
+               "show the plan of each statement (ANALYZE also runs queries)", _explain),
     DotCommand("help", ".help", "show this help", _help, output=True),
     DotCommand("quit", ".quit", "exit (also .exit, Ctrl-D)", _quit),
     DotCommand("exit", ".exit", "exit", _quit),

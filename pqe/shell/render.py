@@ -34,17 +34,59 @@ from rich.text import Text
 MODES = ("table", "box", "csv", "json", "markdown", "line", "list", "tabs")
 BOXED = ("table", "box")  # the modes that draw a box, show types and print plans as text
 MAX_CELL = 48  # widest a column gets in table mode before its cells are cut with an ellipsis
-_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+# Control characters (C0, DEL, C1) in values and names shown to people are escaped: raw, an
+# ESC or CSI from the data would drive the terminal (clear it, recolour it, retitle it).
+_ESCAPES = str.maketrans({**{c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]},
+                          "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+# JSON escapes C0 controls itself; DEL and C1 may be raw in JSON but are as unsafe on a
+# terminal
+_JSON_ESCAPES = str.maketrans({c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)})
+# non-finite floats in json mode: strings, so they differ from SQL NULL's null (JSON has no
+# NaN or Infinity; DuckDB prints them bare, which JSON parsers reject)
+_JSON_NONFINITE = {"NaN": '"NaN"', "Infinity": '"Infinity"', "-Infinity": '"-Infinity"'}
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character spelled out (\\n, \\t, \\x1b, ...)."""
+    return text.translate(_ESCAPES)
 
 
 def is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
+def interval_text(months: int, days: int, nanoseconds: int) -> str:
+    """An INTERVAL as DuckDB prints it: `1 year 2 months 3 days 01:30:00`, each part with its
+    own sign, the time part's fraction without trailing zeros (to the nanosecond)."""
+    parts = []
+    sign = -1 if months < 0 else 1
+    years, months = (sign * n for n in divmod(abs(months), 12))
+    for n, unit in ((years, "year"), (months, "month"), (days, "day")):
+        if n:
+            parts.append(f"{n} {unit}{'' if abs(n) == 1 else 's'}")
+    if nanoseconds or not parts:
+        sign, ns = ("-" if nanoseconds < 0 else ""), abs(nanoseconds)
+        seconds, fraction = divmod(ns, 10**9)
+        minutes, seconds = divmod(seconds, 60)
+        hours, minutes = divmod(minutes, 60)
+        time = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
+        if fraction:
+            time += "." + f"{fraction:09d}".rstrip("0")
+        parts.append(time)
+    return " ".join(parts)
+
+
 def format_value(v: Any, null: str = "NULL") -> str:
     """One value as text, the same in every mode (except how NULL is spelled)."""
     if v is None:
         return null
+    if isinstance(v, pa.MonthDayNano):  # (a namedtuple: before the generic cases)
+        return interval_text(v.months, v.days, v.nanoseconds)
+    if isinstance(v, datetime.timedelta):  # a DURATION column: an interval of days and time
+        sign = -1 if v < datetime.timedelta(0) else 1
+        v = abs(v)
+        return interval_text(0, sign * v.days,
+                             sign * (v.seconds * 10**9 + v.microseconds * 1000))
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -98,23 +140,57 @@ def _json_value(v: Any) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        return repr(v) if math.isfinite(v) else "null"
+        return repr(v) if math.isfinite(v) else _JSON_NONFINITE[format_value(v)]
     if isinstance(v, decimal.Decimal):
         return format(v, "f") if v.is_finite() else "null"
     if isinstance(v, list):
         return "[" + ",".join(_json_value(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ",".join(f"{json.dumps(str(k))}:{_json_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ",".join(f"{_json_value(str(k))}:{_json_value(x)}" for k, x in v.items()) + "}"
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    return json.dumps(format_value(v), ensure_ascii=False)
+        return json.dumps(v, ensure_ascii=False).translate(_JSON_ESCAPES)
+    return json.dumps(format_value(v), ensure_ascii=False).translate(_JSON_ESCAPES)
+
+
+def _with_floats(t: pa.DataType, to: pa.DataType) -> pa.DataType:
+    """`t` with `to` for every float32 in it (in lists, structs and maps too)."""
+    if pa.types.is_float32(t):
+        return to
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_with_floats(t.value_type, to)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_with_floats(t.value_type, to)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_with_floats(f.type, to)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_with_floats(t.key_type, to)),
+                       t.item_field.with_type(_with_floats(t.item_type, to)))
+    return t
+
+
+def _shortest_floats(column: Any) -> Any:
+    """`column` with its REAL (float32) values as the doubles of their shortest decimal text
+    (Arrow's float32 -> text is the shortest that round-trips), so CAST(1.1 AS REAL) shows
+    1.1 as DuckDB does, not the float32's exact 1.100000023841858."""
+    t = column.type
+    if _with_floats(t, pa.float64()) == t:
+        return column
+    try:
+        return column.cast(_with_floats(t, pa.string())).cast(_with_floats(t, pa.float64()))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # a nesting Arrow cannot cast
+        return column
+
+
+def _values(column: Any, name: str) -> list[Any]:
+    """A result column as the Python values to print."""
+    return T.python_values(_shortest_floats(column), name)
 
 
 def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[list[Any]]:
     """Rows as lists, a batch at a time, so big results are not all turned into Python at once."""
     names = table.column_names
     for batch in table.to_batches(max_chunksize=batch_rows):
-        columns = [T.python_values(batch.column(i), names[i]) for i in range(len(names))]
+        columns = [_values(batch.column(i), names[i]) for i in range(len(names))]
         yield from (list(r) for r in zip(*columns, strict=True))
 
 
@@ -163,10 +239,10 @@ class Renderer:
         out.flush()
 
     def lines(self, lines: list[str]) -> None:
-        """Plain text such as a query plan: printed as is in table and box modes, as rows
-        otherwise."""
+        """Plain text such as a query plan: printed as is in table and box modes (control
+        characters escaped: a plan quotes names and literals), as rows otherwise."""
         if self.mode in BOXED:
-            self.out.write("\n".join(lines) + "\n")
+            self.out.write("\n".join(escape_controls(x) for x in lines) + "\n")
             self.out.flush()
         else:
             self.result(pa.table({"plan": lines}))
@@ -186,13 +262,24 @@ class Renderer:
     # ---- text modes ------------------------------------------------------------------------
 
     def _csv(self, table: pa.Table) -> None:
-        w = csv.writer(self.out, lineterminator="\n")
-        w.writerow(table.column_names)
+        # rows end in '\n', but the writer is told '\r\n': with '\n' alone it leaves a field
+        # holding a lone '\r' unquoted, which CSV readers take for the end of the row
+        line = io.StringIO()
+        w = csv.writer(line, lineterminator="\r\n")
+
+        def write(values: list[Any]) -> None:
+            line.seek(0)
+            line.truncate()
+            w.writerow(values)
+            self.out.write(line.getvalue()[:-2] + "\n")
+
+        write(table.column_names)
         for row in _rows(table):
-            w.writerow([format_value(v, null="") for v in row])
+            write([format_value(v, null="") for v in row])
 
     def _json(self, table: pa.Table) -> None:
-        names = [json.dumps(n, ensure_ascii=False) for n in table.column_names]
+        names = [json.dumps(n, ensure_ascii=False).translate(_JSON_ESCAPES)
+                 for n in table.column_names]
         self.out.write("[")
         for i, row in enumerate(_rows(table)):
             body = ",".join(f"{n}:{_json_value(v)}" for n, v in zip(names, row, strict=True))
@@ -212,13 +299,14 @@ class Renderer:
     def _line_mode(self, table: pa.Table) -> None:
         """sqlite3's line mode: `name = value` per column, names right-aligned (at least 5
         wide), a blank line between rows. Newlines and tabs in values are escaped."""
-        names = table.column_names
+        names = [escape_controls(n) for n in table.column_names]
         width = max([5, *(len(n) for n in names)])
+        names = [n.rjust(width) for n in names]
         for i, row in enumerate(_rows(table)):
             if i:
                 self.out.write("\n")
             for n, v in zip(names, row, strict=True):
-                self.out.write(f"{n.rjust(width)} = {format_value(v).translate(_ESCAPES)}\n")
+                self.out.write(f"{n} = {format_value(v).translate(_ESCAPES)}\n")
 
     def _separated(self, table: pa.Table, sep: str) -> None:
         def cell(s: str) -> str:
@@ -280,10 +368,11 @@ class Renderer:
         """The rich Table of `shown` (one part, or head and tail with a `·` row between) and
         how many columns were dropped to fit `width`."""
         names = table.column_names
-        labels = [type_label(f.type) if types else None for f in table.schema]
+        labels = [escape_controls(type_label(f.type)) if types else None for f in table.schema]
         cols = [[[format_value(v).translate(_ESCAPES) if v is not None else None
-                  for v in T.python_values(part.column(i), names[i])] for part in shown]
+                  for v in _values(part.column(i), names[i])] for part in shown]
                 for i in range(len(names))]
+        names = [escape_controls(n) for n in names]  # (as shown, and measured to fit)
         keep = self._fit_columns(names, cols, width, labels)
         t = Table(box=style, header_style="bold", show_edge=True, pad_edge=True)
         numeric = [is_numeric(f.type) for f in table.schema]

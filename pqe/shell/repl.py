@@ -18,7 +18,7 @@ from prompt_toolkit.styles import Style
 
 from .commands import Quit
 from .complete import SQLCompleter, sql_lexer
-from .statements import is_complete
+from .statements import is_complete, split_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import Shell
@@ -94,7 +94,7 @@ def run_interactive(shell: Shell) -> int:
         except EOFError:
             break
         try:
-            shell.run_script(text.splitlines())
+            shell.run_script(split_lines(text))  # (not splitlines: see split_lines)
         except Quit:
             break
         except KeyboardInterrupt:
