@@ -192,8 +192,8 @@ def test_approx_unique_does_not_depend_on_partitioning():
 
 
 def test_quantiles_are_exact_for_small_inputs_and_close_for_large_ones():
-    """Up to 2,048 values per sketch the quantiles are values of the column at exactly 25%,
-    50% and 75% of the rows; past that, within a fraction of a percent of the range."""
+    """Up to 2,048 values per sketch the quantiles are exactly quantile_cont's at 25%, 50% and
+    75%; past that, within a fraction of a percent of the range."""
     small = pa.table({"v": pa.array(list(range(100, 0, -1)), pa.int64()),
                       "day": pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=r)
                                        for r in range(100)], pa.date32())})
@@ -202,7 +202,12 @@ def test_quantiles_are_exact_for_small_inputs_and_close_for_large_ones():
         ctx.register_arrow("small", small)
         ctx.register_arrow("large", large)
         rows = _rows(ctx.sql("SUMMARIZE small").to_arrow())
-        assert [rows["v"][q] for q in ("q25", "q50", "q75")] == ["25", "50", "75"]
+        # continuous, as quantile_cont: 25.75, 50.5, 75.25 (an integer column's text rounds
+        # half away from zero; a date's floors to its day)
+        assert [rows["v"][q] for q in ("q25", "q50", "q75")] == ["26", "51", "75"]
+        cont = ctx.sql("SELECT quantile_cont(v, 0.25), median(v), quantile_cont(v, 0.75) "
+                       "FROM small").to_arrow().to_pylist()[0]
+        assert list(cont.values()) == [25.75, 50.5, 75.25]
         assert [rows["day"][q] for q in ("q25", "q50", "q75")] == [
             "2024-01-25", "2024-02-19", "2024-03-15"]
         (row,) = ctx.sql("SUMMARIZE large").to_arrow().to_pylist()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -149,9 +150,14 @@ def quantile_merge(states: pa.Array) -> bytes:
 
 
 class QuantileText:
-    """finalize: each sketch's 25th, 50th and 75th percentiles (the first value whose
-    cumulative weight reaches q of the total: exact for up to _K values), written as the
-    column's type writes them, tab-separated for the pivot."""
+    """finalize: each sketch's 25th, 50th and 75th percentiles, continuous as pqe's
+    quantile_cont and median (and DuckDB's SUMMARIZE) give them: the value at position
+    q * (n - 1) of the sorted values, interpolated between its two neighbours (exact for up
+    to _K values; past that each point stands at the middle of the weight it carries). The
+    first value whose weight reached q was a discrete quantile: for 1, 2, 4, 4 it gave
+    q50 = 2 where median() gives 3. Written as the column's type writes values (an integer
+    rounded half away from zero, a date floored to its day, a DOUBLE or REAL as CAST(x AS
+    VARCHAR) writes it, -0.0 included), tab-separated for the pivot."""
 
     QS = (0.25, 0.5, 0.75)
 
@@ -164,25 +170,44 @@ class QuantileText:
 
     def _text(self, x: float) -> str:
         if self.kind == "integer":
-            return str(round(x))
+            return str(decimal.Decimal(x).quantize(decimal.Decimal(1),
+                                                   rounding=decimal.ROUND_HALF_UP))
         if self.kind == "decimal":
             q = decimal.Decimal(1).scaleb(-self.scale)
             return str(decimal.Decimal(x).quantize(q, rounding=decimal.ROUND_HALF_UP))
         if self.kind == "date":
-            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=round(x))).isoformat()
-        return pa.array([float(x)]).cast(pa.string())[0].as_py()  # as CAST(x AS VARCHAR)
+            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=math.floor(x))).isoformat()
+        from .udfs import float_text  # (the text CAST(x AS VARCHAR) writes)
+
+        t = pa.float32() if self.kind == "real" else pa.float64()
+        return float_text(None, pa.array([x], pa.float64()).cast(t))[0].as_py()
 
     def __call__(self, states: pa.Array) -> pa.Array:
         out = []
-        for s in states.to_pylist():
+        for s in states.to_pylist():  # (one sketch per summarized column)
             v, w = _decode(s) if s is not None else (np.zeros(0), np.zeros(0))
             if not len(v):
                 out.append(None)
                 continue
             cum = np.cumsum(w)
-            idx = np.searchsorted(cum, np.array(self.QS) * cum[-1], side="left")
-            out.append("\t".join(self._text(v[min(i, len(v) - 1)]) for i in idx))
+            at = cum - (w + 1) / 2  # each point's position (0 .. n-1 when every weight is 1)
+            out.append("\t".join(self._text(_lerp_at(at, v, q * (cum[-1] - 1)))
+                                  for q in self.QS))
         return pa.array(out, pa.string())
+
+
+def _lerp_at(at: np.ndarray, v: np.ndarray, h: float) -> float:
+    """The value at position `h` between the points (`at` ascending), as quantile_cont
+    interpolates: lo * (1 - d) + hi * d, or lo itself when the two are equal (-0.0 stays
+    -0.0)."""
+    i = int(np.searchsorted(at, h, side="right")) - 1
+    if i < 0:
+        return float(v[0])
+    if i >= len(v) - 1:
+        return float(v[-1])
+    lo, hi = float(v[i]), float(v[i + 1])
+    d = (h - at[i]) / (at[i + 1] - at[i])
+    return lo if lo == hi or d == 0 else lo * (1.0 - d) + hi * d
 
 
 class Pivot:

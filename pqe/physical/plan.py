@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import types as T
-from ..plan.explain import format_expr
+from ..plan.explain import format_expr, one_line
 from ..plan.expr import Expr, Field
 
 
@@ -869,7 +869,8 @@ def format_physical(plan: PhysicalPlan, stats: dict | None = None) -> str:
                 return
             shared[id(p)] = len(shared) + 1
             mark = f" shared #{shared[id(p)]}"
-        line = "  " * depth + f"{p.describe(names)} [partitions={p.n}]"
+        # (one_line: a name or text holding a newline stays on its plan line)
+        line = "  " * depth + f"{one_line(p.describe(names))} [partitions={p.n}]"
         if stats is not None and id(p) in stats:
             entry = stats[id(p)]
             rows, seconds, tasks = entry

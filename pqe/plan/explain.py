@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 
 import pyarrow as pa
 
@@ -21,13 +22,35 @@ _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo":
           "is_distinct_from": "IS DISTINCT FROM", "is_not_distinct_from": "IS NOT DISTINCT FROM"}
 
 
+# characters that end a line (str.splitlines) or are otherwise unprintable: a text literal
+# holding one is written with escapes, so a plan line stays one line
+_CONTROL = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and other control characters escaped (`\\n`): a plan
+    line that holds a name or text with a newline stays one line (one EXPLAIN row)."""
+    return _CONTROL.sub(_escape, text)
+
+
 def format_literal(value, dtype: pa.DataType) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        text = value.replace("'", "''")
+        if _CONTROL.search(text):
+            # PostgreSQL's escape string, E'a\nb': a newline in the value broke the plan
+            # line in two (EXPLAIN showed `(t.s = 'a` and `b')` as two rows)
+            return "E'" + _CONTROL.sub(_escape, text.replace("\\", "\\\\")) + "'"
+        return "'" + text + "'"
     if isinstance(value, datetime.datetime):
         return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
     if isinstance(value, datetime.date):
@@ -242,7 +265,8 @@ def format_plan(plan, indent: int = 0) -> str:
     lines: list[str] = []
 
     def rec(p, depth):
-        lines.append("  " * depth + describe_node(p))
+        # (a name holding a line break, `SELECT 1 AS "a<newline>b"`, stays on its node's line)
+        lines.append("  " * depth + one_line(describe_node(p)))
         for c in p.children():
             rec(c, depth + 1)
 

@@ -64,7 +64,14 @@ def _plan_of(stmt: S.Statement) -> LogicalPlan | None:
 
 
 def describe_statement(stmt: S.Statement) -> str:
-    """One deterministic line naming what the statement would do."""
+    """One deterministic line naming what the statement would do (a path or name holding a
+    newline escaped: one line still)."""
+    from ..plan.explain import one_line
+
+    return one_line(_describe_statement(stmt))
+
+
+def _describe_statement(stmt: S.Statement) -> str:
     if isinstance(stmt, S.Insert):
         out = f"Insert: {stmt.table} [{', '.join(stmt.columns)}]"
         c = stmt.on_conflict

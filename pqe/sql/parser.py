@@ -42,6 +42,104 @@ def _at_most(name: str, most: int):
     return checked
 
 
+# the words INTERVAL x <unit> takes as its unit (PostgreSQL's and DuckDB's keywords)
+INTERVAL_UNIT_WORDS = frozenset(
+    w + s for w in ("year", "quarter", "month", "week", "day", "hour", "minute", "second",
+                    "millisecond", "microsecond", "decade", "millennium")
+    for s in ("", "s")) | {"century", "centuries", "millennia"}
+
+
+class _ArgumentDropped(ValueError):
+    """A sqlglot function builder left one of the written arguments out of the call it
+    built: a name read as a unit word (`date_trunc(s, ts)` truncated to SECOND whatever the
+    column s held), or an argument past the ones the function takes (`log10(2, 100)` was
+    log10(2)). `parse` reports it as a pqe error at the argument."""
+
+    def __init__(self, name: str, node: exp.Expression, unit: bool, kind: str):
+        super().__init__(name)
+        self.name, self.node, self.unit, self.kind = name, node, unit, kind
+
+    def error(self, sql: str):
+        pos = node_position(sql, self.node)
+        where = f" at line {pos[0]}, column {pos[1]}" if pos else ""
+        shown = self.node.sql(dialect=PQEDialect)[:40]
+        if self.unit:
+            err = UnsupportedError(
+                f"{self.name.lower()}: the unit must be a string literal like 'month', not the "
+                f"name {shown}{where} (a column as the unit is not supported)")
+        else:
+            err = BindError(f"{self.name.lower()} does not take the argument {shown}{where} "
+                            f"(too many arguments)")
+        if pos:
+            err.line, err.column = pos
+        return err
+
+
+def _within(node: exp.Expression, root: exp.Expression) -> bool:
+    """Whether `node` is in `root`'s tree (its parent links lead there and each parent holds
+    it: a node a constructor replaced keeps its parent link)."""
+    for _ in range(64):
+        if node is root:
+            return True
+        parent = node.parent
+        if parent is None:
+            return False
+        held = parent.args.get(node.arg_key)
+        if held is not node and not (isinstance(held, list) and any(h is node for h in held)):
+            return False
+        node = parent
+    return False
+
+
+def _converted(call, args: list, i: int, dialect) -> bool:
+    """Whether argument `i` is still in what the builder makes of the call, in some other
+    form: built again with a marker in its place, the marker shows in the result's SQL."""
+    marker = f"pqe_argument_probe_{i}"
+    probe = [exp.Literal.string(marker) if j == i else
+             (a.copy() if isinstance(a, exp.Expression) else a) for j, a in enumerate(args)]
+    try:
+        out = call(probe, dialect)
+        return out is None or marker in out.sql()
+    except Exception:  # (the builder wants another kind of value there: it used it)
+        return True
+
+
+def _keeping_arguments(name: str, build):
+    """sqlglot's builder of NAME(args), refusing a call whose built node lost a written
+    argument (see `_ArgumentDropped`). A string literal unit it spelled anew ('month' ->
+    'MONTH') is no loss."""
+    def call(args, dialect):
+        try:
+            return build(args)
+        except TypeError:
+            if dialect is None:
+                raise  # (sqlglot calls again with its dialect)
+            return build(args, dialect=dialect)
+
+    def checked(args, dialect=None):
+        out = call(args, dialect)
+        if not isinstance(out, exp.Expression) or (
+                isinstance(out, exp.Func) and not out.is_var_len_args
+                and len(args) > len(out.arg_types)):
+            return out  # (too many for the function: sqlglot's validation says so)
+        unit = out.args.get("unit")
+        for i, a in enumerate(args):
+            if not isinstance(a, exp.Expression) or _within(a, out):
+                continue
+            named = isinstance(a, (exp.Column, exp.Var, exp.Identifier))
+            as_unit = isinstance(unit, (exp.Var, exp.Literal)) and (
+                a.name.upper() == unit.name.upper()
+                or exp.TimeUnit.UNABBREVIATED_UNIT_NAME.get(a.name.upper()) == unit.name.upper())
+            if as_unit and isinstance(a, exp.Literal) and a.is_string:
+                continue  # ('month' spelled as MONTH)
+            if not named and _converted(call, args, i, dialect):
+                continue  # (a value the builder rewrote, as a JSON path: kept in its form)
+            raise _ArgumentDropped(name, a, as_unit and named, type(out).__name__.upper())
+        return out
+    checked.__name__ = getattr(build, "__name__", name)
+    return checked
+
+
 class PQEDialect(Dialect):
     """sqlglot's default dialect (standard, PostgreSQL-flavoured) with PostgreSQL's NULL
     ordering: NULLs sort as the largest values (ASC -> NULLS LAST, DESC -> NULLS FIRST)."""
@@ -79,7 +177,10 @@ class PQEDialect(Dialect):
                             for name, fn in parser.Parser.FUNCTION_PARSERS.items()}
         # DATE_DIFF('part', start, end) as DuckDB writes it (the default dialect reads
         # BigQuery's DATE_DIFF(start, end, part) and turns `end` into a unit word)
-        FUNCTIONS: ClassVar[dict] = {**parser.Parser.FUNCTIONS,
+        # every other builder keeps what was written: a name never becomes a unit word,
+        # and no argument is dropped (_keeping_arguments)
+        FUNCTIONS: ClassVar[dict] = {**{name: _keeping_arguments(name, build)
+                                        for name, build in parser.Parser.FUNCTIONS.items()},
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")},
                                      **{name: _at_most(name, 3) for name in ("LPAD", "RPAD")},
@@ -90,6 +191,77 @@ class PQEDialect(Dialect):
         EXPONENT: ClassVar[dict] = {TokenType.CARET: exp.Pow}
         BITWISE: ClassVar[dict] = {k: v for k, v in parser.Parser.BITWISE.items()
                                    if k != TokenType.CARET}
+
+        def parse(self, raw_tokens, sql=None):
+            # a zero-length quoted name ("") is no name (PostgreSQL and DuckDB: "zero-length
+            # delimited identifier"); it made a column, alias or table named ''
+            for tok in raw_tokens:
+                if tok.token_type == TokenType.IDENTIFIER and tok.text == "":
+                    self.reset()
+                    self.sql = sql or ""
+                    self.raise_error('a zero-length quoted name ("") is not a name', tok)
+            return super().parse(raw_tokens, sql)
+
+        def _parse_table_alias(self, alias_tokens=None):
+            # `FROM t GROUP`, `FROM t ORDER`, `FROM t OFFSET`, `FROM t AS order`: a reserved
+            # word is no table alias (PostgreSQL and DuckDB: a syntax error); sqlglot took it
+            # for one and the rest of the clause was never asked for. `FROM t AS` with no
+            # name after it was read as no alias.
+            start = self._index
+            out = super()._parse_table_alias(alias_tokens)
+            _check_alias(self, start, out.this if out is not None else None,
+                         RESERVED_TABLE_ALIAS_WORDS)
+            return out
+
+        def _parse_alias(self, this, explicit: bool = False):
+            # `SELECT 1 order`, `SELECT a group FROM t`: a reserved word is no implicit column
+            # alias (after AS it may be one, as in PostgreSQL and DuckDB); `SELECT 1 AS` with
+            # no name after it was read as no alias
+            start = self._index
+            out = super()._parse_alias(this, explicit)
+            alias = out.args.get("alias") if isinstance(out, exp.Alias) and out is not this \
+                else None
+            if alias is None and isinstance(out, exp.Aliases) and out is not this:
+                return out
+            _check_alias(self, start, alias, RESERVED_COLUMN_ALIAS_WORDS, after_as=False)
+            return out
+
+        def _parse_types(self, *args, **kwargs):
+            # a type remembers where it was written: CAST(a AS nosuchtype) is refused there
+            start = self._curr
+            out = super()._parse_types(*args, **kwargs)
+            if isinstance(out, exp.DataType) and start is not None and "start" not in out.meta:
+                out.update_positions(start)
+            return out
+
+        def _parse_derived_table_values(self, allow_value_synonym: bool = False):
+            # INSERT ... VALUE (1) is MySQL's; PostgreSQL and DuckDB know VALUES only
+            return super()._parse_derived_table_values(False)
+
+        def _parse_lambda(self, alias: bool = False):
+            # count(DISTINCT) and count(ALL) name no argument (PostgreSQL and DuckDB: an
+            # error); sqlglot read count(ALL) as count() and count(DISTINCT) as an empty
+            # DISTINCT, which failed deep in the planner
+            _check_modifier_argument(self)
+            return super()._parse_lambda(alias)
+
+        def _parse_string_agg(self):
+            _check_modifier_argument(self)  # string_agg(DISTINCT)
+            return super()._parse_string_agg()
+
+        def _parse_create(self):
+            # CREATE VIEW v / CREATE VIEW v AS / CREATE TABLE x AS with no query after them
+            # (a view without a query failed while binding; CREATE TABLE x AS said the table
+            # needs a column)
+            out = super()._parse_create()
+            if isinstance(out, exp.Create) and out.expression is None:
+                kind = (out.args.get("kind") or "").upper()
+                last = self._prev
+                if kind == "VIEW" or (kind == "TABLE" and last is not None
+                                      and last.token_type == TokenType.ALIAS
+                                      and not isinstance(out.this, exp.Schema)):
+                    self.raise_error(f"CREATE {kind} needs AS and a query", self._curr or last)
+            return out
 
         def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
                         alias_tokens=None):
@@ -153,6 +325,8 @@ class PQEDialect(Dialect):
             # sqlglot reads INTERVAL '1 day 02:00:00' as INTERVAL '1' DAY, dropping the
             # rest of the text (its one "<number> <unit>" part is taken as the whole): such
             # text is kept whole, for the binder to read or refuse
+            start, word = self._index, self._curr
+            out = None
             if this is not None and this.is_string:
                 text = this.name
                 parts = exp.INTERVAL_STRING_RE.findall(text)
@@ -160,8 +334,62 @@ class PQEDialect(Dialect):
                     out = super()._parse_interval_span(exp.Literal.string(""),
                                                        parse_function_unit)
                     out.set("this", exp.Literal.string(text))
-                    return out
-            return super()._parse_interval_span(this, parse_function_unit)
+            if out is None:
+                out = super()._parse_interval_span(this, parse_function_unit)
+            # the word after INTERVAL x is its unit only when it is one: sqlglot took any
+            # name and spelled abbreviations out (`INTERVAL 1 s` was a second; s may be a
+            # column or an alias, as PostgreSQL and DuckDB read it)
+            if isinstance(out.args.get("unit"), exp.Var) and self._index > start \
+                    and word is not None and word.token_type == TokenType.VAR \
+                    and word.text.lower() not in INTERVAL_UNIT_WORDS:
+                self.raise_error(f"'{word.text}' is not an interval unit (write YEAR, MONTH, "
+                                 f"DAY, HOUR, MINUTE, SECOND, ...)", word)
+            return out
+
+
+# DuckDB's reserved keywords (duckdb_keywords(): 'reserved'), and those that are no table
+# alias either ('type_function', but for those also a column name there): PostgreSQL's lists,
+# nearly word for word
+RESERVED_COLUMN_ALIAS_WORDS = frozenset("""
+    all analyse analyze and any array as asc asymmetric both case cast check collate column
+    constraint create default deferrable desc describe distinct do else end except false fetch
+    for foreign from group having in initially intersect into lambda lateral leading limit not
+    null offset on only or order pivot pivot_longer pivot_wider placing primary qualify
+    references returning select show some summarize symmetric table then to trailing true
+    union unique unpivot using variadic when where window with""".split())
+# (ANTI, ASOF, POSITIONAL and SEMI start joins: `a POSITIONAL JOIN b` is refused by the join
+# rules with their own message)
+RESERVED_TABLE_ALIAS_WORDS = RESERVED_COLUMN_ALIAS_WORDS | frozenset("""
+    authorization binary by collation concurrently cross freeze full glob ilike inner is
+    isnull join left like natural notnull outer overlaps right similar tablesample unpack
+    verbose""".split())
+
+
+def _check_alias(p: parser.Parser, start: int, alias, reserved: frozenset,
+                 after_as: bool = True) -> None:
+    """Refuse a reserved word as the alias just parsed (unquoted; after AS too when
+    `after_as`), and an AS with no name after it."""
+    toks = p._tokens[start:p._index]
+    has_as = bool(toks) and toks[0].token_type == TokenType.ALIAS
+    if has_as and alias is None:
+        p.raise_error("AS needs a name after it", toks[0])
+    if not isinstance(alias, exp.Identifier) or alias.quoted:
+        return
+    if (has_as and not after_as) or alias.name.lower() not in reserved:
+        return
+    word = next((t for t in toks if t.text == alias.name), toks[-1] if toks else None)
+    p.raise_error(f"{alias.name.upper()} is a reserved word, not an alias (quote it to use it "
+                  f"as a name: \"{alias.name}\")", word)
+
+
+def _check_modifier_argument(p: parser.Parser) -> None:
+    """f(DISTINCT) / f(ALL) with no argument after the word: a syntax error."""
+    word = p._curr
+    if word is not None and word.token_type in (TokenType.DISTINCT, TokenType.ALL):
+        after = p._next
+        if after is None or after.token_type in (TokenType.R_PAREN, TokenType.COMMA,
+                                                 TokenType.ORDER_BY, TokenType.SEMICOLON):
+            p.raise_error(f"{word.text.upper()} needs an argument after it", word)
 
 
 def _with_name_position(p: parser.Parser, fn) -> exp.Expression | None:
@@ -436,6 +664,8 @@ def builtin_call(name: str) -> str | None:
     for args in ("x", "x, y", "x, y, z"):  # a known function may refuse some counts
         try:
             (stmt,) = sqlglot.parse(f"SELECT {name}({args})", read=DIALECT)
+        except _ArgumentDropped as e:
+            return e.kind
         except (ParseError, ValueError, TokenError):
             continue
         call = stmt.expressions[0] if isinstance(stmt, exp.Select) and stmt.expressions else None
@@ -471,11 +701,25 @@ def parse(sql: str) -> list[exp.Expression]:
             # sqlglot reports the end of the offending token; point at its start
             col = max(1, col - len(highlight) + 1)
         message = _describe(desc)
+        if _SENTINEL.search(desc):
+            # the text ended where more was expected: point just past its last token
+            # (sqlglot named its internal end-of-input token, and pointed at the token
+            # before it)
+            if line is not None and col is not None and highlight:
+                col += len(highlight)
+            highlight = None
         if line is not None and col is not None and _after_x(sql, line, col):
             message = "BLOB literals (x'...') are not supported: pqe has no BLOB type"
             col -= 1
         raise SQLSyntaxError(message, line, col, highlight) from None
+    except _ArgumentDropped as e:
+        raise e.error(sql) from None
     except TokenError as e:
+        open_ = _unterminated(sql)
+        if open_ is not None:
+            # where the comment, string or quoted name that never ends starts
+            start, what = open_
+            raise SQLSyntaxError(f"unterminated {what}", *position(sql, start)) from None
         msg = str(e)
         line = col = None
         text = None
@@ -490,6 +734,45 @@ def parse(sql: str) -> list[exp.Expression]:
     return [s for s in statements if s is not None]
 
 
+def _unterminated(sql: str) -> tuple[int, str] | None:
+    """Where the first comment, string or quoted name that is never closed starts, and what
+    it is (the tokenizer's rules: '' and "" inside quotes, nested /* */ comments)."""
+    closers = {"'": ("'", "string"), '"': ('"', "quoted name")}
+    i, n = 0, len(sql)
+    while i < n:
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i) or sql.startswith("{#", i):
+            opener, closer = ("/*", "*/") if sql[i] == "/" else ("{#", "#}")
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if sql.startswith(opener, j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith(closer, j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                return i, "comment"
+            i = j
+        elif sql[i] in closers:
+            quote, what = closers[sql[i]]
+            j = i + 1
+            while True:
+                k = sql.find(quote, j)
+                if k < 0:
+                    return i, what
+                if sql.startswith(quote * 2, k):
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+        else:
+            i += 1
+    return None
+
+
 def _after_x(sql: str, line: int, col: int) -> bool:
     """Whether the offending token is a quoted string right after an `x` or `X` (a BLOB
     literal, which the default dialect reads as a name followed by a string)."""
@@ -501,9 +784,31 @@ def _after_x(sql: str, line: int, col: int) -> bool:
         and (i == 1 or not (text[i - 2].isalnum() or text[i - 2] == "_"))
 
 
+_SENTINEL = re.compile(r"<Token token_type: TokenType\.SENTINEL\b")
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+.*?>", re.S)
+_REQUIRED = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+
+
 def _describe(desc: str) -> str:
+    """sqlglot's description of a parse error in the user's terms: no token reprs or
+    argument names of its classes."""
     if desc.startswith("Invalid expression / Unexpected token"):
         return "unexpected token"
+    m = _REQUIRED.match(desc)
+    if m:
+        cls = getattr(exp, m.group(2), None)
+        if isinstance(cls, type) and issubclass(cls, exp.Func):
+            return f"incomplete statement: {cls.sql_name()}() is missing an argument"
+        return f"incomplete statement: {m.group(2).upper()} is missing what follows it"
     if desc.startswith("Required keyword:"):
-        return "incomplete statement: " + desc.split("for <class", 1)[0].strip().rstrip("'")
-    return desc.split(". Line", 1)[0]
+        return "incomplete statement"
+    desc = desc.split(". Line", 1)[0]
+    m = re.match(r"Expected (.+?) but got ", desc)
+    if m and _SENTINEL.search(desc):
+        what = m.group(1)
+        article = "" if what.split()[0].lower() in ("a", "an", "the") else (
+            "an " if what[0].lower() in "aeiou" else "a ")
+        return f"unexpected end of input: expected {article}{what}"
+    if _SENTINEL.search(desc):
+        return "unexpected end of input"
+    return _TOKEN.sub(lambda t: f"'{t.group(2)}'", desc)

@@ -24,6 +24,7 @@ from ..errors import (
     TypeMismatchError,
     UnknownColumnError,
     UnsupportedError,
+    suggest,
 )
 from ..plan import builder as B
 from ..plan import statements as S
@@ -33,7 +34,9 @@ from ..plan.udf import AggregateUDF
 from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
 from .binder.expressions import STATEMENT_NOW, statement_now
 from .binder.grouping import USER_AGGREGATES
-from .parser import ParsedStatement, PQEDialect, parse
+from .binder.scope import at, positioned
+from .binder.supported import sql_text
+from .parser import ParsedStatement, PQEDialect, node_position, parse
 
 
 def name_of(node: exp.Expression) -> tuple[str, bool]:
@@ -112,9 +115,10 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
 
         return summarize(ast, catalog, sql)
     if isinstance(ast, exp.Command) and ast.this.upper() == "SHOW":
-        what = ast.expression.name.strip().upper() if ast.expression is not None else ""
-        if what == "TABLES":
+        what = ast.expression.name.strip() if ast.expression is not None else ""
+        if what.upper() == "TABLES":
             return S.ShowTables()
+        # (the user's text as written: `SHOW TABLES LIKE 't%'` echoed 'T%')
         raise UnsupportedError(f"SHOW {what} is not supported")
     word = statement_word(ast)
     hint = ": register Python functions with Context.register_udf / register_udaf" \
@@ -145,15 +149,34 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         table = index.args.get("table") if isinstance(index, exp.Index) else None
         if table is None or not isinstance(index.this, exp.Identifier):
             raise UnsupportedError("CREATE INDEX without a name or a table is not supported")
-        real, entry = catalog.lookup(*name_of(table))
-        # its columns must be the table's (`ON a(nosuchcol)` was accepted)
+        # (`ON t USING ...`, INCLUDE, WHERE, a qualified index name read as `i ON t(a)`:
+        # each refused by name, never dropped)
+        refuse_unknown_args(index, {"this", "table", "params"}, "CREATE INDEX", sql)
         params = index.args.get("params")
+        if params is not None:
+            # (its columns and method: an index changes no answer; INCLUDE, WHERE, ... are
+            # refused)
+            refuse_unknown_args(params, {"columns", "using"}, "CREATE INDEX", sql)
+        if not isinstance(table, exp.Table) or _qualified(table):
+            # `ON nope.t (a)` indexed t (the schema was dropped), as qualified names are
+            # refused everywhere else
+            raise _qualified_refusal(f"CREATE INDEX ON {table.sql(dialect=PQEDialect)}", table,
+                                     sql)
+        name, quoted = name_of(table)
+        real, entry = catalog.lookup(name, exact=quoted)
+        # its columns must be the table's (`ON a(nosuchcol)` was accepted)
         have = {f.name for f in getattr(entry, "schema", ())}
         low = {n.lower(): n for n in have}
         for col in (params.find_all(exp.Column) if params is not None else ()):
             name = col.name
+            if col.table:
+                raise _qualified_refusal(f"CREATE INDEX column {col.sql(dialect=PQEDialect)}",
+                                         col, sql)
             if name not in have and (col.this.quoted or name.lower() not in low):
-                raise UnknownColumnError(f"CREATE INDEX: table {real} has no column '{name}'")
+                pos = node_position(sql, col)
+                raise positioned(UnknownColumnError(
+                    f"CREATE INDEX: table {real} has no column '{name}'{at(pos)}"
+                    f"{suggest(name, have)}"), pos)
         return S.NoOp("CREATE INDEX", name_of(index)[0], real, bool(stmt.args.get("exists")))
     if kind and kind not in ("TABLE", "VIEW"):
         # CREATE FUNCTION / MACRO / SCHEMA / SEQUENCE / TYPE ...: UDFs are registered from
@@ -166,7 +189,7 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
             if isinstance(prop, exp.TemporaryProperty):
                 temporary = True  # every table pqe creates lives as long as its Context
                 continue
-            raise UnsupportedError(f"CREATE {kind}: {prop.sql(dialect=PQEDialect)} is not supported")
+            raise UnsupportedError(f"CREATE {kind}: {sql_text(prop)} is not supported")
     del temporary
     target = stmt.this
     columns = None
@@ -180,6 +203,7 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
     replace, if_not_exists = bool(stmt.args.get("replace")), bool(stmt.args.get("exists"))
     if replace and if_not_exists:
         raise BindError(f"CREATE OR REPLACE {kind} cannot also say IF NOT EXISTS")
+    _refuse_other_kind(catalog, name, quoted, kind, replace, if_not_exists)
     if kind == "VIEW":
         refuse_unknown_args(stmt, {"kind", "this", "expression", "replace", "exists",
                                    "properties"}, "CREATE VIEW")
@@ -264,6 +288,35 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
     unique_keys = tuple(dict.fromkeys(k for k in unique if k != primary))
     return S.CreateTable(name, pa.schema(fields), None, None, replace, if_not_exists, primary,
                          unique_keys, quoted)
+
+
+def _refuse_other_kind(catalog: CatalogSnapshot, name: str, quoted: bool, kind: str,
+                       replace: bool, if_not_exists: bool) -> None:
+    """CREATE VIEW v1 where v1 is a table (or CREATE TABLE over a view) names what is there:
+    it said "view 'v1' already exists"."""
+    if replace or if_not_exists:
+        return  # (the session says what OR REPLACE cannot replace)
+    key = catalog.find(name, exact=quoted)
+    if key is None:
+        return
+    _, entry = catalog.lookup(key, exact=True)
+    is_view = isinstance(entry, View)
+    if is_view == (kind == "VIEW"):
+        return
+    there = "a view" if is_view else "a table"
+    raise CatalogError(f"CREATE {kind} {name}: {there} named '{key}' already exists")
+
+
+def _qualified(table: exp.Table) -> bool:
+    return bool(table.args.get("db") or table.args.get("catalog"))
+
+
+def _qualified_refusal(what: str, node: exp.Expression, sql: str) -> UnsupportedError:
+    """Refused, at the name's first part (the qualifier)."""
+    parts = [p for p in (node_position(sql, i) for i in node.find_all(exp.Identifier)) if p]
+    pos = min(parts) if parts else node_position(sql, node)
+    return positioned(UnsupportedError(f"{what}: qualified names are not supported"
+                                       f"{at(pos)}"), pos)
 
 
 def _unique_columns(node: exp.Expression) -> list[exp.Expression]:
@@ -358,7 +411,8 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
     name, entry = _memory_table(catalog, target, "INSERT INTO")
     schema = entry.schema
     if column_nodes:
-        cols = [_column_named(schema.names, c, name) for c in column_nodes]
+        cols = [_column_named(schema.names, c, name, sql, f"INSERT INTO {name}")
+                for c in column_nodes]
         if len(set(cols)) != len(cols):
             raise BindError(f"INSERT INTO {name} names a column twice")
     else:
@@ -496,7 +550,8 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
         raise BindError(f"INSERT INTO {name} ... ON CONFLICT: the table has no PRIMARY KEY or "
                         f"UNIQUE constraint")
     columns = entry.schema.names
-    target = tuple(_column_named(columns, k, name) for k in conflict.args.get("conflict_keys") or [])
+    target = tuple(_column_named(columns, k, name, binder.sql, "ON CONFLICT")
+                   for k in conflict.args.get("conflict_keys") or [])
     if target and tuple(sorted(target)) not in {tuple(sorted(k)) for k in keys}:
         raise BindError(f"ON CONFLICT ({', '.join(target)}) does not match a PRIMARY KEY or "
                         f"UNIQUE constraint of {name}")
@@ -521,13 +576,14 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
     for eq in conflict.args.get("expressions") or []:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise UnsupportedError(f"ON CONFLICT DO UPDATE SET {eq.sql(dialect=PQEDialect)}")
-        real = _column_named(columns, eq.this, name)
+        real = _column_named(columns, eq.this, name, binder.sql, "ON CONFLICT DO UPDATE SET")
         if real in target:
             raise BindError(f"ON CONFLICT DO UPDATE cannot change the key column {real}")
         if real in (c for c, _ in sets):
             raise BindError(f"ON CONFLICT DO UPDATE sets column {real} twice")
         binder.check(eq.expression)
-        value = binder.expr(_conflict_names(eq.expression, name, columns), scope, clause="SET")
+        value = binder.expr(_conflict_names(eq.expression, name, columns, binder.sql), scope,
+                            clause="SET")
         # the typing of every other INSERT and UPDATE form: a number never becomes a DATE
         check_storable(f"INSERT INTO {name} ... ON CONFLICT DO UPDATE", value.dtype,
                        entry.schema.field(real).type, real)
@@ -537,7 +593,7 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
     if where is not None:
         binder.check(where)
         cond = binder.expr(_conflict_names(where.this if isinstance(where, exp.Where) else where,
-                                           name, columns), scope, clause="WHERE")
+                                           name, columns, binder.sql), scope, clause="WHERE")
         if not (T.is_boolean(cond.dtype) or T.is_null(cond.dtype)):
             raise TypeMismatchError(f"ON CONFLICT ... WHERE must be BOOLEAN, not "
                                     f"{T.type_name(cond.dtype)}")
@@ -546,11 +602,17 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
                         (tuple(scan.schema), tuple(excluded.schema)))
 
 
-def _column_named(columns: list[str], node: exp.Expression, table: str) -> str:
+def _column_named(columns: list[str], node: exp.Expression, table: str, sql: str = "",
+                  what: str = "", qualified_ok: bool = False) -> str:
     """The column of `table` a name refers to: quoted, exactly that name; unquoted, its
-    lower-case form, else the one column equal to it regardless of case."""
+    lower-case form, else the one column equal to it regardless of case. A qualified name
+    (`nope.b`) is refused unless `qualified_ok` (the caller read the qualifier): the
+    qualifier was dropped (`ON CONFLICT (nope.a)`, `DO UPDATE SET nope.b = 9` ran)."""
     if isinstance(node, exp.Ordered):  # (a conflict target's column)
         node = node.this
+    if not qualified_ok and isinstance(node, exp.Column) and (node.table or node.args.get("db")):
+        raise _qualified_refusal(f"{what or table}: column {node.sql(dialect=PQEDialect)}",
+                                 node, sql)
     col, quoted = name_of(node)
     if col in columns:
         return col
@@ -561,10 +623,13 @@ def _column_named(columns: list[str], node: exp.Expression, table: str) -> str:
         if folded:
             raise AmbiguousColumnError(f"column reference '{col}' is ambiguous in {table}: "
                                        f"{', '.join(folded)}")
-    raise BindError(f"table {table} has no column '{col}'")
+    pos = node_position(sql, node) if sql else None
+    raise positioned(UnknownColumnError(f"table {table} has no column '{col}'{at(pos)}"
+                                        f"{suggest(col, columns)}"), pos)
 
 
-def _conflict_names(node: exp.Expression, table: str, columns: list[str]) -> exp.Expression:
+def _conflict_names(node: exp.Expression, table: str, columns: list[str],
+                    sql: str = "") -> exp.Expression:
     """An ON CONFLICT SET value or WHERE with each reference to the target table's row or
     the proposed (excluded) one qualified and resolved to its exact column name."""
     node = node.copy()
@@ -574,7 +639,7 @@ def _conflict_names(node: exp.Expression, table: str, columns: list[str]) -> exp
         qualifier = col.table
         if qualifier and qualifier.lower() not in (table.lower(), "excluded"):
             continue
-        real = _column_named(columns, col, qualifier or table)
+        real = _column_named(columns, col, qualifier or table, sql, qualified_ok=True)
         col.set("this", exp.to_identifier(real, quoted=True))
         col.set("table", exp.to_identifier(
             "excluded" if qualifier.lower() == "excluded" else table))
@@ -636,7 +701,7 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
                 isinstance(value, exp.Column) and not value.table and not value.this.quoted
                 and value.name.upper() == "DEFAULT"):  # (the keyword: "default" is a column)
             raise UnsupportedError("UPDATE SET column = DEFAULT is not supported")
-        real = _column_named(entry.schema.names, eq.this, name)
+        real = _column_named(entry.schema.names, eq.this, name, sql, f"UPDATE {name} SET")
         if real in sets:
             raise BindError(f"UPDATE {name} sets column {real} twice")
         _no_aggregates(eq.expression, "UPDATE")
@@ -720,7 +785,15 @@ def _drop(stmt: exp.Drop) -> S.Drop | S.NoOp:
 
 def _describe(stmt: exp.Describe, catalog: CatalogSnapshot, sql: str) -> S.Describe:
     refuse_unknown_args(stmt, {"this", "kind"}, "DESCRIBE")
+    kind = str(stmt.args.get("kind") or "").upper()
+    if kind and kind != "TABLE":
+        # DESCRIBE SCHEMA x / VIEW x / FUNCTION x ... described the table x
+        raise UnsupportedError(f"DESCRIBE {kind} is not supported (DESCRIBE name describes a "
+                               f"table or view; DESCRIBE SELECT ... a query)")
     target = stmt.this
+    if isinstance(target, exp.Table) and _qualified(target):
+        # `DESCRIBE nope.t` and `DESCRIBE a.b.t` described t
+        raise _qualified_refusal(f"DESCRIBE {target.sql(dialect=PQEDialect)}", target, sql)
     if isinstance(target, exp.Schema) and isinstance(target.this, exp.Table) \
             and target.this.name.lower() in ("read_parquet", "read_csv") \
             and not target.this.args.get("db"):

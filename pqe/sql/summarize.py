@@ -52,7 +52,8 @@ def _quantiles(t: pa.DataType) -> AggregateUDF:
     """q25, q50 and q75 over values of type `t` (numbers, dates): a mergeable sketch of
     weighted points per partition, as text for the pivot."""
     kind = ("integer" if T.is_integer(t) else "decimal" if T.is_decimal(t)
-            else "date" if pa.types.is_date(t) else "float")
+            else "date" if pa.types.is_date(t) else "real" if pa.types.is_float32(t)
+            else "float")
     final = K.QuantileText(kind, t.scale if T.is_decimal(t) else 0)
     parts = (K.quantile_update, K.quantile_merge, final, (t,), T.TEXT, T.BINARY, True)
     return AggregateUDF("quantiles", K.quantile_update, K.quantile_merge, final, (t,),

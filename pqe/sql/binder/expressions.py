@@ -29,7 +29,7 @@ from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
 from .literals import interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type
-from .qualification import user_function_name
+from .qualification import shown_sql, user_function_name
 from .scope import AggContext, Scope, at, positioned
 
 NEGATED_COMPARISON = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
@@ -76,7 +76,13 @@ class ExpressionMixin:
                                        f"subquery ({node.sql()}) is not supported")
             raise AggregateMisuseError(f"aggregate functions are not allowed in {clause or 'this context'}: {node.sql()}")
         rec: Callable[[exp.Expression], Expr] = lambda n: self.expr(n, scope, agg, clause)  # noqa: E731
-        out = self._expr(node, scope, rec)
+        try:
+            out = self._expr(node, scope, rec)
+        except (BindError, UnsupportedError) as e:
+            # an error about this node that did not say where (unknown function FOO, a type
+            # mismatch): at the innermost node it arose in
+            _placed(e, self.sql, node)
+            raise
         if agg is not None and isinstance(out, SubqueryExpr):
             out = replace(out, plan=self._above_aggregate(out.plan, agg))
         return out
@@ -142,6 +148,18 @@ class ExpressionMixin:
             # INTERVAL (expr) DAY -> expr * INTERVAL '1' DAY
             return B.call("multiply", B.cast(v, T.INT64), interval_literal("1", unit_text))
         return interval_literal(str(v.value), unit_text)
+
+
+def _placed(e, sql: str, node: exp.Expression):
+    """`e` with the line and column where `node` starts, when it has none yet (its message
+    says where too, as positioned errors' do)."""
+    if e.line is not None or not sql or len(e.args) != 1 or not isinstance(e.args[0], str):
+        return e
+    pos = node_position(sql, node)
+    if pos:
+        e.args = (e.args[0] + at(pos),)
+        e.line, e.column = pos
+    return e
 
 
 # ---- handlers, one per sqlglot class ------------------------------------------------------------
@@ -302,7 +320,11 @@ def _if(b, node, scope, rec):
 
 def _cast(b, node, scope, rec):
     t = type(node)
-    to = sql_type(node.args["to"])
+    try:
+        to = sql_type(node.args["to"])
+    except (BindError, UnsupportedError) as e:  # (CAST(a AS nosuchtype): at the type)
+        _placed(e, b.sql, node.args["to"])
+        raise
     arg = rec(node.this)
     if t is exp.Cast and isinstance(arg, Literal) and isinstance(arg.value, str) \
             and not T.is_text(to):
@@ -362,12 +384,26 @@ def _interval(b, node, scope, rec):
     return b._interval(node, rec)
 
 
+_PART_SPELLINGS = {"years": "year", "months": "month", "days": "day", "dayofweek": "dow",
+                   "dayofyear": "doy", "hours": "hour", "minutes": "minute",
+                   "seconds": "second"}
+
+
+def _extract_part(b, part: str, where: exp.Expression, what: str) -> str:
+    """The extract_<part> function of a date part, or an error naming the part."""
+    part = _PART_SPELLINGS.get(part.lower(), part.lower())
+    if f"extract_{part}" not in F.SCALAR:
+        pos = node_position(b.sql, where)
+        known = sorted(n.removeprefix("extract_") for n in F.SCALAR if n.startswith("extract_"))
+        raise positioned(UnsupportedError(
+            f"{what} part '{part}'{at(pos)} is not supported (parts: {', '.join(known)})"), pos)
+    return part
+
+
 def _extract(b, node, scope, rec):
-    part = node.this.name.lower() if isinstance(node.this, (exp.Var, exp.Identifier)) \
-        else str(node.this.this).lower()
-    part = {"years": "year", "months": "month", "days": "day", "dayofweek": "dow",
-            "dayofyear": "doy", "hours": "hour", "minutes": "minute",
-            "seconds": "second"}.get(part, part)
+    part = node.this.name if isinstance(node.this, (exp.Var, exp.Identifier)) \
+        else str(node.this.this)
+    part = _extract_part(b, part, node, "EXTRACT")
     return B.call(f"extract_{part}", rec(node.expression), display=f"EXTRACT({part})")
 
 
@@ -393,8 +429,14 @@ def _trim(b, node, scope, rec):
 
 def _date_trunc(b, node, scope, rec):
     unit = node.args["unit"]
-    unit_text = unit.name if isinstance(unit, (exp.Literal, exp.Var)) else unit.sql()
-    return B.call("date_trunc", lit(unit_text.lower()), rec(node.this))
+    if not (isinstance(unit, exp.Literal) and unit.is_string):
+        # (a name there never reaches here: the parser refuses it; any other expression's
+        # SQL text was taken for the unit)
+        pos = node_position(b.sql, unit) or node_position(b.sql, node)
+        raise positioned(UnsupportedError(
+            f"date_trunc: the unit must be a string literal like 'month', not "
+            f"{shown_sql(unit)}{at(pos)}"), pos)
+    return B.call("date_trunc", lit(unit.name.lower()), rec(node.this))
 
 
 def _exists(b, node, scope, rec):
@@ -470,10 +512,30 @@ def _anonymous(b, node, scope, rec):
     name = F.canonical(node.name)
     if name == "date_part" and len(node.expressions) == 2:
         part = rec(node.expressions[0])
-        if isinstance(part, Literal) and isinstance(part.value, str):
-            return B.call(f"extract_{part.value.lower()}", rec(node.expressions[1]))
+        if not (isinstance(part, Literal) and isinstance(part.value, str)):
+            # (it was "unknown function DATE_PART")
+            pos = node_position(b.sql, node.expressions[0])
+            raise positioned(UnsupportedError(
+                f"{node.name.lower()}: the part must be a string literal like 'month', not "
+                f"{shown_sql(node.expressions[0])}{at(pos)}"), pos)
+        part_name = _extract_part(b, part.value, node.expressions[0], node.name)
+        return B.call(f"extract_{part_name}", rec(node.expressions[1]))
+    held = _CONSTANT_WORD.get(name)
+    if held is not None and len(node.expressions) > held[0]:
+        # date_diff(month, a, b) / datetrunc(s, ts): a name or an expression where the part
+        # or unit is written (refused when it ran, with no place in the text)
+        word = node.expressions[held[0]]
+        if not ((isinstance(word, exp.Literal) and word.is_string) or isinstance(word, exp.Null)):
+            pos = node_position(b.sql, word)
+            raise positioned(UnsupportedError(
+                f"{node.name.lower()}: the {held[1]} must be a string literal like 'month', not "
+                f"{shown_sql(word)}{at(pos)}"), pos)
     args = [rec(a) for a in node.expressions]
     return _bind_time(b, B.call(name, *args, display=node.name))
+
+
+# functions whose argument (at this index) is a constant word: a date part or unit
+_CONSTANT_WORD = {"date_diff": (0, "part"), "date_trunc": (0, "unit")}
 
 
 def _function(b, node, scope, rec):

@@ -28,9 +28,9 @@ from ...plan.expr import (
 )
 from ...plan.logical import LogicalPlan, map_expressions, transform_up
 from ...plan.udf import AggregateUDF
-from ..parser import PQEDialect
-from .qualification import user_function_name
-from .scope import AggContext, Scope
+from ..parser import PQEDialect, node_position
+from .qualification import shown_sql, user_function_name
+from .scope import AggContext, Scope, at, positioned
 
 # sqlglot aggregate classes -> pqe aggregate (arguments: `this`, and `expressions` after it),
 # derived from the function registry (pqe.plan.functions)
@@ -57,6 +57,14 @@ def is_agg_node(node: exp.Expression) -> bool:
     if isinstance(node, exp.Anonymous):
         return F.canonical(node.name) in F.AGGREGATE or node.name.lower() in USER_AGGREGATES.get()
     return isinstance(node, exp.AggFunc) or type(node) in AGGS  # LIST(x) is no AggFunc
+
+
+def _refuse_nested(sql: str, node: exp.Expression, inner: list[exp.Expression]) -> None:
+    """An aggregate inside an aggregate's argument: refused at the inner one."""
+    if inner:
+        pos = node_position(sql, inner[0])
+        raise positioned(AggregateMisuseError(
+            f"aggregate function calls cannot be nested: {shown_sql(node, 80)}{at(pos)}"), pos)
 
 
 def find_aggs(node: exp.Expression) -> list[exp.Expression]:
@@ -276,9 +284,8 @@ class GroupingMixin:
                     raise UnsupportedError(f"DISTINCT is not supported for the user-defined "
                                            f"aggregate {name}")
                 for a in arg_nodes:
-                    if not window and find_aggs(a):
-                        raise AggregateMisuseError(
-                            f"aggregate function calls cannot be nested: {node.sql()}")
+                    if not window:
+                        _refuse_nested(self.sql, node, find_aggs(a))
                 return B.user_aggregate(udf, [rec(a, "aggregate argument") for a in arg_nodes],
                                         False, filt)
         else:
@@ -316,8 +323,8 @@ class GroupingMixin:
         if len(order) > 1:
             raise UnsupportedError(f"several ORDER BY inside {shown.upper()}(...) are not supported")
         for a in arg_nodes + [o.this for o in key_nodes]:
-            if not window and find_aggs(a):
-                raise AggregateMisuseError(f"aggregate function calls cannot be nested: {node.sql()}")
+            if not window:
+                _refuse_nested(self.sql, node, find_aggs(a))
         args = [rec(a, "aggregate argument") for a in arg_nodes]
         keys = [self._sort_key(o, rec(o.this, "ORDER BY inside an aggregate"))
                 for o in key_nodes]

@@ -119,7 +119,7 @@ class QualifyMixin:
         _refuse_using_shapes(node, schema)
         _check_star_modifiers(node, schema)
         _wrap_ordered_subqueries(node)
-        _check_positions(node)
+        _check_positions(node, self.sql)
         name_unaliased_projections(node)
         for values in node.find_all(exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
             alias = values.args.get("alias")
@@ -314,10 +314,48 @@ class QualifyMixin:
             raise InternalError(f"sqlglot could not qualify the query: {type(e).__name__}: "
                                 f"{' '.join(str(e).split())[:200]}") from e
 
+    def _column_at(self, node: exp.Expression | None, name: str, table: str | None = None,
+                   end: tuple[int, int] | None = None):
+        """Where the column reference `[table.]name` named by a sqlglot error starts (its
+        first part), from the nodes of `node`: at the token ending at `end` when given (the
+        error's Line/Col is where the name ends; a quoted name's ended two later than its
+        text's length said)."""
+        if node is None:
+            return None
+        found = []
+        for c in node.find_all(exp.Column):
+            ident = c.this
+            if not isinstance(ident, exp.Identifier) or \
+                    ident.name.replace("\x00", "") != name or \
+                    (table is not None and c.table != table) or (table is None and end is None
+                                                                and not c.table):
+                continue
+            meta = ident.meta or {}
+            if end is not None and (meta.get("line"), meta.get("col")) != end:
+                continue
+            parts = [p for p in (node_position(self.sql, i) for i in c.find_all(exp.Identifier))
+                     if p]
+            if parts:
+                found.append(min(parts))
+        return min(found) if found else None
+
     def _qualify_error(self, msg: str, schema, node: exp.Expression | None = None) -> Error:
-        m = re.search(r"Column '([^']*)' could not be resolved(?:.*?Line: (\d+), Col: (\d+))?", msg)
+        m = re.search(r"Column '([^']*)' could not be resolved(?: for table: '([^']*)')?"
+                      r"(?:.*?Line: (\d+), Col: (\d+))?", msg)
         if m:
             col = m.group(1).replace("\x00", "")
+            qualifier = m.group(2)
+            end = (int(m.group(3)), int(m.group(4))) if m.group(3) else None
+            if qualifier is not None and node is not None:
+                # `SELECT y.a FROM t x`: the table or alias y is what does not exist (it said
+                # column 'a' does not exist)
+                visible = {n.alias_or_name for n in node.find_all(exp.Table, exp.Subquery,
+                                                                   exp.CTE)}
+                if qualifier not in visible:
+                    pos = self._column_at(node, col, qualifier)
+                    return positioned(UnknownTableError(
+                        f"table or alias '{qualifier}' (in {qualifier}.{col}) is not in the "
+                        f"FROM clause{at(pos)}{suggest(qualifier, visible)}"), pos)
             owners = [t for t, cols in schema.items() if col in cols]
             # suggestions in the data's spelling (the keys are lower case)
             spelled = {t: self.keys.get(t, {}) for t in schema}
@@ -331,14 +369,28 @@ class QualifyMixin:
                     f"column reference '{col}' is ambiguous: it could be "
                     + " or ".join(f"{t}.{col}" for t in owners))
             cands = [spelled[t].get(c, c) for t, cols in schema.items() for c in cols]
-            where = ""
             pos = None
-            if m.group(2):
-                line, endcol = int(m.group(2)), int(m.group(3))
-                pos = (line, max(1, endcol - len(col) + 1))
-                where = at(pos)
+            if end is not None:
+                pos = self._column_at(node, col, end=end) or \
+                    (end[0], max(1, end[1] - len(col) + 1))
+            shown = f"{qualifier}.{col}" if qualifier else col
             return positioned(UnknownColumnError(
-                f"column '{col}' does not exist{where}{suggest(col, cands)}"), pos)
+                f"column '{shown}' does not exist{at(pos)}{suggest(col, cands)}"), pos)
+        m = re.fullmatch(r"Unknown column: (.*)", msg.split("\n")[0], re.S)
+        if m and node is not None:
+            # `SELECT t.zz FROM t`: a qualified name its table does not hold (it was a bare
+            # BindError "Unknown column: zz", no position, no suggestion)
+            col = m.group(1).replace("\x00", "")
+            hit = next((c for c in node.find_all(exp.Column)
+                        if c.table and c.name.replace("\x00", "") == col), None)
+            qualifier = hit.table if hit is not None else None
+            pos = self._column_at(node, col, qualifier) if qualifier else None
+            real = next((t.name for t in node.find_all(exp.Table)
+                         if t.alias_or_name == qualifier), qualifier)
+            cands = [self.keys.get(real, {}).get(c, c) for c in schema.get(real, {})]
+            shown = f"{qualifier}.{col}" if qualifier else col
+            return positioned(UnknownColumnError(
+                f"column '{shown}' does not exist{at(pos)}{suggest(col, cands)}"), pos)
         if "Ambiguous" in msg or "ambiguous" in msg:
             return AmbiguousColumnError(msg.split(". Line")[0].replace("\x00", ""))
         m = re.match(r"Cannot automatically join: (.*)", msg)
@@ -355,6 +407,13 @@ class QualifyMixin:
                 "USING with a parenthesized join on its side (a JOIN (b JOIN c ...) USING (k)) "
                 "is not supported; write that side as an aliased subquery: "
                 "a JOIN (SELECT * FROM b JOIN c ...) AS x USING (k)")
+        m = re.fullmatch(r"Unknown table: (.+)", msg.split("\n")[0].strip())
+        if m:  # `SELECT zz.* FROM t`
+            name = m.group(1).replace("\x00", "")
+            visible = {n.alias_or_name for n in node.find_all(exp.Table, exp.Subquery,
+                                                               exp.CTE)} if node else set()
+            return UnknownTableError(f"table or alias '{name}' is not in the FROM clause"
+                                     f"{suggest(name, visible)}")
         return BindError(msg.split("\n")[0].replace("\x00", ""))
 
     def _bind_view(self, name: str, view: View) -> LogicalPlan:
@@ -380,6 +439,16 @@ class QualifyMixin:
                                     for f, n in zip(plan.schema, view.column_names, strict=True)])
         self._views[name] = plan
         return plan
+
+
+def shown_sql(node: exp.Expression, most: int = 40) -> str:
+    """An expression as the user may have written it, for a message: column names without
+    the table qualifier and quotes qualification added."""
+    def bare(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and isinstance(n.this, exp.Identifier):
+            return exp.column(exp.to_identifier(n.this.name.replace("\x00", "")))
+        return n
+    return node.copy().transform(bare).sql(dialect=PQEDialect)[:most]
 
 
 # ---- rewrites before qualify ---------------------------------------------------------------
@@ -791,7 +860,8 @@ def name_unaliased_projections(node: exp.Expression) -> None:
             if isinstance(e, (exp.Alias, exp.Column, exp.Star)):
                 new.append(e)
                 continue
-            name = e.sql(dialect=PQEDialect, normalize_functions="lower")
+            name = e.sql(dialect=PQEDialect, normalize_functions="lower",
+                         comments=False)  # (a comment is no part of the name)
             if len(name) > 64:
                 # the name qualify would give it, as an Alias: qualify names a subquery by
                 # setting its own alias, which its ORDER BY 2 then rejects with an assertion
@@ -990,7 +1060,7 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
             left.append(cols)
 
 
-def _check_positions(node: exp.Expression) -> None:
+def _check_positions(node: exp.Expression, sql: str = "") -> None:
     """ORDER BY / GROUP BY positions in range, before sqlglot expands them: it indexed the
     select list as Python does, so ORDER BY 0 sorted by the last column and -1 by the one
     before it; ORDER BY 1.5 was accepted and ignored (PostgreSQL and DuckDB refuse them)."""
@@ -1009,11 +1079,13 @@ def _check_positions(node: exp.Expression) -> None:
         neg = isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string
         if neg or (isinstance(e, exp.Literal) and not e.is_string):
             text = ("-" if neg else "") + (e.this.this if neg else e.this)
+            pos = node_position(sql, e) if sql else None
             if not text.isdigit():
-                raise BindError(f"{word} position {text} is not a position in the select list "
-                                f"(a positive integer)")
+                raise positioned(BindError(f"{word} position {text} is not a position in the "
+                                           f"select list (a positive integer){at(pos)}"), pos)
             if int(text) < 1 or (not star and int(text) > n):
-                raise BindError(f"{word} position {text} is not in the select list")
+                raise positioned(BindError(f"{word} position {text} is not in the select list"
+                                           f"{at(pos)}"), pos)
 
     for q in node.find_all(exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery,
                            exp.CTE):

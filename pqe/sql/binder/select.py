@@ -17,10 +17,11 @@ from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import ColumnRef, Expr, Literal, SortKey, WindowCall, lit
 from ...plan.logical import LogicalPlan, MapBatches, Sort, UserFunction, Window
+from ..parser import node_position
 from .grouping import find_aggs
 from .literals import checked_int
 from .qualification import ORDER_ALL, USER_ALIAS
-from .scope import Scope
+from .scope import Scope, at, positioned
 from .windows import find_windows
 
 
@@ -362,9 +363,11 @@ class SelectMixin:
                 and e.dtype.scale == 0:
             e = Literal(int(e.value), e.dtype)  # an integer beyond BIGINT
         if not (isinstance(e, Literal) and isinstance(e.value, int) and not isinstance(e.value, bool)):
-            raise BindError(f"{what} must be a constant integer")
+            pos = node_position(self.sql, node)
+            raise positioned(BindError(f"{what} must be a constant integer{at(pos)}"), pos)
         if e.value < 0:
-            raise BindError(f"{what} must not be negative")
+            pos = node_position(self.sql, node)
+            raise positioned(BindError(f"{what} must not be negative{at(pos)}"), pos)
         return checked_int(e.value, what)
 
     def _number_clause(self, node, what: str):

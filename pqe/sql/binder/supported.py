@@ -221,10 +221,16 @@ def _is_set(value) -> bool:
 
 def _text(value) -> str:
     if isinstance(value, exp.Expression):
-        return value.sql(dialect=PQEDialect)
+        try:
+            return value.sql(dialect=PQEDialect)
+        except Exception:  # (a node sqlglot cannot write back: SORTKEY (a) held a list)
+            return value.key.upper().replace("PROPERTY", "")
     if isinstance(value, list):
         return ", ".join(_text(v) for v in value)
     return str(value)
+
+
+sql_text = _text  # (for refusals elsewhere in the front end)
 
 
 def _value_key(value) -> str:
