@@ -15,12 +15,6 @@ import pqe
 from pqe.kernels import dense_join
 
 
-@pytest.fixture(autouse=True)
-def filter_small_builds(monkeypatch):
-    # (the real threshold leaves builds under KEY_FILTER_MIN_ROWS to the hash join alone)
-    monkeypatch.setattr(dense_join, "KEY_FILTER_MIN_ROWS", 0)
-
-
 def _tables(seed: int, probe_type=pa.int64(), build_type=pa.int64()):
     rng = np.random.default_rng(seed)
     n_probe, n_build = 40_000, 2_000
@@ -99,7 +93,7 @@ def test_key_filter_drops_rows_before_the_join(monkeypatch):
     assert before == probe.num_rows and after < before // 10
 
 
-def test_build_key_filter_picks_the_sparsest_key_and_skips_dense_ones(monkeypatch):
+def test_build_key_filter_picks_the_sparsest_key_and_skips_dense_ones():
     t = pa.table({"dense": pa.array(np.arange(1000) % 500),
                   "sparse": pa.array(np.arange(1000) * 37),
                   "text": pa.array([str(i) for i in range(1000)])})
@@ -108,8 +102,6 @@ def test_build_key_filter_picks_the_sparsest_key_and_skips_dense_ones(monkeypatc
     assert dense_join.build_key_filter(t, ("dense",)) is None  # fills its whole range
     assert dense_join.build_key_filter(t, ("text",)) is None
     assert dense_join.build_key_filter(t.slice(0, 0), ("sparse",)) is None
-    monkeypatch.setattr(dense_join, "KEY_FILTER_MIN_ROWS", 1001)
-    assert dense_join.build_key_filter(t, ("sparse",)) is None  # a small build: no filter
 
 
 def test_filter_by_keys_edges():
