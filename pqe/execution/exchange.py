@@ -21,6 +21,7 @@ query once.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -58,17 +59,31 @@ class ExchangeLost(ExecutionError):
     """Pieces of a disk-backed exchange are gone (their worker died)."""
 
 
+def _private_directory(parent: str) -> str:
+    """A new directory under `parent` that only this user can enter: mkdtemp gives it an
+    unpredictable name and mode 0700 and never reuses an existing one. The fixed
+    `pqe-exchange-<pid>` in /tmp was 0755 (any local user read the spilled rows) and taken
+    as it was when it existed: another user who made it first could swap a query's pieces
+    for doctored ones (a wrong answer) or make it a file (every spilling query failed). It
+    is removed when the process exits (a query stopped by a timeout may leave files)."""
+    os.makedirs(parent, exist_ok=True)
+    path = tempfile.mkdtemp(prefix=f"pqe-exchange-{os.getpid()}-", dir=parent)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def set_local_directory(path: str) -> None:
+    """Write exchange files under `path` (a dask worker's local directory)."""
     global _root
     with _lock:
-        _root = os.path.join(path, "pqe-exchange")
+        _root = _private_directory(path)
 
 
 def root() -> str:
     global _root
     with _lock:
         if _root is None:
-            _root = os.path.join(tempfile.gettempdir(), f"pqe-exchange-{os.getpid()}")
+            _root = _private_directory(tempfile.gettempdir())
         return _root
 
 
@@ -77,20 +92,22 @@ def query_dir(qid: str) -> str:
 
 
 def remove_query(qid: str) -> bool:
-    """Delete a query's exchange files in this process's directory."""
+    """Delete a query's exchange files in this process's directory (the directory itself
+    stays until the process exits: made again under a name other users can list in /tmp,
+    it could be theirs)."""
     path = query_dir(qid)
     if not os.path.isdir(path):
         return False
     shutil.rmtree(path, ignore_errors=True)
-    try:
-        os.rmdir(root())  # only when no other query has files there
-    except OSError:
-        pass
     return True
 
 
 def remove_all() -> None:
-    shutil.rmtree(root(), ignore_errors=True)
+    global _root
+    with _lock:
+        if _root is not None:
+            shutil.rmtree(_root, ignore_errors=True)
+            _root = None
 
 
 def _address() -> str | None:

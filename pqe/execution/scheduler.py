@@ -49,6 +49,12 @@ class Executor:
         self.runner = None
         self.reruns = 0  # graphs run again after a disk exchange lost pieces with a worker
         self._own_client = False
+        for name, n in (("threads", threads), ("workers", workers)):
+            # (threads=-1 failed every query later as "a registered dask DataFrame failed";
+            # 0 and True were taken as the default and 1)
+            if n is not None and (isinstance(n, bool) or not hasattr(n, "__index__")
+                                  or n < 1):
+                raise Error(f"{name}={n!r}: give a positive number, or leave it out")
         self.threads = threads or default_threads()
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -414,9 +420,15 @@ def _bytes(value) -> int | None:
     from dask.utils import parse_bytes
 
     try:
-        return int(parse_bytes(value)) if isinstance(value, str) else int(value)
+        if isinstance(value, bool):  # (True was 1 byte)
+            raise TypeError
+        n = int(parse_bytes(value)) if isinstance(value, str) else int(value)
     except (ValueError, TypeError) as e:
         raise Error(f"memory_limit={value!r} is not a size (e.g. '2GiB' or 2_000_000_000)") from e
+    if n < 1:  # (0 was no limit, a negative one made every exchange spill)
+        raise Error(f"memory_limit={value!r} must be a positive size (e.g. '2GiB'), or None "
+                    f"for no limit")
+    return n
 
 
 def _raised_outside_pqe(e: BaseException) -> bool:
