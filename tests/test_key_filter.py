@@ -127,3 +127,39 @@ def test_filter_by_keys_edges():
     small = pa.table({"k": pa.array([1, 2, 3, 40, None], pa.int8())})
     kf = dense_join.build_key_filter(pa.table({"k": pa.array([2, 40, 90], pa.int64())}), ("k",))
     assert dense_join.filter_by_keys(small, kf, ("k",)).column("k").to_pylist() == [2, 40]
+
+
+def test_a_big_probe_scan_streams_through_the_key_filter(tmp_path, monkeypatch):
+    """A probe partition of more than KEY_FILTER_STREAM_CHUNKS chunks is read a chunk at a
+    time, each filtered before the next is read (the hash join, whose build is too big to
+    stream, then sees only the kept rows); a smaller one is read whole. EXPLAIN ANALYZE shows
+    the join's output rows once, not the filter's too."""
+    import pyarrow.parquet as pq
+
+    from pqe.execution import ops
+    from pqe.kernels import scan
+
+    probe, build = _tables(11)
+    pq.write_table(probe, tmp_path / "p.parquet", row_group_size=1_000)
+    ctx = pqe.Context(partitions=2)
+    ctx.register_parquet("p", str(tmp_path / "p.parquet"))
+    ctx.register_arrow("q", build)
+    con = duckdb.connect()
+    con.register("p", probe)
+    con.register("q", build)
+    reads = []
+    real = scan.chunk_units
+    monkeypatch.setattr(scan, "chunk_units",
+                        lambda units, rows: reads.append(len(real(units, rows))) or real(units, rows))
+    monkeypatch.setattr(ops, "STREAM_ROWS", 2_000)
+    sql = QUERIES[1]
+    for chunks, streams in ((4, True), (20, False)):
+        monkeypatch.setattr(ops, "KEY_FILTER_STREAM_CHUNKS", chunks)
+        reads.clear()
+        got = ctx.sql(sql).to_arrow()
+        assert _rows(got) == _rows(con.sql(sql).arrow().read_all())
+        assert (bool(reads) and max(reads) > 1) == streams, reads
+    monkeypatch.setattr(ops, "KEY_FILTER_STREAM_CHUNKS", 4)
+    text = ctx.sql(sql).explain(analyze=True)
+    join = next(line for line in text.splitlines() if "key_filter=" in line)
+    assert f"rows={got.num_rows} " in join, join
