@@ -236,6 +236,14 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return TIMESTAMP if stamps else DATE
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         return TIMESTAMP
+    if pa.types.is_time(a) and pa.types.is_time(b):
+        # times of day in two units (Arrow's time32 ms from Polars, time64 us from pandas):
+        # the finer one holds both (comparing them was a TypeMismatchError)
+        units = {a.unit, b.unit}
+        for unit, t in (("ns", pa.time64("ns")), ("us", pa.time64("us")),
+                        ("ms", pa.time32("ms"))):
+            if unit in units:
+                return t
     return None
 
 

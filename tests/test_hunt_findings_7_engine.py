@@ -91,3 +91,27 @@ def test_nonsense_context_arguments_are_refused(kw):
 def test_sensible_context_arguments_still_work():
     with pqe.Context(threads=np.int64(1), memory_limit="64MiB") as ctx:
         assert ctx.sql("select 1 as x").to_pylist() == [{"x": 1}]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t FROM a JOIN b ON a.t = b.u ORDER BY t",
+    "SELECT t FROM a WHERE t < (SELECT max(u) FROM b) ORDER BY t",
+    "SELECT t FROM a UNION SELECT u FROM b ORDER BY 1",
+    "SELECT coalesce(t, (SELECT min(u) FROM b)) AS c FROM a ORDER BY c",
+    "SELECT count(*) FROM a, b WHERE a.t <= b.u",
+])
+def test_times_of_day_in_two_units_compare(sql):
+    """TIME columns in milliseconds (time32, Polars) and microseconds (time64, pandas) meet
+    in the finer unit, as DuckDB compares them (a TypeMismatchError before)."""
+    import duckdb
+
+    a = pa.table({"t": pa.array([1000, 2000, None, 3_600_000], pa.time32("ms"))})
+    b = pa.table({"u": pa.array([1_000_000, 2_500_000, 3_600_000_000], pa.time64("us"))})
+    ctx = pqe.Context()
+    ctx.register_arrow("a", a)
+    ctx.register_arrow("b", b)
+    con = duckdb.connect()
+    con.register("a", a)
+    con.register("b", b)
+    assert ctx.sql(sql).to_arrow().column(0).to_pylist() == \
+        con.sql(sql).arrow().read_all().column(0).to_pylist()
