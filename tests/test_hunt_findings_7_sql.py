@@ -313,3 +313,13 @@ def test_every_explain_section_keeps_a_newline_in_one_row():
     assert all("\n" not in r and "\r" not in r for r in rows)
     rows = ctx.sql("EXPLAIN CREATE TABLE \"a\nb\" AS SELECT 1").to_arrow().column(0).to_pylist()
     assert "CreateTableAs: a\\nb" in rows
+
+
+@pytest.mark.parametrize("sql", ["SELECT ifnull(NULL, NULL, 3)", "SELECT nvl(NULL, 2, 3)",
+                                 "SELECT ifnull(1)", "SELECT nvl(1)"])
+def test_ifnull_and_nvl_take_two_arguments(sql):
+    """sqlglot builds IFNULL/NVL as COALESCE of any number of arguments: ifnull(a, b, c) ran
+    as coalesce(a, b, c); DuckDB and PostgreSQL refuse it."""
+    with pytest.raises(pqe.BindError, match="takes 2 arguments"):
+        pqe.Context().sql(sql).to_arrow()
+    assert pqe.Context().sql("SELECT ifnull(NULL, 2) AS x").to_pylist() == [{"x": 2}]

@@ -30,14 +30,18 @@ def _anonymous_call(name: str):
     return lambda args: exp.Anonymous(this=name, expressions=args)
 
 
-def _at_most(name: str, most: int):
+def _at_most(name: str, most: int, least: int = 0):
     """sqlglot's builder of NAME(args), refusing more than `most` arguments (it dropped the
-    rest: lpad('a', 3, 'x', 'y') was 'xxa')."""
+    rest: lpad('a', 3, 'x', 'y') was 'xxa') or fewer than `least` (IFNULL and NVL, which
+    sqlglot builds as COALESCE of any number: ifnull(a, b, c) ran as coalesce)."""
     build = parser.Parser.FUNCTIONS[name]
 
     def checked(args):
         if len(args) > most:
-            raise BindError(f"{name} takes at most {most} arguments, got {len(args)}")
+            many = f"{most}" if least == most else f"at most {most}"
+            raise BindError(f"{name} takes {many} arguments, got {len(args)}")
+        if len(args) < least:
+            raise BindError(f"{name} takes {least} arguments, got {len(args)}")
         return build(args)
     return checked
 
@@ -184,6 +188,7 @@ class PQEDialect(Dialect):
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")},
                                      **{name: _at_most(name, 3) for name in ("LPAD", "RPAD")},
+                                     **{name: _at_most(name, 2, 2) for name in ("IFNULL", "NVL")},
                                      **{name: _at_most(name, 2) for name in ("LTRIM", "RTRIM")}}
 
         # `2 ^ 10` is a power, as in PostgreSQL and DuckDB, binding tighter than * (sqlglot's
