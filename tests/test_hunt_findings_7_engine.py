@@ -115,3 +115,26 @@ def test_times_of_day_in_two_units_compare(sql):
     con.register("b", b)
     assert ctx.sql(sql).to_arrow().column(0).to_pylist() == \
         con.sql(sql).arrow().read_all().column(0).to_pylist()
+
+
+def test_a_join_whose_output_cannot_fit_is_refused_not_run(monkeypatch):
+    """Keys far more repeated than the statistics show (one key on every row of both sides):
+    the join's pairs, counted before it runs, would not fit in the free memory, so it is a
+    ResourceError naming the rows instead of a process the kernel kills. A join whose pairs
+    fit runs as before under the same (pretended) memory."""
+    from pqe.kernels import memory
+
+    n = 3_000
+    hot = pa.table({"k": [1] * n, "id": list(range(n))})
+    spread = pa.table({"k": list(range(n)), "id": list(range(n))})
+    ctx = pqe.Context(partitions=2)
+    ctx.register_arrow("hot", hot)
+    ctx.register_arrow("spread", spread)
+    monkeypatch.setattr(memory, "available_memory", lambda: 64 << 20)  # 64 MiB free
+    with pytest.raises(pqe.ResourceError, match=r"join.s output would be [\d,]{9} rows"):
+        ctx.sql("SELECT count(*), sum(x.id) FROM hot x JOIN hot y ON x.k = y.k").to_arrow()
+    got = ctx.sql("SELECT count(*) AS n FROM spread x JOIN spread y ON x.k = y.k").to_pylist()
+    assert got == [{"n": n}]
+    monkeypatch.setattr(memory, "available_memory", lambda: 64 << 30)
+    got = ctx.sql("SELECT count(*) AS n FROM hot x JOIN hot y ON x.k = y.k").to_pylist()
+    assert got == [{"n": n * n}]

@@ -5,12 +5,16 @@ Column names are plan-unique ids, so the two inputs never collide and no suffixe
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
+from ..errors import ResourceError
 from ..physical.plan import Band, OrKeys
 from ..plan.extremes import EXTREME_PREFIX
 from .band import pair_blocks
@@ -93,6 +97,8 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
         # no probe rows, no output rows: skip hashing the build (a broadcast build is hashed
         # once per probe partition, and dynamic filters leave many partitions empty)
         right = right.slice(0, 0)
+    if residual is None and kind in ("inner", "left", "right", "full"):
+        _check_output_fits(left, right, left_keys, right_keys)
     left, right, null_ids = _without_null_types(left, right, left_keys, right_keys)
     left, right, left_keys, right_keys = _match_keys(left, right, left_keys, right_keys)
     by_ref = _by_reference(right, right_keys, kind, residual, out_ids)
@@ -116,6 +122,68 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys, right_keys,
     if left_ref:
         out = _taken(out, full_left, [c for c in left_ref if c in out_ids], _PROBE_ROW)
     return _with_null_types(out, out_ids, null_ids)
+
+
+# a join whose output may take more than this share of the memory the machine has free is
+# counted exactly before it runs (a bound from the build's most repeated key first)
+OUTPUT_CHECK_SHARE = 0.25
+
+
+def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -> None:
+    """Refuse, as a ResourceError, a hash join whose output (all its pairs, held at once)
+    would not fit in the memory the machine has free: keys far more repeated than the plan's
+    statistics showed (a 1.5-billion-pair self-join of one hot key grew the process until
+    the kernel killed it; the memory guard had planned it at 40 bytes). Cheap unless the
+    output may be large: the probe rows times the build's most repeated key bound the pairs,
+    and only past OUTPUT_CHECK_SHARE of free memory are they counted (the build's rows per
+    key, joined to the probe's keys)."""
+    from .memory import available_memory
+
+    if not left.num_rows or not right.num_rows:
+        return
+    width = left.nbytes / left.num_rows + right.nbytes / right.num_rows  # bytes a pair
+    have = available_memory()
+    if have is None or left.num_rows * right.num_rows * width <= have * OUTPUT_CHECK_SHARE:
+        return
+    try:
+        per_key, most = _rows_per_key(right, tuple(right_keys))
+        if left.num_rows * most * width <= have * OUTPUT_CHECK_SHARE:
+            return
+        names = [f"__pqe_k{i}" for i in range(len(left_keys))]
+        probe = pa.Table.from_arrays([left.column(k) for k in left_keys], names=names)
+        counts = per_key.rename_columns([*names, "__pqe_n"])
+        pairs = pc.sum(probe.join(counts, keys=names, join_type="inner").column("__pqe_n"))
+    except pa.ArrowException:  # (keys Acero cannot group: the join says what it says)
+        return
+    pairs = (pairs.as_py() or 0) + left.num_rows  # (+ unmatched rows of an outer join)
+    if pairs * width > have:
+        gib = 1 << 30
+        raise ResourceError(
+            f"a join's output would be {pairs:,} rows (about {pairs * width / gib:.1f} GiB) "
+            f"in one partition, more than the {have / gib:.1f} GiB of memory free: its keys "
+            f"repeat far more than the table statistics show; filter or aggregate its inputs "
+            f"first, or run it on a cluster with more memory")
+
+
+# (id(build), keys) -> (a weak reference to the build, its rows per key, the most): a
+# broadcast build is probed by every partition of the query, counted once
+_PER_KEY: dict = {}
+_PER_KEY_LOCK = threading.Lock()
+
+
+def _rows_per_key(right: pa.Table, keys: tuple) -> tuple[pa.Table, int]:
+    slot = (id(right), keys)
+    with _PER_KEY_LOCK:
+        hit = _PER_KEY.get(slot)
+    if hit is not None and hit[0]() is right:
+        return hit[1], hit[2]
+    per_key = right.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
+    most = pc.max(per_key.column("count_all")).as_py() or 0
+    with _PER_KEY_LOCK:
+        for k in [k for k, v in _PER_KEY.items() if v[0]() is None]:
+            del _PER_KEY[k]  # (builds of finished queries)
+        _PER_KEY[slot] = (weakref.ref(right), per_key, most)
+    return per_key, most
 
 
 _BUILD_ROW = "__pqe_build_row"

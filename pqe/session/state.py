@@ -26,6 +26,7 @@ from ..errors import (CatalogError, Error, ExecutionError, InternalError, QueryC
                       QueryTimeout, ResourceError, SQLSyntaxError, UnsupportedError)
 from ..execution import driver
 from ..execution.scheduler import Executor
+from ..kernels.memory import available_memory
 from ..optimizer import optimize
 from ..physical.plan import PhysicalPlan, estimated_memory
 from ..physical.planner import plan_physical
@@ -354,18 +355,6 @@ def memory_result(table: pa.Table, name: str = "result") -> LogicalPlan:
 
 def _lines(text: str) -> pa.Table:
     return pa.table({"plan": pa.array(text.split("\n"), pa.string())})
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo (bytes), or None where it cannot be read."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 __all__ = ["SessionState", "Result", "finish", "memory_result", "result_schema", "Error"]
