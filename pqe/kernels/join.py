@@ -134,9 +134,10 @@ def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -
     would not fit in the memory the machine has free: keys far more repeated than the plan's
     statistics showed (a 1.5-billion-pair self-join of one hot key grew the process until
     the kernel killed it; the memory guard had planned it at 40 bytes). Cheap unless the
-    output may be large: the probe rows times the build's most repeated key bound the pairs,
-    and only past OUTPUT_CHECK_SHARE of free memory are they counted (the build's rows per
-    key, joined to the probe's keys)."""
+    output may be large: the probe rows times the build's most repeated key (estimated from
+    an evenly spaced sample of the build's keys, once per broadcast build) bound the pairs,
+    and only past OUTPUT_CHECK_SHARE of free memory are they counted exactly (the build's
+    rows per key, joined to the probe's keys)."""
     from .memory import available_memory
 
     if not left.num_rows or not right.num_rows:
@@ -145,10 +146,12 @@ def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -
     have = available_memory()
     if have is None or left.num_rows * right.num_rows * width <= have * OUTPUT_CHECK_SHARE:
         return
+    keys = list(right_keys)
     try:
-        per_key, most = _rows_per_key(right, tuple(right_keys))
+        most = _most_repeated(right, tuple(keys))
         if left.num_rows * most * width <= have * OUTPUT_CHECK_SHARE:
             return
+        per_key = right.select(keys).group_by(keys).aggregate([([], "count_all")])
         names = [f"__pqe_k{i}" for i in range(len(left_keys))]
         probe = pa.Table.from_arrays([left.column(k) for k in left_keys], names=names)
         counts = per_key.rename_columns([*names, "__pqe_n"])
@@ -165,25 +168,33 @@ def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -
             f"first, or run it on a cluster with more memory")
 
 
-# (id(build), keys) -> (a weak reference to the build, its rows per key, the most): a
-# broadcast build is probed by every partition of the query, counted once
-_PER_KEY: dict = {}
-_PER_KEY_LOCK = threading.Lock()
+# keys sampled from a build to estimate its most repeated key's rows
+KEY_SAMPLE = 1 << 16
+# (id(build), keys) -> (a weak reference to the build, the estimate): a broadcast build is
+# probed by every partition of the query, sampled once
+_MOST: dict = {}
+_MOST_LOCK = threading.Lock()
 
 
-def _rows_per_key(right: pa.Table, keys: tuple) -> tuple[pa.Table, int]:
+def _most_repeated(right: pa.Table, keys: tuple) -> float:
+    """The rows of the build's most repeated key, estimated from KEY_SAMPLE evenly spaced
+    rows (exact for smaller builds): a hot key shows in any such sample."""
     slot = (id(right), keys)
-    with _PER_KEY_LOCK:
-        hit = _PER_KEY.get(slot)
+    with _MOST_LOCK:
+        hit = _MOST.get(slot)
     if hit is not None and hit[0]() is right:
-        return hit[1], hit[2]
-    per_key = right.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
-    most = pc.max(per_key.column("count_all")).as_py() or 0
-    with _PER_KEY_LOCK:
-        for k in [k for k, v in _PER_KEY.items() if v[0]() is None]:
-            del _PER_KEY[k]  # (builds of finished queries)
-        _PER_KEY[slot] = (weakref.ref(right), per_key, most)
-    return per_key, most
+        return hit[1]
+    n = right.num_rows
+    sample = right.select(list(keys))
+    if n > KEY_SAMPLE:
+        sample = sample.take(np.linspace(0, n - 1, KEY_SAMPLE).astype(np.int64))
+    counts = sample.group_by(list(keys)).aggregate([([], "count_all")]).column("count_all")
+    most = (pc.max(counts).as_py() or 0) * n / sample.num_rows
+    with _MOST_LOCK:
+        for k in [k for k, v in _MOST.items() if v[0]() is None]:
+            del _MOST[k]  # (builds of finished queries)
+        _MOST[slot] = (weakref.ref(right), most)
+    return most
 
 
 _BUILD_ROW = "__pqe_build_row"
