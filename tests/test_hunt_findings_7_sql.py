@@ -323,3 +323,37 @@ def test_ifnull_and_nvl_take_two_arguments(sql):
     with pytest.raises(pqe.BindError, match="takes 2 arguments"):
         pqe.Context().sql(sql).to_arrow()
     assert pqe.Context().sql("SELECT ifnull(NULL, 2) AS x").to_pylist() == [{"x": 2}]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT coalesce(d, '2021-02-03') FROM t",
+    "SELECT CASE WHEN n IS NULL THEN '2021-02-03' ELSE d END FROM t",
+    "SELECT greatest(d, '2021-02-03') FROM t",
+    "SELECT least(n, '0', '5') FROM t",
+    "SELECT coalesce(n, '7') FROM t",
+    "SELECT coalesce(x, '2.5') FROM t",
+    "SELECT coalesce(s, 'z') FROM t",
+    "SELECT CASE WHEN n = 1 THEN 'yes' ELSE 'no' END FROM t",
+    "SELECT CASE WHEN true THEN '1' ELSE 2 END",
+])
+def test_text_literals_take_the_other_arguments_type(sql):
+    """A text literal beside typed values in CASE, COALESCE, GREATEST and LEAST takes their
+    type, as in PostgreSQL and DuckDB (it was "no common type: DATE, VARCHAR")."""
+    import duckdb
+
+    t = pa.table({"d": pa.array([datetime.date(2020, 1, 1), None]),
+                  "n": pa.array([1, None], pa.int32()), "x": [1.5, None], "s": ["a", None]})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    got, want = ctx.sql(sql).to_arrow(), con.sql(sql).arrow().read_all()
+    assert got.column(0).to_pylist() == want.column(0).to_pylist()
+    assert got.schema.types == want.schema.types
+
+
+def test_a_text_literal_that_does_not_convert_is_named():
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"n": pa.array([1, None], pa.int32())}))
+    with pytest.raises(pqe.TypeMismatchError, match="cannot convert 'abc' to INTEGER"):
+        ctx.sql("SELECT coalesce(n, 'abc') FROM t").to_arrow()

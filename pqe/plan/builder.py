@@ -199,6 +199,23 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
     return e
 
 
+def _text_literals_as_the_others(args: Sequence[Expr]) -> list[Expr]:
+    """Text literals beside typed values in CASE results, COALESCE, GREATEST and LEAST take
+    the others' common type, as PostgreSQL resolves its untyped literals there (and DuckDB):
+    coalesce(d, '2021-02-03') is a DATE (it was "no common type: DATE, VARCHAR"). Beside
+    text, or alone, they stay text; a literal that does not convert is an error naming it."""
+    typed = [a for a in args if not _is_text_literal(a) and not T.is_null(a.dtype)]
+    if not typed or len(typed) == len(args) or any(T.is_text(a.dtype) for a in typed):
+        return list(args)
+    common = typed[0].dtype
+    for a in typed[1:]:
+        common = T.common_type(common, a.dtype)
+        if common is None:
+            return list(args)  # (the caller names the types that do not meet)
+    ref = Literal(None, common)
+    return [_string_literal_to(a, ref) if _is_text_literal(a) else a for a in args]
+
+
 def _timestamp_text(e: Literal, dtype: pa.DataType) -> Expr:
     """Text compared with a TIMESTAMP column of seconds, milliseconds or nanoseconds: read
     as a TIMESTAMP (microseconds), then in the column's unit when that holds it exactly
@@ -269,6 +286,8 @@ def call(fn: str, *args: Expr, display: str | None = None) -> Expr:
             args = unwrapped
     if name in ("and", "or", "not"):
         args = tuple(_string_literal_as_boolean(a) for a in args)
+    if name in ("coalesce", "greatest", "least"):
+        args = tuple(_text_literals_as_the_others(args))
     if name in ("add", "subtract") and len(args) == 2:
         a, b = args
         if isinstance(b, Literal) and isinstance(b.value, str) and T.is_temporal(a.dtype):
@@ -327,6 +346,9 @@ def case(whens: Sequence[tuple[Expr, Expr]], else_: Expr | None) -> Expr:
         whens = [(w, _string_literal_as_boolean(t)) for w, t in whens]
         else_ = None if else_ is None else _string_literal_as_boolean(else_)
         results = [t for _, t in whens] + ([else_] if else_ is not None else [])
+    results = _text_literals_as_the_others(results)
+    whens = [(w, r) for (w, _), r in zip(whens, results, strict=False)]
+    else_ = results[-1] if else_ is not None else None
     dtype = T.NULL
     for r in results:
         nxt = T.common_type(dtype, r.dtype)
