@@ -124,6 +124,8 @@ class Cursor:
         self._check()
         if not isinstance(sql, str):
             raise ProgrammingError("SQL must be a string")
+        # a statement that fails leaves no result set: the one before must not be read as its
+        self._table, self._rows, self._pos, self.description, self.rowcount = None, None, 0, None, -1
         session = self.connection._ctx.session
         result = session.sql(sql, parameters if parameters is not None else ())
         if result.plan is not None:

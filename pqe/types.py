@@ -358,6 +358,11 @@ def parse_type(spec: str | pa.DataType) -> pa.DataType:
     key = re.sub(r"\s*\(\s*\d+\s*\)\s*$", "", text.lower())  # VARCHAR(25) -> varchar
     key = re.sub(r"\s+", " ", key)
     if key in _NAMED:
+        if key != text.lower().strip() and _NAMED[key] != TEXT and not m:
+            # a text type's length is kept by nothing (DuckDB's is not either); any other
+            # type's parameter (MySQL's INT(5) display width, BLOB(3)) is not read as nothing
+            raise UnsupportedError(f"type {text} is not supported: {key.upper()} takes no "
+                                   f"parameters")
         return _NAMED[key]
     raise UnsupportedError(f"unknown or unsupported type {spec!r}")
 

@@ -873,7 +873,7 @@ def _substring(c, e):
     begin = max(start, 1) - 1
     if length is None:
         return _call("utf8_slice_codeunits", [s], pc.SliceOptions(begin))
-    stop = start - 1 + length
+    stop = min(start - 1 + length, T.INT64_MAX)  # (past BIGINT it is past every string's end)
     if stop <= begin:
         return _call("if_else", [_call("is_null", [s]), null_of(T.TEXT), scalar("", T.TEXT)])
     return _call("utf8_slice_codeunits", [s], pc.SliceOptions(begin, stop))
@@ -960,7 +960,8 @@ def _left_right(c, e):
         return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(0, k))
     if k == 0:
         return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(0, 0))
-    return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(-k))
+    # (negative k drops the first |k| characters; -2^63's |k| is past every string's end)
+    return _call("utf8_slice_codeunits", [c(s)], pc.SliceOptions(min(-k, T.INT64_MAX)))
 
 
 def _pad(c, e):
@@ -1063,7 +1064,7 @@ def _float_round(x: E, nd: int, mode: str, exact_ties: bool = False) -> E:
     keep the scaled rounding, as DuckDB's do.)"""
     zero = scalar(0.0, T.FLOAT64)
     ax = _call("abs", [x])
-    if nd <= -308:  # every finite double is below half of 10^309
+    if nd <= -309:  # every finite double is below half of 10^309
         return _call("if_else", [_call("is_finite", [x]), zero, x])
     if nd >= 309:  # 10^nd is past every double: only values below half a unit change
         unit = 10.0 ** -nd if nd <= 323 else 0.0
@@ -1087,6 +1088,9 @@ def _float_round(x: E, nd: int, mode: str, exact_ties: bool = False) -> E:
     # a tiny value rounds to a zero of its sign (x * 0.0), as DuckDB's: -0.0 and -1e-310
     # became +0.0
     signed_zero = _call("multiply", [x, zero])
+    # a value rounded past the largest double (1.797e308 to -308 digits) stays as it is, as
+    # DuckDB's does, not infinity
+    keep = _call("or_kleene", [keep, _call("invert", [_call("is_finite", [back])])])
     return _call("if_else", [keep, x, _call("if_else", [tiny, signed_zero, back])])
 
 

@@ -153,6 +153,13 @@ class PQEDialect(Dialect):
     NUMBERS_CAN_BE_UNDERSCORE_SEPARATED = True
 
     class Tokenizer(Tokenizer):
+        # $$text$$ and $tag$text$tag$ are strings, as in PostgreSQL and DuckDB (a `?` inside
+        # one was read as an operator); `$1` stays a numbered parameter (refused by name)
+        HEREDOC_STRINGS: ClassVar[list] = ["$"]
+        HEREDOC_TAG_IS_IDENTIFIER = True
+        HEREDOC_STRING_ALTERNATIVE = TokenType.PARAMETER
+        SINGLE_TOKENS: ClassVar[dict] = {**Tokenizer.SINGLE_TOKENS, "$": TokenType.HEREDOC_STRING}
+        VAR_SINGLE_TOKENS: ClassVar[set] = {"$"}
         # SUMMARIZE t / SUMMARIZE SELECT ... (DuckDB's): sqlglot's parser knows the
         # statement once the word is its keyword
         # INT8 is 8 bytes, BIGINT, as in PostgreSQL and DuckDB (sqlglot's default reads
@@ -190,6 +197,14 @@ class PQEDialect(Dialect):
                                      **{name: _at_most(name, 3) for name in ("LPAD", "RPAD")},
                                      **{name: _at_most(name, 2, 2) for name in ("IFNULL", "NVL")},
                                      **{name: _at_most(name, 2) for name in ("LTRIM", "RTRIM")}}
+
+        # a $$dollar-quoted$$ string is a string like any other (sqlglot keeps it apart, as a
+        # RawString, which nothing binds)
+        PRIMARY_PARSERS: ClassVar[dict] = {
+            **parser.Parser.PRIMARY_PARSERS,
+            TokenType.HEREDOC_STRING: lambda self, token: self.expression(
+                exp.Literal(this=token.text, is_string=True), token),
+        }
 
         # `2 ^ 10` is a power, as in PostgreSQL and DuckDB, binding tighter than * (sqlglot's
         # default read MySQL's bitwise XOR, which pqe refused as such)
@@ -513,7 +528,7 @@ def _check_create_body(sql: str, ast: exp.Command, after: int) -> int:
         return after
     end = start + len(body)
     try:
-        tokens = Tokenizer().tokenize(body)
+        tokens = PQEDialect.tokenizer_class().tokenize(body)
     except TokenError:  # pragma: no cover - parse() tokenized it already
         return end
     depth = 0
@@ -538,7 +553,7 @@ def _blank(text: str) -> str:
 def _explain_bodies(sql: str) -> list[int]:
     """Offsets where the statement after each EXPLAIN keyword starts."""
     try:
-        tokens = Tokenizer().tokenize(sql)
+        tokens = PQEDialect.tokenizer_class().tokenize(sql)
     except TokenError:  # pragma: no cover - parse() reported it already
         return []
     out = []
@@ -555,7 +570,7 @@ def _statement_end(sql: str, start: int) -> int:
     """Where the statement starting at `start` ends: its `;` (not one inside a string or
     comment), or the end of the text."""
     try:
-        tokens = Tokenizer().tokenize(_blank(sql[:start]) + sql[start:])
+        tokens = PQEDialect.tokenizer_class().tokenize(_blank(sql[:start]) + sql[start:])
     except TokenError:
         return len(sql)
     for tok in tokens:

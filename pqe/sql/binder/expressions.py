@@ -17,6 +17,7 @@ from ... import types as T
 from ...errors import (
     AggregateMisuseError,
     BindError,
+    Error,
     TypeMismatchError,
     UnknownColumnError,
     UnsupportedError,
@@ -318,6 +319,17 @@ def _if(b, node, scope, rec):
                   rec(node.args["false"]) if node.args.get("false") else None)
 
 
+def _kernel_casts(arg: Literal, to: pa.DataType) -> bool:
+    """Whether CAST's kernel converts the text constant `arg` to `to`."""
+    from ...kernels.expressions import evaluate_array
+
+    try:
+        evaluate_array(B.cast(arg, to))
+    except (Error, pa.ArrowException, ValueError, OverflowError):
+        return False
+    return True
+
+
 def _cast(b, node, scope, rec):
     t = type(node)
     try:
@@ -335,6 +347,10 @@ def _cast(b, node, scope, rec):
             if T.is_numeric(to):
                 # the kernel's text-to-number rules decide (as on a column); constant
                 # folding reports "'x' is not a valid T"
+                return B.cast(arg, to)
+            if T.is_temporal(to) and _kernel_casts(arg, to):
+                # a date the kernel reads as it reads a column's text, that Python's dates
+                # do not hold ('10000-01-01'): cast when run, as a column's would be
                 return B.cast(arg, to)
             raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
         return _real_literal(folded, arg)

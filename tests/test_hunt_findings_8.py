@@ -1,0 +1,136 @@
+"""Findings of the tenth session's adversarial hunts (casts and functions at type limits,
+the DB-API, windows and aggregates, subqueries and set operations), each checked against
+DuckDB where it answers."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import pqe
+
+
+@pytest.fixture()
+def ctx():
+    return pqe.Context()
+
+
+def _duck(sql):
+    return [tuple(r) for r in duckdb.sql(sql).fetchall()]
+
+
+def _rows(ctx, sql):
+    return [tuple(r.values()) for r in ctx.sql(sql).to_pylist()]
+
+
+# round/trunc of a DOUBLE to -308 digits: 10^308 is a double, so values of that size round
+# to it (every finite double became 0.0, losing its sign too)
+@pytest.mark.parametrize("sql", [
+    "SELECT round(1.2e308::DOUBLE, -308), trunc(-1.2e308::DOUBLE, -308)",
+    "SELECT round(6e307::DOUBLE, -308), round(4e307::DOUBLE, -308), round(-6e307::DOUBLE, -308)",
+    # rounding past the largest double keeps the value (DuckDB's), never infinity
+    "SELECT round(1.797e308::DOUBLE, -308), round(-1.7e308::DOUBLE, -308)",
+    "SELECT round(1e308::DOUBLE, -309), round(2.5::DOUBLE, 0), round(-1e-320::DOUBLE, 3)",
+])
+def test_round_double_at_the_exponent_limit(ctx, sql):
+    assert _rows(ctx, sql) == _duck(sql)
+
+
+def test_dbapi_failed_execute_leaves_no_result_set():
+    cur = pqe.connect().cursor()
+    cur.execute("SELECT 42 AS answer")
+    with pytest.raises(pqe.Error):
+        cur.execute("SELECT no_such_column")
+    assert cur.description is None and cur.rowcount == -1
+    with pytest.raises(pqe.ProgrammingError, match="no result set"):
+        cur.fetchall()
+    # a statement that fails while running, not binding, too
+    cur.execute("SELECT 1 AS one")
+    with pytest.raises(pqe.Error):
+        cur.execute("SELECT CAST('x' || CAST(range AS VARCHAR) AS INTEGER) FROM range(3)")
+    with pytest.raises(pqe.ProgrammingError):
+        cur.fetchone()
+
+
+@pytest.mark.parametrize("type_", ["INTEGER(5)", "BIGINT(20)", "DOUBLE(5)", "BOOLEAN(1)",
+                                   "TINYINT(1)", "DATE(3)", "BLOB(3)"])
+def test_type_parameters_are_refused_not_dropped(ctx, type_):
+    with pytest.raises(pqe.UnsupportedError, match="takes no parameters"):
+        ctx.sql(f"SELECT CAST('1' AS {type_})").to_arrow()
+
+
+@pytest.mark.parametrize("type_,want", [("VARCHAR(3)", "12345"), ("CHAR(2)", "12345"),
+                                        ("TEXT(1)", "12345"), ("DECIMAL(6)", 12345),
+                                        ("character varying(2)", "12345")])
+def test_text_lengths_and_decimal_precision_still_read(ctx, type_, want):
+    # (a text type's length is not kept, as in DuckDB: the value is not cut)
+    got = ctx.sql(f"SELECT CAST('12345' AS {type_}) AS x").to_pylist()[0]["x"]
+    assert got == want
+
+
+def test_timestamp_precision_six_is_timestamp(ctx):
+    got = ctx.sql("SELECT CAST('2020-01-02 03:04:05.123456' AS TIMESTAMP(6)) AS x").to_pylist()
+    assert str(got[0]["x"]) == "2020-01-02 03:04:05.123456"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT CAST(CAST('10000-01-01' AS DATE) AS VARCHAR)",
+    "SELECT CAST(CAST('10000-01-01' AS DATE) - 1 AS VARCHAR)",
+    "SELECT CAST(CAST('10000-01-01 10:00:00' AS TIMESTAMP) AS VARCHAR)",
+])
+def test_constant_cast_reads_dates_as_a_column_cast_does(ctx, sql):
+    want = _duck(sql)
+    assert _rows(ctx, sql) == want
+    column = sql.replace("'10000-01-01'", "s").replace("'10000-01-01 10:00:00'", "s")
+    ctx.sql("CREATE OR REPLACE TABLE d AS SELECT '10000-01-01' AS s")
+    if "10:00:00" in sql:
+        ctx.sql("CREATE OR REPLACE TABLE d AS SELECT '10000-01-01 10:00:00' AS s")
+    assert _rows(ctx, column + " FROM d") == want
+
+
+@pytest.mark.parametrize("text", ["2020-13-01", "abc", "2021-02-29"])
+def test_constant_cast_of_no_date_is_still_an_error_at_its_place(ctx, text):
+    with pytest.raises(pqe.TypeMismatchError, match=f"cannot cast '{text}' to DATE.*column 8"):
+        ctx.sql(f"SELECT CAST('{text}' AS DATE)")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT $$a?b$$",
+    "SELECT $q$it's $$ x$q$",
+    "SELECT length($$ab$$), $$a$$ || $$b$$",
+    "SELECT $$$$",
+    "SELECT $$it's$$",
+    "SELECT $$a\nb$$",
+    "SELECT $$a;b$$",
+])
+def test_dollar_quoted_strings(ctx, sql):
+    assert _rows(ctx, sql) == _duck(sql)
+
+
+def test_dollar_quoted_strings_in_scripts_and_parameters(ctx, tmp_path):
+    # a `;` or `?` inside one is no statement end and no parameter
+    assert ctx.sql("SELECT $$a;b$$ AS x").to_pylist() == [{"x": "a;b"}]
+    cur = pqe.connect().cursor()
+    cur.execute("SELECT $$?$$ AS a, ? AS b", ["x"])
+    assert cur.fetchall() == [("?", "x")]
+    from pqe.sql.text import split_statements
+    assert split_statements("SELECT $$a;b$$; SELECT 2") == ["SELECT $$a;b$$", "SELECT 2"]
+
+
+def test_numbered_parameters_stay_refused(ctx):
+    with pytest.raises(pqe.UnsupportedError):
+        ctx.sql("SELECT $1")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT right('abc', -9223372036854775808), right('abc', -1), right('abc', 2)",
+    "SELECT left('abc', -9223372036854775808), left('abc', 2), left('abc', -1)",
+])
+def test_left_right_at_bigint_limits(ctx, sql):
+    assert _rows(ctx, sql) == _duck(sql)
+
+
+def test_substring_past_bigint(ctx):
+    # (DuckDB refuses offsets past its int32 range; PostgreSQL answers these)
+    assert _rows(ctx, "SELECT substr('abc', 9223372036854775807, 2), "
+                      "substr('abc', 2, 9223372036854775807)") == [("", "bc")]
