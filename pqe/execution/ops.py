@@ -773,9 +773,24 @@ def _run_pipeline(pipeline: Pipeline, token, inputs):
             n += 1
         data = _run_streamed(pipeline, ops[:n], inputs, token, collecting)
         ops = ops[n:]
-    for op in ops:
+    skip = -1
+    for k, op in enumerate(ops):
+        if k <= skip:
+            continue
         if token is not None:
             token.check()
+        if isinstance(op, HashJoin):
+            last = _aggregate_after(ops, k, inputs)
+            if last is not None:
+                spent, rows = [0.0] * len(ops), [0] * len(ops)
+                out = _join_pieces(pipeline, ops, k, last, data, inputs, spent, rows)
+                if out is not None:
+                    data, skip = out, last
+                    if collecting:
+                        for i in range(k, last + 1):
+                            token.record(ops[i].node, spent[i], rows[i],
+                                         getattr(pipeline, "part", 0), ops[i].counts_rows)
+                    continue
         try:
             if not collecting:
                 data = op.run(data, inputs)
@@ -790,6 +805,68 @@ def _run_pipeline(pipeline: Pipeline, token, inputs):
         except Exception as e:
             raise _failure(e, op, pipeline)  # noqa: B904 - _failure sets the cause
     return data
+
+
+def _aggregate_after(ops, k: int, inputs) -> int | None:
+    """Where the aggregate is that ends the ops after the hash join ops[k] when each slice of
+    the join's output may run through them apart: ops that _streams, then a partial or
+    single aggregate (of no user aggregate), whose states of the slices one final step
+    merges. None when there is no such aggregate (the join's whole output is kept anyway)."""
+    for j in range(k + 1, len(ops)):
+        op = ops[j]
+        if isinstance(op, Aggregate):
+            ok = op.mode in ("partial", "single") and all(s.udf is None for s in op.aggs)
+            return j if ok else None
+        if not _streams(op, inputs):
+            return None
+    return None
+
+
+def _join_pieces(pipeline: Pipeline, ops, k: int, last: int, data, inputs, spent: list,
+                 rows: list):
+    """Run the hash join ops[k] and the ops after it to the aggregate ops[last] on slices of
+    the join's probe side (`data`), each making at most about kernels.join.PIECE_ROWS
+    output rows, when its whole output would be several of them (keys repeated on both
+    sides): the aggregate's partial states of each slice, then its final step if it was a
+    single one. None when the join's output is no more than a few pieces (the caller runs
+    the ops as they are). Adds each op's time and rows to spent[i] and rows[i]."""
+    join = ops[k]
+    build = inputs[join.build]
+    if join.null_aware or not isinstance(build, pa.Table) or not isinstance(data, pa.Table) \
+            or join.kind not in ("inner", "left"):
+        return None
+    op = join
+    try:
+        cuts = joins.output_pieces(data, build, join.kind, join.left_keys, join.right_keys)
+        if cuts is None:
+            return None
+        final = ops[last]
+        states = []
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            if pipeline.token is not None:
+                pipeline.token.check()
+            piece = data.slice(a, b - a)
+            for i in range(k, last + 1):
+                op = ops[i]
+                start = time.perf_counter()
+                if i < last or op.mode == "partial":
+                    piece = op.run(piece, inputs)
+                else:  # (a single aggregate: each slice's states, merged below)
+                    piece = agg.partial(piece, op.group, op.aggs, op.segments,
+                                        bounds=dict(op.bounds) if op.bounds else None)
+                spent[i] += time.perf_counter() - start
+                rows[i] += piece.num_rows
+            states.append(piece)
+        out = rel.concat(states)
+        if final.mode == "single":
+            op = final
+            start = time.perf_counter()
+            out = agg.final(out, final.group, final.aggs)
+            spent[last] += time.perf_counter() - start
+            rows[last] = out.num_rows
+        return out
+    except Exception as e:
+        raise _failure(e, op, pipeline)  # noqa: B904 - _failure sets the cause
 
 
 def _failure(e: Exception, op: Op, pipeline: Pipeline) -> Exception:
@@ -852,9 +929,18 @@ def _run_streamed(pipeline: Pipeline, ops, inputs, token, collecting: bool) -> p
             if collecting:
                 spent[0] += time.perf_counter() - start
                 rows[0] += data.num_rows
+            states = None
             for k in range(1, last if agg is not None else last + 1):
+                if agg is not None and isinstance(ops[k], HashJoin):
+                    # (a join of keys repeated on both sides: slices of the chunk, each
+                    # aggregated before the next is joined)
+                    states = _join_pieces(pipeline, ops, k, last, data, inputs, spent, rows)
+                    if states is not None:
+                        break
                 data = step(k, data)
-            if agg is None:
+            if states is not None:
+                outs.append(states)
+            elif agg is None:
                 outs.append(data)
             elif agg_out * STREAM_AGG_REDUCTION <= agg_in:
                 agg_in += data.num_rows

@@ -168,6 +168,49 @@ def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -
             f"first, or run it on a cluster with more memory")
 
 
+# a join whose output feeds an aggregate runs on slices of its probe side of at most about
+# this many output rows each when the whole output would be several times that: the
+# aggregate reduces each slice's output before the next is made (kernels.join.output_pieces)
+PIECE_ROWS = 1 << 22
+
+
+def output_pieces(left: pa.Table, right: pa.Table, kind: str, left_keys,
+                  right_keys) -> list[int] | None:
+    """Where to cut the probe side (left) of a hash join of `kind` (inner or left) so that
+    each slice makes at most about PIECE_ROWS output rows (a probe row's output rows stay
+    together), or None when the whole output is not several pieces: keys repeated on both
+    sides (a self-join of a hot key made 100M rows, held at once, for a count(*)). Cheap
+    unless the output may be that large: the probe rows times the build's most repeated key
+    (sampled, once per broadcast build) bound it, and only past 4 pieces are each probe
+    row's matches counted (the build's rows per key, joined to the probe's keys)."""
+    n = left.num_rows
+    if n < 2 or not right.num_rows or kind not in ("inner", "left"):
+        return None
+    keys = tuple(right_keys)
+    try:
+        if n * _most_repeated(right, keys) <= 4 * PIECE_ROWS:
+            return None
+        names = [f"__pqe_k{i}" for i in range(len(left_keys))]
+        per_key = right.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
+        counts = per_key.rename_columns([*names, "__pqe_n"])
+        probe = pa.Table.from_arrays([left.column(k) for k in left_keys]
+                                     + [pa.array(np.arange(n, dtype=np.int64))],
+                                     names=[*names, "__pqe_row"])
+        matched = probe.join(counts, keys=names, join_type="inner")
+    except pa.ArrowException:  # (keys Acero cannot group: the join runs whole)
+        return None
+    rows = np.zeros(n, dtype=np.int64) if kind == "inner" else np.ones(n, dtype=np.int64)
+    rows[matched.column("__pqe_row").to_numpy()] = matched.column("__pqe_n").to_numpy()
+    ends = np.cumsum(rows)
+    total = int(ends[-1])
+    if total <= 4 * PIECE_ROWS:
+        return None
+    # each cut where the running count passes a multiple of PIECE_ROWS
+    cuts = np.searchsorted(ends, np.arange(PIECE_ROWS, total, PIECE_ROWS), side="left") + 1
+    cuts = np.unique(cuts[(cuts > 0) & (cuts < n)])
+    return [0, *cuts.tolist(), n]
+
+
 # keys sampled from a build to estimate its most repeated key's rows
 KEY_SAMPLE = 1 << 16
 # (id(build), keys) -> (a weak reference to the build, the estimate): a broadcast build is
