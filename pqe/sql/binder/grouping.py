@@ -118,8 +118,9 @@ class GroupingMixin:
         groups: list[tuple[Expr, Field]] = []
         gitems: list[tuple[Expr, str]] = []
         sets = None
+        owners: dict[int, int] = {}
         if group is not None:
-            gitems, sets = self._grouping(group, scope, items)
+            gitems, sets, owners = self._grouping(group, scope, items)
         aitems: list[tuple[AggCall, str]] = []
         positions: dict[int, int] = {}  # id(AST node) -> index into aitems
         for node in agg_nodes:
@@ -152,21 +153,42 @@ class GroupingMixin:
         # an aggregate whose argument holds a subquery binds to a new plan each time, so it
         # is found again by its AST node rather than by equality
         ctx.by_node.update({k: ctx.aggs[i][1] for k, i in positions.items()})
+        # a select item a key of grouping sets stands for reads that key's column
+        ctx.by_node.update({k: ctx.groups[i][1] for k, i in owners.items()})
         return plan, ctx
 
     def _grouping(self, group: exp.Group, scope: Scope, items=()):
-        """GROUP BY items -> unique expressions, and the grouping sets (lists of indices into
-        them) when ROLLUP / CUBE / GROUPING SETS appear (None for a plain GROUP BY). GROUP BY
-        ALL groups by every select-list expression without an aggregate (DuckDB)."""
+        """GROUP BY items -> unique expressions, the grouping sets (lists of indices into
+        them) when ROLLUP / CUBE / GROUPING SETS appear (None for a plain GROUP BY), and for
+        grouping sets, the select items that stand for a key: id(item's AST node) -> index.
+        GROUP BY ALL groups by every select-list expression without an aggregate (DuckDB).
+
+        With grouping sets a key names a select item (as PostgreSQL's do; DuckDB's by
+        position too): by position, or by being written as it (the first one); two items of
+        the same expression named apart are two keys (`SELECT 5 AS k, 5 AS k2 ... ROLLUP(k,
+        k2)` gives (5, NULL) for the set (k)), and an item named reads its key's column, NULL
+        in the sets without it, also a constant (it was the constant in every row)."""
         gitems: list[tuple[Expr, str]] = []
+        targets = [it.this if isinstance(it, exp.Alias) else it for it in items]
+        expressions = list(group.expressions)
+        with_sets = any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                        for g in expressions)
+        owner_of: list[exp.Expression | None] = []  # per key, the select item it names
 
         def index(node) -> int:
+            target = _position_target(self.sql, node, targets)
+            owner = None
+            if with_sets:
+                owner = target if target is not node else next(
+                    (t for t in targets if t == node), None)
+            node = target
             e = self.expr(node, scope, clause="GROUP BY")
             for i, (x, _) in enumerate(gitems):
-                if x == e:
+                if x == e and owner_of[i] is owner:
                     return i
             name = node.name if isinstance(node, exp.Column) else str(e)
             gitems.append((e, name))
+            owner_of.append(owner)
             return len(gitems) - 1
 
         def items_of(node) -> list[int]:
@@ -176,12 +198,11 @@ class GroupingMixin:
                 return items_of(node.this)
             return [index(node)]
 
-        expressions = list(group.expressions)
         if group.args.get("all"):
             if expressions:
                 raise UnsupportedError("GROUP BY ALL cannot be combined with other GROUP BY items")
-            expressions = [it.this if isinstance(it, exp.Alias) else it
-                           for it in items if not find_aggs(it)]
+            # (a constant select item is no position here: it is grouped by as it is)
+            expressions = [_Item(it) for it in targets if not find_aggs(it)]
         factors: list[list[list[int]]] = []  # cross product of per-item set lists
         has_sets = False
         for g in expressions:
@@ -208,7 +229,7 @@ class GroupingMixin:
             if group.args.get(key):
                 raise UnsupportedError(f"GROUP BY {key.upper()} form is not supported")
         if not has_sets:
-            return gitems, None
+            return gitems, None, {}
         sets: list[list[int]] = [[]]
         for options in factors:
             sets = [a + [i for i in b if i not in a] for a in sets for b in options]
@@ -218,7 +239,8 @@ class GroupingMixin:
             # listed twice gives its groups twice, as PostgreSQL does)
             seen: set[frozenset[int]] = set()
             sets = [x for x in sets if not (frozenset(x) in seen or seen.add(frozenset(x)))]
-        return gitems, sets
+        owners = {id(o): i for i, o in enumerate(owner_of) if o is not None}
+        return gitems, sets, owners
 
     def _grouping_sets(self, plan, scope, gitems, aitems, sets):
         """One aggregate per grouping set, padded with NULLs for the keys it does not group
@@ -353,6 +375,9 @@ class GroupingMixin:
 
     def _post_agg(self, node: exp.Expression, agg: AggContext) -> Expr | None:
         """Above an Aggregate: aggregates and GROUP BY expressions become column references."""
+        hit = agg.by_node.get(id(node))
+        if hit is not None:  # an aggregate found before, a select item a key stands for
+            return ColumnRef(hit)
         if is_grouping_call(node):
             return self._grouping_value(node, agg)
         if is_agg_node(node):
@@ -365,11 +390,18 @@ class GroupingMixin:
             raise AggregateMisuseError(f"aggregate {node.sql()} is not available here")
         if isinstance(node, (exp.Subquery, exp.Exists)) or find_aggs(node) or node.find(exp.Window):
             return None
-        if isinstance(node, exp.Literal):
+        if isinstance(node, exp.Literal) and agg.grouping_id is None:
+            # a constant: when it is a GROUP BY key, its column holds that same constant (with
+            # grouping sets, a constant key is read from its column below: NULL in the sets
+            # without it, as DuckDB reads it)
             return None
         try:
             e = self.expr(node, agg.from_scope)
-        except Error:
+        except Error as err:
+            # not bindable over the input rows (an unknown function): bound above the
+            # aggregate, a column inside it would be reported as not grouped; this error is
+            # the one reported then (`_unbound_above`)
+            self._failed_above_agg()[id(node)] = (node, err)
             return None
         for x, f in agg.groups:
             if x == e:
@@ -381,12 +413,42 @@ class GroupingMixin:
             # column_ids does not see the references inside it
             return None
         if not column_ids(e):
+            if agg.grouping_id is not None and _compound(node) \
+                    and any(not column_ids(x) for x, _ in agg.groups):
+                # a constant that may hold a constant key of grouping sets (`k * 2` for `5 AS
+                # k`, which sqlglot makes `5 * 2`): its parts are bound one by one, the key
+                # reading its column (DuckDB's answer: NULL in the sets without k)
+                return None
             return e
         if isinstance(node, exp.Column):
+            self._unbound_above(node)
             raise AggregateMisuseError(
                 f"column '{node.sql().replace(chr(34), '')}' must appear in the GROUP BY "
                 f"clause or be used in an aggregate function")
         return None
+
+    def _failed_above_agg(self) -> dict[int, tuple[exp.Expression, Error]]:
+        """id(AST node) -> (node, the error binding it over the input rows raised), for the
+        expressions above an aggregate that did not bind there (this statement's)."""
+        failed = self.__dict__.get("_pqe_failed_above_agg")
+        if failed is None:
+            failed = self.__dict__["_pqe_failed_above_agg"] = {}
+        return failed
+
+    def _unbound_above(self, node: exp.Expression) -> None:
+        """Raise the error of the nearest expression around `node` (a column about to be
+        reported as not grouped) that did not bind over the input rows: `no_such_fn(v)` with
+        GROUP BY g is an unknown function, as it is without GROUP BY, not "column v must
+        appear in the GROUP BY clause" (PostgreSQL and DuckDB say so too)."""
+        failed = self._failed_above_agg()
+        if not failed:
+            return
+        parent = node.parent
+        while parent is not None:
+            hit = failed.get(id(parent))
+            if hit is not None and hit[0] is parent:
+                raise hit[1]
+            parent = parent.parent
 
     def _grouping_value(self, node: exp.Expression, agg: AggContext) -> Expr:
         """GROUPING(a, b): bit per argument, 1 when that key is not grouped in the row's set."""
@@ -405,6 +467,46 @@ class GroupingMixin:
             bit = B.call("modulo", B.call("divide", ColumnRef(agg.grouping_id), lit(1 << (n - 1 - pos))), lit(2))
             out = B.call("add", out, B.call("multiply", bit, lit(1 << (len(args) - 1 - k))))
         return out
+
+
+def _compound(node: exp.Expression) -> bool:
+    """An expression of parts (an operator, a call, a cast), not one constant (`-5` is one)."""
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return False
+    return isinstance(node, (exp.Binary, exp.Unary, exp.Func, exp.Paren, exp.Cast))
+
+
+class _Item:
+    """A select-list item GROUP BY ALL groups by: taken as it is, never as a position."""
+
+    def __init__(self, node: exp.Expression):
+        self.node = node
+
+
+def _position_target(sql: str, node, targets: list[exp.Expression]) -> exp.Expression:
+    """A GROUP BY key as written -> the expression it groups by. An integer constant is a
+    position in the select list, also inside ROLLUP, CUBE and GROUPING SETS (PostgreSQL,
+    DuckDB): `GROUP BY ROLLUP(1, 2)` groups by the first two select items (it grouped by the
+    constants 1 and 2, and then refused the select list's columns as not grouped). sqlglot
+    expands the positions of a plain GROUP BY, and names of select items anywhere, except
+    those of a constant item: it leaves a position there (`SELECT 5 AS k ... GROUP BY
+    ROLLUP(k)` comes as ROLLUP(1)), which thus groups by the constant 5."""
+    if isinstance(node, _Item):
+        return node.node
+    neg = isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) \
+        and not node.this.is_string
+    if not targets or not (neg or (isinstance(node, exp.Literal) and not node.is_string)):
+        return node
+    text = ("-" if neg else "") + (node.this.this if neg else node.this)
+    pos = node_position(sql, node) if sql else None
+    if not text.isdigit():
+        raise positioned(BindError(f"GROUP BY position {text} is not a position in the select "
+                                   f"list (a positive integer){at(pos)}"), pos)
+    k = int(text)
+    if not 1 <= k <= len(targets):
+        raise positioned(BindError(f"GROUP BY position {text} is not in the select list"
+                                   f"{at(pos)}"), pos)
+    return targets[k - 1]
 
 
 # aggregates whose value over a group is a combination of their partial results over the

@@ -13,6 +13,7 @@ import datetime
 import decimal
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from ... import types as T
 from ...errors import BindError, UnsupportedError
@@ -20,9 +21,10 @@ from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import AggCall, ColumnRef, Frame, FrameBound, Literal, WindowCall, lit
 from ...plan.logical import LogicalPlan, Window
-from ..parser import PQEDialect
+from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
 from .literals import checked_int, interval_literal
+from .scope import at, positioned
 
 # sqlglot window function classes -> pqe window function, from the registry
 WINDOW_FUNCS = {getattr(exp, cls): fd.name for cls, fd in F.sqlglot_bindings(F.WINDOW).items()}
@@ -70,7 +72,10 @@ class WindowMixin:
         spec = node
         ref = node.args.get("alias") or (node.this if isinstance(node.this, exp.Identifier)
                                          else None)
-        partition, order, frame_spec = _window_parts(node, ref, named, ())
+        # OVER (w): a copy of w (PostgreSQL, DuckDB), refused when w has a frame; OVER w
+        # uses w as it is (sqlglot reads both alike: the text tells them apart)
+        copy = ref is not None and _parenthesized_ref(self.sql, ref)
+        partition, order, frame_spec = _window_parts(node, ref, named, (), copy, self.sql)
         func = spec.this
         if isinstance(func, exp.RespectNulls):
             func = func.this  # RESPECT NULLS: the default
@@ -232,12 +237,31 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
     return Frame(mode, start, end, excluded)
 
 
-def _window_parts(node: exp.Window, ref, named: dict, seen: tuple):
+def _parenthesized_ref(sql: str, ref: exp.Identifier) -> bool:
+    """Whether the window name `ref` of an OVER clause stands inside parentheses,
+    `OVER (w ...)`, rather than alone, `OVER w`: the token before it in the statement's
+    text is `(`. False when the text does not tell (no recorded position)."""
+    meta = getattr(ref, "meta", None) or {}
+    start, end = meta.get("start"), meta.get("end")
+    if not sql or start is None or end is None or not 0 <= start <= end < len(sql):
+        return False
+    if sql[start:end + 1].strip('"`[]').lower() != ref.name.lower():
+        return False  # the position is not in this text (a view's statement, say)
+    try:
+        tokens = PQEDialect().tokenize(sql[:start])
+    except Exception:  # noqa: BLE001 - the prefix did not tokenize: say "not parenthesized"
+        return False
+    return bool(tokens) and tokens[-1].token_type == TokenType.L_PAREN
+
+
+def _window_parts(node: exp.Window, ref, named: dict, seen: tuple, copy: bool = True,
+                  sql: str = ""):
     """(PARTITION BY, ORDER BY, frame) of a window after the window it names, followed as far
     as it goes (`w2 AS (w1 ORDER BY id)`, w1 naming its own base: only one step was taken,
     so w2 lost w1's PARTITION BY). As in PostgreSQL and DuckDB, a window naming another adds
-    only what that one lacks: it may not replace its PARTITION BY or ORDER BY, and it copies
-    one with a frame only as it is."""
+    only what that one lacks: it may not replace its PARTITION BY or ORDER BY, and one with
+    a frame is only used as it is (`OVER w`): `copy` says `node` copies it, `OVER (w)` or
+    `WINDOW w2 AS (w)`, which both refuse for a window with a frame (it was accepted)."""
     own_p = list(node.args.get("partition_by") or [])
     own_o, own_f = node.args.get("order"), node.args.get("spec")
     if ref is None:
@@ -247,12 +271,19 @@ def _window_parts(node: exp.Window, ref, named: dict, seen: tuple):
         raise BindError(f"window '{ref.name}' is not defined")
     if ref.name in seen:
         raise BindError(f"window '{ref.name}' is defined in terms of itself")
-    bp, bo, bf = _window_parts(base, base.args.get("alias"), named, (*seen, ref.name))
+    bp, bo, bf = _window_parts(base, base.args.get("alias"), named, (*seen, ref.name), True,
+                               sql)
     if own_p:
         raise BindError(f"a window naming '{ref.name}' cannot give its own PARTITION BY")
     if own_o is not None and bo is not None:
         raise BindError(f"a window naming '{ref.name}' cannot replace its ORDER BY")
     if bf is not None and (own_o is not None or own_f is not None):
         raise BindError(f"window '{ref.name}' has a frame: a window naming it can only copy it")
+    if bf is not None and copy:
+        pos = node_position(sql, ref) if sql else None
+        shown = ref.name if ref.name.isidentifier() and ref.name.islower() else f'"{ref.name}"'
+        raise positioned(BindError(
+            f"cannot copy window '{ref.name}' because it has a frame clause{at(pos)}: use it "
+            f"as it is with OVER {shown} (without parentheses)"), pos)
     return bp, own_o if own_o is not None else bo, own_f if own_f is not None else bf
 
