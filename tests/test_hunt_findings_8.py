@@ -134,3 +134,22 @@ def test_substring_past_bigint(ctx):
     # (DuckDB refuses offsets past its int32 range; PostgreSQL answers these)
     assert _rows(ctx, "SELECT substr('abc', 9223372036854775807, 2), "
                       "substr('abc', 2, 9223372036854775807)") == [("", "bc")]
+
+
+_TIMESTAMP_TEXTS = ["2024-02-29 1:2:3", "2024-02-29 12:00:00 UTC", "2024-02-29 12:5",
+                    "2024-02-29 1:2:3.5", "2024-02-29 12:00:00UTC", "2024-02-29 1:60:00",
+                    "2024-02-29 12:00:00 utc", "2024-02-29 12:00:00Z",
+                    "2024-02-29 12:00:00 +01:00", "2024-02-29T1:2", "2024-2-9 1:2:3",
+                    "2024-02-29 123:00"]
+
+
+def test_timestamp_text_with_one_digit_fields_and_utc(ctx):
+    """One-digit minutes and seconds and a trailing ' UTC' read as DuckDB and PostgreSQL read
+    them (TRY_CAST gave NULL, CAST an error), as a column and as constants."""
+    values = ", ".join(f"('{t}')" for t in _TIMESTAMP_TEXTS)
+    sql = (f"SELECT x, TRY_CAST(x AS TIMESTAMP), TRY_CAST(x AS DATE) "
+           f"FROM (VALUES {values}) v(x) ORDER BY x")
+    assert _rows(ctx, sql) == _duck(sql)
+    for text in ("2024-02-29 1:2:3", "2024-02-29 12:00:00 UTC"):
+        sql = f"SELECT CAST('{text}' AS TIMESTAMP) AS a, TIMESTAMP '{text}' AS b"
+        assert _rows(ctx, sql) == _duck(sql)

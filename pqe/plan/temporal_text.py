@@ -3,9 +3,9 @@ text columns (kernels.expressions._text_to_temporal) and the folding of casts of
 (plan.builder), so that a constant and a column holding the same text read alike.
 
 After trimming: year-month-day (4 to 6 year digits, '-' or '/' between the parts), then
-optionally a time after spaces or 'T' (hour, minutes, optional seconds and a fraction of any
-length, cut to the type's unit), then optionally a zone (Z, +hh, +hh:mm, +hhmm), which is
-ignored, as PostgreSQL and DuckDB ignore it for a type without a zone. 24:00 (with zero
+optionally a time after spaces or 'T' (hour, minutes, optional seconds, each of one or two
+digits, and a fraction of any length, cut to the type's unit), then optionally a zone (Z, UTC,
++hh, +hh:mm, +hhmm), which is ignored, as PostgreSQL and DuckDB ignore it for a type without a zone. 24:00 (with zero
 seconds) is the next day's midnight. A DATE reads the date of such text. A day or time that
 does not exist (2023-02-29, 10:61) is not a date: NULL for TRY_CAST, an error for CAST.
 """
@@ -18,8 +18,8 @@ import re
 import pyarrow as pa
 
 TEMPORAL_TEXT = (r"^(?P<y>\d{4,6})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})"
-                 r"(?:[T ]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<f>\d*))?)?)?"
-                 r"\s*(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
+                 r"(?:[T ]+(?P<H>\d{1,2}):(?P<M>\d{1,2})(?::(?P<S>\d{1,2})(?:\.(?P<f>\d*))?)?)?"
+                 r"(?:\s*(?:Z|[+-]\d{2}(?::?\d{2})?)|\s+(?i:UTC))?$")
 _PATTERN = re.compile(TEMPORAL_TEXT, re.ASCII)  # \d as RE2 reads it in the kernels
 UNIT_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
