@@ -29,7 +29,7 @@ from ...plan.expr import (
 from ...plan.logical import LogicalPlan, map_expressions, transform_up
 from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
-from .qualification import shown_sql, user_function_name
+from .qualification import GROUP_ALIAS, shown_sql, user_function_name
 from .scope import AggContext, Scope, at, positioned
 
 # sqlglot aggregate classes -> pqe aggregate (arguments: `this`, and `expressions` after it),
@@ -94,6 +94,19 @@ def find_aggs(node: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+def subquery_key(node: exp.Expression) -> str | None:
+    """The qualified SQL text of an expression holding a subquery (outer parentheses aside),
+    by which a GROUP BY key of that form is found again above the aggregate: bound, a
+    subquery is a new plan each time, so `a + (SELECT max(x) FROM u)` in the select list
+    never equalled the same GROUP BY key, and its column was reported as not grouped.
+    None for an expression without a subquery (those are matched by equality)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Expression) or node.find(exp.Query) is None:
+        return None
+    return node.sql(dialect=PQEDialect)
+
+
 def map_outer_refs(plan: LogicalPlan, fn: Callable[[OuterRef], Expr | None]) -> LogicalPlan:
     """`plan` with fn applied to every OuterRef, in nested subqueries too (None keeps it)."""
     def on_expr(e: Expr) -> Expr:
@@ -119,8 +132,9 @@ class GroupingMixin:
         gitems: list[tuple[Expr, str]] = []
         sets = None
         owners: dict[int, int] = {}
+        texts: dict[str, int] = {}
         if group is not None:
-            gitems, sets, owners = self._grouping(group, scope, items)
+            gitems, sets, owners, texts = self._grouping(group, scope, items)
         aitems: list[tuple[AggCall, str]] = []
         positions: dict[int, int] = {}  # id(AST node) -> index into aitems
         for node in agg_nodes:
@@ -155,12 +169,16 @@ class GroupingMixin:
         ctx.by_node.update({k: ctx.aggs[i][1] for k, i in positions.items()})
         # a select item a key of grouping sets stands for reads that key's column
         ctx.by_node.update({k: ctx.groups[i][1] for k, i in owners.items()})
+        # a key holding a subquery is found by its text (the select list, HAVING, ORDER BY)
+        ctx.by_text.update(texts)
         return plan, ctx
 
     def _grouping(self, group: exp.Group, scope: Scope, items=()):
         """GROUP BY items -> unique expressions, the grouping sets (lists of indices into
-        them) when ROLLUP / CUBE / GROUPING SETS appear (None for a plain GROUP BY), and for
-        grouping sets, the select items that stand for a key: id(item's AST node) -> index.
+        them) when ROLLUP / CUBE / GROUPING SETS appear (None for a plain GROUP BY), for
+        grouping sets, the select items that stand for a key: id(item's AST node) -> index,
+        and the keys holding a subquery by their text (`subquery_key`) -> index (the first
+        key of that text).
         GROUP BY ALL groups by every select-list expression without an aggregate (DuckDB).
 
         With grouping sets a key names a select item (as PostgreSQL's do; DuckDB's by
@@ -170,18 +188,33 @@ class GroupingMixin:
         in the sets without it, also a constant (it was the constant in every row)."""
         gitems: list[tuple[Expr, str]] = []
         targets = [it.this if isinstance(it, exp.Alias) else it for it in items]
+        aliases = [it.alias if isinstance(it, exp.Alias) else None for it in items]
         expressions = list(group.expressions)
         with_sets = any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
                         for g in expressions)
         owner_of: list[exp.Expression | None] = []  # per key, the select item it names
+        text_of: list[str | None] = []  # per key, its subquery_key
 
         def index(node) -> int:
             target = _position_target(self.sql, node, targets)
             owner = None
             if with_sets:
-                owner = target if target is not node else next(
-                    (t for t in targets if t == node), None)
+                named = node.meta.get(GROUP_ALIAS) if target is node else None
+                by_alias = [t for t, a in zip(targets, aliases, strict=True)
+                            if named is not None and a == named and t == node]
+                if len(by_alias) == 1:  # written as the item's alias (ROLLUP(k, k2))
+                    owner = by_alias[0]
+                else:
+                    owner = target if target is not node else next(
+                        (t for t in targets if t == node), None)
             node = target
+            text = subquery_key(node)
+            if text is not None:
+                # a subquery binds to a new plan each time: a key written twice (or by
+                # position and again in full) is one key by its text
+                for i, k in enumerate(text_of):
+                    if k == text and owner_of[i] is owner:
+                        return i
             e = self.expr(node, scope, clause="GROUP BY")
             for i, (x, _) in enumerate(gitems):
                 if x == e and owner_of[i] is owner:
@@ -189,6 +222,7 @@ class GroupingMixin:
             name = node.name if isinstance(node, exp.Column) else str(e)
             gitems.append((e, name))
             owner_of.append(owner)
+            text_of.append(text)
             return len(gitems) - 1
 
         def items_of(node) -> list[int]:
@@ -228,8 +262,12 @@ class GroupingMixin:
         for key in ("rollup", "cube", "grouping_sets"):
             if group.args.get(key):
                 raise UnsupportedError(f"GROUP BY {key.upper()} form is not supported")
+        texts: dict[str, int] = {}
+        for i, k in enumerate(text_of):
+            if k is not None:
+                texts.setdefault(k, i)
         if not has_sets:
-            return gitems, None, {}
+            return gitems, None, {}, texts
         sets: list[list[int]] = [[]]
         for options in factors:
             sets = [a + [i for i in b if i not in a] for a in sets for b in options]
@@ -240,7 +278,7 @@ class GroupingMixin:
             seen: set[frozenset[int]] = set()
             sets = [x for x in sets if not (frozenset(x) in seen or seen.add(frozenset(x)))]
         owners = {id(o): i for i, o in enumerate(owner_of) if o is not None}
-        return gitems, sets, owners
+        return gitems, sets, owners, texts
 
     def _grouping_sets(self, plan, scope, gitems, aitems, sets):
         """One aggregate per grouping set, padded with NULLs for the keys it does not group
@@ -378,6 +416,12 @@ class GroupingMixin:
         hit = agg.by_node.get(id(node))
         if hit is not None:  # an aggregate found before, a select item a key stands for
             return ColumnRef(hit)
+        if agg.by_text:
+            # a GROUP BY key holding a subquery (`a + (SELECT max(x) FROM u)`, `a IN (SELECT
+            # ..)`, a correlated one), written again here or named by position or alias
+            text = subquery_key(node)
+            if text is not None and text in agg.by_text:
+                return ColumnRef(agg.groups[agg.by_text[text]][1])
         if is_grouping_call(node):
             return self._grouping_value(node, agg)
         if is_agg_node(node):
@@ -458,10 +502,15 @@ class GroupingMixin:
         out: Expr = lit(0)
         n = len(exprs)
         for k, a in enumerate(args):
-            e = self.expr(a, agg.from_scope)
-            if e not in exprs:
-                raise AggregateMisuseError(f"GROUPING argument {a.sql()} is not a GROUP BY expression")
-            pos = exprs.index(e)
+            text = subquery_key(a)
+            if text is not None and text in agg.by_text:
+                pos = agg.by_text[text]  # a key holding a subquery: found by its text
+            else:
+                e = self.expr(a, agg.from_scope)
+                if e not in exprs:
+                    raise AggregateMisuseError(
+                        f"GROUPING argument {a.sql()} is not a GROUP BY expression")
+                pos = exprs.index(e)
             if agg.grouping_id is None:
                 continue  # plain GROUP BY: every key is grouped
             bit = B.call("modulo", B.call("divide", ColumnRef(agg.grouping_id), lit(1 << (n - 1 - pos))), lit(2))

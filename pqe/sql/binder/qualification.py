@@ -46,6 +46,10 @@ ORDER_ALL = "__pqe_order_all"
 # the meta mark of a select item's alias the user wrote (qualify adds others: `SELECT Name`
 # becomes `n.name AS name`, an output named as the data spells it, `Name`)
 USER_ALIAS = "pqe_user_alias"
+# the meta mark of an item of ROLLUP / CUBE / GROUPING SETS that qualify expanded from a
+# select item's alias: that alias (`SELECT x AS k, x AS k2 ... ROLLUP(k, k2)` has two keys, one
+# per select item, which the expanded copies of x no longer tell apart)
+GROUP_ALIAS = "pqe_group_alias"
 
 
 class _ResolveNames(Dialect):
@@ -165,6 +169,7 @@ class QualifyMixin:
         mapping = MappingSchema(schema, normalize=False, dialect=_ResolveNames)
         using_refs = _hide_using_refs(node, schema)
         alias_refs = _mark_alias_refs(node, schema)
+        group_alias_slots = bool(alias_refs) and _mark_group_alias_slots(node)
         branches = _set_operation_branches(node)
         targets = branches if len(branches) >= REBALANCE_BRANCHES else [node]
         for target in targets:
@@ -186,6 +191,8 @@ class QualifyMixin:
                     sub.replace(done)
         if using_refs:
             _restore_using_refs(node, using_refs)
+        if group_alias_slots:
+            _tag_group_alias_items(node)
         if alias_refs:
             _refuse_ambiguous_alias_refs(node, alias_refs, schema)
         if bare:
@@ -640,6 +647,61 @@ def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]
                 sel.meta[_SELECT_ID] = n_sel
                 refs[len(refs)] = (n_sel, name)
     return refs
+
+
+_GROUP_ALIAS_SLOTS = "pqe_group_alias_slots"
+_GROUPING_SETS = (exp.Rollup, exp.Cube, exp.GroupingSets)
+
+
+def _mark_group_alias_slots(node: exp.Expression) -> bool:
+    """Note, on its ROLLUP / CUBE / GROUPING SETS (or a tuple in one), where an item names a
+    select item's alias (marked by `_mark_alias_refs`): qualify replaces it by a copy of the
+    select item's expression, and `_tag_group_alias_items` then marks that copy with the
+    alias. True when any was noted."""
+    found = False
+    for sel in node.find_all(exp.Select):
+        group = sel.args.get("group")
+        if group is None:
+            continue
+        for col in _own_columns(group):
+            parent = col.parent
+            if _ALIAS_REF not in col.meta or parent is None or not (
+                    isinstance(parent, _GROUPING_SETS) or (
+                        isinstance(parent, (exp.Tuple, exp.Paren))
+                        and isinstance(parent.parent, _GROUPING_SETS))):
+                continue
+            if col.arg_key == "expressions" and col.index is not None:
+                slot = col.index
+            elif col.arg_key == "this" and isinstance(parent, exp.Paren):
+                slot = "this"  # GROUPING SETS ((k), ...)
+            else:
+                continue
+            parent.meta.setdefault(_GROUP_ALIAS_SLOTS, {})[slot] = (
+                col.meta[_ALIAS_REF], _norm(col.this))
+            found = True
+    return found
+
+
+def _tag_group_alias_items(node: exp.Expression) -> None:
+    """After qualify: mark each item `_mark_group_alias_slots` noted that became a select
+    item's expression with that item's alias (GROUP_ALIAS); one still the column it was (an
+    input column of that name wins) is left alone."""
+    for parent in node.find_all(*_GROUPING_SETS, exp.Tuple, exp.Paren):
+        slots = parent.meta.pop(_GROUP_ALIAS_SLOTS, None)
+        if not slots:
+            continue
+        items = parent.expressions
+        for i, (tag, name) in slots.items():
+            if i == "this":
+                item = parent.this
+            elif i < len(items):
+                item = items[i]
+            else:
+                continue
+            if not isinstance(item, exp.Expression) or (
+                    isinstance(item, exp.Column) and item.meta.get(_ALIAS_REF) == tag):
+                continue
+            item.meta[GROUP_ALIAS] = name
 
 
 def _refuse_ambiguous_alias_refs(node: exp.Expression, refs: dict[int, tuple[int, str]],

@@ -64,7 +64,10 @@ class Scope:
         scope = self
         while scope is not None:
             for alias, cols in scope.tables.items():
-                out += list(cols) + [f"{alias}.{c}" for c in cols]
+                out += list(cols)
+                if alias:  # (the output columns of a set operation have no qualifier: the
+                    # ORDER BY of `... UNION ... ORDER BY t.a` suggested '.a')
+                    out += [f"{alias}.{c}" for c in cols]
             scope = scope.parent
         return out
 
@@ -90,6 +93,10 @@ class AggContext:
     aggs: list[tuple[AggCall, Field]]
     grouping_id: Field | None = None
     by_node: dict[int, Field] = field(default_factory=dict)  # id(aggregate AST node) -> column
+    # a GROUP BY key holding a subquery, by its qualified SQL text (subquery_key) -> index
+    # into `groups`: such a key binds to a new plan each time, so the select list, HAVING,
+    # ORDER BY and GROUPING() find it by its text rather than by equality of bound expressions
+    by_text: dict[str, int] = field(default_factory=dict)
 
 
 def positioned(err: Error, pos) -> Error:
