@@ -13,6 +13,7 @@ import textwrap
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import pqe
@@ -32,8 +33,9 @@ def _table(n: int, hot: int, seed: int = 0) -> pa.Table:
 
 @pytest.fixture()
 def pieces(monkeypatch):
-    """Slices of ~500 output rows, and a record of every slicing."""
+    """Slices of ~500 output rows past 2,000, and a record of every slicing."""
     monkeypatch.setattr(joins, "PIECE_ROWS", 500)
+    monkeypatch.setattr(joins, "SLICED_ROWS", 2000)
     seen = []
     real = joins.output_pieces
 
@@ -91,19 +93,51 @@ def test_answers_in_pieces_match_duckdb(pieces, sql, threads):
 def test_pieces_cover_every_probe_row_once():
     left = pa.table({"k": pa.array([1, 2, None, 1, 3, 1, 2] * 50, pa.int64())})
     right = pa.table({"k": pa.array([1] * 40 + [2] * 3, pa.int64())})
-    old = joins.PIECE_ROWS
-    joins.PIECE_ROWS = 100
+    old = joins.PIECE_ROWS, joins.SLICED_ROWS
+    joins.PIECE_ROWS, joins.SLICED_ROWS = 100, 400
     try:
         cuts = joins.output_pieces(left, right, "inner", ["k"], ["k"])
         left_cuts = joins.output_pieces(left, right, "left", ["k"], ["k"])
     finally:
-        joins.PIECE_ROWS = old
+        joins.PIECE_ROWS, joins.SLICED_ROWS = old
     for c in (cuts, left_cuts):
         assert c[0] == 0 and c[-1] == left.num_rows and c == sorted(set(c))
     # each piece makes at most one probe row's matches past the target
     per_row = np.array([40 if x == 1 else 3 if x == 2 else 0 for x in left.column("k").to_pylist()])
     for a, b in zip(cuts, cuts[1:], strict=False):
         assert per_row[a:b].sum() <= 100 + 40
+
+
+def test_runs_join_builds_are_sliced_too(pieces, tmp_path, monkeypatch):
+    """A broadcast build grouped by its integer key (a RunsTable: the runs join) with a hot
+    key: its probes are sliced as Acero's are (a 400k-row self-join made 64M pairs at once,
+    3 GB)."""
+    monkeypatch.setattr(joins, "PIECE_ROWS", 50_000)
+    monkeypatch.setattr(joins, "SLICED_ROWS", 200_000)
+    builds = []
+    real = ops._join_pieces
+
+    def spy(pipeline, o, k, last, data, inputs, *rest):
+        builds.append(type(inputs[o[k].build]).__name__)
+        return real(pipeline, o, k, last, data, inputs, *rest)
+    monkeypatch.setattr(ops, "_join_pieces", spy)
+    rng = np.random.default_rng(3)
+    n = 400_000
+    k = np.where(rng.random(n) < 0.005, 0, rng.integers(1, 10**6, n))
+    big = pa.table({"k": pa.array(k), "v": pa.array(rng.integers(0, 100, n))})
+    for i in range(4):
+        pq.write_table(big.slice(i * 100_000, 100_000), tmp_path / f"p{i}.parquet",
+                       row_group_size=50_000)
+    ctx = pqe.Context(threads=2)
+    ctx.register_parquet("big", str(tmp_path / "*.parquet"))
+    sql = "SELECT count(*) AS c, sum(a.v * b.v) AS s FROM big a JOIN big b ON a.k = b.k"
+    got = ctx.sql(sql).to_pylist()[0]
+    con = duckdb.connect()
+    con.register("big", big)
+    want = con.sql(sql).fetchall()[0]
+    assert (got["c"], int(got["s"])) == want
+    assert "RunsTable" in builds, builds
+    assert any(p is not None and len(p) > 10 for p in pieces), "the join did not run in pieces"
 
 
 def test_small_or_unique_joins_are_not_sliced():

@@ -832,6 +832,8 @@ def _join_pieces(pipeline: Pipeline, ops, k: int, last: int, data, inputs, spent
     the ops as they are). Adds each op's time and rows to spent[i] and rows[i]."""
     join = ops[k]
     build = inputs[join.build]
+    if isinstance(build, dense_join.RunsTable):
+        build = build.table  # (its rows by key: each slice is probed through them as a whole)
     if join.null_aware or not isinstance(build, pa.Table) or not isinstance(data, pa.Table) \
             or join.kind not in ("inner", "left"):
         return None

@@ -169,9 +169,12 @@ def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -
 
 
 # a join whose output feeds an aggregate runs on slices of its probe side of at most about
-# this many output rows each when the whole output would be several times that: the
-# aggregate reduces each slice's output before the next is made (kernels.join.output_pieces)
-PIECE_ROWS = 1 << 22
+# PIECE_ROWS output rows each when the whole output would be more than SLICED_ROWS: the
+# aggregate reduces each slice's output before the next is made (kernels.join.output_pieces).
+# A hot-key self-join of 64M pairs over two threads: 1M-row slices peak at 475 MiB of RSS,
+# 4M-row slices at 765, in the same time
+PIECE_ROWS = 1 << 20
+SLICED_ROWS = 1 << 24
 # build keys sampled for it: the joins of TPC-DS SF1 spent 0.35 s sampling 64k keys per
 # build (a partitioned join's every partition); a key repeated enough to matter shows in 4k
 PIECE_SAMPLE = 1 << 12
@@ -181,18 +184,18 @@ def output_pieces(left: pa.Table, right: pa.Table, kind: str, left_keys,
                   right_keys) -> list[int] | None:
     """Where to cut the probe side (left) of a hash join of `kind` (inner or left) so that
     each slice makes at most about PIECE_ROWS output rows (a probe row's output rows stay
-    together), or None when the whole output is not several pieces: keys repeated on both
+    together), or None when the whole output is at most SLICED_ROWS: keys repeated on both
     sides (a self-join of a hot key made 100M rows, held at once, for a count(*)). Cheap
     unless the output may be that large: the probe rows times the build's most repeated key
-    (sampled, once per broadcast build) bound it, and only past 4 pieces are each probe
+    (sampled, once per broadcast build) bound it, and only past SLICED_ROWS are each probe
     row's matches counted (the build's rows per key, joined to the probe's keys)."""
     n = left.num_rows
     if n < 2 or not right.num_rows or kind not in ("inner", "left"):
         return None
     keys = tuple(right_keys)
     try:
-        if n * right.num_rows <= 4 * PIECE_ROWS \
-                or n * _most_repeated(right, keys, PIECE_SAMPLE) <= 4 * PIECE_ROWS:
+        if n * right.num_rows <= SLICED_ROWS \
+                or n * _most_repeated(right, keys, PIECE_SAMPLE) <= SLICED_ROWS:
             return None
         names = [f"__pqe_k{i}" for i in range(len(left_keys))]
         per_key = right.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
@@ -207,7 +210,7 @@ def output_pieces(left: pa.Table, right: pa.Table, kind: str, left_keys,
     rows[matched.column("__pqe_row").to_numpy()] = matched.column("__pqe_n").to_numpy()
     ends = np.cumsum(rows)
     total = int(ends[-1])
-    if total <= 4 * PIECE_ROWS:
+    if total <= SLICED_ROWS:
         return None
     # each cut where the running count passes a multiple of PIECE_ROWS
     cuts = np.searchsorted(ends, np.arange(PIECE_ROWS, total, PIECE_ROWS), side="left") + 1
