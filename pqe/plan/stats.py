@@ -24,6 +24,7 @@ from .expr import (Call, Cast, ColumnRef, Expr, InList, Literal, UserCall, colum
                    disjuncts, has_subquery, is_volatile, walk)
 from .logical import (
     Aggregate,
+    CTEScan,
     Filter,
     Join,
     Limit,
@@ -35,6 +36,7 @@ from .logical import (
     Sort,
     Union,
     Values,
+    WithCTE,
     WorkTable,
     walk_plan,
 )
@@ -145,6 +147,8 @@ class Estimator:
         # what an optimizer rule derived from nodes, for its later passes in the same run
         # (join_reorder's candidate joins); each entry keeps the nodes its key names alive
         self.derived: dict = {}
+        # the definitions of the CTEs computed once (WithCTE) seen so far, by name
+        self._ctes: dict[str, LogicalPlan] = {}
 
     # ---- rows ------------------------------------------------------------------------------
 
@@ -245,6 +249,15 @@ class Estimator:
             return _WORK_TABLE_ROWS
         if isinstance(plan, RecursiveQuery):  # the anchor's rows and some iterations' of the step
             return self.rows(plan.anchor) + _RECURSIVE_ITERATIONS * self.rows(plan.step)
+        if isinstance(plan, WithCTE):
+            self._ctes.update(zip(plan.names, plan.definitions, strict=True))
+            return self.rows(plan.input)
+        if isinstance(plan, CTEScan):
+            # its definition's rows (a CTE computed once, read twice in a cross join, was two
+            # unknown tables of 1e6 rows: "needs 14901 GiB"); one read apart from its WITH,
+            # as one iteration of a recursive CTE's
+            definition = self._ctes.get(plan.name)
+            return self.rows(definition) if definition is not None else _WORK_TABLE_ROWS
         kids = plan.children()
         if len(kids) == 1:  # Window and other row-preserving nodes
             return self.rows(kids[0])

@@ -222,25 +222,38 @@ class RelationsMixin:
     def _joins(self, first: LogicalPlan, joins: list[exp.Join], scope: Scope) -> LogicalPlan:
         # a comma binds looser than JOIN: `a, b RIGHT JOIN c ON ...` is a x (b RIGHT JOIN c)
         items = [first]
+        lateral = False  # an ON read an earlier comma item: the items were joined left-deep
         for j in joins:
             if _is_comma(j):
                 items.append(self.source(j.this, scope))
+                lateral = False
                 continue
             right = self.source(j.this, scope)
             jkind, cond = self._join_condition(j, scope)
             left = items[-1]
-            if cond is not None and len(items) > 1 and \
+            if lateral and jkind in ("right", "full"):
+                # (DuckDB reads `a, b JOIN c ON a.x = c.k RIGHT JOIN d ...` as a x LATERAL(b
+                # JOIN c RIGHT JOIN d): d's rows kept per row of a; joined to the left-deep
+                # product, they were kept once, and rows were lost)
+                raise UnsupportedError(
+                    f"a {jkind.upper()} JOIN after a join whose ON condition refers to a table "
+                    f"listed before it with a comma (a lateral reference); write JOIN ... ON "
+                    f"instead of the comma")
+            if cond is not None and \
                     not column_ids(cond) <= set(left.column_ids) | set(right.column_ids):
                 # ON reads an earlier comma item (PostgreSQL rejects this; DuckDB reads it per
                 # row, like LATERAL). For inner and left joins, joining left-deep gives that
-                # answer; for right and full joins it does not, and pqe has no lateral join
-                if jkind in ("right", "full"):
+                # answer; for right and full joins it does not, and pqe has no lateral join;
+                # nor inside parentheses, `a, (b JOIN c ON a.x = c.k)`, whose join is bound
+                # apart from a (it was an internal error)
+                if jkind in ("right", "full") or len(items) == 1:
                     raise UnsupportedError(
-                        f"the ON condition of a {jkind.upper()} JOIN refers to a table listed "
-                        f"before it with a comma (a lateral reference); write JOIN ... ON "
-                        f"instead of the comma")
+                        f"the ON condition of a {'' if jkind == 'inner' else jkind.upper() + ' '}"
+                        f"JOIN refers to a table listed before it with a comma (a lateral "
+                        f"reference); write JOIN ... ON instead of the comma")
                 left = _cross_all(items)
                 items = [left]
+                lateral = True
             items[-1] = B.join(left, right, jkind, (), cond)
             if jkind != "inner":
                 scope.refresh(items[-1].schema)
