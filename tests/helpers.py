@@ -98,3 +98,21 @@ def context_with(kind: str, tables: dict[str, pa.Table]) -> pqe.Context:
     for name, t in tables.items():
         ctx.register_arrow(name, t)
     return ctx
+
+
+def _comparable(x):
+    """A value as the oracles' value of it compares: whole DECIMALs and floats as ints."""
+    import decimal
+
+    if isinstance(x, decimal.Decimal):
+        return int(x) if x == x.to_integral_value() else float(x)
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+def sorted_rows(rows):
+    """Rows as a sorted list of tuples of comparable values, NULLs (None) sorting apart from
+    every value: pqe's and DuckDB's rows of a query without ORDER BY, compared as sets."""
+    rows = [tuple(_comparable(x) for x in r) for r in rows]
+    return sorted(rows, key=lambda r: tuple((x is None, type(x).__name__, str(x)) for x in r))

@@ -6,13 +6,13 @@ checked against DuckDB (PostgreSQL agrees where noted)."""
 
 from __future__ import annotations
 
-import decimal
 
 import duckdb
 import pyarrow as pa
 import pytest
 
 import pqe
+from helpers import sorted_rows
 
 T = pa.table({"a": ["x", "x", "y", None, "y"], "b": [1, 2, 3, 4, 3],
               "v": [10, 20, 30, 40, 50]})
@@ -35,26 +35,12 @@ def duck():
     return con
 
 
-def _value(x):
-    if isinstance(x, decimal.Decimal):
-        return int(x) if x == x.to_integral_value() else float(x)
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x
-
-
-def _sorted(rows):
-    """Rows as a sorted list, NULLs (None) sorting apart from every value."""
-    rows = [tuple(_value(x) for x in r) for r in rows]
-    return sorted(rows, key=lambda r: tuple((x is None, type(x).__name__, str(x)) for x in r))
-
-
 def _pqe(ctx, sql, params=None):
-    return _sorted(tuple(r.values()) for r in ctx.sql(sql, params).to_pylist())
+    return sorted_rows(tuple(r.values()) for r in ctx.sql(sql, params).to_pylist())
 
 
 def _duck(duck, sql, params=None):
-    return _sorted(duck.execute(sql, params).fetchall() if params else duck.sql(sql).fetchall())
+    return sorted_rows(duck.execute(sql, params).fetchall() if params else duck.sql(sql).fetchall())
 
 
 # a constant key (a literal, an expression of constants, a position naming a constant select

@@ -10,13 +10,13 @@ accepts these too)."""
 
 from __future__ import annotations
 
-import decimal
 
 import duckdb
 import pyarrow as pa
 import pytest
 
 import pqe
+from helpers import sorted_rows
 
 T = pa.table({"a": [1, 2, 3, None, 5, 2, 7], "b": [10, 20, None, 40, 50, 60, 70]})
 U = pa.table({"a": [2, 2, None, 5, 1, 9], "c": [100, 100, 300, None, 7, 8]})
@@ -38,26 +38,12 @@ def duck():
     return con
 
 
-def _value(x):
-    if isinstance(x, decimal.Decimal):
-        return int(x) if x == x.to_integral_value() else float(x)
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    return x
-
-
-def _sorted(rows):
-    """Rows as a sorted list, NULLs (None) sorting apart from every value."""
-    rows = [tuple(_value(x) for x in r) for r in rows]
-    return sorted(rows, key=lambda r: tuple((x is None, type(x).__name__, str(x)) for x in r))
-
-
 def _pqe(ctx, sql):
-    return _sorted(tuple(r.values()) for r in ctx.sql(sql).to_pylist())
+    return sorted_rows(tuple(r.values()) for r in ctx.sql(sql).to_pylist())
 
 
 def _duck(duck, sql):
-    return _sorted(duck.sql(sql).fetchall())
+    return sorted_rows(duck.sql(sql).fetchall())
 
 
 # GROUP BY keys holding a subquery: uncorrelated, correlated, IN, NOT IN, EXISTS, ALL/ANY
