@@ -808,15 +808,19 @@ def _run_pipeline(pipeline: Pipeline, token, inputs):
 
 
 def _aggregate_after(ops, k: int, inputs) -> int | None:
-    """Where the aggregate is that ends the ops after the hash join ops[k] when each slice of
-    the join's output may run through them apart: ops that _streams, then a partial or
-    single aggregate (of no user aggregate), whose states of the slices one final step
-    merges. None when there is no such aggregate (the join's whole output is kept anyway)."""
+    """Where the op is that reduces the output of the hash join ops[k] when each slice of
+    that output may run through the ops after the join apart: ops that _streams, then a
+    partial or single aggregate (of no user aggregate), whose states of the slices one final
+    step merges, a top-N (a Sort with a fetch: the first N of the slices' first N), or a
+    LIMIT (the slices' rows up to it, the rest not joined). None when there is none (the
+    join's whole output is kept anyway)."""
     for j in range(k + 1, len(ops)):
         op = ops[j]
         if isinstance(op, Aggregate):
             ok = op.mode in ("partial", "single") and all(s.udf is None for s in op.aggs)
             return j if ok else None
+        if isinstance(op, (Sort, Limit)):
+            return j if op.fetch is not None else None
         if not _streams(op, inputs):
             return None
     return None
@@ -843,7 +847,8 @@ def _join_pieces(pipeline: Pipeline, ops, k: int, last: int, data, inputs, spent
         if cuts is None:
             return None
         final = ops[last]
-        states = []
+        limit = final.fetch + (final.offset or 0) if isinstance(final, Limit) else None
+        states, kept = [], 0
         for a, b in zip(cuts, cuts[1:], strict=False):
             if pipeline.token is not None:
                 pipeline.token.check()
@@ -851,19 +856,25 @@ def _join_pieces(pipeline: Pipeline, ops, k: int, last: int, data, inputs, spent
             for i in range(k, last + 1):
                 op = ops[i]
                 start = time.perf_counter()
-                if i < last or op.mode == "partial":
+                if i < last or isinstance(op, Sort) or getattr(op, "mode", None) == "partial":
                     piece = op.run(piece, inputs)
+                elif isinstance(op, Limit):  # (the first rows up to the limit's end)
+                    piece = rel.limit(piece, limit - kept, 0)
                 else:  # (a single aggregate: each slice's states, merged below)
                     piece = agg.partial(piece, op.group, op.aggs, op.segments,
                                         bounds=dict(op.bounds) if op.bounds else None)
                 spent[i] += time.perf_counter() - start
                 rows[i] += piece.num_rows
             states.append(piece)
+            kept += piece.num_rows
+            if limit is not None and kept >= limit:
+                break  # (the rest of the probe side is never joined)
         out = rel.concat(states)
-        if final.mode == "single":
+        if not isinstance(final, Aggregate) or final.mode == "single":
             op = final
             start = time.perf_counter()
-            out = agg.final(out, final.group, final.aggs)
+            out = (final.run(out, inputs) if not isinstance(final, Aggregate)
+                   else agg.final(out, final.group, final.aggs))
             spent[last] += time.perf_counter() - start
             rows[last] = out.num_rows
         return out
