@@ -209,3 +209,20 @@ def test_cross_joins_of_a_cte_computed_once_are_estimated_by_its_definition(sql,
     ctx = pqe.Context(threads=2)
     ctx.register_arrow("t", pa.table({"k": list(range(10))}))
     assert _rows(ctx, sql) == want
+
+
+@pytest.mark.parametrize("pattern", ["line1\nline2 {i}", "x\n", "\n", "q\n\n", "\r\n,\r\n"])
+def test_csv_with_newlines_in_values_past_the_first_block_reads_back(tmp_path, pattern):
+    """COPY quotes a value holding a newline; reading such a file past Arrow's first block
+    (1 MiB) failed ('CSV parser got out of sync with chunker', 'Expected 2 columns')."""
+    import pyarrow as pa
+
+    ctx = pqe.Context()
+    n = 100_000
+    ctx.register_arrow("t", pa.table({"id": list(range(n)),
+                                      "s": [pattern.format(i=i) for i in range(n)]}))
+    path = tmp_path / "m.csv"
+    ctx.sql(f"COPY t TO '{path}'")
+    assert path.stat().st_size > 1 << 20
+    q = "SELECT count(*), count(DISTINCT s), sum(id), min(s), max(s) FROM {}"
+    assert _rows(ctx, q.format(f"read_csv('{path}')")) == _rows(ctx, q.format("t"))
