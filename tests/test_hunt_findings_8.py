@@ -218,7 +218,7 @@ def test_csv_with_newlines_in_values_past_the_first_block_reads_back(tmp_path, p
     import pyarrow as pa
 
     ctx = pqe.Context()
-    n = 100_000
+    n = 150_000
     ctx.register_arrow("t", pa.table({"id": list(range(n)),
                                       "s": [pattern.format(i=i) for i in range(n)]}))
     path = tmp_path / "m.csv"
