@@ -1006,6 +1006,10 @@ def _column_difference(has: list[str], want: list[str]) -> str:
 _SNIFF_COLUMNS = 4096  # (a wider file's header is taken as given)
 
 
+# a timestamp as Arrow's CSV reader parses one in microseconds (at most 6 digits of fraction)
+_CSV_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$"
+
+
 class CsvTable(FileTable):
     """CSV file(s): one partition per file. `schema` maps column names to types (others are
     inferred); empty fields are NULL."""
@@ -1295,7 +1299,12 @@ class CsvTable(FileTable):
         floats = [f.name for f in schema if (pa.types.is_float64(f.type)
                                              or pa.types.is_integer(f.type))
                   and f.name not in self._given_types]
-        if not floats:
+        # text Arrow could not read as its nanosecond timestamps: a fraction of a second with
+        # a value outside 1677-2262 (COPY writes '9999-12-31 00:00:00.000000'; the column was
+        # VARCHAR where DuckDB reads a TIMESTAMP)
+        texts = [f.name for f in schema if pa.types.is_string(f.type)
+                 and f.name not in self._given_types]
+        if not floats and not texts:
             return stamps
         try:
             with self.fs.arrow_fs().open_input_stream(
@@ -1304,12 +1313,17 @@ class CsvTable(FileTable):
                     delimiter=self.delimiter, newlines_in_values=True),
                     read_options=pcsv.ReadOptions(
                     autogenerate_column_names=not self.header), convert_options=pcsv.ConvertOptions(
-                    include_columns=floats, column_types={c: pa.string() for c in floats},
+                    include_columns=floats + texts,
+                    column_types={c: pa.string() for c in floats + texts},
                     null_values=[""], strings_can_be_null=True))
                 batch = reader.read_next_batch()
         except (OSError, StopIteration, pa.ArrowInvalid):
             return stamps
         out = dict(stamps)
+        for name in texts:
+            col = batch.column(name).drop_null()
+            if len(col) and pc.all(pc.match_substring_regex(col, _CSV_TIMESTAMP)).as_py():
+                out[name] = pa.timestamp("us")
         for name in floats:
             col = pc.utf8_trim_whitespace(batch.column(name))
             if _leading_zero(col):

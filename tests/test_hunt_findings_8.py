@@ -226,3 +226,26 @@ def test_csv_with_newlines_in_values_past_the_first_block_reads_back(tmp_path, p
     assert path.stat().st_size > 1 << 20
     q = "SELECT count(*), count(DISTINCT s), sum(id), min(s), max(s) FROM {}"
     assert _rows(ctx, q.format(f"read_csv('{path}')")) == _rows(ctx, q.format("t"))
+
+
+def test_csv_timestamps_with_fractions_outside_nanoseconds_range_read_as_timestamps(tmp_path):
+    """Arrow infers a timestamp with a fraction in nanoseconds, which hold 1677-2262 only: a
+    later value (COPY writes '9999-12-31 00:00:00.000000') made the column VARCHAR, where
+    DuckDB reads a TIMESTAMP; text that is not a timestamp stays text."""
+    ctx = pqe.Context()
+    ctx.sql("CREATE TABLE ev(id INTEGER, ts TIMESTAMP)")
+    ctx.sql("INSERT INTO ev VALUES (1, '2024-05-01 10:00:00'), (2, '9999-12-31 00:00:00'), "
+            "(3, '2023-01-01 09:30:00')")
+    path = tmp_path / "rt.csv"
+    ctx.sql(f"COPY ev TO '{path}'")
+    csv = f"read_csv('{path}')"
+    assert _rows(ctx, f"SELECT DISTINCT typeof(ts) FROM {csv}") == [("TIMESTAMP",)]
+    assert _rows(ctx, f"SELECT id FROM {csv} WHERE ts < TIMESTAMP '2024-01-01'") == [(3,)]
+    assert _rows(ctx, f"SELECT * FROM {csv} ORDER BY id") == _rows(ctx, "SELECT * FROM ev ORDER BY id")
+    hand = tmp_path / "h.csv"
+    hand.write_text("ts,s\n1500-01-01 00:00:00.5,a\n2020-01-01 00:00:00,b\n")
+    sql = f"SELECT ts, typeof(ts), typeof(s) FROM read_csv('{hand}') ORDER BY ts"
+    assert _rows(ctx, sql) == _duck(sql)
+    mixed = tmp_path / "m.csv"
+    mixed.write_text("ts\n1500-01-01 00:00:00.5\nnot a time\n")
+    assert _rows(ctx, f"SELECT DISTINCT typeof(ts) FROM read_csv('{mixed}')") == [("VARCHAR",)]
