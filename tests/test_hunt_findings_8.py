@@ -249,3 +249,21 @@ def test_csv_timestamps_with_fractions_outside_nanoseconds_range_read_as_timesta
     mixed = tmp_path / "m.csv"
     mixed.write_text("ts\n1500-01-01 00:00:00.5\nnot a time\n")
     assert _rows(ctx, f"SELECT DISTINCT typeof(ts) FROM read_csv('{mixed}')") == [("VARCHAR",)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM (VALUES (1, 2)) v",
+    "SELECT * FROM (VALUES (1, 2))",
+    "SELECT * FROM (VALUES (1, 2)) v(a)",
+    "SELECT col1 FROM (VALUES (1, 2), (3, 4)) ORDER BY 1",
+    "SELECT v.col0 FROM (VALUES (1, 2)) v",
+    "SELECT * FROM (SELECT * FROM (VALUES (1, 2)) v) w",
+    "SELECT * FROM (VALUES (5)) x JOIN (VALUES (5, 'a')) y ON x.col0 = y.col0",
+])
+def test_values_in_from_names_its_columns_as_duckdb(ctx, sql):
+    """A VALUES list in FROM names its unnamed columns col0, col1, ... as a VALUES statement
+    does and DuckDB does (sqlglot's qualify made them _col_0, _col_1)."""
+    got = ctx.sql(sql).to_arrow()
+    want = duckdb.sql(sql)
+    assert got.column_names == want.columns
+    assert list(zip(*(c.to_pylist() for c in got.columns), strict=True)) == want.fetchall()

@@ -166,6 +166,7 @@ class QualifyMixin:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
         nested = sum(1 for _ in itertools.islice(node.find_all(exp.Select), 2)) > 1
         bare = [col for col in node.find_all(exp.Column) if not col.table] if nested else []
+        _name_values_columns(node)
         mapping = MappingSchema(schema, normalize=False, dialect=_ResolveNames)
         using_refs = _hide_using_refs(node, schema)
         alias_refs = _mark_alias_refs(node, schema)
@@ -647,6 +648,26 @@ def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]
                 sel.meta[_SELECT_ID] = n_sel
                 refs[len(refs)] = (n_sel, name)
     return refs
+
+
+def _name_values_columns(node: exp.Expression) -> None:
+    """A VALUES list in FROM whose alias names fewer columns than it has: the rest are
+    col0, col1, ... as a VALUES statement's are (DuckDB's names; sqlglot's qualify made them
+    _col_0, _col_1)."""
+    for values in node.find_all(exp.Values):
+        if not isinstance(values.parent, (exp.From, exp.Join)) or not values.expressions:
+            continue
+        first = values.expressions[0]
+        width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
+        alias = values.args.get("alias")
+        given = list(alias.columns) if alias is not None else []
+        if len(given) >= width:
+            continue
+        names = given + [exp.to_identifier(f"col{i}") for i in range(len(given), width)]
+        if alias is None:
+            values.set("alias", exp.TableAlias(columns=names))
+        else:
+            alias.set("columns", names)
 
 
 _GROUP_ALIAS_SLOTS = "pqe_group_alias_slots"
