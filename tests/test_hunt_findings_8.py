@@ -267,3 +267,33 @@ def test_values_in_from_names_its_columns_as_duckdb(ctx, sql):
     want = duckdb.sql(sql)
     assert got.column_names == want.columns
     assert list(zip(*(c.to_pylist() for c in got.columns), strict=True)) == want.fetchall()
+
+
+@pytest.mark.parametrize("kw", [
+    {"stall_timeout": -5}, {"no_workers_timeout": -1}, {"stall_timeout": "abc"},
+    {"stall_timeout": float("nan")}, {"stall_timeout": [1]}, {"stall_timeout": 0},
+    {"stall_timeout": float("inf")}, {"no_workers_timeout": True},
+])
+def test_context_timeouts_are_checked(kw):
+    """dask's parser read -5 as '1-5' (ValueError), 'abc' and NaN raised KeyError, a list
+    AttributeError; 0 failed every cluster query at its first poll."""
+    name = next(iter(kw))
+    with pytest.raises(pqe.Error, match=f"^{name}=.* is not a duration"):
+        pqe.Context(**kw)
+
+
+def test_context_timeouts_in_seconds_or_text():
+    assert pqe.Context(stall_timeout="5m").session.executor.stall_timeout == 300.0
+    assert pqe.Context(no_workers_timeout=7).session.executor.no_workers_timeout == 7.0
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"client": object(), "scheduler": "sync"}, "client= runs queries"),
+    ({"client": object(), "threads": 64}, "client= runs queries"),
+    ({"client": object(), "scheduler": "tcp://10.9.9.9:8786"}, "client= runs queries"),
+    ({"scheduler": "tcp://127.0.0.1:1", "threads": 2}, "threads= sizes"),
+    ({"scheduler": "tcp://"}, "cannot connect to the dask scheduler at tcp://"),
+])
+def test_context_arguments_that_would_be_ignored_are_refused(kw, match):
+    with pytest.raises(pqe.Error, match=match):
+        pqe.Context(**kw)

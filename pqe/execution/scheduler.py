@@ -14,6 +14,7 @@ worker paused for memory) -> ExecutionError naming the workers' state;
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -61,8 +62,10 @@ class Executor:
         self.closed = False
         self._running: set = set()  # the tokens of the queries running now (close stops them)
         # a cluster run fails when no task finished for this long / no worker was there
-        self.stall_timeout = _seconds(stall_timeout, "pqe.stall-timeout", 300.0)
-        self.no_workers_timeout = _seconds(no_workers_timeout, "pqe.no-workers-timeout", 30.0)
+        self.stall_timeout = _seconds(stall_timeout, "pqe.stall-timeout", 300.0,
+                                      "stall_timeout")
+        self.no_workers_timeout = _seconds(no_workers_timeout, "pqe.no-workers-timeout", 30.0,
+                                           "no_workers_timeout")
         # bytes a query may hold at once: per worker with workers=, for the whole process on
         # threads (the planner then uses disk-backed exchanges past it)
         self.memory_limit = _bytes(memory_limit)
@@ -76,6 +79,10 @@ class Executor:
             raise Error("memory_limit= applies to this process's threads or to workers=N: "
                         "a cluster's workers have their own limits")
         elif client is not None:
+            if scheduler not in (None, "distributed") or threads is not None:
+                # (they were ignored: the client's cluster ran the queries)
+                raise Error("client= runs queries on that client's cluster: do not combine it "
+                            "with scheduler= or threads=")
             self.kind = "distributed"
         elif scheduler in (None, "threads", "threaded", "threading"):
             self.kind = "threads"
@@ -84,6 +91,20 @@ class Executor:
         elif isinstance(scheduler, str) and "://" in scheduler:
             from distributed import Client
 
+            if threads is not None:
+                raise Error("threads= sizes this process's embedded scheduler: a cluster's "
+                            "workers have their own threads")
+            from distributed.comm.addressing import parse_address, parse_host_port
+
+            try:
+                # (checked before a Client is made: one that failed on 'tcp://', no port,
+                # later hung the process in its __del__, on its event loop's lock)
+                scheme, location = parse_address(scheduler)
+                if scheme in ("tcp", "tls"):
+                    parse_host_port(location)
+            except (ValueError, TypeError) as e:
+                raise Error(f"cannot connect to the dask scheduler at {scheduler}: "
+                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
             try:
                 self.client = Client(scheduler, timeout="10s")
             except OSError as e:
@@ -404,14 +425,28 @@ def _warn_pool_keeps_memory() -> None:
                       RuntimeWarning, stacklevel=4)
 
 
-def _seconds(value, key: str, default: float) -> float | None:
+def _seconds(value, key: str, default: float, name: str) -> float | None:
+    """A duration in seconds (a number, or dask's text such as '5m'), positive or None; else
+    one line naming the argument (dask's parser read -5 as '1-5' and raised ValueError,
+    'abc' and NaN a KeyError; 0 failed every cluster query at its first poll)."""
+    given = value is not None
     if value is None:
         value = dask.config.get(key, default)
     if value is None:
         return None
     from dask.utils import parse_timedelta
 
-    return float(parse_timedelta(value, "s"))
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError
+        seconds = float(parse_timedelta(value, "s"))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        where = f"{name}=" if given else f"dask config {key}: "
+        raise Error(f"{where}{value!r} is not a duration: give seconds above 0 (e.g. 30 or "
+                    f"'5m'), or leave it out")
+    return seconds
 
 
 def _bytes(value) -> int | None:
