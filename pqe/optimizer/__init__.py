@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..errors import Error, InternalError
 from ..plan.logical import LogicalPlan, shared_fingerprints
-from ..plan.stats import shared_estimates
+from ..plan.stats import Estimator, shared_estimates
 from .decorrelate import decorrelate
 from .distinct_aggregates import rewrite_distinct_aggregates
 from .eager_aggregate import eager_aggregate
@@ -95,6 +95,7 @@ def optimize(plan: LogicalPlan, rules=RULES, final_rules=FINAL_RULES,
     seen: dict[str, tuple[LogicalPlan, LogicalPlan]] = {}
     with shared_fingerprints(), shared_estimates():
         for _ in range(max_passes):
+            Estimator.shared().learn_ctes(plan)
             start = plan
             for name, rule in rules:
                 hit = seen.get(name)

@@ -692,6 +692,7 @@ class PhysicalPlanner:
         """Each definition is planned once; every CTEScan of it reads that one physical
         node (lowering computes a node with several consumers once)."""
         plans = self.__dict__.setdefault("_cte_plans", {})
+        self.est.learn_ctes(node)
         for name, definition in zip(node.names, node.definitions, strict=True):
             plans[name] = self.plan(definition)
         return self.plan(node.input)
