@@ -146,19 +146,16 @@ def _check_output_fits(left: pa.Table, right: pa.Table, left_keys, right_keys) -
     have = available_memory()
     if have is None or left.num_rows * right.num_rows * width <= have * OUTPUT_CHECK_SHARE:
         return
-    keys = list(right_keys)
     try:
-        most = _most_repeated(right, tuple(keys))
-        if left.num_rows * most * width <= have * OUTPUT_CHECK_SHARE:
-            return
-        per_key = right.select(keys).group_by(keys).aggregate([([], "count_all")])
-        names = [f"__pqe_k{i}" for i in range(len(left_keys))]
-        probe = pa.Table.from_arrays([left.column(k) for k in left_keys], names=names)
-        counts = per_key.rename_columns([*names, "__pqe_n"])
-        pairs = pc.sum(probe.join(counts, keys=names, join_type="inner").column("__pqe_n"))
+        most = _most_repeated(right, tuple(right_keys))
     except pa.ArrowException:  # (keys Acero cannot group: the join says what it says)
         return
-    pairs = (pairs.as_py() or 0) + left.num_rows  # (+ unmatched rows of an outer join)
+    if left.num_rows * most * width <= have * OUTPUT_CHECK_SHARE:
+        return
+    matches = _matches_per_row(left, right, left_keys, right_keys)
+    if matches is None:
+        return
+    pairs = int(matches.sum()) + left.num_rows  # (+ unmatched rows of an outer join)
     if pairs * width > have:
         gib = 1 << 30
         raise ResourceError(
@@ -192,22 +189,17 @@ def output_pieces(left: pa.Table, right: pa.Table, kind: str, left_keys,
     n = left.num_rows
     if n < 2 or not right.num_rows or kind not in ("inner", "left"):
         return None
-    keys = tuple(right_keys)
     try:
         if n * right.num_rows <= SLICED_ROWS \
-                or n * _most_repeated(right, keys, PIECE_SAMPLE) <= SLICED_ROWS:
+                or n * _most_repeated(right, tuple(right_keys), PIECE_SAMPLE) <= SLICED_ROWS:
             return None
-        names = [f"__pqe_k{i}" for i in range(len(left_keys))]
-        per_key = right.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
-        counts = per_key.rename_columns([*names, "__pqe_n"])
-        probe = pa.Table.from_arrays([left.column(k) for k in left_keys]
-                                     + [pa.array(np.arange(n, dtype=np.int64))],
-                                     names=[*names, "__pqe_row"])
-        matched = probe.join(counts, keys=names, join_type="inner")
     except pa.ArrowException:  # (keys Acero cannot group: the join runs whole)
         return None
-    rows = np.zeros(n, dtype=np.int64) if kind == "inner" else np.ones(n, dtype=np.int64)
-    rows[matched.column("__pqe_row").to_numpy()] = matched.column("__pqe_n").to_numpy()
+    rows = _matches_per_row(left, right, left_keys, right_keys)
+    if rows is None:
+        return None
+    if kind == "left":
+        rows = np.maximum(rows, 1)  # (an unmatched probe row is one output row)
     ends = np.cumsum(rows)
     total = int(ends[-1])
     if total <= SLICED_ROWS:
@@ -216,6 +208,27 @@ def output_pieces(left: pa.Table, right: pa.Table, kind: str, left_keys,
     cuts = np.searchsorted(ends, np.arange(PIECE_ROWS, total, PIECE_ROWS), side="left") + 1
     cuts = np.unique(cuts[(cuts > 0) & (cuts < n)])
     return [0, *cuts.tolist(), n]
+
+
+def _matches_per_row(left: pa.Table, right: pa.Table, left_keys,
+                     right_keys) -> np.ndarray | None:
+    """Each probe (left) row's number of matching build rows, as int64: the build's rows per
+    key, joined to the probe's keys; None for keys Acero cannot group or join."""
+    n = left.num_rows
+    keys = list(right_keys)
+    names = [f"__pqe_k{i}" for i in range(len(left_keys))]
+    try:
+        per_key = right.select(keys).group_by(keys).aggregate([([], "count_all")])
+        counts = per_key.rename_columns([*names, "__pqe_n"])
+        probe = pa.Table.from_arrays([left.column(k) for k in left_keys]
+                                     + [pa.array(np.arange(n, dtype=np.int64))],
+                                     names=[*names, "__pqe_row"])
+        matched = probe.join(counts, keys=names, join_type="inner")
+    except pa.ArrowException:
+        return None
+    rows = np.zeros(n, dtype=np.int64)
+    rows[matched.column("__pqe_row").to_numpy()] = matched.column("__pqe_n").to_numpy()
+    return rows
 
 
 # keys sampled from a build to estimate its most repeated key's rows
