@@ -223,9 +223,13 @@ class Compiler:
             from .user_functions import kernel_name
 
             args = [self.compile(a) for a in e.args]
-            if self.guard is not None:  # called on the rows that reach it only
-                return _call(kernel_name(e.udf, True), [*args, self.guard])
-            return _call(kernel_name(e.udf), args)
+            guarded = self.guard is not None  # (called on the rows that reach it only)
+            if guarded:
+                args.append(self.guard)
+            tagged = not getattr(e.udf, "deterministic", False)
+            if tagged:  # (each call values of its own, one per row)
+                args.append(volatile_tag())
+            return _call(kernel_name(e.udf, guarded, tagged), args)
         if isinstance(e, Cast):
             return _cast(self, e)
         if isinstance(e, Case):
@@ -236,6 +240,19 @@ class Compiler:
 
 
 _LET_NAMES = itertools.count()  # (names unique in the process: units of two compilers merge)
+# tells apart the calls of volatile functions (random(), a user function not declared
+# deterministic) the query writes: Arrow takes equal expressions for one value (its filter
+# dropped the second `random() < 0.5` of an AND, keeping half the rows, not a quarter)
+VOLATILE_CALLS = itertools.count(1)
+
+
+def volatile_tag() -> E:
+    """A value per row, other in each call: max(random(), -k), k new each time (random()'s
+    values exactly, never below 0). It is random() itself, and a volatile user function's
+    last argument (user_functions.kernel_name: called with constants only, Arrow ran the
+    function once per batch, one value for 65,536 rows)."""
+    draw = _call("random", [], pc.RandomOptions(initializer="system"))
+    return _call("max_element_wise", [draw, pc.scalar(-float(next(VOLATILE_CALLS)))])
 
 
 class Shared:

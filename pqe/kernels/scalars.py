@@ -22,7 +22,7 @@ from ..errors import ExecutionError, UnsupportedError
 from ..plan.expr import Call, Literal
 from . import hashing
 from .expressions import (Compiler, E, _call, _const_int, _const_text, _register_by_type,
-                          _used, null_of, scalar, utc, utc_type)
+                          _used, null_of, scalar, utc, utc_type, volatile_tag)
 
 # ---- registration helpers ---------------------------------------------------------------------
 
@@ -602,7 +602,7 @@ _STRPTIME_GROUPS = {"%Y": r"[+-]?\d{1,4}", "%m": r"\d{1,2}", "%d": r"\d{1,2}",
 
 
 def _random(c: Compiler, e: Call) -> E:
-    return _call("random", [], pc.RandomOptions(initializer="system"))
+    return volatile_tag()  # (a value per row and per call)
 
 
 # ---- lists ---------------------------------------------------------------------------------------

@@ -44,13 +44,18 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def kernel_name(udf, guarded: bool = False) -> str:
+def kernel_name(udf, guarded: bool = False, tagged: bool = False) -> str:
     """The Arrow function running `udf` in this process (registered on first use). The
     guarded form takes one more argument, a boolean per row: the function is called on the
     rows where it is TRUE only (the rows a CASE branch, a later COALESCE argument or an
     AND/OR term reaches, expressions.Compiler.guard), the others are NULL, as a built-in
-    that can fail is computed only where SQL computes it."""
-    name = f"pqe_user_{udf.token}" + ("_guarded" if guarded else "")
+    that can fail is computed only where SQL computes it. The tagged form, for a volatile
+    function, takes a last argument it ignores (expressions.volatile_tag, other in each
+    call the query writes, an array of the batch's rows): Arrow takes two equal calls for
+    one value (`f(a) < 0.5 OR f(a) < 0.5` ran f once) and calls a function of constants
+    once per batch."""
+    name = f"pqe_user_{udf.token}" + ("_guarded" if guarded else "") \
+        + ("_tagged" if tagged else "")
     if name in _REGISTERED:
         return name
     with _LOCK:
@@ -62,13 +67,15 @@ def kernel_name(udf, guarded: bool = False) -> str:
                 in_types = {f"arg{i}": t for i, t in enumerate(udf.arg_types)}
                 if guarded:
                     in_types["guard"] = pa.bool_()
-                pc.register_scalar_function(_scalar_kernel(udf, guarded), name, doc,
+                if tagged:
+                    in_types["tag"] = pa.float64()
+                pc.register_scalar_function(_scalar_kernel(udf, guarded, tagged), name, doc,
                                             in_types, udf.return_type)
             _REGISTERED.add(name)
     return name
 
 
-def _scalar_kernel(udf, guarded: bool = False):
+def _scalar_kernel(udf, guarded: bool = False, tagged: bool = False):
     def call(arrays, n):
         try:
             out = udf.fn(*arrays)
@@ -79,6 +86,8 @@ def _scalar_kernel(udf, guarded: bool = False):
     def kernel(ctx, *args):
         check_cancelled()
         n = ctx.batch_length
+        if tagged:
+            args = args[:-1]
         if guarded:
             *args, guard = args
             if isinstance(guard, pa.Scalar):

@@ -23,7 +23,7 @@ from .. import types as T
 from ..errors import Error
 from ..plan import builder as B
 from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, Literal,
-                         and_, conjuncts, disjuncts, or_, transform)
+                         and_, conjuncts, disjuncts, is_volatile, or_, transform)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort,
                             Values, Window, map_expressions, transform_up)
 
@@ -242,11 +242,12 @@ def _fold(e: Expr) -> Expr | None:
 
 
 def _factor_or(parts: list[Expr]) -> Expr | None:
-    """(a AND b) OR (a AND c) -> a AND (b OR c)."""
+    """(a AND b) OR (a AND c) -> a AND (b OR c), a not volatile: (random() < 0.5 AND x)
+    OR (random() < 0.5 AND y) draws twice."""
     if len(parts) < 2:
         return None
     sets = [conjuncts(p) for p in parts]
-    common = [c for c in sets[0] if all(c in s for s in sets[1:])]
+    common = [c for c in sets[0] if all(c in s for s in sets[1:]) and not is_volatile(c)]
     if not common:
         return None
     rests = [[c for c in s if c not in common] for s in sets]

@@ -576,11 +576,15 @@ def _fold(fn: str, parts: list[Expr]) -> Expr:
 def unique(parts: Iterable[Expr]) -> list[Expr]:
     """Parts in order without repeats: by hash (3,000 ANDed terms stay linear), except parts
     holding a subquery (hashing one hashes its whole plan) or an unhashable value, which
-    are compared pairwise."""
+    are compared pairwise. A volatile part is never a repeat: `random() < 0.5 AND
+    random() < 0.5` keeps a quarter of the rows, not half."""
     out: list[Expr] = []
     hashed: set[Expr] = set()
     other: list[Expr] = []
     for p in parts:
+        if is_volatile(p):
+            out.append(p)
+            continue
         if not has_subquery(p):
             try:
                 if p in hashed:
