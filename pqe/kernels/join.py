@@ -215,12 +215,15 @@ def _matches_per_row(left: pa.Table, right: pa.Table, left_keys,
     """Each probe (left) row's number of matching build rows, as int64: the build's rows per
     key, joined to the probe's keys; None for keys Acero cannot group or join."""
     n = left.num_rows
-    keys = list(right_keys)
     names = [f"__pqe_k{i}" for i in range(len(left_keys))]
     try:
-        per_key = right.select(keys).group_by(keys).aggregate([([], "count_all")])
+        # float keys as the join matches them (-0.0 = 0.0, NaN = NaN: _match_keys), or a
+        # hot key of -0.0 against 0.0 counted no matches and went unsliced and unguarded
+        build = pa.Table.from_arrays([hash_key_floats(right.column(k)) for k in right_keys],
+                                     names=names)
+        per_key = build.group_by(names).aggregate([([], "count_all")])
         counts = per_key.rename_columns([*names, "__pqe_n"])
-        probe = pa.Table.from_arrays([left.column(k) for k in left_keys]
+        probe = pa.Table.from_arrays([hash_key_floats(left.column(k)) for k in left_keys]
                                      + [pa.array(np.arange(n, dtype=np.int64))],
                                      names=[*names, "__pqe_row"])
         matched = probe.join(counts, keys=names, join_type="inner")
@@ -251,7 +254,9 @@ def _most_repeated(right: pa.Table, keys: tuple, sample_rows: int = KEY_SAMPLE) 
     sample = right.select(list(keys))
     if n > sample_rows:
         sample = sample.take(np.linspace(0, n - 1, sample_rows).astype(np.int64))
-    counts = sample.group_by(list(keys)).aggregate([([], "count_all")]).column("count_all")
+    names = [f"__pqe_k{i}" for i in range(len(keys))]
+    sample = pa.Table.from_arrays([hash_key_floats(c) for c in sample.columns], names=names)
+    counts = sample.group_by(names).aggregate([([], "count_all")]).column("count_all")
     most = (pc.max(counts).as_py() or 0) * n / sample.num_rows
     with _MOST_LOCK:
         for k in [k for k, v in _MOST.items() if v[0]() is None]:

@@ -279,9 +279,13 @@ def sort(table: pa.Table, keys, fetch: int | None) -> pa.Table:
 
 
 def limit(table: pa.Table, fetch: int | None, offset: int) -> pa.Table:
+    """Rows offset.. of the table, at most `fetch` of them; the bounds clamped to its rows
+    (Table.slice takes C longs: LIMIT 9223372036854775807 OFFSET 5 reached it as 2^63 + 4)."""
+    n = table.num_rows
+    offset = min(offset, n)
     if fetch is None:
         return table.slice(offset)
-    return table.slice(offset, fetch)
+    return table.slice(offset, min(fetch, n))
 
 
 def single_row(table: pa.Table) -> pa.Table:
