@@ -9,8 +9,10 @@ names: `read_parquet('...')`, `read_csv('...')`, `FROM 'file.parquet'` and `COPY
 - `external_access=False`: SQL reaches only registered tables (no file or URL at all).
 - `allowed_paths=[...]`: SQL reaches files only under these directories (after resolving `..`
   and symlinks, for the path given and for every file a glob or directory expands to) and URLs
-  only under these URL prefixes (`s3://bucket/prefix/`; compared once `..`, `.`, `//` and
-  their percent-encoded forms are resolved, as an HTTP client resolves them): the scheme and
+  only under these URL prefixes (`s3://bucket/prefix/`): an HTTP URL is compared once `..`,
+  `.`, `//` and their percent-encoded forms are resolved, as an HTTP client resolves them; an
+  object store's key is literal (`s3://b/secret/../ok/x` is the key `secret/../ok/x`), so a URL
+  with a `.`, `..` or empty segment, raw or percent-encoded, is refused there. The scheme and
   the bucket are the application's choice. A `file://` URL is the local path it names.
   Without `allowed_paths`, SQL may read and write local files (the embedded default, as
   DuckDB's) but no URL: an endpoint is never taken from SQL text.
@@ -37,6 +39,9 @@ from urllib.parse import unquote
 from .errors import ExecutionError, ProgrammingError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# schemes whose servers resolve a URL's path (dot segments, `//`, percent-encoding) before
+# serving it; every other scheme names objects by literal keys (s3, gs, az, memory, ...)
+_PATH_SCHEMES = ("http", "https")
 # schemes that name local files (filesystems.resolve maps them to local paths): checked as
 # local paths, never as URLs
 LOCAL_SCHEMES = ("file", "local")
@@ -74,7 +79,8 @@ class AccessPolicy:
                 prefix = normalize_url(text)
                 if prefix is None:
                     raise ProgrammingError(f"allowed_paths: {text!r} is not a URL prefix "
-                                           f"(a scheme, a host and a path without '..')")
+                                           f"(a scheme, a host and a path without '..'; "
+                                           f"an object store's without '.', '..' or '//')")
                 urls.append(prefix if prefix.endswith("/") else prefix + "/")
             else:
                 if scheme is not None:
@@ -113,7 +119,9 @@ class AccessPolicy:
     def _check_url(self, text: str, what: str) -> None:
         """A URL must be under an allowed prefix once its path is normalized: HTTP clients
         resolve `..`, `.` and their percent-encoded forms before sending, so
-        `http://h/data/../secret` asks for /secret; the raw text would pass `http://h/data/`."""
+        `http://h/data/../secret` asks for /secret; the raw text would pass `http://h/data/`.
+        An object store resolves nothing: `s3://b/secret/../ok/x` is stored under `secret/`,
+        and resolved it passed `s3://b/ok/` (normalize_url refuses such a URL)."""
         url = normalize_url(text)
         if url is None or not any(url.startswith(prefix) for prefix in self._urls):
             raise AccessError(f"{what}: the URL '{_shown(text)}' is not allowed (the "
@@ -154,6 +162,33 @@ class AccessPolicy:
             raise AccessError(f"{what} is not allowed: the session is read-only")
         self.check_source(path, what, pattern=False)
 
+    def check_replace(self, path: str, what: str) -> None:
+        """A directory a write replaces as a whole (COPY with PARTITION_BY or
+        PER_THREAD_OUTPUT): its temporary directory is made beside it and the old one moved
+        aside and deleted, so its parent must be writable too, and it is never an allowed
+        directory itself nor one holding an allowed directory. The parent is that of the path
+        as resolved: cut from the text, `root/.`, `root/sub/..` (and `''` or `.` with the
+        working directory in the root) had the root's own path as "parent", passed, and the
+        write replaced the whole allowed root."""
+        self.check_write(path, what)
+        if self.allowed_paths is None:
+            return
+        text = os.fspath(path)
+        scheme = _scheme(text)
+        if scheme is not None and scheme not in LOCAL_SCHEMES:
+            url = normalize_url(text)  # (not None: check_write took it)
+            parent = url.rstrip("/").rsplit("/", 1)[0] if url is not None else text
+            self._check_url(parent + "/", what)
+            return
+        local = os.path.abspath(local_part(text) if scheme is not None
+                                else os.path.expanduser(text))
+        real = os.path.realpath(local)
+        if any(d == real or d.startswith(real.rstrip(os.sep) + os.sep) for d in self._dirs):
+            raise AccessError(f"{what}: '{_shown(text)}' is an allowed directory (or holds "
+                              f"one): replacing it is not allowed; write to a directory "
+                              f"inside it")
+        self.check_local(os.path.dirname(local), what, pattern=False)
+
     def check_change(self, what: str) -> None:
         if self.read_only:
             raise AccessError(f"{what} is not allowed: the session is read-only")
@@ -172,10 +207,14 @@ def local_part(text: str) -> str:
 
 
 def normalize_url(text: str) -> str | None:
-    """`scheme://host/path` with the path percent-decoded and `//`, `.` and `..` resolved,
-    as a server resolves it (`%2e%2e`, `%2f` and `\\` included); None when `..` climbs above
-    the root. The scheme and host are kept as written (`S3://` is no scheme the readers know:
-    lower-cased here it passed the check, then failed in the resolver)."""
+    """`scheme://host/path` as its server reads it; None when no server could be asked for it
+    safely. HTTP(S): the path percent-decoded with `//`, `.` and `..` resolved, as a server
+    resolves it (`%2e%2e`, `%2f` and `\\` included); None when `..` climbs above the root.
+    An object store's path is a literal key, returned as written; None when it holds a `.`,
+    `..` or (before its end) empty segment, raw or in any percent-decoded form: resolved,
+    `s3://b/secret/%2E%2E/ok/x` passed the prefix `s3://b/ok/` and was written under
+    `secret/`. The scheme and host are kept as written (`S3://` is no scheme the readers
+    know: lower-cased here it passed the check, then failed in the resolver)."""
     m = _SCHEME.match(text)
     if m is None or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in text):
         # whitespace and control characters: URL parsers strip tabs and newlines as browsers
@@ -183,12 +222,20 @@ def normalize_url(text: str) -> str | None:
         return None
     rest = text[m.end():]
     host, _, path = rest.partition("/")
+    forms = [path]
     decoded = path
     for _ in range(4):  # `%252e`: a server that decodes twice would see `..` too
         decoded, before = unquote(decoded), decoded
         if decoded == before:
             break
+        forms.append(decoded)
     decoded = decoded.replace("\\", "/")
+    if m.group(1).lower() not in _PATH_SCHEMES:
+        for form in forms + [f.replace("\\", "/") for f in forms]:
+            segments = form.split("/")
+            if any(seg in (".", "..") for seg in segments) or "" in segments[:-1]:
+                return None
+        return f"{m.group(1)}://{host}/{path}"
     parts: list[str] = []
     for seg in decoded.split("/"):
         if seg in ("", "."):

@@ -53,8 +53,15 @@ _CONTENT = [
     (re.compile(r"(invalid value)\s*'.*?'(?=\s|$|,|\))"), r"\1"),
     (re.compile(r"(CSV conversion error to [\w\[\], ()]+?)\s*:\s*invalid value.*"),
      r"\1: invalid value"),
+    # a decimal column's value: "The string '<value>' is not a valid decimal128 number",
+    # "Error converting '<value>' to decimal128(3, 2)" (greedy to Arrow's own last words: a
+    # value holding a quote is cut whole)
+    (re.compile(r"The string '.*' (is not a valid [\w ]+)"), r"a value \1"),
+    (re.compile(r"Error converting '.*' to (\w)"), r"Error converting a value to \1"),
     (re.compile(r"(straddling object straddles two block boundaries).*"), r"\1"),
     (re.compile(r"(JSON parse error:).*"), r"\1 invalid JSON"),
+    # any other message about a CSV cell that still quotes something: cut at the quote
+    (re.compile(r"(In CSV column #\d+:[^']*?)\s*'.*"), r"\1 (value not shown)"),
 ]
 
 
@@ -227,8 +234,40 @@ class FileInfo:
     version: tuple
 
 
+# pqe's own unfinished writes and the old copies an overwrite moves aside
+# (kernels.write.temporary_root, _commit): `.{name}.pqe-<12 hex>.tmp` / `.old`
+_PQE_TEMP = re.compile(r"\.pqe-[0-9a-f]{12}\.(tmp|old)$")
+
+
+def _hidden(name: str, directory: bool) -> bool:
+    """Whether a directory listing skips an entry: names starting with '.' or '_' (as
+    pyarrow.dataset's discovery: Spark's _SUCCESS, _temporary, .crc files), except a hive
+    directory `key=value` whose column starts so (`_k=1/`, which pqe itself writes for a
+    column `_k`: its own output read back as "no Parquet files found"). pqe's temporary
+    directories stay hidden, `=` in their name or not."""
+    if not name.startswith(_IGNORE_PREFIXES):
+        return False
+    return not (directory and "=" in name[1:] and not _PQE_TEMP.search(name))
+
+
 def _ignored(rel: str) -> bool:
-    return any(part.startswith(_IGNORE_PREFIXES) for part in rel.replace("\\", "/").split("/") if part)
+    parts = [p for p in rel.replace("\\", "/").split("/") if p]
+    return any(_hidden(p, i < len(parts) - 1) for i, p in enumerate(parts))
+
+
+def _hidden_in_glob(pattern: str, path: str) -> bool:
+    """Whether a path a glob matched passes through a hidden name the pattern did not ask
+    for: as in a local glob (Python's and a shell's), a wildcard does not match a name
+    starting with '.' unless its pattern segment starts with '.' too. s3fs's glob matches
+    them, so `s3://b/*/*.parquet` read pqe's own unfinished writes (`.x.pqe-<id>.tmp/`)."""
+    depth = len([p for p in glob_base(pattern).split("/") if p])
+    wanted = [p for p in pattern.split("/") if p][depth:]
+    wanted = [p for p in wanted if p.startswith(".")]
+    parts = [p for p in path.split("/") if p][depth:]
+    import fnmatch
+
+    return any(p.startswith(".") and not any(fnmatch.fnmatchcase(p, w) for w in wanted)
+               for p in parts)
 
 
 def _local_info(path: str, st: os.stat_result | None = None) -> FileInfo:
@@ -282,10 +321,9 @@ def _list_local(path: str, kind: str) -> list[FileInfo]:
     if kind == "glob":
         out = []
         seen: set[tuple[str, str]] = set()
-        for p in sorted(globlib.glob(path, recursive=True)):
-            # `**` follows symlinked directories: one back to an ancestor (d/up -> ..) made
-            # every file appear once per loop (41 times: count(*) 123 for 3 rows). A file is
-            # listed once per real directory and name (two names of one file stay two files)
+        for p in _glob_local(path):
+            # a file is listed once per real directory and name (two names of one file stay
+            # two files): `a/*/x` and `a/*/../*/x`-like patterns reach one file twice
             where = (os.path.realpath(os.path.dirname(p)), os.path.basename(p))
             if where in seen:
                 continue
@@ -298,22 +336,95 @@ def _list_local(path: str, kind: str) -> list[FileInfo]:
                 out.append(_local_info(p, st))
         return out
     out = []
+    top = os.path.realpath(path)
+    walked: set[str] = {top}
 
-    def walk(d: str) -> None:
+    def walk(d: str, real_d: str) -> None:
         with os.scandir(d) as it:
             entries = sorted(it, key=lambda e: e.name)
         for e in entries:
-            if e.name.startswith(_IGNORE_PREFIXES):
-                continue
             try:
-                if e.is_dir():
-                    walk(e.path)
+                is_dir = e.is_dir()
+                if _hidden(e.name, is_dir):
+                    continue
+                if is_dir:
+                    real = os.path.join(real_d, e.name)
+                    if e.is_symlink():
+                        # a symlinked subdirectory is read (a directory of links to data
+                        # elsewhere), once, and never one back to the directory walked or
+                        # above it: `d/up -> ..` walked `d/up/d/up/...` 40 levels deep, then
+                        # failed (ELOOP), reading the sibling directories of `d` on the way
+                        real = os.path.realpath(e.path)
+                        if real in walked or any(
+                                r == real or r.startswith(real.rstrip(os.sep) + os.sep)
+                                for r in (top, real_d)):
+                            continue
+                        walked.add(real)
+                    walk(e.path, real)
                 elif e.is_file():
                     out.append(_local_info(e.path, e.stat()))
             except FileNotFoundError:
                 continue
-    walk(path)
+    walk(path, top)
     return out
+
+
+def _glob_local(pattern: str) -> list[str]:
+    """The paths a local glob matches, sorted, as Python's glob matches them (`*`, `?`, `[..]`
+    within a name, never a name starting with '.' unless the pattern's does), except that
+    `**` does not descend into symlinked directories, as DuckDB's recursive globs do not:
+    Python's follows them, and a link back to an ancestor (`d/up -> ..`) made
+    `d/**/*.parquet` read the sibling directories of `d` and walk 40 levels of
+    `d/up/d/up/...` (with two such links the paths double at every level). A pattern
+    without `**` is globbed as before (its depth is the pattern's)."""
+    if "**" not in pattern:
+        return sorted(globlib.glob(pattern))
+    import fnmatch
+
+    base = glob_base(pattern)
+    segments = [p for p in pattern[len(base):].split("/") if p]
+    found: set[str] = set()
+    done: set[tuple[str, int]] = set()
+
+    def names(d: str) -> list[os.DirEntry]:
+        try:
+            with os.scandir(d) as it:
+                return list(it)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []
+
+    def expand(d: str, i: int) -> None:
+        if (d, i) in done:
+            return
+        done.add((d, i))
+        if i == len(segments):
+            found.add(d)
+            return
+        seg = segments[i]
+        if seg == "**":
+            expand(d, i + 1)  # no directory at all
+            for e in names(d):
+                if e.name.startswith("."):
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    expand(e.path, i)
+                elif i + 1 == len(segments):  # a trailing `**` matches files too
+                    found.add(e.path)
+            return
+        if not has_glob(seg):
+            p = os.path.join(d, seg)
+            if os.path.lexists(p):
+                expand(p, i + 1)
+            return
+        for e in names(d):
+            if (e.name.startswith(".") and not seg.startswith(".")) or \
+                    not fnmatch.fnmatchcase(e.name, seg):
+                continue
+            if i + 1 == len(segments) or e.is_dir():
+                expand(e.path, i + 1)
+
+    expand(base, 0)
+    return sorted(found)
 
 
 def _list_fsspec(fs, path: str, kind: str) -> list[FileInfo]:
@@ -324,17 +435,25 @@ def _list_fsspec(fs, path: str, kind: str) -> list[FileInfo]:
         fs.invalidate_cache(glob_base(path))
         found = fs.glob(path, detail=True)
         infos = found.values() if isinstance(found, dict) else [fs.info(p) for p in found]
-        return sorted((_remote_info(i) for i in infos if i.get("type", "file") == "file"),
-                      key=lambda f: f.path)
+        return sorted((_remote_info(i) for i in infos if _listed_object(i)
+                       and not _hidden_in_glob(path, i["name"])), key=lambda f: f.path)
     fs.invalidate_cache(path)
     found = fs.find(path, detail=True, withdirs=False)
     base = path.rstrip("/")
     out = []
     for name, info in found.items():
         rel = name.removeprefix(base)
-        if info.get("type", "file") == "file" and not _ignored(rel):
+        if _listed_object(info) and not _ignored(rel):
             out.append(_remote_info(info))
     return sorted(out, key=lambda f: f.path)
+
+
+def _listed_object(info: dict) -> bool:
+    """A data file of a listing: not a directory, nor a "folder marker" (an empty object
+    whose key ends in '/', which S3 consoles and tools create for a folder; s3fs lists it
+    as a file, and its footer could not be read: "cannot read the Parquet footer of
+    s3://b/dir/")."""
+    return info.get("type", "file") == "file" and not info["name"].endswith("/")
 
 
 def _list_arrow(fs, path: str, kind: str) -> list[FileInfo]:
@@ -356,12 +475,14 @@ def _list_arrow(fs, path: str, kind: str) -> list[FileInfo]:
         base = glob_base(path)
         sel = pafs.FileSelector(base, recursive=True)
         return sorted((info(i) for i in fs.get_file_info(sel)
-                       if i.type == pafs.FileType.File and fnmatch.fnmatch(i.path, path)),
+                       if i.type == pafs.FileType.File and not i.path.endswith("/")
+                       and fnmatch.fnmatch(i.path, path) and not _hidden_in_glob(path, i.path)),
                       key=lambda f: f.path)
     sel = pafs.FileSelector(path, recursive=True)
     base = path.rstrip("/")
     return sorted((info(i) for i in fs.get_file_info(sel)
-                   if i.type == pafs.FileType.File and not _ignored(i.path[len(base):])),
+                   if i.type == pafs.FileType.File and not i.path.endswith("/")
+                   and not _ignored(i.path[len(base):])),
                   key=lambda f: f.path)
 
 

@@ -236,9 +236,9 @@ def commit(fs, root: str, target: str, overwrite: bool) -> None:
 
     On a local disk the directory is renamed (atomic; an existing target, when `overwrite`,
     is renamed aside first and deleted after). On an object store, which cannot rename, the
-    files are copied under `target` and the temporary ones deleted; a failure while copying
-    deletes what was copied (an existing target's files are deleted only after every new
-    file is in place, but readers may see both during that step)."""
+    files are copied under `target` and the temporary ones deleted (`_copy_commit`): a
+    failure while copying puts the old dataset back as it was; readers may see old and new
+    files together while the copies run."""
     delete_quietly(fs, f"{root}/{MARKER}")
     _delete_tree(fs, f"{root}/{INFLIGHT}")
     # one commit to a target at a time in this process: two writers overwriting one directory
@@ -278,30 +278,95 @@ def _commit(fs, root: str, target: str, overwrite: bool) -> None:
 
 
 def _copy_commit(fs, root: str, target: str, existing) -> None:
-    new = [i.path for i in _files_under(fs, root)]
-    old = []
-    if existing is not None:
-        old = [i.path for i in _files_under(fs, target)] \
-            if existing.type == pafs.FileType.Directory else [target]
-        if existing.type != pafs.FileType.Directory:
-            fs.delete_file(target)  # a file where the directory goes
-            old = []
-    copied = []
+    """Put the files under `root` in place under `target` on a store that cannot rename.
+
+    An old object a new file replaces (same name: a rewrite of pqe's own output replaces
+    every part-NNNNN file), and an object stored at `target` itself (where the directory
+    goes; on S3 `both` and `both/x` coexist), are first copied aside to a hidden backup
+    prefix beside the target; then the new files are copied in; the old files no new one
+    replaced are deleted only once every new file is in place. A failure while copying
+    deletes the new files, copies the backed-up ones back, and so leaves the old dataset
+    as it was: copied straight over, a failure midway left old and new files mixed, and the
+    old files the new ones had replaced were gone for good. On S3 each copy is server-side
+    (CopyObject): the backup costs one request per replaced file, no transfer."""
+    new = {target + p[len(root):]: p for p in (i.path for i in _files_under(fs, root))}
+    old = _old_objects(fs, target) if existing is not None else []
+    parent, base = _split(target)
+    backup = f"{parent}/.{base}.pqe-{uuid.uuid4().hex[:12]}.old"
+
+    def saved(path: str) -> str:  # (the object at `target` itself, and those under it)
+        return f"{backup}/f" if path == target else f"{backup}/d{path[len(target):]}"
+
+    replaced = [p for p in old if p in new or p == target]
+    kept: list[str] = []
     try:
-        for path in new:
-            dest = target + path[len(root):]
-            fs.copy_file(path, dest)
-            copied.append(dest)
+        for p in replaced:
+            fs.copy_file(p, saved(p))
+            kept.append(p)
+        if target in replaced:  # a file where the directory goes (a store with directories
+            fs.delete_file(target)  # cannot put files under it)
     except BaseException:
-        for dest in copied:
-            if dest not in old:
-                delete_quietly(fs, dest)
+        _delete_any_quietly(fs, backup)
         raise
-    keep = set(copied)
-    for path in old:
-        if path not in keep:
-            delete_quietly(fs, path)
+    copied: list[str] = []
+    try:
+        for dest, src in new.items():
+            fs.copy_file(src, dest)
+            copied.append(dest)
+    except BaseException as e:
+        _restore(fs, target, copied, kept, saved, backup, e)
+        raise
+    for p in old:
+        if p not in new and p != target:
+            delete_quietly(fs, p)
+    _delete_any_quietly(fs, backup)
     _delete_tree(fs, root)
+
+
+def _restore(fs, target: str, copied: list[str], kept: list[str], saved, backup: str,
+             error: BaseException) -> None:
+    """Undo a failed copy commit: the new files that replaced nothing deleted, the replaced
+    old ones copied back from the backup, then the backup deleted. When a copy back fails
+    too, the backup stays (and the error says where)."""
+    for dest in copied:
+        if dest not in kept:
+            delete_quietly(fs, dest)
+    try:
+        for p in kept:
+            fs.copy_file(saved(p), p)
+    except (OSError, pa.ArrowException) as again:
+        first = (str(error).strip() or type(error).__name__).splitlines()[0]
+        then = (str(again).strip() or type(again).__name__).splitlines()[0]
+        raise ExecutionError(f"write to '{target}' failed ({first}) and putting its old files "
+                             f"back failed too ({then}): they are kept under {backup}") from error
+    _delete_any_quietly(fs, backup)
+
+
+def _old_objects(fs, target: str) -> list[str]:
+    """The objects an overwrite of `target` replaces: every file under `target/`, and an
+    object stored at `target` itself. On S3 both can exist at once, and s3fs then calls
+    `target` a file or a directory by what its cache holds: taken as a file, the files under
+    it stayed and were read back with the new ones."""
+    try:
+        old = [i.path for i in _files_under(fs, target)]
+    except (OSError, pa.ArrowException):
+        if not _object_at(fs, target):
+            raise
+        return [target]  # (a file only: fsspec refuses to list it as a directory)
+    if _object_at(fs, target):
+        old.append(target)
+    return old
+
+
+def _object_at(fs, path: str) -> bool:
+    """Whether an object is stored at `path` itself. An fsspec store's cached listing is
+    dropped first: s3fs answers a path that is both an object and a prefix with what it
+    last listed (a directory), and asks the store (HEAD) only when nothing is cached."""
+    handler = getattr(fs, "handler", None)
+    inner = getattr(handler, "fs", None)
+    if inner is not None and hasattr(inner, "invalidate_cache"):
+        inner.invalidate_cache(path)
+    return fs.get_file_info(path).type == pafs.FileType.File
 
 
 def _files_under(fs, directory: str) -> list:
@@ -366,6 +431,13 @@ def _listing_of(fs, directory: str) -> list:
 def _delete_tree(fs, path: str) -> None:
     if exists(fs, path):
         fs.delete_dir(path)
+
+
+def _delete_any_quietly(fs, path: str) -> None:
+    try:
+        _delete_any(fs, path)
+    except (OSError, pa.ArrowException):
+        pass
 
 
 def _delete_any(fs, path: str) -> None:

@@ -454,6 +454,7 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
 def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
     if "\x00" in stmt.path:  # the OS refuses such a name with a bare ValueError
         raise ExecutionError("COPY TO: a path cannot contain a NUL byte")
+    refuse_empty_path(stmt.path, "COPY TO")
     session.config.access.check_write(stmt.path, "COPY TO")
     partition_by = stmt.options.get("PARTITION_BY")
     dataset = partition_by is not None or stmt.options.get("PER_THREAD_OUTPUT")
@@ -467,10 +468,9 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
         if isinstance(partition_by, str):
             partition_by = (partition_by,)
         # the temporary directory is made beside the target, which replaces the target
-        # directory as a whole: its parent must be writable too (never an allowed root)
-        parent = stmt.path.rstrip("/").rsplit("/", 1)[0] if "/" in stmt.path.rstrip("/") \
-            else "."
-        session.config.access.check_write(parent + ("/" if "://" in parent else ""), "COPY TO")
+        # directory as a whole: its parent must be writable too (never an allowed root),
+        # taken from the path as resolved (access.check_replace)
+        session.config.access.check_replace(stmt.path, "COPY TO")
         options = {"compression": stmt.options.get("COMPRESSION", "snappy"),
                    "header": bool(stmt.options.get("HEADER", True)),
                    "delimiter": str(stmt.options.get("DELIMITER", ","))}
@@ -574,9 +574,15 @@ def _put_new(tmp: str, path: str, shown: str) -> None:
 
 def _copy_to_store(session: SessionState, stmt: S.Copy, fs_spec, key: str, run: dict) -> Result:
     """COPY of one file to an object store URL (`s3://bucket/k.parquet`), through the
-    filesystem the dataset writer uses. The object is uploaded in one piece: a store shows
-    it only once complete, so no temporary name is needed."""
+    filesystem the dataset writer uses. Written under a hidden temporary key beside the
+    target, then copied to the target (server-side on S3: the bytes do not pass through the
+    client again) only once complete, and the temporary key deleted: an output stream that
+    fails is closed on the way out, and closing uploads what was written, so written at the
+    target a failed COPY (a BLOB that is not UTF-8, into CSV) left a truncated object, and
+    with OVERWRITE destroyed the old one."""
     import pyarrow.fs as pafs
+
+    from ..kernels import write as K
 
     refuse_table_data(session, fs_spec, key, f"COPY TO '{stmt.path}'", dataset=False)
     fs = fs_spec.arrow_fs()
@@ -590,10 +596,14 @@ def _copy_to_store(session: SessionState, stmt: S.Copy, fs_spec, key: str, run: 
         raise ExecutionError(f"COPY TO '{stmt.path}': the file exists; add OVERWRITE (COPY ... "
                              f"TO '...' (FORMAT ..., OVERWRITE)) to replace it")
     table = session.run(stmt.source, **run)
+    tmp = K.temporary_root(key)
     try:
-        _write_file(table, key, stmt, fs)
+        _write_file(table, tmp, stmt, fs)
+        fs.copy_file(tmp, key)
     except (OSError, pa.ArrowException) as e:
         raise ExecutionError(f"COPY TO '{stmt.path}': {str(e).splitlines()[0]}") from e
+    finally:
+        K.delete_quietly(fs, tmp)
     return Result("COPY", rows_affected=table.num_rows)
 
 
@@ -804,10 +814,12 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
                         f"no data")
     text = os.fspath(path)
     check_csv_columns(plan.schema, fmt, f"{what} '{text}'")
+    refuse_empty_path(text, what)
     try:
         fs_spec, target = filesystems.resolve(text, storage_options, filesystem)
     except CatalogError as e:
         raise ExecutionError(f"{what} '{text}': {e}") from e
+    _refuse_whole_tree(fs_spec, target, text, what)
     fs = fs_spec.arrow_fs()
     created: list[str] = []  # parent directories this write made
     refuse_table_data(session, fs_spec, target, f"{what} '{text}'", dataset=True)
@@ -833,6 +845,39 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
             except OSError:
                 break
         raise
+
+
+def refuse_empty_path(text: str, what: str) -> None:
+    """An empty path (or a URL with nothing after its scheme) names no file: resolved, `''`
+    is the working directory, which a dataset write with overwrite then replaced whole."""
+    if not text or ("://" in text and not text.split("://", 1)[1].strip("/")):
+        raise ExecutionError(f"{what}: the path is empty; name the file or directory to write")
+
+
+def _refuse_whole_tree(fs_spec, target: str, text: str, what: str) -> None:
+    """A dataset write replaces its target as a whole (overwrite deletes the old contents):
+    never the filesystem root, the home directory, or the working directory or one holding
+    it (`'.'`, `'sub/..'`, `'~'` resolve to those), nor a whole bucket. Checked on the path
+    as resolved and on its real path (a symlink to one of them is refused too)."""
+    if fs_spec.is_local:
+        try:
+            cwd = os.getcwd()
+        except OSError:  # (a working directory that was deleted)
+            cwd = None
+        home = os.path.expanduser("~")
+        for p in {target, os.path.realpath(target)}:
+            inside = p.rstrip(os.sep) + os.sep
+            if p in (os.sep, home) or (cwd is not None and (cwd == p or cwd.startswith(inside))):
+                raise ExecutionError(f"{what} '{text}': the target is the filesystem root, "
+                                     f"the home directory or the working directory (or holds "
+                                     f"it), which a write never replaces; write to a directory "
+                                     f"inside it")
+    elif fs_spec.protocol is not None and not target.startswith("/") \
+            and "/" not in target.strip("/"):
+        # (s3fs, gcsfs, adlfs paths are bucket/key: one without a key is the whole bucket;
+        # the memory filesystem's paths start with '/')
+        raise ExecutionError(f"{what} '{text}': the target is a whole bucket, which a write "
+                             f"never replaces; write to a prefix inside it")
 
 
 def _make_parents(parent: str, text: str, what: str) -> list[str]:
