@@ -852,10 +852,13 @@ class ParquetTable(FileTable):
             if groups:
                 picks = sorted({0, len(groups) // 2, len(groups) - 1})[:self.SAMPLE_GROUPS]
                 try:
+                    # (cast before combining: dictionary chunks decode chunk by chunk, where
+                    # combining them unified dictionaries, which Arrow refuses with a NULL)
                     parts = [groups[k][0].fragment.subset(row_group_ids=[groups[k][1]])
                              .to_table(columns=[column]).column(0)
-                             .slice(0, self.SAMPLE_VALUES).combine_chunks() for k in picks]
-                    result = pa.concat_arrays([p.cast(pa.large_string()) for p in parts])
+                             .slice(0, self.SAMPLE_VALUES).cast(pa.large_string())
+                             .combine_chunks() for k in picks]
+                    result = pa.concat_arrays(parts)
                 except (OSError, pa.ArrowException):
                     result = None
         st.samples[column] = result
@@ -1414,8 +1417,18 @@ class MemoryTable(TableProvider):
         cache = self.__dict__.setdefault("_samples", {})  # (a new version is a new table)
         if column not in cache:
             ok = column in self.table.column_names and T.is_text(self.schema.field(column).type)
-            cache[column] = self.table.column(column).slice(0, 3 * ParquetTable.SAMPLE_VALUES) \
-                .combine_chunks().cast(pa.large_string()) if ok else None
+            sample = None
+            if ok:
+                # cast chunk by chunk, then combine: combining dictionary chunks first unified
+                # their dictionaries, which Arrow refuses when one holds a NULL ('Cannot yet
+                # unify dictionaries with nulls' failed a LIKE query); an estimate never
+                # fails a query, so anything else Arrow refuses means no sample
+                try:
+                    sample = self.table.column(column).slice(0, 3 * ParquetTable.SAMPLE_VALUES) \
+                        .cast(pa.large_string()).combine_chunks()
+                except pa.ArrowException:
+                    sample = None
+            cache[column] = sample
         return cache[column]
 
     def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:

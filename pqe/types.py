@@ -82,6 +82,12 @@ def is_temporal(t: pa.DataType) -> bool:
     return pa.types.is_date(t) or pa.types.is_timestamp(t)
 
 
+def is_blob(t: pa.DataType) -> bool:
+    """BLOB, in any of Arrow's binary layouts."""
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+            or pa.types.is_fixed_size_binary(t))
+
+
 def is_boolean(t: pa.DataType) -> bool:
     return pa.types.is_boolean(t)
 
@@ -176,6 +182,35 @@ def widens(src: pa.DataType, dst: pa.DataType) -> bool:
         s = as_decimal(src)
         return dst.scale >= s.scale and dst.precision - dst.scale >= s.precision - s.scale
     return False
+
+
+def _cast_kind(t: pa.DataType) -> str | None:
+    """The family a CAST stays within; None for text and NULL, which convert to and from
+    every family (through the text's parsing or writing)."""
+    if is_numeric(t) or is_boolean(t):
+        return "number"
+    if is_temporal(t):
+        return "datetime"
+    if pa.types.is_time(t):
+        return "time"
+    if is_interval(t) or pa.types.is_duration(t):
+        return "interval"
+    if is_blob(t):
+        return "blob"
+    return None
+
+
+def check_castable(src: pa.DataType, dst: pa.DataType) -> None:
+    """Refuse a CAST between families that have no SQL conversion, as PostgreSQL and DuckDB
+    refuse them ("Unimplemented type for cast (TIME -> BIGINT)"): Arrow's cast answered a
+    DATE's day number, a TIME's or a DURATION's count of its storage unit (TIME64[US] and
+    TIME64[NS] of one value gave 3723000000 and 3723000000000), read a BLOB's bytes as text
+    to parse a number, or failed with its raw 'Unsupported cast'. A TIMESTAMP's time of day
+    is a TIME (DuckDB); a BLOB is text only through CAST to text (whose bytes are checked)."""
+    a, b = _cast_kind(src), _cast_kind(dst)
+    if a is None or b is None or a == b or (pa.types.is_timestamp(src) and b == "time"):
+        return
+    raise TypeMismatchError(f"cannot cast {type_name(src)} to {type_name(dst)}")
 
 
 def _wider_int(a: pa.DataType, b: pa.DataType) -> pa.DataType:

@@ -825,10 +825,9 @@ def _finish(t: pa.Table, s):
         return pc.fill_null(t.column(s.out), 0).cast(T.INT64)
     if s.fn == "avg":
         total, count = t.column(s.out + ".s"), t.column(s.out + ".c")
-        if _exact(s):
-            num = decimals.exact_to_float(total, _wraps_of(t, s.out + ".s"))
-        else:
-            num = pc.cast(total, pa.float64())
+        if _exact(s):  # (one rounding of the exact sum / count)
+            return decimals.exact_mean(total, _wraps_of(t, s.out + ".s"), count)
+        num = pc.cast(total, pa.float64())
         den = pc.cast(count, pa.float64())
         zero = pc.equal(count, 0)
         return pc.if_else(zero, pa.scalar(None, pa.float64()),

@@ -208,6 +208,75 @@ def decimal_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,
     return arr
 
 
+_EXACT_DOUBLE = 2 ** 53  # integers up to this are exact doubles
+_QUOTIENT_PRECISION = 76  # decimal256's digits: the quotient's type fills them
+
+
+def exact_mean(total, wraps: np.ndarray | None, count) -> pa.Array:
+    """AVG's value: (wraps * 2^128 + total) / (count * 10^scale) as DOUBLE, rounded once,
+    NULL where the count is 0. The sum converted to DOUBLE and then divided by the count
+    rounded twice (five DECIMAL(10,2) 0.05..0.09 averaged 0.06999999999999999, five
+    DECIMAL(38,37) 1.2345678901234567890123456789012345678 1.234567890123457). Where the
+    unscaled sum and count * 10^scale are exact doubles, IEEE division rounds their quotient
+    once; elsewhere it is worked out in decimal256 to at least 37 significant digits
+    (`_mean_text`) and its text read as the nearest DOUBLE."""
+    if isinstance(total, pa.ChunkedArray):
+        total = total.combine_chunks()
+    count = count.combine_chunks() if isinstance(count, pa.ChunkedArray) else count
+    scale = total.type.scale if pa.types.is_decimal(total.type) else 0
+    lo, hi, _ = _int64_or_words(total)
+    n = np.asarray(pc.fill_null(count, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    present = (n > 0) & (pc.is_valid(total).to_numpy(zero_copy_only=False)
+                         if total.null_count else True)
+    high = hi if hi is not None else lo >> 63
+    narrow = high == (lo >> 63)  # the sum fits int64
+    if wraps is not None:
+        wraps = np.asarray(wraps, dtype=np.int64)
+        narrow &= wraps == 0
+    den = n.astype(np.float64) * 10.0 ** min(scale, 22)  # (10^22 is the last exact power)
+    fast = (narrow & (lo >= -_EXACT_DOUBLE) & (lo <= _EXACT_DOUBLE) & (den <= _EXACT_DOUBLE)
+            & (scale <= 22))
+    with np.errstate(divide="ignore", invalid="ignore"):  # (the count-0 rows are masked)
+        value = lo.astype(np.float64) / den
+    for rows, digits in ((present & ~fast & narrow, 19), (present & ~narrow, None)):
+        if rows.any():
+            at = np.flatnonzero(rows)
+            w = wraps[at] if wraps is not None else None
+            value[at] = _mean_text(lo[at], high[at], w, n[at], scale, digits)
+    return pa.array(value, pa.float64(), mask=~present)
+
+
+def _mean_text(lo: np.ndarray, high: np.ndarray, wraps: np.ndarray | None, n: np.ndarray,
+               scale: int, digits: int | None) -> np.ndarray:
+    """The DOUBLE nearest (wraps * 2^128 + (high << 64) + unsigned lo) / (n * 10^scale), for
+    sums of at most `digits` digits (None: any 128-bit value plus its wraps). The sum, as a
+    decimal256, is scaled up so that the quotient's type fills decimal256's 76 digits:
+    Arrow's division truncates it after scale + 37 or more fractional digits (scale + 28 for
+    a sum past 10^48), and the digits' text (with its exponent) is parsed to the nearest
+    DOUBLE. A quotient that ends within those digits is exact, so a midpoint between two
+    DOUBLEs rounds to even (any mean over a count with fewer than 2^28 as a factor); one
+    truncated is off by at most 10^-37 of its value, far below a DOUBLE's 10^-16."""
+    if digits is None:
+        most = int(np.abs(wraps).max()) if wraps is not None and len(wraps) else 0
+        digits = 39 + len(str(most))  # |value| < (|wraps| + 1) * 2^128 < 3.5e38 * (...)
+        upper = (high >> 63) + (wraps if wraps is not None else 0)
+    else:
+        upper = high >> 63
+    data = np.empty(4 * len(lo), dtype=np.int64)  # little-endian 64-bit words, two's complement
+    data[0::4], data[1::4], data[2::4], data[3::4] = lo, high, upper, upper >> 63
+    sums = pa.Array.from_buffers(pa.decimal256(digits, 0), len(lo), [None, pa.py_buffer(data)])
+    counts = pa.array(n, pa.int64()).cast(pa.decimal256(19, 0))
+    # Arrow's quotient type: scale k + 19 + 1, precision digits + k + 20 (at most 76)
+    k = _QUOTIENT_PRECISION - 20 - digits
+    quotient = pc.divide(sums.cast(pa.decimal256(digits + k, k)), counts)
+    # its unscaled digits (a scaled decimal's text may be in E notation), then the exponent
+    whole = pa.Array.from_buffers(pa.decimal256(_QUOTIENT_PRECISION, 0), len(quotient),
+                                  quotient.buffers(), offset=quotient.offset)
+    text = pc.binary_join_element_wise(pc.cast(whole, pa.string()),
+                                       f"e-{scale + quotient.type.scale}", "")
+    return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+
+
 def exact_to_float(arr, wraps: np.ndarray | None) -> pa.Array:
     """wraps * 2^128 + arr (a decimal128 array, maybe past its precision) as DOUBLE."""
     if isinstance(arr, pa.ChunkedArray):

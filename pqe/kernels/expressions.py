@@ -374,7 +374,9 @@ def _decimal_operands(c: Compiler, e: Call) -> tuple[E, E, pa.DataType]:
     that no longer fits fails that checked cast)."""
     a, b = e.args
     ta, tb = T.as_decimal(a.dtype), T.as_decimal(b.dtype)
-    ca, cb = c(a), c(b)
+    # (kept grouped: Acero regrouped (b + (1 + e)) + 999999999999999999 and typed the new
+    # grouping's sums by its own rules, past 38 digits, 'Decimal precision out of range')
+    ca, cb = (_kept_grouping(c(x), x, e.fn) for x in (a, b))
     pa_, pb_ = ta.precision, tb.precision
     scale = ta.scale + tb.scale if e.fn == "multiply" else max(ta.scale, tb.scale)
     out = _arrow_decimal_precision(e.fn, pa_, ta.scale, pb_, tb.scale)
@@ -2044,10 +2046,32 @@ def _text_to_blob(x: E, dst: pa.DataType) -> E:
     return _call("if_else", [bad, null_of(dst), x.cast(dst)])
 
 
+# Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), as
+# Arrow's own check reads it. Arrow has no kernel that says whether bytes are UTF-8; its regex
+# kernels read a BLOB as Latin-1, one character per byte, so this runs in RE2 over the bytes.
+_UTF8_BYTES = (r"^(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
+               r"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+               r"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+               r"|\xf4[\x80-\x8f][\x80-\xbf]{2})*$")
+
+
+def _blob_to_text(x: E, src: pa.DataType, dst: pa.DataType) -> E:
+    """TRY_CAST of a BLOB to text: the bytes where they are UTF-8, else NULL. The unchecked
+    cast TRY_CAST used kept any bytes, and the column then held invalid UTF-8 (length()
+    counted bytes, to_pandas failed, Parquet files were written with it)."""
+    if not _is_blob(src):
+        x, src = x.cast(T.BINARY), T.BINARY  # (fixed-size and view binaries)
+    ok = _call("match_substring_regex", [x], pc.MatchSubstringOptions(_UTF8_BYTES))
+    # only UTF-8 reaches the cast, so its (checking) conversion cannot fail
+    return _call("if_else", [ok, x, null_of(src)]).cast(dst)
+
+
 def _try_cast(x: E, src: pa.DataType, dst: pa.DataType) -> E:
     """TRY_CAST: NULL where the value does not convert (validated vectorially, not per row)."""
     if T.is_text(src) and _is_blob(dst):
         return _text_to_blob(x, dst)
+    if T.is_blob(src) and T.is_text(dst):
+        return _blob_to_text(x, src, dst)
     if T.is_text(src) and (T.is_numeric(dst)):
         return _text_to_number(x, dst)
     if T.is_text(src) and T.is_boolean(dst):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .. import types as T
+from ..errors import TypeMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .logical import LogicalPlan
@@ -206,10 +207,16 @@ class UserCall(Expr):
 @_hash_once
 @dataclass(frozen=True, slots=True)
 class Cast(Expr):
+    """CAST / TRY_CAST (SQL's and the DataFrame API's `.cast()`); a cast between families
+    without a SQL conversion (TIME to BIGINT) is refused when the node is made."""
+
     arg: Expr
     dtype: pa.DataType
     try_: bool = False
     _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
+
+    def __post_init__(self) -> None:
+        T.check_castable(self.arg.dtype, self.dtype)
 
     @property
     def nullable(self) -> bool:
@@ -628,9 +635,16 @@ def lit(value: Any, dtype: pa.DataType | None = None) -> Literal:
     if isinstance(value, float):
         return Literal(value, T.FLOAT64)
     if isinstance(value, decimal.Decimal):
+        # as SQL parameters are (sql.parser): NaN and infinities were a raw ValueError, 1E+5
+        # was typed DECIMAL(1,0), and past 38 digits the type was capped below the value
+        if not value.is_finite():
+            raise TypeMismatchError(f"literal {value} is not a finite DECIMAL")
         sign, digits, exp = value.as_tuple()
         scale = max(0, -int(exp))
-        precision = max(len(digits), scale, 1)
+        precision = max(len(digits) + max(0, int(exp)), scale, 1)
+        if precision > T.MAX_DECIMAL_PRECISION:
+            raise TypeMismatchError(f"literal {value} has more than "
+                                    f"{T.MAX_DECIMAL_PRECISION} digits (DECIMAL's limit)")
         return Literal(value, T.decimal(precision, scale))
     if isinstance(value, str):
         return Literal(value, T.TEXT)

@@ -354,7 +354,8 @@ def _cast(b, node, scope, rec):
                 return B.cast(arg, to)
             raise TypeMismatchError(f"cannot cast '{arg.value}' to {T.type_name(to)}")
         return _real_literal(folded, arg)
-    _check_castable(arg.dtype, to)
+    # (a literal folds without a Cast node, whose own check this is)
+    T.check_castable(arg.dtype, to)
     try_ = t is exp.TryCast or bool(node.args.get("safe"))
     if pa.types.is_float32(to) and isinstance(arg, Literal) and T.is_numeric(arg.dtype) \
             and arg.value is not None:
@@ -378,22 +379,6 @@ def _real_literal(e: Expr, arg: Expr, try_: bool = False) -> Expr:
             return Literal(None, T.FLOAT32)
         raise TypeMismatchError(f"value {v!r} is out of range for REAL")
     return Literal(real, T.FLOAT32)
-
-
-def _check_castable(src, dst) -> None:
-    """A date, time or interval converts only to text or another of its kind: CAST(DATE ..
-    AS INTEGER) is refused, as PostgreSQL and DuckDB refuse it (Arrow answered the day number,
-    or failed with its raw 'Unsupported cast from date32[day] to decimal128')."""
-    def kind(t):
-        if T.is_interval(t):
-            return "interval"
-        if T.is_temporal(t):
-            return "temporal"
-        return "numeric" if T.is_numeric(t) or T.is_boolean(t) else None
-
-    a, b = kind(src), kind(dst)
-    if a is not None and b is not None and a != b:
-        raise TypeMismatchError(f"cannot cast {T.type_name(src)} to {T.type_name(dst)}")
 
 
 def _interval(b, node, scope, rec):
