@@ -262,3 +262,17 @@ def test_grouped_avg_of_decimal_is_the_nearest_double(scale):
             groups[k].append(Fraction(v))
     want = {k: float(sum(vs) / len(vs)) if vs else None for k, vs in groups.items()}
     assert got == want
+
+
+def test_window_avg_of_decimals_rounds_once():
+    """A window AVG of DECIMALs rounds once, as the aggregate does: the exact sum over the
+    frame divided by its count (the sum as DOUBLE, then divided, gave 0.06999999999999999)."""
+    ctx = pqe.Context()
+    vals = [decimal.Decimal(x) for x in ("0.05", "0.06", "0.07", "0.08", "0.09")]
+    ctx.register_arrow("w", pa.table({"v": pa.array(vals, pa.decimal128(10, 2)),
+                                      "i": [1, 2, 3, 4, 5]}))
+    got = ctx.sql("select avg(v) over (order by i rows between unbounded preceding and "
+                  "unbounded following) a, avg(v) over (order by i rows between 1 preceding "
+                  "and current row) b from w order by i").to_arrow()
+    assert got.column("a").to_pylist() == [0.07] * 5
+    assert got.column("b").to_pylist() == [0.05, 0.055, 0.065, 0.075, 0.085]

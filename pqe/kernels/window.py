@@ -602,8 +602,8 @@ def _exact_frame_sum(col, spec: WindowSpec, pieces, cnt) -> pa.Array:
         total = decimals.decimal_from_limb_sums(sums, exact_t, has, "window SUM")
         return total if spec.dtype == exact_t else pc.cast(total, spec.dtype)
     total, wraps = decimals.exact_from_limb_sums(sums, exact_t, has)  # AVG: any size
-    den = pa.array(np.maximum(cnt, 1).astype(np.float64))
-    return pc.divide(decimals.exact_to_float(total, wraps), den)
+    # (rounded once, as the aggregate's AVG: the sum as DOUBLE, then divided, rounded twice)
+    return decimals.exact_mean(total, wraps, pa.array(cnt, pa.int64()))
 
 
 def _take_or(col, positions, valid, default, dtype) -> pa.Array:
