@@ -276,3 +276,16 @@ def test_window_avg_of_decimals_rounds_once():
                   "and current row) b from w order by i").to_arrow()
     assert got.column("a").to_pylist() == [0.07] * 5
     assert got.column("b").to_pylist() == [0.05, 0.055, 0.065, 0.075, 0.085]
+
+
+def test_csv_times_of_day_stay_text(tmp_path):
+    """README: a CSV column of times of day is text (pqe has no TIME type in SQL). Arrow
+    inferred TIME32[S] for `09:30:00`, and `x > '09:45:00'` then failed to convert."""
+    path = tmp_path / "times.csv"
+    path.write_text("x,y\n09:30:00,1\n10:00:00,2\n")
+    ctx = pqe.Context()
+    ctx.register_csv("c", str(path))
+    got = ctx.sql("select typeof(x) t, y from c where x > '09:45:00'").to_arrow().to_pylist()
+    assert got == [{"t": "VARCHAR", "y": 2}]
+    assert duckdb.sql(f"select y from read_csv('{path}') where x > '09:45:00'").fetchall() \
+        == [(2,)]
