@@ -17,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from . import types as T
-from .errors import AmbiguousColumnError, BindError, UnknownColumnError, suggest
+from .errors import (AmbiguousColumnError, BindError, UnknownColumnError, UnsupportedError,
+                     suggest)
 from .plan import builder as B
 from .plan.expr import (AggCall, ColumnRef, Expr as PlanExpr, Field, Literal, WindowCall,
                         lit as plan_lit, walk)
@@ -178,6 +179,11 @@ class Expr:
     def cast(self, dtype: str | pa.DataType) -> Expr:
         """SQL CAST to a type: a pyarrow type or a spelling ("BIGINT", "decimal(15,2)",
         "date", "string"); a value that does not convert is an error when the query runs."""
+        if isinstance(dtype, pa.DataType) and pa.types.is_float16(dtype):
+            # (float16 data reads as REAL, exactly; a cast to it was a cast to REAL, its
+            # values not rounded to half precision)
+            raise UnsupportedError("cast to float16 (HALF FLOAT) is not supported: pqe "
+                                   "computes in REAL (float32) or DOUBLE")
         t = T.parse_type(dtype)
         return Expr(lambda r: B.cast(self._resolve(r), t), self._name, self._agg,
                     col=self._col)

@@ -289,3 +289,13 @@ def test_csv_times_of_day_stay_text(tmp_path):
     assert got == [{"t": "VARCHAR", "y": 2}]
     assert duckdb.sql(f"select y from read_csv('{path}') where x > '09:45:00'").fetchall() \
         == [(2,)]
+
+
+def test_dataframe_cast_to_float16_is_refused():
+    """A cast to float16 was a cast to REAL: values kept float32 precision, not rounded."""
+    ctx = pqe.Context()
+    ctx.register_arrow("h", pa.table({"x": [0.1]}))
+    with pytest.raises(pqe.UnsupportedError, match="float16"):
+        ctx.table("h").select(col("x").cast(pa.float16()))
+    got = ctx.table("h").select(col("x").cast(pa.float32()).alias("y")).to_arrow()
+    assert got.schema.field("y").type == pa.float32()
