@@ -141,7 +141,8 @@ REFUSED = [
     ("select strftime(d, '%Q') from t", "STRFTIME format specifier %Q"),
     ("select k from t where k in unnest([1])", "IN UNNEST"),
     ("select ceiling(k, 1) from t", "CEILING"),
-    ("select k div 2 from t", "integer division (DIV)"),
+    ("select k div 2 from t", "integer division (DIV, //)"),
+    ("select k // 2 from t", "integer division (DIV, //)"),
     # table sources
     ("select * from read_csv('x.csv', delim='|')", "READ_CSV options"),
     ("select * from main.t", "qualified table names"),

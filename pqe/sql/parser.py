@@ -168,7 +168,10 @@ class PQEDialect(Dialect):
         # Snowflake's `?::` operator, and the text was a syntax error)
         KEYWORDS = {**{k: v for k, v in Tokenizer.KEYWORDS.items() if k != "?::"},
                     "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT,
-                    "^@": TokenType.CARET_AT}  # (starts_with, as in PostgreSQL and DuckDB)
+                    "^@": TokenType.CARET_AT,  # (starts_with, as in PostgreSQL and DuckDB)
+                    # DuckDB's integer division, refused by name as DIV is (it was read as
+                    # two slashes: "DIV is missing what follows it")
+                    "//": TokenType.DIV}
 
     class Parser(parser.Parser):
         # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison

@@ -169,7 +169,7 @@ _NAMES: dict = {
     exp.Slice: "list slices (l[a:b])",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
-    exp.IntDiv: "integer division (DIV)", exp.BitwiseLeftShift: "<<",
+    exp.IntDiv: "integer division (DIV, //)", exp.BitwiseLeftShift: "<<",
     exp.BitwiseRightShift: ">>", exp.BitwiseAnd: "&", exp.BitwiseOr: "|",
     exp.BitwiseXor: "bitwise XOR", exp.BitwiseNot: "~",
     (exp.Select, "kind"): "SELECT AS STRUCT/VALUE", (exp.Select, "hint"): "query hints",
