@@ -134,11 +134,7 @@ class DataFrame:
         """The result as a Polars DataFrame (needs the `polars` extra)."""
         pl = require("polars", "to_polars()")
         # what Polars cannot hold is refused before the query runs, by name
-        names = self.columns
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise BindError(f"to_polars(): the result has two columns named {dup[0]!r} (Polars "
-                            f"needs unique names); rename one")
+        self._check_unique_names("to_polars()", "Polars needs unique names")
         for f in self._plan.schema:
             if pa.types.is_interval(f.dtype):
                 raise UnsupportedError(f"to_polars(): column {f.name} is INTERVAL, which Polars "
@@ -153,8 +149,17 @@ class DataFrame:
         require("pandas", "to_dask()")
         return self._session.to_dask(self._plan, self.optimized_plan())
 
+    def _check_unique_names(self, what: str, why: str) -> None:
+        names = self.columns
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise BindError(f"{what}: the result has two columns named {dup[0]!r} ({why}); "
+                            f"rename one")
+
     def to_pylist(self) -> list[dict]:
-        """The result as a list of row dicts (runs the query)."""
+        """The result as a list of row dicts (runs the query). Its column names must differ:
+        a dict keeps one value per name (`SELECT t1.id, t2.id` kept t2's, refused now)."""
+        self._check_unique_names("to_pylist()", "a row dict holds one value per name")
         t = self.to_arrow()
         cols = [T.python_values(c, n) for c, n in zip(t.columns, t.column_names, strict=True)]
         return [dict(zip(t.column_names, row, strict=True)) for row in zip(*cols)] \

@@ -1493,7 +1493,10 @@ def _decimal_text(x: E, t: pa.DataType) -> E:
     written as |x| + 1 with the leading 1 turned into 0, and the sign put back."""
     if t.scale == 0:
         return x.cast(T.TEXT)
-    wide = _decimal_type(t.precision + 1, t.scale)
+    # wide enough that |x| + 1 fits, and Arrow's type for that sum (one more digit) too: a
+    # decimal128 of 38 digits (from DECIMAL(37,s)) made a sum of 39, 'precision out of range'
+    wide = _decimal_type(t.precision + 1 if t.precision + 2 <= T.MAX_DECIMAL_PRECISION
+                         else max(t.precision + 1, T.MAX_DECIMAL_PRECISION + 1), t.scale)
     a = _call("abs", [x.cast(wide)])
     one = scalar(decimal.Decimal(1), pa.decimal128(1, 0))
     shifted = _call("add", [a, one]).cast(wide).cast(T.TEXT)   # '1.0000000001'

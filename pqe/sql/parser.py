@@ -602,15 +602,18 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
         raise SQLSyntaxError(f"the statement has {len(holes)} parameters, {len(params)} given")
     holes.sort(key=lambda h: h.meta.get("start", 0))
     for hole in holes:
-        # `ORDER BY ?` bound to 1 would read as "the first column" (DuckDB refuses it)
-        parent = hole.parent
-        if isinstance(parent, exp.Ordered) and isinstance(parent.parent, exp.Order) \
-                and not isinstance(parent.parent.parent, exp.Window):
+        # `ORDER BY ?` bound to 1 would read as "the first column" (DuckDB refuses it); so
+        # would `ORDER BY (?)`, `GROUP BY (?)` and `?` in GROUPING SETS, ROLLUP or CUBE
+        # (bound to 1, `GROUPING SETS ((b), (?))` grouped by b twice)
+        item = _item_parent(hole)
+        if isinstance(item, exp.Ordered) and isinstance(item.parent, exp.Order) \
+                and not isinstance(item.parent.parent, exp.Window):
             raise UnsupportedError("a parameter as an ORDER BY item is not supported: bound to "
                                    "an integer it would name a column by position")
-        if isinstance(parent, exp.Group):
+        if isinstance(item, (exp.Group, exp.GroupingSets, exp.Rollup, exp.Cube)):
             raise UnsupportedError("a parameter as a GROUP BY item is not supported: bound to "
                                    "an integer it would name a column by position")
+        parent = hole.parent
         if isinstance(parent, _NAME_PARENTS) or (
                 isinstance(parent, exp.Alias) and hole.arg_key == "alias"):
             # `CREATE TABLE ?`, `INSERT INTO t(?)`, `SELECT 1 AS ?`, `FROM t AS ?`: bound as a
@@ -624,6 +627,14 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
                                  "alias); parameters bind values only", line, col, "?")
     for hole, value in zip(holes, params, strict=True):
         hole.replace(parameter_literal(value))
+
+
+def _item_parent(node: exp.Expression) -> exp.Expression | None:
+    """The node holding `node` as an item, past the parentheses and tuples around it."""
+    parent = node.parent
+    while isinstance(parent, (exp.Paren, exp.Tuple)):
+        parent = parent.parent
+    return parent
 
 
 def parameter_literal(value: Any) -> exp.Expression:
