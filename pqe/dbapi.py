@@ -145,6 +145,13 @@ class Cursor:
         total = 0
         for params in seq_of_parameters:
             self.execute(sql, params)
+            if self.description is not None:
+                # a query's rows would be read only for its last parameters, the others
+                # dropped unseen (sqlite3 refuses it too)
+                self._table, self._rows, self._pos, self.description = None, [], 0, None
+                self.rowcount = -1
+                raise ProgrammingError("executemany() runs statements that return no rows "
+                                       "(INSERT, UPDATE, DELETE); run a query with execute()")
             total += max(self.rowcount, 0)
         self.rowcount = total
         return self

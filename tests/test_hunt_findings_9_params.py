@@ -69,3 +69,16 @@ def test_row_dicts_refuse_columns_that_share_a_name():
     renamed = ctx.sql("select t1.id, t2.id as id2 from t1 left join t2 on t1.id = t2.id "
                       "order by 1").to_pylist()
     assert renamed == [{"id": 1, "id2": 1}, {"id": 2, "id2": None}]
+
+
+def test_executemany_refuses_a_query():
+    """executemany of a SELECT kept only the last parameters' rows, the others unseen."""
+    cur = pqe.connect().cursor()
+    cur.execute("create table m(a int)")
+    cur.executemany("insert into m values (?)", [(1,), (2,)])
+    assert cur.rowcount == 2
+    with pytest.raises(pqe.ProgrammingError, match="executemany"):
+        cur.executemany("select ? x", [(1,), (2,)])
+    assert cur.fetchall() == [] and cur.description is None  # (no rows are left from it)
+    cur.execute("select count(*) from m")
+    assert cur.fetchall() == [(2,)]
