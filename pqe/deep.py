@@ -138,6 +138,19 @@ def in_deep_thread() -> bool:
     return getattr(_local, "deep", False)
 
 
+def in_nested_query() -> bool:
+    """Whether this thread runs a task of a query (execution.scheduler marks its pool's
+    threads) or a statement or job started from one (a user function's own query: the marks
+    follow it onto the deep threads it runs on). Such a query must not wait for what the
+    query running the task may hold: the task pool's threads, the write lock."""
+    return getattr(_local, "nested", False)
+
+
+def set_nested(value: bool) -> None:
+    """Mark this thread as `in_nested_query` (or no longer)."""
+    _local.nested = value
+
+
 class _Worker:
     """A deep thread that runs jobs one after another (starting a thread with a 512 MiB stack
     for every phase of every statement cost about 1 ms each, four times per query)."""
@@ -181,34 +194,51 @@ def start_deep_thread(target: Callable[[], None], name: str = "") -> None:
     worker.jobs.put(target)
 
 
-def _forget_workers() -> None:  # a forked child has none of the parent's threads
-    global _planning
+def _forget_workers() -> None:
+    """A forked child has none of the parent's threads, nor the statements they were
+    planning or running; a lock one of them held at the fork would stay held."""
+    global _planning, _active, _lock, _gc_lock, _idle_lock
+    _lock, _gc_lock, _idle_lock = threading.Lock(), threading.Lock(), threading.Lock()
     _idle.clear()
-    if _planning:  # nor the statements they were planning
+    _local.nested = False  # (forked from a task: the child's thread runs none)
+    if _active:  # the recursion limit raised for them
+        _active = 0
+        sys.setrecursionlimit(_saved_limit)
+    if _planning:
         _planning = 0
         if gc.get_threshold()[0] == PLAN_GC_THRESHOLD != _saved_gc[0]:
             gc.set_threshold(_saved_gc[0], *gc.get_threshold()[1:])
+
+
+# How long a caller interrupted by Ctrl-C waits for the statement it cancelled to stop (it
+# stops at its next check: a task, a planner walk, the commit). A second Ctrl-C ends the wait.
+STOP_WAIT = 10.0
 
 
 def run_deep(fn: Callable[..., T], *args, on_interrupt: Callable[[], None] | None = None,
              **kwargs) -> T:
     """`fn(*args, **kwargs)` on a deep thread (or right here when already on one). The caller
     waits in short timed waits, so Ctrl-C is seen at once: `on_interrupt` is then called
-    (to cancel what `fn` runs) and KeyboardInterrupt raised."""
+    (to cancel what `fn` runs), the caller waits for `fn` to stop (`wait_stopped`), and
+    KeyboardInterrupt is raised. Raised at once, a write went on and committed after its
+    caller was told it was interrupted."""
     if in_deep_thread():
         with _planning_gc():
             return _guarded(fn, args, kwargs)
     box: dict = {}
     done = threading.Event()
     limits = getattr(_local, "plan_limits", None)  # (the caller's timeout, on the deep thread)
+    nested = in_nested_query()
 
     def target() -> None:
+        _local.nested = nested
         try:
             with _planning_gc(), _Planning(*(limits or (None, None))):
                 box["value"] = _guarded(fn, args, kwargs)
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             box["error"] = e
         finally:
+            _local.nested = False
             done.set()
 
     start_deep_thread(target, "pqe-plan")
@@ -218,10 +248,27 @@ def run_deep(fn: Callable[..., T], *args, on_interrupt: Callable[[], None] | Non
     except KeyboardInterrupt:
         if on_interrupt is not None:
             on_interrupt()
+            wait_stopped(done)
         raise
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def wait_stopped(done: threading.Event, limit: float | None = None) -> bool:
+    """After a statement's caller was interrupted and cancelled it: wait (at most `limit`
+    seconds, STOP_WAIT by default; a second Ctrl-C ends the wait) until the thread running
+    it has finished, so that nothing of it happens after the caller is told it was stopped.
+    (Should it still be running then, its writes check the cancellation at their commit and
+    change nothing.) Whether it finished."""
+    deadline = time.monotonic() + (STOP_WAIT if limit is None else limit)
+    try:
+        while not done.wait(0.05):
+            if time.monotonic() >= deadline:
+                return False
+    except KeyboardInterrupt:
+        return done.is_set()
+    return True
 
 
 def _guarded(fn, args, kwargs):
@@ -247,5 +294,6 @@ class AnyEvent:
         return any(e.is_set() for e in self._events)
 
 
-__all__ = ["AnyEvent", "run_deep", "start_deep_thread", "in_deep_thread", "TooDeepError", "STACK_BYTES",
+__all__ = ["AnyEvent", "run_deep", "wait_stopped", "in_nested_query", "set_nested",
+           "start_deep_thread", "in_deep_thread", "TooDeepError", "STACK_BYTES",
            "RECURSION_LIMIT"]

@@ -16,18 +16,120 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import weakref
+from concurrent.futures import Executor as _FuturesExecutor
+from concurrent.futures import Future
 
 import dask
 import dask.local
 import dask.threaded
 from dask.callbacks import Callback
 
-from ..deep import start_deep_thread
+from ..deep import in_nested_query, set_nested, start_deep_thread
 from ..errors import Error, ExecutionError, InternalError, QueryCancelled, QueryTimeout
+
+
+_executors: weakref.WeakSet = weakref.WeakSet()  # reset in a forked child
+
+
+class TaskPool(_FuturesExecutor):
+    """The threaded scheduler's bounded pool (what dask.threaded.get needs: `submit` and
+    `_max_workers`), on daemon threads. concurrent.futures' pool joins its threads at
+    interpreter exit, so one task stuck in a user's function (a query that timed out long
+    ago) kept the process from exiting; a daemon thread ends with the interpreter. Threads
+    start as needed, up to `threads`, and end once the pool is shut down or dropped (its
+    queued tasks done first)."""
+
+    def __init__(self, threads: int, name: str = "pqe") -> None:
+        self._max_workers = threads
+        self._name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._shutdown = False
+        # (the threads hold the queue, not the pool: a pool no longer used is collected)
+        weakref.finalize(self, _stop_threads, self._queue, self._threads)
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            future: Future = Future()
+            self._queue.put((future, fn, args, kwargs))
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+                thread = threading.Thread(target=_serve, args=(self._queue, self._idle),
+                                          name=f"{self._name}_{len(self._threads)}",
+                                          daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            if not self._shutdown:
+                self._shutdown = True
+                if cancel_futures:
+                    _drain(self._queue)
+                _stop_threads(self._queue, self._threads)
+        if wait:
+            for thread in list(self._threads):
+                if thread is not threading.current_thread():
+                    thread.join()
+
+
+def _serve(tasks: queue.SimpleQueue, idle: threading.Semaphore) -> None:
+    set_nested(True)  # a query a task starts (a user function's own) is nested (run_job)
+    while True:
+        item = tasks.get()
+        if item is None:
+            return
+        _run_task(*item)
+        item = None  # nothing of a finished task kept alive while the thread waits
+        idle.release()
+
+
+def _run_task(future: Future, fn, args, kwargs) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as e:  # noqa: BLE001 - handed to the waiting scheduler
+        future.set_exception(e)
+    else:
+        future.set_result(result)
+
+
+def _stop_threads(tasks: queue.SimpleQueue, threads: list) -> None:
+    for _ in threads:
+        tasks.put(None)  # after what is queued: each thread takes one and ends
+
+
+def _drain(tasks: queue.SimpleQueue) -> None:
+    while True:
+        try:
+            item = tasks.get_nowait()
+        except queue.Empty:
+            return
+        if item is not None:
+            item[0].cancel()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: none of its Executors' pool threads,
+    and any lock another thread held at the fork stays held. Each Executor starts afresh:
+    a new pool when a query needs one, new locks, no running queries (a Context used
+    before the fork timed out or hung on every query in the child)."""
+    for executor in list(_executors):
+        executor._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def default_threads() -> int:
@@ -57,10 +159,11 @@ class Executor:
                                   or n < 1):
                 raise Error(f"{name}={n!r}: give a positive number, or leave it out")
         self.threads = threads or default_threads()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: TaskPool | None = None
         self._lock = threading.Lock()
         self.closed = False
         self._running: set = set()  # the tokens of the queries running now (close stops them)
+        _executors.add(self)
         # a cluster run fails when no task finished for this long / no worker was there
         self.stall_timeout = _seconds(stall_timeout, "pqe.stall-timeout", 300.0,
                                       "stall_timeout")
@@ -207,13 +310,19 @@ class Executor:
     def dashboard_link(self) -> str | None:
         return self.client.dashboard_link if self.client is not None else None
 
-    def pool(self) -> ThreadPoolExecutor:
+    def pool(self) -> TaskPool:
         if self.closed:
             raise QueryCancelled("the Context was closed")
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="pqe")
+                self._pool = TaskPool(self.threads, "pqe")
             return self._pool
+
+    def _after_fork(self) -> None:
+        """In a forked child (see `_after_fork_in_child`)."""
+        self._lock = threading.Lock()
+        self._pool = None
+        self._running = set()
 
     def _leave_pool(self) -> None:
         """After a query was stopped: the next queries get a new thread pool. The stopped
@@ -230,21 +339,39 @@ class Executor:
         while the caller waits in short timed waits: Ctrl-C, `timeout` and `cancel` stop it
         promptly. The token is cancelled, so tasks that have not started stop at once (and on
         a cluster the futures are cancelled); the caller returns at once and the Context stays
-        usable."""
+        usable. A job started from inside a task (a user function's own query, pqe.deep's
+        `in_nested_query`) runs its graphs on its own thread, one task after another, and
+        stops when the task's query is stopped: the pool's threads may all be held by the
+        query running the task, each waiting for a nested query of its own (a nested query
+        queued for them waited for ever)."""
         if self.closed:
             raise Error("this Context is closed")
         box: dict = {}
         done = threading.Event()
+        nested = in_nested_query()
+        outer = None
+        if nested:
+            from ..kernels.user_functions import CURRENT
+
+            outer = getattr(CURRENT, "check", None)  # the calling task's query's check
         with self._lock:
             self._running.add(token)
 
         def target():
+            set_nested(nested)  # (run_graph reads it on this thread)
             try:
                 box["result"] = job()
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 box["error"] = e
             finally:
+                set_nested(False)
                 done.set()
+
+        def stop(reason: str) -> None:
+            if token is not None:
+                token.cancel(reason)
+            if not nested:  # (a nested job's graphs never ran on the pool)
+                self._leave_pool()
 
         start_deep_thread(target, "pqe-query")  # lowering walks the plan recursively
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -256,18 +383,21 @@ class Executor:
                         token.cancel("the Context was closed")
                     raise QueryCancelled("query cancelled: the Context was closed")
                 if cancel is not None and cancel.is_set():
-                    token.cancel("cancelled")
-                    self._leave_pool()
+                    stop("cancelled")
                     raise QueryCancelled("query cancelled")
                 if deadline is not None and time.monotonic() >= deadline:
                     # (`shown`: the query's whole timeout, of which planning took a part)
                     whole = timeout if shown is None else shown
-                    token.cancel(f"timed out after {whole:g} s")
-                    self._leave_pool()
+                    stop(f"timed out after {whole:g} s")
                     raise QueryTimeout(f"query timed out after {whole:g} s")
+                if outer is not None:
+                    try:
+                        outer()
+                    except QueryCancelled as e:
+                        stop(str(e))
+                        raise
         except KeyboardInterrupt:
-            token.cancel("interrupted")
-            self._leave_pool()
+            stop("interrupted")
             raise
         finally:
             with self._lock:
@@ -290,8 +420,9 @@ class Executor:
             if self.kind == "distributed":
                 return self._run_distributed(graph, keys, token, progress)
             with _Progress(progress, token, len(graph)):
-                if self.kind == "sync":
-                    return list(dask.local.get_sync(graph, keys))
+                if self.kind == "sync" or in_nested_query():
+                    # (a query started inside a task: the pool may be all its caller's)
+                    return _run_here(graph, keys)
                 return list(dask.threaded.get(graph, keys, pool=self.pool(),
                                               num_workers=self.threads))
         except Error:
@@ -479,6 +610,17 @@ def _raised_outside_pqe(e: BaseException) -> bool:
             return False
         tb = tb.tb_next
     return True
+
+
+def _run_here(graph: dict, keys: list) -> list:
+    """A graph's tasks one after another on this thread, which is marked as running tasks
+    meanwhile (a query one of them starts is nested: see run_job)."""
+    outer = in_nested_query()
+    set_nested(True)
+    try:
+        return list(dask.local.get_sync(graph, keys))
+    finally:
+        set_nested(outer)
 
 
 class _Stopped(Exception):

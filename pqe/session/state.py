@@ -12,8 +12,10 @@ against a snapshot of the catalog and never wait for writers.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +23,7 @@ import pyarrow as pa
 
 from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable
-from ..deep import AnyEvent, plan_until, run_deep
+from ..deep import AnyEvent, in_nested_query, plan_until, run_deep
 from ..errors import (CatalogError, Error, ExecutionError, InternalError, QueryCancelled,
                       QueryTimeout, ResourceError, SQLSyntaxError, UnsupportedError)
 from ..execution import driver
@@ -41,6 +43,18 @@ from .config import SessionConfig
 from .result import Result
 
 Progress = Callable[[int, int], None]
+_sessions: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A write running on another thread when the process forked holds the write lock in the
+    child for ever (that thread is not there): every write of the child waited on it."""
+    for session in list(_sessions):
+        session.write_lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class SessionState:
@@ -52,6 +66,7 @@ class SessionState:
         self.catalog = catalog if catalog is not None else Catalog()
         self.write_lock = threading.RLock()
         self.indexes: dict[str, str] = {}  # CREATE INDEX names -> their tables (S.NoOp)
+        _sessions.add(self)
 
     # ---- SQL -----------------------------------------------------------------------------
 
@@ -109,12 +124,21 @@ class SessionState:
         cancelled: a write queued behind a long one gave up neither, and committed after
         its deadline or after its caller had cancelled it."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.write_lock.acquire(timeout=0.05):
-            if cancel is not None and cancel.is_set():
-                raise QueryCancelled("cancelled while waiting for another write to finish")
-            if deadline is not None and time.monotonic() > deadline:
-                raise QueryTimeout(f"timed out after {timeout:g} s waiting for another write "
-                                   f"to finish")
+        if in_nested_query():
+            if not self.write_lock.acquire(blocking=False):
+                # the write holding the lock may be the statement whose query runs this
+                # task: waiting for it would wait for ever
+                raise UnsupportedError("a write inside a user function or map_batches "
+                                       "function cannot wait for another write on the same "
+                                       "Context (the statement running the function may be "
+                                       "that write)")
+        else:
+            while not self.write_lock.acquire(timeout=0.05):
+                if cancel is not None and cancel.is_set():
+                    raise QueryCancelled("cancelled while waiting for another write to finish")
+                if deadline is not None and time.monotonic() > deadline:
+                    raise QueryTimeout(f"timed out after {timeout:g} s waiting for another "
+                                       f"write to finish")
         try:
             yield
         finally:

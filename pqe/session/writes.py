@@ -6,6 +6,12 @@ a projection, DELETE as a filter), checked (types, NOT NULL, PRIMARY KEY, UNIQUE
 then swapped into the catalog; a statement that fails leaves nothing behind. A DataFrame made
 earlier keeps reading the version it was made over. COPY writes a temporary file beside the
 target and renames it when complete.
+
+A statement cancelled (Ctrl-C, `cancel`) before its commit point (the swap, the rename)
+changes nothing: each write checks its cancellation there (`_not_cancelled`), under the write
+lock, right before committing. Only its query's run checked before: the constant VALUES of an
+INSERT run no query, and a Ctrl-C during the key checks after one went unseen, so the row was
+committed after the caller was told the statement had stopped.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from .. import filesystems
 from .. import types as T
 from ..catalog import FileTable, MemoryTable
 from ..errors import (BindError, CatalogError, ConstraintError, Error, ExecutionError,
-                      InternalError, UnsupportedError)
+                      InternalError, QueryCancelled, UnsupportedError)
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
@@ -49,12 +55,20 @@ def execute(session: SessionState, stmt: S.Statement, run: dict) -> Result:
     if isinstance(stmt, S.CreateTable):
         return _create_table(session, stmt, run)
     if isinstance(stmt, S.CreateView):
-        return _create_view(session, stmt)
+        return _create_view(session, stmt, run)
     if isinstance(stmt, S.Drop):
-        return _drop(session, stmt)
+        return _drop(session, stmt, run)
     if isinstance(stmt, S.Copy):
         return _copy(session, stmt, run)
     raise UnsupportedError(f"{stmt.kind} statements are not supported")
+
+
+def _not_cancelled(run: dict | None, what: str) -> None:
+    """Raise QueryCancelled if the statement was cancelled: called right before its commit
+    point, so that a statement reported as cancelled (or interrupted) never commits."""
+    cancel = (run or {}).get("cancel")
+    if cancel is not None and cancel.is_set():
+        raise QueryCancelled(f"{what} was cancelled before it committed; nothing was changed")
 
 
 # ---- CREATE / DROP ---------------------------------------------------------------------------
@@ -105,24 +119,26 @@ def _create_table(session: SessionState, stmt: S.CreateTable, run: dict) -> Resu
     else:
         provider = MemoryTable(stmt.schema.empty_table(), stmt.primary_key, stmt.unique)
         rows = None
+    _not_cancelled(run, f"CREATE TABLE {stmt.name}")
     if old is not None and old != stmt.name:
         session.catalog.drop(old, exact=True)
     session.catalog.register(stmt.name, provider, by_sql=True)
     return Result(stmt.kind, rows_affected=rows)
 
 
-def _create_view(session: SessionState, stmt: S.CreateView) -> Result:
+def _create_view(session: SessionState, stmt: S.CreateView, run: dict) -> Result:
     stop, old = _existing(session, stmt.name, stmt.quoted, "VIEW", stmt.replace,
                           stmt.if_not_exists)
     if stop:
         return Result(stmt.kind)
+    _not_cancelled(run, f"CREATE VIEW {stmt.name}")
     if old is not None and old != stmt.name:
         session.catalog.drop(old, exact=True)
     session.catalog.register(stmt.name, View(stmt.sql, stmt.column_names), by_sql=True)
     return Result(stmt.kind)
 
 
-def _drop(session: SessionState, stmt: S.Drop) -> Result:
+def _drop(session: SessionState, stmt: S.Drop, run: dict) -> Result:
     keys = []
     snapshot = session.catalog.snapshot()
     for name, quoted in stmt.names:
@@ -137,6 +153,7 @@ def _drop(session: SessionState, stmt: S.Drop) -> Result:
             raise CatalogError(f"'{key}' is a {'view' if is_view else 'table'}: use DROP "
                                f"{'VIEW' if is_view else 'TABLE'}")
         keys.append(key)
+    _not_cancelled(run, f"DROP {stmt.object_kind}")
     for key in keys:  # every name checked first: a DROP of several drops all or none
         session.catalog.drop(key, exact=True)
     return Result(stmt.kind)
@@ -162,6 +179,7 @@ def _insert(session: SessionState, stmt: S.Insert, run: dict) -> Result:
     entry = _current(session, stmt.table, stmt.provider)
     schema = entry.table.schema
     rows = _source_rows(session, stmt.source, run)
+    _not_cancelled(run, f"INSERT INTO {stmt.table}")  # (before the key checks, which take time)
     arrays = []
     for f in schema:
         if f.name in stmt.columns:
@@ -180,7 +198,7 @@ def _insert(session: SessionState, stmt: S.Insert, run: dict) -> Result:
         table, n = _insert_or_replace(entry, new, conflict.target, stmt.table)
     else:
         table, n = _insert_or_update(session, entry, new, conflict, stmt.table, run)
-    _store(session, stmt.table, entry, table)
+    _store(session, stmt.table, entry, table, run, f"INSERT INTO {stmt.table}")
     return Result("INSERT", rows_affected=n)
 
 
@@ -402,6 +420,7 @@ def _insert_or_update(session: SessionState, entry: MemoryTable, new: pa.Table,
 def _update(session: SessionState, stmt: S.Update, run: dict) -> Result:
     entry = _current(session, stmt.table, stmt.provider)
     out = session.run(stmt.plan, **run)
+    _not_cancelled(run, f"UPDATE {stmt.table}")
     changed = pc.sum(out.column(out.num_columns - 1).cast(pa.int64())).as_py() or 0
     table = conform(out.drop_columns([out.column_names[-1]]), entry.table.schema,
                     f"UPDATE {stmt.table}")
@@ -412,7 +431,7 @@ def _update(session: SessionState, stmt: S.Update, run: dict) -> Result:
                 raise ConstraintError(f"UPDATE {stmt.table}: duplicate key "
                                       f"{_key_text(dup, key, 0)} violates "
                                       f"{_constraint_name(entry, key)}")
-    _store(session, stmt.table, entry, table)
+    _store(session, stmt.table, entry, table, run, f"UPDATE {stmt.table}")
     return Result("UPDATE", rows_affected=changed)
 
 
@@ -420,13 +439,16 @@ def _delete(session: SessionState, stmt: S.Delete, run: dict) -> Result:
     entry = _current(session, stmt.table, stmt.provider)
     kept = session.run(stmt.plan, **run)
     table = conform(kept, entry.table.schema, f"DELETE FROM {stmt.table}")
-    _store(session, stmt.table, entry, table)
+    _store(session, stmt.table, entry, table, run, f"DELETE FROM {stmt.table}")
     return Result("DELETE", rows_affected=entry.table.num_rows - table.num_rows)
 
 
-def _store(session: SessionState, name: str, entry: MemoryTable, table: pa.Table) -> None:
+def _store(session: SessionState, name: str, entry: MemoryTable, table: pa.Table, run: dict,
+           what: str) -> None:
+    """Commit a table's new version (the caller holds the write lock)."""
     if table.num_columns and table.column(0).num_chunks > MAX_CHUNKS:
         table = table.combine_chunks()
+    _not_cancelled(run, what)
     session.catalog.register(name, entry.with_table(table), by_sql=True)
 
 
@@ -501,6 +523,7 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
     tmp = os.path.join(directory, f".{os.path.basename(path)}.pqe-{uuid.uuid4().hex[:12]}.tmp")
     try:
         _write_file(table, tmp, stmt)
+        _not_cancelled(run, f"COPY TO '{stmt.path}'")
         if stmt.options.get("OVERWRITE"):
             os.replace(tmp, path)
         else:
@@ -599,6 +622,7 @@ def _copy_to_store(session: SessionState, stmt: S.Copy, fs_spec, key: str, run: 
     tmp = K.temporary_root(key)
     try:
         _write_file(table, tmp, stmt, fs)
+        _not_cancelled(run, f"COPY TO '{stmt.path}'")
         fs.copy_file(tmp, key)
     except (OSError, pa.ArrowException) as e:
         raise ExecutionError(f"COPY TO '{stmt.path}': {str(e).splitlines()[0]}") from e
@@ -933,6 +957,7 @@ def _write_dataset(session, plan, phys, fs_spec, fs, target, text, fmt, names, k
         # the names are known only now: none may be one a registered glob would read
         refuse_glob_matches(session, fs_spec, [target + p[len(root):] for p in written],
                             f"{what} '{text}'")
+        _not_cancelled(run, f"{what} '{text}'")
         K.commit(fs, root, target, overwrite)
     except BaseException as e:
         K.abort(fs, root)

@@ -10,9 +10,10 @@ count its tasks), a spinner and the elapsed time show instead of an empty "0/1" 
 takes over as soon as counts arrive.
 
 Cancelling: the query runs on a helper thread while the main thread waits in short timed
-waits, so Ctrl-C raises KeyboardInterrupt within 0.1 s. The query's `cancel` event is then
-set: the engine stops its graph at the next task, tasks already running finish in the
-background, and the session goes on.
+waits, so Ctrl-C is seen within 0.1 s. The query's `cancel` event is then set: the engine
+stops its graph at the next task (tasks already running finish in the background) and a
+write stops before it commits; once the statement has stopped, KeyboardInterrupt is raised
+and the session goes on.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+
+from ..deep import wait_stopped
 
 T = TypeVar("T")
 
@@ -132,7 +135,8 @@ class QueryMonitor:
 def run_query(fn: Callable[[threading.Event, Callable[[int, int], None]], T], stream: TextIO,
               progress: bool = True, delay: float = 1.0) -> T:
     """`fn(cancel, progress)` (which runs a query) with a progress bar on `stream`; Ctrl-C
-    raises KeyboardInterrupt here promptly and sets `cancel`, which stops the query."""
+    sets `cancel`, which stops the query at its next check, and raises KeyboardInterrupt here
+    once it has stopped."""
     monitor = QueryMonitor(stream, delay, enabled=progress)
     outcome: dict[str, Any] = {}
     finished = threading.Event()
@@ -153,6 +157,9 @@ def run_query(fn: Callable[[threading.Event, Callable[[int, int], None]], T], st
             pass
     except KeyboardInterrupt:
         monitor.cancelled.set()
+        # the statement stops at its next check; until it has, it could still commit (the
+        # shell said "cancelled" and the INSERT's row appeared half a second later)
+        wait_stopped(finished)
         raise
     finally:
         monitor.stop_display()
