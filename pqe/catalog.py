@@ -815,6 +815,31 @@ class ParquetTable(FileTable):
         st.ranges[column] = result = out if found else None
         return result
 
+    def units_with_nulls(self, column: str) -> set:
+        """The ScanUnits whose row groups may hold NULLs in `column` (a NULL count above 0,
+        or none recorded). Ranges from min/max leave NULLs out: units of disjoint ranges
+        can still share the NULL group."""
+        st = self._snapshot()
+        key = (column, "nulls")
+        if key in st.ranges:
+            return st.ranges[key]
+        out = set()
+        for f in st.files:
+            md = f.metadata
+            names = [md.schema.column(i).name for i in range(md.num_columns)]
+            idx = names.index(column) if column in names else -1
+            for u in (u for u in self.units() if u.path == f.url):
+                for r in u.row_groups:
+                    s = md.row_group(r).column(idx).statistics if idx >= 0 else None
+                    if idx >= 0 and (s is None or not s.has_null_count or s.null_count > 0):
+                        out.add(u)
+                        break
+                    if idx < 0 and md.row_group(r).num_rows:  # (a file without the
+                        out.add(u)  # column: its rows read NULL there)
+                        break
+        st.ranges[key] = out
+        return out
+
     def keys_sample_unique(self, columns: tuple[str, ...]) -> bool:
         """No duplicate combination among the columns' values in the first row group (their
         column chunks read once per snapshot of the files). A foreign key stored in key order

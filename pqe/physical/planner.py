@@ -1053,8 +1053,8 @@ def _units_increasing(provider, column: str, units) -> bool:
     any contiguous runs of the units hold disjoint, increasing ranges, as the planned
     partitions of a clustered scan do."""
     ranges = provider.unit_ranges(column)
-    if ranges is None:
-        return False
+    if ranges is None or len(provider.units_with_nulls(column) & set(units)) > 1:
+        return False  # (the NULL group would be split too)
     spans = [ranges.get(u) for u in units]
     return all(a is not None and b is not None and a[1] < b[0] for a, b in zip(spans, spans[1:]))
 
@@ -1070,6 +1070,11 @@ def _clustering(node: L.Scan, provider, parts) -> Dist:
             continue
         ranges = provider.unit_ranges(f.name)
         if ranges is None:
+            continue
+        # NULLs are one group too: min/max leave them out, so row groups of disjoint ranges
+        # in two partitions split the NULL group in two (GROUP BY k gave two NULL rows)
+        nulls = provider.units_with_nulls(f.name)
+        if sum(1 for units in parts if nulls.intersection(units)) > 1:
             continue
         bounds = []
         for units in parts:
