@@ -53,3 +53,25 @@ def test_clustering_is_still_used_without_nulls(tmp_path):
     assert "Exchange[hash" not in plan, plan
     assert sorted_rows(rows(ctx.sql("SELECT k, count(*) FROM t GROUP BY k").to_arrow())) == \
         [(0, 2), (1, 1), (3, 2), (4, 1)]
+
+
+@pytest.mark.parametrize("sql", [
+    "select b0 from t where b0 not between b0 and n1",
+    "select b0 from t where b0 < n1",
+    "select * from t where n1 = b0",
+    "select b0 from t where b0 < 2.25",
+])
+def test_parquet_decimal_filters_near_bigint_max(tmp_path, sql):
+    """A Parquet scan's DECIMAL filter on unscaled int64 overflowed on a BIGINT near 2^63
+    scaled by 10^2 ('integer overflow'); it now reruns with decimal128 as operators do."""
+    import decimal
+
+    t = pa.table({"b0": pa.array([9223372036854775807, 1], pa.int64()),
+                  "n1": pa.array([decimal.Decimal("1.00"), None], pa.decimal128(10, 2))})
+    path = tmp_path / "ov.parquet"
+    pq.write_table(t, path)
+    ctx = pqe.Context()
+    ctx.register_parquet("t", str(path))
+    con = duckdb.connect()
+    con.register("t", t)
+    assert sorted_rows(rows(ctx.sql(sql).to_arrow())) == sorted_rows(con.sql(sql).fetchall())

@@ -234,7 +234,15 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
         if dict_filters:
             t = _filter_by_dictionary(t, dict_filters, names)
         if decimal_filters:  # one pass for all of them
-            t = decimals.filter_int64(t, combined_decimal)
+            try:
+                t = decimals.filter_int64(t, combined_decimal)
+            except pa.ArrowInvalid as e:
+                # a value the int64 path overflows on (a BIGINT near 2^63 against a DECIMAL
+                # scaled up by 10^s): the decimal128 kernels, as operators rerun (decimals)
+                if "overflow" not in str(e):
+                    raise
+                t = filter_table(t, Compiler(_text_casts(provider, names), rename=names,
+                                             share=True).stages(and_(decimal_filters)))
         return t
 
     def whole(tables: list[pa.Table]) -> pa.Table:
