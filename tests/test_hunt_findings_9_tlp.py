@@ -75,3 +75,20 @@ def test_parquet_decimal_filters_near_bigint_max(tmp_path, sql):
     con = duckdb.connect()
     con.register("t", t)
     assert sorted_rows(rows(ctx.sql(sql).to_arrow())) == sorted_rows(con.sql(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM t WHERE kind = 'num' AND CAST(val AS INTEGER) > 5",
+    "SELECT * FROM t WHERE kind IN ('num') AND CAST(val AS INTEGER) > 5",
+])
+def test_pruning_never_fails_on_a_cast_the_other_filters_avoid(tmp_path, sql):
+    """Row-group pruning ran CAST('n/a' AS INTEGER) on a one-value row group's statistics
+    and failed the query while planning, though `kind = 'num'` drops that row first."""
+    t = pa.table({"kind": ["num", None, "txt"], "val": ["7", "n/a", "abc"]})
+    path = tmp_path / "pe3.parquet"
+    pq.write_table(t, path, row_group_size=1)
+    ctx = pqe.Context()
+    ctx.register_parquet("t", str(path))
+    con = duckdb.connect()
+    con.register("t", t)
+    assert rows(ctx.sql(sql).to_arrow()) == con.sql(sql).fetchall() == [("num", "7")]
