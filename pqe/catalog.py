@@ -826,20 +826,24 @@ class ParquetTable(FileTable):
         key = (column, "nulls")
         if key in st.ranges:
             return st.ranges[key]
-        out = set()
+        columns: dict[str, tuple] = {}  # path -> (metadata, leaf index of the column or -1)
         for f in st.files:
             md = f.metadata
             names = [md.schema.column(i).name for i in range(md.num_columns)]
-            idx = names.index(column) if column in names else -1
-            for u in (u for u in self.units() if u.path == f.url):
-                for r in u.row_groups:
-                    s = md.row_group(r).column(idx).statistics if idx >= 0 else None
-                    if idx >= 0 and (s is None or not s.has_null_count or s.null_count > 0):
+            columns[f.url] = (md, names.index(column) if column in names else -1)
+        out = set()
+        for u in self.units():
+            md, idx = columns[u.path]
+            for r in u.row_groups:
+                if idx < 0:  # (a file without the column: its rows read NULL there)
+                    if md.row_group(r).num_rows:
                         out.add(u)
                         break
-                    if idx < 0 and md.row_group(r).num_rows:  # (a file without the
-                        out.add(u)  # column: its rows read NULL there)
-                        break
+                    continue
+                s = md.row_group(r).column(idx).statistics
+                if s is None or not s.has_null_count or s.null_count > 0:
+                    out.add(u)
+                    break
         st.ranges[key] = out
         return out
 
