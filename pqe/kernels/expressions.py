@@ -2238,6 +2238,24 @@ def _current_timestamp(c, e):
     return scalar(datetime.datetime.now(), T.TIMESTAMP)
 
 
+def _mean(c, e):
+    """pqe_mean(sum, count): AVG from its exact integer or DECIMAL sum and its count, rounded
+    once (decimals.exact_mean), NULL where the count is 0 or NULL."""
+    total_t = e.args[0].dtype
+
+    def fn(ctx, total, count):
+        from . import decimals  # (it builds on this module)
+
+        n = ctx.batch_length
+        total = pa.repeat(total, n) if isinstance(total, pa.Scalar) else total
+        count = pa.repeat(count, n) if isinstance(count, pa.Scalar) else count
+        return decimals.exact_mean(total, None, count)
+
+    name = _register_by_type("pqe_mean", total_t, T.FLOAT64, fn,
+                             {"total": total_t, "count": T.INT64}, "AVG from SUM and COUNT")
+    return _call(name, [c(e.args[0]), c(e.args[1])])
+
+
 def _pi(c, e):
     import math
     return scalar(math.pi, T.FLOAT64)
@@ -2279,6 +2297,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
         "millisecond", "microsecond", "epoch", "isodow", "isoyear")},
     "date_trunc": _date_trunc, "date_diff": _date_diff,
     "current_date": _current_date, "current_timestamp": _current_timestamp,
+    "pqe_mean": _mean,
     "pqe_assert_single_row": lambda c, e: _call("pqe_assert_single_row", [c(e.args[0])]),
 }
 

@@ -554,7 +554,11 @@ def combined_value(fn: str, dtype: pa.DataType, states: Sequence[Expr]) -> Expr:
     """The value of aggregate `fn` (result type `dtype`) from its combined partial states:
     AVG from a SUM and a COUNT, a COUNT from a SUM of counts (NULL when there were no
     partial rows at all: 0), the others as they are."""
-    if fn == "avg":
+    if fn == "avg" and (T.is_integer(states[0].dtype) or isinstance(states[0].dtype, pa.Decimal128Type)):
+        # the exact sum / count rounded once: the sum cast to DOUBLE first rounded twice
+        # (DECIMAL 0.05..0.09 averaged 0.06999999999999999 by ROLLUP)
+        v = call("pqe_mean", states[0], cast(states[1], T.INT64))
+    elif fn == "avg":
         v = call("divide", cast(states[0], T.FLOAT64), cast(states[1], T.FLOAT64))
     elif fn in ("count", "count_star"):
         v = call("coalesce", cast(states[0], T.INT64), Literal(0, T.INT64))

@@ -601,6 +601,9 @@ _register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never", sqlglot="
           args=())
 # internal: fails the query when a correlated scalar subquery yields several rows for a row
 _register(SCALAR, "pqe_assert_single_row", 1, 1, lambda fn, ts: ((T.INT64,), T.BOOLEAN), nulls="never")
+# internal: AVG's value from a combined SUM (integer or DECIMAL) and COUNT, rounded once
+# (ROLLUP and eager aggregation rebuild AVG from them; NULL where the count is 0 or NULL)
+_register(SCALAR, "pqe_mean", 2, 2, lambda fn, ts: ((None, T.INT64), T.FLOAT64), nulls="custom")
 # one value per statement, taken when it is bound (the binder makes it a literal)
 _register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never",
           sqlglot="CurrentTimestamp", args=(), aliases=("now", "get_current_timestamp",
