@@ -279,6 +279,11 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
                         ("ms", pa.time32("ms"))):
             if unit in units:
                 return t
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        # element by element: [['a'], []] is a list of LIST<VARCHAR> (the empty list's
+        # elements are NULL-typed), as a UNION of INTEGER[] and BIGINT[] is BIGINT[]
+        item = common_type(a.value_type, b.value_type)
+        return None if item is None else pa.list_(item)
     return None
 
 

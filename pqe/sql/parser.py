@@ -309,7 +309,11 @@ class PQEDialect(Dialect):
                 # and DuckDB)
                 self.raise_error(f"NATURAL cannot be combined with {kind} JOIN", start)
             elif kind == "CROSS" and condition:
-                self.raise_error("a CROSS JOIN takes no ON or USING clause", start)
+                # (PostgreSQL and DuckDB read `a LEFT JOIN b CROSS JOIN c ON p` as a LEFT JOIN
+                # of a to (b CROSS JOIN c) ON p; pqe asks for the parentheses)
+                self.raise_error("a CROSS JOIN takes no ON or USING clause (to join to a cross "
+                                 "product, put it in parentheses: a LEFT JOIN (b CROSS JOIN c) "
+                                 "ON ...)", start)
             elif kind == "OUTER" and not side:
                 self.raise_error("OUTER JOIN needs LEFT, RIGHT or FULL", start)
             elif not condition and not method and kind != "CROSS":
