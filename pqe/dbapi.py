@@ -99,6 +99,10 @@ class Connection:
         self.close()
 
 
+# executemany's INSERT rows per statement (a chunk's literals are held as one statement)
+_INSERT_CHUNK = 5_000
+
+
 class Cursor:
     arraysize = 1
 
@@ -143,7 +147,24 @@ class Cursor:
         # no result set from before stays readable (an empty sequence runs nothing)
         self._table, self._rows, self._pos, self.description = None, [], 0, None
         total = 0
-        for params in seq_of_parameters:
+        if not isinstance(sql, str):
+            raise ProgrammingError("SQL must be a string")
+        rows = seq_of_parameters if isinstance(seq_of_parameters, Sequence) \
+            else list(seq_of_parameters)
+        session = self.connection._ctx.session
+        # `INSERT ... VALUES (?, ...)`: the rows of a chunk are one statement (one bind, plan
+        # and commit; a statement per row took ~1.8 ms a row); anything else, or rows that
+        # are not sequences, one execute() per row
+        start = 0
+        if all(isinstance(p, Sequence) and not isinstance(p, (str, bytes)) for p in rows):
+            while start < len(rows):
+                chunk = rows[start:start + _INSERT_CHUNK]
+                result = session.insert_rows(sql, chunk)
+                if result is None:
+                    break
+                total += max(result.rows_affected or 0, 0)
+                start += len(chunk)
+        for params in rows[start:]:
             self.execute(sql, params)
             if self.description is not None:
                 # a query's rows would be read only for its last parameters, the others

@@ -35,8 +35,8 @@ from ..physical.planner import plan_physical
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.logical import LogicalPlan
-from ..sql import (ParsedStatement, View, bind_statement, is_write, parse_statements,
-                   statement_word)
+from ..sql import (ParsedStatement, View, bind_statement, insert_rows_statement, is_write,
+                   parse_statements, statement_word)
 from . import explain as X
 from . import writes as W
 from .config import SessionConfig
@@ -104,6 +104,25 @@ class SessionState:
                     result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
                                              progress=progress)
         return result
+
+    def insert_rows(self, text: str, rows: Sequence[Sequence[Any]], *,
+                    timeout: float | None = None, cancel=None) -> Result | None:
+        """`INSERT ... VALUES (?, ...)` run once for all parameter `rows`, as one statement
+        (sql.insert_rows_statement); None, having run nothing, when `text` is not of that
+        shape. The rows are inserted together or not at all."""
+        interrupt = threading.Event()
+        timeout = checked_timeout(timeout)
+        return run_deep(self._insert_rows, text, rows, timeout, AnyEvent(cancel, interrupt),
+                        on_interrupt=interrupt.set)
+
+    def _insert_rows(self, text, rows, timeout, cancel) -> Result | None:
+        with enforcing(self.config.access):
+            parsed = insert_rows_statement(text, rows)
+            if parsed is None:
+                return None
+            deadline = None if timeout is None else time.monotonic() + timeout
+            with plan_until(deadline, cancel):
+                return self.run_parsed(parsed, text, timeout=timeout, cancel=cancel)
 
     def run_parsed(self, parsed: ParsedStatement, text: str, **run) -> Result:
         """Bind and execute one parsed statement; a write is bound and run under the write

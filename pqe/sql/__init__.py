@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .binder import View
-from .parser import ParsedStatement, builtin_call, parse, parse_statements
+from .parser import ParsedStatement, builtin_call, insert_rows_statement, parse, parse_statements
 from .statements import bind_statement, statement_word
 
 _WRITES = (exp.Create, exp.Insert, exp.Update, exp.Delete, exp.Drop, exp.Copy)
@@ -22,5 +22,6 @@ def is_write(ast: exp.Expression) -> bool:
     return isinstance(ast, _WRITES)
 
 
-__all__ = ["ParsedStatement", "View", "bind_statement", "builtin_call", "is_write", "parse", "parse_statements",
+__all__ = ["ParsedStatement", "View", "bind_statement", "builtin_call", "insert_rows_statement",
+           "is_write", "parse", "parse_statements",
            "statement_word"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import logging
 import math
 import re
@@ -503,6 +504,38 @@ def parse_statements(sql: str, params: Sequence[Any] | None = None) -> list[Pars
     return out
 
 
+def insert_rows_statement(sql: str, rows: Sequence[Sequence[Any]]) -> ParsedStatement | None:
+    """`INSERT INTO t [(cols)] VALUES (?, ...)` with each parameter row of `rows` bound as one
+    row of a single VALUES (DB-API executemany): the same typed literals, each cast to its
+    column as a one-row INSERT casts it (statements._constant_values), in one statement
+    instead of one per row. None when the text is not one such INSERT (ON CONFLICT, OR
+    REPLACE, a subquery, a parameter outside the row, several rows or statements): those
+    run one statement per row. Each row is bound as execute() binds its parameters."""
+    statements = parse(sql)
+    if len(statements) != 1:
+        return None
+    (ast,) = statements
+    if not isinstance(ast, exp.Insert) or ast.args.get("conflict") is not None \
+            or ast.args.get("alternative") or not isinstance(ast.expression, exp.Values):
+        return None
+    values = ast.expression
+    if len(values.expressions) != 1 or any(values.args.get(k) is not None
+                                           for k in values.args if k != "expressions"):
+        return None
+    (row,) = values.expressions
+    holes = list(ast.find_all(exp.Placeholder))
+    if not holes or any(h.this for h in holes) or any(not _within(h, row) for h in holes) \
+            or any(True for _ in row.find_all(exp.Query, exp.Subquery)):
+        return None
+    bound = []
+    for params in rows:
+        copy = row.copy()
+        _bind_parameters(sql, [copy], params)
+        bound.append(copy)
+    values.set("expressions", bound)
+    return ParsedStatement(ast)
+
+
 def _check_set_operands(sql: str, ast: exp.Expression) -> None:
     """`SELECT ... ORDER BY x LIMIT 1 UNION ALL SELECT ...`: an operand of UNION / INTERSECT /
     EXCEPT with its own ORDER BY, LIMIT or OFFSET needs parentheses (PostgreSQL, DuckDB and
@@ -641,6 +674,17 @@ def _item_parent(node: exp.Expression) -> exp.Expression | None:
     return parent
 
 
+@functools.lru_cache(maxsize=256)
+def _type_node(text: str) -> exp.DataType:
+    return exp.DataType.build(text, dialect=DIALECT)
+
+
+def _typed(text: str, type_text: str) -> exp.Cast:
+    """CAST('text' AS type), the type's node parsed once per process (parsing it for every
+    parameter was most of executemany's time)."""
+    return exp.Cast(this=exp.Literal.string(text), to=_type_node(type_text).copy())
+
+
 def parameter_literal(value: Any) -> exp.Expression:
     """A parameter value as a typed literal node. Subclasses of the Python types (a
     `str`/`int` Enum, numpy's float64) bind as the value they hold, never as their str() or
@@ -655,15 +699,15 @@ def parameter_literal(value: Any) -> exp.Expression:
             # beyond BIGINT: an exact DECIMAL when it fits 38 digits
             if len(str(abs(value))) > 38:
                 raise SQLSyntaxError(f"parameter {value} does not fit DECIMAL(38, 0)")
-            return exp.cast(exp.Literal.string(str(value)), "DECIMAL(38, 0)")
+            return _typed(str(value), "DECIMAL(38, 0)")
         if value == -(1 << 63):
             # the literal would be -(9223372036854775808), a DECIMAL: the value is a BIGINT
-            return exp.cast(exp.Literal.string(str(value)), "BIGINT")
+            return _typed(str(value), "BIGINT")
         return exp.Literal.number(value)
     if isinstance(value, float):
         text = repr(value) if math.isfinite(value) else ("nan" if math.isnan(value) else
                                                           ("inf" if value > 0 else "-inf"))
-        return exp.cast(exp.Literal.string(text), "DOUBLE")
+        return _typed(text, "DOUBLE")
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise SQLSyntaxError(f"parameter {value} is not a finite DECIMAL")
@@ -672,8 +716,7 @@ def parameter_literal(value: Any) -> exp.Expression:
         precision = max(len(digits) + max(0, int(exponent)), scale, 1)
         if precision > 38:
             raise SQLSyntaxError(f"parameter {value} has more than 38 digits")
-        return exp.cast(exp.Literal.string(format(value, "f")),
-                        f"DECIMAL({max(precision, scale)}, {scale})")
+        return _typed(format(value, "f"), f"DECIMAL({max(precision, scale)}, {scale})")
     if isinstance(value, str):
         return exp.Literal.string(value)
     if isinstance(value, datetime.datetime):
@@ -684,9 +727,9 @@ def parameter_literal(value: Any) -> exp.Expression:
                 f"a timezone-aware datetime parameter ({value.isoformat(sep=' ')}) is not "
                 f"supported; pass it as a naive datetime in UTC "
                 f"(value.astimezone(timezone.utc).replace(tzinfo=None))")
-        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
+        return _typed(value.isoformat(sep=" "), "TIMESTAMP")
     if isinstance(value, datetime.date):
-        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+        return _typed(value.isoformat(), "DATE")
     # SQL values pqe has no literal for are not supported (yet); other objects are the
     # caller's mistake, as in sqlite3 and psycopg (a ProgrammingError)
     error = UnsupportedError if isinstance(

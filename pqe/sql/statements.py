@@ -52,6 +52,10 @@ def _set_args(node: exp.Expression) -> dict:
     return {k: v for k, v in node.args.items() if v not in (None, False, [], "")}
 
 
+_FIRST_WORDS = ((exp.Select, "SELECT"), (exp.Insert, "INSERT"), (exp.Update, "UPDATE"),
+                (exp.Delete, "DELETE"), (exp.Copy, "COPY"))
+
+
 def statement_word(ast: exp.Expression) -> str:
     """What the user wrote first, for refusals that name it ("SUMMARIZE statements ...")."""
     if isinstance(ast, exp.Command):
@@ -67,6 +71,10 @@ def statement_word(ast: exp.Expression) -> str:
                     break
             word = " ".join([word, *kind])
         return word
+    for kind, word in _FIRST_WORDS:
+        if type(ast) is kind:
+            return word  # (the whole statement as SQL, to split off its first word, took
+            # 0.6 s for an INSERT of 5,000 rows)
     node = ast
     while True:
         if isinstance(node, exp.Identifier):

@@ -92,6 +92,36 @@ def rewrite_escape(pattern: str, esc: str) -> str:
 
 
 def sql_type(dt: exp.DataType) -> pa.DataType:
+    # a plain or parameterized type (DOUBLE, DECIMAL(12, 2)) is looked up by its parts: its
+    # SQL text was generated and parsed again for every CAST (most of executemany's time)
+    key = _type_key(dt)
+    if key is not None:
+        found = _SQL_TYPES.get(key)
+        if found is None:
+            found = _sql_type(dt)
+            if len(_SQL_TYPES) < 4096:
+                _SQL_TYPES[key] = found
+        return found
+    return _sql_type(dt)
+
+
+_SQL_TYPES: dict[tuple, pa.DataType] = {}
+
+
+def _type_key(dt: exp.DataType) -> tuple | None:
+    if any(v not in (None, False, [], "") for k, v in dt.args.items()
+           if k not in ("this", "expressions")):
+        return None
+    params = []
+    for p in dt.expressions:
+        if not isinstance(p, exp.DataTypeParam) or not isinstance(p.this, exp.Literal) \
+                or p.args.get("expression") is not None:
+            return None
+        params.append((p.this.is_string, p.this.this))
+    return (dt.this, tuple(params))
+
+
+def _sql_type(dt: exp.DataType) -> pa.DataType:
     text = dt.sql(dialect=PQEDialect)
     if dt.this in (exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE) and dt.expressions:
         return T.parse_type(text)  # FLOAT(p): p picks REAL or DOUBLE; past 53 an error
