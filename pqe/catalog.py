@@ -1331,8 +1331,8 @@ class CsvTable(FileTable):
         stamps = {f.name: pa.timestamp("us", f.type.tz) for f in schema
                   if pa.types.is_timestamp(f.type) and f.type.unit != "us"
                   and f.name not in self._given_types}
-        # times of day (`09:30:00`) stay text: pqe has no TIME type in SQL, and a TIME32
-        # column (Arrow's inference) compared with '09:45:00' failed to convert the text
+        # times of day (`09:30:00`) stay text, as the README says (CAST(x AS TIME) reads
+        # them): Arrow infers TIME32 in seconds, whose fraction a later row may not fit
         stamps.update({f.name: pa.string() for f in schema if pa.types.is_time(f.type)
                        and f.name not in self._given_types})
         floats = [f.name for f in schema if (pa.types.is_float64(f.type)

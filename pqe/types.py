@@ -342,6 +342,8 @@ def type_name(t: pa.DataType) -> str:
         return "TIMESTAMP" if t.tz is None else "TIMESTAMPTZ"
     if is_text(t):
         return "VARCHAR"
+    if t == pa.time64("us"):
+        return "TIME"
     return str(t).upper()
 
 
@@ -361,6 +363,7 @@ _NAMED = {
     "blob": BINARY, "bytea": BINARY, "binary": BINARY, "varbinary": BINARY,
     "date": DATE, "date32": DATE,
     "timestamp": TIMESTAMP, "datetime": TIMESTAMP, "timestamp without time zone": TIMESTAMP,
+    "time": pa.time64("us"), "time without time zone": pa.time64("us"),
     "interval": INTERVAL,
     "decimal": pa.decimal128(18, 3), "numeric": pa.decimal128(18, 3),
 }

@@ -172,7 +172,9 @@ def test_dbapi_module_surface():
 def test_unbindable_parameters_name_their_type():
     import datetime
     cur = pqe.connect().cursor()
-    for value in (b"x", datetime.time(1), datetime.timedelta(1), [1]):
+    # (a naive datetime.time binds as a TIME since the twelfth session; one with a zone not)
+    for value in (b"x", datetime.time(1, tzinfo=datetime.timezone.utc),
+                  datetime.timedelta(1), [1]):
         with pytest.raises(pqe.UnsupportedError, match=type(value).__name__):
             cur.execute("select ?", [value])
     with pytest.raises(pqe.ProgrammingError, match="object"):

@@ -25,7 +25,7 @@ from .. import types as T
 from ..errors import ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
                          conjuncts, flatten, is_volatile, may_raise)
-from ..plan.temporal_text import TEMPORAL_TEXT, UNIT_DIGITS
+from ..plan.temporal_text import TEMPORAL_TEXT, TIME_TEXT, UNIT_DIGITS
 from . import udfs  # noqa: F401  (registers pqe_* functions)
 from .udfs import EXACT_STEP, rescaled
 from .relational import canonical_floats
@@ -1929,8 +1929,10 @@ def _text_to_boolean(x: E) -> E:
 
 
 def _parsed_temporal(t: pa.DataType) -> bool:
-    """Text casts to `t` go through `_text_to_temporal`: DATE, TIMESTAMP without a zone."""
-    return pa.types.is_date32(t) or pa.types.is_timestamp(t) and t.tz is None
+    """Text casts to `t` go through `_text_to_temporal`: DATE, TIMESTAMP without a zone,
+    TIME (Arrow has no cast from text to a time of day)."""
+    return pa.types.is_date32(t) or pa.types.is_timestamp(t) and t.tz is None \
+        or pa.types.is_time(t)
 
 
 def _text_to_temporal(x: E, dst: pa.DataType, checked: bool = False) -> E:
@@ -1947,6 +1949,8 @@ def _temporal_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     offset to UTC (CAST('... 10:00+01:00' AS TIMESTAMP) gave 09:00) and fail the whole
     array on one bad value (so TRY_CAST could not give NULL)."""
     t = pc.utf8_trim(texts, T.ASCII_SPACE)
+    if pa.types.is_time(dst):
+        return _time_from_text(t, dst)
     digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
     # ISO text Arrow's cast reads the same way (the common case: it is fast), unless one
     # names a day the month lacks or a time past 23:59:59 (the cast fails on those)
@@ -1955,6 +1959,23 @@ def _temporal_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
         plain += r"(?:[ T]\d{2}:\d{2}(?::\d{2}" + (rf"(?:\.\d{{1,{digits}}})?" if digits else "") + ")?)?"
     return _split(t, plain + "$", "1970-01-01", lambda p: pc.cast(p, dst),
                   lambda rest: _any_temporal(rest, dst))
+
+
+def _time_from_text(t: pa.Array, dst: pa.DataType) -> pa.Array:
+    """Trimmed text -> a TIME of `dst`'s unit by plan.temporal_text's TIME_TEXT (the grammar
+    constants are folded by): NULL where it does not match or names no time of day."""
+    digits = UNIT_DIGITS[dst.unit]
+    parts = pc.extract_regex(t, TIME_TEXT)
+    hh, mi, ss = (pc.cast(pc.if_else(pc.equal(pc.struct_field(parts, [k]), ""), "0",
+                                     pc.struct_field(parts, [k])), T.INT64) for k in "HMS")
+    value = pc.add(pc.multiply(pc.add(pc.multiply(pc.add(pc.multiply(hh, 60), mi), 60), ss),
+                               10 ** digits),
+                   pc.cast(pc.utf8_slice_codeunits(pc.utf8_rpad(
+                       pc.struct_field(parts, ["f"]), digits, "0"), 0, digits), T.INT64)
+                   if digits else 0)
+    ok = pc.and_(pc.and_(pc.less_equal(hh, 23), pc.less_equal(mi, 59)), pc.less_equal(ss, 59))
+    value = pc.if_else(ok, value, pa.scalar(None, T.INT64))
+    return value.cast(pa.int32() if pa.types.is_time32(dst) else T.INT64).cast(dst)
 
 
 def _any_temporal(t: pa.Array, dst: pa.DataType) -> pa.Array:
@@ -2148,6 +2169,10 @@ def _extract(part):
         if part == "isodow":
             return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=False, week_start=1)).cast(T.INT64)
         t = e.args[0].dtype
+        if part == "epoch" and pa.types.is_time(t):  # seconds since midnight (DuckDB)
+            per = 10 ** {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+            units = x.cast(pa.int32() if pa.types.is_time32(t) else T.INT64).cast(T.FLOAT64)
+            return _call("divide", [units, scalar(float(per), T.FLOAT64)])
         if part == "epoch":  # seconds since 1970 with their fraction, a DOUBLE (DuckDB)
             if pa.types.is_date(t):
                 days = x.cast(pa.int32()).cast(T.INT64)

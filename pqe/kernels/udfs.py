@@ -242,7 +242,7 @@ def check_cast(ctx, texts, failed, type_name):
                           f"{text!r} is not a valid {name}" + (
                               ": a backslash escape or a character past ASCII"
                               if name.startswith("BLOB") else
-                              "" if name.startswith(("BOOLEAN", "DATE", "TIMESTAMP"))
+                              "" if name.startswith(("BOOLEAN", "DATE", "TIMESTAMP", "TIME"))
                               else ": not a number, or out of range"))
 
 

@@ -23,7 +23,7 @@ from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Li
                    SortKey, SubqueryExpr, UserCall, and_, conjuncts, is_volatile, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
-from .temporal_text import INVALID, parse_temporal
+from .temporal_text import INVALID, parse_temporal, parse_time
 
 _IDS = itertools.count(1)
 
@@ -109,6 +109,9 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
                 and isinstance(v, str):
             # (the grammar the kernels read a column by: plan.temporal_text)
             value = parse_temporal(v, dtype)
+            return None if value is INVALID or value is None else Literal(value, dtype)
+        if pa.types.is_time(dtype) and isinstance(v, str):
+            value = parse_time(v, dtype)
             return None if value is INVALID or value is None else Literal(value, dtype)
         if pa.types.is_date(dtype) and isinstance(v, str):
             return Literal(datetime.date.fromisoformat(v.strip(T.ASCII_SPACE)), dtype)

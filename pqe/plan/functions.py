@@ -294,10 +294,19 @@ def _sign(fn, ts):
     return (T.FLOAT64 if not T.is_integer(a) else T.INT64,), T.INT64
 
 
+_TIME_PARTS = ("hour", "minute", "second", "millisecond", "microsecond", "epoch")
+
+
 def _extract(fn, ts):
     (a,) = ts
-    if not (T.is_temporal(a) or T.is_null(a)):
-        raise TypeMismatchError(f"EXTRACT needs a DATE or TIMESTAMP, not {T.type_name(a)}")
+    if pa.types.is_time(a):
+        # a time of day has clock fields (and its seconds since midnight as epoch: DuckDB)
+        if fn.removeprefix("extract_") not in _TIME_PARTS:
+            raise TypeMismatchError(f"EXTRACT({fn.removeprefix('extract_')}) of a TIME is not "
+                                    f"defined (a TIME has no date)")
+    elif not (T.is_temporal(a) or T.is_null(a)):
+        raise TypeMismatchError(f"EXTRACT needs a DATE, TIMESTAMP or TIME, not "
+                                f"{T.type_name(a)}")
     # the seconds since 1970 with their fraction (DuckDB, PostgreSQL)
     return (None,), T.FLOAT64 if fn == "extract_epoch" else T.INT64
 

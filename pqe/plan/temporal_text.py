@@ -55,4 +55,28 @@ def parse_temporal(text: str, dtype: pa.DataType):
         return None  # (9999-12-31 24:00)
 
 
-__all__ = ["INVALID", "TEMPORAL_TEXT", "UNIT_DIGITS", "parse_temporal"]
+# A TIME (time of day): hour, minutes, optional seconds (one or two digits each) and a
+# fraction of any length cut to the type's unit, then the zone a TIMESTAMP may carry (ignored
+# likewise). Not 24:00 (no time of day), nor a date before it (CAST it to TIMESTAMP first).
+TIME_TEXT = (r"^(?P<H>\d{1,2}):(?P<M>\d{1,2})(?::(?P<S>\d{1,2})(?:\.(?P<f>\d*))?)?"
+             r"(?:\s*(?:Z|[+-]\d{2}(?::?\d{2})?)|\s+(?i:UTC))?$")
+_TIME_PATTERN = re.compile(TIME_TEXT, re.ASCII)
+
+
+def parse_time(text: str, dtype: pa.DataType):
+    """The datetime.time the text names, INVALID, or None where Python cannot hold it (a
+    TIME in nanoseconds): the kernels then read it."""
+    m = _TIME_PATTERN.match(text.strip(" \t\n\r\f\v"))
+    if m is None:
+        return INVALID
+    hh, mi, ss = int(m["H"]), int(m["M"]), int(m["S"] or 0)
+    if hh > 23 or mi > 59 or ss > 59:
+        return INVALID
+    if UNIT_DIGITS[dtype.unit] > 6:
+        return None
+    digits = UNIT_DIGITS[dtype.unit]
+    fraction = (m["f"] or "")[:digits].ljust(digits, "0")
+    return datetime.time(hh, mi, ss, int(fraction.ljust(6, "0")[:6] or 0))
+
+
+__all__ = ["INVALID", "TEMPORAL_TEXT", "TIME_TEXT", "UNIT_DIGITS", "parse_temporal", "parse_time"]

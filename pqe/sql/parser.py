@@ -730,13 +730,15 @@ def parameter_literal(value: Any) -> exp.Expression:
         return _typed(value.isoformat(sep=" "), "TIMESTAMP")
     if isinstance(value, datetime.date):
         return _typed(value.isoformat(), "DATE")
+    if isinstance(value, datetime.time) and value.tzinfo is None:
+        return _typed(value.isoformat(), "TIME")
     # SQL values pqe has no literal for are not supported (yet); other objects are the
     # caller's mistake, as in sqlite3 and psycopg (a ProgrammingError)
     error = UnsupportedError if isinstance(
         value, (bytes, bytearray, memoryview, datetime.time, datetime.timedelta, list, tuple,
                 dict)) else BindError
-    raise error(f"a parameter of type {type(value).__name__} cannot be bound (use None, bool, "
-                f"int, float, Decimal, str, date or naive datetime)")
+    raise error(f"a parameter of type {type(value).__name__}{' with a zone' if isinstance(value, datetime.time) else ''} cannot be bound (use None, bool, "
+                f"int, float, Decimal, str, date, naive datetime or naive time)")
 
 
 def builtin_call(name: str) -> str | None:
