@@ -955,7 +955,8 @@ def _concat(c, e):
     args = [c(a) for a in e.args]
     nulls = pc.JoinOptions(null_handling="emit_null") if e.fn == "concat" else \
         pc.JoinOptions(null_handling="replace", null_replacement="")
-    return _call("binary_join_element_wise", args + [scalar("", T.TEXT)], nulls)
+    empty = scalar(b"", T.BINARY) if T.is_blob(e.dtype) else scalar("", T.TEXT)
+    return _call("binary_join_element_wise", args + [empty], nulls)
 
 
 def _split_part(c, e):
@@ -1402,6 +1403,13 @@ def _cast(c: Compiler, e: Cast) -> E:
         return _double_to_real(c, x, e.try_)
     if e.try_:
         return _try_cast(x, src, dst)
+    if T.is_blob(src) and T.is_text(dst):
+        # the bytes where they are UTF-8; an error naming the first that is not
+        blob = x if _is_blob(src) else x.cast(T.BINARY)
+        converted = c.share(_blob_to_text(blob, T.BINARY, dst))
+        failed = _call("and", [_call("is_valid", [blob]), _call("is_null", [converted])])
+        check = _call("pqe_check_utf8", [blob, failed, scalar(T.type_name(dst), T.TEXT)])
+        return _call("if_else", [check, converted, null_of(dst)])
     if T.is_numeric(src) and (T.is_integer(dst) or T.is_decimal(dst)):
         return _checked_numeric_cast(c, _cast_rounding(x, src, dst), _rounded_type(src, dst),
                                      dst, x, src)

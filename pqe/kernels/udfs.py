@@ -332,6 +332,17 @@ for _kind, _t in RANGE_KINDS.items():
               "of range where guard holds")
 
 
+def check_utf8(ctx, blobs, failed, type_name):
+    """TRUE everywhere, or an error naming the first BLOB whose bytes are not UTF-8 (CAST of a
+    BLOB to text; Arrow's cast failed with a bare 'Invalid UTF8 payload')."""
+    return _first_failure(blobs, failed, type_name, lambda value, name: (
+        f"BLOB {value[:24]!r}{'...' if len(value) > 24 else ''} is not UTF-8 text: CAST to "
+        f"{name} needs UTF-8 bytes (TRY_CAST gives NULL)"))
+
+
+_register("pqe_check_utf8", check_utf8,
+          {"blob": pa.binary(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
+          "Fail a CAST of a BLOB to text naming the first value that is not UTF-8")
 _register("pqe_check_cast", check_cast,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a CAST of text naming the first value that does not convert")

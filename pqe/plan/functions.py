@@ -195,6 +195,11 @@ def _concat(fn, ts):
     if nested:
         raise UnsupportedError("|| and CONCAT of LIST, STRUCT or MAP values are not "
                                "supported")
+    if fn == "concat" and any(T.is_blob(t) for t in ts) \
+            and all(T.is_blob(t) or T.is_null(t) for t in ts):
+        # BLOB || BLOB is the bytes one after the other, a BLOB (DuckDB); as text the bytes
+        # had to be UTF-8 ('Invalid UTF8 payload' for x'ff')
+        return [T.BINARY] * len(ts), T.BINARY
     return [T.TEXT] * len(ts), T.TEXT
 
 

@@ -157,6 +157,9 @@ class PQEDialect(Dialect):
         # $$text$$ and $tag$text$tag$ are strings, as in PostgreSQL and DuckDB (a `?` inside
         # one was read as an operator); `$1` stays a numbered parameter (refused by name)
         HEREDOC_STRINGS: ClassVar[list] = ["$"]
+        # x'4142' is a BLOB of the bytes its hex digits spell, as in DuckDB and SQLite (it
+        # was a syntax error)
+        HEX_STRINGS: ClassVar[list] = [("x'", "'"), ("X'", "'")]
         HEREDOC_TAG_IS_IDENTIFIER = True
         HEREDOC_STRING_ALTERNATIVE = TokenType.PARAMETER
         SINGLE_TOKENS: ClassVar[dict] = {**Tokenizer.SINGLE_TOKENS, "$": TokenType.HEREDOC_STRING}
@@ -719,6 +722,8 @@ def parameter_literal(value: Any) -> exp.Expression:
         return _typed(format(value, "f"), f"DECIMAL({max(precision, scale)}, {scale})")
     if isinstance(value, str):
         return exp.Literal.string(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return exp.HexString(this=bytes(value).hex())  # a BLOB, as x'...' is
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
             # (pqe has no TIMESTAMPTZ SQL type to give it; a zoned column is compared with
@@ -735,10 +740,9 @@ def parameter_literal(value: Any) -> exp.Expression:
     # SQL values pqe has no literal for are not supported (yet); other objects are the
     # caller's mistake, as in sqlite3 and psycopg (a ProgrammingError)
     error = UnsupportedError if isinstance(
-        value, (bytes, bytearray, memoryview, datetime.time, datetime.timedelta, list, tuple,
-                dict)) else BindError
+        value, (datetime.time, datetime.timedelta, list, tuple, dict)) else BindError
     raise error(f"a parameter of type {type(value).__name__}{' with a zone' if isinstance(value, datetime.time) else ''} cannot be bound (use None, bool, "
-                f"int, float, Decimal, str, date, naive datetime or naive time)")
+                f"int, float, Decimal, str, bytes, date, naive datetime or naive time)")
 
 
 def builtin_call(name: str) -> str | None:
@@ -792,7 +796,7 @@ def parse(sql: str) -> list[exp.Expression]:
                 col += len(highlight)
             highlight = None
         if line is not None and col is not None and _after_x(sql, line, col):
-            message = "BLOB literals (x'...') are not supported: pqe has no BLOB type"
+            message = "x'...' is a BLOB literal of hex digits (x'4142')"
             col -= 1
         raise SQLSyntaxError(message, line, col, highlight) from None
     except _ArgumentDropped as e:
@@ -803,6 +807,10 @@ def parse(sql: str) -> list[exp.Expression]:
             # where the comment, string or quoted name that never ends starts
             start, what = open_
             raise SQLSyntaxError(f"unterminated {what}", *position(sql, start)) from None
+        bad_hex = re.search(r"(?<![\w'])[xX]'([^']*[^0-9a-fA-F'][^']*)'", sql)
+        if bad_hex is not None:  # (sqlglot's tokenizer fails on them)
+            raise SQLSyntaxError(f"x'{bad_hex.group(1)}' is not a BLOB: x'...' takes hex "
+                                 f"digits only", *position(sql, bad_hex.start())) from None
         msg = str(e)
         line = col = None
         text = None

@@ -182,6 +182,19 @@ def _boolean(b, node, scope, rec):
     return lit(bool(node.this))
 
 
+def _hex_blob(b, node, scope, rec):
+    """x'4142': the bytes the hex digits spell (an even number of them), a BLOB."""
+    digits = str(node.this)
+    try:
+        value = bytes.fromhex(digits)
+    except ValueError:
+        value = None
+    if value is None or len(digits) % 2 or any(c.isspace() for c in digits):
+        raise _placed(BindError(f"x'{digits}' is not a BLOB: it needs an even number of hex "
+                                f"digits"), b.sql, node)
+    return Literal(value, T.BINARY)
+
+
 def _null(b, node, scope, rec):
     return Literal(None, T.NULL)
 
@@ -347,6 +360,10 @@ def _cast(b, node, scope, rec):
             if T.is_numeric(to):
                 # the kernel's text-to-number rules decide (as on a column); constant
                 # folding reports "'x' is not a valid T"
+                return B.cast(arg, to)
+            if T.is_blob(to):
+                # text to BLOB as a column's text converts ('\x41b' is b'Ab'); it was
+                # "cannot cast 'a' to BLOB" for the constant the column converted
                 return B.cast(arg, to)
             if T.is_temporal(to) and _kernel_casts(arg, to):
                 # a date the kernel reads as it reads a column's text, that Python's dates
@@ -576,6 +593,7 @@ def _log(b, node, scope, rec):
 
 HANDLERS: dict[type, Handler] = {
     exp.Column: _column, exp.Paren: _paren, exp.Literal: _literal, exp.Boolean: _boolean,
+    exp.HexString: _hex_blob,
     exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.Is: _is, exp.Like: _like,
     exp.ILike: _like, exp.Escape: _escape, exp.In: _in, exp.Between: _between,
     exp.Case: _case, exp.If: _if, exp.Cast: _cast, exp.TryCast: _cast,

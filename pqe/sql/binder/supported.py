@@ -97,6 +97,7 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     # ---- expressions ---------------------------------------------------------------------------
     exp.Literal: _args("this", "is_string"),
     exp.Boolean: _args("this"),
+    exp.HexString: _args("this"),  # x'4142': a BLOB
     exp.Null: _args(),
     exp.Paren: _args("this"),
     exp.Neg: _args("this"),
