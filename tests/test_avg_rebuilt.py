@@ -100,3 +100,41 @@ def test_eager_aggregated_avg_rounds_once(tmp_path):
                        if i in ids) / (100 * sum(1 for i in sales["item"].to_numpy() if i in ids)))
              for ids in ({0, 3, 6, 9}, {1, 4, 7}, {2, 5, 8})]
     assert [m for _, m in want] == exact
+
+
+def test_avg_of_a_wide_decimal_is_never_rebuilt_from_a_sum(tmp_path):
+    """AVG of DECIMAL(38,37) values whose sum passes 38 digits answers alone (its aggregate
+    carries the sum past DECIMAL(38)); ROLLUP, GROUPING SETS and eager aggregation rebuilt
+    it from a SUM state, which failed ("SUM does not fit in DECIMAL(38,37)")."""
+    value = decimal.Decimal("1.2345678901234567890123456789012345678")
+    t = pa.table({"g": pa.array([i % 3 for i in range(12)], pa.int32()),
+                  "d": pa.array([value] * 12, pa.decimal128(38, 37))})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    alone = _rows(ctx, "SELECT g, avg(d) FROM t GROUP BY g ORDER BY g")
+    assert alone == [(g, 1.2345678901234567) for g in range(3)]
+    assert _rows(ctx, "SELECT g, avg(d) FROM t GROUP BY ROLLUP (g) ORDER BY g NULLS LAST") == \
+        alone + [(None, 1.2345678901234567)]
+    assert _rows(ctx, "SELECT g, avg(d) FROM t GROUP BY GROUPING SETS ((g), ()) "
+                      "ORDER BY g NULLS LAST") == alone + [(None, 1.2345678901234567)]
+    rng = np.random.default_rng(5)
+    n = 60_000
+    pq.write_table(pa.table({"k": pa.array(rng.integers(0, 50, n)),
+                             "d": pa.array([value] * n, pa.decimal128(38, 37))}),
+                   tmp_path / "f.parquet")
+    pq.write_table(pa.table({"k": list(range(50)), "name": [f"n{i % 5}" for i in range(50)]}),
+                   tmp_path / "dim.parquet")
+    ctx.register_parquet("f", str(tmp_path / "f.parquet"))
+    ctx.register_parquet("dim", str(tmp_path / "dim.parquet"))
+    got = _rows(ctx, "SELECT dim.name, avg(f.d) FROM f JOIN dim ON f.k = dim.k "
+                     "GROUP BY dim.name ORDER BY dim.name")
+    assert got == [(f"n{i}", 1.2345678901234567) for i in range(5)]
+
+
+@pytest.mark.parametrize("sql", ["SELECT pqe_mean(NULL, 3)", "SELECT pqe_mean(1.5, 2)",
+                                 "SELECT pqe_assert_single_row(1)"])
+def test_the_planners_own_functions_are_not_sql(sql):
+    """pqe_mean(1.5, 2) crashed as an internal error: the planner's functions take only what
+    it gives them."""
+    with pytest.raises(pqe.BindError, match="unknown function PQE_"):
+        pqe.Context().sql(sql).to_arrow()

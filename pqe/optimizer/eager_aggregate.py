@@ -70,7 +70,8 @@ def _rule(node: LogicalPlan, est: Estimator) -> LogicalPlan | None:
     if (join.kind != "inner" and outer is None) or join.null_aware or not join.on:
         return None
     for a in aggs:
-        if a.fn not in _COMBINABLE or a.distinct or a.order_by or a.udf is not None:
+        if a.fn not in _COMBINABLE or a.distinct or a.order_by or a.udf is not None \
+                or not B.avg_rebuildable(a):
             return None
         if a.fn in ("sum", "avg") and not (T.is_numeric(a.args[0].dtype)
                                            or T.is_boolean(a.args[0].dtype)):

@@ -553,6 +553,21 @@ def combining_fn(fn: str) -> str:
     return fn if fn in ("min", "max") else "sum"
 
 
+# AVG of a DECIMAL past this precision is never rebuilt from a SUM state: the AVG aggregate
+# carries its sum past DECIMAL(38) (decimals.exact_mean's wraps), a SUM state does not, so
+# AVG of 12 DECIMAL(38,37) values of 1.23 answered alone and failed as ROLLUP ("SUM does not
+# fit"). Up to 28 digits a sum of 10^10 values fits 38.
+AVG_STATE_MAX_PRECISION = 28
+
+
+def avg_rebuildable(a: AggCall) -> bool:
+    """Whether AVG call `a` may be computed as SUM / COUNT of partial states (grouping sets,
+    eager aggregation) with the answer the AVG aggregate gives."""
+    t = a.args[0].dtype if a.args else None
+    return a.fn != "avg" or t is None or not T.is_decimal(t) \
+        or t.precision <= AVG_STATE_MAX_PRECISION
+
+
 def combined_value(fn: str, dtype: pa.DataType, states: Sequence[Expr]) -> Expr:
     """The value of aggregate `fn` (result type `dtype`) from its combined partial states:
     AVG from a SUM and a COUNT, a COUNT from a SUM of counts (NULL when there were no

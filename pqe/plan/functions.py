@@ -47,6 +47,8 @@ class FunctionDef:
 
 
 SCALAR: dict[str, FunctionDef] = {}
+# the planner's own functions: not callable from SQL
+INTERNAL = frozenset({"pqe_mean", "pqe_assert_single_row"})
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_distinct_from",
                          "is_not_distinct_from"})
 AGGREGATE: dict[str, FunctionDef] = {}

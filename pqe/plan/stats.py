@@ -49,6 +49,9 @@ SAMPLE_MIN_VALUES = 1000  # fewer sampled values tell too little
 # a recursive CTE's size is known only once it has run: one iteration's rows, and how many
 # iterations the estimate counts
 _WORK_TABLE_ROWS = 1000.0
+# the estimate of a plan certainly empty (Estimator.known_empty): next to nothing, yet not 0,
+# which estimates divide by
+_EMPTY_ROWS = 1e-6
 _RECURSIVE_ITERATIONS = 10
 
 
@@ -165,8 +168,34 @@ class Estimator:
         key = id(plan)
         if key not in self._rows:
             self._keep.append(plan)
-            self._rows[key] = max(1.0, self._compute_rows(plan))
+            # at least a row, unless the plan is certainly empty (an empty table under it
+            # where no row can come from elsewhere): counted as one row, an empty table
+            # joined to a 10^10-row join let the memory guard refuse a query that answers
+            # 0 rows at once ("needs 447 GiB")
+            self._rows[key] = _EMPTY_ROWS if self.known_empty(plan) \
+                else max(1.0, self._compute_rows(plan))
         return self._rows[key]
+
+    def known_empty(self, plan: LogicalPlan) -> bool:
+        """Whether the plan yields no row whatever its data, by the exact row counts of its
+        tables: a table of 0 rows empties what reads only it, an inner join or semi join
+        with an empty side, an outer join whose preserved sides are empty."""
+        if isinstance(plan, Scan):
+            return plan.provider.statistics().num_rows == 0
+        if isinstance(plan, Values):
+            return not plan.rows
+        if isinstance(plan, (Filter, Project, Sort, Limit)):
+            return self.rows(plan.input) <= _EMPTY_ROWS
+        if isinstance(plan, Aggregate):
+            return bool(plan.group) and self.rows(plan.input) <= _EMPTY_ROWS
+        if isinstance(plan, Union):
+            return all(self.rows(p) <= _EMPTY_ROWS for p in plan.inputs)
+        if isinstance(plan, Join):
+            left = self.rows(plan.left) <= _EMPTY_ROWS
+            right = self.rows(plan.right) <= _EMPTY_ROWS
+            return {"inner": left or right, "semi": left or right, "anti": left,
+                    "left": left, "right": right, "full": left and right}[plan.kind]
+        return False
 
     def bytes(self, plan: LogicalPlan) -> float:
         """Estimated size of the plan's output in memory (Arrow), in bytes."""

@@ -528,6 +528,11 @@ def _anonymous(b, node, scope, rec):
             raise AggregateMisuseError(f"aggregate function {node.name} is not allowed here")
         return B.user_call(udf, [rec(a) for a in node.expressions])
     name = F.canonical(node.name)
+    if name in F.INTERNAL:
+        # the planner's own functions (pqe_mean, pqe_assert_single_row) take what it gives
+        # them: called from SQL with other arguments they crashed as internal errors
+        raise positioned(BindError(f"unknown function {node.name.upper()}{at(node_position(b.sql, node))}"),
+                         node_position(b.sql, node))
     if name == "date_part" and len(node.expressions) == 2:
         part = rec(node.expressions[0])
         if not (isinstance(part, Literal) and isinstance(part.value, str)):

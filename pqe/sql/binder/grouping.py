@@ -574,7 +574,8 @@ def _rollup_base(plan, gitems, aitems, sets):
     if len(sets) < 2 or not any(set(s) == set(finest) for s in sets):
         return None
     for a, _ in aitems:
-        if a.fn not in _ROLLUP_FNS or a.distinct or a.order_by or a.udf is not None:
+        if a.fn not in _ROLLUP_FNS or a.distinct or a.order_by or a.udf is not None \
+                or not B.avg_rebuildable(a):
             return None
         if a.fn in ("sum", "avg") and not (T.is_numeric(a.args[0].dtype)
                                            or T.is_boolean(a.args[0].dtype)):
