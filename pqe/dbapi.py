@@ -149,6 +149,10 @@ class Cursor:
         total = 0
         if not isinstance(sql, str):
             raise ProgrammingError("SQL must be a string")
+        if isinstance(seq_of_parameters, (str, bytes)) \
+                or not isinstance(seq_of_parameters, Iterable):
+            raise ProgrammingError("executemany() takes a sequence of parameter rows, not "
+                                   f"{type(seq_of_parameters).__name__}")
         rows = seq_of_parameters if isinstance(seq_of_parameters, Sequence) \
             else list(seq_of_parameters)
         session = self.connection._ctx.session

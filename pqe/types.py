@@ -207,6 +207,11 @@ def check_castable(src: pa.DataType, dst: pa.DataType) -> None:
     TIME64[NS] of one value gave 3723000000 and 3723000000000), read a BLOB's bytes as text
     to parse a number, or failed with its raw 'Unsupported cast'. A TIMESTAMP's time of day
     is a TIME (DuckDB); a BLOB is text only through CAST to text (whose bytes are checked)."""
+    if is_nested(src) != is_nested(dst) and not is_null(src):
+        # (Arrow's cast failed when run, TRY_CAST too: 'Unsupported cast from list<item:
+        # int32> to utf8')
+        raise UnsupportedError(f"CAST of {type_name(src)} to {type_name(dst)} is not "
+                               f"supported")
     a, b = _cast_kind(src), _cast_kind(dst)
     if a is None or b is None or a == b or (pa.types.is_timestamp(src) and b == "time"):
         return

@@ -84,3 +84,17 @@ def test_bytes_parameters_are_blobs():
     assert cur.fetchall() == [(1, payload), (3, b"xyz"), (4, None)]
     cur.execute("SELECT octet_length(?) AS n", (b"\x00" * 1000,))
     assert cur.fetchall() == [(1000,)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT x'41' = 'A' AS e", "SELECT x'41' IN ('A', 'B') AS e",
+    "SELECT CASE WHEN x THEN x'41' ELSE 'b' END AS c FROM (VALUES (true), (false)) v(x)",
+    "SELECT b FROM t WHERE b = 'AB'", "SELECT coalesce(b, 'zz') AS c FROM t ORDER BY c",
+])
+def test_text_constants_beside_blobs_are_their_bytes(engines, sql):
+    """x'41' = 'A' was "cannot convert 'A' to BLOB" (PostgreSQL and DuckDB read the text as
+    the BLOB's bytes, as CAST('A' AS BLOB) does)."""
+    ctx, con = engines
+    assert _rows(ctx, sql) == con.sql(sql).fetchall()
+    with pytest.raises(pqe.Error, match="cannot convert 'é' to BLOB"):
+        ctx.sql("SELECT x'41' = 'é'").to_arrow()

@@ -126,3 +126,29 @@ def test_what_a_time_does_not_do_is_refused(sql, message):
 def test_a_timestamp_gives_its_time_of_day():
     sql = "SELECT CAST(TIMESTAMP '2024-01-01 12:34:56.5' AS TIME) AS v"
     assert _rows(pqe.Context(), sql) == duckdb.sql(sql).fetchall()
+
+
+def test_time_columns_of_other_units_meet_text_and_time(tmp_path):
+    """Parquet TIME columns in seconds, milliseconds or nanoseconds: compared with text and
+    cast to TIME (nanoseconds: "cannot convert '12:00' to TIME64[NS]", and CAST failed with
+    Arrow's 'would lose data'; the digits below microseconds are cut, as text's are)."""
+    ns = 45296123456789  # 12:34:56.123456789
+    pq.write_table(pa.table({
+        "n": pa.array([ns, 3600 * 10**9, None], pa.time64("ns")),
+        "s": pa.array([45296, 3600, None], pa.time32("s")),
+        "m": pa.array([45296123, 3600000, None], pa.time32("ms"))}), tmp_path / "u.parquet")
+    ctx = pqe.Context()
+    ctx.register_parquet("u", str(tmp_path / "u.parquet"))
+    t = datetime.time(12, 34, 56, 123456)
+    assert _rows(ctx, "SELECT CAST(n AS TIME), TRY_CAST(n AS TIME), CAST(m AS TIME), "
+                      "CAST(s AS TIME) FROM u") == [
+        (t, t, datetime.time(12, 34, 56, 123000), datetime.time(12, 34, 56)),
+        (datetime.time(1),) * 4, (None,) * 4]
+    for col in "nsm":
+        assert _rows(ctx, f"SELECT count(*) FROM u WHERE {col} > '12:00'") == [(1,)]
+        assert _rows(ctx, f"SELECT count(*) FROM u WHERE {col} = '01:00'") == [(1,)]
+        assert _rows(ctx, f"SELECT count(*) FROM u WHERE {col} < '12:34:56.5'") == [(2,)]
+        assert _rows(ctx, f"SELECT count(*) FROM u WHERE {col} = TIME '01:00'") == [(1,)]
+    assert _rows(ctx, "SELECT count(*) FROM u WHERE s > '12:34:55.5'") == [(1,)]
+    assert _rows(ctx, "SELECT CAST(coalesce(n, '00:00:01') AS TIME) FROM u") == [
+        (t,), (datetime.time(1),), (datetime.time(0, 0, 1),)]

@@ -1399,6 +1399,14 @@ def _cast(c: Compiler, e: Cast) -> E:
         up = _call("greater_equal", [rest, scalar(half, T.INT64)]).cast(T.INT64)
         down = _call("less_equal", [rest, scalar(-half, T.INT64)]).cast(T.INT64)
         return _call("subtract", [_call("add", [q, up]), down]).cast(dst)
+    if pa.types.is_time(src) and pa.types.is_time(dst) and \
+            _UNITS.index(src.unit) > _UNITS.index(dst.unit):
+        # a time of day to a coarser unit: its digits below the unit cut, as a TIME's text
+        # fraction is (Arrow refused any such digit: 'would lose data'); never past 23:59:59
+        per = 1000 ** (_UNITS.index(src.unit) - _UNITS.index(dst.unit))
+        wide = pa.int32() if pa.types.is_time32(src) else T.INT64
+        q = _call("divide", [x.cast(wide).cast(T.INT64), scalar(per, T.INT64)])
+        return q.cast(pa.int32() if pa.types.is_time32(dst) else T.INT64).cast(dst)
     if pa.types.is_float32(dst) and pa.types.is_float64(src):
         return _double_to_real(c, x, e.try_)
     if e.try_:

@@ -181,6 +181,15 @@ def csv_floats(table: pa.Table) -> pa.Table:
     import pyarrow.compute as pc
 
     for i, f in enumerate(table.schema):
+        if T.is_blob(f.type):
+            # a CSV is text: a BLOB's bytes go in as they are where they are UTF-8 (Arrow
+            # failed the whole write with a bare 'Invalid UTF8 payload' otherwise)
+            try:
+                pc.cast(table.column(i), pa.string())
+            except pa.ArrowInvalid:
+                raise ExecutionError(f"column {f.name!r} holds BLOB values that are not UTF-8 "
+                                     f"text, which a CSV file cannot hold: write Parquet") from None
+            continue
         if pa.types.is_date(f.type) or pa.types.is_timestamp(f.type):
             # Arrow writes a value past year 32767 as '<value out of range: n>' in the file
             text = pc.cast(table.column(i), pa.string())

@@ -194,6 +194,15 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
         if pa.types.is_timestamp(other.dtype) and other.dtype.tz is None \
                 and other.dtype.unit != "us":
             return _timestamp_text(e, other.dtype)
+        if pa.types.is_time(other.dtype) and other.dtype != _TIME:
+            return _time_text(e, other.dtype)
+        if T.is_blob(other.dtype):
+            # the text's bytes, as CAST('A' AS BLOB) gives them (x'41' = 'A' was "cannot
+            # convert 'A' to BLOB"); a backslash or a character past ASCII is not one byte
+            if not e.value.isascii() or "\\" in e.value:
+                raise TypeMismatchError(f"cannot convert '{e.value}' to BLOB: a backslash "
+                                        f"escape or a character past ASCII")
+            return Literal(e.value.encode("ascii"), T.BINARY)
         folded = _cast_literal(e, other.dtype)
         if folded is None:
             raise TypeMismatchError(
@@ -232,6 +241,25 @@ def _timestamp_text(e: Literal, dtype: pa.DataType) -> Expr:
         return Literal(None, dtype)
     try:
         exact = pa.scalar(folded.value, T.TIMESTAMP).cast(dtype, safe=True)
+    except (pa.ArrowInvalid, OverflowError):
+        return folded
+    return Literal(exact.as_py(), dtype) if dtype.unit != "ns" else Literal(folded.value, dtype)
+
+
+_TIME = pa.time64("us")
+
+
+def _time_text(e: Literal, dtype: pa.DataType) -> Expr:
+    """Text compared with a TIME column of another unit (Parquet's time32[ms], time64[ns]):
+    read as a TIME (microseconds), then in the column's unit when that holds it exactly;
+    else the column compares in microseconds (nanosecond columns refused any text)."""
+    folded = _cast_literal(e, _TIME)
+    if folded is None:
+        raise TypeMismatchError(f"cannot convert '{e.value}' to {T.type_name(dtype)}")
+    if folded.value is None:
+        return Literal(None, dtype)
+    try:
+        exact = pa.scalar(folded.value, _TIME).cast(dtype, safe=True)
     except (pa.ArrowInvalid, OverflowError):
         return folded
     return Literal(exact.as_py(), dtype) if dtype.unit != "ns" else Literal(folded.value, dtype)
