@@ -327,8 +327,8 @@ def markdown(results: Results) -> str:
         + (" `pqe scan floor` = the median time pyarrow alone takes to read what pqe's plan "
            "for the query reads (the same columns of the same row groups, those left after "
            "pruning by the pushed filters' statistics; each of pqe's scan partitions one job, "
-           f"{results.threads} at a time, decoded to Arrow's default types, no filter "
-           "evaluated); `pqe / floor` = pqe's time over it, how far pqe is from only reading "
+           f"{results.threads} at a time, read through pyarrow.dataset fragments as pqe "
+           "reads, decoded to Arrow's default types, no filter evaluated); `pqe / floor` = pqe's time over it, how far pqe is from only reading "
            "its data." if floors else ""), "", table, "",
         "## Answers and memory", "",
         "| Engine | answered | correct | wrong | errors | timeouts | sum of medians (s) | "
