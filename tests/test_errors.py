@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -127,6 +130,26 @@ def test_blob_literal_is_read_and_a_bad_one_named():
         ctx.sql("SELECT 1,\n  X'0g'")
     with pytest.raises(pqe.SQLSyntaxError, match="unexpected token"):
         ctx.sql("SELECT max'a'")  # a name ending in x is not a BLOB literal
+
+
+def test_workers_at_the_top_of_a_script_without_a_main_guard_fail_fast(tmp_path):
+    """`pqe.Context(workers=2)` at a script's top level: each worker process imports the
+    script again and started a cluster of its own, waiting for the parent as the parent
+    waited for it (a hang with no error; 12 minutes in the hunt). The worker's Context now
+    refuses at once and the parent's start fails, naming the main guard."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "noguard.py"
+    script.write_text("import pqe\nctx = pqe.Context(workers=2)\nprint('STARTED')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(Path(pqe.__file__).parents[1])})
+    assert out.returncode != 0 and "STARTED" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("pqe.errors.Error: could not start 2 local worker process(es)")
+    assert "if __name__ == '__main__':" in last
+    assert "ran while a worker process was starting" in out.stderr  # (in the workers)
 
 
 def test_workers_from_a_program_without_a_file_is_one_clear_error(tmp_path):

@@ -241,6 +241,15 @@ class Executor:
 
         if workers < 1:
             raise Error("workers must be at least 1")
+        import multiprocessing
+
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            # a worker process being started imports the program's main module again: a
+            # Context(workers=N) at its top level started a cluster in each worker, which
+            # waited for the parent as the parent waited for it (a hang, with no error)
+            raise Error("pqe.Context(workers=N) ran while a worker process was starting (each "
+                        "worker imports the program's main module again): create the Context "
+                        "under `if __name__ == '__main__':`")
         per_worker = threads or max(1, default_threads() // workers)
         # Worker processes share the terminal's process group: Ctrl-C meant for a query would
         # kill them. They inherit SIGINT ignored from here; queries are cancelled instead.
