@@ -35,7 +35,6 @@ elif "ARROW_DEFAULT_MEMORY_POOL" not in os.environ \
     _pa.set_memory_pool(_pa.system_memory_pool())
     del _pa
 
-
 from ._version import __version__
 from .access import AccessError
 from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError,
@@ -51,7 +50,8 @@ def _few_malloc_arenas() -> None:
     buffer freed in one arena is not reused by another: Arrow's and Dask's threads spread a
     query's freed buffers over many arenas. pqe asks for one per core (at least 2) unless
     the user chose (MALLOC_ARENA_MAX): on 2 cores, TPC-H SF10 in a fresh process, peak RSS
-    Q13 668 -> 599 MiB, Q5 442 -> 415. Threads that allocated before keep their arena."""
+    Q13 668 -> 605 MiB, Q5 458 -> 417 (benchmarks/COLD.md), with the same CPU time. Threads
+    that allocated before keep their arena."""
     if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in os.environ:
         return
     import ctypes

@@ -31,6 +31,10 @@ TEXT = pa.string()
 BINARY = pa.binary()
 DATE = pa.date32()
 TIMESTAMP = pa.timestamp("us")
+TIME = pa.time64("us")
+# text that is no BLOB's bytes as it stands (CAST and comparisons): a character past ASCII,
+# or a backslash (DuckDB reads '\xAA' as one escaped byte; pqe refuses it)
+BLOB_TEXT_REFUSED = r"[^\x00-\x7f]|\\"
 INTERVAL = pa.month_day_nano_interval()
 NULL = pa.null()
 
@@ -347,7 +351,7 @@ def type_name(t: pa.DataType) -> str:
         return "TIMESTAMP" if t.tz is None else "TIMESTAMPTZ"
     if is_text(t):
         return "VARCHAR"
-    if t == pa.time64("us"):
+    if t == TIME:
         return "TIME"
     return str(t).upper()
 
@@ -368,7 +372,7 @@ _NAMED = {
     "blob": BINARY, "bytea": BINARY, "binary": BINARY, "varbinary": BINARY,
     "date": DATE, "date32": DATE,
     "timestamp": TIMESTAMP, "datetime": TIMESTAMP, "timestamp without time zone": TIMESTAMP,
-    "time": pa.time64("us"), "time without time zone": pa.time64("us"),
+    "time": TIME, "time without time zone": TIME,
     "interval": INTERVAL,
     "decimal": pa.decimal128(18, 3), "numeric": pa.decimal128(18, 3),
 }

@@ -2082,7 +2082,7 @@ def _text_to_blob(x: E, dst: pa.DataType) -> E:
     """Text -> BLOB: its bytes where they are unambiguous, NULL where the text holds a
     backslash or a character past ASCII: DuckDB reads '\xAA' as one escaped byte (pqe stored
     the four characters) and refuses other characters past ASCII."""
-    bad = _call("match_substring_regex", [x], pc.MatchSubstringOptions(r"[^\x00-\x7f]|\\"))
+    bad = _call("match_substring_regex", [x], pc.MatchSubstringOptions(T.BLOB_TEXT_REFUSED))
     return _call("if_else", [bad, null_of(dst), x.cast(dst)])
 
 
@@ -2186,7 +2186,7 @@ def _extract(part):
             return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=False, week_start=1)).cast(T.INT64)
         t = e.args[0].dtype
         if part == "epoch" and pa.types.is_time(t):  # seconds since midnight (DuckDB)
-            per = 10 ** {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+            per = 10 ** UNIT_DIGITS[t.unit]
             units = x.cast(pa.int32() if pa.types.is_time32(t) else T.INT64).cast(T.FLOAT64)
             return _call("divide", [units, scalar(float(per), T.FLOAT64)])
         if part == "epoch":  # seconds since 1970 with their fraction, a DOUBLE (DuckDB)

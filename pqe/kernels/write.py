@@ -177,7 +177,8 @@ def hive_value(v) -> str:
 def csv_floats(table: pa.Table) -> pa.Table:
     """DOUBLE / REAL columns as the text a CSV holds them by, with a decimal point when the
     value is whole: Arrow wrote 1.0 as 1 and -0.0 as -0, read back as BIGINT 1 and 0 (a
-    partitioned write then had files of either type). DuckDB writes 1.0 and -0.0."""
+    partitioned write then had files of either type). DuckDB writes 1.0 and -0.0. BLOBs as
+    their text, an error when their bytes are not UTF-8; dates past year 32767 an error."""
     import pyarrow.compute as pc
 
     for i, f in enumerate(table.schema):
@@ -185,10 +186,11 @@ def csv_floats(table: pa.Table) -> pa.Table:
             # a CSV is text: a BLOB's bytes go in as they are where they are UTF-8 (Arrow
             # failed the whole write with a bare 'Invalid UTF8 payload' otherwise)
             try:
-                pc.cast(table.column(i), pa.string())
+                text = pc.cast(table.column(i), pa.string())
             except pa.ArrowInvalid:
                 raise ExecutionError(f"column {f.name!r} holds BLOB values that are not UTF-8 "
                                      f"text, which a CSV file cannot hold: write Parquet") from None
+            table = table.set_column(i, pa.field(f.name, pa.string(), f.nullable), text)
             continue
         if pa.types.is_date(f.type) or pa.types.is_timestamp(f.type):
             # Arrow writes a value past year 32767 as '<value out of range: n>' in the file

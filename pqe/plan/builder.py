@@ -193,13 +193,13 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
             and not T.is_null(other.dtype)):
         if pa.types.is_timestamp(other.dtype) and other.dtype.tz is None \
                 and other.dtype.unit != "us":
-            return _timestamp_text(e, other.dtype)
-        if pa.types.is_time(other.dtype) and other.dtype != _TIME:
-            return _time_text(e, other.dtype)
+            return _text_in_unit(e, other.dtype, T.TIMESTAMP)
+        if pa.types.is_time(other.dtype) and other.dtype != T.TIME:
+            return _text_in_unit(e, other.dtype, T.TIME)
         if T.is_blob(other.dtype):
             # the text's bytes, as CAST('A' AS BLOB) gives them (x'41' = 'A' was "cannot
-            # convert 'A' to BLOB"); a backslash or a character past ASCII is not one byte
-            if not e.value.isascii() or "\\" in e.value:
+            # convert 'A' to BLOB"), by the kernels' rule (types.BLOB_TEXT_REFUSED)
+            if re.search(T.BLOB_TEXT_REFUSED, e.value):
                 raise TypeMismatchError(f"cannot convert '{e.value}' to BLOB: a backslash "
                                         f"escape or a character past ASCII")
             return Literal(e.value.encode("ascii"), T.BINARY)
@@ -228,38 +228,20 @@ def _text_literals_as_the_others(args: Sequence[Expr]) -> list[Expr]:
     return [_string_literal_to(a, ref) if _is_text_literal(a) else a for a in args]
 
 
-def _timestamp_text(e: Literal, dtype: pa.DataType) -> Expr:
-    """Text compared with a TIMESTAMP column of seconds, milliseconds or nanoseconds: read
-    as a TIMESTAMP (microseconds), then in the column's unit when that holds it exactly
-    (the column stays uncast, for pruning); else the column compares in microseconds. Read
-    in the column's unit, '... 00:00:00.9' was cut to 00:00:00 (`s < '... .9'` lost the
+def _text_in_unit(e: Literal, dtype: pa.DataType, canonical: pa.DataType) -> Expr:
+    """Text compared with a TIMESTAMP or TIME column of another unit than microseconds
+    (seconds, milliseconds, nanoseconds: Parquet's and pandas' columns): read as the
+    microsecond type `canonical`, then in the column's unit when that holds it exactly (the
+    column stays uncast, for pruning); else the column compares in microseconds. Read in
+    the column's unit, '... 00:00:00.9' was cut to 00:00:00 (`s < '... .9'` lost the
     00:00:00 row), and nanosecond columns refused any text."""
-    folded = _cast_literal(e, T.TIMESTAMP)
+    folded = _cast_literal(e, canonical)
     if folded is None:
         raise TypeMismatchError(f"cannot convert '{e.value}' to {T.type_name(dtype)}")
     if folded.value is None:
         return Literal(None, dtype)
     try:
-        exact = pa.scalar(folded.value, T.TIMESTAMP).cast(dtype, safe=True)
-    except (pa.ArrowInvalid, OverflowError):
-        return folded
-    return Literal(exact.as_py(), dtype) if dtype.unit != "ns" else Literal(folded.value, dtype)
-
-
-_TIME = pa.time64("us")
-
-
-def _time_text(e: Literal, dtype: pa.DataType) -> Expr:
-    """Text compared with a TIME column of another unit (Parquet's time32[ms], time64[ns]):
-    read as a TIME (microseconds), then in the column's unit when that holds it exactly;
-    else the column compares in microseconds (nanosecond columns refused any text)."""
-    folded = _cast_literal(e, _TIME)
-    if folded is None:
-        raise TypeMismatchError(f"cannot convert '{e.value}' to {T.type_name(dtype)}")
-    if folded.value is None:
-        return Literal(None, dtype)
-    try:
-        exact = pa.scalar(folded.value, _TIME).cast(dtype, safe=True)
+        exact = pa.scalar(folded.value, canonical).cast(dtype, safe=True)
     except (pa.ArrowInvalid, OverflowError):
         return folded
     return Literal(exact.as_py(), dtype) if dtype.unit != "ns" else Literal(folded.value, dtype)
@@ -600,7 +582,8 @@ def combined_value(fn: str, dtype: pa.DataType, states: Sequence[Expr]) -> Expr:
     """The value of aggregate `fn` (result type `dtype`) from its combined partial states:
     AVG from a SUM and a COUNT, a COUNT from a SUM of counts (NULL when there were no
     partial rows at all: 0), the others as they are."""
-    if fn == "avg" and (T.is_integer(states[0].dtype) or isinstance(states[0].dtype, pa.Decimal128Type)):
+    exact_sum = T.is_integer(states[0].dtype) or isinstance(states[0].dtype, pa.Decimal128Type)
+    if fn == "avg" and exact_sum:
         # the exact sum / count rounded once: the sum cast to DOUBLE first rounded twice
         # (DECIMAL 0.05..0.09 averaged 0.06999999999999999 by ROLLUP)
         v = call("pqe_mean", states[0], cast(states[1], T.INT64))

@@ -741,8 +741,9 @@ def parameter_literal(value: Any) -> exp.Expression:
     # caller's mistake, as in sqlite3 and psycopg (a ProgrammingError)
     error = UnsupportedError if isinstance(
         value, (datetime.time, datetime.timedelta, list, tuple, dict)) else BindError
-    raise error(f"a parameter of type {type(value).__name__}{' with a zone' if isinstance(value, datetime.time) else ''} cannot be bound (use None, bool, "
-                f"int, float, Decimal, str, bytes, date, naive datetime or naive time)")
+    kind = type(value).__name__ + (" with a zone" if isinstance(value, datetime.time) else "")
+    raise error(f"a parameter of type {kind} cannot be bound (use None, bool, int, float, "
+                f"Decimal, str, bytes, date, naive datetime or naive time)")
 
 
 def builtin_call(name: str) -> str | None:

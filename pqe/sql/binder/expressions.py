@@ -531,8 +531,8 @@ def _anonymous(b, node, scope, rec):
     if name in F.INTERNAL:
         # the planner's own functions (pqe_mean, pqe_assert_single_row) take what it gives
         # them: called from SQL with other arguments they crashed as internal errors
-        raise positioned(BindError(f"unknown function {node.name.upper()}{at(node_position(b.sql, node))}"),
-                         node_position(b.sql, node))
+        pos = node_position(b.sql, node)
+        raise positioned(BindError(f"unknown function {node.name.upper()}{at(pos)}"), pos)
     if name == "date_part" and len(node.expressions) == 2:
         part = rec(node.expressions[0])
         if not (isinstance(part, Literal) and isinstance(part.value, str)):
