@@ -269,6 +269,41 @@ class Expr:
             q = decimal.Decimal(repr(q))
         return self._aggregate(fn, False, q)
 
+    def mode(self) -> Expr:
+        """The most frequent value (MODE; the smallest of equally frequent ones); an aggregate."""
+        return self._aggregate("mode")
+
+    def bitwise_and(self) -> Expr:
+        """BIT_AND of the integers; an aggregate."""
+        return self._aggregate("bit_and")
+
+    def bitwise_or(self) -> Expr:
+        """BIT_OR of the integers; an aggregate."""
+        return self._aggregate("bit_or")
+
+    def bitwise_xor(self) -> Expr:
+        """BIT_XOR of the integers; an aggregate."""
+        return self._aggregate("bit_xor")
+
+    def corr(self, other: str | Expr) -> Expr:
+        """Pearson correlation of this and `other` (a column name or an expression) over the
+        rows where neither is NULL (SQL CORR); NULL where either does not vary. An aggregate."""
+        return self._pair("corr", other)
+
+    def cov(self, other: str | Expr, ddof: int = 1) -> Expr:
+        """Covariance of this and `other`: sample (ddof=1, COVAR_SAMP) or population (ddof=0,
+        COVAR_POP); an aggregate."""
+        if ddof not in (0, 1):
+            raise BindError(f"cov(): ddof is 0 (population) or 1 (sample), not {ddof!r}")
+        return self._pair("covar_samp" if ddof else "covar_pop", other)
+
+    def _pair(self, fn: str, other: str | Expr) -> Expr:
+        x = to_expr(other)
+        if self._agg or x._agg:
+            raise BindError(f"aggregate {fn} over an aggregate ({self._name}, {x._name})")
+        return Expr(lambda r: B.aggregate_call(fn, [self._resolve(r), x._resolve(r)]),
+                    f"{fn}({self._name}, {x._name})", agg=True)
+
     def string_agg(self, separator: str = ",") -> Expr:
         """The non-NULL values as text joined by `separator` (STRING_AGG); an aggregate."""
         return self._aggregate("string_agg", False, separator)

@@ -201,7 +201,7 @@ def test_position_of_an_aggregate_in_grouping_sets(ctx, sql):
 @pytest.mark.parametrize("sql, name, column", [
     ("select a, no_such_fn(v) from t group by a", "NO_SUCH_FN", 11),
     ("select a, entropy(v) from t group by a", "ENTROPY", 11),
-    ("select a, bit_or(v) from t group by a", "BIT_OR", 11),
+    ("select a, bitstring_agg(v) from t group by a", "BITSTRING_AGG", 11),
     ("select a, product(v) from t group by a", "PRODUCT", 11),
     ("select a, abs(no_such_fn(v)) from t group by a", "NO_SUCH_FN", 15),
     ("select a, count(*) + no_such_fn(v) from t group by a", "NO_SUCH_FN", 22),

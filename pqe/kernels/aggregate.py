@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, InternalError
 from . import decimals
+from . import group_states as G
 from . import user_functions as U
 from .holistic import HOLISTIC, holistic, merge_list_levels, one_list, ordered_lists
 from .relational import (decoded, fold_wide, hash_key_floats, low_bits_repeat, unfold,
@@ -58,9 +59,13 @@ _STATES = {
     "median": [("", "list", "list_merge")],
     "quantile_cont": [("", "list", "list_merge")],
     "quantile_disc": [("", "list", "list_merge")],
+    "mode": [("", "list", "list_merge")],
+    # computed per group by numpy (kernels.group_states)
+    **{fn: G.states(fn) for fn in sorted(G.FUNCTIONS)},
 }
 
 _LIST_KERNELS = ("list", "list_merge")
+_NUMPY_KERNELS = ("pair", "bits")  # kernels.group_states
 
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
@@ -580,7 +585,7 @@ def _passes(spec) -> bool:
     """Whether a row's state can be made alone (row_states): not for lists of values (holistic
     and ordered aggregates) nor user-defined aggregates."""
     return spec.udf is None and not spec.order and all(
-        kernel not in _LIST_KERNELS for _, kernel, _ in _states(spec))
+        kernel not in _LIST_KERNELS + _NUMPY_KERNELS for _, kernel, _ in _states(spec))
 
 
 def row_states(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
@@ -633,7 +638,8 @@ def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
     exact: dict = {}
     as_decimal: dict[str, pa.DataType] = {}
     user = [s for s in specs if s.udf is not None]
-    if user:  # grouped: each group's row numbers; else one row for all (a count nobody reads)
+    by_group = [s for s in specs if s.fn in G.FUNCTIONS]
+    if user or by_group:  # grouped: each group's row numbers; else one row for all (a count nobody reads)
         prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
         entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     variances: dict[str, str] = {}  # M2 state -> its count state
@@ -642,8 +648,8 @@ def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
             col = s.arg
             if suffix.startswith(".o"):  # an ORDER BY key's list
                 col = s.order[int(suffix[2:])][0]
-            if kernel in ("wraps", "user"):
-                continue  # made with its sum; user aggregates: below
+            if kernel in ("wraps", "user") or kernel in _NUMPY_KERNELS:
+                continue  # made with its sum; user and numpy aggregates: below
             if kernel == "sum" and _exact(s):
                 src = fast[s.arg] if s.arg in fast else table.column(s.arg)
                 exact[name] = (s.arg, src, _exact_type(s), None)
@@ -673,10 +679,13 @@ def _hash_partial(table: pa.Table, group: tuple[str, ...], specs, fast: dict,
         base = name[:-len(".q")]
         m2 = pc.if_else(_constant(out, base), 0.0, m2)
         out = out.set_column(out.schema.get_field_index(name), name, m2)
-    if user:
+    if user or by_group:
         rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
         for s in user:
             out = out.append_column(s.out, U.partial_states(table, s, rows, offsets))
+        for s in by_group:
+            for name, col in zip(state_names(s), G.partial(table, s, rows, offsets), strict=True):
+                out = out.append_column(name, col)
     out = out.select(list(group) + [n for s in specs for n in state_names(s)])
     if as_decimal:  # int64 min/max back to the decimal128 state type
         cols = [decimals.from_unscaled(c, as_decimal[n]) if n in as_decimal else c
@@ -702,13 +711,14 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
         prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
         entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     spread = [s for s in specs if s.fn in _FLOAT_STATE]
-    if spread and not user and grouped:  # which states each group combines (for M2)
+    by_group = [s for s in specs if s.fn in G.FUNCTIONS]
+    if (spread and grouped or by_group) and not user:  # which states each group combines
         prep[_ROWS] = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        entries.append(_agg_entry(_ROWS, "list", _ROWS, grouped))
+        entries.append(_agg_entry(_ROWS, "list" if grouped else "count_all", _ROWS, grouped))
     for s in specs:
         for (_, first, kernel), name in zip(_states(s), state_names(s), strict=True):
-            if first in ("wraps", "user"):
-                continue  # combined with its sum; user aggregates: below
+            if first in ("wraps", "user") or first in _NUMPY_KERNELS:
+                continue  # combined with its sum; user and numpy aggregates: below
             if first == "sum" and _exact(s):
                 exact[name] = (name, table.column(name), _exact_type(s),
                                _carried_wraps(table.column(name + ".w")))
@@ -717,8 +727,11 @@ def combine(table: pa.Table, group: tuple[str, ...], specs) -> pa.Table:
             else:
                 entries.append(_agg_entry(name, kernel, name, grouped))
     out = _aggregate(table, group, entries, exact, prep)
-    if user or spread:
+    if user or spread or by_group:
         rows, offsets = U.group_slices(out.column(_ROWS) if grouped else None, table.num_rows)
+    for s in by_group:
+        for name, col in zip(state_names(s), G.combine(table, s, rows, offsets), strict=True):
+            out = out.append_column(name, col)
     for s in user:
         out = out.append_column(s.out, U.merged_states(table.column(s.out), s.udf,
                                                        offsets, rows))
@@ -815,6 +828,8 @@ def _finish(t: pa.Table, s):
     dtype = s.dtype
     if s.udf is not None:
         return U.final_values(t.column(s.out), s.udf)
+    if s.fn in G.FUNCTIONS:
+        return G.finish(t, s)
     if s.fn in HOLISTIC:
         state = t.column(s.out)
         if s.order:
@@ -861,9 +876,11 @@ def _finish(t: pa.Table, s):
 def state_types(spec) -> list[pa.DataType]:
     """Arrow types of a spec's state columns (for empty partials)."""
     out = []
-    for _, kernel, _ in _states(spec):
+    for suffix, kernel, _ in _states(spec):
         if kernel == "user":
             out.append(spec.udf.state_type)
+        elif kernel in _NUMPY_KERNELS:
+            out.append(G.state_type(spec, suffix))
         elif kernel in ("count_all", "count", "wraps"):
             out.append(pa.int64())
         elif kernel == "any_nan":

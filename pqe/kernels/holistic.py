@@ -1,4 +1,4 @@
-"""Holistic aggregates: STRING_AGG, ARRAY_AGG, MEDIAN, QUANTILE_CONT, QUANTILE_DISC.
+"""Holistic aggregates: STRING_AGG, ARRAY_AGG, MEDIAN, QUANTILE_CONT, QUANTILE_DISC, MODE.
 
 Their state is the list of a group's values (Arrow's hash_list in the partial step; one more
 list per ORDER BY key); lists of several partials are concatenated when states combine
@@ -41,7 +41,7 @@ def one_list(col, merge: bool) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
 
 
-HOLISTIC = ("string_agg", "array_agg", "median", "quantile_cont", "quantile_disc")
+HOLISTIC = ("string_agg", "array_agg", "median", "quantile_cont", "quantile_disc", "mode")
 
 
 def _non_null_values(state) -> tuple[pa.Array, np.ndarray, np.ndarray]:
@@ -88,6 +88,8 @@ def holistic(state, s) -> pa.Array:
         return pc.if_else(empty, pa.scalar(None, state.type), state)
     values, parents, counts = _non_null_values(state)
     none = counts == 0
+    if s.fn == "mode":
+        return _mode(values, parents, n, s.dtype)
     offsets = np.concatenate([[0], np.cumsum(counts)])
     if s.fn == "string_agg":
         lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values,
@@ -114,6 +116,30 @@ def holistic(state, s) -> pa.Array:
     v_lo = v[np.minimum(safe + lo, len(v) - 1)]
     v_hi = v[np.minimum(safe + hi, len(v) - 1)]
     return pa.array(_lerp(v_lo, rn - lo, v_hi), pa.float64(), mask=none)
+
+
+def _mode(values: pa.Array, parents: pa.Array, n: int, dtype: pa.DataType) -> pa.Array:
+    """MODE: each group's most frequent value, the smallest of equally frequent ones (as
+    PostgreSQL's mode() over its sorted input; DuckDB picks any), NULL for a group of no
+    values. The (group, value) pairs are counted by one hash aggregate and ranked by one
+    sort. -0.0 and 0.0 are one value (shown 0.0), so are all NaNs."""
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if pa.types.is_floating(values.type):  # -0.0 + 0.0 is 0.0; one NaN for every NaN
+        values = pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), values.type),
+                            pc.add(values, pa.scalar(0.0, values.type)))
+    counted = pa.table({"p": parents, "v": values}).group_by(["p", "v"], use_threads=False) \
+        .aggregate([([], "count_all")])
+    order = pc.sort_indices(counted, sort_keys=[("p", "ascending"), ("count_all", "descending"),
+                                                ("v", "ascending")])
+    ranked = counted.take(order)
+    p = np.asarray(ranked.column("p").to_numpy(zero_copy_only=False), np.int64)
+    first = np.flatnonzero(np.r_[True, p[1:] != p[:-1]]) if len(p) else np.zeros(0, np.int64)
+    at = np.full(n, -1, np.int64)
+    at[p[first]] = first
+    picked = ranked.column("v").take(pa.array(at, pa.int64(), mask=at < 0))
+    picked = picked.combine_chunks() if isinstance(picked, pa.ChunkedArray) else picked
+    return picked if picked.type == dtype else picked.cast(dtype)
 
 
 def _lerp(v_lo, d, v_hi):

@@ -25,6 +25,7 @@ from .. import types as T
 from ..catalog import CsvTable, DaskTable, MemoryTable, ParquetTable, ScanUnit
 from ..errors import InternalError, UnsupportedError
 from ..plan import builder as B
+from ..plan import functions as F
 from ..plan import logical as L
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal,
                          column_ids, column_ids_all, conjuncts, disjuncts, may_raise,
@@ -502,8 +503,8 @@ class PhysicalPlanner:
             return f.id
 
         for a, f in zip(node.aggs, node.agg_fields, strict=True):
-            if a.udf is not None:
-                ids = [column_for(x) for x in _user_agg_inputs(a)]
+            if a.udf is not None or a.fn in F.PAIR_AGGREGATES:  # several argument columns
+                ids = [column_for(x) for x in _filtered_args(a)]
                 specs.append(AggSpec(a.fn, ids[0], f.id, f.dtype, a.args[0].dtype,
                                      more=tuple(ids[1:]), udf=a.udf))
                 continue
@@ -752,10 +753,10 @@ def _agg_input(a: AggCall) -> tuple[str, Expr | None]:
     return fn, arg
 
 
-def _user_agg_inputs(a: AggCall) -> list[Expr]:
-    """A user-defined aggregate's argument columns; FILTER makes the filtered-out rows NULL
-    in every argument, and such rows are left out (so `skip_nulls=False` aggregates refuse
-    FILTER at bind time)."""
+def _filtered_args(a: AggCall) -> list[Expr]:
+    """The argument columns of an aggregate of several (a user-defined one, CORR(y, x), ...);
+    FILTER makes the filtered-out rows NULL in every argument, and such rows are left out
+    (so `skip_nulls=False` user aggregates refuse FILTER at bind time)."""
     if a.filter is None:
         return list(a.args)
     return [Case(((a.filter, x),), Literal(None, x.dtype), x.dtype) for x in a.args]

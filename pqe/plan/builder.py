@@ -429,8 +429,10 @@ def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
         if name == "array_agg":  # a filtered-out row would show as a NULL element
             raise UnsupportedError(f"FILTER on {(display or fn).upper()} is not supported")
         filter = cast(filter, T.BOOLEAN)
-    if name in ("min", "max", "any_value", "bool_and", "bool_or") :
+    if name in ("min", "max", "any_value", "bool_and", "bool_or", "bit_and", "bit_or"):
         distinct = False  # DISTINCT does not change these
+    if distinct and name in F.PAIR_AGGREGATES:
+        raise UnsupportedError(f"DISTINCT inside {(display or fn).upper()}(...) is not supported")
     if order_by and name not in ORDERED_AGGREGATES:
         raise UnsupportedError(f"ORDER BY inside {(display or fn).upper()}(...) is not supported")
     if order_by and distinct:

@@ -296,7 +296,7 @@ class AggCall(Expr):
 
     @property
     def nullable(self) -> bool:
-        return self.fn not in ("count", "count_star")
+        return self.fn not in ("count", "count_star", "regr_count")
 
     def children(self) -> tuple[Expr, ...]:
         return (self.args + tuple(k.expr for k in self.order_by)

@@ -679,6 +679,35 @@ def _agg_bool(fn, ts):
     return _logical(fn, ts)
 
 
+def _agg_pair(fn, ts):
+    """CORR, COVAR_POP / COVAR_SAMP and REGR_*(y, x) of two numbers: DOUBLE (REGR_COUNT:
+    BIGINT), over the rows where neither is NULL."""
+    if all(T.is_numeric(t) or T.is_null(t) for t in ts):
+        return (T.FLOAT64, T.FLOAT64), T.INT64 if fn == "regr_count" else T.FLOAT64
+    raise _fail(fn, ts)
+
+
+def _agg_bits(fn, ts):
+    """BIT_AND / BIT_OR / BIT_XOR of integers, of the argument's type."""
+    (a,) = ts
+    if T.is_null(a):
+        return (T.INT32,), T.INT32
+    if T.is_integer(a):
+        return (None,), a
+    raise _fail(fn, ts)
+
+
+def _agg_mode(fn, ts):
+    """MODE(x): the most frequent value, of the argument's type (numbers, text, dates,
+    booleans)."""
+    (a,) = ts
+    if T.is_null(a):
+        return (T.INT32,), T.INT32
+    if T.is_numeric(a) or T.is_text(a) or T.is_temporal(a) or T.is_boolean(a):
+        return (None,), a
+    raise _fail(fn, ts)
+
+
 def _agg_string_agg(fn, ts):
     """STRING_AGG(x, sep): text joined with a constant separator (',' when omitted); x of
     any type is rendered as text (DuckDB)."""
@@ -737,6 +766,21 @@ for _fn, _cls, _aliases in (("stddev_samp", ("Stddev", "StddevSamp"), ("stddev",
     _register(AGGREGATE, _fn, 1, 1, _agg_stat, sqlglot=_cls, aliases=_aliases)
 _register(AGGREGATE, "bool_and", 1, 1, _agg_bool, window=True, sqlglot="LogicalAnd", aliases=("every",))
 _register(AGGREGATE, "bool_or", 1, 1, _agg_bool, window=True, sqlglot="LogicalOr")
+# two-argument statistics (y, x): sums, co-moments and extremes per group (kernels.pair_stats)
+PAIR_AGGREGATES = frozenset({"covar_pop", "covar_samp", "corr", "regr_slope", "regr_intercept",
+                             "regr_r2", "regr_count", "regr_avgx", "regr_avgy", "regr_sxx",
+                             "regr_syy", "regr_sxy"})
+for _fn, _cls in (("covar_pop", "CovarPop"), ("covar_samp", "CovarSamp"), ("corr", "Corr"),
+                  ("regr_slope", "RegrSlope"), ("regr_intercept", "RegrIntercept"),
+                  ("regr_r2", "RegrR2"), ("regr_count", "RegrCount"), ("regr_avgx", "RegrAvgx"),
+                  ("regr_avgy", "RegrAvgy"), ("regr_sxx", "RegrSxx"), ("regr_syy", "RegrSyy"),
+                  ("regr_sxy", "RegrSxy")):
+    _register(AGGREGATE, _fn, 2, 2, _agg_pair, sqlglot=_cls, args=("this", "expression"),
+              nulls="never" if _fn == "regr_count" else "propagate")
+for _fn, _cls in (("bit_and", "BitwiseAndAgg"), ("bit_or", "BitwiseOrAgg"),
+                  ("bit_xor", "BitwiseXorAgg")):
+    _register(AGGREGATE, _fn, 1, 1, _agg_bits, sqlglot=_cls)
+_register(AGGREGATE, "mode", 1, 1, _agg_mode, sqlglot="Mode")
 # holistic aggregates: their partial state is the list of the group's values (Arrow's
 # hash_list), lists of several partials are concatenated, the final step reads the whole list
 # (kernels.aggregate); the constant arguments (separator, quantile) travel in AggSpec.params

@@ -348,6 +348,9 @@ class GroupingMixin:
                         _refuse_nested(self.sql, node, find_aggs(a))
                 return B.user_aggregate(udf, [rec(a, "aggregate argument") for a in arg_nodes],
                                         False, filt)
+            if arg_nodes and isinstance(arg_nodes[0], exp.Distinct):  # bit_xor(DISTINCT x)
+                distinct = True
+                arg_nodes = list(arg_nodes[0].expressions) + arg_nodes[1:]
         else:
             name = AGGS.get(type(node))
             shown = user_function_name(node, self.sql) or node.sql_name()
