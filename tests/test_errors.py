@@ -87,8 +87,8 @@ def test_wrong_argument_count(ectx):
 
 
 def test_unsupported_construct_is_named(ectx):
-    with pytest.raises(pqe.UnsupportedError, match="DISTINCT ON"):
-        ectx.sql("select distinct on (age) name from people")
+    with pytest.raises(pqe.UnsupportedError, match="UNION BY NAME"):
+        ectx.sql("select name from people union by name select name from people")
 
 
 def test_runaway_recursive_cte(ectx, monkeypatch):

@@ -67,10 +67,15 @@ class SelectMixin:
         order = sel.args.get("order")
         order_all = _is_order_all(order)
         order_items = [] if order is None or order_all is not None else list(order.expressions)
+        distinct = sel.args.get("distinct")
+        on = distinct.args.get("on") if distinct is not None else None
+        on_items = [] if on is None else list(on.expressions if isinstance(on, exp.Tuple) else [on])
         group = sel.args.get("group")
         agg_nodes: list[exp.Expression] = []
         for it in items:
             agg_nodes += find_aggs(it)
+        for o in on_items:
+            agg_nodes += find_aggs(o)
         for clause in (having, qualify):
             if clause is not None:
                 agg_nodes += find_aggs(clause.this)
@@ -93,6 +98,8 @@ class SelectMixin:
             win_nodes += find_windows(qualify.this)
         for o in order_items:
             win_nodes += find_windows(o.this)
+        for o in on_items:
+            win_nodes += find_windows(o)
         if qualify is not None and not win_nodes:
             raise BindError("QUALIFY needs a window function in the SELECT list or the QUALIFY "
                             "clause (use WHERE or HAVING otherwise)")
@@ -122,13 +129,12 @@ class SelectMixin:
             bound.append((self.expr(target, scope, agg=agg_ctx, clause="SELECT"), name))
             shown.append(_shown_name(it, target, name, scope))
 
-        distinct = sel.args.get("distinct")
-        if distinct is not None and distinct.args.get("on"):
-            raise UnsupportedError("DISTINCT ON is not supported yet")
-
         # ORDER BY: keys may name output columns, or be expressions over the input
         extra: list[tuple[Expr, str]] = []
         keys: list[tuple[exp.Ordered, Expr | int]] = []
+        # DISTINCT ON (...): its expressions the same way (positions in the select list and
+        # `extra`); the first row of each in the ORDER BY's order (below)
+        on_keys = [self._distinct_on_key(o, scope, agg_ctx, bound, extra) for o in on_items]
         if order_all is not None:
             keys = [(order_all, i) for i in range(len(bound))]  # ORDER BY ALL: left to right
         for o in order_items:
@@ -142,26 +148,47 @@ class SelectMixin:
             if match is not None:
                 keys.append((o, match))
                 continue
-            if distinct is not None:
+            if distinct is not None and not on_items:
                 raise BindError("for SELECT DISTINCT, ORDER BY expressions must appear in "
                                 "the select list")
             extra.append((e, f"__order{len(extra)}"))
             keys.append((o, len(bound) + len(extra) - 1))
 
+        if unnest_at is not None and on_items:
+            raise UnsupportedError("UNNEST with DISTINCT ON is not supported")
         if unnest_at is not None and extra:
             raise UnsupportedError("UNNEST with ORDER BY on an expression that is not in the "
                                    "select list is not supported")
         proj = B.project(plan, [(e, n) for (e, _), n in zip(bound, shown, strict=True)] + extra)
         plan = proj if unnest_at is None else self._unnest(proj, unnest_at, shown)
-        if distinct is not None:
+        if on_items:  # the first row per DISTINCT ON value: row_number() ... = 1
+            first = B.window_function(
+                "row_number", [], [ColumnRef(plan.schema[i]) for i in on_keys],
+                [self._sort_key(o, ColumnRef(plan.schema[i])) for o, i in keys])
+            plan = B.window(plan, [first])
+            plan = B.filter(plan, B.compare("eq", ColumnRef(plan.schema[-1]), Literal(1, T.INT64)))
+        elif distinct is not None:
             plan = B.distinct(plan)
         if keys:
             sort_keys = [self._sort_key(o, ColumnRef(plan.schema[i])) for o, i in keys]
             plan = B.sort(plan, sort_keys)
         plan = self._limit(sel, plan)
-        if extra:
+        if extra or on_items:
             plan = B.project(plan, [(ColumnRef(f), f.name) for f in plan.schema[: len(bound)]])
         return plan, shown
+
+    def _distinct_on_key(self, node, scope, agg_ctx, bound, extra) -> int:
+        """A DISTINCT ON expression's position: a select-list item (by position, output name
+        or equal expression), else a hidden column added to `extra`."""
+        ref = self._output_index(node, [n for _, n in bound], bound)
+        if ref is not None:
+            return ref
+        e = self.expr(node, scope, agg=agg_ctx, clause="DISTINCT ON")
+        match = next((i for i, (b, _) in enumerate(bound + extra) if b == e), None)
+        if match is not None:
+            return match
+        extra.append((e, f"__order{len(extra)}"))
+        return len(bound) + len(extra) - 1
 
     def _unnest_item(self, items, agg_ctx, win_nodes) -> int | None:
         """The position of the select item that is UNNEST(list) (alone or aliased): the only

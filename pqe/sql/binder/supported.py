@@ -77,7 +77,7 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Fetch: _args("count", "limit_options", direction=("FIRST", "NEXT")),
     exp.LimitOptions: _args("percent", "rows", "with_ties"),
     exp.TableSample: _args("method", "percent", "size", "rows", "seed"),
-    exp.Distinct: _args("expressions"),
+    exp.Distinct: _args("expressions", "on"),
     exp.Star: _args("except_", "replace", "rename"),  # expanded by qualify
     # a.b.c may be a struct field (s.x.y, t.s.x): qualify makes those Dots; a column still
     # qualified by a database afterwards is refused by the binder
@@ -189,7 +189,6 @@ _NAMES: dict = {
     (exp.Order, "this"): "ORDER BY inside an aggregate",
     (exp.Order, "siblings"): "ORDER SIBLINGS BY",
     (exp.Between, "symmetric"): "BETWEEN SYMMETRIC",
-    (exp.Distinct, "on"): "DISTINCT ON",
     (exp.Limit, "expressions"): "LIMIT ... BY", (exp.Offset, "expressions"): "OFFSET ... BY",
     (exp.Star, "ilike"): "* ILIKE",
     (exp.Table, "db"): "qualified table names", (exp.Table, "catalog"): "qualified table names",
