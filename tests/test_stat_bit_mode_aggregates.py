@@ -77,6 +77,7 @@ def data():
         "i8": pa.array(rng.integers(-128, 128, n).astype(np.int8)),
         # MODE: per group, one value more frequent than the others
     "m": pa.array(np.where(rng.random(n) < 0.3, g * 7 % 11, rng.integers(0, 40, n))),
+        "fu": pa.array(rng.permutation(n) / 7.0 - 300.0, mask=rng.random(n) < 0.05),
         "s": pa.array(rng.choice(["ä", "b", "ß", "", "日本", "b "], n),
                       mask=rng.random(n) < 0.05),
     })
@@ -286,3 +287,58 @@ def test_dataframe_methods(data):
     _same(got, want)
     with pytest.raises(pqe.Error, match="ddof"):
         pqe.col("y").cov("x", ddof=2)
+
+
+# ---- ARG_MAX / ARG_MIN (MAX_BY / MIN_BY) ----------------------------------------------------
+
+@pytest.mark.parametrize("y", ["b32", "fu", "d", "s", "u64"])
+def test_arg_max_and_min_match_duckdb(ctx, data, y):
+    """y columns with unique values per group (b32, fu, d, u64), so DuckDB's answer is the
+    only one; s has many ties: any row of the largest s is right."""
+    _, con = data
+    if y == "s":
+        sql = ("SELECT g, max(s) AS hi, min(s) AS lo, "
+               "(SELECT count(*) FROM t u WHERE u.g = t.g AND u.s = max(t.s) AND u.i IS NOT NULL) "
+               "FROM t WHERE s IS NOT NULL GROUP BY g ORDER BY g")
+        want = {r[0]: (r[1], r[2]) for r in con.sql(sql).fetchall()}
+        got = _rows(ctx, "SELECT g, arg_max(s, s), arg_min(s, s) FROM t GROUP BY g ORDER BY g")
+        assert {r[0]: (r[1], r[2]) for r in got} == want
+        picked = _rows(ctx, "SELECT g, arg_max(i, s) AS m FROM t GROUP BY g ORDER BY g")
+        ok = con.sql("SELECT g, i, s FROM t WHERE s IS NOT NULL AND i IS NOT NULL").fetchall()
+        best = {g: hi for g, (hi, _) in want.items()}
+        assert all((g, m, best[g]) in set(ok) for g, m in picked)
+        return
+    # a unique y per group: the one answer
+    dup = con.sql(f"SELECT count(*) FROM (SELECT g, {y} FROM t WHERE {y} IS NOT NULL "
+                  f"GROUP BY g, {y} HAVING count(*) > 1)").fetchall()[0][0]
+    assert dup == 0
+    sql = (f"SELECT g, arg_max(i, {y}), arg_min(i, {y}), max_by(m, {y}), min_by(s, {y}), "
+           f"arg_max(i, {y}) FILTER (WHERE h = 1) FROM t GROUP BY g ORDER BY g")
+    assert _rows(ctx, sql) == con.sql(sql).fetchall()
+    whole = f"SELECT arg_max(g, {y}), arg_min(i, {y}) FROM t"
+    assert _rows(ctx, whole) == con.sql(whole).fetchall()
+
+
+def test_arg_max_skips_null_pairs_and_orders_nan_last():
+    ctx = pqe.Context(partitions=2)
+    got = _rows(ctx, "SELECT arg_max(x, y), arg_min(x, y) FROM (VALUES (NULL, 5), (1, 3), "
+                     "(2, NULL), (4, 1)) t(x, y)")
+    assert got == [(1, 4)]
+    got = _rows(ctx, "SELECT g, arg_max(x, y), arg_min(x, y) FROM (VALUES "
+                     "(1, 1, -'inf'::DOUBLE), (1, 2, -'inf'::DOUBLE), (2, 3, 'nan'::DOUBLE), "
+                     "(2, 4, 1.0), (3, 5, 'nan'::DOUBLE), (3, 6, NULL), (4, 7, NULL)) t(g, x, y) "
+                     "GROUP BY g ORDER BY g")
+    assert got == [(1, 1, 1), (2, 3, 4), (3, 5, 5), (4, None, None)]
+    got = _rows(ctx, "SELECT arg_max(x, y), arg_min(x, y) FROM (VALUES "
+                     "(1, 9223372036854775807), (2, -9223372036854775808)) t(x, y)")
+    assert got == [(1, 2)]
+    got = _rows(ctx, "SELECT arg_max(x, y), arg_min(x, y) FROM (VALUES (1, 'b'), (2, 'ä'), "
+                     "(3, 'a')) t(x, y)")
+    assert got == [(2, 3)]  # text in code point order
+
+
+def test_arg_max_of_a_list_is_refused_by_name():
+    with pytest.raises(pqe.UnsupportedError, match="ARG_MAX"):
+        _rows(pqe.Context(), "SELECT arg_max(x, y) FROM (VALUES ([1], 1), ([2], 2)) t(x, y)")
+    with pytest.raises(pqe.Error, match="(?i)arg_max"):
+        _rows(pqe.Context(), "SELECT arg_max(x, y, 2) FROM (VALUES (1, 1)) t(x, y)")

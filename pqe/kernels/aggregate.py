@@ -65,7 +65,7 @@ _STATES = {
 }
 
 _LIST_KERNELS = ("list", "list_merge")
-_NUMPY_KERNELS = ("pair", "bits")  # kernels.group_states
+_NUMPY_KERNELS = ("pair", "bits", "arg")  # kernels.group_states
 
 _FLOAT_STATE = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 

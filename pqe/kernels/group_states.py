@@ -1,5 +1,6 @@
 """Aggregates whose states numpy computes per group: the two-argument statistics (CORR,
-COVAR_POP / COVAR_SAMP, REGR_*) and the bitwise aggregates (BIT_AND, BIT_OR, BIT_XOR).
+COVAR_POP / COVAR_SAMP, REGR_*), the bitwise aggregates (BIT_AND, BIT_OR, BIT_XOR) and
+ARG_MAX / ARG_MIN (x at the row of the largest / smallest y).
 
 Acero has no kernel for them. Their partial step lists each group's row numbers (Arrow's
 `hash_list`, as for user-defined aggregates: `user_functions.group_slices`), so the rows of
@@ -11,7 +12,11 @@ count, the sums of x and y, the sums of squared deviations of x and of y from th
 means (M2) and the co-moment sum((x - mean x) * (y - mean y)), each computed from the
 group's mean (a second pass, not a difference of large sums), plus x's and y's extremes: a
 variable whose extremes are equal (and finite) has M2 and co-moment exactly 0, however its
-mean rounds. States combine by Chan's parallel formulas, so any partitioning gives the
+mean rounds.
+
+ARG_MAX(x, y) keeps per group the winning row's x and y (and whether there is one), over the
+rows where neither is NULL (DuckDB); y orders as ORDER BY does (NaN above every number); of
+equal y, the first row in the group's order wins (DuckDB: any). States combine by Chan's parallel formulas, so any partitioning gives the
 answer one partition would (within rounding). Results follow the SQL standard (and
 PostgreSQL): CORR, REGR_SLOPE, REGR_INTERCEPT and REGR_R2 are NULL when x (or, for CORR, y)
 does not vary; DuckDB gives NaN for some of them.
@@ -28,15 +33,19 @@ from .. import types as T
 PAIR = ("covar_pop", "covar_samp", "corr", "regr_slope", "regr_intercept", "regr_r2",
         "regr_count", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy")
 BITS = {"bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
-FUNCTIONS = frozenset(PAIR) | frozenset(BITS)
+ARG = {"arg_max": True, "arg_min": False}  # -> whether the largest y wins
+FUNCTIONS = frozenset(PAIR) | frozenset(BITS) | frozenset(ARG)
 
 # the count, sums, M2s, co-moment and extremes of (y, x) pairs
 PAIR_STATES = (".c", ".sx", ".sy", ".qx", ".qy", ".cxy", ".lox", ".hix", ".loy", ".hiy")
 BIT_STATES = ("", ".c")
+ARG_STATES = ("", ".y", ".c")  # the winning x, its y, and 1 where a row won (0: none)
 
 
 def states(fn: str) -> list[tuple[str, str, str]]:
     """(suffix, partial kernel, final kernel) of each state, as kernels.aggregate lists them."""
+    if fn in ARG:
+        return [(suffix, "arg", "arg") for suffix in ARG_STATES]
     kernel = "pair" if fn in PAIR else "bits"
     return [(suffix, kernel, kernel) for suffix in (PAIR_STATES if fn in PAIR else BIT_STATES)]
 
@@ -44,6 +53,8 @@ def states(fn: str) -> list[tuple[str, str, str]]:
 def state_type(spec, suffix: str) -> pa.DataType:
     if suffix == ".c":
         return pa.int64()
+    if suffix == ".y":
+        return spec.params[0]  # (ARG_MAX's y type: the planner passes it)
     return pa.float64() if spec.fn in PAIR else spec.arg_dtype
 
 
@@ -79,6 +90,9 @@ def partial(table: pa.Table, spec, rows: np.ndarray, offsets: np.ndarray) -> lis
     allocation): the deviations, and one buffer reused for products and extremes."""
     if spec.fn in BITS:
         return _bits(spec, table.column(spec.arg), _valid(table.column(spec.arg)), rows, offsets)
+    if spec.fn in ARG:
+        x, y = table.column(spec.arg), table.column(spec.more[0])
+        return _arg_states(spec, x, y, _valid(x) & _valid(y), rows, offsets)
     ycol, xcol = table.column(spec.arg), table.column(spec.more[0])
     pair = None if not (ycol.null_count or xcol.null_count) else _valid(ycol) & _valid(xcol)
     y, x = _floats(ycol), _floats(xcol)
@@ -144,6 +158,10 @@ def combine(table: pa.Table, spec, rows: np.ndarray, offsets: np.ndarray) -> lis
     """States of many partials (rows of `table`, grouped by `rows` / `offsets`) -> one state
     per group."""
     base = spec.out
+    if spec.fn in ARG:
+        won = np.asarray(table.column(base + ".c").to_numpy(zero_copy_only=False), np.int64) > 0
+        return _arg_states(spec, table.column(base), table.column(base + ".y"), won, rows,
+                           offsets)
     if spec.fn in BITS:
         dtype = np.dtype(spec.arg_dtype.to_pandas_dtype())
         identity = ~np.zeros(1, dtype)[0] if spec.fn == "bit_and" else dtype.type(0)
@@ -180,7 +198,7 @@ def finish(t: pa.Table, spec) -> pa.Array:
     base = spec.out
     count = np.asarray(pc.fill_null(t.column(base + ".c"), 0).to_numpy(zero_copy_only=False),
                        np.int64)
-    if spec.fn in BITS:
+    if spec.fn in BITS or spec.fn in ARG:  # (an ARG_MAX state without a winner is NULL)
         return pc.if_else(pa.array(count == 0), pa.scalar(None, spec.arg_dtype),
                           t.column(base))
     if spec.fn == "regr_count":
@@ -222,3 +240,61 @@ def _correlation(co: np.ndarray, m2x: np.ndarray, m2y: np.ndarray) -> np.ndarray
     wide = np.isinf(product) & np.isfinite(m2x) & np.isfinite(m2y)
     den = np.where(wide, np.sqrt(m2x) * np.sqrt(m2y), np.sqrt(product))
     return np.clip(co / den, -1.0, 1.0)
+
+
+def _order_values(y) -> tuple[np.ndarray, np.ndarray | None]:
+    """y's values as numpy numbers that order as y does (NULLs: any value), and which are
+    NaN (floats). Text, decimals and the like by their dense rank (one Arrow sort)."""
+    y = y.combine_chunks() if isinstance(y, pa.ChunkedArray) else y
+    t = y.type
+    if pa.types.is_dictionary(t):
+        y, t = y.dictionary_decode(), t.value_type
+    if pa.types.is_floating(t):
+        v = np.asarray(y.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False),
+                       np.float64)
+        return v, np.isnan(v)
+    if pa.types.is_integer(t):
+        return np.asarray(y.fill_null(0).to_numpy(zero_copy_only=False)), None
+    if pa.types.is_boolean(t):
+        return np.asarray(y.cast(pa.int8()).fill_null(0).to_numpy(zero_copy_only=False)), None
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return np.asarray(y.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)), None
+    if pa.types.is_temporal(t):  # timestamps, date64, time64, durations
+        return np.asarray(y.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)), None
+    ranks = pc.rank(y, sort_keys="ascending", tiebreaker="dense")
+    return np.asarray(ranks.to_numpy(zero_copy_only=False), np.int64), None
+
+
+def _arg_states(spec, x, y, valid: np.ndarray, rows: np.ndarray,
+                offsets: np.ndarray) -> list[pa.Array]:
+    """Per group (slices of `rows`), the first valid row with the largest (ARG_MAX) or
+    smallest (ARG_MIN) y: its x, its y, and 1 (0 and NULLs where the group has no valid row)."""
+    largest = ARG[spec.fn]
+    v, nan = _order_values(y)
+    v, valid = v[rows], valid[rows]
+    sizes = np.diff(offsets)
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    by_nan = np.zeros(len(v), bool)  # rows that win as NaN
+    if nan is not None:  # NaN is above every number: the largest if any, the smallest if all
+        nan = nan[rows] & valid
+        numbers = valid & ~nan
+        some_nan = _segments(np.add, nan.astype(np.int64), offsets, 0) > 0
+        no_number = _segments(np.add, numbers.astype(np.int64), offsets, 0) == 0
+        nan_wins = (some_nan if largest else some_nan & no_number)[group]
+        by_nan = nan_wins & nan
+        valid = numbers & ~nan_wins
+        fill = -np.inf if largest else np.inf
+    else:
+        info = np.iinfo(v.dtype)
+        fill = info.min if largest else info.max
+    best = _segments(np.maximum if largest else np.minimum, np.where(valid, v, fill), offsets,
+                     fill)
+    candidates = np.flatnonzero(by_nan | (valid & (v == best[group])))
+    won_group = group[candidates]
+    first = np.r_[True, won_group[1:] != won_group[:-1]] if len(candidates) else np.zeros(0, bool)
+    at = np.full(len(sizes), -1, np.int64)
+    at[won_group[first]] = rows[candidates[first]]
+    take = pa.array(at, pa.int64(), mask=at < 0)
+    pick = lambda col: (col.combine_chunks() if isinstance(col, pa.ChunkedArray)  # noqa: E731
+                        else col).take(take)
+    return [pick(x), pick(y), pa.array((at >= 0).astype(np.int64), pa.int64())]

@@ -503,10 +503,12 @@ class PhysicalPlanner:
             return f.id
 
         for a, f in zip(node.aggs, node.agg_fields, strict=True):
-            if a.udf is not None or a.fn in F.PAIR_AGGREGATES:  # several argument columns
+            if a.udf is not None or a.fn in F.MULTI_COLUMN_AGGREGATES:  # several columns
                 ids = [column_for(x) for x in _filtered_args(a)]
+                # (ARG_MAX's state keeps y: its type, for empty partials' states)
+                params = (a.args[1].dtype,) if a.fn in ("arg_max", "arg_min") else ()
                 specs.append(AggSpec(a.fn, ids[0], f.id, f.dtype, a.args[0].dtype,
-                                     more=tuple(ids[1:]), udf=a.udf))
+                                     more=tuple(ids[1:]), udf=a.udf, params=params))
                 continue
             fn, arg = _agg_input(a)
             arg_id = column_for(arg) if arg is not None else None

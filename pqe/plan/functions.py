@@ -697,6 +697,17 @@ def _agg_bits(fn, ts):
     raise _fail(fn, ts)
 
 
+def _agg_arg(fn, ts):
+    """ARG_MAX / ARG_MIN(x, y): x (any type) at the row of the largest / smallest y (numbers,
+    text, dates, times, booleans)."""
+    x, y = ts
+    if not (T.is_numeric(y) or T.is_text(y) or T.is_temporal(y) or T.is_boolean(y)
+            or T.is_null(y)):
+        raise _fail(fn, ts)
+    return (T.INT32 if T.is_null(x) else None, T.INT32 if T.is_null(y) else None), \
+        T.INT32 if T.is_null(x) else x
+
+
 def _agg_mode(fn, ts):
     """MODE(x): the most frequent value, of the argument's type (numbers, text, dates,
     booleans)."""
@@ -781,6 +792,12 @@ for _fn, _cls in (("bit_and", "BitwiseAndAgg"), ("bit_or", "BitwiseOrAgg"),
                   ("bit_xor", "BitwiseXorAgg")):
     _register(AGGREGATE, _fn, 1, 1, _agg_bits, sqlglot=_cls)
 _register(AGGREGATE, "mode", 1, 1, _agg_mode, sqlglot="Mode")
+_register(AGGREGATE, "arg_max", 2, 2, _agg_arg, sqlglot="ArgMax", args=("this", "expression"),
+          aliases=("max_by", "argmax"))
+_register(AGGREGATE, "arg_min", 2, 2, _agg_arg, sqlglot="ArgMin", args=("this", "expression"),
+          aliases=("min_by", "argmin"))
+# aggregates of several argument columns (AggSpec.more)
+MULTI_COLUMN_AGGREGATES = PAIR_AGGREGATES | {"arg_max", "arg_min"}
 # holistic aggregates: their partial state is the list of the group's values (Arrow's
 # hash_list), lists of several partials are concatenated, the final step reads the whole list
 # (kernels.aggregate); the constant arguments (separator, quantile) travel in AggSpec.params
