@@ -1055,10 +1055,19 @@ def _float_round_once(x: E, arg: Expr, nd: int, mode: str, exact_ties: bool = Fa
 
 
 def _round_array(ctx, x, nd, *, mode: str, exact_ties: bool):
-    """The kernel of `_float_round_once`: the rounding's expression over the one array."""
-    one = isinstance(x, pa.Scalar)
-    arr = pa.array([x.as_py()], pa.float64()) if one else x
-    t = project(pa.table({"x": arr}), [_float_round(pc.field("x"), nd.as_py(), mode,
+    """The kernel of `_float_round_once`: the rounding's expression over the one array.
+    `nd` is a constant, which Arrow may hand over as a scalar or as an array of the batch's
+    length, and so may `x` be (a value folded to a constant: ROUND(d / 0, 1))."""
+    if isinstance(nd, pa.Scalar):
+        digits = nd.as_py()
+    elif len(nd):
+        digits = nd[0].as_py()
+    else:  # an empty batch
+        return pa.array([], pa.float64())
+    one = isinstance(x, pa.Scalar) and isinstance(nd, pa.Scalar)
+    arr = pa.array([x.as_py()] * (1 if one else len(nd)), pa.float64()) \
+        if isinstance(x, pa.Scalar) else x
+    t = project(pa.table({"x": arr}), [_float_round(pc.field("x"), digits, mode,
                                                     exact_ties)], ["r"])
     out = t.column(0).combine_chunks()
     return out[0] if one else out
@@ -1279,6 +1288,16 @@ def _greatest(kernel):
             out = _call(kernel, ints, pc.ElementWiseAggregateOptions(skip_nulls=True))
             return out.cast(pa.bool_())
         out = _call(kernel, args, pc.ElementWiseAggregateOptions(skip_nulls=True))
+        if T.is_temporal(e.dtype):
+            # Arrow leaves +-2^63 in the NULL slots, and its checked TIMESTAMP + INTERVAL
+            # kernel checks those too: `LEAST(ts, ts) + INTERVAL '5' DAY` was "integer
+            # overflow" for a NULL ts. The slots are made 0 (an if_else over a NULL scalar
+            # alone keeps the data buffer as it is)
+            null = _call("is_null", [out])
+            bits = pa.int32() if e.dtype.bit_width == 32 else pa.int64()
+            zero = pc.scalar(pa.array([0], bits).view(e.dtype)[0])  # (the epoch, 0 units)
+            zero = _call("if_else", [null, zero, out])
+            return _call("if_else", [null, null_of(e.dtype), zero])
         if not T.is_floating(e.dtype) or kernel == "min_element_wise":
             return out  # (Arrow's LEAST is NaN only when all non-NULL arguments are)
         flag = None

@@ -200,9 +200,15 @@ def sort_keys_with_nan(table: pa.Table, keys) -> tuple[pa.Table, list[tuple[str,
     above every number, infinity included, in both directions (ASC: last before NULLS LAST;
     DESC: first after NULLS FIRST). Arrow keeps NaN next to the NULLs instead, which is
     wrong for ASC NULLS FIRST and DESC NULLS LAST: there an is-NaN key (NULL for NULL) goes
-    first, on a copy of the table. -0.0 and 0.0 are equal (ties)."""
+    first, on a copy of the table. -0.0 and 0.0 are equal (ties). A key repeated (ORDER BY
+    d NULLS FIRST, d; PARTITION BY d ORDER BY d) is left out after its first place: the rows
+    it would order are equal there (its NaN column was added twice: "Multiple matches")."""
     out = []
+    seen = set()
     for k, asc, nulls_first in keys:
+        if k in seen:
+            continue
+        seen.add(k)
         order = "ascending" if asc else "descending"
         placement = "at_start" if nulls_first else "at_end"
         col = table.column(k)

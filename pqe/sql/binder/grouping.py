@@ -196,6 +196,11 @@ class GroupingMixin:
         text_of: list[str | None] = []  # per key, its subquery_key
 
         def index(node) -> int:
+            # `(k * 2)` is the key k * 2: written in parentheses inside a set, `GROUPING SETS
+            # ((v, (k * 2)), (k * 2))` made two keys, one not owned by the select item (its
+            # column was NULL in the first set: a wrong answer)
+            while isinstance(node, exp.Paren) and not isinstance(node.this, exp.Literal):
+                node = node.this
             target = _position_target(self.sql, node, targets)
             owner = None
             if with_sets:
