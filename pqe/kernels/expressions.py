@@ -427,6 +427,8 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
             # after the bound type was decided (d * NULLIF(NULL, NULL) is DECIMAL(38,10) of
             # two DECIMAL(38,10), whose product kernel wanted scale 20; seed 302 case 62624)
             return null_of(e.dtype)
+        if T.is_interval(e.dtype) and T.is_temporal(a.dtype) and T.is_temporal(b.dtype):
+            return _call("pqe_timestamp_diff", [c(a), c(b)])  # (kernels.udfs)
         if T.is_temporal(e.dtype) or T.is_interval(a.dtype) or T.is_interval(b.dtype):
             return _temporal_arith(c, e)
         if pa.types.is_date(a.dtype) and pa.types.is_date(b.dtype):  # date - date = days
@@ -2198,6 +2200,8 @@ _EXTRACT = {"year": "year", "month": "month", "day": "day", "quarter": "quarter"
 
 def _extract(part):
     def build(c, e):
+        if T.is_interval(e.args[0].dtype):
+            return _call(f"pqe_interval_{part}", [c(e.args[0])])  # (kernels.udfs)
         x = utc(c(e.args[0]), e.args[0].dtype)
         if part == "dow":
             return _call("day_of_week", [x], pc.DayOfWeekOptions(count_from_zero=True, week_start=7)).cast(T.INT64)

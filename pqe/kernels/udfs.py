@@ -8,6 +8,7 @@ registered once per process, on import (so workers register them when they unpic
 from __future__ import annotations
 
 import decimal
+import functools
 import re
 import threading
 
@@ -418,3 +419,91 @@ for _s in range(39):
     _register(f"pqe_mod_d{_s}", wide_modulo,
               {"x": pa.decimal256(76, _s), "y": pa.decimal256(76, _s)}, pa.decimal256(76, _s),
               "x % y of DECIMAL values, exactly (Arrow's division is not, past one limb)")
+
+
+# ---- INTERVAL values (Arrow's month_day_nano: int32 months, int32 days, int64 nanoseconds) ----
+
+_MDN = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
+_DAY_US = 86_400_000_000
+
+
+def _batch(ctx, *args) -> list[pa.Array]:
+    """Arguments as arrays of the batch's length (a constant comes as a Scalar)."""
+    n = ctx.batch_length
+    return [pa.array([a.as_py()] * n, a.type) if isinstance(a, pa.Scalar)
+            else (a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a) for a in args]
+
+
+def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
+    """a / b rounded toward zero (C's division, as DuckDB splits intervals)."""
+    q = a // b
+    return q + ((a % b != 0) & (a < 0))
+
+
+def timestamp_diff(ctx, a, b):
+    """a - b of two microsecond TIMESTAMPs as an INTERVAL of whole days and the rest, both of
+    the difference's sign, no months (DuckDB, PostgreSQL); a difference past BIGINT's
+    microseconds is an error."""
+    a, b = _batch(ctx, a, b)
+    valid = pc.and_(pc.is_valid(a), pc.is_valid(b))
+    va = np.asarray(pc.fill_null(a.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), np.int64)
+    vb = np.asarray(pc.fill_null(b.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), np.int64)
+    with np.errstate(over="ignore"):
+        diff = va - vb
+    if ((va ^ vb) & (va ^ diff) < 0).any():
+        raise ExecutionError("interval out of range: the timestamps are too far apart")
+    days = _trunc_div(diff, _DAY_US)
+    out = np.zeros(len(diff), _MDN)
+    out["days"] = days
+    out["nanos"] = (diff - days * _DAY_US) * 1000
+    mask = None if not a.null_count and not b.null_count else pc.invert(valid)
+    arr = pa.Array.from_buffers(pa.month_day_nano_interval(), len(out),
+                                [None, pa.py_buffer(out.tobytes())])
+    return arr if mask is None else pc.if_else(mask, pa.scalar(None, arr.type), arr)
+
+
+_register("pqe_timestamp_diff", timestamp_diff,
+          {"a": pa.timestamp("us"), "b": pa.timestamp("us")}, pa.month_day_nano_interval(),
+          "TIMESTAMP - TIMESTAMP: an INTERVAL of days and the rest")
+
+# EXTRACT(part FROM interval), as DuckDB: a month is 30 days for the epoch; the clock fields
+# come from the nanoseconds alone, each rounded toward zero
+INTERVAL_PARTS = ("epoch", "year", "month", "day", "hour", "minute", "second", "millisecond",
+                  "microsecond")
+
+
+def _interval_part(ctx, x, *, part: str):
+    (x,) = _batch(ctx, x)
+    fields = np.frombuffer(x.buffers()[1], _MDN)[x.offset: x.offset + len(x)] if len(x) \
+        else np.zeros(0, _MDN)
+    months = fields["months"].astype(np.int64)
+    days = fields["days"].astype(np.int64)
+    nanos = fields["nanos"]
+    if part == "epoch":
+        value = ((months * 30 + days) * 86_400).astype(np.float64) + nanos / 1e9
+    elif part == "year":
+        value = _trunc_div(months, 12)
+    elif part == "month":
+        value = months - 12 * _trunc_div(months, 12)
+    elif part == "day":
+        value = days
+    elif part == "hour":
+        value = _trunc_div(nanos, 3_600_000_000_000)
+    else:
+        in_minute = nanos - 60_000_000_000 * _trunc_div(nanos, 60_000_000_000)
+        if part == "minute":
+            value = _trunc_div(nanos - 3_600_000_000_000 * _trunc_div(nanos, 3_600_000_000_000),
+                               60_000_000_000)
+        else:
+            value = _trunc_div(in_minute, {"second": 10 ** 9, "millisecond": 10 ** 6,
+                                           "microsecond": 10 ** 3}[part])
+    out = pa.array(value)
+    return out if not x.null_count else pc.if_else(pc.is_valid(x), out,
+                                                   pa.scalar(None, out.type))
+
+
+for _part in INTERVAL_PARTS:
+    _register(f"pqe_interval_{_part}", functools.partial(_interval_part, part=_part),
+              {"x": pa.month_day_nano_interval()},
+              pa.float64() if _part == "epoch" else pa.int64(),
+              f"EXTRACT({_part} FROM interval)")

@@ -102,6 +102,12 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
             return (None, None), T.TIMESTAMP if pa.types.is_date(b) and T.is_interval(a) else b
         if fn == "subtract" and pa.types.is_date(a) and pa.types.is_date(b):
             return (None, None), T.INT64
+        if fn == "subtract" and T.is_temporal(a) and T.is_temporal(b) \
+                and not (pa.types.is_timestamp(a) and a.tz) \
+                and not (pa.types.is_timestamp(b) and b.tz):
+            # TIMESTAMP - TIMESTAMP (or a DATE, as its midnight): an INTERVAL of days and
+            # the rest, in microseconds (DuckDB, PostgreSQL)
+            return (T.TIMESTAMP, T.TIMESTAMP), T.INTERVAL
         if T.is_interval(a) and T.is_interval(b):
             return (None, None), T.INTERVAL
     if fn == "multiply" and (T.is_interval(a) and T.is_integer(b) or T.is_interval(b) and T.is_integer(a)):
@@ -304,15 +310,24 @@ def _sign(fn, ts):
 _TIME_PARTS = ("hour", "minute", "second", "millisecond", "microsecond", "epoch")
 
 
+# the fields EXTRACT reads from an INTERVAL (kernels.udfs.INTERVAL_PARTS)
+_INTERVAL_PARTS = ("epoch", "year", "month", "day", "hour", "minute", "second", "millisecond",
+                   "microsecond")
+
+
 def _extract(fn, ts):
     (a,) = ts
-    if pa.types.is_time(a):
+    if T.is_interval(a):
+        if fn.removeprefix("extract_") not in _INTERVAL_PARTS:
+            raise UnsupportedError(f"EXTRACT({fn.removeprefix('extract_')}) of an INTERVAL is "
+                                   f"not supported")
+    elif pa.types.is_time(a):
         # a time of day has clock fields (and its seconds since midnight as epoch: DuckDB)
         if fn.removeprefix("extract_") not in _TIME_PARTS:
             raise TypeMismatchError(f"EXTRACT({fn.removeprefix('extract_')}) of a TIME is not "
                                     f"defined (a TIME has no date)")
     elif not (T.is_temporal(a) or T.is_null(a)):
-        raise TypeMismatchError(f"EXTRACT needs a DATE, TIMESTAMP or TIME, not "
+        raise TypeMismatchError(f"EXTRACT needs a DATE, TIMESTAMP, TIME or INTERVAL, not "
                                 f"{T.type_name(a)}")
     # the seconds since 1970 with their fraction (DuckDB, PostgreSQL)
     return (None,), T.FLOAT64 if fn == "extract_epoch" else T.INT64
