@@ -29,9 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
-
-PAIR = ("covar_pop", "covar_samp", "corr", "regr_slope", "regr_intercept", "regr_r2",
-        "regr_count", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy")
+from ..plan.functions import PAIR_AGGREGATES as PAIR
 BITS = {"bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
 ARG = {"arg_max": True, "arg_min": False}  # -> whether the largest y wins
 FUNCTIONS = frozenset(PAIR) | frozenset(BITS) | frozenset(ARG)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ExecutionError
+from ..plan.functions import INTERVAL_PARTS
 
 _DOC = {"summary": "", "description": ""}
 _MAX_MONTHS = 12 * 2 ** 32  # past any DATE (date32 spans +-5.8 million years)
@@ -468,8 +469,6 @@ _register("pqe_timestamp_diff", timestamp_diff,
 
 # EXTRACT(part FROM interval), as DuckDB: a month is 30 days for the epoch; the clock fields
 # come from the nanoseconds alone, each rounded toward zero
-INTERVAL_PARTS = ("epoch", "year", "month", "day", "hour", "minute", "second", "millisecond",
-                  "microsecond")
 
 
 def _interval_part(ctx, x, *, part: str):

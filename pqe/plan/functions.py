@@ -310,15 +310,15 @@ def _sign(fn, ts):
 _TIME_PARTS = ("hour", "minute", "second", "millisecond", "microsecond", "epoch")
 
 
-# the fields EXTRACT reads from an INTERVAL (kernels.udfs.INTERVAL_PARTS)
-_INTERVAL_PARTS = ("epoch", "year", "month", "day", "hour", "minute", "second", "millisecond",
+# the fields EXTRACT reads from an INTERVAL (kernels.udfs has a kernel for each)
+INTERVAL_PARTS = ("epoch", "year", "month", "day", "hour", "minute", "second", "millisecond",
                    "microsecond")
 
 
 def _extract(fn, ts):
     (a,) = ts
     if T.is_interval(a):
-        if fn.removeprefix("extract_") not in _INTERVAL_PARTS:
+        if fn.removeprefix("extract_") not in INTERVAL_PARTS:
             raise UnsupportedError(f"EXTRACT({fn.removeprefix('extract_')}) of an INTERVAL is "
                                    f"not supported")
     elif pa.types.is_time(a):
