@@ -41,7 +41,8 @@ from .relational import sort_indices
 WINDOW_FUNCTIONS = frozenset({
     "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
     "first_value", "last_value", "nth_value",
-    "count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or"})
+    "count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or",
+    "stddev_samp", "stddev_pop", "var_samp", "var_pop"})
 
 
 # ---- boundaries ----------------------------------------------------------------------------
@@ -631,6 +632,38 @@ def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     return pc.if_else(pa.array(valid), vals, fill)
 
 
+def _partition_spread(col, spec: WindowSpec, pieces, c, valid: np.ndarray) -> pa.Array:
+    """STDDEV / VARIANCE over each row's whole window partition (the binder allows no other
+    frame): per partition the mean, then the squared deviations from it (two passes, as the
+    aggregate's M2: no difference of large sums), 0 where the values are all one finite
+    value; NaN and infinities give NaN, as in the aggregate."""
+    seg_start, seg_end = c["seg_start"], c["seg_end"]
+    if len(pieces) != 1 or not (np.array_equal(pieces[0][0], seg_start)
+                                and np.array_equal(pieces[0][1], seg_end)):
+        raise UnsupportedError(f"{spec.fn.upper()} over a frame narrower than its window "
+                               f"partition is not supported")
+    n_rows = len(valid)
+    if not n_rows:
+        return pa.nulls(0, pa.float64())
+    first = np.flatnonzero(np.r_[True, seg_start[1:] != seg_start[:-1]])
+    sizes = np.diff(first, append=n_rows)
+    x = np.asarray(pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False),
+                   np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        x = np.where(valid, x, 0.0)
+        n = np.add.reduceat(valid.astype(np.int64), first)
+        mean = np.add.reduceat(x, first) / np.maximum(n, 1)
+        dev = np.where(valid, x - np.repeat(mean, sizes), 0.0)
+        m2 = np.add.reduceat(dev * dev, first)
+        lo = np.fmin.reduceat(np.where(valid, x, np.inf), first)
+        hi = np.fmax.reduceat(np.where(valid, x, -np.inf), first)
+        m2 = np.where((lo == hi) & np.isfinite(lo) & ~np.isnan(mean), 0.0, m2)
+        den = n.astype(np.float64) - (0.0 if spec.fn.endswith("_pop") else 1.0)
+        var = m2 / np.where(den > 0, den, 1.0)
+        value = np.sqrt(var) if spec.fn.startswith("stddev") else var
+    return pa.array(np.repeat(value, sizes), pa.float64(), mask=np.repeat(den <= 0, sizes))
+
+
 def _frame_aggregate(col, spec: WindowSpec, pieces, c) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
@@ -655,6 +688,8 @@ def _frame_aggregate(col, spec: WindowSpec, pieces, c) -> pa.Array:
         if fn == "avg":
             total = total / np.maximum(cnt, 1)
         return pc.if_else(pa.array(has), pa.array(total), pa.scalar(None, pa.float64()))
+    if fn in ("stddev_samp", "stddev_pop", "var_samp", "var_pop"):
+        return _partition_spread(col, spec, pieces, c, valid)
     if fn in ("min", "max", "bool_and", "bool_or"):
         ranks = pc.rank(col, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense").to_numpy(
             zero_copy_only=False).astype(np.int64)

@@ -817,6 +817,7 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
 
     if agg.distinct:
         raise UnsupportedError("DISTINCT in window aggregates is not supported")
+    check_window_aggregate(agg.fn, order_by, frame)
     check_frame(frame, order_by)
     args = agg.args
     if agg.filter is not None:
@@ -825,6 +826,31 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
             agg = AggCall("count", args, T.INT64)
     return WindowCall(agg.fn, tuple(args), tuple(partition_by), tuple(order_by), frame,
                       agg.dtype)
+
+
+def check_window_aggregate(fn: str, order_by: Sequence, frame) -> None:
+    """An aggregate over a window: one the window kernels compute (functions' window=True),
+    STDDEV / VARIANCE only over the whole partition."""
+    from ..errors import UnsupportedError
+
+    fdef = F.AGGREGATE.get(fn)
+    shown = ("count" if fn == "count_star" else fn).upper()
+    if fdef is None or not fdef.window:
+        raise UnsupportedError(f"{shown} as a window function (OVER) is not supported")
+    if fn in F.WHOLE_PARTITION_WINDOW and not whole_partition(order_by, frame):
+        raise UnsupportedError(
+            f"{shown} over a frame narrower than its window partition (an ORDER BY, or a "
+            f"frame other than ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) is "
+            f"not supported")
+
+
+def whole_partition(order_by: Sequence, frame) -> bool:
+    """Whether a window's frame is every row of its partition: no ORDER BY and no frame, or
+    UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING excluding nothing."""
+    if frame is None:
+        return not order_by
+    return (frame.start.kind == "unbounded_preceding" and frame.end.kind == "unbounded_following"
+            and frame.exclude == "no_others")
 
 
 def window(plan: LogicalPlan, calls: Sequence[Expr]):

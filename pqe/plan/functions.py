@@ -789,7 +789,9 @@ for _fn, _cls, _aliases in (("stddev_samp", ("Stddev", "StddevSamp"), ("stddev",
                             ("stddev_pop", "StddevPop", ()),
                             ("var_samp", "Variance", ("variance",)),
                             ("var_pop", "VariancePop", ())):
-    _register(AGGREGATE, _fn, 1, 1, _agg_stat, sqlglot=_cls, aliases=_aliases)
+    _register(AGGREGATE, _fn, 1, 1, _agg_stat, sqlglot=_cls, aliases=_aliases, window=True)
+# window aggregates computed over the whole partition only (a frame of all its rows)
+WHOLE_PARTITION_WINDOW = frozenset({"stddev_samp", "stddev_pop", "var_samp", "var_pop"})
 _register(AGGREGATE, "bool_and", 1, 1, _agg_bool, window=True, sqlglot="LogicalAnd", aliases=("every",))
 _register(AGGREGATE, "bool_or", 1, 1, _agg_bool, window=True, sqlglot="LogicalOr")
 # two-argument statistics (y, x): sums, co-moments and extremes per group (kernels.pair_stats)

@@ -116,11 +116,7 @@ class WindowMixin:
                 n, scope, agg=agg_ctx, clause=clause))
             if agg.distinct:
                 raise UnsupportedError("DISTINCT in window aggregates is not supported")
-            fdef = F.AGGREGATE.get(agg.fn)
-            if fdef is None or not fdef.window:
-                shown = "count" if agg.fn == "count_star" else agg.fn
-                raise UnsupportedError(f"{shown.upper()} as a window function (OVER) is not "
-                                       f"supported")
+            B.check_window_aggregate(agg.fn, oby, frame)
             args = agg.args
             if agg.filter is not None:
                 args = (B.case([(agg.filter, args[0] if args else lit(1))], None),)
