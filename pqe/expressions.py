@@ -293,7 +293,7 @@ class Expr:
     def cov(self, other: str | Expr, ddof: int = 1) -> Expr:
         """Covariance of this and `other`: sample (ddof=1, COVAR_SAMP) or population (ddof=0,
         COVAR_POP); an aggregate."""
-        if ddof not in (0, 1):
+        if type(ddof) is not int or ddof not in (0, 1):  # (True and 1.0 were read as 1)
             raise BindError(f"cov(): ddof is 0 (population) or 1 (sample), not {ddof!r}")
         return self._pair("covar_samp" if ddof else "covar_pop", other)
 

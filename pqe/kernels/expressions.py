@@ -428,7 +428,10 @@ def _arith(name: str) -> Callable[[Compiler, Call], E]:
             # two DECIMAL(38,10), whose product kernel wanted scale 20; seed 302 case 62624)
             return null_of(e.dtype)
         if T.is_interval(e.dtype) and T.is_temporal(a.dtype) and T.is_temporal(b.dtype):
-            return _call("pqe_timestamp_diff", [c(a), c(b)])  # (kernels.udfs)
+            # (kernels.udfs; a TIMESTAMPTZ by its UTC microseconds)
+            naive = [c(x) if not x.dtype.tz else c(x).cast(T.INT64).cast(T.TIMESTAMP)
+                     for x in (a, b)]
+            return _call("pqe_timestamp_diff", naive)
         if T.is_temporal(e.dtype) or T.is_interval(a.dtype) or T.is_interval(b.dtype):
             return _temporal_arith(c, e)
         if pa.types.is_date(a.dtype) and pa.types.is_date(b.dtype):  # date - date = days
@@ -709,12 +712,29 @@ _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt"
 
 def _compare(c: Compiler, e: Call) -> E:
     a, b = e.args
+    if T.is_interval(a.dtype) and T.is_interval(b.dtype):
+        return _compare_intervals(e.fn, c(a), c(b), c.share)
     if T.is_floating(a.dtype) and T.is_floating(b.dtype):
         return compare_floats(e.fn, c(a), c(b), _float_literal(a), _float_literal(b))
     return _call(_CMP[e.fn], [c(a), c(b)])
 
 
 _FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _compare_intervals(fn: str, a: E, b: E, share=lambda x: x) -> E:
+    """INTERVALs compared as DuckDB and PostgreSQL compare them: a month is 30 days and a day
+    24 hours (INTERVAL '1 month' = INTERVAL '30 days'), by their normalized (days, rest)
+    keys (kernels.udfs). NULL in, NULL out."""
+    da, ra = (share(_call(f"pqe_interval_{k}_key", [a])) for k in ("days", "rest"))
+    db, rb = (share(_call(f"pqe_interval_{k}_key", [b])) for k in ("days", "rest"))
+    same_days = _call("equal", [da, db])
+    if fn in ("eq", "ne"):
+        eq = _call("and", [same_days, _call("equal", [ra, rb])])
+        return eq if fn == "eq" else _call("invert", [eq])
+    strict = "less" if fn in ("lt", "le") else "greater"
+    rest = _CMP[fn]  # (the rest decides between equal days: <, <=, >, >=)
+    return _call("or", [_call(strict, [da, db]), _call("and", [same_days, _call(rest, [ra, rb])])])
 
 
 def _float_literal(e: Expr) -> float | None:
@@ -747,9 +767,11 @@ def compare_floats(fn: str, a: E, b: E, lit_a: float | None = None,
 
 
 def _equal(a: Expr, b: Expr, ca: E, cb: E) -> E:
-    """a = b (NaN = NaN for floats)."""
+    """a = b (NaN = NaN for floats; INTERVALs normalized, a month 30 days)."""
     if T.is_floating(a.dtype) and T.is_floating(b.dtype):
         return compare_floats("eq", ca, cb, _float_literal(a), _float_literal(b))
+    if T.is_interval(a.dtype) and T.is_interval(b.dtype):
+        return _compare_intervals("eq", ca, cb)
     return _call("equal", [ca, cb])
 
 

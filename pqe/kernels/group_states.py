@@ -128,12 +128,14 @@ def partial(table: pa.Table, spec, rows: np.ndarray, offsets: np.ndarray) -> lis
 
 
 def _pair_states(count, sx, sy, m2x, m2y, co, lox, hix, loy, hiy) -> list[pa.Array]:
-    """The states as columns, the M2 and co-moment of a variable without spread exactly 0."""
+    """The states as columns, the M2 and co-moment of a variable without spread exactly 0
+    (the co-moment only where the other variable's values are finite too: 0 * (inf - inf)
+    is NaN, as PostgreSQL's covar_pop of ('inf', 3.0) is)."""
     still_x = (lox == hix) & np.isfinite(lox) & ~np.isnan(sx)
     still_y = (loy == hiy) & np.isfinite(loy) & ~np.isnan(sy)
     m2x = np.where(still_x, 0.0, m2x)
     m2y = np.where(still_y, 0.0, m2y)
-    co = np.where(still_x | still_y, 0.0, co)
+    co = np.where(still_x & np.isfinite(sy) | still_y & np.isfinite(sx), 0.0, co)
     return [pa.array(count, pa.int64())] + [pa.array(v, pa.float64()) for v in
                                             (sx, sy, m2x, m2y, co, lox, hix, loy, hiy)]
 

@@ -506,3 +506,27 @@ for _part in INTERVAL_PARTS:
               {"x": pa.month_day_nano_interval()},
               pa.float64() if _part == "epoch" else pa.int64(),
               f"EXTRACT({_part} FROM interval)")
+
+
+# INTERVALs compare as DuckDB and PostgreSQL compare them: normalized with a month of 30 days
+# and a day of 24 hours, as (days, nanoseconds within the day) pairs
+_DAY_NS = 86_400 * 10 ** 9
+
+
+def _interval_key(ctx, x, *, days: bool):
+    (x,) = _batch(ctx, x)
+    fields = np.frombuffer(x.buffers()[1], _MDN)[x.offset: x.offset + len(x)] if len(x) \
+        else np.zeros(0, _MDN)
+    nanos = fields["nanos"]
+    whole = nanos // _DAY_NS  # (floor: the rest is in [0, one day))
+    value = (fields["months"].astype(np.int64) * 30 + fields["days"] + whole) if days \
+        else nanos - whole * _DAY_NS
+    out = pa.array(value, pa.int64())
+    return out if not x.null_count else pc.if_else(pc.is_valid(x), out,
+                                                   pa.scalar(None, pa.int64()))
+
+
+for _which in ("days", "rest"):
+    _register(f"pqe_interval_{_which}_key", functools.partial(_interval_key, days=_which == "days"),
+              {"x": pa.month_day_nano_interval()}, pa.int64(),
+              f"An INTERVAL's normalized {_which} (comparing intervals)")

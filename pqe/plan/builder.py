@@ -431,7 +431,7 @@ def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
         filter = cast(filter, T.BOOLEAN)
     if name in ("min", "max", "any_value", "bool_and", "bool_or", "bit_and", "bit_or"):
         distinct = False  # DISTINCT does not change these
-    if distinct and name in F.PAIR_AGGREGATES:
+    if distinct and name in F.MULTI_COLUMN_AGGREGATES:
         raise UnsupportedError(f"DISTINCT inside {(display or fn).upper()}(...) is not supported")
     if order_by and name not in ORDERED_AGGREGATES:
         raise UnsupportedError(f"ORDER BY inside {(display or fn).upper()}(...) is not supported")

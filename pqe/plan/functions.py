@@ -102,12 +102,15 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
             return (None, None), T.TIMESTAMP if pa.types.is_date(b) and T.is_interval(a) else b
         if fn == "subtract" and pa.types.is_date(a) and pa.types.is_date(b):
             return (None, None), T.INT64
-        if fn == "subtract" and T.is_temporal(a) and T.is_temporal(b) \
-                and not (pa.types.is_timestamp(a) and a.tz) \
-                and not (pa.types.is_timestamp(b) and b.tz):
+        if fn == "subtract" and T.is_temporal(a) and T.is_temporal(b):
             # TIMESTAMP - TIMESTAMP (or a DATE, as its midnight): an INTERVAL of days and
-            # the rest, in microseconds (DuckDB, PostgreSQL)
-            return (T.TIMESTAMP, T.TIMESTAMP), T.INTERVAL
+            # the rest, in microseconds (DuckDB, PostgreSQL); two TIMESTAMPTZ by their
+            # instants (a zone-less one beside a zoned one would need a session zone: refused)
+            zones = [t.tz if pa.types.is_timestamp(t) else None for t in (a, b)]
+            if all(zones):
+                return tuple(pa.timestamp("us", z) for z in zones), T.INTERVAL
+            if not any(zones):
+                return (T.TIMESTAMP, T.TIMESTAMP), T.INTERVAL
         if T.is_interval(a) and T.is_interval(b):
             return (None, None), T.INTERVAL
     if fn == "multiply" and (T.is_interval(a) and T.is_integer(b) or T.is_interval(b) and T.is_integer(a)):
@@ -148,8 +151,7 @@ def _compare(fn, ts):
     if common is None:
         raise TypeMismatchError(
             f"cannot compare {T.type_name(a)} with {T.type_name(b)}")
-    if T.is_interval(common):  # (a month is not a number of days: no kernel orders them)
-        raise UnsupportedError("comparing INTERVAL values is not supported")
+    # (INTERVALs compare normalized, a month 30 days: kernels.expressions._compare_intervals)
     if T.is_nested(common):  # (Arrow has no comparison kernel for them)
         raise UnsupportedError(f"comparing {T.type_name(common)} values is not supported")
     return (common, common), T.BOOLEAN
@@ -214,6 +216,8 @@ def _concat(fn, ts):
 def _same_as_common(fn, ts):
     if fn in ("greatest", "least") and any(T.is_nested(t) for t in ts):
         raise UnsupportedError(f"{fn.upper()} of LIST, STRUCT or MAP values is not supported")
+    if fn in ("greatest", "least") and any(T.is_interval(t) for t in ts):
+        raise UnsupportedError(f"{fn.upper()} of INTERVAL values is not supported")
     common = ts[0]
     for t in ts[1:]:
         nxt = T.common_type(common, t)
@@ -744,6 +748,8 @@ def _agg_string_agg(fn, ts):
 
 def _agg_list(fn, ts):
     (a,) = ts
+    if T.is_interval(a):  # (Arrow's hash_list has no kernel for them)
+        raise UnsupportedError(f"{fn.upper()} of INTERVAL values is not supported")
     return (None,), pa.list_(T.INT32 if T.is_null(a) else a)
 
 

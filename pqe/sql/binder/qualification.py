@@ -155,13 +155,18 @@ class QualifyMixin:
         for ta in node.find_all(exp.TableAlias):
             given.update(c.name if c.quoted else c.name.lower() for c in ta.columns
                          if isinstance(c, exp.Identifier))
-        base_lower = {real.lower() for real in real_to_key}
+        keys = {k for table_keys in self.keys.values() for k in table_keys}
         for ident in node.find_all(exp.Identifier):
             if ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
                 if ident.name in real_to_key:
                     ident.set("this", real_to_key[ident.name])
-                elif ident.name in given and ident.name.lower() not in base_lower:
-                    pass  # (a name some table also has, in another case, stays exact below)
+                elif ident.name in given and ident.name not in keys:
+                    # a name the query gives (an alias, a derived table's column) stays exact,
+                    # also where a table has it in another case, unless it is the key sqlglot
+                    # knows that column by (a column "H" is known as h: "h" would read it).
+                    # `SELECT "K" FROM (SELECT a AS "K" FROM s)` with a column k in s was
+                    # "column 'K' does not exist"
+                    pass
                 else:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
         nested = sum(1 for _ in itertools.islice(node.find_all(exp.Select), 2)) > 1
