@@ -193,8 +193,9 @@ class Cursor:
         if self._rows is None:
             if self._table is None:
                 raise ProgrammingError("no result set: execute a query first")
-            cols = [T.python_values(c, n) for c, n in zip(self._table.columns,
-                                                          self._table.column_names, strict=True)]
+            cols = [_intervals_as_timedeltas(c) if pa.types.is_interval(c.type)
+                    else T.python_values(c, n)
+                    for c, n in zip(self._table.columns, self._table.column_names, strict=True)]
             self._rows = list(zip(*cols)) if cols else []
         return self._rows
 
@@ -289,3 +290,18 @@ def TimeFromTicks(ticks: float) -> datetime.time:  # noqa: N802 - PEP 249 name
 
 def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 249 name
     return datetime.datetime.fromtimestamp(ticks)
+
+
+def _intervals_as_timedeltas(column) -> list:
+    """An INTERVAL column's values as datetime.timedelta, a month counted as 30 days (as
+    DuckDB's and psycopg's Python interfaces give them; Arrow's MonthDayNano before), to the
+    microsecond (pqe's intervals have no finer part)."""
+    out = []
+    for v in column.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        micros = abs(v.nanoseconds) // 1000
+        out.append(datetime.timedelta(days=v.months * 30 + v.days,
+                                      microseconds=micros if v.nanoseconds >= 0 else -micros))
+    return out

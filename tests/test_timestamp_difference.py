@@ -108,3 +108,17 @@ def test_interval_constants_compare_normalized():
            "'1 day', INTERVAL '1 month' < INTERVAL '31 days', INTERVAL '2 months' <> INTERVAL '59 days'")
     got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_arrow().to_pylist()]
     assert got == duckdb.sql(sql).fetchall() == [(True,) * 6]
+
+
+def test_db_api_fetches_intervals_as_timedeltas():
+    """As DuckDB's and psycopg's Python interfaces do (a month as 30 days); Arrow's
+    MonthDayNano came back before."""
+    sql = ("SELECT INTERVAL '1 month 2 days 3 hours', TIMESTAMP '2020-01-02' - TIMESTAMP "
+           "'2020-01-01 00:00:00.5', TIMESTAMP '2020-01-01' - TIMESTAMP '2021-02-03 04:05:06', "
+           "CAST(NULL AS INTERVAL)")
+    cur = pqe.connect().cursor()
+    cur.execute(sql)
+    got = cur.fetchall()
+    assert got == duckdb.sql(sql).fetchall()
+    assert got[0][0] == datetime.timedelta(days=32, hours=3)
+    assert [d[1] for d in cur.description] == ["INTERVAL"] * 4
