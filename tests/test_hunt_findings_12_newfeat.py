@@ -125,3 +125,23 @@ def test_a_quoted_name_still_never_reads_a_column_of_another_case():
 def test_cov_ddof_is_0_or_1_exactly(ddof):
     with pytest.raises(pqe.Error, match="ddof"):
         pqe.col("y").cov("x", ddof=ddof)
+
+
+def test_regr_count_of_a_correlated_subquery_without_rows_is_zero():
+    """The COUNT-bug rule gave 0 for COUNT only: REGR_COUNT of no matching rows was NULL
+    (DuckDB, PostgreSQL: 0). Found by the fuzz's second round."""
+    t = pa.table({"k": pa.array([1, 2], pa.int64()), "x": [1.0, 2.0], "y": [3.0, 5.0]})
+    u = pa.table({"k": pa.array([1, 1, 3], pa.int64()), "x": [1.0, 2.0, 4.0],
+                  "y": [1.0, 2.0, 4.0]})
+    ctx = pqe.Context()
+    con = duckdb.connect()
+    for name, tbl in (("t", t), ("u", u)):
+        ctx.register_arrow(name, tbl)
+        con.register(name, tbl)
+    for sql in ["SELECT t.k, (SELECT regr_count(u.y, u.x) FROM u WHERE u.k = t.k) FROM t "
+                "ORDER BY 1",
+                "SELECT t.k, (SELECT regr_count(u.y, u.x) FILTER (WHERE u.x > 0) + 1 FROM u "
+                "WHERE u.k = t.k) FROM t ORDER BY 1",
+                "SELECT t.k FROM t WHERE (SELECT regr_count(u.y, u.x) FROM u WHERE u.k = t.k) = 0",
+                "SELECT t.k, (SELECT corr(u.y, u.x) FROM u WHERE u.k = t.k) FROM t ORDER BY 1"]:
+        assert _rows(ctx, sql) == con.sql(sql).fetchall(), sql

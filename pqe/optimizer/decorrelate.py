@@ -31,7 +31,8 @@ from ..plan import builder as B
 from ..plan import functions as F
 from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Literal, OuterRef,
                          SortKey, SubqueryExpr, UserCall, WindowCall, and_, column_ids,
-                         conjuncts, has_outer_ref, has_subquery, may_raise, transform, walk)
+                         ZERO_ON_EMPTY, conjuncts, has_outer_ref, has_subquery, may_raise,
+                         transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
                             Sort, Window, transform_up, walk_plan)
 
@@ -389,7 +390,7 @@ def _reduce_to_outer_keys(body: LogicalPlan, outer: LogicalPlan, pairs, hints,
 def _empty_value(value_expr: Expr, agg: Aggregate) -> Expr | None:
     """The subquery's value over no rows, when it is not simply NULL (COUNT gives 0)."""
     counts = {f.id for a, f in zip(agg.aggs, agg.agg_fields, strict=True)
-              if a.fn in ("count", "count_star")}
+              if a.fn in ZERO_ON_EMPTY}
     non_strict = any(isinstance(x, Call) and F.SCALAR[x.fn].nulls != "propagate"
                      for x in walk(value_expr)) or any(isinstance(x, (Case, UserCall))
                                                        for x in walk(value_expr))
@@ -487,7 +488,6 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
 
 
 # aggregates whose value over no rows is not NULL
-_EMPTY_ZERO = {"count", "count_star"}
 
 
 def _attach_ungrouped(plan: Aggregate, d: LogicalPlan, mapping) -> LogicalPlan:
@@ -512,7 +512,7 @@ def _attach_ungrouped(plan: Aggregate, d: LogicalPlan, mapping) -> LogicalPlan:
                for pair in B.null_safe_key(ColumnRef(f), ColumnRef(g)))
     joined = Join(d, grouped, "left", on, None)
     exprs = tuple(Case(((ColumnRef(mark), ColumnRef(new)),),
-                       Literal(0 if a.fn in _EMPTY_ZERO else None, old.dtype), old.dtype)
+                       Literal(0 if a.fn in ZERO_ON_EMPTY else None, old.dtype), old.dtype)
                   for a, new, old in zip(plan.aggs, afields, plan.agg_fields, strict=True))
     return Project(joined, exprs + tuple(ColumnRef(f) for f in d.schema),
                    plan.agg_fields + d.schema)

@@ -278,6 +278,11 @@ class InList(Expr):
         return replace(self, arg=children[0], values=tuple(children[1:]))
 
 
+# aggregates whose value over no rows is 0, never NULL (a correlated subquery of one gives 0
+# where no row matches: the optimizer's COUNT-bug rule reads this)
+ZERO_ON_EMPTY = frozenset({"count", "count_star", "regr_count"})
+
+
 @_hash_once
 @dataclass(frozen=True, slots=True)
 class AggCall(Expr):
@@ -296,7 +301,7 @@ class AggCall(Expr):
 
     @property
     def nullable(self) -> bool:
-        return self.fn not in ("count", "count_star", "regr_count")
+        return self.fn not in ZERO_ON_EMPTY
 
     def children(self) -> tuple[Expr, ...]:
         return (self.args + tuple(k.expr for k in self.order_by)
