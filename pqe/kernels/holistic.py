@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .relational import sort_indices
+from .relational import canonical_floats, sort_indices
 
 
 def merge_list_levels(states, rows) -> pa.Array:
@@ -125,9 +125,7 @@ def _mode(values: pa.Array, parents: pa.Array, n: int, dtype: pa.DataType) -> pa
     sort. -0.0 and 0.0 are one value (shown 0.0), so are all NaNs."""
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
-    if pa.types.is_floating(values.type):  # -0.0 + 0.0 is 0.0; one NaN for every NaN
-        values = pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), values.type),
-                            pc.add(values, pa.scalar(0.0, values.type)))
+    values = canonical_floats(values)  # (-0.0 as 0.0, one NaN for every NaN)
     counted = pa.table({"p": parents, "v": values}).group_by(["p", "v"], use_threads=False) \
         .aggregate([([], "count_all")])
     order = pc.sort_indices(counted, sort_keys=[("p", "ascending"), ("count_all", "descending"),

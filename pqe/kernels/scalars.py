@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from ..plan.expr import Call, Literal
+from .udfs import batch_arrays as _arrays
 from . import hashing
 from .expressions import (Compiler, E, _call, _const_int, _const_text, _register_by_type,
                           _used, null_of, scalar, utc, utc_type, volatile_tag)
@@ -45,18 +46,6 @@ def _typed_name(base: str, *types: pa.DataType) -> str:
     return base + "(" + ",".join(re.sub(r"\s+", "", str(t)) for t in types) + ")"
 
 
-def _arrays(ctx, *args) -> list[pa.Array]:
-    """Arguments as arrays of the batch's length (a constant comes as a Scalar)."""
-    n = ctx.batch_length
-    out = []
-    for a in args:
-        if isinstance(a, pa.Scalar):
-            one = pa.array([a.as_py()], a.type)
-            a = one.take(pa.array(np.zeros(n, np.int64)))
-        elif isinstance(a, pa.ChunkedArray):
-            a = a.combine_chunks()
-        out.append(a)
-    return out
 
 
 def _valid(*arrays: pa.Array) -> np.ndarray:

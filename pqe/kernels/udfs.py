@@ -428,11 +428,27 @@ _MDN = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
 _DAY_US = 86_400_000_000
 
 
-def _batch(ctx, *args) -> list[pa.Array]:
-    """Arguments as arrays of the batch's length (a constant comes as a Scalar)."""
+def batch_arrays(ctx, *args) -> list[pa.Array]:
+    """A registered function's arguments as arrays of the batch's length (a constant comes
+    as a Scalar)."""
     n = ctx.batch_length
-    return [pa.array([a.as_py()] * n, a.type) if isinstance(a, pa.Scalar)
-            else (a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a) for a in args]
+    out = []
+    for a in args:
+        if isinstance(a, pa.Scalar):
+            one = pa.array([a.as_py()], a.type)
+            a = one.take(pa.array(np.zeros(n, np.int64)))
+        elif isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        out.append(a)
+    return out
+
+
+def _interval_fields(x: pa.Array) -> np.ndarray:
+    """An INTERVAL array's (months, days, nanos) triples, as a numpy view (NULL slots: any)."""
+    data = x.buffers()[1]
+    if not len(x) or data is None:
+        return np.zeros(len(x), _MDN)
+    return np.frombuffer(data, _MDN)[x.offset: x.offset + len(x)]
 
 
 def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -445,7 +461,7 @@ def timestamp_diff(ctx, a, b):
     """a - b of two microsecond TIMESTAMPs as an INTERVAL of whole days and the rest, both of
     the difference's sign, no months (DuckDB, PostgreSQL); a difference past BIGINT's
     microseconds is an error."""
-    a, b = _batch(ctx, a, b)
+    a, b = batch_arrays(ctx, a, b)
     valid = pc.and_(pc.is_valid(a), pc.is_valid(b))
     va = np.asarray(pc.fill_null(a.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), np.int64)
     vb = np.asarray(pc.fill_null(b.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), np.int64)
@@ -472,9 +488,8 @@ _register("pqe_timestamp_diff", timestamp_diff,
 
 
 def _interval_part(ctx, x, *, part: str):
-    (x,) = _batch(ctx, x)
-    fields = np.frombuffer(x.buffers()[1], _MDN)[x.offset: x.offset + len(x)] if len(x) \
-        else np.zeros(0, _MDN)
+    (x,) = batch_arrays(ctx, x)
+    fields = _interval_fields(x)
     months = fields["months"].astype(np.int64)
     days = fields["days"].astype(np.int64)
     nanos = fields["nanos"]
@@ -514,9 +529,8 @@ _DAY_NS = 86_400 * 10 ** 9
 
 
 def _interval_key(ctx, x, *, days: bool):
-    (x,) = _batch(ctx, x)
-    fields = np.frombuffer(x.buffers()[1], _MDN)[x.offset: x.offset + len(x)] if len(x) \
-        else np.zeros(0, _MDN)
+    (x,) = batch_arrays(ctx, x)
+    fields = _interval_fields(x)
     nanos = fields["nanos"]
     whole = nanos // _DAY_NS  # (floor: the rest is in [0, one day))
     value = (fields["months"].astype(np.int64) * 30 + fields["days"] + whole) if days \

@@ -645,8 +645,8 @@ def _partition_spread(col, spec: WindowSpec, pieces, c, valid: np.ndarray) -> pa
     n_rows = len(valid)
     if not n_rows:
         return pa.nulls(0, pa.float64())
-    first = np.flatnonzero(np.r_[True, seg_start[1:] != seg_start[:-1]])
-    sizes = np.diff(first, append=n_rows)
+    first, sizes = _groups(c["seg_flags"])
+    sizes = np.ones(n_rows, np.int64) if sizes is None else sizes
     x = np.asarray(pc.fill_null(pc.cast(col, pa.float64()), 0.0).to_numpy(zero_copy_only=False),
                    np.float64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
