@@ -14,6 +14,7 @@ import pytest
 
 import pqe
 from pqe.kernels import join as joins
+from pqe.physical import planner
 from pqe.testing import oracle
 from pqe.testing.compare import compare
 
@@ -68,6 +69,15 @@ CONDITIONS = [
     "e.f >= i.fhi",
     "e.m BETWEEN i.mlo AND i.mhi",
     "e.m > i.mlo AND e.m <= i.mhi",
+    # expressions of one side's columns (computed once per row; kernels.band)
+    "e.v * 3 BETWEEN i.lo AND i.hi - 1",
+    "e.id + e.v > i.lo + 2 AND e.v < i.hi",
+    "CAST(e.v AS BIGINT) < i.lo",
+    "e.d + INTERVAL 2 DAY BETWEEN i.dlo AND i.dhi",
+    "e.t < i.tlo - INTERVAL 90 MINUTE",
+    "e.f * 2 > i.flo + 1 AND e.f * 2 <= i.fhi * 3",
+    "e.m * 2 BETWEEN i.mlo AND i.mhi + 1",
+    "abs(e.m) > i.mlo",
 ]
 KINDS = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
 
@@ -115,13 +125,48 @@ def test_range_in_explain_only_where_the_bounds_hold():
     assert "NestedLoopJoin[broadcast, range]" in text
     assert "range=[(e.ts >= i.lo), (e.ts <= i.hi)]" in text
     for cond in ["e.f BETWEEN i.flo AND i.fhi", "e.m > i.mlo AND e.m <= i.mhi", "e.d > i.dlo",
-                 "e.t >= i.tlo", "i.lo BETWEEN e.id AND e.w"]:
+                 "e.t >= i.tlo", "i.lo BETWEEN e.id AND e.w", "e.v < i.lo",
+                 "e.ts + 1 < i.hi * 2", "e.d + INTERVAL 2 DAY > i.dlo"]:
         assert "[broadcast, range]" in str(ctx.sql(f"SELECT e.id FROM e JOIN i ON {cond}")
                                            .explain()), cond
-    # an OR of bounds, a bound of another type, or no column on one side: every pair
-    for cond in ["e.ts < i.lo OR e.ts > i.hi", "e.v < i.lo", "e.ts < 5 AND i.lo > 3"]:
+    # an OR of bounds, no column on one side, an expression of both sides, a volatile one:
+    # every pair
+    for cond in ["e.ts < i.lo OR e.ts > i.hi", "e.ts < 5 AND i.lo > 3", "e.ts - i.lo < i.hi",
+                 "e.ts + random() < i.lo"]:
         text = str(ctx.sql(f"SELECT e.id FROM e JOIN i ON {cond}").explain())
         assert "range" not in text, cond
+
+
+def test_a_bound_that_may_fail_keeps_the_nested_loops_errors(duck, monkeypatch):
+    """`e.ts * 2` overflows for the rows at the int64 limits: the join fails as the nested
+    loop fails (DuckDB too), and answers when the other side has no rows (no pair, nothing
+    computed). A bound that may fail is used only when no other conjunct that may fail comes
+    before it: the nested loop evaluates those one after the other on the pairs the ones
+    before kept."""
+    ctx = _ctx({"partitions": 3}, I)
+    sql = "SELECT e.id, i.name FROM e JOIN i ON e.ts * 2 < i.lo"
+    assert "[broadcast, range]" in str(ctx.sql(sql).explain())
+    with pytest.raises(pqe.Error, match="(?i)overflow"):
+        ctx.sql(sql).to_arrow()
+    assert _ctx({"partitions": 3}, EMPTY).sql(sql).to_arrow().num_rows == 0
+    # the rows that overflow (ids 8, 9) have no pair through the first condition, which
+    # cannot fail: the nested loop never computes e.ts * 2 for them, nor does the band join
+    # (computing it for every row fails, so it pairs every row with every row)
+    sql = "SELECT e.id, i.name FROM e JOIN i ON e.id > i.hi AND e.ts * 2 < i.hi"
+    assert "range=[((e.ts * 2) < i.hi), (e.id > i.hi)]" in str(ctx.sql(sql).explain())
+    got = ctx.sql(sql).to_arrow()
+    monkeypatch.setattr(planner, "_band", lambda *a: None)
+    assert "range" not in str(ctx.sql(sql).explain())
+    assert compare(got, ctx.sql(sql).to_arrow(), sql=sql) is None
+    monkeypatch.undo()
+    before = "SELECT e.id FROM e JOIN i ON e.v * length(i.name) > 0 AND e.v + 1 < i.hi"
+    assert "range" not in str(ctx.sql(before).explain())
+    after = "SELECT e.id FROM e JOIN i ON e.v + 1 < i.hi AND e.v * length(i.name) > 0"
+    assert "range=[((e.v + 1) < i.hi)]" in str(ctx.sql(after).explain()).replace(
+        "CAST(", "").replace(" AS BIGINT)", "")
+    for sql in (before, after):
+        m = compare(ctx.sql(sql).to_arrow(), oracle.query(duck["full"], sql), sql=sql)
+        assert m is None, f"{sql}: {m}"
 
 
 def test_blocks_smaller_than_one_rows_pairs(duck, monkeypatch):

@@ -395,7 +395,8 @@ class Lowering:
             node.or_keys[0] if node.or_keys is not None else None
         return [Pending(p.ops + (O.NestedLoopJoin(build=len(p.inputs), kind=node.kind,
                                                   filter=node.filter, out_ids=out,
-                                                  band=band),),
+                                                  band=band, band_filter=node.band[2]
+                                                  if node.band is not None else None),),
                         p.inputs + (build,)) for p in left]
 
     def _aggregateexec(self, node: P.AggregateExec):

@@ -465,13 +465,15 @@ class UnmatchedRows(Op):
 
 class NestedLoopJoin(Op):
     label = "nljoin"
-    _fields = ("build", "kind", "filter", "out_ids", "band")
+    _fields = ("build", "kind", "filter", "out_ids", "band", "band_filter")
 
     def run(self, data, inputs):
         residual = Compiler().stages(self.filter) or None
         needed = column_ids(self.filter) if self.filter is not None else set()
+        on_band = residual if self.band_filter is self.filter else \
+            Compiler().stages(self.band_filter) or None
         return joins.nested_loop_join(data, inputs[self.build], self.kind, residual, self.out_ids,
-                                      needed, self.band)
+                                      needed, self.band, on_band)
 
 
 class Aggregate(Op):

@@ -9,7 +9,10 @@ the matching ones only in that the join's whole condition is still evaluated on 
 never true.
 
 Keys are integers, dates, timestamps, DECIMALs of up to 18 digits (their unscaled int64) or
-floats of one type on both sides (planner: `physical.planner._band`).
+floats of one type on both sides (planner: `physical.planner._band`). A key or bound may be
+an expression of its side's columns (`o.price > c.balance * 30`), computed here once per row;
+when that fails for some row, there are no blocks and the caller pairs every row with every
+row, so the join's condition fails (or not) exactly as it would without the band.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import Error
 from ..physical.plan import Band
+from ..plan.expr import Expr
+from .expressions import Compiler, project
 
 
 def _sortable(col) -> tuple[np.ndarray, np.ndarray] | None:
@@ -62,14 +68,25 @@ def pair_blocks(left: pa.Table, right: pa.Table, band: Band, block_pairs: int):
     side with more pairs is a block of its own). None when a column cannot be compared so
     (the caller then pairs every row with every row)."""
     sorted_t, other = (left, right) if band.sorted_side == "left" else (right, left)
-    key = _sortable(sorted_t.column(band.key))
-    bounds = []
-    for name in (band.lower, band.upper):
-        bounds.append(None if name is None else _sortable(other.column(name)))
+    if not sorted_t.num_rows or not other.num_rows:
+        return None  # (no pairs: nothing is computed for either side's rows)
+    try:
+        key = _sortable(_values(sorted_t, band.key))
+        bounds = [None if b is None else _sortable(_values(other, b))
+                  for b in (band.lower, band.upper)]
+    except (Error, pa.ArrowException, ArithmeticError):
+        return None  # some row's key or bound fails: every pair, as the nested loop makes them
     if key is None or any(b is None for b, n in zip(bounds, (band.lower, band.upper), strict=True)
                           if n is not None):
         return None
     return _blocks(key, bounds, band, other.num_rows, block_pairs)
+
+
+def _values(table: pa.Table, ref: str | Expr):
+    """A key or bound: a column, or an expression of the table's columns computed per row."""
+    if isinstance(ref, str):
+        return table.column(ref)
+    return project(table, [Compiler()(ref)], ["v"]).column(0)
 
 
 def _blocks(key, bounds, band: Band, m: int, block_pairs: int):

@@ -421,7 +421,7 @@ BLOCK_PAIRS = 1 << 20
 
 
 def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_ids,
-                     needed=None, band=None) -> pa.Table:
+                     needed=None, band=None, on_band="residual") -> pa.Table:
     """Every left row against every right row, in blocks of at most BLOCK_PAIRS pairs.
 
     `needed`: the columns `residual` reads (None: all). A block's pairs are made of those
@@ -431,7 +431,8 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
 
     `band` (kernels.band.Band, with a residual that holds its bounds): only the pairs whose
     key lies within its bounds are made (the sorted key searched for each row's bounds), and
-    the residual is evaluated on those."""
+    `on_band` (by default the residual; the planner leaves out bounds that hold exactly for
+    those pairs) is evaluated on those."""
     nl, nr = left.num_rows, right.num_rows
     left_ids = [i for i in left.column_names]
     right_ids = [i for i in right.column_names]
@@ -453,6 +454,8 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
     if band is not None and residual is not None:
         blocks = pair_blocks(left, right, band, BLOCK_PAIRS) if isinstance(band, Band) else \
             _or_blocks(left, right, band)
+        if blocks is not None and isinstance(band, Band) and on_band != "residual":
+            residual = on_band
     for li, ri in blocks if blocks is not None else _cross_blocks(nl, nr):
         if residual is None:
             lis.append(pa.array(li))

@@ -502,8 +502,9 @@ class NestedLoopJoinExec(PhysicalPlan):
     right: PhysicalPlan = None
     kind: str = "inner"
     filter: Expr | None = None
-    # (kernels.band.Band, its bound conditions for EXPLAIN): the filter bounds a column of one
-    # side by the other's, so only the pairs within the bounds are made (a range join)
+    # (kernels.band.Band, its bound conditions for EXPLAIN, the condition left to check on
+    # the pairs within the bounds): the filter bounds a value of one side by the other's, so
+    # only the pairs within the bounds are made (a range join)
     band: tuple | None = None
     # (OrKeys, the OR for EXPLAIN): the pairs come from one hash join per OR term
     or_keys: tuple | None = None
