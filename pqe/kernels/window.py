@@ -446,6 +446,12 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
     is at most k come out. The window values are computed on every row's keys and
     arguments, sorted; only the kept rows' other columns are taken."""
     n = table.num_rows
+    if keep is not None and order and n >= TOP_ROWS and all(s.fn in PREFIX_RANKINGS for s in specs):
+        rows = _top_candidates(table, partition, order[0], keep[1],
+                               dense=any(s.fn == "dense_rank" for s in specs))
+        if rows is not None:  # (its rows in their input order: ties keep their order)
+            table = table.take(pa.array(rows))
+            n = table.num_rows
     keys = [(k, True, False) for k in partition] + list(order)
     full, perm = None, None
     if keys and n > 1:  # NaN above every number, as ORDER BY sorts it
@@ -494,6 +500,132 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
     for spec, col in zip(specs, outs, strict=True):
         table = table.append_column(spec.out, pc.filter(col, mask))
     return table
+
+
+# ranking functions whose value for a row depends only on the rows before it in its window
+# partition's order (not on the partition's size or the rows after it)
+PREFIX_RANKINGS = frozenset({"row_number", "rank", "dense_rank"})
+TOP_ROWS = 65_536  # fewer rows sort faster than they are sampled
+
+
+def _top_candidates(table: pa.Table, partition, first_order, k: int, dense: bool):
+    """The rows (ascending positions) that may rank within the first `k` of their window
+    partition, or None when that is most rows (or the keys do not allow it).
+
+    A row whose first ORDER BY key is worse than some value t reached by at least k rows of
+    its partition ranks after k rows at least (row_number, rank; dense_rank when those rows
+    hold k distinct values), so it cannot be kept; every row before a kept one in the order
+    has a key as good, so the kept rows rank the same among the candidates alone. t is
+    each partition's k-th best key in a sample of its rows (every `stride`-th row): any
+    sample gives a t reached by k rows of the partition, a good one keeps few more than
+    k * stride rows per partition. Sorting 11.7M rows of 1,500 partitions for a top 3 took
+    4 s; this keeps ~0.3M rows. Keys are compared as float64 (a monotone stand-in: values
+    it rounds together only keep more rows)."""
+    score = _order_score(table.column(first_order[0]), first_order[1], first_order[2])
+    if score is None:
+        return None
+    n = len(score)
+    try:
+        gid, groups = _group_ids(table, partition)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    stride = int(math.sqrt(n / max(k * groups, 1)))
+    if stride < 4 or k < 1:
+        return None
+    sg, ss = gid[::stride], score[::stride]
+    order = np.lexsort((-ss, sg))
+    sg, ss = sg[order], ss[order]
+    first = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
+    within = np.arange(len(sg)) - np.repeat(first, np.diff(np.r_[first, len(sg)]))
+    if dense:  # the k-th distinct value: count the changes of value within each group
+        new = np.r_[True, (ss[1:] != ss[:-1]) | (sg[1:] != sg[:-1])]
+        within = np.cumsum(new) - np.repeat(np.cumsum(new)[first], np.diff(np.r_[first, len(sg)]))
+        at = np.flatnonzero(new & (within == k - 1))
+    else:
+        at = np.flatnonzero(within == k - 1)
+    threshold = np.full(groups, -np.inf)
+    threshold[sg[at]] = ss[at]
+    rows = np.flatnonzero(score >= threshold[gid])
+    return rows if len(rows) * 2 < n else None
+
+
+def _order_score(col, ascending: bool, nulls_first: bool) -> np.ndarray | None:
+    """A float64 per row, larger for rows earlier in the order the key sorts them in
+    (ORDER BY: NaN above every number, NULLs first or last), equal keys equal; None for a
+    key of another type than numbers, dates and times."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = col.type
+    valid = None if not col.null_count else \
+        np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), bool)
+    if pa.types.is_decimal(t):
+        if t.bit_width != 128 or t.precision > 18:
+            return None
+        values = decimals.to_unscaled(col).combine_chunks().to_numpy(
+            zero_copy_only=False).astype(np.float64)  # (NULLs: any value, set below)
+    elif pa.types.is_floating(t):
+        values = np.array(pc.fill_null(pc.cast(col, pa.float64()), 0.0)
+                          .to_numpy(zero_copy_only=False), np.float64)
+        values[np.isnan(values)] = np.inf
+    elif pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t):
+        if pa.types.is_date32(t) or pa.types.is_time32(t):
+            col = col.view(pa.int32())
+        elif pa.types.is_temporal(t):
+            if pa.types.is_interval(t):
+                return None
+            col = col.view(pa.int64())
+        if col.null_count:
+            col = pc.fill_null(col, False if pa.types.is_boolean(t) else 0)
+        values = np.asarray(col.to_numpy(zero_copy_only=False)).astype(np.float64)
+    else:
+        return None
+    if ascending:
+        np.negative(values, out=values)
+    if valid is not None:
+        values[~valid] = np.inf if nulls_first else -np.inf
+    return values
+
+
+def _group_ids(table: pa.Table, partition) -> tuple[np.ndarray, int]:
+    """A group number per row for the window partition keys, numbered densely, and the
+    number of groups (keys of one partition may get several numbers, as 0.0 and -0.0 do when
+    hashed; two partitions never one)."""
+    n = table.num_rows
+    gid, groups = np.zeros(n, np.int64), 1
+    for key in partition:
+        codes, size = _codes(table.column(key))
+        gid, space = gid * size + codes, groups * size
+        if space <= 4 * n + 1024:  # numbered by the codes present: no hashing
+            present = np.zeros(space, bool)
+            present[gid] = True
+            number = np.cumsum(present) - 1
+            gid, groups = number[gid], int(number[-1]) + 1
+        else:
+            enc = pc.dictionary_encode(pa.array(gid))
+            gid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            groups = len(enc.dictionary)
+    return gid, groups
+
+
+def _codes(col) -> tuple[np.ndarray, int]:
+    """Codes in [0, size) numbering a key column's values (NULL one of them): an integer
+    (date, DECIMAL of up to 18 digits) as its offset from the smallest when their span is
+    short, else hashed (pc.dictionary_encode)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = col.type
+    if pa.types.is_decimal128(t) and t.precision <= 18:
+        col = decimals.to_unscaled(col).combine_chunks()
+    elif pa.types.is_date32(t):
+        col = col.view(pa.int32())
+    if pa.types.is_integer(col.type) and len(col) > col.null_count:
+        lo, hi = (v.as_py() for v in pc.min_max(col).values())
+        if hi - lo <= 4 * len(col):
+            codes = np.asarray((pc.fill_null(col, lo) if col.null_count else col)
+                               .to_numpy(zero_copy_only=False)).astype(np.int64) - (lo - 1)
+            if col.null_count:
+                codes[~np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), bool)] = 0
+            return codes, hi - lo + 2
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(enc.dictionary)
 
 
 def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
