@@ -1415,6 +1415,8 @@ def _cast(c: Compiler, e: Cast) -> E:
         return x
     if T.is_null(src):
         return null_of(dst)
+    if T.is_interval(src) and T.is_text(dst):
+        return _call("pqe_interval_text", [x])  # (kernels.udfs)
     if T.is_interval(src) and not T.is_interval(dst):
         raise UnsupportedError(f"CAST of an INTERVAL to {T.type_name(dst)} is not supported")
     if T.is_interval(dst) and not T.is_interval(src):  # (Arrow has none: a raw cast error)
@@ -2384,6 +2386,9 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "date_trunc": _date_trunc, "date_diff": _date_diff,
     "current_date": _current_date, "current_timestamp": _current_timestamp,
     "pqe_mean": _mean,
+    **{f"pqe_interval_{k}_key": (lambda k: lambda c, e: _call(f"pqe_interval_{k}_key",
+                                                             [c(e.args[0])]))(k)
+       for k in ("days", "rest", "total")},
     "pqe_assert_single_row": lambda c, e: _call("pqe_assert_single_row", [c(e.args[0])]),
 }
 

@@ -568,12 +568,13 @@ class PhysicalPlanner:
         child = self.plan(node.input)
         extra, keys = [], []
         for k in node.keys:
-            if isinstance(k.expr, ColumnRef):
-                keys.append((k.expr.id, k.ascending, k.nulls_first))
-            else:
-                f = B.new_field("sort_key", k.expr.dtype)
-                extra.append((k.expr, f))
-                keys.append((f.id, k.ascending, k.nulls_first))
+            for e in _sort_keys(k.expr):
+                if isinstance(e, ColumnRef):
+                    keys.append((e.id, k.ascending, k.nulls_first))
+                else:
+                    f = B.new_field("sort_key", e.dtype)
+                    extra.append((e, f))
+                    keys.append((f.id, k.ascending, k.nulls_first))
         if extra:
             child = self._project_columns(child, extra)
         keys = tuple(keys)
@@ -623,8 +624,9 @@ class PhysicalPlanner:
                     cache[e] = f.id
                 return cache[e]
 
-            pids = tuple(column(e) for e in pby)
-            order = tuple((column(k.expr), k.ascending, k.nulls_first) for k in oby)
+            pids = tuple(column(x) for e in pby for x in _sort_keys(e))
+            order = tuple((column(x), k.ascending, k.nulls_first) for k in oby
+                          for x in _sort_keys(k.expr))
             specs = []
             for call, f in items:
                 args = tuple(column(a) for a in call.args)
@@ -646,7 +648,8 @@ class PhysicalPlanner:
                 if current.n > 1 and not current.dist.groups_within(pids):
                     # (one partition holds every group already)
                     n = self._shuffle_partitions(self.est.bytes(node.input))
-                    ndvs = [self.est.ndv_estimate(node.input, e) for e in pby]
+                    ndvs = [self.est.ndv_estimate(node.input, x) for e in pby
+                            for x in _sort_keys(e)]
                     hk = tuple(pids[i] for i in _hash_positions(pids, current, ndvs, n))
                     current = self._hash(current, hk, n)
             else:
@@ -1400,6 +1403,16 @@ def balance(units, n: int) -> tuple[tuple[ScanUnit, ...], ...]:
     return tuple(parts)
 
 
+def _sort_keys(e: Expr) -> tuple[Expr, ...]:
+    """What sorts (or partitions) rows as `e` orders them: an INTERVAL by its normalized
+    (days, rest) pair (a month is 30 days: INTERVAL '1 month' and '30 days' are peers, as
+    DuckDB orders them; Arrow has no sort of intervals), anything else by itself."""
+    if not T.is_interval(e.dtype):
+        return (e,)
+    return tuple(Call(f"pqe_interval_{k}_key", (e,), T.INT64, e.nullable)
+                 for k in ("days", "rest"))
+
+
 def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
     """What `node` would group, order, join or partition by values whose type passes `test`,
     if anything. INTERVAL: Arrow compares an interval as its (months, days, nanoseconds)
@@ -1410,24 +1423,31 @@ def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
     def iv(e) -> bool:
         return test(e.dtype)
 
+    sortable = test is T.is_interval  # (INTERVALs sort by _sort_keys)
     if isinstance(node, L.Aggregate):
         if any(iv(g) for g in node.group):
             return "GROUP BY (or DISTINCT, UNION, INTERSECT, EXCEPT)"
         for a in node.aggs:
             if a.distinct and any(iv(x) for x in a.args):
                 return f"{a.fn.upper()}(DISTINCT ...)"
-            if a.fn in ("min", "max", "any_value", "arg_min", "arg_max") and \
-                    any(iv(x) for x in a.args):
-                return f"{a.fn.upper()}"
+            if a.fn in ("min", "max", "any_value") and any(iv(x) for x in a.args) or \
+                    a.fn in ("arg_min", "arg_max") and any(
+                        iv(x) for x in a.args[1 if sortable else 0:]):
+                return f"{a.fn.upper()}"  # (ARG_MAX takes an INTERVAL x)
             if any(iv(k.expr) for k in a.order_by):
                 return "ORDER BY inside an aggregate"
-    if isinstance(node, L.Sort) and any(iv(k.expr) for k in node.keys):
+    if isinstance(node, L.Sort) and any(iv(k.expr) for k in node.keys) and not sortable:
         return "ORDER BY"
     if isinstance(node, L.Window):
         for c in node.calls:
-            if any(iv(p) for p in getattr(c, "partition_by", ())) or any(
-                    iv(k.expr) for k in getattr(c, "order_by", ())):
-                return "a window's PARTITION BY or ORDER BY"
+            frame = getattr(c, "frame", None)
+            offsets = frame is not None and frame.mode == "range" and any(
+                b.offset is not None for b in (frame.start, frame.end))
+            if any(iv(p) for p in getattr(c, "partition_by", ())) and not sortable or any(
+                    iv(k.expr) for k in getattr(c, "order_by", ())) and (
+                        not sortable or offsets):
+                return "a window's PARTITION BY or ORDER BY" if not offsets else \
+                    "a RANGE frame with offsets over an ORDER BY"
             if getattr(c, "fn", None) in ("min", "max") and any(
                     iv(x) for x in getattr(c, "args", ())):
                 return f"{c.fn.upper()} as a window function"

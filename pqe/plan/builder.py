@@ -431,6 +431,12 @@ def aggregate_call(fn: str, args: Sequence[Expr], distinct: bool = False,
         filter = cast(filter, T.BOOLEAN)
     if name in ("min", "max", "any_value", "bool_and", "bool_or", "bit_and", "bit_or"):
         distinct = False  # DISTINCT does not change these
+    if name in ("min", "max") and T.is_interval(ret) and not order_by:
+        # the interval of the smallest / largest normalized length (a month is 30 days), as
+        # it is: Arrow has no MIN / MAX of intervals
+        (x,) = coerced
+        length = Call("pqe_interval_total_key", (x,), pa.decimal128(38, 0), x.nullable)
+        return AggCall("arg_" + name, (x, length), ret, False, filter, ())
     if distinct and name in F.MULTI_COLUMN_AGGREGATES:
         raise UnsupportedError(f"DISTINCT inside {(display or fn).upper()}(...) is not supported")
     if order_by and name not in ORDERED_AGGREGATES:

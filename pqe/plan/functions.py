@@ -48,7 +48,8 @@ class FunctionDef:
 
 SCALAR: dict[str, FunctionDef] = {}
 # the planner's own functions: not callable from SQL
-INTERNAL = frozenset({"pqe_mean", "pqe_assert_single_row"})
+INTERNAL = frozenset({"pqe_mean", "pqe_assert_single_row", "pqe_interval_days_key",
+                      "pqe_interval_rest_key", "pqe_interval_total_key"})
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_distinct_from",
                          "is_not_distinct_from"})
 AGGREGATE: dict[str, FunctionDef] = {}
@@ -639,6 +640,15 @@ _register(SCALAR, "pqe_assert_single_row", 1, 1, lambda fn, ts: ((T.INT64,), T.B
 # internal: AVG's value from a combined SUM (integer or DECIMAL) and COUNT, rounded once
 # (ROLLUP and eager aggregation rebuild AVG from them; NULL where the count is 0 or NULL)
 _register(SCALAR, "pqe_mean", 2, 2, lambda fn, ts: ((None, T.INT64), T.FLOAT64), nulls="custom")
+# internal: an INTERVAL as the (days, nanoseconds within the day) pair it sorts and compares
+# by, a month being 30 days (INTERVAL '1 month' = INTERVAL '30 days', DuckDB, PostgreSQL):
+# ORDER BY and a window's keys sort and partition by the pair (physical planner)
+# and MIN / MAX take the interval of the largest or smallest normalized length, in
+# nanoseconds (plan.builder.aggregate_call)
+for _which in ("days", "rest"):
+    _register(SCALAR, f"pqe_interval_{_which}_key", 1, 1, lambda fn, ts: ((None,), T.INT64))
+_register(SCALAR, "pqe_interval_total_key", 1, 1,
+          lambda fn, ts: ((None,), pa.decimal128(38, 0)))
 # one value per statement, taken when it is bound (the binder makes it a literal)
 _register(SCALAR, "current_timestamp", 0, 0, _const(T.TIMESTAMP), nulls="never",
           sqlglot="CurrentTimestamp", args=(), aliases=("now", "get_current_timestamp",
