@@ -123,3 +123,36 @@ def test_still_refused_by_name(ctx):
 def test_internal_keys_are_not_sql_functions(ctx):
     with pytest.raises(pqe.Error, match="(?i)unknown function"):
         ctx.sql("SELECT pqe_interval_total_key(w) FROM t").to_arrow()
+
+
+def test_timestamps_plus_a_column_of_intervals(ctx):
+    """Months first (the day clamped to the month's end: Jan 31 + 1 month is Feb 29), then
+    days and the rest; a DATE as its midnight; NULL in, NULL out; as DuckDB."""
+    _check(ctx, "SELECT id, s + (e - s) AS back, e - (e - s) AS again, (e - s) + s AS too "
+                "FROM t")
+    _check(ctx, "SELECT id, s + w AS a, s - w AS b, CAST(s AS DATE) + w AS c, "
+                "CAST(s AS DATE) - w AS d FROM t")
+    month_ends = pa.table({
+        "ts": pa.array([dt.datetime(2024, 1, 31, 10), dt.datetime(2024, 2, 29, 23, 59, 59),
+                        dt.datetime(1969, 12, 31, 10), dt.datetime(1900, 1, 31, 23), None],
+                       pa.timestamp("us")),
+        "iv": pa.array([pa.MonthDayNano([1, 0, 0]), pa.MonthDayNano([12, 1, 1000]),
+                        pa.MonthDayNano([1, 0, -H]), pa.MonthDayNano([-13, -30, 5000]),
+                        pa.MonthDayNano([1, 0, 0])], MDN)})
+    con = oracle.connect({"m": month_ends})
+    c = pqe.Context(partitions=2)
+    c.register_arrow("m", month_ends)
+    sql = "SELECT ts + iv AS a, ts - iv AS b, iv + ts AS c FROM m"
+    assert compare(c.sql(sql).to_arrow(), oracle.query(con, sql), ordered=True) is None
+
+
+def test_interval_column_past_timestamps_range_is_an_error():
+    c = pqe.Context()
+    c.register_arrow("x", pa.table({
+        "ts": pa.array([dt.datetime(2020, 1, 1)], pa.timestamp("us")),
+        "tz": pa.array([dt.datetime(2020, 1, 1)], pa.timestamp("us", "Europe/Paris")),
+        "iv": pa.array([pa.MonthDayNano([0, 2**31 - 1, 0])], MDN)}))
+    with pytest.raises(pqe.Error, match="(?i)overflow|out of range"):
+        c.sql("SELECT ts + iv FROM x").to_arrow()
+    with pytest.raises(pqe.UnsupportedError, match="TIME ZONE"):
+        c.sql("SELECT tz + iv FROM x").to_arrow()

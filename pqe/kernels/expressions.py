@@ -556,7 +556,7 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         days = c(b) if sign == 1 else _call("negate_checked", [c(b)])
         return _add_days(c(a), days, a.dtype)
     if not isinstance(b, Literal):
-        raise UnsupportedError("date arithmetic needs a constant INTERVAL")
+        return _add_interval_column(c(a), c(b), a.dtype, e.dtype, sign)
     if b.value is None:
         return null_of(e.dtype)
     months, days, nanos = b.value.months * sign, b.value.days * sign, b.value.nanoseconds * sign
@@ -590,6 +590,31 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
             raise ExecutionError("timestamp out of range: the interval does not fit a TIMESTAMP")
         out = _call("add_checked", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
     return out
+
+
+def _add_interval_column(ts: E, iv: E, src: pa.DataType, dst: pa.DataType, sign: int) -> E:
+    """A timestamp (or a DATE, as its midnight) plus or minus a column of INTERVALs, as
+    with a constant: the months first (the day clamped to the month's end), then the days
+    and the rest; overflow is an error. Zone-less timestamps only (a zone's months and days
+    need its calendar)."""
+    if pa.types.is_timestamp(src) and src.tz is not None:
+        raise UnsupportedError("adding a column of INTERVALs to a TIMESTAMP WITH TIME ZONE is "
+                               "not supported")
+    if pa.types.is_date(src):
+        ts = ts.cast(dst)
+    unit = dst.unit
+    per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
+    raw = {f: _call(f"pqe_interval_raw_{f}", [iv]) for f in ("months", "days", "nanos")}
+    if sign < 0:
+        raw = {f: _call("negate_checked", [x]) for f, x in raw.items()}
+    date_part = ts.cast(pa.date32())
+    tod = _call("subtract", [ts, date_part.cast(dst)])
+    moved = _call("pqe_add_months", [date_part, raw["months"]]).cast(dst)
+    out = _call("add_checked", [moved, tod])
+    day = scalar(86_400 * 10**9 // per, T.INT64)
+    rest = _call("add_checked", [_call("multiply_checked", [raw["days"], day]),
+                                 _call("divide", [raw["nanos"], scalar(per, T.INT64)])])
+    return _call("add_checked", [out, rest.cast(pa.duration(unit))])
 
 
 def utc_type(t: pa.DataType) -> pa.DataType:

@@ -592,6 +592,18 @@ def _interval_text(ctx, x):
                                                     pa.scalar(None, pa.string()))
 
 
+def _interval_raw(ctx, x, *, field: str):
+    (x,) = batch_arrays(ctx, x)
+    out = pa.array(_interval_fields(x)[field].astype(np.int64))
+    return out if not x.null_count else pc.if_else(pc.is_valid(x), out,
+                                                   pa.scalar(None, pa.int64()))
+
+
+for _field in ("months", "days", "nanos"):  # (a column of intervals added to timestamps)
+    _register(f"pqe_interval_raw_{_field}", functools.partial(_interval_raw, field=_field),
+              {"x": pa.month_day_nano_interval()}, pa.int64(), f"An INTERVAL's {_field}")
+
+
 _register("pqe_interval_text", _interval_text, {"x": pa.month_day_nano_interval()},
           pa.string(), "An INTERVAL as text (CAST(interval AS VARCHAR))")
 
