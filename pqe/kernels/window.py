@@ -554,35 +554,52 @@ def _order_score(col, ascending: bool, nulls_first: bool) -> np.ndarray | None:
     (ORDER BY: NaN above every number, NULLs first or last), equal keys equal; None for a
     key of another type than numbers, dates and times."""
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    t = col.type
-    valid = None if not col.null_count else \
-        np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), bool)
-    if pa.types.is_decimal(t):
-        if t.bit_width != 128 or t.precision > 18:
-            return None
-        values = decimals.to_unscaled(col).combine_chunks().to_numpy(
-            zero_copy_only=False).astype(np.float64)  # (NULLs: any value, set below)
-    elif pa.types.is_floating(t):
+    if pa.types.is_floating(col.type):
         values = np.array(pc.fill_null(pc.cast(col, pa.float64()), 0.0)
                           .to_numpy(zero_copy_only=False), np.float64)
         values[np.isnan(values)] = np.inf
-    elif pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t):
-        if pa.types.is_date32(t) or pa.types.is_time32(t):
-            col = col.view(pa.int32())
-        elif pa.types.is_temporal(t):
-            if pa.types.is_interval(t):
-                return None
-            col = col.view(pa.int64())
-        if col.null_count:
-            col = pc.fill_null(col, False if pa.types.is_boolean(t) else 0)
-        values = np.asarray(col.to_numpy(zero_copy_only=False)).astype(np.float64)
+        valid = _validity(col)
     else:
-        return None
+        ints = _integers(col)
+        if ints is None:
+            return None
+        values, valid = ints[0].astype(np.float64), ints[1]
     if ascending:
         np.negative(values, out=values)
     if valid is not None:
         values[~valid] = np.inf if nulls_first else -np.inf
     return values
+
+
+def _validity(col: pa.Array) -> np.ndarray | None:
+    return None if not col.null_count else \
+        np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), bool)
+
+
+def _integers(col: pa.Array) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """An integer-like column's values as integers that order as it does (a DECIMAL of up to
+    18 digits as its unscaled value, dates and times as their counts; a view where one can
+    be: NULL slots hold anything) and which are valid; None for other types."""
+    t = col.type
+    if pa.types.is_decimal128(t):
+        if t.precision > 18 or col.buffers()[1] is None:
+            return None
+        words = np.frombuffer(col.buffers()[1], dtype=np.int64)
+        return words[2 * col.offset: 2 * (col.offset + len(col)): 2], _validity(col)
+    if pa.types.is_boolean(t):
+        col = col.cast(pa.int8())
+    elif pa.types.is_date32(t) or pa.types.is_time32(t):
+        col = col.view(pa.int32())
+    elif pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        col = col.view(pa.int64())
+    elif not pa.types.is_integer(t):
+        return None
+    if col.buffers()[1] is None:
+        return None
+    width = col.type.bit_width // 8
+    dtype = np.dtype(f"{'u' if pa.types.is_unsigned_integer(col.type) else 'i'}{width}")
+    values = np.frombuffer(col.buffers()[1], dtype=dtype)[col.offset: col.offset + len(col)]
+    return values, _validity(col)
 
 
 def _group_ids(table: pa.Table, partition) -> tuple[np.ndarray, int]:
@@ -593,7 +610,7 @@ def _group_ids(table: pa.Table, partition) -> tuple[np.ndarray, int]:
     gid, groups = np.zeros(n, np.int64), 1
     for key in partition:
         codes, size = _codes(table.column(key))
-        gid, space = gid * size + codes, groups * size
+        gid, space = (codes if groups == 1 else gid * size + codes), groups * size
         if space <= 4 * n + 1024:  # numbered by the codes present: no hashing
             present = np.zeros(space, bool)
             present[gid] = True
@@ -611,18 +628,15 @@ def _codes(col) -> tuple[np.ndarray, int]:
     (date, DECIMAL of up to 18 digits) as its offset from the smallest when their span is
     short, else hashed (pc.dictionary_encode)."""
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    t = col.type
-    if pa.types.is_decimal128(t) and t.precision <= 18:
-        col = decimals.to_unscaled(col).combine_chunks()
-    elif pa.types.is_date32(t):
-        col = col.view(pa.int32())
-    if pa.types.is_integer(col.type) and len(col) > col.null_count:
-        lo, hi = (v.as_py() for v in pc.min_max(col).values())
+    ints = _integers(col) if not pa.types.is_boolean(col.type) else None
+    if ints is not None and len(col) > col.null_count:
+        values, valid = ints
+        some = values if valid is None else values[valid]
+        lo, hi = int(some.min()), int(some.max())
         if hi - lo <= 4 * len(col):
-            codes = np.asarray((pc.fill_null(col, lo) if col.null_count else col)
-                               .to_numpy(zero_copy_only=False)).astype(np.int64) - (lo - 1)
-            if col.null_count:
-                codes[~np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), bool)] = 0
+            codes = values.astype(np.int64) - (lo - 1)
+            if valid is not None:
+                codes[~valid] = 0
             return codes, hi - lo + 2
     enc = pc.dictionary_encode(col, null_encoding="encode")
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(enc.dictionary)
