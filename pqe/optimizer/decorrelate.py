@@ -33,7 +33,7 @@ from ..plan.expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, Lite
                          SortKey, SubqueryExpr, UserCall, WindowCall, and_, column_ids,
                          ZERO_ON_EMPTY, conjuncts, has_outer_ref, has_subquery, may_raise,
                          transform, walk)
-from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow,
+from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, SingleRow, Union,
                             Sort, Window, transform_up, walk_plan)
 
 
@@ -421,10 +421,10 @@ def _domain(outer: LogicalPlan, sub: LogicalPlan, extra: tuple[Expr, ...] = ()):
     map outer id -> D column, the outer expressions D was made of, and D's fields."""
     refs = _outer_refs(sub)
     available = set(outer.column_ids)
-    for f in refs:
-        if f.id not in available:
-            raise UnsupportedError("subqueries correlated to a query two levels out are not supported yet")
-    items = [(ColumnRef(f), f.name) for f in refs] + [(x, f"arg{i}") for i, x in enumerate(extra)]
+    # a column of a query further out stays an outer reference of `outer` in D (outer is a
+    # subquery's body then: decorrelating that subquery takes D's projection with it)
+    items = [(ColumnRef(f) if f.id in available else OuterRef(f), f.name) for f in refs] \
+        + [(x, f"arg{i}") for i, x in enumerate(extra)]
     if not items:
         items = [(Literal(True, T.BOOLEAN), "one")]
     d = B.distinct(B.project(outer, items))
@@ -467,24 +467,52 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
         return _top_n_per_domain(inner, dfields, keys, plan.fetch, plan.offset)
     if isinstance(plan, Join):
         left_outer, right_outer = _plan_has_outer(plan.left), _plan_has_outer(plan.right)
-        # D goes to one side; every row the join preserves must carry D's columns, so a FULL
-        # join (both sides preserved) cannot take it, and a RIGHT join only on its right
+        # D goes to one side, or to both joined on D's columns too (each d's rows of one side
+        # with that d's rows of the other); every row the join keeps must carry D's columns,
+        # so a FULL join (both sides' unmatched rows) cannot take it
         cond_outer = (plan.filter is not None and has_outer_ref(plan.filter)) \
             or any(has_outer_ref(a) or has_outer_ref(b) for a, b in plan.on)
         if plan.kind == "full" and (left_outer or right_outer or cond_outer):
             raise UnsupportedError("correlated subquery: outer references in a FULL JOIN are not "
                                    "supported yet")
-        if plan.kind == "right" and left_outer:
-            raise UnsupportedError("correlated subquery: outer references in the left input of "
-                                   "a RIGHT JOIN are not supported yet")
-        if right_outer and (left_outer or plan.kind not in ("inner", "right")):
-            raise UnsupportedError("correlated subquery: outer references on both sides of a join")
         filt = sub(plan.filter) if plan.filter is not None else None
         on = tuple((sub(a), sub(b)) for a, b in plan.on)
-        if right_outer or plan.kind == "right":
+        if plan.kind == "right" and not left_outer:
             return Join(plan.left, _attach(plan.right, d, mapping), plan.kind, on, filt, plan.null_aware)
-        return Join(_attach(plan.left, d, mapping), plan.right, plan.kind, on, filt, plan.null_aware)
+        if plan.kind == "inner" and right_outer and not left_outer:
+            return Join(plan.left, _attach(plan.right, d, mapping), plan.kind, on, filt, plan.null_aware)
+        if not right_outer and plan.kind != "right":
+            return Join(_attach(plan.left, d, mapping), plan.right, plan.kind, on, filt, plan.null_aware)
+        # both sides: the side whose unmatched rows a RIGHT join keeps takes D itself
+        kept, other = (plan.right, plan.left) if plan.kind == "right" else (plan.left, plan.right)
+        copy, copy_mapping = _fresh(d, mapping)
+        kept, other = _attach(kept, d, mapping), _attach(other, copy, copy_mapping)
+        same = tuple(pair for f, g in zip(d.schema, copy.schema, strict=True)
+                     for pair in B.null_safe_key(ColumnRef(f), ColumnRef(g)))
+        if plan.kind == "right":
+            return Join(other, kept, plan.kind, tuple((b, a) for a, b in same) + on, filt,
+                        plan.null_aware)
+        return Join(kept, other, plan.kind, same + on, filt, plan.null_aware)
+    if isinstance(plan, Union):  # each input per d, with D's columns under new names
+        inputs = []
+        for branch in plan.inputs:
+            copy, copy_mapping = _fresh(d, mapping)
+            attached = _attach(branch, copy, copy_mapping)
+            inputs.append(Project(attached, tuple(ColumnRef(f) for f in branch.schema)
+                                  + tuple(ColumnRef(f) for f in copy.schema),
+                                  tuple(B.new_field(f.name, f.dtype, f.nullable)
+                                        for f in branch.schema + copy.schema)))
+        return Union(tuple(inputs), plan.fields + dfields)
     raise UnsupportedError(f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")
+
+
+def _fresh(d: LogicalPlan, mapping) -> tuple[LogicalPlan, dict]:
+    """D under new column ids (a second copy to join on D, or a UNION input's), and the map
+    of outer ids to them."""
+    fields = tuple(B.new_field(f.name, f.dtype, f.nullable) for f in d.schema)
+    copy = Project(d, tuple(ColumnRef(f) for f in d.schema), fields)
+    renamed = {f.id: ColumnRef(g) for f, g in zip(d.schema, fields, strict=True)}
+    return copy, {k: renamed.get(v.id, v) for k, v in mapping.items()}
 
 
 # aggregates whose value over no rows is not NULL
