@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.acero as ac
 import pyarrow.compute as pc
@@ -1851,18 +1852,33 @@ def _any_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
         conv = _call("if_else", [F("ok"), F("clean"), scalar("0", T.TEXT)]).cast(dst)
         return s.add(out=_call("if_else", [F("ok"), conv, null_of(dst)]))["out"]
     scale = dst.scale if T.is_decimal(dst) else 0
-    # no exponent: exact, as DECIMAL(76,38) (integer digits capped, decimals cut after 38,
-    # which rounding half away from zero at <= 38 decimals never needs)
-    plain = _call("replace_substring_regex", [F("clean")],
+    # exact, as DECIMAL(76,38) (integer digits capped, decimals cut after 38, which rounding
+    # half away from zero at <= 38 decimals never needs); with an exponent of at most
+    # _EXACT_EXPONENT ('2.5e-1', '1E-3'), the digits before it, then moved by it
+    s.add(has_exp=_regex(F("t"), _EXPONENT_TEXT))
+    s.add(mantissa=_call("replace_substring_regex", [F("clean")], pc.ReplaceSubstringOptions(
+              r"[eE][+-]?\d+$", "", max_replacements=1)),
+          exponent=_call("if_else", [F("has_exp"), _call("extract_regex", [F("clean")],
+                         pc.ExtractRegexOptions(r"[eE]\+?(?P<e>-?\d{1,4})$")), null_of(
+                             pa.struct([("e", T.TEXT)]))]))
+    plain = _call("replace_substring_regex", [F("mantissa")],
                   pc.ReplaceSubstringOptions(r"^([+-]?)0+(\d)", r"\1\2", max_replacements=1))
     plain = _call("replace_substring_regex", [plain],
                   pc.ReplaceSubstringOptions(r"(\.\d{38})\d+$", r"\1", max_replacements=1))
-    s.add(plain=plain, has_exp=_regex(F("t"), _EXPONENT_TEXT))
-    s.add(exact_ok=_call("and", [_call("and", [F("ok"), _call("invert", [F("has_exp")])]),
-                                 _regex(F("plain"), rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")]),
-          float_ok=_call("and", [F("ok"), F("has_exp")]))
+    exponent = _call("struct_field", [F("exponent")], pc.StructFieldOptions(["e"])).cast(T.INT64)
+    s.add(plain=plain, exponent=_call("if_else", [F("has_exp"), exponent, scalar(0, T.INT64)]))
+    near = _call("and", [_call("less_equal", [F("exponent"), scalar(2 * _EXACT_EXPONENT,
+                                                                   T.INT64)]),
+                         _call("greater_equal", [F("exponent"),
+                                                 scalar(-_EXACT_EXPONENT, T.INT64)])])
+    near = _call("coalesce", [near, scalar(False, T.BOOLEAN)])
+    s.add(exact_ok=_call("and", [_call("and", [F("ok"), near]),
+                                 _regex(F("plain"), rf"^[+-]?\d{{0,{_EXACT_DIGITS}}}(\.\d*)?$")]))
     s.add(exact=_call("if_else", [F("exact_ok"), F("plain"), scalar("0", T.TEXT)])
           .cast(_EXACT_TEXT_TYPE))
+    _move_points(s, scale)
+    s.add(float_ok=_call("and", [_call("and", [F("ok"), F("has_exp")]),
+                                 _call("invert", [F("exact_ok")])]))
     exact_t = _EXACT_TEXT_TYPE
     if _EXACT_TEXT_TYPE.scale - scale > EXACT_STEP:  # rounded exactly (`_round_decimal`)
         near_scale = scale + EXACT_STEP
@@ -1870,7 +1886,9 @@ def _any_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
         s.add(exact=rescaled(F("exact"), _EXACT_TEXT_TYPE.scale, exact_t, safe=False))
     if scale < exact_t.scale:
         s.add(exact=_call("round", [F("exact")], pc.RoundOptions(scale, "half_towards_infinity")))
-    # with an exponent ('1e3', '2.5e-1'): read as DOUBLE, then as a DOUBLE is cast
+    # with an exponent past -_EXACT_EXPONENT .. 2 * _EXACT_EXPONENT ('1e300', '5e-39'), or
+    # more than 38 integer digits before it: read as DOUBLE, then as a DOUBLE is cast (such a value is past every DECIMAL or
+    # rounds to 0 at its 38 decimals, unless written with many more digits than it has)
     s.add(approx=_call("if_else", [F("float_ok"), F("clean"), scalar("0", T.TEXT)])
           .cast(T.FLOAT64))
     s.add(approx=_float_round(F("approx"), scale, "half_towards_infinity"))
@@ -1883,6 +1901,47 @@ def _any_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
                                       binary=True)})
     return s.add(out=_call("if_else", [F("exact_ok"), F("exact"), _call(
         "if_else", [F("float_ok"), F("approx"), null_of(dst)])]))["out"]
+
+
+_EXACT_EXPONENT = 38  # (and up to twice as much for a positive one)
+
+
+def _move_points(s: _Stages, scale: int) -> None:
+    """The exact values (`exact`, DECIMAL(76,38) of the digits before the exponent) of texts
+    with an exponent moved by it: a DECIMAL's unscaled digits are the same at another scale,
+    so each exponent e is a view as scale 38 - e (negative past 38), then cast back to scale
+    38. A negative e
+    first rounds half away from zero to `scale` + e decimals (one rounding, from all the
+    digits: round(v * 10^e, s) = round(v, s + e) * 10^e); a value whose integer digits e
+    would take past 38 is out of range. One pass per distinct exponent, never per row; the
+    rows it cannot take (exact_ok false) are read as DOUBLE."""
+    has = np.asarray(pc.and_(s["exact_ok"], s["has_exp"]).to_numpy(zero_copy_only=False), bool)
+    if not has.any():
+        return
+    exponents = np.asarray(s["exponent"].to_numpy(zero_copy_only=False), np.int64)
+    exact, ok = s["exact"], s["exact_ok"]
+    zero = pa.scalar(decimal.Decimal(0), _EXACT_TEXT_TYPE)
+    for e in (int(x) for x in np.unique(exponents[has])):
+        if e == 0:
+            continue
+        rows = pa.array(has & (exponents == e))
+        values = exact.filter(rows)
+        if e > 0:  # (|value| * 10^e < 10^38, compared before it is moved: in one type)
+            fits = pc.less(pc.abs(values), pa.scalar(decimal.Decimal(10) ** (38 - e),
+                                                     _EXACT_TEXT_TYPE))
+            values = pc.if_else(fits, values, zero)
+        else:
+            try:
+                values = pc.round(values, ndigits=scale + e, round_mode="half_towards_infinity")
+                fits = pa.array(np.ones(len(values), bool))
+            except pa.ArrowInvalid:  # (38 integer digits rounded up to 39)
+                fits = pa.array(np.zeros(len(values), bool))
+                values = pc.if_else(fits, values, zero)
+        moved = values.view(pa.decimal256(76, _EXACT_TEXT_TYPE.scale - e)).cast(
+            _EXACT_TEXT_TYPE)
+        exact = pc.replace_with_mask(exact, rows, moved)
+        ok = pc.replace_with_mask(ok, rows, fits)
+    s.columns["exact"], s.columns["exact_ok"] = exact, ok
 
 
 def _split(t: pa.Array, pattern: str, filler: str, fast, slow) -> pa.Array:
@@ -2284,8 +2343,35 @@ def _extract(part):
         kernel = _EXTRACT.get(part)
         if kernel is None:
             raise UnsupportedError(f"EXTRACT({part}) is not supported")
+        if part in ("year", "isoyear", "doy", "week", "quarter", "month", "day"):
+            return calendar_checked(_call(kernel, [x]).cast(T.INT64), T.INT64, x, t,
+                                    f"EXTRACT({part})")
         return _call(kernel, [x]).cast(T.INT64)
     return build
+
+
+# the days from 1970-01-01 to -32767-01-01 and to 32767-12-31: Arrow's calendar kernels
+# (year, day_of_year, iso_week, strftime) keep the year in 16 bits
+_CALENDAR_DAYS = (-12687428, 11248737)
+
+
+def calendar_checked(value: E, out: pa.DataType, x: E, t: pa.DataType, what: str) -> E:
+    """`value` (of type `out`, computed from the date or timestamp `x` of type `t` by a
+    calendar kernel), or an error when some x lies past year +-32767, where that kernel's
+    answer is wrong."""
+    if pa.types.is_date32(t):
+        days, days_t = x.cast(pa.int32()), pa.int32()
+    elif pa.types.is_timestamp(t) and t.unit != "ns":  # (ns: the years 1677 to 2262 only)
+        per = {"s": 1, "ms": 10**3, "us": 10**6}[t.unit] * 86_400
+        days, days_t = _call("divide", [x.cast(pa.timestamp(t.unit)).cast(T.INT64),
+                                        scalar(per, T.INT64)]), T.INT64
+    else:
+        return value
+    lo, hi = _CALENDAR_DAYS
+    bad = _call("or", [_call("less", [days, scalar(lo, days_t)]),
+                       _call("greater", [days, scalar(hi, days_t)])])
+    check = _call("pqe_check_calendar", [bad, scalar(what, T.TEXT)])
+    return _call("if_else", [check, value, null_of(out)])
 
 
 def _date_trunc(c, e):

@@ -23,6 +23,7 @@ from ..plan.expr import Call, Literal
 from .udfs import batch_arrays as _arrays
 from . import hashing
 from .expressions import (Compiler, E, _call, _const_int, _const_text, _register_by_type,
+                          calendar_checked,
                           _used, null_of, scalar, utc, utc_type, volatile_tag)
 
 # ---- registration helpers ---------------------------------------------------------------------
@@ -419,7 +420,8 @@ def _strftime(c: Compiler, e: Call) -> E:
     parts = _format_parts(fmt, _STRFTIME, "STRFTIME")
     x = utc(c(a), a.dtype)
     if all(p in _FIXED_WIDTH or not p.startswith("%") for p in parts):
-        return _fixed_strftime(x, a.dtype, parts)
+        return calendar_checked(_fixed_strftime(x, a.dtype, parts), T.TEXT, x,
+                                utc_type(a.dtype), "STRFTIME")
     if pa.types.is_date(a.dtype):
         secs = x.cast(pa.timestamp("s"))
         micros = _call("if_else", [_call("is_valid", [x]), scalar("000000", T.TEXT), null_of(T.TEXT)])
@@ -441,7 +443,8 @@ def _strftime(c: Compiler, e: Call) -> E:
             text += p
     if text or not pieces:
         pieces.append(_call("strftime", [secs], pc.StrftimeOptions(text, "C")))
-    return _call("binary_join_element_wise", pieces + [scalar("", T.TEXT)])
+    return calendar_checked(_call("binary_join_element_wise", pieces + [scalar("", T.TEXT)]),
+                            T.TEXT, x, utc_type(a.dtype), "STRFTIME")
 
 
 # specifiers of a fixed number of digits (for years 0 to 9999), and how many

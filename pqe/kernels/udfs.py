@@ -264,6 +264,21 @@ def check_temporal_text(ctx, texts, failed, type_name):
                           f"a {name} past year 32767 cannot be written as text")
 
 
+def check_calendar(ctx, failed, what):
+    """TRUE everywhere, or an error when some date or timestamp lies past year +-32767:
+    Arrow's calendar kernels keep the year in 16 bits (EXTRACT(YEAR) of 32908-05-08 was
+    -32628, its day of the year 23936661)."""
+    failed, what = batch_arrays(ctx, failed, what)
+    if pc.any(pc.fill_null(failed, False)).as_py():
+        raise ExecutionError(f"{what[0].as_py()} of a date or timestamp past year 32767 is "
+                             "not supported")
+    return pa.array(np.ones(len(failed), bool))
+
+
+_register("pqe_check_calendar", check_calendar, {"failed": pa.bool_(), "what": pa.string()},
+          pa.bool_(), "Fail calendar arithmetic on a date or timestamp past year 32767")
+
+
 _register("pqe_check_temporal_text", check_temporal_text,
           {"text": pa.string(), "failed": pa.bool_(), "type": pa.string()}, pa.bool_(),
           "Fail a CAST of a date or timestamp Arrow cannot write as text")
