@@ -83,3 +83,38 @@ def test_a_full_join_with_outer_references_is_still_refused(ctx):
     with pytest.raises(pqe.UnsupportedError, match="FULL JOIN"):
         ctx.sql("SELECT a, (SELECT count(*) FROM (SELECT * FROM u WHERE u.a = t.a) x "
                 "FULL JOIN w ON x.c = w.c) FROM t").to_arrow()
+
+
+LATERAL = [
+    "SELECT t.a, x.c FROM t, LATERAL (SELECT c FROM u WHERE u.a = t.a) x",
+    "SELECT t.a, t.b, x.c FROM t CROSS JOIN LATERAL (SELECT c FROM u WHERE u.a = t.a "
+    "ORDER BY c DESC LIMIT 1) x",
+    "SELECT t.a, x.n FROM t, LATERAL (SELECT count(*) AS n FROM u WHERE u.a = t.a) x",
+    "SELECT t.a, x.c FROM t LEFT JOIN LATERAL (SELECT c FROM u WHERE u.a = t.a) x ON TRUE",
+    "SELECT t.a, x.c FROM t LEFT JOIN LATERAL (SELECT c FROM u WHERE u.a = t.a) x "
+    "ON x.c > t.b",
+    "SELECT t.a, w2.d, x.s FROM t, w AS w2, LATERAL (SELECT sum(c) AS s FROM u "
+    "WHERE u.a = t.a AND u.c <= w2.c) x",
+    "SELECT t.a, x.c, y.d FROM t, LATERAL (SELECT c FROM u WHERE u.a = t.a) x, "
+    "LATERAL (SELECT d FROM w WHERE w.c = x.c) y",
+    "SELECT t.a, x.v FROM t, LATERAL (SELECT c AS v FROM u WHERE u.a = t.a UNION ALL "
+    "SELECT d FROM w WHERE w.d = t.a) x",
+    "SELECT t.a, x.c FROM t, LATERAL (SELECT c FROM u) x WHERE x.c < 20",
+    "SELECT a, (SELECT max(x.c) FROM u AS u2, LATERAL (SELECT c FROM u WHERE u.a = u2.a "
+    "AND u.c < t.b) x) AS m FROM t",
+]
+
+
+@pytest.mark.parametrize("sql", LATERAL)
+def test_lateral_matches_duckdb(ctx, sql):
+    miss = compare(ctx.sql(sql).to_arrow(), oracle.query(CON, sql), sql=sql, check_names=False)
+    assert miss is None, f"{sql}\n{miss}"
+
+
+def test_lateral_forms_still_refused(ctx):
+    for sql, what in [("SELECT * FROM t RIGHT JOIN LATERAL (SELECT c FROM u WHERE u.a = t.a) x "
+                       "ON TRUE", "RIGHT JOIN LATERAL"),
+                      ("SELECT * FROM t, LATERAL generate_series(1, t.a) x",
+                       "GENERATE_SERIES|LATERAL")]:
+        with pytest.raises(pqe.Error, match=what):
+            ctx.sql(sql).to_arrow()

@@ -54,6 +54,9 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
         return Project(new_input, tuple(exprs), node.fields)
     if isinstance(node, Aggregate) and any(has_subquery(e) for e in node.expressions()):
         return _aggregate_inputs(node)
+    if isinstance(node, Join) and _plan_has_outer(node.right) and any(
+            f.id in set(node.left.column_ids) for f in _outer_refs(node.right)):
+        return _lateral(node)
     if isinstance(node, Join) and node.filter is not None and has_subquery(node.filter) \
             and node.kind == "inner":
         # ON (... subquery ...) of an inner join is a filter above the join
@@ -63,6 +66,22 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
             raise UnsupportedError(
                 f"subqueries are not supported in {type(node).__name__.lower()} expressions yet")
     return None
+
+
+def _lateral(node: Join) -> LogicalPlan:
+    """A join whose right input reads the left's columns (FROM t, LATERAL (...)): the right
+    input evaluated once per distinct value D of the columns it reads (`_attach`), then
+    joined to the left on them (NULL matching NULL), the join's own condition kept."""
+    if node.kind not in ("inner", "left"):
+        raise UnsupportedError(f"a {node.kind.upper()} JOIN LATERAL is not supported")
+    d, mapping, outer_exprs, dfields = _domain(node.left, node.right)
+    right = _attach(node.right, d, mapping)
+    # (a column of a query further out is one value for all of the left's rows: D carries
+    # it, the join needs no key for it)
+    pairs = tuple(pair for x, f in zip(outer_exprs, dfields, strict=True)
+                  if not isinstance(x, OuterRef) for pair in B.null_safe_key(x, ColumnRef(f)))
+    joined = Join(node.left, right, node.kind, pairs + node.on, node.filter, node.null_aware)
+    return Project(joined, tuple(ColumnRef(f) for f in node.schema), node.schema)
 
 
 def _aggregate_inputs(node: Aggregate) -> LogicalPlan:

@@ -224,6 +224,10 @@ class RelationsMixin:
         items = [first]
         lateral = False  # an ON read an earlier comma item: the items were joined left-deep
         for j in joins:
+            if isinstance(j.this, exp.Lateral):
+                items = [self._lateral(_cross_all(items), j, scope)]
+                lateral = False
+                continue
             if _is_comma(j):
                 items.append(self.source(j.this, scope))
                 lateral = False
@@ -258,6 +262,30 @@ class RelationsMixin:
             if jkind != "inner":
                 scope.refresh(items[-1].schema)
         return _cross_all(items)
+
+    def _lateral(self, left: LogicalPlan, j: exp.Join, scope: Scope) -> LogicalPlan:
+        """`left, LATERAL (subquery) alias` (or CROSS / LEFT JOIN LATERAL ... ON): the subquery
+        is bound seeing the columns of every FROM item before it as outer columns, then
+        joined to them; decorrelation evaluates it once per distinct value of the columns it
+        reads (optimizer.decorrelate)."""
+        node = j.this
+        sub = node.this
+        if not isinstance(sub, exp.Subquery):
+            raise UnsupportedError(f"LATERAL {describe_node(sub, self.sql)} is not supported; "
+                                   "LATERAL (subquery) is")
+        seen = Scope(scope.parent)
+        seen.tables = {alias: dict(cols) for alias, cols in scope.tables.items()}
+        plan, names = self.query(sub.this, seen)
+        alias = node.alias_or_name or sub.alias_or_name
+        names = _renamed(node if node.args.get("alias") else sub, names)
+        scope.add(alias, [(n, f) for n, f in zip(names, plan.schema, strict=True)])
+        jkind, cond = ("inner", None) if _is_comma(j) else self._join_condition(j, scope)
+        if jkind in ("right", "full"):
+            raise UnsupportedError(f"{jkind.upper()} JOIN LATERAL is not supported")
+        out = B.join(left, plan, jkind, (), cond)
+        if jkind != "inner":
+            scope.refresh(out.schema)
+        return out
 
     def _join_condition(self, j: exp.Join, scope: Scope) -> tuple[str, Expr | None]:
         side = (j.args.get("side") or "").upper()

@@ -61,6 +61,9 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.Join: _args("this", "on", "using", side=("LEFT", "RIGHT", "FULL"),
                     kind=("INNER", "OUTER", "CROSS", "SEMI", "ANTI"), method=("NATURAL",)),
     exp.Table: _args("this", "alias", "joins", "sample"),
+    # LATERAL (subquery) in FROM: a subquery that reads the columns of the items before it
+    # (not LATERAL VIEW, CROSS / OUTER APPLY or WITH ORDINALITY)
+    exp.Lateral: _args("this", "alias"),
     exp.Where: _args("this"),
     exp.Having: _args("this"),
     exp.Qualify: _args("this"),
@@ -163,7 +166,7 @@ OPAQUE: frozenset[type] = frozenset({exp.DataType})
 
 # how constructs read when refused (a class, or a class and an argument)
 _NAMES: dict = {
-    exp.Lateral: "LATERAL", exp.Unnest: "UNNEST", exp.Pivot: "PIVOT",
+    exp.Unnest: "UNNEST", exp.Pivot: "PIVOT",
     exp.IgnoreNulls: "IGNORE NULLS", exp.Collate: "COLLATE", exp.AtTimeZone: "AT TIME ZONE",
     exp.Bracket: "subscripts ([...])", exp.Array: "ARRAY values", exp.Struct: "STRUCT values",
     exp.Dot: "field access (a.b.c)", exp.Lambda: "lambda functions",
