@@ -90,3 +90,23 @@ def test_calendar_fields_past_year_32767_are_an_error_not_a_wrapped_year():
     dows = ctx.sql("SELECT d = DATE '2022-01-08' AS x, extract(dow FROM d) AS w FROM t"
                    ).to_pylist()
     assert len(dows) == 3 and [r["w"] for r in dows if r["x"]] == [6]
+
+
+def test_ubigint_arithmetic_past_bigint():
+    """A UBIGINT meets integers as DECIMAL(20,0) in +, -, * and negation too (DuckDB:
+    HUGEINT): 2^64 - 1 - 1 was 'out of range for BIGINT'. ABS of a UBIGINT is itself."""
+    ctx = pqe.Context(partitions=2)
+    ctx.register_arrow("t", pa.table({"u": pa.array([2**64 - 1, 5, None], pa.uint64()),
+                                      "i": pa.array([1, -3, 2], pa.int64())}))
+    got = ctx.sql("SELECT u - i AS a, u + 1 AS b, -u AS c, abs(u) AS d, u * i AS e, "
+                  "u - u AS f FROM t").to_pylist()
+    big = 2**64 - 1
+    assert got == [
+        {"a": Decimal(big - 1), "b": Decimal(big + 1), "c": Decimal(-big), "d": big,
+         "e": Decimal(big), "f": Decimal(0)},
+        {"a": Decimal(8), "b": Decimal(6), "c": Decimal(-5), "d": 5, "e": Decimal(-15),
+         "f": Decimal(0)},
+        {"a": None, "b": None, "c": None, "d": None, "e": None, "f": None}]
+    assert ctx.sql("SELECT sum(u + 0) AS s FROM t").to_pylist() == [{"s": Decimal(big + 5)}]
+    with pytest.raises(pqe.Error, match="out of range"):
+        ctx.sql("SELECT u * u FROM t").to_arrow()

@@ -155,3 +155,18 @@ def test_sample_that_finds_no_threshold_keeps_every_row():
     """Partitions smaller than k in the sample get no threshold: all their rows stay."""
     t = pa.table({"g": np.arange(100_000) % 20_000, "v": np.arange(100_000)})
     assert window._top_candidates(t, ("g",), ("v", True, False), 3, dense=False) is None
+
+
+@pytest.mark.parametrize("values,dtype", [((-2**63, -2**63 + 1), pa.int64()),
+                                          ((2**64 - 1, 2**64 - 2), pa.uint64())])
+def test_partition_keys_at_the_integer_limits(values, dtype):
+    """Partition codes are offsets from the smallest key, in wrapping 64-bit arithmetic: a key
+    of -2^63 (or a UBIGINT past BIGINT) failed with 'Python int too large to convert'."""
+    n = 2000
+    t = pa.table({"g": pa.array([values[i % 2] for i in range(n)], dtype),
+                  "v": pa.array(range(n), pa.int64())})
+    with pqe.Context() as c:
+        c.register_arrow("t", t)
+        got = c.sql("SELECT g, v FROM (SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v "
+                    "DESC) AS r FROM t) WHERE r <= 1 ORDER BY v").to_pylist()
+    assert got == [{"g": values[0], "v": n - 2}, {"g": values[1], "v": n - 1}]

@@ -633,8 +633,9 @@ def _codes(col) -> tuple[np.ndarray, int]:
         values, valid = ints
         some = values if valid is None else values[valid]
         lo, hi = int(some.min()), int(some.max())
-        if hi - lo <= 4 * len(col):
-            codes = values.astype(np.int64) - (lo - 1)
+        if hi - lo <= 4 * len(col):  # (the offsets in 64-bit wrapping arithmetic: lo may
+            # be -2^63, or a UBIGINT past BIGINT, and hi - lo is small)
+            codes = (values.astype(np.uint64) - np.uint64(lo % 2**64)).astype(np.int64) + 1
             if valid is not None:
                 codes[~valid] = 0
             return codes, hi - lo + 2

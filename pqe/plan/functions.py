@@ -120,6 +120,12 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
         # UBIGINT % n is a UBIGINT (DuckDB): HASH(x) % n buckets; in BIGINT the larger half
         # of the UBIGINT values would not fit (a negative n is an error: it does not fit)
         return (pa.uint64(), pa.uint64()), pa.uint64()
+    if fn in ("add", "subtract", "multiply") and pa.types.is_uint64(a) | pa.types.is_uint64(b) \
+            and all(T.is_integer(t) or T.is_null(t) for t in (a, b)):
+        # a UBIGINT past BIGINT: DECIMAL(20,0) arithmetic (DuckDB: HUGEINT), as a UBIGINT
+        # meets a signed integer; in BIGINT 2^64 - 1 - 1 was an error
+        a, b = (T.as_decimal(T.INT64 if T.is_null(t) else t) for t in (a, b))
+        return (a, b), T.arithmetic_type(fn, a, b)
     out = T.arithmetic_type(fn, a, b)
     if T.is_null(out):
         return (None, None), T.NULL
@@ -139,6 +145,8 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
 
 def _negate(fn, ts):
     (a,) = ts
+    if pa.types.is_uint64(a):  # (past BIGINT: as DECIMAL(20,0), see _arith)
+        return (T.as_decimal(a),), T.as_decimal(a)
     if T.is_integer(a):
         return (T.INT64,), T.INT64
     if T.is_numeric(a) or T.is_interval(a) or T.is_null(a):
@@ -239,6 +247,8 @@ def _numeric_same(fn, ts):
             raise _fail(fn, ts)
     if T.is_null(a):
         a = T.FLOAT64
+    if fn == "abs" and pa.types.is_uint64(a):
+        return [a] + [T.INT64] * len(rest), a  # (never negative: itself)
     if fn == "abs" and T.is_integer(a):
         a = T.INT64
     return [a] + [T.INT64] * len(rest), a
