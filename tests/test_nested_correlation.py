@@ -102,6 +102,11 @@ LATERAL = [
     "SELECT t.a, x.c FROM t, LATERAL (SELECT c FROM u) x WHERE x.c < 20",
     "SELECT a, (SELECT max(x.c) FROM u AS u2, LATERAL (SELECT c FROM u WHERE u.a = u2.a "
     "AND u.c < t.b) x) AS m FROM t",
+    # without the keyword, a subquery naming an earlier FROM item is lateral (DuckDB)
+    "SELECT t.a, x.c FROM t, (SELECT c FROM u WHERE u.a = t.a) x",
+    "SELECT t.a, x.c FROM t JOIN (SELECT c, u.a FROM u WHERE u.c > t.b) x ON x.a = t.a",
+    "SELECT t.a, x.n FROM t, (SELECT count(*) AS n FROM u WHERE u.a = t.a) x",
+    "SELECT t.a, x.a AS xa FROM t, (SELECT * FROM u AS t WHERE t.a = 1) x",  # its own t
 ]
 
 

@@ -82,6 +82,7 @@ class QualifyMixin:
                     f"{sub.alias_or_name}) is not supported; write it as a subquery: "
                     f"(SELECT * FROM a JOIN b ...) AS {sub.alias_or_name}")
         _rewrite_all_keywords(node)
+        _implicit_laterals(node)
         _unwrap_order_group_items(node)
         node = rebalance_chains(node)
         for sel in node.find_all(exp.Select):
@@ -465,6 +466,29 @@ def shown_sql(node: exp.Expression, most: int = 40) -> str:
 
 
 # ---- rewrites before qualify ---------------------------------------------------------------
+
+
+def _implicit_laterals(node: exp.Expression) -> None:
+    """A subquery in FROM that names a FROM item listed before it (`FROM t, (SELECT ... WHERE
+    u.a = t.a) x`) is a LATERAL subquery, as DuckDB reads it (PostgreSQL asks for the
+    keyword); qualify read `t.a` as an unqualified `a` and reported it ambiguous. A name the
+    subquery defines itself (its own FROM items, at any depth) is its own."""
+    for sel in node.find_all(exp.Select):
+        from_ = sel.args.get("from_")
+        if from_ is None:
+            continue
+        before = {from_.this.alias_or_name}
+        for j in sel.args.get("joins") or ():
+            item = j.this
+            if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query) \
+                    and item.args.get("alias") is not None:
+                own = {s.alias_or_name for s in item.this.find_all(exp.Table, exp.Subquery)}
+                if any(c.table in before and c.table not in own
+                       for c in item.this.find_all(exp.Column)):
+                    alias = item.args["alias"]
+                    item.set("alias", None)
+                    j.set("this", exp.Lateral(this=item, alias=alias))
+            before.add(item.alias_or_name)
 
 
 def _is_all_keyword(node) -> bool:
