@@ -110,3 +110,24 @@ def test_ubigint_arithmetic_past_bigint():
     assert ctx.sql("SELECT sum(u + 0) AS s FROM t").to_pylist() == [{"s": Decimal(big + 5)}]
     with pytest.raises(pqe.Error, match="out of range"):
         ctx.sql("SELECT u * u FROM t").to_arrow()
+
+
+def test_hexadecimal_and_binary_text_to_integers():
+    """'0x1F' and '0b101' cast to integer types as in DuckDB and PostgreSQL 16 (TRY_CAST gave
+    NULL, CAST an error); no sign, single underscores between digits, NULL past the type."""
+    texts = ["0x10", "0X1F", "-0x10", "+0x10", "0b101", "0B11", "0o17", "0x", "0x1_0",
+             "0xFFFFFFFFFFFFFFFF", "0x7FFFFFFFFFFFFFFF", "0x8000000000000000", "0x1g", "00x10",
+             "0x10.5", "0x000000000000000000000001", "0b" + "1" * 63, "42", None, "0xff", "0x80"]
+    ctx = pqe.Context(partitions=2)
+    ctx.register_arrow("t", pa.table({"i": range(len(texts)), "s": texts}))
+    got = ctx.sql("SELECT TRY_CAST(s AS TINYINT) AS a, TRY_CAST(s AS INTEGER) AS b, "
+                  "TRY_CAST(s AS BIGINT) AS c, TRY_CAST(s AS DOUBLE) AS d FROM t ORDER BY i"
+                  ).to_arrow().to_pydict()
+    assert got["a"] == [16, 31, None, None, 5, 3, None, None, 16, None, None, None, None, None,
+                        None, 1, None, 42, None, None, None]
+    assert got["c"] == [16, 31, None, None, 5, 3, None, None, 16, None, 2**63 - 1, None, None,
+                        None, None, 1, 2**63 - 1, 42, None, 255, 128]
+    assert got["b"][:2] == [16, 31] and got["b"][-2:] == [255, 128]
+    assert got["d"][:2] == [None, None]  # (DuckDB: integers only)
+    with pytest.raises(pqe.Error, match="'0x1g' is not a valid INTEGER"):
+        ctx.sql("SELECT CAST('0x1g' AS INTEGER)").to_arrow()

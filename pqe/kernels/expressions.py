@@ -1826,6 +1826,11 @@ def _number_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     """`_text_to_number` on an array. All vectorized: invalid rows are replaced by '0'
     before the Arrow casts (which fail a whole batch on one bad value), then masked out."""
     t = pc.utf8_trim(texts, T.ASCII_SPACE)
+    if T.is_integer(dst):
+        radix = pc.fill_null(pc.match_substring_regex(t, _RADIX_TEXT), False)
+        if pc.any(radix).as_py():  # '0x1F', '0b101' (DuckDB, PostgreSQL 16)
+            out = _number_from_text(pc.if_else(radix, "0", texts), dst)
+            return pc.replace_with_mask(out, radix, _radix_integers(t.filter(radix), dst))
     pattern = _plain_number_text(dst)
     if pattern is None:
         return _any_number(t, dst)
@@ -1838,6 +1843,41 @@ def _number_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
         return _split(t, exact, "0", lambda plain: pc.cast(plain, dst),
                       lambda r: _split(r, pattern, "0", lambda p: _plain_number(p, dst), rest))
     return _split(t, pattern, "0", lambda plain: _plain_number(plain, dst), rest)
+
+
+# an integer in hexadecimal or binary: no sign, single underscores between digits (DuckDB)
+_RADIX_TEXT = r"^0(?:[xX][0-9a-fA-F](?:_?[0-9a-fA-F])*|[bB][01](?:_?[01])*)$"
+_HEX_DIGIT = np.full(256, 0, np.uint64)
+_HEX_DIGIT[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10, dtype=np.uint64)
+_HEX_DIGIT[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16, dtype=np.uint64)
+_HEX_DIGIT[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16, dtype=np.uint64)
+
+
+def _radix_integers(t: pa.Array, dst: pa.DataType) -> pa.Array:
+    """Texts of `_RADIX_TEXT` as the integer type `dst`, NULL past its range: the digits
+    left-padded to one width, read as a byte matrix, each column weighted by its place."""
+    out = np.zeros(len(t), np.uint64)
+    fits = np.ones(len(t), bool)
+    digits = pc.utf8_slice_codeunits(pc.replace_substring(t, "_", ""), 2)
+    for prefix, bits in (("x", 4), ("b", 1)):
+        rows = np.asarray(pc.match_substring_regex(t, f"^0[{prefix}{prefix.upper()}]")
+                          .to_numpy(zero_copy_only=False), bool)
+        if not rows.any():
+            continue
+        d = pc.utf8_ltrim(digits.filter(pa.array(rows)), "0")
+        width = 64 // bits
+        fits[rows] = np.asarray(pc.less_equal(pc.utf8_length(d), width)
+                                .to_numpy(zero_copy_only=False), bool)
+        d = pc.utf8_lpad(pc.utf8_slice_codeunits(d, 0, width), width, "0")
+        d = d.combine_chunks() if isinstance(d, pa.ChunkedArray) else d
+        start = int(np.frombuffer(d.buffers()[1], np.int32)[d.offset])  # (every text: width)
+        matrix = np.frombuffer(d.buffers()[2], np.uint8)[start:start + len(d) * width]
+        values = _HEX_DIGIT[matrix.reshape(len(d), width)]
+        places = (np.uint64(bits) * np.arange(width - 1, -1, -1, dtype=np.uint64))
+        out[rows] = np.bitwise_or.reduce(values << places, axis=1)
+    top = np.iinfo(dst.to_pandas_dtype()).max
+    fits &= out <= np.uint64(top)
+    return pa.array(np.where(fits, out, 0).astype(dst.to_pandas_dtype()), dst, mask=~fits)
 
 
 def _any_number(t: pa.Array, dst: pa.DataType) -> pa.Array:
