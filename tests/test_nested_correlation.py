@@ -36,6 +36,13 @@ QUERIES = [
     "FROM t",
     "SELECT a FROM t WHERE b > (SELECT min(u.c) FROM u WHERE u.a = t.a AND u.c > "
     "(SELECT min(w.c) FROM w WHERE w.d = t.a))",
+    # NOT IN two levels out: a NULL in one outer value's list empties that value's rows only
+    "SELECT a, (SELECT count(*) FROM u WHERE u.a = t.a AND u.c NOT IN "
+    "(SELECT w.c FROM w WHERE w.d = t.a OR w.d = 5)) AS n FROM t",
+    "SELECT a FROM t WHERE a NOT IN (SELECT u.a FROM u WHERE u.c NOT IN "
+    "(SELECT w.c FROM w WHERE w.d = t.a))",
+    "SELECT a, (SELECT count(*) FROM (SELECT * FROM u WHERE u.a = t.a) x WHERE x.c NOT IN "
+    "(SELECT c FROM w WHERE w.d >= t.a)) AS n FROM t",
     # a join with outer references on both sides
     "SELECT a, (SELECT count(*) FROM u JOIN w ON u.c = w.c WHERE u.a = t.a AND w.d <= t.a) AS n "
     "FROM t",
