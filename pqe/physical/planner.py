@@ -175,6 +175,10 @@ class PhysicalPlanner:
         method = self._METHODS.get(type(node))
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
+        if isinstance(node, L.Aggregate) and (by_length := _interval_groups(node)) is not None:
+            out = self.plan(by_length)
+            bucket.append((node, out))
+            return out
         for kind, test in (("INTERVAL", T.is_interval), ("LIST, STRUCT or MAP", T.is_nested)):
             refused = _keys_of_type(node, test)
             if refused is not None:
@@ -1401,6 +1405,31 @@ def balance(units, n: int) -> tuple[tuple[ScanUnit, ...], ...]:
     if cur:
         parts.append(tuple(cur))
     return tuple(parts)
+
+
+def _interval_groups(node: L.Aggregate) -> L.LogicalPlan | None:
+    """GROUP BY (or DISTINCT, UNION) of INTERVALs as DuckDB groups them, by length (a month is
+    30 days: '1 month' and '30 days' are one group): grouped by each interval's normalized
+    (days, rest) pair (`_sort_keys`), its value one of the group's own, as written
+    (ARG_MAX by length: any row of the group; NULL for the NULL group). None when no group
+    key is an INTERVAL."""
+    if not any(T.is_interval(g.dtype) for g in node.group):
+        return None
+    group, fields, values, value_fields = [], [], [], []
+    for g, f in zip(node.group, node.group_fields, strict=True):
+        if not T.is_interval(g.dtype):
+            group.append(g)
+            fields.append(f)
+            continue
+        for k in _sort_keys(g):
+            group.append(k)
+            fields.append(B.new_field(f"{f.name}_length", T.INT64, g.nullable))
+        length = Call("pqe_interval_total_key", (g,), pa.decimal128(38, 0), g.nullable)
+        values.append(AggCall("arg_max", (g, length), g.dtype, False, None, ()))
+        value_fields.append(f)
+    grouped = L.Aggregate(node.input, tuple(group), tuple(fields), node.aggs + tuple(values),
+                          node.agg_fields + tuple(value_fields), node.local)
+    return L.Project(grouped, tuple(ColumnRef(f) for f in node.schema), node.schema)
 
 
 def _sort_keys(e: Expr) -> tuple[Expr, ...]:
