@@ -526,6 +526,18 @@ def _wide_product(c: Compiler, e: Call) -> E:
     return _checked_numeric_cast(c, product, out_type, e.dtype, product, out_type)
 
 
+def zeroed_null_slots(x: E, dtype: pa.DataType) -> E:
+    """A DATE or TIMESTAMP with 0 (the epoch) in its NULL slots. Arrow leaves +-2^63 there
+    (LEAST, a grouped MAX of no value, pandas' NaT), and its checked TIMESTAMP + INTERVAL
+    kernel checks those slots too: `max(ts) - INTERVAL '1' HOUR` of a group without a ts
+    was "integer overflow". (An if_else over a NULL scalar alone keeps the data buffer as
+    it is: the slots are made 0 first.)"""
+    null = _call("is_null", [x])
+    bits = pa.int32() if dtype.bit_width == 32 else pa.int64()
+    zero = pc.scalar(pa.array([0], bits).view(dtype)[0])  # (the epoch, 0 units)
+    return _call("if_else", [null, null_of(dtype), _call("if_else", [null, zero, x])])
+
+
 def _temporal_arith(c: Compiler, e: Call) -> E:
     a, b = e.args
     if e.fn == "multiply":  # interval * integer
@@ -553,15 +565,16 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
     if e.fn == "add" and T.is_temporal(b.dtype):
         a, b = b, a
     sign = -1 if e.fn == "subtract" else 1
+    x = zeroed_null_slots(c(a), a.dtype) if pa.types.is_timestamp(a.dtype) else c(a)
     if T.is_integer(b.dtype):  # date +/- n days
         days = c(b) if sign == 1 else _call("negate_checked", [c(b)])
-        return _add_days(c(a), days, a.dtype)
+        return _add_days(x, days, a.dtype)
     if not isinstance(b, Literal):
-        return _add_interval_column(c(a), c(b), a.dtype, e.dtype, sign)
+        return _add_interval_column(x, c(b), a.dtype, e.dtype, sign)
     if b.value is None:
         return null_of(e.dtype)
     months, days, nanos = b.value.months * sign, b.value.days * sign, b.value.nanoseconds * sign
-    out = c(a)
+    out = x
     if pa.types.is_date(a.dtype) and pa.types.is_timestamp(e.dtype):  # date + interval
         out = out.cast(e.dtype)
         a = Cast(a, e.dtype)
@@ -1339,15 +1352,7 @@ def _greatest(kernel):
             return out.cast(pa.bool_())
         out = _call(kernel, args, pc.ElementWiseAggregateOptions(skip_nulls=True))
         if T.is_temporal(e.dtype):
-            # Arrow leaves +-2^63 in the NULL slots, and its checked TIMESTAMP + INTERVAL
-            # kernel checks those too: `LEAST(ts, ts) + INTERVAL '5' DAY` was "integer
-            # overflow" for a NULL ts. The slots are made 0 (an if_else over a NULL scalar
-            # alone keeps the data buffer as it is)
-            null = _call("is_null", [out])
-            bits = pa.int32() if e.dtype.bit_width == 32 else pa.int64()
-            zero = pc.scalar(pa.array([0], bits).view(e.dtype)[0])  # (the epoch, 0 units)
-            zero = _call("if_else", [null, zero, out])
-            return _call("if_else", [null, null_of(e.dtype), zero])
+            return zeroed_null_slots(out, e.dtype)
         if not T.is_floating(e.dtype) or kernel == "min_element_wise":
             return out  # (Arrow's LEAST is NaN only when all non-NULL arguments are)
         flag = None

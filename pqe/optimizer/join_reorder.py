@@ -15,7 +15,8 @@ from .. import types as T
 from ..plan.expr import Call, ColumnRef, Expr, and_, column_ids, column_ids_all, conjuncts
 from ..plan.logical import Filter, Join, LogicalPlan, Project, with_kids
 from ..plan.stats import Estimator
-from .extract_join_keys import _rule as _keys
+from .extract_join_keys import _keys  # (equalities only: an OR of them is not a key, and
+# its computed sides are projected by extract_join_keys itself, which runs again after)
 
 MAX_GREEDY_INPUTS = 256
 
