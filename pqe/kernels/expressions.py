@@ -1960,10 +1960,12 @@ def _move_points(s: _Stages, scale: int) -> None:
     digits: round(v * 10^e, s) = round(v, s + e) * 10^e); a value whose integer digits e
     would take past 38 is out of range. One pass per distinct exponent, never per row; the
     rows it cannot take (exact_ok false) are read as DOUBLE."""
-    has = np.asarray(pc.and_(s["exact_ok"], s["has_exp"]).to_numpy(zero_copy_only=False), bool)
+    has = np.asarray(pc.fill_null(pc.and_(s["exact_ok"], s["has_exp"]), False)
+                     .to_numpy(zero_copy_only=False), bool)
     if not has.any():
         return
-    exponents = np.asarray(s["exponent"].to_numpy(zero_copy_only=False), np.int64)
+    exponents = np.asarray(pc.fill_null(s["exponent"], 0).to_numpy(zero_copy_only=False),
+                           np.int64)
     exact, ok = s["exact"], s["exact_ok"]
     zero = pa.scalar(decimal.Decimal(0), _EXACT_TEXT_TYPE)
     for e in (int(x) for x in np.unique(exponents[has])):
