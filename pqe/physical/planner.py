@@ -1445,10 +1445,12 @@ def _sort_keys(e: Expr) -> tuple[Expr, ...]:
 def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
     """What `node` would group, order, join or partition by values whose type passes `test`,
     if anything. INTERVAL: Arrow compares an interval as its (months, days, nanoseconds)
-    triple, DuckDB as one length (a month is 30 days, a day 24 hours): '1 month' and '30
-    days' would be two groups where DuckDB has one, so these are refused rather than answered
-    differently. LIST, STRUCT, MAP: Arrow's group-by, sort and join kernels take none (their
-    messages named kernels, not the SQL)."""
+    triple, DuckDB as one length (a month is 30 days, a day 24 hours): sorts and window keys
+    take the normalized pair (`_sort_keys`), GROUP BY is rewritten before this check
+    (`_interval_groups`), and MIN / MAX are ARG_MAX by length (plan.builder), so what is left
+    (join keys, DISTINCT arguments, a RANGE frame's offsets over an interval ORDER BY) is
+    refused rather than answered differently. LIST, STRUCT, MAP: Arrow's group-by, sort and
+    join kernels take none (their messages named kernels, not the SQL)."""
     def iv(e) -> bool:
         return test(e.dtype)
 
@@ -1472,11 +1474,11 @@ def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
             frame = getattr(c, "frame", None)
             offsets = frame is not None and frame.mode == "range" and any(
                 b.offset is not None for b in (frame.start, frame.end))
-            if any(iv(p) for p in getattr(c, "partition_by", ())) and not sortable or any(
-                    iv(k.expr) for k in getattr(c, "order_by", ())) and (
-                        not sortable or offsets):
-                return "a window's PARTITION BY or ORDER BY" if not offsets else \
-                    "a RANGE frame with offsets over an ORDER BY"
+            ordered = any(iv(k.expr) for k in getattr(c, "order_by", ()))
+            if not sortable and (ordered or any(iv(p) for p in getattr(c, "partition_by", ()))):
+                return "a window's PARTITION BY or ORDER BY"
+            if ordered and offsets:
+                return "a RANGE frame with offsets over an ORDER BY"
             if getattr(c, "fn", None) in ("min", "max") and any(
                     iv(x) for x in getattr(c, "args", ())):
                 return f"{c.fn.upper()} as a window function"
