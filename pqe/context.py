@@ -441,6 +441,8 @@ def _engine_type(t: pa.DataType, column: str) -> pa.DataType:
             return pa.bool_()
         raise UnsupportedError(f"column {column!r} of extension type {name} is not "
                                "supported")
+    if pa.types.is_duration(t):
+        return T.INTERVAL  # (T.duration_interval)
     if pa.types.is_string_view(t):
         return pa.string()
     if pa.types.is_binary_view(t):
@@ -498,6 +500,9 @@ def engine_table(table: pa.Table) -> pa.Table:
                 col = pa.chunked_array([_from_extension(c) for c in col.chunks], want)
             if col.type == want:
                 pass
+            elif pa.types.is_duration(col.type):
+                col = pa.chunked_array([T.duration_interval(c, f.name) for c in col.chunks],
+                                       want)
             elif pa.types.is_list(want) or pa.types.is_large_list(want):
                 col = pa.chunked_array([_as_list(c, want) for c in col.chunks], want)
             else:

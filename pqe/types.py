@@ -140,6 +140,8 @@ def normalize(t: pa.DataType) -> pa.DataType:
                                f"precision is at most {MAX_DECIMAL_PRECISION}")
     if pa.types.is_float16(t):
         return FLOAT32
+    if pa.types.is_duration(t):
+        return INTERVAL  # (converted by `duration_interval`; DuckDB reads it as INTERVAL too)
     return t
 
 
@@ -482,6 +484,28 @@ def uuid_text(storage: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
                                                   pa.py_buffer(text.tobytes())],
                                  null_count=storage.null_count)
+
+
+def duration_interval(arr: pa.Array, column: str) -> pa.Array:
+    """A DURATION array (pandas' timedelta64, Polars' Duration) as INTERVALs of no months and
+    no days and its length in nanoseconds, as DuckDB reads an Arrow duration (in
+    microseconds). Arrow has no such cast; a length past INTERVAL's nanoseconds (about 292
+    years) is an UnsupportedError naming `column`, never a wrapped value."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    try:
+        nanos = pc.cast(arr, pa.duration("ns"))  # (checked: a value past int64 ns raises)
+    except pa.ArrowInvalid as e:
+        raise UnsupportedError(f"column {column!r}: a {type_name(arr.type)} value is longer "
+                               f"than an INTERVAL holds (about 292 years)") from e
+    n = len(nanos)
+    raw = nanos.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    out = np.zeros((n, 2), np.int64)  # each value: int32 months, int32 days, int64 nanos
+    out[:, 1] = raw
+    validity = pc.is_valid(nanos).buffers()[1] if nanos.null_count else None
+    return pa.Array.from_buffers(INTERVAL, n, [validity, pa.py_buffer(out.tobytes())],
+                                 null_count=nanos.null_count)
 
 
 def bad_csv_delimiter(d) -> bool:

@@ -218,14 +218,16 @@ def test_intervals_are_not_compared_or_printed_silently():
         with pytest.raises(pqe.Error, match=what):
             ctx.sql(sql).to_arrow()
     # joined or looked up, Arrow's (months, days, ns) triple would make '1 month' and
-    # '30 days' two values where DuckDB has one: refused by name (ordered, grouped,
-    # partitioned and MIN / MAX go by the normalized length: tests/test_interval_order.py)
+    # '30 days' two values where DuckDB has one: joins and IN go by the normalized length,
+    # as ordering, grouping, partitioning and MIN / MAX do (tests/test_interval_order.py)
     ctx.sql("CREATE TABLE iv AS SELECT INTERVAL '30 days' AS i, 1 AS n "
             "UNION ALL SELECT INTERVAL '1 month', 2")
-    for sql in ["SELECT i FROM iv INTERSECT SELECT i FROM iv",
-                "SELECT i FROM iv WHERE i IN (INTERVAL '1 month')"]:
-        with pytest.raises(pqe.UnsupportedError, match="INTERVAL values is not supported"):
-            ctx.sql(sql).to_arrow()
+    assert ctx.sql("SELECT count(*) AS c FROM (SELECT i FROM iv INTERSECT SELECT i FROM iv)"
+                   ).to_pylist() == [{"c": 1}]
+    assert ctx.sql("SELECT n FROM iv WHERE i IN (INTERVAL '1 month') ORDER BY n").to_pylist() \
+        == [{"n": 1}, {"n": 2}]
+    assert ctx.sql("SELECT count(*) AS c FROM iv a JOIN iv b ON a.i = b.i").to_pylist() == [
+        {"c": 4}]
     assert ctx.sql("SELECT row_number() OVER (PARTITION BY i ORDER BY n) AS r FROM iv "
                    "ORDER BY i, n").to_pylist() == [{"r": 1}, {"r": 2}]  # (one partition)
     for sql in ["SELECT count(*) AS c FROM iv GROUP BY i", "SELECT count(*) AS c FROM "

@@ -126,8 +126,7 @@ def test_group_by_and_distinct_go_by_length(ctx):
 
 
 def test_still_refused_by_name(ctx):
-    for sql, what in [("SELECT w FROM t WHERE w IN (INTERVAL '1 day')", "IN of INTERVAL"),
-                      ("SELECT sum(id) OVER (ORDER BY w RANGE BETWEEN INTERVAL '1 day' "
+    for sql, what in [("SELECT sum(id) OVER (ORDER BY w RANGE BETWEEN INTERVAL '1 day' "
                        "PRECEDING AND CURRENT ROW) FROM t", "RANGE"),
                       ("SELECT max(w) OVER (PARTITION BY g) FROM t", "MAX")]:
         with pytest.raises(pqe.Error, match=what):

@@ -552,8 +552,7 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         raise UnsupportedError("INTERVAL (expression) is only supported with constants")
     if T.is_interval(a.dtype) and T.is_interval(b.dtype):  # INTERVAL +/- INTERVAL, by part
         if not (isinstance(a, Literal) and isinstance(b, Literal)):
-            raise UnsupportedError("adding or subtracting non-constant intervals is not "
-                                   "supported")
+            return _call(f"pqe_interval_{e.fn}", [c(a), c(b)])
         if a.value is None or b.value is None:
             return null_of(T.INTERVAL)
         k = -1 if e.fn == "subtract" else 1
@@ -1397,11 +1396,12 @@ def _case(c: Compiler, e: Case) -> E:
 
 
 def _in_list(c: Compiler, e: InList) -> E:
-    if T.is_interval(e.arg.dtype):  # (a month is not a number of days: see functions._compare)
-        raise UnsupportedError("IN of INTERVAL values is not supported")
     arg = c(e.arg)
-    consts = [v for v in e.values if isinstance(v, Literal)]
-    others = [v for v in e.values if not isinstance(v, Literal)]
+    # INTERVALs compare by length (a month is 30 days), which is_in's hashing of the
+    # (months, days, nanoseconds) triple does not: each is an equality (`_equal`)
+    hashed = not T.is_interval(e.arg.dtype)
+    consts = [v for v in e.values if isinstance(v, Literal) and (hashed or v.value is None)]
+    others = [v for v in e.values if v not in consts]
     has_null = any(v.value is None for v in consts)
     parts = []
     vals = [v.value for v in consts if v.value is not None]
@@ -2530,6 +2530,9 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
+    "isnan": lambda c, e: _call("is_nan", [c(e.args[0])]),
+    "isinf": lambda c, e: _call("is_inf", [c(e.args[0])]),
+    "isfinite": lambda c, e: _call("is_finite", [c(e.args[0])]),
     "abs": _abs, "round": _round, "trunc": _trunc, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
     "sqrt": _float_unary("sqrt"), "exp": _float_unary("exp"), "ln": _float_unary("ln"),
     "log10": _float_unary("log10"), "log2": _float_unary("log2"),

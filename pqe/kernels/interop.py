@@ -10,6 +10,7 @@ for each partition of a dask DataFrame and for its (empty) meta:
 - integers and BOOLEAN -> numpy int/bool, or pandas' nullable Int64/boolean where a column
   is "masked": for `to_pandas()` when the column holds NULLs (as DuckDB), for `to_dask()`
   when the column may hold NULLs by its type (every partition and the meta must agree);
+- INTERVAL -> timedelta64[ns], a month as 30 days (DuckDB: timedelta64[us]);
 - text -> pandas' default string dtype; everything else as pyarrow converts it.
 """
 
@@ -46,7 +47,41 @@ def convertible(col: pa.ChunkedArray) -> pa.ChunkedArray:
         return col.cast(pa.float64())
     if pa.types.is_date(t):
         return pc.cast(col, pa.timestamp("us"))
+    if pa.types.is_interval(t):
+        return pa.chunked_array([_interval_duration(c) for c in col.chunks], pa.duration("ns"))
     return col
+
+
+def _interval_duration(arr: pa.Array) -> pa.Array:
+    """INTERVALs as DURATIONs (pandas' timedelta64[ns]), a month counted as 30 days and a day
+    as 24 hours, as DuckDB's `.df()` converts them (to microseconds there; pqe's intervals
+    hold nanoseconds, which are kept). A length past int64 nanoseconds (about 292 years) is an
+    error, never a wrapped value."""
+    import numpy as np
+
+    mdn = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
+    data = arr.buffers()[1]
+    n = len(arr)
+    f = np.frombuffer(data, mdn)[arr.offset: arr.offset + n] if n and data is not None \
+        else np.zeros(n, mdn)
+    day = 86_400 * 10**9
+    whole_days = f["months"].astype(np.int64) * 30 + f["days"].astype(np.int64)
+    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False) if arr.null_count else None
+    limit = (2**63 - 1) // day
+    too_long = np.abs(whole_days) > limit - 1
+    with np.errstate(over="ignore"):
+        total = whole_days * day + f["nanos"]
+    # an int64 overflow of the sum: operands of one sign, a result of the other
+    part = whole_days * day
+    too_long |= ((part ^ f["nanos"]) >= 0) & ((part ^ total) < 0)
+    if valid is not None:
+        too_long &= valid
+    if too_long.any():
+        raise ExecutionError("an INTERVAL longer than pandas' timedelta64[ns] holds (about 292 "
+                             "years): use to_arrow(), or cast it to VARCHAR")
+    validity = pa.array(valid).buffers()[1] if valid is not None else None
+    return pa.Array.from_buffers(pa.duration("ns"), n, [validity, pa.py_buffer(
+        total.astype(np.int64).tobytes())])
 
 
 def column_to_pandas(col: pa.ChunkedArray, masked: bool):

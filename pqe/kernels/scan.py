@@ -44,14 +44,16 @@ def _text_casts(provider, names: dict[str, str]) -> dict[str, pa.DataType]:
 
 
 def extension_columns(provider, columns) -> set[str]:
-    """The ids of the (name, id) `columns` stored in an Arrow extension type."""
+    """The ids of the (name, id) `columns` stored in an Arrow extension type or as a DURATION:
+    converted after reading (a filter on one runs after the conversion, not in the scanner)."""
     phys = getattr(provider, "physical_schema", None)
     if phys is None:
         return set()
     out = set()
     for name, cid in columns:
         idx = phys.get_field_index(name)
-        if idx >= 0 and isinstance(phys.field(idx).type, pa.BaseExtensionType):
+        if idx >= 0 and (isinstance(phys.field(idx).type, pa.BaseExtensionType)
+                         or pa.types.is_duration(phys.field(idx).type)):
             out.add(cid)
     return out
 
@@ -210,9 +212,15 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     # UUID columns are read as their 16 bytes (Arrow's cast to text gave the raw bytes) and
     # made their canonical text in `piece`
     uuids = [name for name, cid in columns if cid in extension
-             and provider.physical_schema.field(name).type.extension_name == "arrow.uuid"]
+             and getattr(provider.physical_schema.field(name).type, "extension_name",
+                         None) == "arrow.uuid"]
     for name in uuids:
         schema = schema.set(schema.get_field_index(name), pa.field(name, pa.binary(16)))
+    # DURATION columns are read as stored and made INTERVALs in `piece` (Arrow has no cast)
+    durations = [name for name, cid in columns if cid in extension
+                 and pa.types.is_duration(provider.physical_schema.field(name).type)]
+    for name in durations:
+        schema = schema.set(schema.get_field_index(name), provider.physical_schema.field(name))
     fmt = provider.file_format(tuple(dict_columns))
     fmt_key = (provider.kind, tuple(dict_columns))  # what file_format depends on
     keep = set(out_ids) | {c for f in mixed for c in column_ids(f)}
@@ -233,6 +241,11 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
                 col = t.column(i)
                 t = t.set_column(i, pa.field(name, pa.string()), pa.chunked_array(
                     [T.uuid_text(c) for c in col.chunks], pa.string()))
+        for name in durations:
+            i = t.schema.get_field_index(name)
+            if i >= 0:
+                t = t.set_column(i, pa.field(name, T.INTERVAL), pa.chunked_array(
+                    [T.duration_interval(c, name) for c in t.column(i).chunks], T.INTERVAL))
         if kids:
             t = _rebuild_structs(t, columns, kids, provider.schema)
         if read_filter:
@@ -578,7 +591,10 @@ def _to_engine(provider, t: pa.Table, columns, filters, out_ids) -> pa.Table:
         if col.type != want:
             if pa.types.is_dictionary(col.type):
                 col = pc.cast(col, col.type.value_type)
-            col = pc.cast(col, want)
+            if pa.types.is_duration(col.type):
+                col = pa.chunked_array([T.duration_interval(c, name) for c in col.chunks], want)
+            else:
+                col = pc.cast(col, want)
         arrays.append(col)
     t = pa.Table.from_arrays(arrays, names=[cid for _, cid in columns])
     pred = and_(filters)

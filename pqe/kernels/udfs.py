@@ -614,6 +614,42 @@ def _interval_raw(ctx, x, *, field: str):
                                                    pa.scalar(None, pa.int64()))
 
 
+def _interval_sum(ctx, a, b, *, sign: int):
+    """a + b (sign 1) or a - b (sign -1) of INTERVALs, part by part (months, days and the
+    rest each on their own, as PostgreSQL and DuckDB add them); NULL where either is NULL. A
+    part past its range is an error, never a wrapped value."""
+    a, b = batch_arrays(ctx, a, b)
+    fa, fb = _interval_fields(a), _interval_fields(b)
+    valid = None
+    if a.null_count or b.null_count:
+        valid = pc.and_(pc.is_valid(a), pc.is_valid(b)).to_numpy(zero_copy_only=False)
+    out = np.zeros(len(a), _MDN)
+    bad = np.zeros(len(a), bool)
+    for part in ("months", "days"):  # int32 parts, summed in int64
+        v = fa[part].astype(np.int64) + sign * fb[part].astype(np.int64)
+        bad |= (v < -2**31) | (v >= 2**31)
+        out[part] = v.astype(np.int32)
+    x, y = fa["nanos"], fb["nanos"]
+    with np.errstate(over="ignore"):
+        r = x + y if sign == 1 else x - y
+    same = (x ^ y) >= 0 if sign == 1 else (x ^ y) < 0  # operands that can overflow
+    bad |= same & ((x ^ r) < 0)
+    out["nanos"] = r
+    if valid is not None:
+        bad &= valid
+    if bad.any():
+        raise ExecutionError("interval out of range: the sum of the intervals overflows")
+    validity = None if valid is None else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(pa.month_day_nano_interval(), len(a),
+                                 [validity, pa.py_buffer(out.tobytes())])
+
+
+for _sign, _word in ((1, "add"), (-1, "subtract")):
+    _register(f"pqe_interval_{_word}", functools.partial(_interval_sum, sign=_sign),
+              {"a": pa.month_day_nano_interval(), "b": pa.month_day_nano_interval()},
+              pa.month_day_nano_interval(), f"INTERVAL {_word} INTERVAL, part by part")
+
+
 for _field in ("months", "days", "nanos"):  # (a column of intervals added to timestamps)
     _register(f"pqe_interval_raw_{_field}", functools.partial(_interval_raw, field=_field),
               {"x": pa.month_day_nano_interval()}, pa.int64(), f"An INTERVAL's {_field}")

@@ -179,6 +179,10 @@ class PhysicalPlanner:
             out = self.plan(by_length)
             bucket.append((node, out))
             return out
+        if isinstance(node, L.Join) and (by_length := _interval_join(node)) is not None:
+            out = self.plan(by_length)
+            bucket.append((node, out))
+            return out
         for kind, test in (("INTERVAL", T.is_interval), ("LIST, STRUCT or MAP", T.is_nested)):
             refused = _keys_of_type(node, test)
             if refused is not None:
@@ -1432,6 +1436,19 @@ def _interval_groups(node: L.Aggregate) -> L.LogicalPlan | None:
     return L.Project(grouped, tuple(ColumnRef(f) for f in node.schema), node.schema)
 
 
+def _interval_join(node: L.Join) -> L.Join | None:
+    """A join on INTERVAL keys as DuckDB compares them, by length (a month is 30 days:
+    '1 month' joins '30 days'): each INTERVAL key pair becomes the pairs of the sides'
+    normalized (days, rest) keys (`_sort_keys`, NULL where the interval is). None when no key
+    is an INTERVAL."""
+    if not any(T.is_interval(a.dtype) for a, _ in node.on):
+        return None
+    on = []
+    for a, b in node.on:
+        on.extend(zip(_sort_keys(a), _sort_keys(b), strict=True))
+    return L.Join(node.left, node.right, node.kind, tuple(on), node.filter, node.null_aware)
+
+
 def _sort_keys(e: Expr) -> tuple[Expr, ...]:
     """What sorts (or partitions) rows as `e` orders them: an INTERVAL by its normalized
     (days, rest) pair (a month is 30 days: INTERVAL '1 month' and '30 days' are peers, as
@@ -1446,10 +1463,10 @@ def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
     """What `node` would group, order, join or partition by values whose type passes `test`,
     if anything. INTERVAL: Arrow compares an interval as its (months, days, nanoseconds)
     triple, DuckDB as one length (a month is 30 days, a day 24 hours): sorts and window keys
-    take the normalized pair (`_sort_keys`), GROUP BY is rewritten before this check
-    (`_interval_groups`), and MIN / MAX are ARG_MAX by length (plan.builder), so what is left
-    (join keys, DISTINCT arguments, a RANGE frame's offsets over an interval ORDER BY) is
-    refused rather than answered differently. LIST, STRUCT, MAP: Arrow's group-by, sort and
+    take the normalized pair (`_sort_keys`), GROUP BY and join keys are rewritten before
+    this check (`_interval_groups`, `_interval_join`), and MIN / MAX are ARG_MAX by length
+    (plan.builder), so what is left (DISTINCT arguments, a RANGE frame's offsets over an
+    interval ORDER BY) is refused rather than answered differently. LIST, STRUCT, MAP: Arrow's group-by, sort and
     join kernels take none (their messages named kernels, not the SQL)."""
     def iv(e) -> bool:
         return test(e.dtype)
@@ -1482,8 +1499,8 @@ def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
             if getattr(c, "fn", None) in ("min", "max") and any(
                     iv(x) for x in getattr(c, "args", ())):
                 return f"{c.fn.upper()} as a window function"
-    if isinstance(node, L.Join) and any(iv(a) or iv(b) for a, b in node.on):
-        return "a join"
+    if isinstance(node, L.Join) and any(iv(a) or iv(b) for a, b in node.on) and not sortable:
+        return "a join"  # (INTERVAL keys: rewritten before this check, `_interval_join`)
     return None
 
 

@@ -315,6 +315,15 @@ def _float_math(fn, ts):
     return [T.FLOAT64] * len(ts), T.FLOAT64
 
 
+def _float_test(fn, ts):
+    """ISNAN / ISINF / ISFINITE of a number: a REAL or DOUBLE as it is, other numbers as DOUBLE
+    (never NaN nor infinite)."""
+    (a,) = ts
+    if not (T.is_numeric(a) or T.is_null(a)):
+        raise _fail(fn, ts)
+    return ((a if T.is_floating(a) else T.FLOAT64),), T.BOOLEAN
+
+
 def _sign(fn, ts):
     (a,) = ts
     if not (T.is_numeric(a) or T.is_null(a)):
@@ -598,6 +607,9 @@ _register(SCALAR, "trunc", 1, 2, _round, refine=_digits_refine(trunc_type), sqlg
 _register(SCALAR, "floor", 1, 1, _floor_ceil, sqlglot="Floor")
 _register(SCALAR, "ceil", 1, 1, _floor_ceil, sqlglot="Ceil", aliases=("ceiling",))
 _register(SCALAR, "sign", 1, 1, _sign, sqlglot="Sign")
+_register(SCALAR, "isnan", 1, 1, _float_test, sqlglot="IsNan")
+_register(SCALAR, "isinf", 1, 1, _float_test, sqlglot="IsInf")
+_register(SCALAR, "isfinite", 1, 1, _float_test)
 for _fn, _cls, _aliases in (("sqrt", "Sqrt", ()), ("exp", "Exp", ()), ("ln", "Ln", ()),
                             ("log10", "Log", ("log",)), ("log2", (), ()), ("sin", "Sin", ()),
                             ("cos", "Cos", ()), ("tan", "Tan", ()), ("asin", "Asin", ()),

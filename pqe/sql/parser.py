@@ -638,6 +638,10 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
     named = [h for h in holes if h.this]
     if named:
         raise UnsupportedError(f"named parameters (:{named[0].this}) are not supported; use ?")
+    numbered = [p for stmt in statements for p in stmt.find_all(exp.Parameter)]
+    if numbered and params:  # (without parameters, binding names the `$1` it cannot take)
+        raise UnsupportedError(f"numbered parameters (${numbered[0].name}) are not "
+                               "supported; use ? (paramstyle qmark)")
     if len(holes) != len(params):
         raise SQLSyntaxError(f"the statement has {len(holes)} parameters, {len(params)} given")
     holes.sort(key=lambda h: h.meta.get("start", 0))
