@@ -23,7 +23,7 @@ import pyarrow.dataset as ds
 
 from . import access
 from . import types as T
-from .errors import CatalogError, Error, UnknownTableError, suggest
+from .errors import CatalogError, Error, UnknownTableError, UnsupportedError, suggest
 from .filesystems import (
     LOCAL,
     WEAK,
@@ -680,6 +680,29 @@ class FileTable(TableProvider):
                         f.partition, self.fs)
 
 
+def _logical_types(schema: pa.Schema, metadata, url) -> pa.Schema:
+    """A Parquet file's Arrow schema with the logical types pyarrow leaves as bytes when the
+    writer stored no Arrow schema (DuckDB, Spark): a UUID column (FIXED_LEN_BYTE_ARRAY(16))
+    as Arrow's UUID type, read as its canonical text like a pyarrow-written one (it came
+    back as 16 raw bytes that compared with no text). A column of Parquet's INTERVAL
+    (12 bytes: months, days, milliseconds) is refused by name: its bytes are no SQL value."""
+    leaves = {}
+    for i in range(metadata.num_columns):
+        col = metadata.schema.column(i)
+        leaves[col.path] = col
+    for i, field in enumerate(schema):
+        col = leaves.get(field.name)
+        if col is None or not pa.types.is_fixed_size_binary(field.type):
+            continue
+        if col.converted_type == "INTERVAL":
+            raise UnsupportedError(f"column {field.name!r} of {url} is a Parquet INTERVAL, "
+                                   "which pqe does not read")
+        if field.type.byte_width == 16 and col.logical_type.type == "UUID":
+            schema = schema.set(i, pa.field(field.name, pa.uuid(), field.nullable,
+                                            field.metadata))
+    return schema
+
+
 def _parquet_read_options(dict_columns: tuple[str, ...] = ()):
     """How every Parquet file is opened (footers and schema at registration, reads in
     tasks: one schema for both). INT96 timestamps (Spark's and Impala's default) are read in
@@ -721,7 +744,8 @@ class ParquetTable(FileTable):
                                          partition_expression(self.partition_fields, f.partition),
                                          file_size=f.info.size)
                 frag.ensure_complete_metadata()
-                f.fragment, f.metadata, f.schema = frag, frag.metadata, frag.physical_schema
+                f.fragment, f.metadata = frag, frag.metadata
+                f.schema = _logical_types(frag.physical_schema, frag.metadata, f.url)
             except (OSError, pa.ArrowException) as e:
                 raise CatalogError(f"cannot read the Parquet footer of {f.url}: "
                                    f"{_first_line(e)}") from e
@@ -1320,8 +1344,9 @@ class CsvTable(FileTable):
         (`007`, `0123`, `00.5`: codes, not numbers; Arrow made 007 the number 7) is text, as
         in DuckDB; a DOUBLE column Arrow inferred because an integer passed BIGINT
         (9223372036854775808: every value read as a float, and two integers it cannot tell
-        apart became equal) that holds only integers of at most 38 digits is a DECIMAL(38,0)
-        (DuckDB: HUGEINT), read exactly."""
+        apart became equal, or because one was written `+1`) that holds only integers of at
+        most 38 digits, one of them past 15 digits, is a DECIMAL(38,0) (DuckDB: HUGEINT), read
+        exactly."""
         import pyarrow.compute as pc
         import pyarrow.csv as pcsv
 
@@ -1371,7 +1396,9 @@ class CsvTable(FileTable):
             if not pa.types.is_float64(schema.field(name).type):
                 continue
             whole = pc.match_substring_regex(col, r"^[+-]?\d{1,38}$")
-            big = pc.greater(pc.utf8_length(pc.utf8_ltrim(col, characters="+-")), 18)
+            # (past 15 digits a DOUBLE may round: a `+1` beside 9007199254740993 made the
+            # column DOUBLE, Arrow's integers taking no `+`, and the big value ...992)
+            big = pc.greater(pc.utf8_length(pc.utf8_ltrim(col, characters="+-")), 15)
             if pc.all(whole).as_py() and pc.any(big).as_py():
                 out[name] = pa.decimal128(38, 0)
         return out
@@ -1390,9 +1417,10 @@ class CsvTable(FileTable):
                                                 ignore_empty_lines=not self.one_column,
                                                 newlines_in_values=True),
                 read_options=pcsv.ReadOptions(autogenerate_column_names=not self.header),
-                # only an empty, unquoted field is NULL (DuckDB, PostgreSQL's COPY): Arrow's
-                # default list also made the text 'NA', 'NULL', 'null', 'N/A' and 'nan' NULL
-                # (a NaN too), quoted or not, and a quoted "" stays ''
+                # only an empty, unquoted field is NULL (PostgreSQL's COPY; DuckDB reads a
+                # quoted "" as NULL too unless allow_quoted_nulls=false): Arrow's default
+                # list also made the text 'NA', 'NULL', 'null', 'N/A' and 'nan' NULL (a NaN
+                # too), quoted or not, and a quoted "" stays '' (as COPY ... TO writes '')
                 convert_options=pcsv.ConvertOptions(column_types=self.column_types,
                                                     null_values=[""], strings_can_be_null=True,
                                                     quoted_strings_can_be_null=False))

@@ -159,3 +159,38 @@ def test_numbered_parameters_are_named_in_the_refusal():
             cur.execute(sql, params)
     cur.execute("SELECT ? AS x", (5,))
     assert cur.fetchall() == [(5,)]
+
+
+# ---- the file-reading hunt ------------------------------------------------------------------
+
+
+def test_parquet_uuid_without_an_arrow_schema_reads_as_text(tmp_path):
+    """DuckDB (like Spark) writes Parquet's UUID logical type and no Arrow schema: pyarrow
+    gave the 16 raw bytes, which no text compared with. A Parquet INTERVAL is refused by
+    name (its 12 bytes came back as a BLOB)."""
+    import duckdb
+
+    path = tmp_path / "u.parquet"
+    duckdb.sql(f"COPY (SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::UUID AS u, 1 AS k "
+               f"UNION ALL SELECT NULL, 2) TO '{path}'")
+    ctx = pqe.Context()
+    ctx.register_parquet("t", str(path))
+    assert ctx.sql("SELECT u, typeof(u) AS ty FROM t ORDER BY k").to_pylist() == [
+        {"u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "ty": "VARCHAR"}, {"u": None, "ty": "VARCHAR"}]
+    assert ctx.sql("SELECT k FROM t WHERE u = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"
+                   ).to_pylist() == [{"k": 1}]
+    ivp = tmp_path / "iv.parquet"
+    duckdb.sql(f"COPY (SELECT INTERVAL '1 month' AS iv, 1 AS k) TO '{ivp}'")
+    with pytest.raises(pqe.UnsupportedError, match="column 'iv'.*Parquet INTERVAL"):
+        ctx.register_parquet("i", str(ivp))
+
+
+def test_csv_plus_signed_integers_are_not_rounded_through_double(tmp_path):
+    """`+1` made Arrow infer DOUBLE (its integers take no sign), and 9007199254740993 read as
+    ...992, equal to its neighbour."""
+    path = tmp_path / "p.csv"
+    path.write_text("a\n9007199254740993\n+1\n9007199254740992\n")
+    ctx = pqe.Context()
+    ctx.register_csv("t", str(path))
+    got = ctx.sql("SELECT count(DISTINCT a) AS n, max(a) AS m FROM t").to_pylist()
+    assert got == [{"n": 3, "m": 9007199254740993}]
