@@ -194,3 +194,51 @@ def test_csv_plus_signed_integers_are_not_rounded_through_double(tmp_path):
     ctx.register_csv("t", str(path))
     got = ctx.sql("SELECT count(DISTINCT a) AS n, max(a) AS m FROM t").to_pylist()
     assert got == [{"n": 3, "m": 9007199254740993}]
+
+
+# ---- refusals the fuzz met that DuckDB answers ------------------------------------------------
+
+
+BITS = pa.table({"a": pa.array([5, -8, None, 127, -128], pa.int8()), "b": [3, 1, 2, None, -1],
+                 "u": pa.array([1, 2**63, 3, 4, 5], pa.uint64()),
+                 "v": pa.array([7, 8, 9, 10, 11], pa.uint32())})
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a & b AS x, a | b AS y, xor(a, b) AS z, ~a AS n, ~b AS m FROM t",
+    "SELECT 5 & 3 AS a, 5 | 3 AS b, xor(5, 3) AS c, ~5 AS d, ~0 AS e, 12 & 10 | 1 AS f",
+    "SELECT u & v AS a, u | v AS b, ~u AS c, ~v AS d FROM t",
+    "SELECT a FROM t WHERE a & 1 = 1",
+    "SELECT ~(-9223372036854775808) AS a, 1 & NULL AS b",
+    "SELECT b | 1 AS g, count(*) AS n FROM t GROUP BY g",
+])
+def test_bitwise_operators_as_duckdb(sql):
+    ctx = pqe.Context(partitions=2)
+    ctx.register_arrow("t", BITS)
+    con = oracle.connect({"t": BITS})
+    assert compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql) is None
+
+
+def test_bitwise_operators_refuse_what_has_no_bits():
+    ctx = pqe.Context()
+    ctx.register_arrow("t", BITS)
+    for sql, what in [("SELECT u & a FROM t", "UBIGINT and a signed"),
+                      ("SELECT 1.5 & 1", "bitwise_and"), ("SELECT 'x' | 1", "bitwise_or"),
+                      ("SELECT 1 << 2", "<<")]:
+        with pytest.raises(pqe.Error, match=what):
+            ctx.sql(sql).to_arrow()
+
+
+def test_last_day_as_duckdb():
+    t = pa.table({"d": pa.array([dt.date(2024, 2, 10), dt.date(2023, 2, 28), None, dt.date(1, 1, 1),
+                                 dt.date(9999, 12, 31), dt.date(2000, 12, 1)], pa.date32()),
+                  "ts": pa.array([dt.datetime(2024, 1, 31, 23, 59), None, dt.datetime(1969, 12, 31, 1),
+                                  dt.datetime(2100, 2, 1), dt.datetime(1900, 2, 3),
+                                  dt.datetime(2024, 4, 30)], pa.timestamp("us"))})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = oracle.connect({"t": t})
+    sql = "SELECT last_day(d) AS a, last_day(ts) AS b FROM t"
+    assert compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql) is None
+    with pytest.raises(pqe.ExecutionError, match="LAST_DAY.*32767"):
+        ctx.sql("SELECT last_day(CAST('40000-01-05' AS DATE))").to_arrow()

@@ -656,6 +656,17 @@ def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
     return _call("add_checked", [date_expr, dur])
 
 
+def _last_day(c: Compiler, e: Call) -> E:
+    """The last day of the month: the month's first day, one month on, one day back."""
+    t = e.args[0].dtype
+    x = c(e.args[0])
+    day = x if pa.types.is_date32(t) else x.cast(pa.date32())
+    first = _call("floor_temporal", [day], pc.RoundTemporalOptions(unit="month"))
+    out = _add_days(_call("pqe_add_months", [first, scalar(1, T.INT64)]), scalar(-1, T.INT64),
+                    pa.date32())
+    return calendar_checked(out, pa.date32(), x, t, "LAST_DAY")
+
+
 def _zero_to_null(x: E, dtype: pa.DataType) -> E:
     zero = scalar(0, dtype) if not T.is_decimal(dtype) else scalar(decimal.Decimal(0), dtype)
     return _call("if_else", [_call("equal", [x, zero]), null_of(dtype), x])
@@ -2530,7 +2541,9 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
-    "isnan": lambda c, e: _call("is_nan", [c(e.args[0])]),
+    **{f"bitwise_{op}": (lambda op: lambda c, e: _call(f"bit_wise_{op}", [c(a) for a in e.args]))(op)
+       for op in ("and", "or", "xor", "not")},
+    "isnan": lambda c, e: _call("is_nan", [c(e.args[0])]), "last_day": _last_day,
     "isinf": lambda c, e: _call("is_inf", [c(e.args[0])]),
     "isfinite": lambda c, e: _call("is_finite", [c(e.args[0])]),
     "abs": _abs, "round": _round, "trunc": _trunc, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,

@@ -315,6 +315,33 @@ def _float_math(fn, ts):
     return [T.FLOAT64] * len(ts), T.FLOAT64
 
 
+def _bitwise(fn, ts):
+    """& | XOR ~ of integers, in the wider of their types (DuckDB: TINYINT & BIGINT is a
+    BIGINT). UBIGINT meets only unsigned types: with a signed one the common type is a
+    DECIMAL, which has no bits."""
+    if not all(T.is_integer(t) or T.is_null(t) for t in ts):
+        raise _fail(fn, ts)
+    out = None
+    for t in ts:
+        if not T.is_null(t):
+            out = t if out is None else T._wider_int(out, t)
+    out = out or T.INT64  # (NULL & NULL: DuckDB's BIGINT)
+    if not T.is_integer(out):
+        raise TypeMismatchError(f"no function {fn} of UBIGINT and a signed integer: cast one "
+                                "of them")
+    return [out] * len(ts), out
+
+
+def _last_day(fn, ts):
+    """LAST_DAY(date or zone-less timestamp): the DATE of its month's last day (DuckDB)."""
+    (a,) = ts
+    if T.is_null(a):
+        return (T.DATE,), T.DATE
+    if not (pa.types.is_date(a) or pa.types.is_timestamp(a) and a.tz is None):
+        raise _fail(fn, ts)
+    return (a,), T.DATE
+
+
 def _float_test(fn, ts):
     """ISNAN / ISINF / ISFINITE of a number: a REAL or DOUBLE as it is, other numbers as DOUBLE
     (never NaN nor infinite)."""
@@ -607,6 +634,12 @@ _register(SCALAR, "trunc", 1, 2, _round, refine=_digits_refine(trunc_type), sqlg
 _register(SCALAR, "floor", 1, 1, _floor_ceil, sqlglot="Floor")
 _register(SCALAR, "ceil", 1, 1, _floor_ceil, sqlglot="Ceil", aliases=("ceiling",))
 _register(SCALAR, "sign", 1, 1, _sign, sqlglot="Sign")
+_register(SCALAR, "bitwise_and", 2, 2, _bitwise)
+_register(SCALAR, "bitwise_or", 2, 2, _bitwise)
+_register(SCALAR, "bitwise_xor", 2, 2, _bitwise, sqlglot="BitwiseXor",
+          args=("this", "expression"))
+_register(SCALAR, "bitwise_not", 1, 1, _bitwise)
+_register(SCALAR, "last_day", 1, 1, _last_day, sqlglot="LastDay")
 _register(SCALAR, "isnan", 1, 1, _float_test, sqlglot="IsNan")
 _register(SCALAR, "isinf", 1, 1, _float_test, sqlglot="IsInf")
 _register(SCALAR, "isfinite", 1, 1, _float_test)

@@ -40,7 +40,8 @@ BINARY = {
     exp.Mod: "modulo", exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le",
     exp.GT: "gt", exp.GTE: "ge", exp.And: "and", exp.Or: "or",
     exp.NullSafeEQ: "is_not_distinct_from", exp.NullSafeNEQ: "is_distinct_from",
-    exp.DPipe: "concat",
+    exp.DPipe: "concat", exp.BitwiseAnd: "bitwise_and", exp.BitwiseOr: "bitwise_or",
+    exp.Xor: "bitwise_xor",  # (`xor(a, b)`: DuckDB's bitwise XOR of integers)
 }
 
 # sqlglot function classes -> (pqe function, argument keys in order), derived from the
@@ -258,6 +259,10 @@ def _int_overflows(value: int, dtype) -> bool:
 
 def _not(b, node, scope, rec):
     return B.not_(rec(node.this))
+
+
+def _bitwise_not(b, node, scope, rec):
+    return B.call("bitwise_not", rec(node.this))
 
 
 def _is(b, node, scope, rec):
@@ -599,7 +604,7 @@ def _log(b, node, scope, rec):
 HANDLERS: dict[type, Handler] = {
     exp.Column: _column, exp.Paren: _paren, exp.Literal: _literal, exp.Boolean: _boolean,
     exp.HexString: _hex_blob,
-    exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.Is: _is, exp.Like: _like,
+    exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.BitwiseNot: _bitwise_not, exp.Is: _is, exp.Like: _like,
     exp.ILike: _like, exp.Escape: _escape, exp.In: _in, exp.Between: _between,
     exp.Case: _case, exp.If: _if, exp.Cast: _cast, exp.TryCast: _cast,
     exp.Interval: _interval, exp.Extract: _extract, exp.Substring: _substring,
