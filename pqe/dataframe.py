@@ -123,7 +123,8 @@ class DataFrame:
     def to_pandas(self, timeout: float | None = None):
         """The result as a pandas DataFrame (needs the `pandas` extra), typed as DuckDB's
         `.df()` types it: DATE and TIMESTAMP as datetime64[us], DECIMAL as float64 (exact
-        values: to_arrow()), INTERVAL as timedelta64[ns] (a month as 30 days), integer and boolean columns that hold NULLs as pandas' nullable
+        values: to_arrow()), INTERVAL as timedelta64[ns] (a month as 30 days), integer and
+        boolean columns that hold NULLs as pandas' nullable
         Int64/boolean (numpy int64/bool otherwise), text as pandas' string dtype."""
         require("pandas", "to_pandas()")
         from .kernels.interop import to_pandas

@@ -176,7 +176,8 @@ def test_parquet_uuid_without_an_arrow_schema_reads_as_text(tmp_path):
     ctx = pqe.Context()
     ctx.register_parquet("t", str(path))
     assert ctx.sql("SELECT u, typeof(u) AS ty FROM t ORDER BY k").to_pylist() == [
-        {"u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "ty": "VARCHAR"}, {"u": None, "ty": "VARCHAR"}]
+        {"u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "ty": "VARCHAR"},
+        {"u": None, "ty": "VARCHAR"}]
     assert ctx.sql("SELECT k FROM t WHERE u = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"
                    ).to_pylist() == [{"k": 1}]
     ivp = tmp_path / "iv.parquet"
@@ -232,9 +233,10 @@ def test_bitwise_operators_refuse_what_has_no_bits():
 def test_last_day_as_duckdb():
     t = pa.table({"d": pa.array([dt.date(2024, 2, 10), dt.date(2023, 2, 28), None, dt.date(1, 1, 1),
                                  dt.date(9999, 12, 31), dt.date(2000, 12, 1)], pa.date32()),
-                  "ts": pa.array([dt.datetime(2024, 1, 31, 23, 59), None, dt.datetime(1969, 12, 31, 1),
-                                  dt.datetime(2100, 2, 1), dt.datetime(1900, 2, 3),
-                                  dt.datetime(2024, 4, 30)], pa.timestamp("us"))})
+                  "ts": pa.array([dt.datetime(2024, 1, 31, 23, 59), None,
+                                  dt.datetime(1969, 12, 31, 1), dt.datetime(2100, 2, 1),
+                                  dt.datetime(1900, 2, 3), dt.datetime(2024, 4, 30)],
+                                 pa.timestamp("us"))})
     ctx = pqe.Context()
     ctx.register_arrow("t", t)
     con = oracle.connect({"t": t})

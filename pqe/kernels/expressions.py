@@ -656,6 +656,12 @@ def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
     return _call("add_checked", [date_expr, dur])
 
 
+def _bitwise(op: str):
+    def build(c, e):
+        return _call(f"bit_wise_{op}", [c(a) for a in e.args])
+    return build
+
+
 def _last_day(c: Compiler, e: Call) -> E:
     """The last day of the month: the month's first day, one month on, one day back."""
     t = e.args[0].dtype
@@ -1412,7 +1418,8 @@ def _in_list(c: Compiler, e: InList) -> E:
     # (months, days, nanoseconds) triple does not: each is an equality (`_equal`)
     hashed = not T.is_interval(e.arg.dtype)
     consts = [v for v in e.values if isinstance(v, Literal) and (hashed or v.value is None)]
-    others = [v for v in e.values if v not in consts]
+    taken = {id(v) for v in consts}
+    others = [v for v in e.values if id(v) not in taken]
     has_null = any(v.value is None for v in consts)
     parts = []
     vals = [v.value for v in consts if v.value is not None]
@@ -2541,8 +2548,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "replace": _replace, "position": _position,
     "split_part": _split_part, "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
-    **{f"bitwise_{op}": (lambda op: lambda c, e: _call(f"bit_wise_{op}", [c(a) for a in e.args]))(op)
-       for op in ("and", "or", "xor", "not")},
+    **{f"bitwise_{op}": _bitwise(op) for op in ("and", "or", "xor", "not")},
     "isnan": lambda c, e: _call("is_nan", [c(e.args[0])]), "last_day": _last_day,
     "isinf": lambda c, e: _call("is_inf", [c(e.args[0])]),
     "isfinite": lambda c, e: _call("is_finite", [c(e.args[0])]),

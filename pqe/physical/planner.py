@@ -1466,8 +1466,9 @@ def _keys_of_type(node: L.LogicalPlan, test) -> str | None:
     take the normalized pair (`_sort_keys`), GROUP BY and join keys are rewritten before
     this check (`_interval_groups`, `_interval_join`), and MIN / MAX are ARG_MAX by length
     (plan.builder), so what is left (DISTINCT arguments, a RANGE frame's offsets over an
-    interval ORDER BY) is refused rather than answered differently. LIST, STRUCT, MAP: Arrow's group-by, sort and
-    join kernels take none (their messages named kernels, not the SQL)."""
+    interval ORDER BY) is refused rather than answered differently. LIST, STRUCT, MAP:
+    Arrow's group-by, sort and join kernels take none (their messages named kernels, not the
+    SQL)."""
     def iv(e) -> bool:
         return test(e.dtype)
 

@@ -604,7 +604,8 @@ def _log(b, node, scope, rec):
 HANDLERS: dict[type, Handler] = {
     exp.Column: _column, exp.Paren: _paren, exp.Literal: _literal, exp.Boolean: _boolean,
     exp.HexString: _hex_blob,
-    exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.BitwiseNot: _bitwise_not, exp.Is: _is, exp.Like: _like,
+    exp.Null: _null, exp.Neg: _neg, exp.Not: _not, exp.BitwiseNot: _bitwise_not, exp.Is: _is,
+    exp.Like: _like,
     exp.ILike: _like, exp.Escape: _escape, exp.In: _in, exp.Between: _between,
     exp.Case: _case, exp.If: _if, exp.Cast: _cast, exp.TryCast: _cast,
     exp.Interval: _interval, exp.Extract: _extract, exp.Substring: _substring,
