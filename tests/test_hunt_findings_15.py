@@ -244,3 +244,21 @@ def test_last_day_as_duckdb():
     assert compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql) is None
     with pytest.raises(pqe.ExecutionError, match="LAST_DAY.*32767"):
         ctx.sql("SELECT last_day(CAST('40000-01-05' AS DATE))").to_arrow()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, 100 AS c1, row_number() OVER (ORDER BY id) AS rn FROM t QUALIFY c1 > 0",
+    "SELECT id, 'a' AS c1, row_number() OVER (ORDER BY id) AS rn FROM t QUALIFY c1 = 'a'",
+    "SELECT id, 100 AS c1, count(*) AS n FROM t GROUP BY id HAVING c1 > 0",
+    "SELECT id, -1 AS c1 FROM t GROUP BY id HAVING c1 < 0 AND id > (SELECT 1 AS c1 HAVING c1 > 0)",
+    "SELECT 1 AS a HAVING a > 0",
+    "SELECT id, 100 AS x, count(*) AS n FROM t GROUP BY id HAVING x > 0",
+])
+def test_having_and_qualify_name_a_constant_select_item(sql):
+    """sqlglot's qualify expands select aliases in HAVING / QUALIFY except a literal's (one in
+    GROUP BY would read as a position): the bare name was an unknown column."""
+    t = pa.table({"id": pa.array([1, 2, 3], pa.int32()), "x": [5, None, -7]})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = oracle.connect({"t": t})
+    assert compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql) is None

@@ -198,6 +198,7 @@ class QualifyMixin:
                     sub.replace(done)
         if using_refs:
             _restore_using_refs(node, using_refs)
+        _expand_constant_alias_refs(node)
         if group_alias_slots:
             _tag_group_alias_items(node)
         if alias_refs:
@@ -651,6 +652,33 @@ def _restore_using_refs(node: exp.Expression, hidden: list[int]) -> None:
             parent.pop()
         else:
             parent.replace(parent.this if parent.expression is carrier else parent.expression)
+
+
+def _expand_constant_alias_refs(node: exp.Expression) -> None:
+    """HAVING and QUALIFY naming a select item whose value is a constant (`SELECT 100 AS c
+    ... QUALIFY c > 0`): sqlglot's qualify expands aliases of expressions there, not of
+    literals (one in GROUP BY would read as a position), and left the bare name, an
+    unknown column. After qualify every input column has its table, so a bare name in
+    these clauses that a constant item of the same SELECT is aliased to is that constant."""
+    for select in node.find_all(exp.Select):
+        constants = {item.alias: item.this for item in select.expressions
+                     if isinstance(item, exp.Alias) and _is_constant(item.this)}
+        if not constants:
+            continue
+        for key in ("having", "qualify"):
+            clause = select.args.get(key)
+            if clause is None:
+                continue
+            for col in list(clause.find_all(exp.Column)):
+                if not col.table and col.name in constants \
+                        and col.find_ancestor(exp.Select) is select:
+                    col.replace(constants[col.name].copy())
+
+
+def _is_constant(e: exp.Expression) -> bool:
+    return not any(isinstance(x, (exp.Column, exp.AggFunc, exp.Window, exp.Subquery,
+                                  exp.Select, exp.Star, exp.Placeholder))
+                   for x in e.walk()) and not isinstance(e, exp.Anonymous)
 
 
 def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]:
