@@ -177,7 +177,9 @@ def probe(left: pa.Table, index: DenseIndex, kind: str, left_key: str, residual,
     right = index.table
     if residual is not None:  # pairs failing the condition do not match
         matched = np.flatnonzero(hit)
-        pairs = _combine(left.take(matched), right.take(pos[matched]), None)
+        # (the probe's rows by a mask, not a take: Arrow's take of a chunked column
+        # concatenates its chunks first, a copy of the partition for a few rows)
+        pairs = _combine(_keep_rows(left, hit), right.take(pos[matched]), None)
         keep = filter_table(pairs.append_column("__pqe_pair", pa.array(np.arange(len(matched)))),
                             residual).column("__pqe_pair").to_numpy()
         lost = np.ones(len(matched), dtype=bool)

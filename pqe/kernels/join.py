@@ -449,6 +449,9 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
         needed = set()
     lneed = [c for c in left_ids if needed is None or c in needed]
     rneed = [c for c in right_ids if needed is None or c in needed]
+    # each side's chunks joined once: Arrow's take of a chunked column concatenates its
+    # chunks first, which every block's take (and the last one) did again
+    left, right = _one_chunk(left), _one_chunk(right)
     lis, ris = [], []
     blocks = None
     if band is not None and residual is not None:
@@ -545,6 +548,15 @@ def _cross_blocks(nl: int, nr: int):
         stop = min(nl, start + block)
         yield (np.repeat(np.arange(start, stop, dtype=np.int64), nr),
                np.tile(np.arange(nr, dtype=np.int64), stop - start))
+
+
+def _one_chunk(t: pa.Table) -> pa.Table:
+    if not any(c.num_chunks > 1 for c in t.columns):
+        return t
+    try:
+        return t.combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):  # (text past 2 GiB in one column)
+        return t
 
 
 def _empty(left, right, out_ids):
