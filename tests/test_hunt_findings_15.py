@@ -262,3 +262,36 @@ def test_having_and_qualify_name_a_constant_select_item(sql):
     ctx.register_arrow("t", t)
     con = oracle.connect({"t": t})
     assert compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql) is None
+
+
+# ---- performance round: takes of few rows from chunked columns ---------------------------------
+
+
+def test_take_rows_equals_arrow_take_on_chunked_data():
+    """kernels.relational.take_rows: a few rows of a chunked table taken chunk by chunk (Arrow's
+    take concatenates every chunked column first) must be exactly Table.take's rows."""
+    import numpy as np
+
+    from pqe.kernels.relational import take_rows
+
+    rng = np.random.default_rng(15)
+    checked = 0
+    for _ in range(400):
+        vals = [[None if v % 7 == 0 else int(v) for v in rng.integers(0, 50, rng.integers(0, 40))]
+                for _ in range(rng.integers(1, 6))]
+        t = pa.table({
+            "a": pa.chunked_array([pa.array(v, pa.int64()) for v in vals], pa.int64()),
+            "s": pa.chunked_array([pa.array([None if x is None else f"é{x}" for x in v],
+                                            pa.string()) for v in vals], pa.string()),
+            "d": pa.chunked_array([pa.array(v, pa.int64()).cast(pa.decimal128(22, 2))
+                                   for v in vals], pa.decimal128(22, 2))})
+        n = t.num_rows
+        if n == 0:
+            continue
+        idx = pa.array(rng.integers(0, n, rng.integers(0, n // 16 + 2)), pa.int64())
+        assert take_rows(t, idx).equals(t.take(idx))
+        assert take_rows(t.column("s"), idx).equals(t.column("s").take(idx))
+        checked += 1
+    assert checked > 300
+    with pytest.raises(IndexError):
+        take_rows(pa.table({"a": pa.chunked_array([[1, 2], [3]])}), pa.array([5]))

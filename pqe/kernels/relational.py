@@ -261,6 +261,46 @@ def _sort_form(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return to_unscaled(col)
 
 
+def take_rows(data, indices):
+    """`data.take(indices)` (a Table or a ChunkedArray) without Arrow's concatenation of each
+    chunked column first when the indices are few: a top-N's 100 rows of a 1.5M-row
+    partition in 14 chunks took 13 ms, a copy of the partition, and take nothing from an
+    array of one chunk. Few indices (a sixteenth of the rows or fewer) are taken chunk by
+    chunk, in chunk order, and put back in their own order."""
+    idx = indices.to_numpy(zero_copy_only=False) if isinstance(indices, (pa.Array, pa.ChunkedArray)) \
+        else np.asarray(indices)
+    n = len(data)
+    if isinstance(data, pa.Table):
+        columns = data.columns
+    else:
+        columns = [data]
+    if len(idx) * 16 > n or all(c.num_chunks <= 1 for c in columns) or idx.dtype.kind not in "iu" \
+            or (len(idx) and (idx.min() < 0 or idx.max() >= n)):
+        return data.take(indices)  # (NULL or out-of-range indices: Arrow's answer or error)
+    out = [_take_chunked(c, idx) for c in columns]
+    if isinstance(data, pa.Table):
+        return pa.Table.from_arrays(out, schema=data.schema)
+    return out[0]
+
+
+def _take_chunked(col: pa.ChunkedArray, idx: np.ndarray):
+    if col.num_chunks <= 1:
+        return col.take(pa.array(idx, pa.int64()))
+    lengths = np.array([len(c) for c in col.chunks], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    which = np.searchsorted(starts, idx, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    local = (idx - starts[which])[order]
+    bounds = np.searchsorted(which[order], np.arange(col.num_chunks + 1))
+    pieces = [col.chunk(k).take(pa.array(local[bounds[k]:bounds[k + 1]], pa.int64()))
+              for k in range(col.num_chunks) if bounds[k + 1] > bounds[k]]
+    taken = pa.concat_arrays(pieces) if pieces else col.type.empty_array() \
+        if hasattr(col.type, "empty_array") else pa.array([], col.type)
+    back = np.empty(len(idx), np.int64)
+    back[order] = np.arange(len(idx))
+    return pa.chunked_array([taken.take(pa.array(back))], col.type)
+
+
 def _has_nan(table: pa.Table, keys) -> bool:
     return any(T.is_floating(table.column(k).type) and pc.any(pc.is_nan(table.column(k))).as_py()
                for k, _, _ in keys)
@@ -276,12 +316,13 @@ def sort(table: pa.Table, keys, fetch: int | None) -> pa.Table:
             table.column(k).null_count for k, _, _ in keys) and fetch * 4 < table.num_rows \
             and not _has_nan(table, keys):  # (select_k puts NaN last in both directions)
         sort_keys = [(k, "ascending" if asc else "descending", "at_end") for k, asc, _ in keys]
-        top = table.take(pc.select_k_unstable(table, fetch, [(k, o) for k, o, _ in sort_keys]))
+        top = take_rows(table, pc.select_k_unstable(table, fetch,
+                                                    [(k, o) for k, o, _ in sort_keys]))
         return top.take(sort_indices(top, keys))
     idx = sort_indices(table, keys)
     if fetch is not None:
         idx = idx.slice(0, fetch)
-    return table.take(idx)
+    return take_rows(table, idx)
 
 
 def limit(table: pa.Table, fetch: int | None, offset: int) -> pa.Table:

@@ -34,7 +34,7 @@ from ..plan.expr import Expr
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from . import decimals
-from .relational import sort_indices
+from .relational import sort_indices, take_rows
 
 # the functions `compute` evaluates: the window functions of plan.functions.WINDOW and the
 # aggregates marked window=True there (tests/test_function_registry.py checks they agree)
@@ -450,7 +450,7 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
         rows = _top_candidates(table, partition, order[0], keep[1],
                                dense=any(s.fn == "dense_rank" for s in specs))
         if rows is not None:  # (its rows in their input order: ties keep their order)
-            table = table.take(pa.array(rows))
+            table = take_rows(table, pa.array(rows))
             n = table.num_rows
     keys = [(k, True, False) for k in partition] + list(order)
     full, perm = None, None
@@ -494,7 +494,7 @@ def compute(table: pa.Table, partition: tuple[str, ...], order: tuple[tuple[str,
     ranking = outs[[s.out for s in specs].index(column)]
     mask = pc.less_equal(ranking, pa.scalar(k, ranking.type))
     if full is not None:  # the kept rows of every column, in the sorted order
-        table = full.take(pc.filter(perm, mask))
+        table = take_rows(full, pc.filter(perm, mask))
     else:
         table = table.filter(mask)
     for spec, col in zip(specs, outs, strict=True):
