@@ -295,3 +295,23 @@ def test_take_rows_equals_arrow_take_on_chunked_data():
     assert checked > 300
     with pytest.raises(IndexError):
         take_rows(pa.table({"a": pa.chunked_array([[1, 2], [3]])}), pa.array([5]))
+
+
+def test_date_arithmetic_with_null_and_past_date_range():
+    """`DATE '2020-01-01' + NULL` was refused (the NULL took DATE's type: 'cannot apply add to
+    DATE and DATE'); DuckDB answers NULL. A day count past DATE's range was Arrow's 'Integer
+    value 2147501909 not in range'; now pqe's error, and only for rows that use the value."""
+    t = pa.table({"d": pa.array([dt.date(2020, 1, 1), None]),
+                  "ts": pa.array([dt.datetime(2020, 1, 1, 5), None])})
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = oracle.connect({"t": t})
+    for sql in ["SELECT d + NULL AS a, d - NULL AS b, NULL + d AS c, ts + NULL AS e, "
+                "NULL + ts AS f, ts - NULL AS g FROM t",
+                "SELECT DATE '2020-01-01' + NULL AS a, NULL - DATE '2020-01-01' AS b, "
+                "TIMESTAMP '2020-01-01' - NULL AS c"]:
+        assert compare(ctx.sql(sql).to_arrow(), oracle.query(con, sql), sql=sql) is None
+    with pytest.raises(pqe.ExecutionError, match="out of range for DATE"):
+        ctx.sql("SELECT DATE '2020-01-01' + 2147483647").to_arrow()
+    assert ctx.sql("SELECT CASE WHEN d IS NULL THEN d + 2147483647 END AS x FROM t"
+                   ).to_pylist() == [{"x": None}, {"x": None}]

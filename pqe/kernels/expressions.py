@@ -567,7 +567,7 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
     x = zeroed_null_slots(c(a), a.dtype) if pa.types.is_timestamp(a.dtype) else c(a)
     if T.is_integer(b.dtype):  # date +/- n days
         days = c(b) if sign == 1 else _call("negate_checked", [c(b)])
-        return _add_days(x, days, a.dtype)
+        return _add_days(x, days, a.dtype, c)
     if not isinstance(b, Literal):
         return _add_interval_column(x, c(b), a.dtype, e.dtype, sign)
     if b.value is None:
@@ -646,10 +646,17 @@ def utc(x: E, t: pa.DataType) -> E:
     return x if ut == t else x.cast(ut)
 
 
-def _add_days(date_expr: E, days: E, dtype: pa.DataType) -> E:
+def _add_days(date_expr: E, days: E, dtype: pa.DataType, c: Compiler | None = None) -> E:
     if pa.types.is_date(dtype):
         as_int = date_expr.cast(pa.int32()).cast(pa.int64())
-        return _call("add_checked", [as_int, days]).cast(pa.int32()).cast(pa.date32())
+        total = _call("add_checked", [as_int, days])
+        # a day past DATE's range is pqe's error (in rows whose value is used), not Arrow's
+        # "Integer value 2147501909 not in range"
+        guard = c.guard if c is not None and c.guard is not None else scalar(True, T.BOOLEAN)
+        total = _call("pqe_range_i64", [total, scalar(-(2 ** 31), T.INT64),
+                                        scalar(2 ** 31, T.INT64), scalar(True, T.BOOLEAN), guard,
+                                        scalar("DATE (days from 1970-01-01)", T.TEXT)])
+        return total.cast(pa.int32()).cast(pa.date32())
     unit = dtype.unit
     per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400 * 10**9}[unit]
     dur = _call("multiply_checked", [days, scalar(per_day, T.INT64)]).cast(pa.duration(unit))

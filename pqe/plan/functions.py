@@ -89,6 +89,16 @@ def _microseconds(t: pa.DataType) -> pa.DataType | None:
 def _arith(fn: str, ts: Sequence[pa.DataType]):
     a, b = ts
     # date +/- integer days, date +/- interval, date - date
+    if fn in ("add", "subtract") and (T.is_null(a) != T.is_null(b)) \
+            and T.is_temporal(b if T.is_null(a) else a):
+        # a DATE or TIMESTAMP and an untyped NULL: the NULL is a day count for a DATE, an
+        # interval for a TIMESTAMP (DuckDB answers NULL; as the temporal type's own kind,
+        # date + date, it was refused); NULL - a temporal value is that value's difference
+        t = b if T.is_null(a) else a
+        if T.is_null(a) and fn == "subtract":
+            return (t, t), T.INT64 if pa.types.is_date(t) else T.INTERVAL
+        step = T.INT64 if pa.types.is_date(t) else T.INTERVAL
+        return ((step, None) if T.is_null(a) else (None, step)), t
     if fn in ("add", "subtract"):
         # date +/- interval is a TIMESTAMP (PostgreSQL), date +/- integer a DATE
         # a TIMESTAMP in seconds or milliseconds moves by an interval in microseconds (as
