@@ -315,3 +315,13 @@ def test_date_arithmetic_with_null_and_past_date_range():
         ctx.sql("SELECT DATE '2020-01-01' + 2147483647").to_arrow()
     assert ctx.sql("SELECT CASE WHEN d IS NULL THEN d + 2147483647 END AS x FROM t"
                    ).to_pylist() == [{"x": None}, {"x": None}]
+
+
+def test_row_values_are_refused_by_name():
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": [1], "b": [2]}))
+    for sql, what in [("SELECT (1, 2) = (1, 2)", "row-value comparisons"),
+                      ("SELECT 1 FROM t WHERE (a, b) IN (SELECT a, b FROM t)", "row value in IN"),
+                      ("SELECT 1 FROM t WHERE (a, b) NOT IN ((1, 2))", "row value in IN")]:
+        with pytest.raises(pqe.UnsupportedError, match=what):
+            ctx.sql(sql).to_arrow()

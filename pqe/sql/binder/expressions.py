@@ -221,6 +221,10 @@ def _binary(b, node, scope, rec):
     if isinstance(node.expression, (exp.Any, exp.All)):
         return b._quantified(node, scope, rec)
     fn = BINARY[type(node)]
+    if fn in NEGATED_COMPARISON and (isinstance(node.this, exp.Tuple)
+                                     or isinstance(node.expression, exp.Tuple)):
+        raise UnsupportedError("row-value comparisons ((a, b) = (c, d)) are not supported; "
+                               "compare column by column")
     if fn in ("and", "or"):
         operands = _chain(node)
         if len(operands) >= BALANCE_TERMS:
@@ -297,6 +301,9 @@ def _escape(b, node, scope, rec):
 
 
 def _in(b, node, scope, rec):
+    if isinstance(node.this, exp.Tuple):
+        raise UnsupportedError("a row value in IN ((a, b) IN ...) is not supported; use EXISTS "
+                               "(SELECT ... WHERE x = a AND y = b) or compare column by column")
     arg = rec(node.this)
     query = node.args.get("query")
     if query is not None:
