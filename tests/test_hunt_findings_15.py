@@ -325,3 +325,25 @@ def test_row_values_are_refused_by_name():
                       ("SELECT 1 FROM t WHERE (a, b) NOT IN ((1, 2))", "row value in IN")]:
         with pytest.raises(pqe.UnsupportedError, match=what):
             ctx.sql(sql).to_arrow()
+
+
+def test_hash_split_by_batch_equals_the_whole_table_split(monkeypatch):
+    """hash_split of a chunked table batch by batch (no concatenation) gives each output the
+    same rows in the same order as one take of the whole table did."""
+    import numpy as np
+
+    from pqe.kernels import relational as R
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        chunks = [rng.integers(-5, 5, rng.integers(0, 30)) for _ in range(rng.integers(1, 5))]
+        t = pa.table({
+            "k": pa.chunked_array([pa.array(c, pa.int64()) for c in chunks], pa.int64()),
+            "s": pa.chunked_array([pa.array([f"x{v}" for v in c], pa.string()) for c in chunks],
+                                  pa.string())})
+        n = int(rng.integers(1, 6))
+        got = R.hash_split(t, ("k",), n)
+        with monkeypatch.context() as m:
+            m.setattr(R, "SPLIT_BY_BATCH", 0)
+            want = R.hash_split(t, ("k",), n)
+        assert len(got) == len(want) and all(a.equals(b) for a, b in zip(got, want))

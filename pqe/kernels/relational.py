@@ -164,6 +164,24 @@ def hash_split(table: pa.Table, keys: tuple[str, ...], n: int) -> list[pa.Table]
     if table.num_rows == 0:
         return [table] * n
     buckets = hash_buckets(table, keys, n)
+    if n <= SPLIT_BY_BATCH and any(c.num_chunks > 1 for c in table.columns):
+        # batch by batch: Arrow's take of the whole chunked table concatenated it first (a
+        # copy of the partition; 700k store_sales rows of 7 columns in 9 chunks, 4 ways: 70
+        # ms against 42). The pieces keep the rows' order; each output holds a chunk per
+        # input batch, so only for a few outputs
+        pieces: list[list[pa.RecordBatch]] = [[] for _ in range(n)]
+        start = 0
+        for batch in table.to_batches():
+            b = buckets[start:start + batch.num_rows]
+            start += batch.num_rows
+            counts = np.bincount(b, minlength=n)
+            taken = batch.take(pa.array(np.argsort(b, kind="stable")))
+            at = 0
+            for j, c in enumerate(counts):
+                if c:
+                    pieces[j].append(taken.slice(at, int(c)))
+                at += int(c)
+        return [pa.Table.from_batches(p, schema=table.schema) for p in pieces]
     order = np.argsort(buckets, kind="stable")  # radix sort for small integer types
     counts = np.bincount(buckets, minlength=n)
     ordered = table.take(pa.array(order))
@@ -172,6 +190,9 @@ def hash_split(table: pa.Table, keys: tuple[str, ...], n: int) -> list[pa.Table]
         out.append(ordered.slice(start, int(c)))
         start += int(c)
     return out
+
+
+SPLIT_BY_BATCH = 32  # hash_split of a chunked table into at most this many parts: per batch
 
 
 def concat(tables: list[pa.Table]) -> pa.Table:
