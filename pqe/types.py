@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+import copyreg
+
 import pyarrow as pa
 
 from .errors import TypeMismatchError, UnsupportedError
@@ -484,6 +486,20 @@ def uuid_text(storage: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets),
                                                   pa.py_buffer(text.tobytes())],
                                  null_count=storage.null_count)
+
+
+def _month_day_nano(months: int, days: int, nanoseconds: int):
+    return pa.MonthDayNano([months, days, nanoseconds])
+
+
+def _reduce_month_day_nano(v):
+    return _month_day_nano, (v.months, v.days, v.nanoseconds)
+
+
+# pyarrow's MonthDayNano (an INTERVAL literal's value in a plan) does not pickle: its class
+# is looked up as builtins.MonthDayNano. A plan holding one failed on a cluster ("Error
+# during deserialization of the task graph"); registered here, it pickles as its three parts
+copyreg.pickle(type(pa.MonthDayNano([0, 0, 0])), _reduce_month_day_nano)
 
 
 def duration_interval(arr: pa.Array, column: str) -> pa.Array:

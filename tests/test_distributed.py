@@ -302,3 +302,41 @@ def test_a_timed_out_query_stops_its_running_tasks_on_the_workers(cluster):
         assert time.monotonic() - start < 3.5
     finally:
         ctx.close()
+
+
+def test_interval_literals_run_on_a_cluster(local_cluster_ctx):
+    """An INTERVAL literal left in the plan (not folded into a constant) failed every query on
+    a cluster: pyarrow's MonthDayNano does not pickle (dask's tokenizer and the graph's
+    transport both pickle the task), "TokenizationError" or "Error during deserialization"."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    t = pa.table({"y": [1.5, None], "ts": [dt.datetime(2020, 1, 1), None]})
+    local_cluster_ctx.register_arrow("iv_t", t)
+    got = local_cluster_ctx.sql(
+        "SELECT y, INTERVAL '1 day' AS i, ts - INTERVAL '1 day' > TIMESTAMP '2019-12-30' AS b "
+        "FROM iv_t ORDER BY y NULLS LAST").to_pylist()
+    assert got == [{"y": 1.5, "i": pa.MonthDayNano([0, 1, 0]), "b": True},
+                   {"y": None, "i": pa.MonthDayNano([0, 1, 0]), "b": None}]
+    got = local_cluster_ctx.sql("SELECT count(*) AS n FROM lineitem WHERE l_shipdate + "
+                                "INTERVAL '1 day' > DATE '1998-01-01'").to_pylist()
+    want = local_cluster_ctx.sql("SELECT count(*) AS n FROM lineitem WHERE l_shipdate > "
+                                 "DATE '1997-12-31'").to_pylist()
+    assert got == want and got[0]["n"] > 0
+
+
+def test_a_timed_out_nested_loop_join_frees_the_cluster(local_cluster_ctx):
+    """A cancelled or timed-out nested-loop join ran on for its whole product (400M pairs:
+    minutes); the busy workers then held every later query. It now stops block by block."""
+    import pyarrow as pa
+
+    n = 20000
+    t = pa.table({"id": pa.array(range(n), pa.int64()), "x": [i * 0.37 % 101 for i in range(n)]})
+    local_cluster_ctx.register_arrow("nlj_t", t)
+    with pytest.raises(pqe.QueryTimeout):
+        local_cluster_ctx.sql("SELECT count(*) FROM nlj_t a, nlj_t b WHERE a.x * b.x > "
+                              "a.id * 0.001 + b.id").to_arrow(timeout=2)
+    start = time.monotonic()
+    assert local_cluster_ctx.sql("SELECT count(*) AS n FROM nlj_t").to_pylist() == [{"n": n}]
+    assert time.monotonic() - start < 20

@@ -347,3 +347,29 @@ def test_hash_split_by_batch_equals_the_whole_table_split(monkeypatch):
             m.setattr(R, "SPLIT_BY_BATCH", 0)
             want = R.hash_split(t, ("k",), n)
         assert len(got) == len(want) and all(a.equals(b) for a, b in zip(got, want))
+
+
+def test_interval_values_pickle_and_dask_failures_read_whole():
+    """pyarrow's MonthDayNano did not pickle (its class looked up as builtins.MonthDayNano):
+    an INTERVAL literal in a plan could not reach a cluster. A dask failure's message was cut
+    at its first line ('... This frequently') and its cause left out."""
+    import pickle
+
+    from pqe.execution.cluster import _dask_failure
+    from pqe.plan.expr import Literal
+
+    v = pa.MonthDayNano([1, -2, 3])
+    lit = Literal(v, pa.month_day_nano_interval())
+    assert pickle.loads(pickle.dumps(lit)) == lit
+    assert pickle.loads(pickle.dumps([v, (v,)])) == [v, (v,)]
+    try:
+        try:
+            raise ModuleNotFoundError("No module named 'helpermod'")
+        except ModuleNotFoundError as inner:
+            raise RuntimeError("Error during deserialization of the task graph. This "
+                               "frequently\noccurs if the Scheduler and Client differ.") \
+                from inner
+    except RuntimeError as e:
+        text = _dask_failure(e)
+    assert "\n" not in text and "This frequently occurs" in text
+    assert text.endswith("(caused by ModuleNotFoundError: No module named 'helpermod')")

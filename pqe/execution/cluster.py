@@ -315,6 +315,25 @@ def _first_line(e: BaseException) -> str:
     return text[:300]
 
 
+def _dask_failure(e: BaseException) -> str:
+    """One line for a failure dask reports: its message's sentences joined (dask breaks them
+    over lines: the first line alone read 'Error during deserialization of the task graph.
+    This frequently'), then the root cause it was raised from (the ModuleNotFoundError a
+    worker met), each cut to a readable length."""
+    def flat(x: BaseException) -> str:
+        text = " ".join(str(x).split())
+        return f"{type(x).__name__}: {text[:400]}" if text else type(x).__name__
+
+    out = flat(e)
+    root, seen = e, {id(e)}
+    while (nxt := root.__cause__ or root.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        root = nxt
+    if root is not e:
+        out += f" (caused by {flat(root)})"
+    return out
+
+
 # ---- running a graph ---------------------------------------------------------------------------
 
 
@@ -450,8 +469,7 @@ class ClusterRunner:
             self._cancel(futures)
             if not self._connected() or _is_cancelled(e) or isinstance(e, OSError):
                 raise self._lost() from e
-            raise ExecutionError(f"the dask cluster failed the query: {type(e).__name__}: "
-                                 f"{_first_line(e)}") from e
+            raise ExecutionError(f"the dask cluster failed the query: {_dask_failure(e)}") from e
         finally:
             # the results are here (or the query failed): the cluster forgets them now, not
             # when the garbage collector happens to break a cycle holding these futures

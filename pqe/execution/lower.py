@@ -109,6 +109,8 @@ class Lowering:
             key = (name, i)
             if key not in self.graph:
                 pipe = O.Pipeline(p.ops, f"{label} partition {i}", self.token, i)
+                # (its dask token: the key it computes, in this query; see Pipeline)
+                pipe._token = f"{name}-{i}-{getattr(self.token, 'qid', '') or ''}"
                 self.graph[key] = (O.run_pipeline, pipe, *p.inputs)
                 self.tasks_per_label[label] = self.tasks_per_label.get(label, 0) + 1
             keys.append(key)

@@ -9,6 +9,7 @@ complete: task keys are hashes of it, so identical work gets identical keys.
 from __future__ import annotations
 
 import threading
+import uuid
 import time
 
 import pyarrow as pa
@@ -696,6 +697,17 @@ class Pipeline:
 
     def __repr__(self):
         return f"Pipeline({self.ops!r})"
+
+    def __dask_tokenize__(self):
+        # dask.distributed names a submitted task by a token of its callable; left to itself
+        # it hashes the ops' pickle, which an INTERVAL literal's MonthDayNano does not give
+        # the same way twice (TokenizationError: every query with such a literal failed on a
+        # cluster), and pickles an in-memory table's slices to hash them. The lowering gives
+        # each pipeline its key (a hash of its ops and inputs) and query; else a random token
+        token = self.__dict__.get("_token")
+        if token is None:
+            token = self.__dict__.setdefault("_token", uuid.uuid4().hex)
+        return ("pqe-pipeline", token)
 
 
 # A task whose scan reads more than STREAM_MIN_CHUNKS chunks of this many rows runs its

@@ -15,6 +15,7 @@ worker paused for memory) -> ExecutionError naming the workers' state;
 from __future__ import annotations
 
 import math
+import logging
 import os
 import queue
 import signal
@@ -263,9 +264,12 @@ class Executor:
         try:
             # loopback only: the scheduler, the workers, and the dashboard
             with dask.config.set(env):
+                # (silence_logs: a failing task is pqe's one-line error; dask's workers also
+                # logged a "Compute Failed" block with a traceback per partition to stderr)
                 self.cluster = LocalCluster(n_workers=workers, threads_per_worker=per_worker,
                                             processes=True, memory_limit=memory_limit or "auto",
-                                            host="127.0.0.1", dashboard_address="127.0.0.1:0")
+                                            host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                            silence_logs=logging.CRITICAL)
         except Exception as e:
             raise Error(f"could not start {workers} local worker process(es): "
                         f"{_start_failure(e)}") from e

@@ -20,6 +20,7 @@ from ..plan.extremes import EXTREME_PREFIX
 from .band import pair_blocks
 from .expressions import Compiler, filter_table
 from .relational import decoded, fold_wide, hash_key_floats, low_bits_repeat, wide_integer
+from .user_functions import check_cancelled
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
                "full": "full outer", "semi": "left semi", "anti": "left anti"}
@@ -460,6 +461,9 @@ def nested_loop_join(left: pa.Table, right: pa.Table, kind: str, residual, out_i
         if blocks is not None and isinstance(band, Band) and on_band != "residual":
             residual = on_band
     for li, ri in blocks if blocks is not None else _cross_blocks(nl, nr):
+        # a cancelled or timed-out query stops here, block by block: 400M pairs ran on for
+        # minutes after the timeout (on a cluster the worker then held later queries)
+        check_cancelled()
         if residual is None:
             lis.append(pa.array(li))
             ris.append(pa.array(ri))
