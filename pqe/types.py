@@ -352,12 +352,38 @@ def type_name(t: pa.DataType) -> str:
     if is_decimal(t):
         return f"DECIMAL({t.precision},{t.scale})"
     if pa.types.is_timestamp(t):
-        return "TIMESTAMP" if t.tz is None else "TIMESTAMPTZ"
+        if t.tz is not None:
+            return "TIMESTAMPTZ"
+        return {"s": "TIMESTAMP_S", "ms": "TIMESTAMP_MS", "ns": "TIMESTAMP_NS"}.get(
+            t.unit, "TIMESTAMP")
     if is_text(t):
         return "VARCHAR"
     if t == TIME:
         return "TIME"
+    # nested types as DuckDB spells them (Arrow's upper-cased text turned field names to
+    # capitals: STRUCT<X: INT64, Y: STRING>, and read as no SQL)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
+            or pa.types.is_large_list_view(t):
+        return type_name(t.value_type) + "[]"
+    if pa.types.is_fixed_size_list(t):
+        return f"{type_name(t.value_type)}[{t.list_size}]"
+    if pa.types.is_struct(t):
+        return "STRUCT(" + ", ".join(f"{_type_field_name(f.name)} {type_name(f.type)}"
+                                     for f in t) + ")"
+    if pa.types.is_map(t):
+        return f"MAP({type_name(t.key_type)}, {type_name(t.item_type)})"
+    if pa.types.is_dictionary(t):
+        return type_name(t.value_type)
     return str(t).upper()
+
+
+def _type_field_name(name: str) -> str:
+    """A struct field's name in a type's text: as is when it is a plain lower-case word,
+    else double-quoted (its quotes doubled)."""
+    if re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
 
 
 _NAMED = {

@@ -373,3 +373,60 @@ def test_interval_values_pickle_and_dask_failures_read_whole():
         text = _dask_failure(e)
     assert "\n" not in text and "This frequently occurs" in text
     assert text.endswith("(caused by ModuleNotFoundError: No module named 'helpermod')")
+
+
+# ---- the shell hunt -------------------------------------------------------------------------------
+
+
+def _shell(*args: str) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "pqe.shell", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_shell_csv_keeps_null_apart_from_empty_text(tmp_path):
+    """The shell's CSV wrote NULL and '' alike (an empty field; both "" in a one-column row),
+    so reading its output back turned one into the other. Now as COPY writes: NULL empty,
+    '' as "", and the file reads back to the same values."""
+    out = _shell("--mode", "csv", "-c",
+                 "SELECT * FROM (VALUES (1, NULL), (2, ''), (3, 'a\"b'), (4, 'x,y'), "
+                 "(5, 'l1\nl2')) t(id, s) ORDER BY id")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == 'id,s\n1,\n2,""\n3,"a""b"\n4,"x,y"\n5,"l1\nl2"\n'
+    path = tmp_path / "o.csv"
+    path.write_text(out.stdout)
+    ctx = pqe.Context()
+    ctx.register_csv("o", str(path))
+    assert ctx.sql("SELECT id, s FROM o ORDER BY id").to_pylist() == [
+        {"id": 1, "s": None}, {"id": 2, "s": ""}, {"id": 3, "s": 'a"b'}, {"id": 4, "s": "x,y"},
+        {"id": 5, "s": "l1\nl2"}]
+    one = _shell("--mode", "csv", "-c", "SELECT * FROM (VALUES (NULL), ('')) t(a)")
+    assert one.stdout == 'a\n\n""\n'
+
+
+def test_shell_prints_maps_nanoseconds_and_far_dates(tmp_path):
+    """A MAP printed as Python's tuple text (["('a', 1)"]); a nanosecond timestamp and a date
+    past 9999 failed the whole result ('not safely convertible', 'cannot represent');
+    DESCRIBE spelled nested types as Arrow's upper-cased text (STRUCT<X: INT64>)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "m.parquet"
+    pq.write_table(pa.table({
+        "m": pa.array([[("a", 1)], [("b", None)], None], pa.map_(pa.string(), pa.int64())),
+        "ts": pa.array([1, 2, None], pa.timestamp("ns")),
+        "st": [{"x": 1, "Y": "q"}, None, {"x": 2, "Y": None}]}), path)
+    out = _shell(str(path), "--mode", "json", "-c", "SELECT m, ts FROM m")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [
+        {"m": {"a": 1}, "ts": "1970-01-01 00:00:00.000000001"},
+        {"m": {"b": None}, "ts": "1970-01-01 00:00:00.000000002"}, {"m": None, "ts": None}]
+    far = _shell("--mode", "csv", "-c", "SELECT DATE '9999-12-31' + 1 AS d")
+    assert far.returncode == 0 and far.stdout == "d\n10000-01-01\n"
+    ctx = pqe.Context()
+    ctx.register_parquet("m", str(path))
+    assert [r["column_type"] for r in ctx.sql("DESCRIBE m").to_pylist()] == [
+        "MAP(VARCHAR, BIGINT)", "TIMESTAMP_NS", 'STRUCT(x BIGINT, "Y" VARCHAR)']

@@ -14,7 +14,6 @@ lines (timer, settings) to `screen`, which stays the terminal.
 
 from __future__ import annotations
 
-import csv
 import datetime
 import decimal
 import io
@@ -182,8 +181,52 @@ def _shortest_floats(column: Any) -> Any:
 
 
 def _values(column: Any, name: str) -> list[Any]:
-    """A result column as the Python values to print."""
-    return T.python_values(_shortest_floats(column), name)
+    """A result column as the Python values to print: a MAP as a dict (Arrow gives a list of
+    (key, value) tuples, which printed as Python's tuple text); a date or timestamp Python
+    cannot hold (past year 9999 or before year 1, or a nanosecond that microseconds lose)
+    as Arrow's text of it, where to_pylist() would fail the whole result."""
+    column = _shortest_floats(column)
+    maps = _has(column.type, pa.types.is_map)
+    try:
+        return column.to_pylist(maps_as_pydicts="lossy") if maps else column.to_pylist()
+    except (OverflowError, ValueError):
+        texty = _with_text_times(column.type)
+        if texty != column.type:
+            try:
+                as_text = column.cast(texty)
+                return as_text.to_pylist(maps_as_pydicts="lossy") if maps \
+                    else as_text.to_pylist()
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, OverflowError, ValueError):
+                pass
+        return T.python_values(column, name)  # (its one-line error)
+
+
+def _has(t: pa.DataType, test) -> bool:
+    if test(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has(t.value_type, test)
+    if pa.types.is_struct(t):
+        return any(_has(f.type, test) for f in t)
+    if pa.types.is_map(t):
+        return _has(t.key_type, test) or _has(t.item_type, test)
+    return False
+
+
+def _with_text_times(t: pa.DataType) -> pa.DataType:
+    """`t` with text for every DATE and TIMESTAMP in it (in lists, structs and maps too)."""
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return pa.string()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_with_text_times(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_with_text_times(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_with_text_times(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_with_text_times(t.key_type)),
+                       t.item_field.with_type(_with_text_times(t.item_type)))
+    return t
 
 
 def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[list[Any]]:
@@ -262,20 +305,21 @@ class Renderer:
     # ---- text modes ------------------------------------------------------------------------
 
     def _csv(self, table: pa.Table) -> None:
-        # rows end in '\n', but the writer is told '\r\n': with '\n' alone it leaves a field
-        # holding a lone '\r' unquoted, which CSV readers take for the end of the row
-        line = io.StringIO()
-        w = csv.writer(line, lineterminator="\r\n")
+        # as COPY ... TO writes CSV: NULL an empty field, the empty text "" (the csv module
+        # wrote both as an empty field, or both as "" in a row of one field, so a NULL read
+        # back as '' or an '' as NULL); a field holding the delimiter, a quote, '\r' or '\n'
+        # quoted, its quotes doubled
+        def field(v: Any) -> str:
+            if v is None:
+                return ""
+            text = v if isinstance(v, str) else format_value(v)
+            if text == "" or any(c in text for c in ',"\r\n'):
+                return '"' + text.replace('"', '""') + '"'
+            return text
 
-        def write(values: list[Any]) -> None:
-            line.seek(0)
-            line.truncate()
-            w.writerow(values)
-            self.out.write(line.getvalue()[:-2] + "\n")
-
-        write(table.column_names)
+        self.out.write(",".join(field(n) for n in table.column_names) + "\n")
         for row in _rows(table):
-            write([format_value(v, null="") for v in row])
+            self.out.write(",".join(field(v) for v in row) + "\n")
 
     def _json(self, table: pa.Table) -> None:
         names = [json.dumps(n, ensure_ascii=False).translate(_JSON_ESCAPES)
