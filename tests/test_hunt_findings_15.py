@@ -8,6 +8,7 @@ by length as DuckDB does, and a column of INTERVALs adds to another."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -430,3 +431,24 @@ def test_shell_prints_maps_nanoseconds_and_far_dates(tmp_path):
     ctx.register_parquet("m", str(path))
     assert [r["column_type"] for r in ctx.sql("DESCRIBE m").to_pylist()] == [
         "MAP(VARCHAR, BIGINT)", "TIMESTAMP_NS", 'STRUCT(x BIGINT, "Y" VARCHAR)']
+
+
+def test_shell_write_failures_are_one_line_errors():
+    """A full disk gave 'Internal error: OSError' and a traceback at exit; a closed standard
+    output an AttributeError traceback."""
+    import subprocess
+    import sys
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    out = subprocess.run([sys.executable, "-m", "pqe.shell", "--mode", "csv"],
+                         input=".output /dev/full\nselect 1 as a;\n", capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1
+    assert "cannot write the output: No space left on device" in out.stderr
+    assert "Traceback" not in out.stderr and "Internal" not in out.stderr
+    closed = subprocess.run([sys.executable, "-m", "pqe.shell", "-c", "select 1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            timeout=120, preexec_fn=lambda: __import__("os").close(1))
+    assert closed.returncode == 1 and "standard output is closed" in closed.stderr
+    assert "Traceback" not in closed.stderr

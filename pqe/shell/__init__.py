@@ -41,7 +41,7 @@ def _exit_now(status: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`pqe-sql ... | head`)
+        except (OSError, ValueError, AttributeError):  # a closed pipe, or no stream at all
             pass
     atexit._run_exitfuncs()
     os._exit(status)

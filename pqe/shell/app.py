@@ -217,7 +217,10 @@ class Shell:
         if self._output is not None:
             output, self._output = self._output, None
             self.renderer.redirect(self.renderer.screen, self.renderer.screen_terminal)
-            output.close()
+            try:
+                output.close()
+            except OSError as e:  # (the last buffered rows did not fit: a full disk)
+                self.report(e)
 
     def close(self) -> None:
         """Close the `.output` file; a `.once` file no result went to is not created."""
@@ -299,6 +302,9 @@ class Shell:
             caret = caret_lines(sql, line, column)
         if isinstance(exc, (pqe.Error, ShellError)):
             text = f"Error: {prefix}{message}"
+        elif isinstance(exc, OSError) and exc.errno is not None:
+            # (writing results: a full disk, a closed pipe's reader) the system's words
+            text = f"Error: {prefix}cannot write the output: {exc.strerror or exc}"
         else:
             text = (f"Internal error: {prefix}{type(exc).__name__}: {message}"
                     + ("" if self.debug else " (run with --debug for the traceback)"))
@@ -536,6 +542,10 @@ def _stdin() -> Iterable[str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `pqe-sql` console script; returns the exit status."""
     args = parse_args(argv)
+    if sys.stdout is None:  # (`pqe-sql ... >&-`: started with standard output closed)
+        if sys.stderr is not None:
+            sys.stderr.write("Error: standard output is closed; use .output FILE\n")
+        return 1
     renderer = Renderer(sys.stdout, args.mode)
     ctx = None
     try:
