@@ -66,7 +66,7 @@ def test_durations_read_as_intervals(sql, partitions, source, duration_file):
 
 
 def test_durations_from_pandas_round_trip_exactly():
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     frame = pd.DataFrame({"td": pd.to_timedelta([1, 2, None], unit="D") + pd.Timedelta(7, "ns")})
     ctx = pqe.Context()
     ctx.register_pandas("p", frame)
