@@ -452,3 +452,26 @@ def test_shell_write_failures_are_one_line_errors():
                             timeout=120, preexec_fn=lambda: __import__("os").close(1))
     assert closed.returncode == 1 and "standard output is closed" in closed.stderr
     assert "Traceback" not in closed.stderr
+
+
+def test_shell_once_does_not_replace_a_file_it_may_not_write(tmp_path, monkeypatch):
+    """`.once FILE` wrote a temporary file and renamed it over FILE, which a read-only FILE in
+    a writable directory allowed: the user's file was replaced where `.output` refused it.
+    (The check is os.access, which root passes; the test makes it answer as for a user.)"""
+    import os
+
+    from pqe.shell.app import ShellError, _OnceFile
+
+    target = tmp_path / "keep.csv"
+    target.write_text("mine\n")
+    target.chmod(0o444)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == target
+                        and mode == os.W_OK else real(p, mode, **kw))
+    with pytest.raises(ShellError, match="Permission denied"):
+        _OnceFile.open(target)
+    assert target.read_text() == "mine\n" and not list(tmp_path.glob(".keep.csv.*"))
+    fresh = _OnceFile.open(tmp_path / "new.csv")  # a new file, or a writable one, still works
+    fresh.file.write("x\n")
+    fresh.commit()
+    assert (tmp_path / "new.csv").read_text() == "x\n"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import inspect
 import os
 import re
@@ -356,6 +357,10 @@ class _OnceFile:
         try:
             if target.exists() and not target.is_file():
                 return cls(target, open(target, "w", encoding="utf-8"), None)
+            if target.exists() and not os.access(target, os.W_OK):
+                # a file the user may not write is not replaced by renaming over it (the
+                # directory allowed that): refused as `.output` refuses it
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
             temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except OSError as e:
