@@ -59,11 +59,10 @@ def _interval_duration(arr: pa.Array) -> pa.Array:
     error, never a wrapped value."""
     import numpy as np
 
-    mdn = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
-    data = arr.buffers()[1]
+    from .udfs import _interval_fields
+
     n = len(arr)
-    f = np.frombuffer(data, mdn)[arr.offset: arr.offset + n] if n and data is not None \
-        else np.zeros(n, mdn)
+    f = _interval_fields(arr)
     day = 86_400 * 10**9
     whole_days = f["months"].astype(np.int64) * 30 + f["days"].astype(np.int64)
     valid = pc.is_valid(arr).to_numpy(zero_copy_only=False) if arr.null_count else None

@@ -288,15 +288,15 @@ def take_rows(data, indices):
     partition in 14 chunks took 13 ms, a copy of the partition, and take nothing from an
     array of one chunk. Few indices (a sixteenth of the rows or fewer) are taken chunk by
     chunk, in chunk order, and put back in their own order."""
-    idx = indices.to_numpy(zero_copy_only=False) if isinstance(indices, (pa.Array, pa.ChunkedArray)) \
-        else np.asarray(indices)
+    idx = indices.to_numpy(zero_copy_only=False) \
+        if isinstance(indices, (pa.Array, pa.ChunkedArray)) else np.asarray(indices)
     n = len(data)
     if isinstance(data, pa.Table):
         columns = data.columns
     else:
         columns = [data]
-    if len(idx) * 16 > n or all(c.num_chunks <= 1 for c in columns) or idx.dtype.kind not in "iu" \
-            or (len(idx) and (idx.min() < 0 or idx.max() >= n)):
+    if len(idx) * 16 > n or all(c.num_chunks <= 1 for c in columns) \
+            or idx.dtype.kind not in "iu" or (len(idx) and (idx.min() < 0 or idx.max() >= n)):
         return data.take(indices)  # (NULL or out-of-range indices: Arrow's answer or error)
     out = [_take_chunked(c, idx) for c in columns]
     if isinstance(data, pa.Table):
@@ -315,8 +315,7 @@ def _take_chunked(col: pa.ChunkedArray, idx: np.ndarray):
     bounds = np.searchsorted(which[order], np.arange(col.num_chunks + 1))
     pieces = [col.chunk(k).take(pa.array(local[bounds[k]:bounds[k + 1]], pa.int64()))
               for k in range(col.num_chunks) if bounds[k + 1] > bounds[k]]
-    taken = pa.concat_arrays(pieces) if pieces else col.type.empty_array() \
-        if hasattr(col.type, "empty_array") else pa.array([], col.type)
+    taken = pa.concat_arrays(pieces) if pieces else pa.array([], col.type)
     back = np.empty(len(idx), np.int64)
     back[order] = np.arange(len(idx))
     return pa.chunked_array([taken.take(pa.array(back))], col.type)

@@ -334,7 +334,7 @@ def _bitwise(fn, ts):
     out = None
     for t in ts:
         if not T.is_null(t):
-            out = t if out is None else T._wider_int(out, t)
+            out = t if out is None else T.common_type(out, t)
     out = out or T.INT64  # (NULL & NULL: DuckDB's BIGINT)
     if not T.is_integer(out):
         raise TypeMismatchError(f"no function {fn} of UBIGINT and a signed integer: cast one "
