@@ -46,6 +46,9 @@ DEFAULT_SELECTIVITY = 0.25
 EQ_SELECTIVITY = 0.1
 RANGE_SELECTIVITY = 1 / 3
 LIKE_SELECTIVITY = 0.1  # without a sample of the column (Estimator._pattern_selectivity)
+# a key whose distinct values at its source are over this many times a unique key's is not
+# taken to draw its values from that key's (Estimator.join_rows' containment)
+CONTAINMENT_SPREAD = 10.0
 SAMPLE_MIN_VALUES = 1000  # fewer sampled values tell too little
 # a recursive CTE's size is known only once it has run: one iteration's rows, and how many
 # iterations the estimate counts
@@ -316,11 +319,16 @@ class Estimator:
             # a foreign key joined to a unique key takes its values from that key's domain
             # (containment): at most the unique key's distinct values before any filter.
             # Without it a sparse key (orderkey spans 4x the orders) reads as 4x as many
-            # distinct values and a filtered dimension as shrinking the fact side to its size
+            # distinct values and a filtered dimension as shrinking the fact side to its size.
+            # Not when the other side's own count is many times the unique key's (`id IN
+            # (SELECT x FROM ten_ids)`: 100k ids are not drawn from 10 values, and the semi
+            # join looked as if it kept every row)
             if len(on) == 1:
-                if self.unique(right, rk) and (base := self._base_ndv(right, rk)):
+                if self.unique(right, rk) and (base := self._base_ndv(right, rk)) \
+                        and not self._outnumbers(left, lk, base):
                     el = min(el, base)
-                elif self.unique(left, lk) and (base := self._base_ndv(left, lk)):
+                elif self.unique(left, lk) and (base := self._base_ndv(left, lk)) \
+                        and not self._outnumbers(right, rk, base):
                     er = min(er, base)
             dl *= el
             dr *= er
@@ -340,6 +348,13 @@ class Estimator:
             elif lu and not ru and (base := self._source_rows(left, lks)):
                 dr = min(dr, base)
         return nl * nr / max(min(dl, nl), min(dr, nr), 1.0)
+
+    def _outnumbers(self, plan: LogicalPlan, expr: Expr, ndv: float) -> bool:
+        """Whether `expr`'s distinct values at its source are over CONTAINMENT_SPREAD times
+        `ndv`: too many to come from a key of `ndv` values (a sparse key's count read from
+        its range overstates it a few times: TPC-H's orderkeys span 4x the orders)."""
+        base = self._base_ndv(plan, expr)
+        return base is not None and base > CONTAINMENT_SPREAD * ndv
 
     def _base_ndv(self, plan: LogicalPlan, expr: Expr) -> float | None:
         """Distinct values of a column as its source knows them, before filters cap them."""
