@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rich import box
 
 from .. import types as T
@@ -229,6 +230,37 @@ def _with_text_times(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _texts(column: pa.Array, name: str) -> pa.Array:
+    """A result column as format_value's texts (NULL stays NULL): by Arrow's cast where that
+    gives the same text (text, integers, booleans, dates, decimals but those Arrow writes
+    with an exponent, 1E-7), else value by value."""
+    t = column.type
+    if pa.types.is_dictionary(t):
+        column, t = column.dictionary_decode(), t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return column.cast(pa.string())
+    if _plain(t):
+        text = column.cast(pa.string())
+        if not (pa.types.is_decimal(t) and pc.any(pc.match_substring(text, "E")).as_py()):
+            return text
+    return pa.array([None if v is None else format_value(v) for v in _values(column, name)],
+                    pa.string())
+
+
+TEXT_BATCH_ROWS = 65_536  # rows the text modes format at a time
+
+
+def _plain(t: pa.DataType) -> bool:
+    """Types whose texts are Arrow's cast to text (see _texts), never empty nor holding a
+    delimiter, quote or control character."""
+    return pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date32(t) \
+        or pa.types.is_decimal(t)
+
+
+# what _ESCAPES spells out
+_CONTROLS = "[\\x00-\\x1f\\x7f-\\x9f]"
+
+
 def _rows(table: pa.Table, batch_rows: int = 8192) -> Iterator[list[Any]]:
     """Rows as lists, a batch at a time, so big results are not all turned into Python at once."""
     names = table.column_names
@@ -309,17 +341,35 @@ class Renderer:
         # wrote both as an empty field, or both as "" in a row of one field, so a NULL read
         # back as '' or an '' as NULL); a field holding the delimiter, a quote, '\r' or '\n'
         # quoted, its quotes doubled
-        def field(v: Any) -> str:
-            if v is None:
-                return ""
-            text = v if isinstance(v, str) else format_value(v)
+        def field(text: str) -> str:
             if text == "" or any(c in text for c in ',"\r\n'):
                 return '"' + text.replace('"', '""') + '"'
             return text
 
+        def fields(text: pa.Array) -> pa.Array:  # field() on a column of texts
+            quote = pc.or_(pc.equal(text, ""), pc.match_substring_regex(text, '[,"\r\n]'))
+            quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'),
+                                                 '"', "")
+            return pc.fill_null(pc.if_else(quote, quoted, text), "")
+
         self.out.write(",".join(field(n) for n in table.column_names) + "\n")
-        for row in _rows(table):
-            self.out.write(",".join(field(v) for v in row) + "\n")
+        self._text_lines(table, fields, ",")
+
+    def _text_lines(self, table: pa.Table, cells, sep: str) -> None:
+        """Each row as its values' text (format_value's, NULL left NULL) made cells by `cells`
+        (a column of texts -> a column of cells), joined by `sep`: whole columns at a time
+        through Arrow, not a Python call per value (600k rows of TPC-H's lineitem took 49 s
+        as CSV, DuckDB's shell 1.8 s)."""
+        names = table.column_names
+        for batch in table.to_batches(max_chunksize=TEXT_BATCH_ROWS):
+            if not batch.num_rows:
+                continue
+            cols = [_texts(batch.column(i), names[i]) for i in range(len(names))]
+            # (numbers, dates and booleans need no quotes nor escapes)
+            cols = [pc.fill_null(c, "") if _plain(batch.column(i).type) else cells(c)
+                    for i, c in enumerate(cols)]
+            lines = cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, sep)
+            self.out.write("\n".join(lines.to_pylist()) + "\n")
 
     def _json(self, table: pa.Table) -> None:
         names = [json.dumps(n, ensure_ascii=False).translate(_JSON_ESCAPES)
@@ -353,12 +403,14 @@ class Renderer:
                 self.out.write(f"{n} = {format_value(v).translate(_ESCAPES)}\n")
 
     def _separated(self, table: pa.Table, sep: str) -> None:
-        def cell(s: str) -> str:
-            return s.translate(_ESCAPES)
+        def cells(text: pa.Array) -> pa.Array:  # NULL empty, control characters spelled out
+            text = pc.fill_null(text, "")
+            if pc.any(pc.match_substring_regex(text, _CONTROLS)).as_py():
+                text = pa.array([t.translate(_ESCAPES) for t in text.to_pylist()], pa.string())
+            return text
 
-        self.out.write(sep.join(cell(n) for n in table.column_names) + "\n")
-        for row in _rows(table):
-            self.out.write(sep.join(cell(format_value(v, null="")) for v in row) + "\n")
+        self.out.write(sep.join(n.translate(_ESCAPES) for n in table.column_names) + "\n")
+        self._text_lines(table, cells, sep)
 
     def _list(self, table: pa.Table) -> None:
         """sqlite3's list mode: a header, then values separated by `|` (NULL empty)."""
