@@ -161,8 +161,11 @@ class PhysicalPlanner:
         self._prints: dict[int, int] = {}  # id(node) -> fingerprint
         self._keep: list[L.LogicalPlan] = []  # nodes whose id() is a key above stay alive
         self._scans: dict[tuple, PhysicalPlan] = {}
+        self._hosts: dict[int, L.Scan] | None = None  # id(scan) -> a scan covering it
 
     def plan(self, node: L.LogicalPlan) -> PhysicalPlan:
+        if self._hosts is None:  # (the root: every scan of the query is below it)
+            self._hosts = _covering_scans(node, self.est, self.cfg.shared_scan_bytes)
         # equal logical subtrees (a CTE or view used twice: Q15's revenue) get one physical
         # node, so their tasks have the same keys and run once. Equal subtrees are found by a
         # fingerprint computed once per node from its children's (hashing a frozen plan node
@@ -231,6 +234,9 @@ class PhysicalPlanner:
         hit = self._scans.get(key)
         if hit is not None and self.est.bytes(node) <= self.cfg.shared_scan_bytes:
             return _renamed(hit, node.schema)
+        host = (self._hosts or {}).get(id(node))
+        if host is not None:
+            return _covered(self._scan(host), host, node)
         out = self._new_scan(node)
         self._scans[key] = out
         return out
@@ -949,12 +955,81 @@ def _encoded_group_keys(plan: PhysicalPlan, group: tuple[str, ...]) -> PhysicalP
 
 def _scan_key(node: L.Scan) -> tuple:
     """What a scan reads, independent of its column ids: provider, columns, filters by name."""
-    by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
-    filters = tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
-                    for e in node.filters)
     by_name = {f.id: f.name for f in node.fields}
     nested = tuple((by_name[i], kids) for i, kids in node.nested)
-    return (id(node.provider), tuple(f.name for f in node.schema), filters, nested)
+    return (id(node.provider), tuple(f.name for f in node.schema), _filters_by_name(node),
+            nested)
+
+
+def _filters_by_name(node: L.Scan) -> tuple[Expr, ...]:
+    """The scan's filters over columns whose ids are their names (the same in every alias)."""
+    by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
+    return tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
+                 for e in node.filters)
+
+
+def _covering_scans(root: L.LogicalPlan, est: Estimator, max_bytes: int) -> dict[int, L.Scan]:
+    """Scans another scan of the query covers: the same table, read with some of its filters
+    (none that may raise left over) and all the columns the rest of its filters and its
+    output need. Each is read once, by its host, and filtered again where needed: TPC-H
+    Q22's customer (c_custkey, c_phone, c_acctbal by country code; and c_phone, c_acctbal by
+    country code with c_acctbal > 0) and Q2's filtered part, read twice with one column
+    less. Hosts are scans no other covers; one held result costs at most `max_bytes`."""
+    scans: list[L.Scan] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, L.Scan):
+            if not node.nested:
+                scans.append(node)
+            continue
+        stack.extend(node.children())
+    by_table: dict[int, list[L.Scan]] = {}
+    for scan in scans:
+        by_table.setdefault(id(scan.provider), []).append(scan)
+    out: dict[int, L.Scan] = {}
+    for group in by_table.values():
+        if len(group) < 2:
+            continue
+        shapes = {id(s): (_scan_key(s), set(_scan_key(s)[2]), set(_scan_key(s)[1]))
+                  for s in group}
+
+        def covers(h: L.Scan, s: L.Scan) -> bool:
+            hkey, hf, hcols = shapes[id(h)]
+            skey, sf, scols = shapes[id(s)]
+            if hkey == skey or not hf <= sf:
+                return False
+            rest = sf - hf
+            need = scols | {c for f in rest for c in column_ids(f)}  # (ids are names here)
+            return need <= hcols and not any(may_raise(f) for f in rest)
+
+        hosts = [h for h in group if not any(covers(o, h) for o in group if o is not h)]
+        for s in group:
+            if any(s is h for h in hosts):
+                continue
+            host = next((h for h in hosts if covers(h, s)), None)
+            if host is not None and est.bytes(host) <= max_bytes:
+                out[id(s)] = host
+    return out
+
+
+def _covered(base: PhysicalPlan, host: L.Scan, node: L.Scan) -> PhysicalPlan:
+    """`node` read from the plan `base` of the scan `host` covering it: the filters it adds,
+    then its columns under its own ids (matched by name)."""
+    by_name = {f.name: f for f in base.schema}
+    done = set(_filters_by_name(host))
+    rest = [f for f, named in zip(node.filters, _filters_by_name(node), strict=True)
+            if named not in done]
+    by_id = {f.id: by_name[f.name] for f in node.fields if f.name in by_name}
+    pred = transform(and_(rest), lambda x: ColumnRef(by_id[x.id])
+                     if isinstance(x, ColumnRef) else None) if rest else None
+    exprs = tuple(ColumnRef(by_name[f.name]) for f in node.schema)
+    return ProjectExec(node.schema, base.n, _project_dist(base.dist, exprs, node.schema), base,
+                       exprs, pred)
 
 
 def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:
