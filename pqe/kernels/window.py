@@ -42,7 +42,7 @@ WINDOW_FUNCTIONS = frozenset({
     "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
     "first_value", "last_value", "nth_value",
     "count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or",
-    "stddev_samp", "stddev_pop", "var_samp", "var_pop"})
+    "stddev_samp", "stddev_pop", "var_samp", "var_pop", "string_agg", "array_agg"})
 
 
 # ---- boundaries ----------------------------------------------------------------------------
@@ -694,7 +694,85 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
         return _take_or(col, pos, ok & (k >= 1), None, spec.dtype)
     if fn == "count_star":
         return pa.array(sum(e - s for s, e in pieces))
+    if fn in ("string_agg", "array_agg"):
+        col = table.column(spec.args[0])
+        if len(pieces) == 1 and np.array_equal(fs, seg_start) and np.array_equal(fe, seg_end):
+            # every row's frame is its whole window partition: one list per partition, the
+            # same for each of its rows (not n^2 values gathered for n rows)
+            firsts = np.flatnonzero(c["seg_flags"]) if len(idx) else np.zeros(0, np.int64)
+            ends = np.append(firsts[1:], len(idx))
+            per_partition = _frame_lists(col, spec, [(firsts, ends)])
+            _check_list_bytes(per_partition, ends - firsts, spec.fn)
+            return per_partition.take(pa.array(np.cumsum(c["seg_flags"]) - 1))
+        return _frame_lists(col, spec, pieces)
     return _frame_aggregate(table.column(spec.args[0]), spec, pieces, c)
+
+
+def _check_list_bytes(values: pa.Array, repeats: np.ndarray, fn: str) -> None:
+    """Each of `values` (a frame's list or text) is given to `repeats` rows: refuse before
+    copying more than MAX_FRAME_BYTES (a 300k-row partition's STRING_AGG over the whole
+    partition is 300k copies of the partition's text)."""
+    if pa.types.is_string(values.type):
+        sizes = pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False)
+    else:
+        sizes = pc.fill_null(pc.list_value_length(values), 0).to_numpy(zero_copy_only=False) * 8
+    total = int(np.dot(sizes.astype(np.float64), repeats))
+    if total > MAX_FRAME_BYTES:
+        raise ExecutionError(
+            f"{fn.upper()} over its window frames makes {total:,} bytes in one partition of "
+            f"the query, more than {MAX_FRAME_BYTES:,}; narrow the frames or the partitions")
+
+
+MAX_FRAME_BYTES = 1 << 30
+
+# the values all the frames of STRING_AGG / ARRAY_AGG in one partition of the query hold at
+# once (running frames hold n^2 / 2 of them for n rows)
+MAX_FRAME_VALUES = 50_000_000
+
+
+def _frame_lists(col, spec: WindowSpec, pieces) -> pa.Array:
+    """ARRAY_AGG (the frame's values, NULLs too; NULL for an empty frame) or STRING_AGG (the
+    frame's non-NULL texts joined by the separator; NULL when there are none) of each frame
+    of `pieces` ((starts, ends) ranges of `col`'s positions), the values in frame order. Every frame's values are gathered by one take: a row's piece
+    ranges laid end to end, found with numpy, not a loop over rows."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    n = len(pieces[0][0])  # frames (one per row, or per window partition)
+    lengths = [np.maximum(fe - fs, 0) for fs, fe in pieces]
+    per_row = sum(lengths)
+    total = int(per_row.sum())
+    if total > MAX_FRAME_VALUES:
+        raise ExecutionError(
+            f"{spec.fn.upper()} over its window frames holds {total:,} values in one partition "
+            f"of the query, more than {MAX_FRAME_VALUES:,}; narrow the frames")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(per_row, out=offsets[1:])
+    positions = np.empty(total, np.int64)
+    base = offsets[:-1].copy()
+    for (fs, _), length in zip(pieces, lengths, strict=True):
+        m = int(length.sum())
+        if m:
+            rows = np.repeat(np.arange(n), length)
+            within = np.arange(m) - np.repeat(np.cumsum(length) - length, length)
+            positions[base[rows] + within] = fs[rows] + within
+        base += length
+    if spec.fn == "array_agg":  # (offsets fit int32: at most MAX_FRAME_VALUES)
+        values = col.take(pa.array(positions)).cast(spec.dtype.value_type)
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
+                                        type=spec.dtype, mask=pa.array(per_row == 0))
+    sep = spec.consts[0] if spec.consts else ","
+    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)[positions]
+    running = np.zeros(total + 1, np.int64)  # non-NULL values up to each gathered one
+    np.cumsum(valid, out=running[1:])
+    counts = running[offsets[1:]] - running[offsets[:-1]]
+    kept = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=kept[1:])
+    values = col.take(pa.array(positions[valid])).cast(pa.string())
+    lists = pa.ListArray.from_arrays(pa.array(kept.astype(np.int32)), values,
+                                     type=pa.list_(pa.string()))
+    _check_list_bytes(values, np.ones(len(values)), spec.fn)
+    joined = pc.binary_join(lists, sep)
+    return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
 
 
 def _nth_valid_neighbour(col, idx, k: int, backward: bool, seg_start, seg_end):

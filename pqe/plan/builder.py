@@ -825,13 +825,30 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
         raise UnsupportedError("DISTINCT in window aggregates is not supported")
     check_window_aggregate(agg.fn, order_by, frame)
     check_frame(frame, order_by)
-    args = agg.args
+    args, consts = window_aggregate_args(agg)
     if agg.filter is not None:
         args = (case([(agg.filter, args[0] if args else Literal(1, T.INT64))], None),)
         if not agg.args:
             agg = AggCall("count", args, T.INT64)
     return WindowCall(agg.fn, tuple(args), tuple(partition_by), tuple(order_by), frame,
-                      agg.dtype)
+                      agg.dtype, consts)
+
+
+def window_aggregate_args(agg: AggCall) -> tuple[tuple[Expr, ...], tuple]:
+    """An aggregate's value arguments and constant ones (STRING_AGG's separator) as a window
+    takes them. The values are taken in the window's order: ORDER BY inside the aggregate
+    (STRING_AGG(x, ',' ORDER BY y) OVER ...) is refused, not ignored."""
+    from ..errors import UnsupportedError
+
+    if agg.order_by:
+        raise UnsupportedError(f"ORDER BY inside {agg.fn.upper()}(...) as a window function "
+                               f"is not supported; the window's ORDER BY orders its values")
+    if agg.fn == "string_agg":
+        sep = agg.args[1] if len(agg.args) > 1 else Literal(",", T.TEXT)
+        if not isinstance(sep, Literal):
+            raise UnsupportedError("STRING_AGG's separator must be a constant")
+        return agg.args[:1], (sep.value,)
+    return agg.args, ()
 
 
 def check_window_aggregate(fn: str, order_by: Sequence, frame) -> None:

@@ -900,9 +900,9 @@ MULTI_COLUMN_AGGREGATES = PAIR_AGGREGATES | {"arg_max", "arg_min"}
 # hash_list), lists of several partials are concatenated, the final step reads the whole list
 # (kernels.aggregate); the constant arguments (separator, quantile) travel in AggSpec.params
 _register(AGGREGATE, "string_agg", 1, 2, _agg_string_agg, sqlglot="GroupConcat",
-          args=("this", "separator"), aliases=("listagg", "group_concat"))
+          args=("this", "separator"), aliases=("listagg", "group_concat"), window=True)
 _register(AGGREGATE, "array_agg", 1, 1, _agg_list, sqlglot=("ArrayAgg", "List"),
-          args=("this", "expressions"), aliases=("list",))
+          args=("this", "expressions"), aliases=("list",), window=True)
 _register(AGGREGATE, "median", 1, 1, _agg_quantile_cont, sqlglot="Median")
 _register(AGGREGATE, "quantile_cont", 2, 2, _agg_quantile_cont)
 # QUANTILE is QUANTILE_DISC in DuckDB

@@ -117,7 +117,7 @@ class WindowMixin:
             if agg.distinct:
                 raise UnsupportedError("DISTINCT in window aggregates is not supported")
             B.check_window_aggregate(agg.fn, oby, frame)
-            args = agg.args
+            args, consts = B.window_aggregate_args(agg)
             if agg.filter is not None:
                 args = (B.case([(agg.filter, args[0] if args else lit(1))], None),)
                 if not agg.args:
@@ -131,7 +131,7 @@ class WindowMixin:
                     agg = AggCall("count", args, T.INT64)
             fn = agg.fn
             B.check_frame(frame, oby)
-            return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype)
+            return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype, consts)
         raise UnsupportedError(f"window function {func.sql(dialect=PQEDialect)} is not supported")
 
 
