@@ -144,3 +144,25 @@ def test_window_string_agg_too_big_is_a_clear_error():
         with pytest.raises(pqe.ExecutionError, match="STRING_AGG over its window frames"):
             ctx.sql("select string_agg(s, ',') over (order by s rows between unbounded "
                     "preceding and current row) from t").to_arrow()
+
+
+@pytest.mark.parametrize("text, micros", [
+    ("0.0000004 seconds", 0), ("0.0000009 seconds", 1), ("1.0000009 seconds", 1_000_001),
+    ("0.0000015 seconds", 2), ("0.0000025 seconds", 3), ("-0.0000015 seconds", -2),
+    ("00:00:00.0000005", 1), ("1 day 00:00:00.0000004", None),
+])
+def test_interval_text_is_kept_to_the_microsecond(text, micros):
+    """CAST('0.0000004 seconds' AS INTERVAL) kept its 400 ns: unequal to a zero interval it
+    printed the same as, and added to a TIMESTAMP_NS column as 400 ns. Intervals from text are
+    now rounded to the microsecond, half away from zero, as DuckDB (PostgreSQL keeps
+    microseconds too)."""
+    import pqe
+
+    with pqe.Context() as ctx:
+        if micros is None:  # days stay days; the clock part rounds alone
+            got = ctx.sql(f"SELECT CAST('{text}' AS INTERVAL) = INTERVAL '1' DAY AS v").to_pylist()
+            assert got == [{"v": True}]
+            return
+        got = ctx.sql(f"SELECT CAST('{text}' AS INTERVAL) = INTERVAL '{micros}' MICROSECOND "
+                      f"AS v").to_pylist()
+        assert got == [{"v": True}]

@@ -159,7 +159,7 @@ def interval_literal(text: str, unit: str | None) -> Literal:
         m = _INTERVAL_CLOCK.fullmatch(clock[0])
         sign = -1 if m.group(1) == "-" else 1
         seconds = decimal.Decimal(m.group(4) or 0)
-        nanos += sign * int((int(m.group(2)) * 3600 + int(m.group(3)) * 60 + seconds) * 10**9)
+        nanos += sign * (int(m.group(2)) * 3600 + int(m.group(3)) * 60 + seconds) * 10**9
         tokens.remove(clock[0])
     if len(tokens) % 2 != 0 or not (tokens or clock):  # ('' was a zero interval)
         raise BindError(f"invalid interval '{text}'")
@@ -177,7 +177,10 @@ def interval_literal(text: str, unit: str | None) -> Literal:
             raise BindError(f"fractional interval '{text}' is not supported")
         months += int(n) * u[0]
         days += int(n) * u[1]
-        nanos += int(n * u[2])
+        nanos += n * u[2]
+    # to the microsecond, as DuckDB and PostgreSQL keep intervals: '0.0000004 seconds' is a
+    # zero interval (its nanoseconds made it unequal to one it printed the same as)
+    nanos = int((decimal.Decimal(nanos) / 1000).to_integral_value(decimal.ROUND_HALF_UP)) * 1000
     if abs(months) > INT32_MAX or abs(days) > INT32_MAX or not INT64_MIN <= nanos <= INT64_MAX:
         raise BindError(f"interval '{text}'{' ' + unit if unit else ''} is out of range")
     return Literal(pa.MonthDayNano([months, days, nanos]), T.INTERVAL)
