@@ -166,3 +166,31 @@ def test_interval_text_is_kept_to_the_microsecond(text, micros):
         got = ctx.sql(f"SELECT CAST('{text}' AS INTERVAL) = INTERVAL '{micros}' MICROSECOND "
                       f"AS v").to_pylist()
         assert got == [{"v": True}]
+
+
+def test_nanosecond_timestamps_to_time_and_date_diff_against_dates():
+    """CAST of a TIMESTAMP_NS with digits below the microsecond AS TIME failed ('Cast would
+    lose data: 500'), and date_diff of a DATE outside 1677-2262 against a TIMESTAMP_NS failed
+    casting the DATE to nanoseconds; both now answer as DuckDB (the TIME of the timestamp
+    rounded to the microsecond; date_diff counted in microseconds)."""
+    import duckdb
+
+    import pqe
+
+    t2 = pa.table({"x": pa.array([1704067200000000500, 1704067200000000499, -1500,
+                                  86399999999999, None], pa.timestamp("ns"))})
+    t3 = pa.table({"x": pa.array([1704067200000000000, 1704067200000000700], pa.timestamp("ns")),
+                   "d": pa.array([-719162, 19000], pa.date32()),
+                   "u": pa.array([0, 10], pa.timestamp("us"))})
+    con = duckdb.connect()
+    with pqe.Context() as ctx:
+        for name, t in (("t2", t2), ("t3", t3)):
+            ctx.register_arrow(name, t)
+            con.register(name, t)
+        for sql in ["SELECT CAST(x AS TIME) v FROM t2",
+                    "SELECT date_diff('day', d, x) v FROM t3",
+                    "SELECT date_diff('year', d, x) v FROM t3",
+                    "SELECT date_diff('microsecond', u, x) v FROM t3",
+                    "SELECT date_diff('microsecond', x, x) v FROM t3"]:
+            assert [r["v"] for r in ctx.sql(sql).to_pylist()] == \
+                [r[0] for r in con.sql(sql).fetchall()], sql

@@ -1486,12 +1486,13 @@ def _cast(c: Compiler, e: Cast) -> E:
         # (Arrow wrote the count of its units, '1000000' where DuckDB writes '00:00:01')
         raise UnsupportedError(f"CAST of a {T.type_name(src)} to {T.type_name(dst)} is not "
                                f"supported")
-    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst) and \
-            _UNITS.index(src.unit) > _UNITS.index(dst.unit):
+    if pa.types.is_timestamp(src) and (pa.types.is_timestamp(dst) or pa.types.is_time(dst)) \
+            and _UNITS.index(src.unit) > _UNITS.index(dst.unit):
         # to a coarser unit (with or without a zone: the UTC instant, see `utc`): rounded to
         # the nearest, half away from zero, as DuckDB does (Arrow refused a value with digits
         # below the unit: 'would lose data'), on the int64 count: round_temporal wrapped
-        # near the int64 limits (2262-04-11 became 1677-09-21) and took -500 ns to 0 us
+        # near the int64 limits (2262-04-11 became 1677-09-21) and took -500 ns to 0 us. A
+        # TIME of a finer TIMESTAMP is the rounded TIMESTAMP's (CAST(ns AS TIME) failed so)
         per = 1000 ** (_UNITS.index(src.unit) - _UNITS.index(dst.unit))
         v = c.share(x.cast(T.INT64))
         q = c.share(_call("divide", [v, scalar(per, T.INT64)]))  # towards zero
@@ -1499,7 +1500,10 @@ def _cast(c: Compiler, e: Cast) -> E:
         half = per // 2
         up = _call("greater_equal", [rest, scalar(half, T.INT64)]).cast(T.INT64)
         down = _call("less_equal", [rest, scalar(-half, T.INT64)]).cast(T.INT64)
-        return _call("subtract", [_call("add", [q, up]), down]).cast(dst)
+        rounded = _call("subtract", [_call("add", [q, up]), down])
+        if pa.types.is_time(dst):
+            return rounded.cast(pa.timestamp(dst.unit, src.tz)).cast(dst)
+        return rounded.cast(dst)
     if pa.types.is_time(src) and pa.types.is_time(dst) and \
             _UNITS.index(src.unit) > _UNITS.index(dst.unit):
         # a time of day to a coarser unit: its digits below the unit cut, as a TIME's text

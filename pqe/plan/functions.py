@@ -406,6 +406,12 @@ def _date_diff(fn, ts):
     if not T.is_text(part) or not (T.is_temporal(a) and T.is_temporal(b)):
         raise _fail(fn, ts)
     common = T.common_type(a, b)
+    if pa.types.is_timestamp(common) and common.unit == "ns" and not (
+            pa.types.is_timestamp(a) and a.unit == "ns" and pa.types.is_timestamp(b)
+            and b.unit == "ns"):
+        # a DATE or TIMESTAMP against a TIMESTAMP_NS: in microseconds, as DuckDB counts
+        # (a DATE outside 1677-2262 failed the cast to nanoseconds)
+        common = pa.timestamp("us", common.tz)
     return (T.TEXT, common, common), T.INT64
 
 
