@@ -194,3 +194,22 @@ def test_nanosecond_timestamps_to_time_and_date_diff_against_dates():
                     "SELECT date_diff('microsecond', x, x) v FROM t3"]:
             assert [r["v"] for r in ctx.sql(sql).to_pylist()] == \
                 [r[0] for r in con.sql(sql).fetchall()], sql
+
+
+def test_range_frame_over_ubigint_keys_past_int64():
+    """A RANGE frame with an offset over a UBIGINT ORDER BY key holding values of 2^63 or
+    more failed casting the key to BIGINT (window hunt, sixteenth session)."""
+    import duckdb
+
+    import pqe
+
+    w = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()),
+                  "u": pa.array([2**63, 2**63 + 1, 2**63 + 5, 2**64 - 10], pa.uint64())})
+    sql = ("select id, count(*) over (order by u range between 1 preceding and 1 following) c, "
+           "sum(id) over (order by u range between 5 preceding and current row) s from w "
+           "order by id")
+    con = duckdb.connect()
+    con.register("w", w)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("w", w)
+        assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()

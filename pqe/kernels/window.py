@@ -393,7 +393,9 @@ def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
     if T.is_integer(t) or T.is_decimal(t):
         scale = t.scale if T.is_decimal(t) else 0
         units = fractions.Fraction(decimal.Decimal(offset)) * 10 ** scale
-        values = col if T.is_decimal(t) else pc.cast(col, pa.int64())
+        # (a UBIGINT past 2^63 as a DECIMAL(20, 0): the int64 cast failed on it)
+        values = col if T.is_decimal(t) else pc.cast(col, pa.decimal128(20, 0)) \
+            if pa.types.is_uint64(t) else pc.cast(col, pa.int64())
     elif pa.types.is_date(t):
         if interval:
             units = fractions.Fraction(offset // datetime.timedelta(microseconds=1), _DAY_MICROS)
