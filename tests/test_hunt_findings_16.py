@@ -213,3 +213,27 @@ def test_range_frame_over_ubigint_keys_past_int64():
     with pqe.Context() as ctx:
         ctx.register_arrow("w", w)
         assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == con.sql(sql).fetchall()
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_approx_count_distinct_is_answered_exactly(partitions):
+    """APPROX_COUNT_DISTINCT was refused ("aggregate function APPROX_COUNT_DISTINCT is not
+    supported"); it is now COUNT(DISTINCT x), exact (an approximation with no error), grouped,
+    with FILTER, with DISTINCT written again; an accuracy argument is refused by name."""
+    import duckdb
+
+    import pqe
+
+    t = pa.table({"g": [1, 1, 2, 2, 2, None], "x": [1, 1, 2, None, 3, 4]})
+    con = duckdb.connect()
+    con.register("t", t)
+    with pqe.Context(partitions=partitions) as ctx:
+        ctx.register_arrow("t", t)
+        for sql in ["select approx_count_distinct(x) a from t",
+                    "select g, approx_count_distinct(x) a, count(*) n from t group by g order by g",
+                    "select approx_count_distinct(x) filter (where g = 2) a from t",
+                    "select approx_count_distinct(distinct x) a from t"]:
+            assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == \
+                con.sql(sql).fetchall(), sql
+        with pytest.raises(pqe.UnsupportedError, match="ACCURACY|accuracy"):
+            ctx.sql("select approx_count_distinct(x, 0.1) from t").to_arrow()

@@ -136,6 +136,8 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
                     if k in cls.arg_types)) for cls, name in AGGS.items()},
     # COUNT is always BIGINT in pqe: the parser's big_int flag says just that
     exp.Count: _args("this", "expressions", "big_int"),
+    # APPROX_COUNT_DISTINCT(x): COUNT(DISTINCT x), exact (grouping.agg_call refuses accuracy)
+    exp.ApproxDistinct: _args("this", "accuracy"),
     # ---- window functions (every argument is read, then checked for arity) ---------------------
     **{cls: _args(*(k for k in cls.arg_types if k != "from_first")) for cls in WINDOW_FUNCS},
 }
