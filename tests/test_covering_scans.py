@@ -64,3 +64,21 @@ def test_covered_read_answers_as_separate_reads(ctx, sql, shared):
     plan = c.sql(sql).explain()
     physical = plan[plan.index("== Physical Plan =="):]
     assert physical.count("ParquetScan: t ") == (1 if shared else 2), physical
+
+
+def test_reads_with_random_filters_are_two_samples(ctx):
+    """Two reads of a table with the same `random() < 0.5` filter are two independent
+    samples. The planner shared reads with equal filters by their text, so both subqueries
+    counted the one sample (a = b on every run); neither equal nor covering reads with a
+    volatile filter are shared now."""
+    c, _ = ctx
+    sql = ("select (select count(*) from t where random() < 0.5) a, "
+           "(select count(*) from t where random() < 0.5) b")
+    runs = [c.sql(sql).to_pylist()[0] for _ in range(4)]
+    assert any(r["a"] != r["b"] for r in runs), runs  # (equal 4 times: p < 0.02)
+    plan = c.sql(sql).explain()
+    assert plan[plan.index("== Physical Plan =="):].count("ParquetScan: t ") == 2
+    sql = ("select count(*) as n from t a where random() < 0.5 and a.k in "
+           "(select k from t where random() < 0.5 and g = 1)")
+    plan = c.sql(sql).explain()
+    assert plan[plan.index("== Physical Plan =="):].count("ParquetScan: t ") == 2

@@ -231,6 +231,9 @@ class PhysicalPlanner:
         # and l3) is read once, unless holding it costs more than shared_scan_bytes; later
         # uses rename the columns
         key = _scan_key(node)
+        if any(is_volatile(f) for f in node.filters):
+            # (`random() < 0.5` in two reads is two samples, not one read twice)
+            return self._new_scan(node)
         hit = self._scans.get(key)
         if hit is not None and self.est.bytes(node) <= self.cfg.shared_scan_bytes:
             return _renamed(hit, node.schema)
@@ -984,7 +987,7 @@ def _covering_scans(root: L.LogicalPlan, est: Estimator, max_bytes: int) -> dict
             continue
         seen.add(id(node))
         if isinstance(node, L.Scan):
-            if not node.nested:
+            if not node.nested and not any(is_volatile(f) for f in node.filters):
                 scans.append(node)
             continue
         stack.extend(node.children())
