@@ -237,3 +237,65 @@ def test_approx_count_distinct_is_answered_exactly(partitions):
                 con.sql(sql).fetchall(), sql
         with pytest.raises(pqe.UnsupportedError, match="ACCURACY|accuracy"):
             ctx.sql("select approx_count_distinct(x, 0.1) from t").to_arrow()
+        # named as written (DuckDB's name), not sqlglot's approx_distinct
+        assert ctx.sql("select approx_count_distinct(x) from t").to_arrow().schema.names == \
+            ["approx_count_distinct(x)"]
+
+
+def test_window_array_agg_guards_count_its_values_bytes():
+    """The byte guard of window ARRAY_AGG counted 8 bytes per element: long texts passed it
+    and were copied per row (review of this session's change)."""
+    import pqe
+
+    n = 2_000
+    t = pa.table({"g": [0] * n, "o": list(range(n)), "s": ["x" * 1_000] * n})
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        for sql in ["select list(s) over (partition by g) from t",
+                    "select list(s) over (order by o rows between unbounded preceding and "
+                    "current row) from t"]:
+            with pytest.raises(pqe.ExecutionError, match="ARRAY_AGG over its window frames"):
+                ctx.sql(sql).to_arrow()
+        # (small frames of the same texts are fine)
+        got = ctx.sql("select list(s) over (order by o rows between 1 preceding and current "
+                      "row) as l from t order by o limit 2").to_pylist()
+        assert [len(r["l"]) for r in got] == [1, 2]
+
+
+def test_window_array_agg_filter_is_refused():
+    """ARRAY_AGG(x) FILTER (WHERE ...) OVER (...) put a NULL element where a row was filtered
+    out (the window FILTER is a CASE that leaves NULLs, which ARRAY_AGG keeps); refused, as
+    GROUP BY's ARRAY_AGG with FILTER is."""
+    import pqe
+
+    t = pa.table({"g": [1, 1, 2], "id": [1, 2, 3], "i": [10, 20, 30]})
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        with pytest.raises(pqe.UnsupportedError, match="FILTER on ARRAY_AGG"):
+            ctx.sql("select array_agg(i) filter (where id <> 2) over (partition by g) "
+                    "from t").to_arrow()
+
+
+def test_negative_zero_constants_are_not_zero_constants():
+    """-0.0 and 0.0 compare equal but are different constants (atan2(-0.0, -1) = -pi): plan
+    expressions took them as one, so two subqueries differing only in the zero's sign were
+    merged into one (counts 2 and 2 where DuckDB gives 2 and 0), and a read with one was
+    shared for the other."""
+    import duckdb
+
+    import pqe
+
+    t = pa.table({"c": [-1.0, 1.0, -2.0], "d": [1, 2, 3]})
+    con = duckdb.connect()
+    con.register("t", t)
+    with pqe.Context(partitions=3) as ctx:
+        ctx.register_arrow("t", t)
+        for sql in [
+            "select (select count(*) from t where atan2(0.0, c) > 3) a, "
+            "(select count(*) from t where atan2(cast('-0.0' as double), c) > 3) b",
+            "select x.d as a, y.d as b from (select c, d from t where atan2(0.0, c) > 3) x "
+            "cross join (select d from t where atan2(cast('-0.0' as double), c) > 3 and d > 1) y "
+            "order by 1",
+        ]:
+            assert [tuple(r.values()) for r in ctx.sql(sql).to_pylist()] == \
+                con.sql(sql).fetchall(), sql

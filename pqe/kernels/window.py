@@ -704,25 +704,37 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
             firsts = np.flatnonzero(c["seg_flags"]) if len(idx) else np.zeros(0, np.int64)
             ends = np.append(firsts[1:], len(idx))
             per_partition = _frame_lists(col, spec, [(firsts, ends)])
-            _check_list_bytes(per_partition, ends - firsts, spec.fn)
+            sizes = _value_bytes(col)
+            cum = np.concatenate([[0], np.cumsum(sizes)])  # bytes of each window partition,
+            _check_frame_bytes(float(np.dot(cum[ends] - cum[firsts], ends - firsts)),
+                               spec.fn)  # given to each of its rows
             return per_partition.take(pa.array(np.cumsum(c["seg_flags"]) - 1))
         return _frame_lists(col, spec, pieces)
     return _frame_aggregate(table.column(spec.args[0]), spec, pieces, c)
 
 
-def _check_list_bytes(values: pa.Array, repeats: np.ndarray, fn: str) -> None:
-    """Each of `values` (a frame's list or text) is given to `repeats` rows: refuse before
-    copying more than MAX_FRAME_BYTES (a 300k-row partition's STRING_AGG over the whole
-    partition is 300k copies of the partition's text)."""
-    if pa.types.is_string(values.type):
-        sizes = pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False)
-    else:
-        sizes = pc.fill_null(pc.list_value_length(values), 0).to_numpy(zero_copy_only=False) * 8
-    total = int(np.dot(sizes.astype(np.float64), repeats))
+def _value_bytes(col) -> np.ndarray:
+    """Bytes each value of `col` takes in a list or a joined text: its bytes for text and
+    binary, 8 otherwise (a nested value counts as one word: a bound, not a measure)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.dictionary_decode(), t.value_type
+    if T.is_text(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pc.fill_null(pc.binary_length(col), 0).to_numpy(zero_copy_only=False) \
+            .astype(np.int64) + 8
+    return np.full(len(col), 8, np.int64)
+
+
+def _check_frame_bytes(total: float, fn: str) -> None:
+    """Refuse, before copying them, frames whose values take more than MAX_FRAME_BYTES in one
+    partition of the query (a 300k-row window partition's STRING_AGG over the whole partition
+    is 300k copies of the partition's text)."""
     if total > MAX_FRAME_BYTES:
         raise ExecutionError(
-            f"{fn.upper()} over its window frames makes {total:,} bytes in one partition of "
-            f"the query, more than {MAX_FRAME_BYTES:,}; narrow the frames or the partitions")
+            f"{fn.upper()} over its window frames makes {int(total):,} bytes in one partition "
+            f"of the query, more than {MAX_FRAME_BYTES:,}; narrow the frames or the partitions")
 
 
 MAX_FRAME_BYTES = 1 << 30
@@ -758,6 +770,7 @@ def _frame_lists(col, spec: WindowSpec, pieces) -> pa.Array:
             within = np.arange(m) - np.repeat(np.cumsum(length) - length, length)
             positions[base[rows] + within] = fs[rows] + within
         base += length
+    _check_frame_bytes(float(_value_bytes(col)[positions].sum()), spec.fn)
     if spec.fn == "array_agg":  # (offsets fit int32: at most MAX_FRAME_VALUES)
         values = col.take(pa.array(positions)).cast(spec.dtype.value_type)
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
@@ -772,7 +785,6 @@ def _frame_lists(col, spec: WindowSpec, pieces) -> pa.Array:
     values = col.take(pa.array(positions[valid])).cast(pa.string())
     lists = pa.ListArray.from_arrays(pa.array(kept.astype(np.int32)), values,
                                      type=pa.list_(pa.string()))
-    _check_list_bytes(values, np.ones(len(values)), spec.fn)
     joined = pc.binary_join(lists, sep)
     return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
 

@@ -998,8 +998,8 @@ def _covering_scans(root: L.LogicalPlan, est: Estimator, max_bytes: int) -> dict
     for group in by_table.values():
         if len(group) < 2:
             continue
-        shapes = {id(s): (_scan_key(s), set(_scan_key(s)[2]), set(_scan_key(s)[1]))
-                  for s in group}
+        keys = {id(s): _scan_key(s) for s in group}
+        shapes = {i: (k, set(k[2]), set(k[1])) for i, k in keys.items()}
 
         def covers(h: L.Scan, s: L.Scan) -> bool:
             hkey, hf, hcols = shapes[id(h)]
@@ -1007,7 +1007,8 @@ def _covering_scans(root: L.LogicalPlan, est: Estimator, max_bytes: int) -> dict
             if hkey == skey or not hf <= sf:
                 return False
             rest = sf - hf
-            need = scols | {c for f in rest for c in column_ids(f)}  # (ids are names here)
+            # (ids are names here; _covered reads the rest on the host's output columns)
+            need = scols | {c for f in rest for c in column_ids(f)}
             return need <= hcols and not any(may_raise(f) for f in rest)
 
         hosts = [h for h in group if not any(covers(o, h) for o in group if o is not h)]

@@ -8,6 +8,8 @@ tables); `name` is only for display. Scalar functions are `Call(fn, args)` with 
 
 from __future__ import annotations
 
+import math
+
 import threading
 
 from collections.abc import Callable, Iterable, Iterator
@@ -150,6 +152,11 @@ class Literal(Expr):
         v = self.value
         if isinstance(v, float) and v != v:
             return (type(self), "NaN", self.dtype)
+        if isinstance(v, float) and v == 0.0:
+            # -0.0 and 0.0 are equal but not the same constant: atan2(-0.0, -1) is -pi,
+            # atan2(0.0, -1) pi. Taken as one, a filter with either was shared for both
+            # (two subqueries' counts, two reads of a table)
+            return (type(self), v, math.copysign(1.0, v), self.dtype)
         return (type(self), v, self.dtype)
 
     def __eq__(self, other: object) -> bool:

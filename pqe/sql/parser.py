@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import sqlglot
-from sqlglot import exp, parser
+from sqlglot import exp, generator, parser
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.parser import IsPredicatePrecedence
@@ -176,6 +176,13 @@ class PQEDialect(Dialect):
                     # DuckDB's integer division, refused by name as DIV is (it was read as
                     # two slashes: "DIV is missing what follows it")
                     "//": TokenType.DIV}
+
+    class Generator(generator.Generator):
+        # APPROX_COUNT_DISTINCT(x) names its column as written (sqlglot spells the node
+        # APPROX_DISTINCT; DuckDB names it approx_count_distinct(x))
+        TRANSFORMS = {**generator.Generator.TRANSFORMS,
+                      exp.ApproxDistinct: lambda self, e: self.func(
+                          "APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy"))}
 
     class Parser(parser.Parser):
         # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison

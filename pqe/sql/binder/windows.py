@@ -122,6 +122,10 @@ class WindowMixin:
                 args = (B.case([(agg.filter, args[0] if args else lit(1))], None),)
                 if not agg.args:
                     agg = AggCall("count", args, T.INT64)
+            if filt is not None and agg.fn == "array_agg":
+                # (as GROUP BY's: a filtered-out row would be a NULL element of the list)
+                raise UnsupportedError(f"FILTER on {agg.fn.upper()} as a window function is "
+                                       f"not supported")
             if filt is not None:
                 f = B.cast(rec(filt), T.BOOLEAN)
                 if args:
