@@ -21,6 +21,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from .. import types as T
 from ..errors import BindError, SQLSyntaxError, UnsupportedError
+from .walk import find_all
 
 # sqlglot logs a warning when it falls back to a generic Command; pqe reports its own errors.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -457,7 +458,7 @@ def position(sql: str, offset: int) -> tuple[int, int]:
 
 def node_position(sql: str, node: exp.Expression) -> tuple[int, int] | None:
     """Line and column where an AST node starts, when sqlglot recorded it."""
-    for n in [node, *node.find_all(exp.Identifier, exp.Literal)]:
+    for n in [node, *find_all(node, exp.Identifier, exp.Literal)]:
         meta = getattr(n, "meta", None) or {}
         if "start" in meta:
             return position(sql, meta["start"])
@@ -533,9 +534,9 @@ def insert_rows_statement(sql: str, rows: Sequence[Sequence[Any]]) -> ParsedStat
                                            for k in values.args if k != "expressions"):
         return None
     (row,) = values.expressions
-    holes = list(ast.find_all(exp.Placeholder))
+    holes = list(find_all(ast, exp.Placeholder))
     if not holes or any(h.this for h in holes) or any(not _within(h, row) for h in holes) \
-            or any(True for _ in row.find_all(exp.Query, exp.Subquery)):
+            or any(True for _ in find_all(row, exp.Query, exp.Subquery)):
         return None
     bound = []
     for params in rows:
@@ -551,7 +552,7 @@ def _check_set_operands(sql: str, ast: exp.Expression) -> None:
     EXCEPT with its own ORDER BY, LIMIT or OFFSET needs parentheses (PostgreSQL, DuckDB and
     SQLite reject the text); sqlglot read it as if they were there, an answer the user may
     not have meant."""
-    for node in ast.find_all(exp.SetOperation):
+    for node in find_all(ast, exp.SetOperation):
         for side in (node.this, node.expression):
             if isinstance(side, (exp.Select, exp.SetOperation)):
                 for key in ("order", "limit", "offset"):
@@ -636,7 +637,7 @@ _NAME_PARENTS = (exp.Table, exp.TableAlias, exp.Schema, exp.ColumnDef, exp.Colum
 
 def _bind_parameters(sql: str, statements: list[exp.Expression],
                      params: Sequence[Any] | None) -> None:
-    holes = [p for stmt in statements for p in stmt.find_all(exp.Placeholder)]
+    holes = [p for stmt in statements for p in find_all(stmt, exp.Placeholder)]
     if params is None:
         params = ()
     if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
@@ -645,7 +646,7 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
     named = [h for h in holes if h.this]
     if named:
         raise UnsupportedError(f"named parameters (:{named[0].this}) are not supported; use ?")
-    numbered = [p for stmt in statements for p in stmt.find_all(exp.Parameter)]
+    numbered = [p for stmt in statements for p in find_all(stmt, exp.Parameter)]
     if numbered and params:  # (without parameters, binding names the `$1` it cannot take)
         raise UnsupportedError(f"numbered parameters (${numbered[0].name}) are not "
                                "supported; use ? (paramstyle qmark)")

@@ -37,6 +37,7 @@ from .binder.grouping import USER_AGGREGATES
 from .binder.scope import at, positioned
 from .binder.supported import sql_text
 from .parser import ParsedStatement, PQEDialect, node_position, parse
+from .walk import find_all, walk as walk_tree
 
 
 def name_of(node: exp.Expression) -> tuple[str, bool]:
@@ -175,7 +176,7 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         # its columns must be the table's (`ON a(nosuchcol)` was accepted)
         have = {f.name for f in getattr(entry, "schema", ())}
         low = {n.lower(): n for n in have}
-        for col in (params.find_all(exp.Column) if params is not None else ()):
+        for col in (find_all(params, exp.Column) if params is not None else ()):
             name = col.name
             if col.table:
                 raise _qualified_refusal(f"CREATE INDEX column {col.sql(dialect=PQEDialect)}",
@@ -321,7 +322,7 @@ def _qualified(table: exp.Table) -> bool:
 
 def _qualified_refusal(what: str, node: exp.Expression, sql: str) -> UnsupportedError:
     """Refused, at the name's first part (the qualifier)."""
-    parts = [p for p in (node_position(sql, i) for i in node.find_all(exp.Identifier)) if p]
+    parts = [p for p in (node_position(sql, i) for i in find_all(node, exp.Identifier)) if p]
     pos = min(parts) if parts else node_position(sql, node)
     return positioned(UnsupportedError(f"{what}: qualified names are not supported"
                                        f"{at(pos)}"), pos)
@@ -481,7 +482,7 @@ def _cast_rows_to_columns(values: exp.Values, types: list[pa.DataType], binder: 
 
 def _has_query(values: exp.Values) -> bool:
     return any(isinstance(n, (exp.Column, exp.Subquery, exp.Select, exp.Exists))
-               for n in values.walk())
+               for n in walk_tree(values))
 
 
 def check_storable(what: str, have: pa.DataType, want: pa.DataType, column: str) -> None:
@@ -641,7 +642,7 @@ def _conflict_names(node: exp.Expression, table: str, columns: list[str],
     """An ON CONFLICT SET value or WHERE with each reference to the target table's row or
     the proposed (excluded) one qualified and resolved to its exact column name."""
     node = node.copy()
-    for col in node.find_all(exp.Column):
+    for col in find_all(node, exp.Column):
         if col.find_ancestor(exp.Select) is not None:
             continue  # (a subquery's own names: its binding resolves them)
         qualifier = col.table

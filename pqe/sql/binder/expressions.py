@@ -32,6 +32,7 @@ from .grouping import is_agg_node
 from .literals import interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type
 from .qualification import shown_sql, user_function_name
 from .scope import AggContext, Scope, at, positioned
+from ..walk import find_all
 
 NEGATED_COMPARISON = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 
@@ -70,7 +71,7 @@ class ExpressionMixin:
             if hit is not None:
                 return hit
         elif is_agg_node(node):
-            cols = list(node.find_all(exp.Column))
+            cols = list(find_all(node, exp.Column))
             if scope.parent is not None and cols and all(
                     isinstance(scope.lookup(c.table or None, c.name), OuterRef) for c in cols):
                 # SQL makes it an aggregate of the outer query (valid in PostgreSQL and DuckDB)

@@ -31,6 +31,7 @@ from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .qualification import GROUP_ALIAS, shown_sql, user_function_name
 from .scope import AggContext, Scope, at, positioned
+from ..walk import find
 
 # sqlglot aggregate classes -> pqe aggregate (arguments: `this`, and `expressions` after it),
 # derived from the function registry (pqe.plan.functions)
@@ -102,7 +103,7 @@ def subquery_key(node: exp.Expression) -> str | None:
     None for an expression without a subquery (those are matched by equality)."""
     while isinstance(node, exp.Paren):
         node = node.this
-    if not isinstance(node, exp.Expression) or node.find(exp.Query) is None:
+    if not isinstance(node, exp.Expression) or find(node, exp.Query) is None:
         return None
     return node.sql(dialect=PQEDialect)
 
@@ -449,7 +450,7 @@ class GroupingMixin:
                 if x == a:
                     return ColumnRef(f)
             raise AggregateMisuseError(f"aggregate {node.sql()} is not available here")
-        if isinstance(node, (exp.Subquery, exp.Exists)) or find_aggs(node) or node.find(exp.Window):
+        if isinstance(node, (exp.Subquery, exp.Exists)) or find_aggs(node) or find(node, exp.Window):
             return None
         if isinstance(node, exp.Literal) and agg.grouping_id is None:
             # a constant: when it is a GROUP BY key, its column holds that same constant (with
@@ -467,7 +468,7 @@ class GroupingMixin:
         for x, f in agg.groups:
             if x == e:
                 return ColumnRef(f)
-        if node.find(exp.Query):
+        if find(node, exp.Query):
             # a subquery inside (`(select ..) + 1`, `NOT EXISTS (..)`): bound above the
             # aggregate one by one (_above_aggregate), so that its outer references read the
             # group's columns; as a whole it was bound over the rows being grouped, and

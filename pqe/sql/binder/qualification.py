@@ -37,6 +37,7 @@ from ...plan.expr import ColumnRef
 from ...plan.logical import LogicalPlan
 from ..parser import PQEDialect, node_position
 from .scope import View, at, positioned
+from ..walk import find, find_all, walk as walk_tree
 
 # a chain of this many UNION / INTERSECT branches or AND / OR terms (or more) is rebalanced
 # before qualify (shorter chains keep their shape, and their plans their EXPLAIN text)
@@ -69,10 +70,10 @@ class _ResolveNames(Dialect):
 
 class QualifyMixin:
     def _cte_names(self, node: exp.Expression) -> set[str]:
-        return {c.alias_or_name for c in node.find_all(exp.CTE)}
+        return {c.alias_or_name for c in find_all(node, exp.CTE)}
 
     def _qualify(self, node: exp.Expression) -> exp.Expression:
-        for sub in node.find_all(exp.Subquery):
+        for sub in find_all(node, exp.Subquery):
             if isinstance(sub.this, exp.Table) and sub.args.get("alias") is not None \
                     and any(not j.args.get("using") for j in sub.this.args.get("joins") or ()):
                 # (sqlglot's qualify failed on it: InternalError "* is not Alias"; USING
@@ -85,14 +86,14 @@ class QualifyMixin:
         _implicit_laterals(node)
         _unwrap_order_group_items(node)
         node = rebalance_chains(node)
-        for sel in node.find_all(exp.Select):
+        for sel in find_all(node, exp.Select):
             for item in sel.expressions:
                 if isinstance(item, exp.Alias):
                     item.meta[USER_ALIAS] = True
         _fold_cte_names(node)
         cte_names = self._cte_names(node)
         schema: dict[str, dict[str, str]] = {}
-        for table in node.find_all(exp.Table):
+        for table in find_all(node, exp.Table):
             adhoc = self._table_function(table)
             if adhoc is not None:
                 real, entry = adhoc
@@ -126,7 +127,7 @@ class QualifyMixin:
         _wrap_ordered_subqueries(node)
         _check_positions(node, self.sql)
         name_unaliased_projections(node)
-        for values in node.find_all(exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
+        for values in find_all(node, exp.Values):  # (VALUES (1, 2)) q(a, a): a and a_1
             alias = values.args.get("alias")
             cols = alias.columns if alias is not None else []
             names = [c.name if c.quoted else c.name.lower() for c in cols]  # as qualify folds
@@ -150,14 +151,14 @@ class QualifyMixin:
         # list), as qualify folds them: a quoted reference to one is that column
         # (`SELECT "h" FROM (SELECT 1 AS h) s` failed: only table columns were looked up)
         given = {a.name if a.quoted else a.name.lower()
-                 for a in (x.args.get("alias") for x in node.find_all(exp.Alias)
+                 for a in (x.args.get("alias") for x in find_all(node, exp.Alias)
                            if x.meta.get(USER_ALIAS))
                  if isinstance(a, exp.Identifier)}
-        for ta in node.find_all(exp.TableAlias):
+        for ta in find_all(node, exp.TableAlias):
             given.update(c.name if c.quoted else c.name.lower() for c in ta.columns
                          if isinstance(c, exp.Identifier))
         keys = {k for table_keys in self.keys.values() for k in table_keys}
-        for ident in node.find_all(exp.Identifier):
+        for ident in find_all(node, exp.Identifier):
             if ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
                 if ident.name in real_to_key:
                     ident.set("this", real_to_key[ident.name])
@@ -170,8 +171,8 @@ class QualifyMixin:
                     pass
                 else:
                     ident.set("this", ident.name + "\x00")  # never matches a key case-insensitively
-        nested = sum(1 for _ in itertools.islice(node.find_all(exp.Select), 2)) > 1
-        bare = [col for col in node.find_all(exp.Column) if not col.table] if nested else []
+        nested = sum(1 for _ in itertools.islice(find_all(node, exp.Select), 2)) > 1
+        bare = [col for col in find_all(node, exp.Column) if not col.table] if nested else []
         _name_values_columns(node)
         mapping = MappingSchema(schema, normalize=False, dialect=_ResolveNames)
         using_refs = _hide_using_refs(node, schema)
@@ -190,7 +191,7 @@ class QualifyMixin:
             # sqlglot's qualify skips a bare VALUES (INSERT's source): a subquery in a row
             # (EXISTS (SELECT * FROM t)) kept its * and unqualified names. A row sees no outer
             # columns, so each outermost subquery is qualified on its own
-            for sub in list(node.find_all(exp.Select)):
+            for sub in list(find_all(node, exp.Select)):
                 if sub.find_ancestor(exp.Select) is not None:
                     continue
                 done = self._qualify_one(sub, mapping, schema)
@@ -338,7 +339,7 @@ class QualifyMixin:
         if node is None:
             return None
         found = []
-        for c in node.find_all(exp.Column):
+        for c in find_all(node, exp.Column):
             ident = c.this
             if not isinstance(ident, exp.Identifier) or \
                     ident.name.replace("\x00", "") != name or \
@@ -348,7 +349,7 @@ class QualifyMixin:
             meta = ident.meta or {}
             if end is not None and (meta.get("line"), meta.get("col")) != end:
                 continue
-            parts = [p for p in (node_position(self.sql, i) for i in c.find_all(exp.Identifier))
+            parts = [p for p in (node_position(self.sql, i) for i in find_all(c, exp.Identifier))
                      if p]
             if parts:
                 found.append(min(parts))
@@ -364,7 +365,7 @@ class QualifyMixin:
             if qualifier is not None and node is not None:
                 # `SELECT y.a FROM t x`: the table or alias y is what does not exist (it said
                 # column 'a' does not exist)
-                visible = {n.alias_or_name for n in node.find_all(exp.Table, exp.Subquery,
+                visible = {n.alias_or_name for n in find_all(node, exp.Table, exp.Subquery,
                                                                    exp.CTE)}
                 if qualifier not in visible:
                     pos = self._column_at(node, col, qualifier)
@@ -375,7 +376,7 @@ class QualifyMixin:
             # suggestions in the data's spelling (the keys are lower case)
             spelled = {t: self.keys.get(t, {}) for t in schema}
             if node is not None and "." not in col:  # a table joined to itself: t, t AS u
-                aliases = {t.alias_or_name: None for t in node.find_all(exp.Table)
+                aliases = {t.alias_or_name: None for t in find_all(node, exp.Table)
                            if col in schema.get(t.name, {})}
                 if len(aliases) > len(owners):
                     owners = list(aliases)
@@ -396,11 +397,11 @@ class QualifyMixin:
             # `SELECT t.zz FROM t`: a qualified name its table does not hold (it was a bare
             # BindError "Unknown column: zz", no position, no suggestion)
             col = m.group(1).replace("\x00", "")
-            hit = next((c for c in node.find_all(exp.Column)
+            hit = next((c for c in find_all(node, exp.Column)
                         if c.table and c.name.replace("\x00", "") == col), None)
             qualifier = hit.table if hit is not None else None
             pos = self._column_at(node, col, qualifier) if qualifier else None
-            real = next((t.name for t in node.find_all(exp.Table)
+            real = next((t.name for t in find_all(node, exp.Table)
                          if t.alias_or_name == qualifier), qualifier)
             cands = [self.keys.get(real, {}).get(c, c) for c in schema.get(real, {})]
             shown = f"{qualifier}.{col}" if qualifier else col
@@ -415,8 +416,8 @@ class QualifyMixin:
                                       f"of the join")
         if msg.strip() == "Unknown table:" and node is not None and any(
                 j.args.get("using") and isinstance(j.this, (exp.Paren, exp.Subquery))
-                and not j.this.alias and j.this.find(exp.Join)
-                for j in node.find_all(exp.Join)):
+                and not j.this.alias and find(j.this, exp.Join)
+                for j in find_all(node, exp.Join)):
             # sqlglot cannot resolve USING against an unaliased parenthesized join
             return UnsupportedError(
                 "USING with a parenthesized join on its side (a JOIN (b JOIN c ...) USING (k)) "
@@ -425,7 +426,7 @@ class QualifyMixin:
         m = re.fullmatch(r"Unknown table: (.+)", msg.split("\n")[0].strip())
         if m:  # `SELECT zz.* FROM t`
             name = m.group(1).replace("\x00", "")
-            visible = {n.alias_or_name for n in node.find_all(exp.Table, exp.Subquery,
+            visible = {n.alias_or_name for n in find_all(node, exp.Table, exp.Subquery,
                                                                exp.CTE)} if node else set()
             return UnknownTableError(f"table or alias '{name}' is not in the FROM clause"
                                      f"{suggest(name, visible)}")
@@ -474,7 +475,7 @@ def _implicit_laterals(node: exp.Expression) -> None:
     u.a = t.a) x`) is a LATERAL subquery, as DuckDB reads it (PostgreSQL asks for the
     keyword); qualify read `t.a` as an unqualified `a` and reported it ambiguous. A name the
     subquery defines itself (its own FROM items, at any depth) is its own."""
-    for sel in node.find_all(exp.Select):
+    for sel in find_all(node, exp.Select):
         from_ = sel.args.get("from_")
         if from_ is None:
             continue
@@ -483,9 +484,9 @@ def _implicit_laterals(node: exp.Expression) -> None:
             item = j.this
             if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query) \
                     and item.args.get("alias") is not None:
-                own = {s.alias_or_name for s in item.this.find_all(exp.Table, exp.Subquery)}
+                own = {s.alias_or_name for s in find_all(item.this, exp.Table, exp.Subquery)}
                 if any(c.table in before and c.table not in own
-                       for c in item.this.find_all(exp.Column)):
+                       for c in find_all(item.this, exp.Column)):
                     alias = item.args["alias"]
                     item.set("alias", None)
                     j.set("this", exp.Lateral(this=item, alias=alias))
@@ -501,11 +502,11 @@ def _is_all_keyword(node) -> bool:
 def _rewrite_all_keywords(node: exp.Expression) -> None:
     """ORDER BY ALL -> a marker the binder expands to every output column; LIMIT ALL -> LIMIT
     NULL (no limit)."""
-    for order in list(node.find_all(exp.Order)):
+    for order in list(find_all(node, exp.Order)):
         items = order.expressions
         if len(items) == 1 and isinstance(items[0], exp.Ordered) and _is_all_keyword(items[0].this):
             items[0].set("this", exp.Var(this=ORDER_ALL))
-    for limit in list(node.find_all(exp.Limit)):
+    for limit in list(find_all(node, exp.Limit)):
         if _is_all_keyword(limit.expression):
             limit.set("expression", exp.Null())
 
@@ -519,7 +520,7 @@ def _unwrap_order_group_items(node: exp.Expression) -> None:
     nothing; PostgreSQL and DuckDB refuse it ("non-integer constant in ORDER BY"), and so
     does pqe (it was accepted and ignored). A window's or an aggregate's ORDER BY is left as
     written: those have no positions, and a constant there is accepted by both."""
-    for order in list(node.find_all(exp.Order)):
+    for order in list(find_all(node, exp.Order)):
         if not isinstance(order.parent, (exp.Query, exp.Values)):
             continue
         for o in order.expressions:
@@ -529,7 +530,7 @@ def _unwrap_order_group_items(node: exp.Expression) -> None:
                 raise BindError(f"non-integer constant {item.sql(dialect=PQEDialect)[:40]} in "
                                 f"ORDER BY: it does not change the order (write a column, an "
                                 f"expression or a select-list position)")
-    for group in list(node.find_all(exp.Group)):
+    for group in list(find_all(node, exp.Group)):
         for g in list(group.expressions):
             _unwrapped(g)
 
@@ -606,8 +607,8 @@ def _hide_using_refs(node: exp.Expression, schema) -> list[int]:
     placeholder where it stood, a copy in WHERE, where sqlglot merges it) and put back, merged,
     by `_restore_using_refs`."""
     hidden: list[int] = []
-    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
-    for sel in list(node.find_all(exp.Select)):
+    ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
+    for sel in list(find_all(node, exp.Select)):
         if not sel.args.get("joins"):
             continue
         names = _using_names(sel, schema, ctes)
@@ -639,9 +640,9 @@ def _hide_using_refs(node: exp.Expression, schema) -> list[int]:
 def _restore_using_refs(node: exp.Expression, hidden: list[int]) -> None:
     """The merged keys `_hide_using_refs` set aside, back where they were written, and the
     copies taken out of WHERE."""
-    carriers = {c.meta[_USING_REF]: c for c in node.find_all(exp.Anonymous)
+    carriers = {c.meta[_USING_REF]: c for c in find_all(node, exp.Anonymous)
                 if _USING_REF in c.meta}
-    places = {v.name: v for v in node.find_all(exp.Var) if v.name.startswith(_USING_REF)}
+    places = {v.name: v for v in find_all(node, exp.Var) if v.name.startswith(_USING_REF)}
     for n in hidden:
         carrier, place = carriers.get(n), places.get(f"{_USING_REF}{n}")
         if carrier is None or place is None:
@@ -660,7 +661,7 @@ def _expand_constant_alias_refs(node: exp.Expression) -> None:
     literals (one in GROUP BY would read as a position), and left the bare name, an
     unknown column. After qualify every input column has its table, so a bare name in
     these clauses that a constant item of the same SELECT is aliased to is that constant."""
-    for select in node.find_all(exp.Select):
+    for select in find_all(node, exp.Select):
         constants = {item.alias: item.this for item in select.expressions
                      if isinstance(item, exp.Alias) and _is_constant(item.this)}
         if not constants:
@@ -669,7 +670,7 @@ def _expand_constant_alias_refs(node: exp.Expression) -> None:
             clause = select.args.get(key)
             if clause is None:
                 continue
-            for col in list(clause.find_all(exp.Column)):
+            for col in list(find_all(clause, exp.Column)):
                 if not col.table and col.name in constants \
                         and col.find_ancestor(exp.Select) is select:
                     col.replace(constants[col.name].copy())
@@ -678,7 +679,7 @@ def _expand_constant_alias_refs(node: exp.Expression) -> None:
 def _is_constant(e: exp.Expression) -> bool:
     return not any(isinstance(x, (exp.Column, exp.AggFunc, exp.Window, exp.Subquery,
                                   exp.Select, exp.Star, exp.Placeholder))
-                   for x in e.walk()) and not isinstance(e, exp.Anonymous)
+                   for x in walk_tree(e)) and not isinstance(e, exp.Anonymous)
 
 
 def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]:
@@ -688,8 +689,8 @@ def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]
     filtered on t.k*10). `_refuse_ambiguous_alias_refs` looks, after qualify, at the marked
     names that became an alias. USING keys are left alone (merged, they are no alias)."""
     refs: dict[int, tuple[int, str]] = {}
-    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
-    for n_sel, sel in enumerate(node.find_all(exp.Select)):
+    ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
+    for n_sel, sel in enumerate(find_all(node, exp.Select)):
         aliases = {_norm(it.args["alias"]) for it in sel.expressions if isinstance(it, exp.Alias)
                    and isinstance(it.args.get("alias"), exp.Identifier)}
         if not aliases:
@@ -711,7 +712,7 @@ def _name_values_columns(node: exp.Expression) -> None:
     """A VALUES list in FROM whose alias names fewer columns than it has: the rest are
     col0, col1, ... as a VALUES statement's are (DuckDB's names; sqlglot's qualify made them
     _col_0, _col_1)."""
-    for values in node.find_all(exp.Values):
+    for values in find_all(node, exp.Values):
         if not isinstance(values.parent, (exp.From, exp.Join)) or not values.expressions:
             continue
         first = values.expressions[0]
@@ -737,7 +738,7 @@ def _mark_group_alias_slots(node: exp.Expression) -> bool:
     select item's expression, and `_tag_group_alias_items` then marks that copy with the
     alias. True when any was noted."""
     found = False
-    for sel in node.find_all(exp.Select):
+    for sel in find_all(node, exp.Select):
         group = sel.args.get("group")
         if group is None:
             continue
@@ -764,7 +765,7 @@ def _tag_group_alias_items(node: exp.Expression) -> None:
     """After qualify: mark each item `_mark_group_alias_slots` noted that became a select
     item's expression with that item's alias (GROUP_ALIAS); one still the column it was (an
     input column of that name wins) is left alone."""
-    for parent in node.find_all(*_GROUPING_SETS, exp.Tuple, exp.Paren):
+    for parent in find_all(node, *_GROUPING_SETS, exp.Tuple, exp.Paren):
         slots = parent.meta.pop(_GROUP_ALIAS_SLOTS, None)
         if not slots:
             continue
@@ -787,12 +788,12 @@ def _refuse_ambiguous_alias_refs(node: exp.Expression, refs: dict[int, tuple[int
     """A name `_mark_alias_refs` marked that sqlglot replaced by its select-list alias while
     two of the SELECT's tables hold a column of that name: ambiguous, as PostgreSQL and DuckDB
     say (the input columns come first; the alias is never a way out of the ambiguity)."""
-    present = {c.meta[_ALIAS_REF] for c in node.find_all(exp.Column) if _ALIAS_REF in c.meta}
+    present = {c.meta[_ALIAS_REF] for c in find_all(node, exp.Column) if _ALIAS_REF in c.meta}
     gone = [ref for tag, ref in refs.items() if tag not in present]
     if not gone:
         return
-    sels = {s.meta[_SELECT_ID]: s for s in node.find_all(exp.Select) if _SELECT_ID in s.meta}
-    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
+    sels = {s.meta[_SELECT_ID]: s for s in find_all(node, exp.Select) if _SELECT_ID in s.meta}
+    ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
     for sel_id, name in gone:
         sel = sels.get(sel_id)
         if sel is None:
@@ -919,7 +920,7 @@ def _looks_like_path(name: str) -> bool:
 
 def _derived_tables(root: exp.Expression) -> list[exp.Expression]:
     """The derived tables of a statement: subqueries in FROM / JOIN and CTEs."""
-    return [n for n in root.find_all(exp.Subquery, exp.CTE)
+    return [n for n in find_all(root, exp.Subquery, exp.CTE)
             if isinstance(n, exp.CTE) or isinstance(n.parent, (exp.From, exp.Join))]
 
 
@@ -988,7 +989,7 @@ def column_keys(names: list[str]) -> list[str]:
 def name_unaliased_projections(node: exp.Expression) -> None:
     """Give unaliased select expressions their SQL text as name (as DuckDB does), before
     qualify would name them _col_N."""
-    for sel in node.find_all(exp.Select):
+    for sel in find_all(node, exp.Select):
         new = []
         changed = False
         for i, e in enumerate(sel.expressions):
@@ -1077,7 +1078,7 @@ def _wrap_ordered_subqueries(node: exp.Expression) -> None:
     `(SELECT * FROM (SELECT ...) ORDER BY k LIMIT n)`: sqlglot hangs the ORDER BY on the
     parenthesized query, whose keys were then resolved in the outer query (an InternalError,
     or 'column g does not exist'). In FROM the binder reads that form itself."""
-    for sub in list(node.find_all(exp.Subquery)):
+    for sub in list(find_all(node, exp.Subquery)):
         if sub.parent is None or isinstance(sub.parent, (exp.From, exp.Join)) or not any(
                 sub.args.get(k) for k in ("order", "limit", "offset")) or not isinstance(
                 sub.this, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
@@ -1095,8 +1096,8 @@ def _wrap_ordered_subqueries(node: exp.Expression) -> None:
 def _check_star_modifiers(node: exp.Expression, schema) -> None:
     """`* EXCLUDE (c)` / `* REPLACE (e AS c)` naming a column the star does not hold, or one
     twice, is an error, as in DuckDB (sqlglot's expansion ignored it, or took the last)."""
-    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
-    for star in node.find_all(exp.Star):
+    ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
+    for star in find_all(node, exp.Star):
         excluded = [e for e in star.args.get("except_") or []]
         replaced = [e.alias for e in star.args.get("replace") or []]
         if not excluded and not replaced:
@@ -1142,9 +1143,9 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
       was compared (and the outer join then turned inner);
     - `SELECT *` over a USING join followed by a join of another table holding the key's
       name: that table's column was left out of the star."""
-    if not any(j.args.get("using") or j.args.get("method") for j in node.find_all(exp.Join)):
+    if not any(j.args.get("using") or j.args.get("method") for j in find_all(node, exp.Join)):
         return
-    for inner in node.find_all(exp.Table):
+    for inner in find_all(node, exp.Table):
         # a parenthesized join holding a RIGHT or FULL USING join, itself joined on: the
         # outer join read a.k for the merged key, as above (the check below sees only a
         # SELECT's own joins)
@@ -1159,8 +1160,8 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
             raise UnsupportedError("a parenthesized RIGHT or FULL USING join joined to another "
                                    "table is not supported: write JOIN ... ON with COALESCE "
                                    "of the keys")
-    ctes = {c.alias_or_name: c for c in node.find_all(exp.CTE)}
-    for sel in node.find_all(exp.Select):
+    ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
+    for sel in find_all(node, exp.Select):
         joins = sel.args.get("joins") or []
         using_joins = [j for j in joins if j.args.get("using")
                        or (j.args.get("method") or "").upper() == "NATURAL"]
@@ -1227,7 +1228,7 @@ def _check_positions(node: exp.Expression, sql: str = "") -> None:
                 raise positioned(BindError(f"{word} position {text} is not in the select list"
                                            f"{at(pos)}"), pos)
 
-    for q in node.find_all(exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery,
+    for q in find_all(node, exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery,
                            exp.CTE):
         if isinstance(q, (exp.Subquery, exp.CTE)):
             alias = q.args.get("alias")
@@ -1287,7 +1288,7 @@ def _fold_cte_names(node: exp.Expression) -> None:
     unquoted name is case-insensitive (`WITH foo AS (...) SELECT * FROM FOO` failed: 'FOO'
     does not exist); a quoted one stays exact."""
     folded = set()
-    for cte in node.find_all(exp.CTE):
+    for cte in find_all(node, exp.CTE):
         alias = cte.args.get("alias")
         ident = alias.this if alias is not None else None
         if isinstance(ident, exp.Identifier) and not ident.quoted:
@@ -1295,7 +1296,7 @@ def _fold_cte_names(node: exp.Expression) -> None:
             folded.add(ident.name)
     if not folded:
         return
-    for table in node.find_all(exp.Table):
+    for table in find_all(node, exp.Table):
         ident = table.this
         if isinstance(ident, exp.Identifier) and not ident.quoted and not table.args.get("db") \
                 and ident.name.lower() in folded:

@@ -27,6 +27,7 @@ from .grouping import is_agg_node
 from .qualification import relation_keys, unique_names
 from .scope import Scope, View
 from .supported import describe_node
+from ..walk import find_all, walk as walk_tree
 
 
 class RelationsMixin:
@@ -38,7 +39,7 @@ class RelationsMixin:
             recursive = bool(with_.args.get("recursive"))
             frame: dict[str, tuple[LogicalPlan, list[str]]] = {}
             once: list[tuple[str, LogicalPlan]] = []  # CTEs computed once (WithCTE)
-            refs = Counter(t.name for t in node.find_all(exp.Table) if not t.args.get("db"))
+            refs = Counter(t.name for t in find_all(node, exp.Table) if not t.args.get("db"))
             self.ctes.append(frame)
             try:
                 names_seen = [c.alias_or_name for c in with_.expressions]
@@ -52,7 +53,7 @@ class RelationsMixin:
                     if recursive and _self_referencing(cte):
                         frame[name] = self._recursive_cte(cte, outer, frame)
                         continue
-                    inside = sum(1 for t in cte.this.find_all(exp.Table)
+                    inside = sum(1 for t in find_all(cte.this, exp.Table)
                                  if t.name == name and not t.args.get("db"))
                     if inside and refs[name] - inside > 1:
                         # (its references then shared the shadowed table's column ids: an
@@ -115,7 +116,7 @@ class RelationsMixin:
         step_ast = body.expression
         if isinstance(step_ast, exp.Select) and (step_ast.args.get("group") is not None or any(
                 is_agg_node(n) and n.find_ancestor(exp.Select) is step_ast and
-                n.find_ancestor(exp.Window) is None for n in step_ast.walk())):
+                n.find_ancestor(exp.Window) is None for n in walk_tree(step_ast))):
             # (PostgreSQL refuses it too: an aggregate over each iteration's rows ran until
             # the iteration limit, 10,000 rounds, before failing)
             raise UnsupportedError(f"an aggregate or GROUP BY in the recursive term of {name} "
@@ -474,7 +475,7 @@ def _cross_all(plans: list[LogicalPlan]) -> LogicalPlan:
 
 def _self_referencing(cte: exp.CTE) -> bool:
     name = cte.alias_or_name
-    return any(t.name == name for t in cte.this.find_all(exp.Table))
+    return any(t.name == name for t in find_all(cte.this, exp.Table))
 
 
 def _is_volatile_plan(plan: LogicalPlan) -> bool:
