@@ -673,6 +673,8 @@ def _last_day(c: Compiler, e: Call) -> E:
     """The last day of the month: the month's first day, one month on, one day back."""
     t = e.args[0].dtype
     x = c(e.args[0])
+    if _is_plain_ns(t):  # the day of the rounded TIMESTAMP, as DuckDB reads it
+        x, t = ns_to_micros(c, x), pa.timestamp("us")
     day = x if pa.types.is_date32(t) else x.cast(pa.date32())
     first = _call("floor_temporal", [day], pc.RoundTemporalOptions(unit="month"))
     out = _add_days(_call("pqe_add_months", [first, scalar(1, T.INT64)]), scalar(-1, T.INT64),
@@ -1464,6 +1466,32 @@ def _canonical_float(x: E, t: pa.DataType) -> E:
 _UNITS = ("s", "ms", "us", "ns")
 
 
+def _round_units(c: Compiler, x: E, per: int) -> E:
+    """The int64 count of a timestamp `x` divided by `per`, rounded to the nearest, half away
+    from zero, as DuckDB rounds a timestamp to a coarser unit; on the int64 count, since
+    round_temporal wrapped near the int64 limits (2262-04-11 became 1677-09-21) and took
+    -500 ns to 0 us."""
+    v = c.share(x.cast(T.INT64))
+    q = c.share(_call("divide", [v, scalar(per, T.INT64)]))  # towards zero
+    rest = _call("subtract", [v, _call("multiply", [q, scalar(per, T.INT64)])])
+    half = per // 2
+    up = _call("greater_equal", [rest, scalar(half, T.INT64)]).cast(T.INT64)
+    down = _call("less_equal", [rest, scalar(-half, T.INT64)]).cast(T.INT64)
+    return _call("subtract", [_call("add", [q, up]), down])
+
+
+def _is_plain_ns(t: pa.DataType) -> bool:
+    """A TIMESTAMP_NS without a zone: DuckDB's date functions (CAST to DATE, date_trunc,
+    last_day) first cast it to a TIMESTAMP, rounding to the microsecond; those reading
+    fields (EXTRACT, strftime) do not. (Its TIMESTAMPTZ_NS truncates throughout.)"""
+    return pa.types.is_timestamp(t) and t.unit == "ns" and t.tz is None
+
+
+def ns_to_micros(c: Compiler, x: E) -> E:
+    """A zone-less TIMESTAMP_NS as a TIMESTAMP, rounded to the microsecond as DuckDB casts."""
+    return _round_units(c, x, 1000).cast(pa.timestamp("us"))
+
+
 def _cast(c: Compiler, e: Cast) -> E:
     src, dst = e.arg.dtype, e.dtype
     x = c(e.arg)
@@ -1486,21 +1514,17 @@ def _cast(c: Compiler, e: Cast) -> E:
         # (Arrow wrote the count of its units, '1000000' where DuckDB writes '00:00:01')
         raise UnsupportedError(f"CAST of a {T.type_name(src)} to {T.type_name(dst)} is not "
                                f"supported")
+    if _is_plain_ns(src) and pa.types.is_date(dst):
+        # a DATE of a TIMESTAMP_NS is its TIMESTAMP's, the nanoseconds rounded to the
+        # microsecond first, as DuckDB casts (23:59:59.9999996 is the next day's date)
+        x, src = ns_to_micros(c, x), pa.timestamp("us")
     if pa.types.is_timestamp(src) and (pa.types.is_timestamp(dst) or pa.types.is_time(dst)) \
             and _UNITS.index(src.unit) > _UNITS.index(dst.unit):
         # to a coarser unit (with or without a zone: the UTC instant, see `utc`): rounded to
         # the nearest, half away from zero, as DuckDB does (Arrow refused a value with digits
-        # below the unit: 'would lose data'), on the int64 count: round_temporal wrapped
-        # near the int64 limits (2262-04-11 became 1677-09-21) and took -500 ns to 0 us. A
-        # TIME of a finer TIMESTAMP is the rounded TIMESTAMP's (CAST(ns AS TIME) failed so)
-        per = 1000 ** (_UNITS.index(src.unit) - _UNITS.index(dst.unit))
-        v = c.share(x.cast(T.INT64))
-        q = c.share(_call("divide", [v, scalar(per, T.INT64)]))  # towards zero
-        rest = _call("subtract", [v, _call("multiply", [q, scalar(per, T.INT64)])])
-        half = per // 2
-        up = _call("greater_equal", [rest, scalar(half, T.INT64)]).cast(T.INT64)
-        down = _call("less_equal", [rest, scalar(-half, T.INT64)]).cast(T.INT64)
-        rounded = _call("subtract", [_call("add", [q, up]), down])
+        # below the unit: 'would lose data'). A TIME of a finer TIMESTAMP is the rounded
+        # TIMESTAMP's (CAST(ns AS TIME) failed so)
+        rounded = _round_units(c, x, 1000 ** (_UNITS.index(src.unit) - _UNITS.index(dst.unit)))
         if pa.types.is_time(dst):
             return rounded.cast(pa.timestamp(dst.unit, src.tz)).cast(dst)
         return rounded.cast(dst)
@@ -2402,6 +2426,14 @@ def _extract(part):
                 return _call("multiply", [days, scalar(86_400, T.INT64)]).cast(T.FLOAT64)
             units = x.cast(pa.timestamp(utc_type(t).unit)).cast(T.INT64)
             per = 10 ** {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+            if _is_plain_ns(t):
+                # DuckDB's epoch of a TIMESTAMP_NS counts whole microseconds, the
+                # nanoseconds floored (23:59:59.9999996 is ...59.999999, -500 ns -1e-06)
+                v = c.share(units)
+                q = c.share(_call("divide", [v, scalar(1000, T.INT64)]))  # towards zero
+                below = _call("less", [v, _call("multiply", [q, scalar(1000, T.INT64)])])
+                units = _call("subtract", [q, below.cast(T.INT64)])
+                per = 10 ** 6
             return _call("divide", [units.cast(T.FLOAT64, safe=False), scalar(float(per), T.FLOAT64)])
         if part in ("hour", "minute", "second", "millisecond", "microsecond") \
                 and pa.types.is_date(t):  # a date's time is midnight (DuckDB)
@@ -2460,6 +2492,12 @@ def _date_trunc(c, e):
     opts = pc.RoundTemporalOptions(1, unit, week_starts_monday=True)
     t = e.args[1].dtype
     x = utc(c(e.args[1]), t)
+    if pa.types.is_timestamp(t) and t.tz is None:
+        # a TIMESTAMP, as DuckDB truncates (its date_trunc of a TIMESTAMP_S, _MS or _NS is
+        # the truncated TIMESTAMP, a TIMESTAMP_NS rounded to the microsecond first:
+        # 23:59:59.9999996 is in the next day)
+        us = ns_to_micros(c, x) if t.unit == "ns" else x.cast(pa.timestamp("us"))
+        return _call("floor_temporal", [us], opts)
     if pa.types.is_timestamp(t) and t.unit == "ns":
         # floored in microseconds: floor_temporal wrapped within a unit of the int64
         # limits (1677-09-21 to 2262-04-11 23:34:33.7); a floor below the nanosecond range
