@@ -57,3 +57,46 @@ def test_timestamp_ns_date_functions_round_to_the_microsecond_first():
         assert ms.schema.field("v").type == pa.timestamp("us")
         assert ms.to_pylist() == [{"v": dt(2020, 12, 31)}]
 
+
+def test_text_compared_with_a_timestamp_column_is_read_in_its_unit():
+    """Text compared with a TIMESTAMP_S or _MS column was compared in microseconds, where
+    DuckDB casts the text to the column's type, rounding half away from zero (`ms =
+    '... .0015'` holds for .002); with a TIMESTAMP_NS column the text's 7th to 9th digits
+    were cut (`ns = '... .000000001'` held for no row). =, <, <=, BETWEEN and IN alike."""
+    import numpy as np
+
+    t = pa.table({
+        "ms": pa.array(np.array(["2020-01-01T00:00:00.001", "2020-01-01T00:00:00.002"],
+                                dtype="datetime64[ms]"), pa.timestamp("ms")),
+        "s": pa.array(np.array(["1969-12-31T23:59:58", "1969-12-31T23:59:59"],
+                               dtype="datetime64[s]"), pa.timestamp("s")),
+        "ns": pa.array(np.array(["2020-01-01T00:00:00.000000001",
+                                 "2020-01-01T00:00:00.000000002"], dtype="datetime64[ns]"),
+                       pa.timestamp("ns"))})
+    checks = {  # DuckDB 2.0.1's answer for the two rows
+        "ms = '2020-01-01 00:00:00.0015'": [False, True],
+        "ms = '2020-01-01 00:00:00.00149'": [True, False],
+        "'2020-01-01 00:00:00.0019' = ms": [False, True],
+        "ms < '2020-01-01 00:00:00.0019'": [True, False],
+        "ms <= '2020-01-01 00:00:00.0011'": [True, False],
+        "ms between '2020-01-01 00:00:00.0011' and '2020-01-01 00:00:00.0019'": [True, True],
+        "ms in ('2020-01-01 00:00:00.0015', '2020-01-01 00:00:00.0025')": [False, True],
+        "ms not in ('2020-01-01 00:00:00.0015')": [True, False],
+        "ms = timestamp '2020-01-01 00:00:00.0015'": [False, False],  # a TIMESTAMP: in us
+        "s = '1969-12-31 23:59:58.5'": [True, False],  # -1.5 s is -2 s (away from zero)
+        "s < '1969-12-31 23:59:58.5'": [False, False],
+        "s in ('1969-12-31 23:59:58.6')": [False, True],
+        "ns = '2020-01-01 00:00:00.000000001'": [True, False],
+        "ns = '2020-01-01 00:00:00.0000000019'": [True, False],  # the 10th digit cut
+        "ns < '2020-01-01 00:00:00.0000000019'": [False, False],
+        "ns between '2020-01-01 00:00:00.0000000015' and '2020-01-01 00:00:00.000000002'":
+            [True, True],
+        "ns in ('2020-01-01 00:00:00.000000002', '2020-01-01')": [False, True],
+    }
+    with pqe.Context(partitions=2) as ctx:
+        ctx.register_arrow("t", t)
+        for pred, want in checks.items():
+            got = ctx.sql(f"select {pred} v from t order by ns").to_pylist()
+            assert [r["v"] for r in got] == want, pred
+            n = ctx.sql(f"select count(*) n from t where {pred}").to_pylist()[0]["n"]
+            assert n == sum(want), pred
