@@ -100,3 +100,37 @@ def test_text_compared_with_a_timestamp_column_is_read_in_its_unit():
             assert [r["v"] for r in got] == want, pred
             n = ctx.sql(f"select count(*) n from t where {pred}").to_pylist()[0]["n"]
             assert n == sum(want), pred
+
+
+@pytest.mark.parametrize("literal, text", [
+    # the unit inside the text: the fraction goes down one unit (DuckDB 2.0.1's answers)
+    ("INTERVAL '1.5 seconds'", "00:00:01.5"),
+    ("INTERVAL '1.5 minutes'", "00:01:30"),
+    ("INTERVAL '0.5 days'", "12:00:00"),
+    ("INTERVAL '-0.5 days'", "-12:00:00"),
+    ("INTERVAL '1.5 weeks'", "10 days 12:00:00"),
+    ("INTERVAL '1.5 months'", "1 month 15 days"),
+    ("INTERVAL '0.33 months'", "9 days 21:36:00"),
+    ("INTERVAL '1.25 quarters'", "3 months 23 days"),
+    ("INTERVAL '1.5 years'", "1 year 6 months"),
+    ("INTERVAL '1.01 years'", "1 year"),
+    ("INTERVAL '1.5 day 2.5 hours'", "1 day 14:30:00"),
+    ("INTERVAL '1.0015 milliseconds'", "00:00:00.001002"),
+    ("INTERVAL '1.9 microseconds'", "00:00:00.000001"),
+    ("CAST('0.5 days' AS INTERVAL)", "12:00:00"),
+    # after the text: seconds and milliseconds keep the fraction, other units cut it
+    ("INTERVAL '1.5' SECOND", "00:00:01.5"),
+    ("INTERVAL '1.5' MILLISECOND", "00:00:00.0015"),
+    ("INTERVAL '1.5' MICROSECOND", "00:00:00.000001"),
+    ("INTERVAL '1.9' MINUTE", "00:01:00"),
+    ("INTERVAL '-1.7' HOUR", "-01:00:00"),
+    ("INTERVAL 1.5 DAY", "1 day"),
+    ("INTERVAL '1.5' WEEK", "7 days"),
+    ("INTERVAL '1.5' MONTH", "1 month"),
+])
+def test_fractional_intervals_as_duckdb_reads_them(literal, text):
+    """INTERVAL '1.5 seconds' (any unit inside the text with a fraction) was refused ("FRACTION
+    IN STRING"), INTERVAL '0.5 days' and INTERVAL '1.5' DAY too, and INTERVAL '1.5' HOUR was
+    an hour and a half where DuckDB cuts it to an hour."""
+    with pqe.Context() as ctx:
+        assert ctx.sql(f"select ({literal})::varchar v").to_pylist() == [{"v": text}]

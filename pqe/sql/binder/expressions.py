@@ -150,6 +150,8 @@ class ExpressionMixin:
                 raise UnsupportedError("INTERVAL needs a constant")
             # INTERVAL (expr) DAY -> expr * INTERVAL '1' DAY
             return B.call("multiply", B.cast(v, T.INT64), interval_literal("1", unit_text))
+        if node.args.get("fraction_in_string"):  # INTERVAL '1.5 days': sqlglot split it
+            return interval_literal(f"{v.value} {unit_text}", None)
         return interval_literal(str(v.value), unit_text)
 
 

@@ -143,8 +143,46 @@ def _sql_type(dt: exp.DataType) -> pa.DataType:
 _INTERVAL_CLOCK = re.compile(r"([+-]?)(\d+):(\d{1,2})(?::(\d{1,2}(?:\.\d{1,9})?))?")
 
 
+_MICROS_PER_DAY = 86_400 * 10**6
+
+
+def _away(d: decimal.Decimal) -> int:
+    """To the nearest integer, half away from zero."""
+    return int(d.to_integral_value(decimal.ROUND_HALF_UP))
+
+
+def _fractional_part(n: decimal.Decimal, u: tuple[int, int, int],
+                     unit_outside: bool) -> tuple[int, int, int]:
+    """The months, days and microseconds of `n` units `u` (months, days, nanoseconds per
+    unit) with a fraction, as DuckDB reads them. Written inside the text ('1.5 days'), the
+    fraction goes down one unit: a year's to whole months (1.01 years is 1 year), a
+    quarter's to whole days, rounded (1.25 quarters is 3 months 23 days), a month's to
+    30-day days, a week's to days, and a day's to microseconds, rounded (0.5 days is
+    12:00:00, not a day); hours to milliseconds are microseconds, rounded; microseconds cut.
+    After the text (INTERVAL '1.5' DAY, INTERVAL 1.5 HOUR) only seconds and milliseconds keep
+    their fraction: other units cut it (1 day, 1 hour)."""
+    months, days, nanos = u
+    if nanos:
+        if unit_outside and nanos > 10**9 or nanos == 10**3:  # (minutes, hours; microseconds)
+            return 0, 0, int(n) * nanos // 1000  # (cut towards zero)
+        return 0, 0, _away(n * nanos / 1000)
+    if unit_outside:
+        return int(n) * months, int(n) * days, 0
+    if months >= 12:  # a year (or more): whole months
+        return int(n * months), 0, 0
+    if months:  # a quarter or a month: whole months, then 30-day days
+        whole = int(n * months)
+        in_days = (n * months - whole) * 30
+        if months > 1:
+            return whole, _away(in_days), 0
+        return whole, int(in_days), _away((in_days - int(in_days)) * _MICROS_PER_DAY)
+    in_days = n * days  # a week or a day: whole days, then microseconds
+    return 0, int(in_days), _away((in_days - int(in_days)) * _MICROS_PER_DAY)
+
+
 def interval_literal(text: str, unit: str | None) -> Literal:
-    """INTERVAL '3' MONTH, INTERVAL '68 days', INTERVAL '1 day 2 hours'."""
+    """INTERVAL '3' MONTH, INTERVAL '68 days', INTERVAL '1 day 2 hours', INTERVAL '1.5 days'
+    (unit None: the unit is inside the text)."""
     months = days = nanos = 0
     s = text.strip().lower()
     if unit is not None:
@@ -173,8 +211,10 @@ def interval_literal(text: str, unit: str | None) -> Literal:
             raise BindError(f"invalid interval unit '{tokens[i + 1]}'")
         if not n.is_finite():
             raise BindError(f"invalid interval '{text}'")
-        if n != int(n) and u[2] == 0:
-            raise BindError(f"fractional interval '{text}' is not supported")
+        if n != int(n):
+            mo, d, micros = _fractional_part(n, u, unit is not None)
+            months, days, nanos = months + mo, days + d, nanos + micros * 1000
+            continue
         months += int(n) * u[0]
         days += int(n) * u[1]
         nanos += n * u[2]

@@ -116,7 +116,7 @@ CONSUMED: dict[type, dict[str, frozenset[str] | None]] = {
     exp.If: _args("this", "true", "false"),
     exp.Cast: _args("this", "to", "safe"),
     exp.TryCast: _args("this", "to", "safe"),
-    exp.Interval: _args("this", "unit"),
+    exp.Interval: _args("this", "unit", "fraction_in_string"),
     exp.Extract: _args("this", "expression"),
     exp.Substring: _args("this", "start", "length"),
     exp.Trim: _args("this", "expression", position=("BOTH", "LEADING", "TRAILING")),

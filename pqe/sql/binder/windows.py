@@ -204,7 +204,11 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
             if mode != "range":
                 raise BindError(f"{mode.upper()} frame offsets must be integers, not intervals")
             unit = value.args.get("unit")
-            iv = interval_literal(value.this.name, unit.name if unit is not None else None).value
+            if unit is not None and value.args.get("fraction_in_string"):
+                iv = interval_literal(f"{value.this.name} {unit.name}", None).value
+            else:
+                iv = interval_literal(value.this.name,
+                                      unit.name if unit is not None else None).value
             if iv.months:
                 raise UnsupportedError("RANGE frame offsets in months or years are not supported")
             if iv.nanoseconds % 1000:
