@@ -134,3 +134,34 @@ def test_fractional_intervals_as_duckdb_reads_them(literal, text):
     an hour and a half where DuckDB cuts it to an hour."""
     with pqe.Context() as ctx:
         assert ctx.sql(f"select ({literal})::varchar v").to_pylist() == [{"v": text}]
+
+
+def test_groups_frame_without_order_by_is_one_peer_group():
+    """OVER (GROUPS BETWEEN ...) was a syntax error ("Expecting )": GROUPS read as the name
+    of a window), and with PARTITION BY before it refused; DuckDB answers: without ORDER BY
+    every row of a partition is a peer, one group. RANGE with an offset and no ORDER BY
+    stays a one-line error, as DuckDB's binder refuses it."""
+    t = pa.table({"a": [1, 2, 2], "o": [1, 2, 3]})
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+
+        def col(frame: str) -> list:
+            sql = f"select count(a) over ({frame}) v from t order by o"
+            return [r["v"] for r in ctx.sql(sql).to_pylist()]
+
+        assert col("groups between 1 preceding and current row") == [3, 3, 3]
+        assert col("groups current row") == [3, 3, 3]
+        assert col("partition by a groups between 0 preceding and 0 following") == [1, 2, 2]
+        assert col("partition by a groups between 1 preceding and 1 preceding") == [0, 0, 0]
+        assert col("partition by a groups between 1 following and unbounded following") == \
+            [0, 0, 0]
+        assert col("partition by a groups between current row and current row "
+                   "exclude ties") == [1, 1, 1]
+        assert col("partition by a groups between current row and current row "
+                   "exclude current row") == [0, 1, 1]
+        got = ctx.sql("select count(a) over w v from t window w as (groups between unbounded "
+                      "preceding and current row)").to_pylist()
+        assert got == [{"v": 3}] * 3
+        with pytest.raises(pqe.BindError, match="RANGE window frame with an offset needs an "
+                                                "ORDER BY"):
+            col("range between 1 preceding and current row")

@@ -798,18 +798,21 @@ def lag_default(default: Expr, dtype: pa.DataType):
     return out.value if isinstance(out, Literal) else out
 
 
-def check_frame(frame, order_by: Sequence) -> None:
-    """A RANGE frame with an offset (`RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING`) measures
-    it on the ORDER BY value: without ORDER BY it has nothing to measure (every row is a
-    peer, and the frame would silently be the whole partition). Refused as DuckDB and
-    PostgreSQL refuse it; GROUPS counts peer groups, which need an ORDER BY too."""
+def check_frame(frame, order_by: Sequence) -> tuple:
+    """The ORDER BY keys a window's frame is measured on. A RANGE frame with an offset
+    (`RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING`) measures it on the ORDER BY value:
+    without ORDER BY it has nothing to measure (every row is a peer, and the frame would
+    silently be the whole partition). Refused as DuckDB and PostgreSQL refuse it. A GROUPS
+    frame without ORDER BY counts the peer groups of a partition whose rows are all peers,
+    one group, as DuckDB does (it was refused): the rows ordered by a constant."""
     if frame is None or order_by:
-        return
+        return tuple(order_by)
     if frame.mode == "range" and any(b.kind in ("preceding", "following")
                                      for b in (frame.start, frame.end)):
         raise BindError("a RANGE window frame with an offset needs an ORDER BY (one key)")
     if frame.mode == "groups":
-        raise BindError("a GROUPS window frame needs an ORDER BY")
+        return (SortKey(Literal(0, T.INT64)),)
+    return ()
 
 
 def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] = (),
@@ -824,7 +827,7 @@ def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] 
     if fdef is None:
         raise BindError(f"unknown window function {fn.upper()}")
     F.check_arity(fdef, len(args), name)
-    check_frame(frame, order_by)
+    order_by = check_frame(frame, order_by)
     value_args, consts = window_consts(name, args)
     _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
     if name in ("lag", "lead") and len(args) > 2 and consts[1] is not None:
@@ -842,7 +845,7 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
     if agg.distinct:
         raise UnsupportedError("DISTINCT in window aggregates is not supported")
     check_window_aggregate(agg.fn, order_by, frame)
-    check_frame(frame, order_by)
+    order_by = check_frame(frame, order_by)
     args, consts = window_aggregate_args(agg)
     if agg.filter is not None:
         args = (case([(agg.filter, args[0] if args else Literal(1, T.INT64))], None),)

@@ -186,6 +186,18 @@ class PQEDialect(Dialect):
                           "APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy"))}
 
     class Parser(parser.Parser):
+        def _parse_id_var(self, any_token: bool = True, tokens=None):
+            # OVER (GROUPS BETWEEN ...): sqlglot took GROUPS, a plain word to its tokenizer,
+            # for the name of a window the frame refines (`OVER (w ROWS ...)`), then failed
+            # on BETWEEN ("Expecting )"); followed by a frame bound it is the frame's mode
+            if tokens is self.WINDOW_ALIAS_TOKENS and self._curr is not None \
+                    and self._curr.token_type == TokenType.VAR \
+                    and self._curr.text.upper() == "GROUPS" and self._next is not None \
+                    and (self._next.token_type in (TokenType.BETWEEN, TokenType.NUMBER)
+                         or self._next.text.upper() in ("UNBOUNDED", "CURRENT")):
+                return None
+            return super()._parse_id_var(any_token, tokens)
+
         # IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM bind looser than the comparison
         # operators, as in PostgreSQL and DuckDB: `x > 1 IS NOT TRUE` is `(x > 1) IS NOT TRUE`
         # and `x IS DISTINCT FROM y = FALSE` is `x IS DISTINCT FROM (y = FALSE)` (sqlglot's

@@ -108,7 +108,7 @@ class WindowMixin:
                 consts = (consts[0], B.lag_default(args[2], dtype))
             if filt is not None:
                 raise UnsupportedError(f"FILTER on {name} is not supported")
-            B.check_frame(frame, oby)
+            oby = B.check_frame(frame, oby)
             return WindowCall(name, tuple(value_args), pby, oby, frame, dtype, consts,
                               ignore_nulls)
         if is_agg_node(func):
@@ -134,7 +134,7 @@ class WindowMixin:
                     args = (B.case([(f, lit(1))], None),)
                     agg = AggCall("count", args, T.INT64)
             fn = agg.fn
-            B.check_frame(frame, oby)
+            oby = B.check_frame(frame, oby)
             return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype, consts)
         raise UnsupportedError(f"window function {func.sql(dialect=PQEDialect)} is not supported")
 
