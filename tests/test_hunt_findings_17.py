@@ -165,3 +165,27 @@ def test_groups_frame_without_order_by_is_one_peer_group():
         with pytest.raises(pqe.BindError, match="RANGE window frame with an offset needs an "
                                                 "ORDER BY"):
             col("range between 1 preceding and current row")
+
+
+def test_date_sub_counts_whole_parts_as_duckdb():
+    """DuckDB's DATE_SUB('part', start, end) was refused ("function DATE_SUB is not
+    supported", or a unit-word error naming `end`): sqlglot reads MySQL's DATE_SUB(date,
+    INTERVAL). It is not date_diff's alias: it counts the whole parts elapsed, where
+    date_diff counts the part boundaries crossed."""
+    with pqe.Context() as ctx:
+        got = ctx.sql("""select
+            date_sub('month', timestamp '2020-01-31 10:00', timestamp '2020-03-31 09:00') m1,
+            date_diff('month', timestamp '2020-01-31 10:00', timestamp '2020-03-31 09:00') m2,
+            date_sub('month', date '2020-01-31', date '2020-02-29') m3,
+            date_sub('month', date '2020-03-30', date '2020-01-31') m4,
+            date_sub('year', date '2020-06-01', date '2021-05-31') y,
+            date_sub('quarter', date '2020-01-15', date '2020-04-14') q,
+            datesub('days', date '2020-01-01', date '2020-03-01') d1,
+            date_sub('day', timestamp '2020-01-01 23:00', timestamp '2020-01-02 01:00') d2,
+            date_sub('week', date '2020-01-01', date '2020-01-14') w,
+            date_sub('hour', time '10:00:30', time '08:01:10') h""").to_pylist()
+        assert got == [{"m1": 1, "m2": 2, "m3": 1, "m4": -1, "y": 0, "q": 0, "d1": 60, "d2": 0,
+                        "w": 1, "h": -1}]
+        with pytest.raises(pqe.UnsupportedError, match="write date - INTERVAL"):
+            ctx.sql("select date_sub(date '2020-01-01', interval 1 day)").to_arrow()
+

@@ -2543,6 +2543,73 @@ def _date_diff(c, e):
     return _call(kern, [a, b]).cast(T.INT64)
 
 
+# the microseconds in one of DATE_SUB's clock parts (a week is 7 days of them, as DuckDB counts)
+_SUB_MICROS = {"week": 7 * 86_400 * 10**6, "day": 86_400 * 10**6, "hour": 3_600 * 10**6,
+               "minute": 60 * 10**6, "second": 10**6, "millisecond": 1000, "microsecond": 1}
+
+
+def _as_micros(c: Compiler, x: E, t: pa.DataType) -> E:
+    """A DATE or TIMESTAMP as a TIMESTAMP in microseconds (a TIMESTAMP_NS rounded, as DuckDB
+    casts it; a zone's instant in UTC)."""
+    x = utc(x, t)
+    if _is_plain_ns(t):
+        return ns_to_micros(c, x)
+    tz = utc_type(t).tz if pa.types.is_timestamp(t) else None
+    return x.cast(pa.timestamp("us", tz))
+
+
+def _date_sub(c, e):
+    """DuckDB's DATE_SUB('part', start, end): the whole parts elapsed from start to end,
+    negative when end is earlier. Clock parts (days and weeks too) divide the microseconds
+    between, cut towards zero (23:00 to 01:00 the next day is 0 days); months, quarters
+    and years count the months whose day and time of day end has reached, a last day of a
+    month reaching any later day (01-31 to 02-29 is a month, 01-31 10:00 to 03-31 09:00 one)."""
+    part = _const_text(e.args[0], "DATE_SUB part")
+    part = _DIFF_PARTS.get((part or "").lower(), (part or "").lower())
+    per_months = {"month": 1, "quarter": 3, "year": 12, "decade": 120, "decades": 120,
+                  "century": 1200, "centuries": 1200, "millennium": 12000,
+                  "millennia": 12000}.get(part)
+    if part not in _SUB_MICROS and per_months is None:
+        raise UnsupportedError(f"DATE_SUB('{part}') is not supported")
+    t = e.args[1].dtype
+    if pa.types.is_time(t):
+        if per_months is not None:
+            raise UnsupportedError(f"DATE_SUB('{part}') of a TIME is not supported (a TIME "
+                                   f"has no date)")
+        wide = lambda x: x.cast(pa.time64("us")).cast(T.INT64)  # noqa: E731
+        micros = _call("subtract", [wide(c(e.args[2])), wide(c(e.args[1]))])
+        return _call("divide", [micros, scalar(_SUB_MICROS[part], T.INT64)])
+    a = c.share(_as_micros(c, c(e.args[1]), t))
+    b = c.share(_as_micros(c, c(e.args[2]), e.args[2].dtype))
+    if per_months is None:
+        micros = _call("microseconds_between", [a, b]).cast(T.INT64)
+        return _call("divide", [micros, scalar(_SUB_MICROS[part], T.INT64)])  # (towards zero)
+    back = c.share(_call("less", [b, a]))
+    start = c.share(_call("if_else", [back, b, a]))
+    end = c.share(_call("if_else", [back, a, b]))
+
+    def fields(x):
+        day_start = _call("floor_temporal", [x], pc.RoundTemporalOptions(unit="day"))
+        clock = _call("microseconds_between", [day_start, x])
+        return (_call("year", [x]), _call("month", [x]), c.share(_call("day", [x])), clock)
+
+    ys, ms, ds, cs = fields(start)
+    ye, me, de, ce = fields(end)
+    end_date = end.cast(pa.date32())
+    last_day = _call("not_equal", [_call("month", [_add_days(end_date, scalar(1, T.INT64),
+                                                             pa.date32())]), me])
+    # on the end month's last day, a later start day counts as that day (DuckDB)
+    ds = c.share(_call("if_else", [_call("and", [last_day, _call("greater", [ds, de])]), de, ds]))
+    short = _call("or", [_call("less", [de, ds]),
+                         _call("and", [_call("equal", [de, ds]), _call("less", [ce, cs])])])
+    months = _call("subtract", [
+        _call("add", [_call("multiply", [_call("subtract", [ye, ys]), scalar(12, T.INT64)]),
+                      _call("subtract", [me, ms])]),
+        short.cast(T.INT64)])
+    months = _call("if_else", [back, _call("negate", [months]), months])
+    return _call("divide", [months, scalar(per_months, T.INT64)])
+
+
 def _current_date(c, e):
     return scalar(datetime.date.today(), T.DATE)
 
@@ -2612,7 +2679,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     **{f"extract_{p}": _extract(p) for p in
        ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute", "second",
         "millisecond", "microsecond", "epoch", "isodow", "isoyear")},
-    "date_trunc": _date_trunc, "date_diff": _date_diff,
+    "date_trunc": _date_trunc, "date_diff": _date_diff, "date_sub": _date_sub,
     "current_date": _current_date, "current_timestamp": _current_timestamp,
     "pqe_mean": _mean,
     **{f"pqe_interval_{k}_key": (lambda k: lambda c, e: _call(f"pqe_interval_{k}_key",

@@ -419,6 +419,14 @@ def _date_diff(fn, ts):
     return (T.TEXT, common, common), T.INT64
 
 
+def _date_sub(fn, ts):
+    """DATE_SUB('part', start, end): date_diff's arguments, or two TIMEs (DuckDB)."""
+    part, a, b = ts
+    if T.is_text(part) and pa.types.is_time(a) and pa.types.is_time(b):
+        return (T.TEXT, T.TIME, T.TIME), T.INT64
+    return _date_diff(fn, ts)
+
+
 def _const(ret: pa.DataType):
     def resolve(fn, ts):
         return (), ret
@@ -689,6 +697,9 @@ for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "
     _register(SCALAR, f"extract_{_part}", 1, 1, _extract)
 _register(SCALAR, "date_trunc", 2, 2, _date_trunc, aliases=("datetrunc",))
 _register(SCALAR, "date_diff", 3, 3, _date_diff, aliases=("datediff",))
+# DuckDB's DATE_SUB('part', start, end): the whole parts elapsed (date_diff counts the part
+# boundaries crossed); kernels.expressions._date_sub
+_register(SCALAR, "date_sub", 3, 3, _date_sub, aliases=("datesub",))
 _register(SCALAR, "strftime", 2, 2, _strftime)
 _register(SCALAR, "strptime", 2, 2, _strptime)
 # a DOUBLE in [0, 1), a new one for every row (Arrow's `random`, seeded from the system's

@@ -32,6 +32,14 @@ def _anonymous_call(name: str):
     return lambda args: exp.Anonymous(this=name, expressions=args)
 
 
+def _part_first(name: str):
+    """NAME('part', start, end), DuckDB's DATE_SUB, as a plain call; other forms (MySQL's
+    DATE_SUB(date, INTERVAL ...)) as sqlglot reads them."""
+    build = _keeping_arguments(name, parser.Parser.FUNCTIONS[name])
+    return lambda args: exp.Anonymous(this=name, expressions=args) if len(args) == 3 \
+        else build(args)
+
+
 def _at_most(name: str, most: int, least: int = 0):
     """sqlglot's builder of NAME(args), refusing more than `most` arguments (it dropped the
     rest: lpad('a', 3, 'x', 'y') was 'xxa') or fewer than `least` (IFNULL and NVL, which
@@ -214,13 +222,15 @@ class PQEDialect(Dialect):
         FUNCTION_PARSERS = {name: (lambda fn: lambda self: _with_name_position(self, fn))(fn)
                             for name, fn in parser.Parser.FUNCTION_PARSERS.items()}
         # DATE_DIFF('part', start, end) as DuckDB writes it (the default dialect reads
-        # BigQuery's DATE_DIFF(start, end, part) and turns `end` into a unit word)
+        # BigQuery's DATE_DIFF(start, end, part) and turns `end` into a unit word), and
+        # DATE_SUB('part', start, end) likewise (read as MySQL's DATE_SUB(date, interval))
         # every other builder keeps what was written: a name never becomes a unit word,
         # and no argument is dropped (_keeping_arguments)
         FUNCTIONS: ClassVar[dict] = {**{name: _keeping_arguments(name, build)
                                         for name, build in parser.Parser.FUNCTIONS.items()},
                                      **{name: _anonymous_call(name)
                                         for name in ("DATE_DIFF", "DATEDIFF")},
+                                     "DATE_SUB": _part_first("DATE_SUB"),
                                      **{name: _at_most(name, 3) for name in ("LPAD", "RPAD")},
                                      **{name: _at_most(name, 2, 2) for name in ("IFNULL", "NVL")},
                                      **{name: _at_most(name, 2) for name in ("LTRIM", "RTRIM")}}

@@ -573,7 +573,7 @@ def _anonymous(b, node, scope, rec):
 
 
 # functions whose argument (at this index) is a constant word: a date part or unit
-_CONSTANT_WORD = {"date_diff": (0, "part"), "date_trunc": (0, "unit")}
+_CONSTANT_WORD = {"date_diff": (0, "part"), "date_sub": (0, "part"), "date_trunc": (0, "unit")}
 
 
 def _function(b, node, scope, rec):

@@ -174,6 +174,8 @@ _NAMES: dict = {
     exp.Bracket: "subscripts ([...])", exp.Array: "ARRAY values", exp.Struct: "STRUCT values",
     exp.Dot: "field access (a.b.c)", exp.Lambda: "lambda functions",
     exp.Slice: "list slices (l[a:b])",
+    # (DuckDB's DATE_SUB('part', start, end) is bound as a function; this is MySQL's form)
+    exp.DateSub: "DATE_SUB(date, INTERVAL ...) (write date - INTERVAL ...)",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
     exp.IntDiv: "integer division (DIV, //)", exp.BitwiseLeftShift: "<<",
