@@ -189,3 +189,30 @@ def test_date_sub_counts_whole_parts_as_duckdb():
         with pytest.raises(pqe.UnsupportedError, match="write date - INTERVAL"):
             ctx.sql("select date_sub(date '2020-01-01', interval 1 day)").to_arrow()
 
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_quantile_disc_and_mode_of_booleans_and_times(partitions):
+    """QUANTILE_DISC over BOOLEAN and TIME, and MODE over TIME, were refused as "wrong
+    argument types", where DuckDB answers (false sorts before true). Over INTERVALs they, and
+    MEDIAN, are refused by name: DuckDB compares 1 month equal to 30 days, which Arrow's
+    sorting and hashing of intervals do not."""
+    t = pa.table({"g": [1, 1, 1, 2, 2, 2, 2],
+                  "b": [True, False, True, None, False, False, True],
+                  "tm": [datetime.time(10), datetime.time(9), datetime.time(10), None,
+                         datetime.time(8, 30), datetime.time(8, 30), datetime.time(23)],
+                  "iv": pa.array([datetime.timedelta(days=1)] * 7, pa.duration("us"))})
+    with pqe.Context(partitions=partitions) as ctx:
+        ctx.register_arrow("t", t)
+        got = ctx.sql("select g, quantile_disc(b, 0.5) b5, quantile_disc(b, 0.1) b1, "
+                      "quantile_disc(tm, 0.5) t5, mode(tm) tm from t group by g order by g"
+                      ).to_pylist()
+        assert got == [  # DuckDB 2.0.1
+            {"g": 1, "b5": True, "b1": False, "t5": datetime.time(10), "tm": datetime.time(10)},
+            {"g": 2, "b5": False, "b1": False, "t5": datetime.time(8, 30),
+             "tm": datetime.time(8, 30)}]
+        assert ctx.sql("select quantile_disc(b, 0.7) b, quantile_disc(tm, 0.9) tm from t"
+                       ).to_pylist() == [{"b": True, "tm": datetime.time(23)}]
+        for fn in ("mode(iv)", "quantile_disc(iv, 0.5)", "median(iv)"):
+            with pytest.raises(pqe.UnsupportedError, match="of INTERVAL values is not "
+                                                           "supported"):
+                ctx.sql(f"select {fn} from t").to_arrow()

@@ -823,13 +823,23 @@ def _agg_arg(fn, ts):
         T.INT32 if T.is_null(x) else x
 
 
+def _no_holistic_interval(fn: str, a: pa.DataType) -> None:
+    """MODE, MEDIAN and the quantiles of INTERVALs are refused by name: DuckDB answers them,
+    comparing an interval as its months of 30 days and days of 24 hours (1 month equals 30
+    days), which Arrow's sorting and hashing of month-day-nano values do not do."""
+    if T.is_interval(a):
+        raise UnsupportedError(f"{fn.upper()} of INTERVAL values is not supported")
+
+
 def _agg_mode(fn, ts):
     """MODE(x): the most frequent value, of the argument's type (numbers, text, dates,
-    booleans)."""
+    times of day, booleans)."""
     (a,) = ts
     if T.is_null(a):
         return (T.INT32,), T.INT32
-    if T.is_numeric(a) or T.is_text(a) or T.is_temporal(a) or T.is_boolean(a):
+    _no_holistic_interval(fn, a)
+    if T.is_numeric(a) or T.is_text(a) or T.is_temporal(a) or T.is_boolean(a) \
+            or pa.types.is_time(a):
         return (None,), a
     raise _fail(fn, ts)
 
@@ -861,6 +871,11 @@ def _agg_quantile_cont(fn, ts):
     nearest values. DECIMAL (DuckDB keeps the DECIMAL type) and dates are refused."""
     a = ts[0]
     _scalar_quantile(fn, ts)
+    _no_holistic_interval(fn, a)
+    if pa.types.is_time(a) or T.is_boolean(a):
+        # (DuckDB interpolates times of day, and reads a BOOLEAN's median as QUANTILE_DISC's)
+        raise UnsupportedError(f"{fn.upper()} of {T.type_name(a)} is not supported "
+                               f"(QUANTILE_DISC is)")
     if T.is_decimal(a) or T.is_temporal(a):
         raise UnsupportedError(f"{fn.upper()} of {T.type_name(a)} is not supported; "
                                f"cast the argument to DOUBLE")
@@ -871,10 +886,13 @@ def _agg_quantile_cont(fn, ts):
 
 def _agg_quantile_disc(fn, ts):
     """QUANTILE_DISC(x, q): the value at the q-th position of the sorted values, any orderable
-    type (numbers, text, dates), of the argument's type."""
+    type (numbers, text, dates, times of day, booleans: false before true), of the
+    argument's type."""
     a = ts[0]
     _scalar_quantile(fn, ts)
-    if not (T.is_numeric(a) or T.is_text(a) or T.is_temporal(a) or T.is_null(a)):
+    _no_holistic_interval(fn, a)
+    if not (T.is_numeric(a) or T.is_text(a) or T.is_temporal(a) or T.is_null(a)
+            or pa.types.is_time(a) or T.is_boolean(a)):
         raise _fail(fn, ts)
     return (None, None), T.INT32 if T.is_null(a) else a
 
