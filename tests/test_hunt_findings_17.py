@@ -216,3 +216,21 @@ def test_quantile_disc_and_mode_of_booleans_and_times(partitions):
             with pytest.raises(pqe.UnsupportedError, match="of INTERVAL values is not "
                                                            "supported"):
                 ctx.sql(f"select {fn} from t").to_arrow()
+
+
+def test_string_agg_column_is_named_as_written():
+    """STRING_AGG's column was named group_concat(x, ',') (sqlglot reads it as GROUP_CONCAT,
+    its ORDER BY before the separator), where DuckDB names it as written: string_agg(x, ','),
+    string_agg(x, ',' ORDER BY x DESC). GROUP_CONCAT and LISTAGG keep their names."""
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", pa.table({"x": ["a", "b"], "g": [1, 1]}))
+        names = ctx.sql("""select string_agg(x, ',') , STRING_AGG(x), string_agg(distinct x, '-'),
+                                  string_agg(x, ',' order by x desc, g), group_concat(x, ';'),
+                                  listagg(x, ',')
+                           from t""").to_arrow().column_names
+        assert names == [  # DuckDB 2.0.1's
+            "string_agg(x, ',')", "string_agg(x)", "string_agg(DISTINCT x, '-')",
+            "string_agg(x, ',' ORDER BY x DESC, g)", "group_concat(x, ';')",
+            "listagg(x, ',')"]
+        names = ctx.sql("select string_agg(x, ',') over (partition by g) from t").to_arrow()
+        assert names.column_names == ["string_agg(x, ',') OVER (PARTITION BY g)"]

@@ -188,10 +188,12 @@ class PQEDialect(Dialect):
 
     class Generator(generator.Generator):
         # APPROX_COUNT_DISTINCT(x) names its column as written (sqlglot spells the node
-        # APPROX_DISTINCT; DuckDB names it approx_count_distinct(x))
+        # APPROX_DISTINCT; DuckDB names it approx_count_distinct(x)), and STRING_AGG too
+        # (sqlglot reads it as GROUP_CONCAT: _string_agg_sql)
         TRANSFORMS = {**generator.Generator.TRANSFORMS,
                       exp.ApproxDistinct: lambda self, e: self.func(
-                          "APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy"))}
+                          "APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy")),
+                      exp.GroupConcat: lambda self, e: _string_agg_sql(self, e)}
 
     class Parser(parser.Parser):
         def _parse_id_var(self, any_token: bool = True, tokens=None):
@@ -458,7 +460,27 @@ def _with_name_position(p: parser.Parser, fn) -> exp.Expression | None:
     out = fn(p)
     if isinstance(out, exp.Expression) and name is not None and "start" not in out.meta:
         out.update_positions(name)
+    if isinstance(out, exp.GroupConcat) and name is not None \
+            and name.text.upper() == "STRING_AGG":
+        out.meta["written"] = "STRING_AGG"  # (its column's name: _string_agg_sql)
     return out
+
+
+def _string_agg_sql(gen: generator.Generator, e: exp.GroupConcat) -> str:
+    """STRING_AGG(x, sep ORDER BY k) as written, DuckDB's and PostgreSQL's order of its
+    parts, where sqlglot writes every such call as GROUP_CONCAT(x ORDER BY k, sep): a
+    column named by its text was group_concat(x, ',') where DuckDB names it
+    string_agg(x, ','). GROUP_CONCAT as written stays as sqlglot writes it."""
+    if e.meta.get("written") != "STRING_AGG":
+        return gen.function_fallback_sql(e)
+    this, order = e.this, None
+    if isinstance(this, exp.Order) and this.this is not None:
+        order = this.copy()
+        this = order.this
+        order.set("this", None)
+    separator = e.args.get("separator")
+    text = gen.func("STRING_AGG", this, separator)
+    return text if order is None else f"{text[:-1]}{gen.sql(order)})"
 
 
 def _placeholder(p: parser.Parser) -> exp.Expression:
