@@ -703,8 +703,8 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
             # same for each of its rows (not n^2 values gathered for n rows)
             firsts = np.flatnonzero(c["seg_flags"]) if len(idx) else np.zeros(0, np.int64)
             ends = np.append(firsts[1:], len(idx))
-            per_partition = _frame_lists(col, spec, [(firsts, ends)])
-            sizes = _value_bytes(col)
+            sizes = _value_bytes(col)  # (once: _frame_lists checks its lists' bytes too)
+            per_partition = _frame_lists(col, spec, [(firsts, ends)], sizes)
             cum = np.concatenate([[0], np.cumsum(sizes)])  # bytes of each window partition,
             _check_frame_bytes(float(np.dot(cum[ends] - cum[firsts], ends - firsts)),
                                spec.fn)  # given to each of its rows
@@ -744,11 +744,12 @@ MAX_FRAME_BYTES = 1 << 30
 MAX_FRAME_VALUES = 50_000_000
 
 
-def _frame_lists(col, spec: WindowSpec, pieces) -> pa.Array:
+def _frame_lists(col, spec: WindowSpec, pieces, sizes: np.ndarray | None = None) -> pa.Array:
     """ARRAY_AGG (the frame's values, NULLs too; NULL for an empty frame) or STRING_AGG (the
     frame's non-NULL texts joined by the separator; NULL when there are none) of each frame
     of `pieces` ((starts, ends) ranges of `col`'s positions), the values in frame order. Every frame's values are gathered by one take: a row's piece
-    ranges laid end to end, found with numpy, not a loop over rows."""
+    ranges laid end to end, found with numpy, not a loop over rows. `sizes`: `col`'s
+    _value_bytes, when the caller has them."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     n = len(pieces[0][0])  # frames (one per row, or per window partition)
@@ -770,7 +771,9 @@ def _frame_lists(col, spec: WindowSpec, pieces) -> pa.Array:
             within = np.arange(m) - np.repeat(np.cumsum(length) - length, length)
             positions[base[rows] + within] = fs[rows] + within
         base += length
-    _check_frame_bytes(float(_value_bytes(col)[positions].sum()), spec.fn)
+    if sizes is None:
+        sizes = _value_bytes(col)
+    _check_frame_bytes(float(sizes[positions].sum()), spec.fn)
     if spec.fn == "array_agg":  # (offsets fit int32: at most MAX_FRAME_VALUES)
         values = col.take(pa.array(positions)).cast(spec.dtype.value_type)
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values,
