@@ -22,16 +22,7 @@ _NODE = getattr(exp, "Expr", exp.Expression)
 
 def walk(root: exp.Expression) -> Iterator[exp.Expression]:
     """Every node under `root` (itself first), breadth first: `root.walk()`."""
-    queue = [root]
-    for node in queue:
-        yield node
-        for value in node.args.values():
-            if isinstance(value, list):
-                for v in value:
-                    if isinstance(v, _NODE):
-                        queue.append(v)
-            elif isinstance(value, _NODE):
-                queue.append(value)
+    return find_all(root, _NODE)
 
 
 def find_all(root: exp.Expression, *types: type) -> Iterator[exp.Expression]:
