@@ -1425,6 +1425,37 @@ def test_composite_keys_are_sampled_for_uniqueness(tpch_dir):
     assert not lineitem.keys_sample_unique(("l_orderkey", "l_comment"))  # text: never
 
 
+def test_the_key_sample_test_agrees_with_grouping():
+    """catalog._all_distinct_rows (a mixed-radix key: flags for a narrow range, a sort for a
+    wide one) says what grouping by the columns says, on random tables: NULLs dropped, values
+    at the int64 ends and past them (UBIGINT), spans whose product overflows int64."""
+    import numpy as np
+
+    from pqe.catalog import _all_distinct_rows
+
+    def grouped(t):
+        t = t.drop_null()
+        return t.num_rows > 1 and \
+            t.group_by(t.column_names).aggregate([]).num_rows == t.num_rows
+
+    rng = np.random.default_rng(11)
+    cases = [pa.table({"a": pa.array([2**64 - 1, 1], pa.uint64())}),
+             pa.table({"a": pa.array([2**64 - 1, 2**64 - 1, 3], pa.uint64())}),
+             pa.table({"a": [-2**63, 2**63 - 1]}), pa.table({"a": [-2**63, 5, -2**63]}),
+             pa.table({"a": [0, 2**61], "b": [0, 2**61]}),  # (spans' product past int64)
+             pa.table({"a": [1, None, 1]}), pa.table({"a": [7]})]
+    for _ in range(400):
+        n, k = int(rng.integers(0, 60)), int(rng.integers(1, 4))
+        scale = int(rng.choice([1, 3, 10**6, 2**40]))
+        cases.append(pa.table({f"c{i}": pa.array(rng.integers(-3, 4, n) * scale,
+                                                 mask=rng.random(n) < 0.1) for i in range(k)}))
+        cases.append(pa.table({f"c{i}": pa.array(rng.permutation(n) * scale - 5)
+                               for i in range(k)}))
+    got = [_all_distinct_rows(t) for t in cases]
+    assert got == [grouped(t) for t in cases]
+    assert any(got) and not all(got)
+
+
 def _pairs_tables():
     """d: 20,000 unique (k1, k2) pairs, two per k1 (partsupp's shape: 10,000 k1 values by
     1,000 k2 values would make 10M pairs, 20,000 exist); f: 200,000 rows drawn from d's
