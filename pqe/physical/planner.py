@@ -334,6 +334,9 @@ class PhysicalPlanner:
     def _hash(self, child: PhysicalPlan, keys: tuple[str, ...], n: int) -> PhysicalPlan:
         if child.dist.kind == "hash" and child.n == n and child.dist.keys == keys:
             return child
+        moved = _final_step_hashed(child, keys, n)
+        if moved is not None:
+            return moved
         return ExchangeExec(child.schema, n, Dist("hash", keys), child, "hash", keys)
 
     def _join(self, node: L.Join) -> PhysicalPlan:
@@ -1043,6 +1046,41 @@ def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:
     by_name = {f.name: f for f in plan.schema}
     exprs = tuple(ColumnRef(by_name[f.name]) for f in schema)
     return ProjectExec(schema, plan.n, _project_dist(plan.dist, exprs, schema), plan, exprs, None)
+
+
+def _final_step_hashed(child: PhysicalPlan, keys: tuple[str, ...], n: int):
+    """`child` hash-partitioned on `keys` into `n` partitions without an exchange of its own,
+    when it is a gathered final aggregation step (under projections that keep `keys` as
+    columns) grouping by `keys` among others: the partial states go to the final step by a
+    hash of those keys instead, and the final step runs in `n` partitions whose rows are
+    already where the consumer (a partitioned join) wants them. Planned bottom-up, the
+    aggregate gathered its few groups before the join was known, which then spread them out
+    again: TPC-DS Q78's 259k catalog sales groups were combined in one task and hashed
+    again for the joins on their three keys. None when `child` is not such a plan."""
+    chain: list[ProjectExec] = []
+    node, want = child, keys
+    while isinstance(node, ProjectExec):
+        mapping = {f.id: e.id for e, f in zip(node.exprs, node.schema, strict=True)
+                   if isinstance(e, ColumnRef)}
+        if not all(k in mapping for k in want):
+            return None
+        want = tuple(mapping[k] for k in want)
+        chain.append(node)
+        node = node.input
+    if not (isinstance(node, AggregateExec) and node.mode == "final" and node.n == 1
+            and isinstance(node.input, ExchangeExec) and node.input.mode == "gather"
+            and set(want) <= set(node.group)):
+        return None
+    partial = node.input.input
+    dist = Dist("hash", want)
+    out: PhysicalPlan = AggregateExec(node.schema, n, dist,
+                                      ExchangeExec(partial.schema, n, dist, partial, "hash",
+                                                   want),
+                                      "final", node.group, node.aggs)
+    for proj in reversed(chain):
+        out = replace(proj, n=n, dist=_project_dist(out.dist, proj.exprs, proj.schema),
+                      input=out)
+    return out if out.dist == Dist("hash", keys) else None
 
 
 def _project_dist(dist: Dist, exprs, fields) -> Dist:
