@@ -58,48 +58,65 @@ def test_timestamp_ns_date_functions_round_to_the_microsecond_first():
         assert ms.to_pylist() == [{"v": dt(2020, 12, 31)}]
 
 
-def test_text_compared_with_a_timestamp_column_is_read_in_its_unit():
-    """Text compared with a TIMESTAMP_S or _MS column was compared in microseconds, where
-    DuckDB casts the text to the column's type, rounding half away from zero (`ms =
-    '... .0015'` holds for .002); with a TIMESTAMP_NS column the text's 7th to 9th digits
-    were cut (`ns = '... .000000001'` held for no row). =, <, <=, BETWEEN and IN alike."""
+def test_text_compared_with_a_timestamp_column_of_another_unit_compares_exactly(tmp_path):
+    """Text against a TIMESTAMP_S/_MS column (with or without a zone) compares exactly, in
+    microseconds when the column's unit cannot hold it, as DuckDB compares a Parquet file's
+    such columns (as TIMESTAMPs): a zoned column cut the text to its unit (`zs =
+    '... 00:00:00.4'` held for 00:00:00), and rounding the text to the column's unit made a
+    BETWEEN of it and a microsecond column wrong. Text naming nanoseconds against a
+    TIMESTAMP_NS column is refused: its digits were cut (`ns = '... .000000001'` held for
+    the .000000000 row), or, without pandas (the shell), planning failed."""
+    import datetime as dt
+
     import numpy as np
+    import pyarrow.parquet as pq
 
     t = pa.table({
         "ms": pa.array(np.array(["2020-01-01T00:00:00.001", "2020-01-01T00:00:00.002"],
                                 dtype="datetime64[ms]"), pa.timestamp("ms")),
         "s": pa.array(np.array(["1969-12-31T23:59:58", "1969-12-31T23:59:59"],
                                dtype="datetime64[s]"), pa.timestamp("s")),
+        "us": pa.array([dt.datetime(1969, 12, 31, 23, 59, 58, 300000),
+                        dt.datetime(1969, 12, 31, 23, 59, 59)], pa.timestamp("us")),
+        "zs": pa.array(np.array(["2020-01-01T00:00:00", "2020-01-01T00:00:01"],
+                                dtype="datetime64[s]"), pa.timestamp("s", "UTC")),
         "ns": pa.array(np.array(["2020-01-01T00:00:00.000000001",
                                  "2020-01-01T00:00:00.000000002"], dtype="datetime64[ns]"),
-                       pa.timestamp("ns"))})
-    checks = {  # DuckDB 2.0.1's answer for the two rows
-        "ms = '2020-01-01 00:00:00.0015'": [False, True],
-        "ms = '2020-01-01 00:00:00.00149'": [True, False],
-        "'2020-01-01 00:00:00.0019' = ms": [False, True],
+                       pa.timestamp("ns")),
+        "k": [1, 2]})
+    pq.write_table(t, tmp_path / "t.parquet", row_group_size=1)
+    checks = {  # DuckDB 2.0.1's answer for the two rows, on the Parquet file
+        "ms = '2020-01-01 00:00:00.0015'": [False, False],
+        "ms = '2020-01-01 00:00:00.002'": [False, True],
         "ms < '2020-01-01 00:00:00.0019'": [True, False],
         "ms <= '2020-01-01 00:00:00.0011'": [True, False],
-        "ms between '2020-01-01 00:00:00.0011' and '2020-01-01 00:00:00.0019'": [True, True],
-        "ms in ('2020-01-01 00:00:00.0015', '2020-01-01 00:00:00.0025')": [False, True],
-        "ms not in ('2020-01-01 00:00:00.0015')": [True, False],
-        "ms = timestamp '2020-01-01 00:00:00.0015'": [False, False],  # a TIMESTAMP: in us
-        "s = '1969-12-31 23:59:58.5'": [True, False],  # -1.5 s is -2 s (away from zero)
-        "s < '1969-12-31 23:59:58.5'": [False, False],
-        "s in ('1969-12-31 23:59:58.6')": [False, True],
-        "ns = '2020-01-01 00:00:00.000000001'": [True, False],
-        "ns = '2020-01-01 00:00:00.0000000019'": [True, False],  # the 10th digit cut
-        "ns < '2020-01-01 00:00:00.0000000019'": [False, False],
-        "ns between '2020-01-01 00:00:00.0000000015' and '2020-01-01 00:00:00.000000002'":
-            [True, True],
-        "ns in ('2020-01-01 00:00:00.000000002', '2020-01-01')": [False, True],
+        "ms between '2020-01-01 00:00:00.0011' and '2020-01-01 00:00:00.0019'": [False, False],
+        "ms in ('2020-01-01 00:00:00.0015', '2020-01-01 00:00:00.0025')": [False, False],
+        "ms not in ('2020-01-01 00:00:00.0015')": [True, True],
+        "s = '1969-12-31 23:59:58.5'": [False, False],
+        "s < '1969-12-31 23:59:58.5'": [True, False],
+        "s = '1969-12-31 23:59:59'": [False, True],
+        "s in ('1969-12-31 23:59:58.4', us)": [False, True],
+        "'1969-12-31 23:59:58.4' between us and s": [False, False],
+        "zs = '2020-01-01 00:00:00.4'": [False, False],
+        "zs < '2020-01-01 00:00:00.6'": [True, False],
+        "zs = '2020-01-01 00:00:01+00:00'": [False, True],
+        "ns in ('2020-01-01 00:00:00.000002', '2020-01-01')": [False, False],
+        "ns < '2020-01-01 00:00:00.000001'": [True, True],
     }
     with pqe.Context(partitions=2) as ctx:
-        ctx.register_arrow("t", t)
-        for pred, want in checks.items():
-            got = ctx.sql(f"select {pred} v from t order by ns").to_pylist()
-            assert [r["v"] for r in got] == want, pred
-            n = ctx.sql(f"select count(*) n from t where {pred}").to_pylist()[0]["n"]
-            assert n == sum(want), pred
+        ctx.register_arrow("m", t)
+        ctx.register_parquet("p", str(tmp_path / "t.parquet"))
+        for table in ("m", "p"):
+            for pred, want in checks.items():
+                got = ctx.sql(f"select {pred} v from {table} order by k").to_pylist()
+                assert [r["v"] for r in got] == want, (table, pred)
+                n = ctx.sql(f"select count(*) n from {table} where {pred}").to_pylist()[0]["n"]
+                assert n == sum(want), (table, pred)
+            for pred in ("ns = '2020-01-01 00:00:00.000000001'",
+                         "ns between '2020-01-01' and '2020-01-01 00:00:00.0000015'"):
+                with pytest.raises(pqe.UnsupportedError, match="nanoseconds"):
+                    ctx.sql(f"select count(*) from {table} where {pred}").to_arrow()
 
 
 @pytest.mark.parametrize("literal, text", [
@@ -114,6 +131,9 @@ def test_text_compared_with_a_timestamp_column_is_read_in_its_unit():
     ("INTERVAL '1.25 quarters'", "3 months 23 days"),
     ("INTERVAL '1.5 years'", "1 year 6 months"),
     ("INTERVAL '1.01 years'", "1 year"),
+    ("INTERVAL '1.05 years'", "1 year 1 month"),  # the nearest month (it was cut: 1 year)
+    ("INTERVAL '-1.05 years'", "-1 year -1 month"),
+    ("INTERVAL '1.125 years'", "1 year 2 months"),
     ("INTERVAL '1.5 day 2.5 hours'", "1 day 14:30:00"),
     ("INTERVAL '1.0015 milliseconds'", "00:00:00.001002"),
     ("INTERVAL '1.9 microseconds'", "00:00:00.000001"),
@@ -122,6 +142,9 @@ def test_text_compared_with_a_timestamp_column_is_read_in_its_unit():
     ("INTERVAL '1.5' SECOND", "00:00:01.5"),
     ("INTERVAL '1.5' MILLISECOND", "00:00:00.0015"),
     ("INTERVAL '1.5' MICROSECOND", "00:00:00.000001"),
+    ("INTERVAL '0.0000025' SECOND", "00:00:00.000002"),  # cut below the microsecond (was 3)
+    ("INTERVAL 2.0000005 SECOND", "00:00:02"),
+    ("INTERVAL '0.0005' MILLISECOND", "00:00:00"),
     ("INTERVAL '1.9' MINUTE", "00:01:00"),
     ("INTERVAL '-1.7' HOUR", "-01:00:00"),
     ("INTERVAL 1.5 DAY", "1 day"),
@@ -234,3 +257,15 @@ def test_string_agg_column_is_named_as_written():
             "listagg(x, ',')"]
         names = ctx.sql("select string_agg(x, ',') over (partition by g) from t").to_arrow()
         assert names.column_names == ["string_agg(x, ',') OVER (PARTITION BY g)"]
+
+
+def test_epoch_of_a_zoned_nanosecond_timestamp_counts_whole_microseconds():
+    """extract(epoch) of a TIMESTAMP_NS floors its nanoseconds to the microsecond, as DuckDB;
+    with a zone it kept them (-1 ns was -1e-09 where DuckDB gives -1e-06)."""
+    vals = [499, -500, -1, 1577836800000000001, -1577836800000000999, 0]
+    want = [0.0, -1e-06, -1e-06, 1577836800.0, -1577836800.000001, 0.0]  # DuckDB 2.0.1
+    for tz in (None, "UTC"):
+        with pqe.Context() as ctx:
+            ctx.register_arrow("t", pa.table({"z": pa.array(vals, pa.timestamp("ns", tz))}))
+            got = [r["v"] for r in ctx.sql("select extract(epoch from z) v from t").to_pylist()]
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-15), tz

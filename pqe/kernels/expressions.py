@@ -2426,9 +2426,10 @@ def _extract(part):
                 return _call("multiply", [days, scalar(86_400, T.INT64)]).cast(T.FLOAT64)
             units = x.cast(pa.timestamp(utc_type(t).unit)).cast(T.INT64)
             per = 10 ** {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
-            if _is_plain_ns(t):
-                # DuckDB's epoch of a TIMESTAMP_NS counts whole microseconds, the
-                # nanoseconds floored (23:59:59.9999996 is ...59.999999, -500 ns -1e-06)
+            if pa.types.is_timestamp(t) and t.unit == "ns":
+                # DuckDB's epoch of a TIMESTAMP_NS (with a zone too) counts whole
+                # microseconds, the nanoseconds floored (23:59:59.9999996 is ...59.999999,
+                # -500 ns -1e-06)
                 v = c.share(units)
                 q = c.share(_call("divide", [v, scalar(1000, T.INT64)]))  # towards zero
                 below = _call("less", [v, _call("multiply", [q, scalar(1000, T.INT64)])])

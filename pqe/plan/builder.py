@@ -23,7 +23,7 @@ from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Li
                    SortKey, SubqueryExpr, UserCall, and_, conjuncts, is_volatile, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
-from .temporal_text import INVALID, UNIT_DIGITS, nanos_past_micros, parse_temporal, parse_time
+from .temporal_text import INVALID, parse_temporal, parse_time
 
 _IDS = itertools.count(1)
 
@@ -191,9 +191,8 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
     """A string literal compared with a typed value takes that type ('1995-01-01' -> DATE)."""
     if (isinstance(e, Literal) and isinstance(e.value, str) and not T.is_text(other.dtype)
             and not T.is_null(other.dtype)):
-        if pa.types.is_timestamp(other.dtype) and other.dtype.tz is None \
-                and other.dtype.unit != "us":
-            return _text_in_unit(e, other.dtype, T.TIMESTAMP)
+        if pa.types.is_timestamp(other.dtype) and other.dtype.unit != "us":
+            return _text_in_unit(e, other.dtype, pa.timestamp("us", other.dtype.tz))
         if pa.types.is_time(other.dtype) and other.dtype != T.TIME:
             return _text_in_unit(e, other.dtype, T.TIME)
         if T.is_blob(other.dtype):
@@ -229,40 +228,37 @@ def _text_literals_as_the_others(args: Sequence[Expr]) -> list[Expr]:
 
 
 def _text_in_unit(e: Literal, dtype: pa.DataType, canonical: pa.DataType) -> Expr:
-    """Text compared with a TIMESTAMP or TIME column of another unit than microseconds
-    (seconds, milliseconds, nanoseconds: Parquet's and pandas' columns). A TIMESTAMP's is
-    read in the column's unit, as DuckDB casts the text to the column's type: read in
-    microseconds (later digits cut), then rounded to the second or millisecond, half away
-    from zero (`s < '... 00:00:00.9'` holds for 00:00:00, `ms = '... .0015'` for .002), or
-    to the nanosecond with its 7th to 9th digits ('... .000000001' was read as .000000 and
-    equal to no such row; nanosecond columns refused any text before that). The column stays
-    uncast, for pruning. A TIME's is read as the microsecond type `canonical`, and in the
-    column's unit when that holds it exactly; else the column compares in microseconds."""
+    """Text compared with a TIMESTAMP (with or without a zone) or TIME column of another unit
+    than microseconds (seconds, milliseconds, nanoseconds: Parquet's and pandas' columns):
+    read as the microsecond type `canonical`, then in the column's unit when that holds it
+    exactly (the column stays uncast, for pruning); else the column compares in
+    microseconds, exactly: `s = '... 00:00:00.4'` holds for no whole second and `s <
+    '... .9'` for 00:00:00 (read in the column's unit, the text was cut, and nanosecond
+    columns refused any text). So DuckDB compares a Parquet file's millisecond column (as
+    a TIMESTAMP) and a BETWEEN of such a column and a microsecond one (a common type).
+
+    Text naming nanoseconds past the microsecond against a nanosecond column is refused:
+    the digits were cut ('... .000000001' equal to the .000000000 row), and pqe's constants
+    hold microseconds (Python's datetime; a nanosecond value needs pandas)."""
+    if (pa.types.is_timestamp(dtype) or pa.types.is_time(dtype)) and dtype.unit == "ns" \
+            and isinstance(e.value, str) and _NANOS_PAST_MICROS.search(e.value):
+        raise UnsupportedError(f"text naming nanoseconds ('{e.value}') compared with a "
+                               f"{T.type_name(dtype)} column is not supported: constants "
+                               f"hold microseconds")
     folded = _cast_literal(e, canonical)
     if folded is None:
         raise TypeMismatchError(f"cannot convert '{e.value}' to {T.type_name(dtype)}")
     if folded.value is None:
         return Literal(None, dtype)
-    if pa.types.is_timestamp(dtype):
-        micros = pa.scalar(folded.value, canonical).cast(T.INT64).as_py()
-        if dtype.unit == "ns":
-            extra = nanos_past_micros(e.value)
-            if extra is INVALID:  # (24:00:00.000000001)
-                raise TypeMismatchError(f"cannot convert '{e.value}' to {T.type_name(dtype)}")
-            try:
-                exact = pa.scalar(micros * 1000 + extra, dtype)
-            except (pa.ArrowInvalid, OverflowError):
-                return folded  # (past the nanoseconds' years: compared in microseconds)
-            return Literal(exact.as_py() if extra else folded.value, dtype)
-        per = 10 ** (6 - UNIT_DIGITS[dtype.unit])
-        q, rest = divmod(abs(micros), per)
-        q += rest * 2 >= per
-        return Literal(pa.scalar(q if micros >= 0 else -q, dtype).as_py(), dtype)
     try:
         exact = pa.scalar(folded.value, canonical).cast(dtype, safe=True)
     except (pa.ArrowInvalid, OverflowError):
         return folded
     return Literal(exact.as_py(), dtype) if dtype.unit != "ns" else Literal(folded.value, dtype)
+
+
+# a fraction of a second whose 7th to 9th digits are not all zero
+_NANOS_PAST_MICROS = re.compile(r"[.,]\d{6}0*[1-9]")
 
 
 def _string_literal_as_boolean(e: Expr) -> Expr:

@@ -55,17 +55,6 @@ def parse_temporal(text: str, dtype: pa.DataType):
         return None  # (9999-12-31 24:00)
 
 
-def nanos_past_micros(text: str):
-    """The nanoseconds a timestamp's text names past its microseconds (its fraction's 7th to
-    9th digits; later ones are cut, as DuckDB reads a TIMESTAMP_NS), or INVALID (no
-    timestamp, or 24:00 and a nanosecond)."""
-    m = _PATTERN.match(text.strip(" \t\n\r\f\v"))
-    if m is None:
-        return INVALID
-    extra = int((m["f"] or "")[6:9].ljust(3, "0"))
-    return INVALID if extra and int(m["H"] or 0) == 24 else extra
-
-
 # A TIME (time of day): hour, minutes, optional seconds (one or two digits each) and a
 # fraction of any length cut to the type's unit, then the zone a TIMESTAMP may carry (ignored
 # likewise). Not 24:00 (no time of day), nor a date before it (CAST it to TIMESTAMP first).

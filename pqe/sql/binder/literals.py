@@ -155,21 +155,25 @@ def _fractional_part(n: decimal.Decimal, u: tuple[int, int, int],
                      unit_outside: bool) -> tuple[int, int, int]:
     """The months, days and microseconds of `n` units `u` (months, days, nanoseconds per
     unit) with a fraction, as DuckDB reads them. Written inside the text ('1.5 days'), the
-    fraction goes down one unit: a year's to whole months (1.01 years is 1 year), a
+    fraction goes down one unit: a year's to the nearest whole month (1.01 years is 1 year,
+    1.05 years 13 months), a
     quarter's to whole days, rounded (1.25 quarters is 3 months 23 days), a month's to
     30-day days, a week's to days, and a day's to microseconds, rounded (0.5 days is
     12:00:00, not a day); hours to milliseconds are microseconds, rounded; microseconds cut.
     After the text (INTERVAL '1.5' DAY, INTERVAL 1.5 HOUR) only seconds and milliseconds keep
-    their fraction: other units cut it (1 day, 1 hour)."""
+    their fraction, cut below the microsecond (INTERVAL '0.0000025' SECOND is 2 us, where
+    '0.0000025 seconds' is 3): other units cut it (1 day, 1 hour)."""
     months, days, nanos = u
     if nanos:
         if unit_outside and nanos > 10**9 or nanos == 10**3:  # (minutes, hours; microseconds)
             return 0, 0, int(n) * nanos // 1000  # (cut towards zero)
+        if unit_outside:  # (seconds, milliseconds: below the microsecond cut, as DuckDB)
+            return 0, 0, int(n * nanos / 1000)
         return 0, 0, _away(n * nanos / 1000)
     if unit_outside:
         return int(n) * months, int(n) * days, 0
-    if months >= 12:  # a year (or more): whole months
-        return int(n * months), 0, 0
+    if months >= 12:  # a year (or more): the nearest whole month (1.05 years: 13 months)
+        return _away(n * months), 0, 0
     if months:  # a quarter or a month: whole months, then 30-day days
         whole = int(n * months)
         in_days = (n * months - whole) * 30
