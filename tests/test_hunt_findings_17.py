@@ -269,3 +269,23 @@ def test_epoch_of_a_zoned_nanosecond_timestamp_counts_whole_microseconds():
             ctx.register_arrow("t", pa.table({"z": pa.array(vals, pa.timestamp("ns", tz))}))
             got = [r["v"] for r in ctx.sql("select extract(epoch from z) v from t").to_pylist()]
             assert got == pytest.approx(want, rel=1e-12, abs=1e-15), tz
+
+
+def test_greatest_and_least_of_zoned_timestamps():
+    """GREATEST / LEAST of TIMESTAMPTZ columns failed ("Function 'max_element_wise' has no
+    kernel matching input types"): compared as their UTC instants, zones mixed, NULLs
+    skipped (DuckDB's answers)."""
+    import datetime as dt
+
+    t = pa.table({"z": pa.array([dt.datetime(2020, 1, 1), None, dt.datetime(2022, 1, 1)],
+                                pa.timestamp("us", "UTC")),
+                  "z2": pa.array([dt.datetime(2021, 1, 1), None, dt.datetime(2019, 6, 1, 12)],
+                                 pa.timestamp("ms", "America/New_York"))})
+    utc = dt.timezone.utc
+    with pqe.Context(partitions=2) as ctx:
+        ctx.register_arrow("t", t)
+        got = ctx.sql("select greatest(z, z2) g, least(z2, z) l from t").to_arrow()
+        assert [v and v.astimezone(utc) for v in got.column("g").to_pylist()] == [
+            dt.datetime(2021, 1, 1, tzinfo=utc), None, dt.datetime(2022, 1, 1, tzinfo=utc)]
+        assert [v and v.astimezone(utc) for v in got.column("l").to_pylist()] == [
+            dt.datetime(2020, 1, 1, tzinfo=utc), None, dt.datetime(2019, 6, 1, 12, tzinfo=utc)]

@@ -1375,7 +1375,12 @@ def _greatest(kernel):
             ints = [x.cast(pa.int8()) for x in args]
             out = _call(kernel, ints, pc.ElementWiseAggregateOptions(skip_nulls=True))
             return out.cast(pa.bool_())
+        zone = pa.types.is_timestamp(e.dtype) and e.dtype.tz is not None
+        if zone:  # (Arrow has no element-wise max of zoned timestamps: their UTC instants)
+            args = [x.cast(pa.timestamp(e.dtype.unit)) for x in args]
         out = _call(kernel, args, pc.ElementWiseAggregateOptions(skip_nulls=True))
+        if zone:
+            out = out.cast(e.dtype)
         if T.is_temporal(e.dtype):
             return zeroed_null_slots(out, e.dtype)
         if not T.is_floating(e.dtype) or kernel == "min_element_wise":
