@@ -289,3 +289,22 @@ def test_greatest_and_least_of_zoned_timestamps():
             dt.datetime(2021, 1, 1, tzinfo=utc), None, dt.datetime(2022, 1, 1, tzinfo=utc)]
         assert [v and v.astimezone(utc) for v in got.column("l").to_pylist()] == [
             dt.datetime(2020, 1, 1, tzinfo=utc), None, dt.datetime(2019, 6, 1, 12, tzinfo=utc)]
+
+
+def test_a_cross_product_with_a_side_its_statistics_empty_is_answered(tmp_path):
+    """`FROM t a, t b, t c WHERE a.q > 1000` with every q at most 50: the file statistics
+    prune all of a's row groups, but the memory guard estimated the cross products from a
+    small row estimate and refused the query ("needs about 487 GiB"); DuckDB answers 0."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    n = 60_000  # (the estimate then crosses the memory guard: n * 1e-4 * n * n rows)
+    pq.write_table(pa.table({"k": np.arange(n), "q": np.arange(n) % 50 + 1}),
+                   tmp_path / "t.parquet", row_group_size=15_000)
+    with pqe.Context(partitions=2) as ctx:
+        ctx.register_parquet("t", str(tmp_path / "t.parquet"))
+        for side in ("a", "b", "c"):
+            got = ctx.sql(f"select count(*) n from t a, t b, t c where {side}.q > 1000")
+            assert got.to_pylist() == [{"n": 0}], side
+        with pytest.raises(pqe.ResourceError):  # (a side that reads rows: still refused)
+            ctx.sql("select count(*) from t a, t b, t c where a.q > 49").to_arrow()

@@ -501,8 +501,12 @@ class PhysicalPlanner:
         out = NestedLoopJoinExec(schema, left.n, left.dist if kind != "full" else SINGLE,
                                  left, self._gather(right), kind, node.filter, band,
                                  _or_keys(node.filter, left, right) if band is None else None)
-        # the broadcast side, and the output (a cross product when the filter keeps most)
-        out.est_bytes = self.est.bytes(node.right) + self.est.bytes(node)
+        # the broadcast side, and the output (a cross product when the filter keeps most),
+        # none of it where a side reads no row group (the statistics pruned them all: the
+        # estimates only say such a side is small, and a cross product of it with two
+        # tables was refused as needing hundreds of GiB)
+        out.est_bytes = (0.0 if _reads_nothing(right) else self.est.bytes(node.right)) \
+            + (0.0 if _reads_nothing(out) else self.est.bytes(node))
         return out
 
     # ---- aggregation ---------------------------------------------------------------------------
@@ -1046,6 +1050,25 @@ def _renamed(plan: PhysicalPlan, schema: tuple[Field, ...]) -> PhysicalPlan:
     by_name = {f.name: f for f in plan.schema}
     exprs = tuple(ColumnRef(by_name[f.name]) for f in schema)
     return ProjectExec(schema, plan.n, _project_dist(plan.dist, exprs, schema), plan, exprs, None)
+
+
+def _reads_nothing(node: PhysicalPlan) -> bool:
+    """Whether `node` surely yields no row because a scan under it reads no row group (its
+    filters' statistics pruned them all) and every operator between passes no row on from
+    nothing: projections, exchanges, grouped aggregates, and joins that need rows from that
+    side (inner and semi either side, left and anti the left)."""
+    if isinstance(node, ScanExec):
+        return node.provider.kind == "parquet" and not any(node.parts)
+    if isinstance(node, (ProjectExec, ExchangeExec)):
+        return _reads_nothing(node.input)
+    if isinstance(node, AggregateExec):
+        return bool(node.group) and _reads_nothing(node.input)
+    if isinstance(node, (HashJoinExec, NestedLoopJoinExec)):
+        if node.kind in ("inner", "semi"):
+            return _reads_nothing(node.left) or _reads_nothing(node.right)
+        if node.kind in ("left", "anti"):
+            return _reads_nothing(node.left)
+    return False
 
 
 def _final_step_hashed(child: PhysicalPlan, keys: tuple[str, ...], n: int):
