@@ -1488,7 +1488,8 @@ def _round_units(c: Compiler, x: E, per: int) -> E:
 def _is_plain_ns(t: pa.DataType) -> bool:
     """A TIMESTAMP_NS without a zone: DuckDB's date functions (CAST to DATE, date_trunc,
     last_day) first cast it to a TIMESTAMP, rounding to the microsecond; those reading
-    fields (EXTRACT, strftime) do not. (Its TIMESTAMPTZ_NS truncates throughout.)"""
+    fields (EXTRACT, strftime) do not, except EXTRACT(epoch), which floors to the
+    microsecond, zoned or not (_extract). (Its TIMESTAMPTZ_NS otherwise truncates.)"""
     return pa.types.is_timestamp(t) and t.unit == "ns" and t.tz is None
 
 
