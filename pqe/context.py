@@ -492,21 +492,8 @@ def engine_table(table: pa.Table) -> pa.Table:
         if want == f.type:
             continue
         try:
-            col = table.column(i)
-            if pa.types.is_run_end_encoded(f.type):
-                col = pa.chunked_array([pc.run_end_decode(c) for c in col.chunks],
-                                       f.type.value_type)
-            if isinstance(f.type, pa.BaseExtensionType):
-                col = pa.chunked_array([_from_extension(c) for c in col.chunks], want)
-            if col.type == want:
-                pass
-            elif pa.types.is_duration(col.type):
-                col = pa.chunked_array([T.duration_interval(c, f.name) for c in col.chunks],
-                                       want)
-            elif pa.types.is_list(want) or pa.types.is_large_list(want):
-                col = pa.chunked_array([_as_list(c, want) for c in col.chunks], want)
-            else:
-                col = col.cast(want)
+            col = pa.chunked_array([_to_engine(c, want, f.name) for c in table.column(i).chunks],
+                                   want)
             if pa.types.is_nested(want):
                 col.validate(full=True)  # (Arrow's casts of some nested layouts are not valid)
         except (pa.ArrowException, TypeError, ValueError) as e:
@@ -514,6 +501,44 @@ def engine_table(table: pa.Table) -> pa.Table:
                                    f"{str(e).splitlines()[0]}") from e
         table = table.set_column(i, pa.field(f.name, want, f.nullable, f.metadata), col)
     return table
+
+
+def _to_engine(arr: pa.Array, want: pa.DataType, column: str) -> pa.Array:
+    """One array as its engine type `want` (`_engine_type`), nested values too: a UUID, JSON
+    or bool8 extension (`_from_extension`) and a DURATION (T.duration_interval) inside a
+    list, struct, map or dictionary convert as they do in a column of their own (a UUID in a
+    list was its 16 raw bytes read as text, a DURATION in a struct refused by Arrow's cast);
+    the rest by Arrow's cast."""
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if t == want:
+        return arr
+    if pa.types.is_run_end_encoded(t):
+        return _to_engine(pc.run_end_decode(arr), want, column)
+    if isinstance(t, pa.BaseExtensionType):
+        return _to_engine(_from_extension(arr), want, column)
+    if pa.types.is_duration(t) and pa.types.is_interval(want):
+        return T.duration_interval(arr, column)
+    if pa.types.is_dictionary(t) and pa.types.is_dictionary(want):
+        values = _to_engine(arr.dictionary, want.value_type, column)
+        return pa.DictionaryArray.from_arrays(arr.indices, values, ordered=want.ordered)
+    if (pa.types.is_list(want) or pa.types.is_large_list(want)) and (
+            pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        return _as_list(arr, want, column)
+    if pa.types.is_struct(t) and pa.types.is_struct(want) and t.num_fields == want.num_fields:
+        children = [_to_engine(arr.field(k), want.field(k).type, column)
+                    for k in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(want),
+                                          mask=pc.is_null(arr) if arr.null_count else None)
+    if pa.types.is_map(t) and pa.types.is_map(want):
+        # (the offsets, absolute, index the whole key and item children, which convert so)
+        keys = _to_engine(arr.keys, want.key_type, column)
+        items = _to_engine(arr.items, want.item_type, column)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=want,
+                                       mask=pc.is_null(arr) if arr.null_count else None)
+    return arr.cast(want)
 
 
 def _from_extension(arr: pa.Array) -> pa.Array:
@@ -530,7 +555,7 @@ def _from_extension(arr: pa.Array) -> pa.Array:
     return T.uuid_text(storage)
 
 
-def _as_list(arr: pa.Array, want: pa.DataType) -> pa.Array:
+def _as_list(arr: pa.Array, want: pa.DataType, column: str) -> pa.Array:
     """A list-like array (fixed-size list, list view, list) as a `want` list whose NULL
     entries are empty: Arrow's cast keeps a fixed-size list's slots under its NULLs, which
     list kernels pairing flattened values with their rows do not expect, and its cast of
@@ -538,7 +563,8 @@ def _as_list(arr: pa.Array, want: pa.DataType) -> pa.Array:
     import numpy as np
     import pyarrow.compute as pc
 
-    values = pc.list_flatten(arr).cast(want.value_type)  # the values of the non-NULL lists
+    # the values of the non-NULL lists
+    values = _to_engine(pc.list_flatten(arr), want.value_type, column)
     sizes = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
     large = pa.types.is_large_list(want)
     offsets = pa.array(np.concatenate([[0], np.cumsum(sizes)]),

@@ -38,6 +38,14 @@ class Plan(str):
         return f"<pre>{_html.escape(str(self))}</pre>"
 
 
+def _polars_holds(pl, table: pa.Table, name: str) -> bool:
+    try:
+        pl.from_arrow(table.select([name]).slice(0, 1))
+    except Exception:
+        return False
+    return True
+
+
 class DataFrame:
     """A query that has not run yet. Immutable; every method returns a new DataFrame or a
     result. Build it with select/filter/with_columns/group_by/join/sort/...; run it with
@@ -140,7 +148,19 @@ class DataFrame:
             if pa.types.is_interval(f.dtype):
                 raise UnsupportedError(f"to_polars(): column {f.name} is INTERVAL, which Polars "
                                        f"cannot hold; cast it to VARCHAR or use to_arrow()")
-        return pl.from_arrow(self.to_arrow())
+        table = self.to_arrow()
+        try:
+            return pl.from_arrow(table)
+        except Exception as e:  # (Polars' own errors: a zone like +05:45, a negative scale)
+            if isinstance(e, (MemoryError, RecursionError)):
+                raise
+            culprit = next((f for f in table.schema if not _polars_holds(pl, table, f.name)),
+                           None)
+            what = (f"column {culprit.name} of type {culprit.type}" if culprit is not None
+                    else "the result")
+            raise UnsupportedError(f"to_polars(): Polars cannot hold {what} "
+                                   f"({type(e).__name__}: {str(e).splitlines()[0][:120]}); "
+                                   f"cast it, or use to_arrow()") from None
 
     def to_dask(self):
         """A dask DataFrame whose partitions are this query's partitions (nothing runs now;

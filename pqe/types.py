@@ -470,6 +470,9 @@ def plain_value(value: object) -> object:
     if type(value).__name__ in ("NaTType", "NAType") \
             and type(value).__module__.startswith("pandas"):
         return None
+    if type(value).__module__.startswith("pandas") and (
+            getattr(value, "nanosecond", 0) or getattr(value, "nanoseconds", 0)):
+        _below_micros(value)  # (a pandas Timestamp or Timedelta: datetime subclasses)
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
         import numpy as np
 
@@ -477,7 +480,10 @@ def plain_value(value: object) -> object:
         if kind in "Mm" and np.datetime_data(value.dtype)[0] in ("ns", "ps", "fs", "as"):
             # finer than microseconds .item() gives an int: as TIMESTAMP's microseconds a
             # datetime (a timedelta, refused as one), never a number
-            value = value.astype("datetime64[us]" if kind == "M" else "timedelta64[us]")
+            micros = value.astype("datetime64[us]" if kind == "M" else "timedelta64[us]")
+            if not np.isnat(value) and micros.astype(value.dtype) != value:
+                _below_micros(value)
+            value = micros
         value = value.item()
     for base in (bool, int, float, str):
         if isinstance(value, base) and type(value) is not base:
@@ -485,6 +491,16 @@ def plain_value(value: object) -> object:
                 continue
             return base(value) if base is not str else str.__str__(value)
     return value
+
+
+def _below_micros(value: object) -> None:
+    """A value with digits below the microsecond is refused: a constant holds microseconds,
+    and cutting `pd.Timestamp(1, unit="ns")` to 0 compared a TIMESTAMP_NS column with the
+    wrong instant (`c == v` found the row at 0 ns), as SQL text naming nanoseconds is."""
+    raise UnsupportedError(f"the {type(value).__name__} {value} has digits below the "
+                           f"microsecond, which a constant cannot hold (constants hold "
+                           f"microseconds): round it to microseconds, or compare in the "
+                           f"column's own terms")
 
 
 def uuid_text(storage: pa.Array) -> pa.Array:

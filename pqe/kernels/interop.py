@@ -6,12 +6,14 @@ for each partition of a dask DataFrame and for its (empty) meta:
 
 - DATE -> datetime64[us] (midnight), TIMESTAMP -> datetime64[us] (its own unit), TIMESTAMPTZ
   -> datetime64[us, tz];
-- DECIMAL -> float64 (DuckDB does the same; exact values: use to_arrow());
+- DECIMAL -> float64, the nearest double (DuckDB does the same; exact values: use to_arrow());
 - integers and BOOLEAN -> numpy int/bool, or pandas' nullable Int64/boolean where a column
   is "masked": for `to_pandas()` when the column holds NULLs (as DuckDB), for `to_dask()`
   when the column may hold NULLs by its type (every partition and the meta must agree);
 - INTERVAL -> timedelta64[ns], a month as 30 days (DuckDB: timedelta64[us]);
-- text -> pandas' default string dtype; everything else as pyarrow converts it.
+- text -> pandas' default string dtype; a list or map whose integers hold a NULL -> lists
+  of Python ints and None (exact: pyarrow's default made them float64 and NaN);
+  everything else as pyarrow converts it.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ def convertible(col: pa.ChunkedArray) -> pa.ChunkedArray:
         col = col.cast(t.value_type)
         t = col.type
     if pa.types.is_decimal(t):
-        return col.cast(pa.float64())
+        from .decimals import to_doubles
+
+        return to_doubles(col)
     if pa.types.is_date(t):
         return pc.cast(col, pa.timestamp("us"))
     if pa.types.is_interval(t):
@@ -91,7 +95,12 @@ def column_to_pandas(col: pa.ChunkedArray, masked: bool):
     if masked and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
         dtype = _masked_dtype(t)
         mapper = {t: dtype}.get if dtype is not None else None
-    s = col.to_pandas(types_mapper=mapper, coerce_temporal_nanoseconds=False)
+    # a list's (or map's) integers with a NULL among them became float64 and NaN, 2^62 + 1
+    # rounded: as Python ints and None then, each list an object array (DuckDB: a masked
+    # integer array)
+    exact = pa.types.is_nested(t) and any(_null_integers(c) for c in col.chunks)
+    s = col.to_pandas(types_mapper=mapper, coerce_temporal_nanoseconds=False,
+                      integer_object_nulls=exact)
     values = getattr(s.array, "_ndarray", None)  # numpy-backed numbers, datetimes
     if values is not None and not values.flags.writeable:
         # a zero-copy view of Arrow's immutable buffer: pandas users assign into results
@@ -100,6 +109,20 @@ def column_to_pandas(col: pa.ChunkedArray, masked: bool):
         # writable and is not copied again
         s = s.copy(deep=True)
     return s
+
+
+def _null_integers(arr: pa.Array) -> bool:
+    """Whether a NULL integer is nested in `arr` (a list's, map's or struct's values)."""
+    t = arr.type
+    if pa.types.is_integer(t):
+        return arr.null_count > 0
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _null_integers(pc.list_flatten(arr))
+    if pa.types.is_map(t):
+        return _null_integers(arr.keys) or _null_integers(arr.items)
+    if pa.types.is_struct(t):
+        return any(_null_integers(arr.field(k)) for k in range(t.num_fields))
+    return False
 
 
 def to_pandas(table: pa.Table, masked: Sequence[bool] | None = None):

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..access import enforcing
-from ..catalog import Catalog, CatalogSnapshot, MemoryTable
+from ..catalog import Catalog, CatalogSnapshot, MemoryTable, unreadable_columns
 from ..deep import AnyEvent, in_nested_query, plan_until, run_deep
 from ..errors import (CatalogError, Error, ExecutionError, InternalError, QueryCancelled,
                       QueryTimeout, ResourceError, SQLSyntaxError, UnsupportedError)
@@ -223,6 +223,10 @@ class SessionState:
                 parsed = self.parse(f"SELECT * FROM {quoted}")
                 stmt = run_deep(self.bind, parsed[0], "", snapshot)
             return stmt.plan
+        why = unreadable_columns(entry.schema.names, f"table {real}",
+                                 "rename them when registering it")
+        if why:  # (as SQL refuses it: ctx.table() crashed in the scan or the optimizer)
+            raise UnsupportedError(why)
         return B.scan(real, entry)
 
     def optimize(self, plan: LogicalPlan) -> LogicalPlan:

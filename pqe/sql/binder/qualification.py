@@ -21,7 +21,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from ... import types as T
-from ...catalog import TableProvider
+from ...catalog import TableProvider, unreadable_columns
 from ...errors import (
     AmbiguousColumnError,
     BindError,
@@ -261,6 +261,12 @@ class QualifyMixin:
 
     def _columns_of(self, real: str, entry) -> list[tuple[str, str]]:
         if isinstance(entry, TableProvider):
+            # (refused here, before sqlglot meets a table of no columns: `SELECT * FROM t
+            # ORDER BY 1` failed inside its qualify)
+            why = unreadable_columns(entry.schema.names, f"table {real}",
+                                     "rename them when registering it")
+            if why:
+                raise UnsupportedError(why)
             return [(f.name, T.type_name(f.type)) for f in entry.schema]
         if isinstance(entry, View):
             plan = self._bind_view(real, entry)
