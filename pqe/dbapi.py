@@ -113,6 +113,7 @@ class Cursor:
         self._pos = 0
         self.description = None
         self.rowcount = -1
+        self._committed = 0
         self._closed = False
 
     def _check(self):
@@ -146,7 +147,15 @@ class Cursor:
         self._check()
         # no result set from before stays readable (an empty sequence runs nothing)
         self._table, self._rows, self._pos, self.description = None, [], 0, None
-        total = 0
+        self.rowcount = -1
+        try:
+            return self._execute_many(sql, seq_of_parameters)
+        finally:
+            if self.rowcount < 0:  # (failed part-way: the rows the committed statements wrote)
+                self.rowcount = self._committed
+
+    def _execute_many(self, sql: str, seq_of_parameters) -> Cursor:
+        self._committed = total = 0
         if not isinstance(sql, str):
             raise ProgrammingError("SQL must be a string")
         if isinstance(seq_of_parameters, (str, bytes)) \
@@ -167,6 +176,7 @@ class Cursor:
                 if result is None:
                     break
                 total += max(result.rows_affected or 0, 0)
+                self._committed = total
                 start += len(chunk)
         for params in rows[start:]:
             self.execute(sql, params)
@@ -178,6 +188,8 @@ class Cursor:
                 raise ProgrammingError("executemany() runs statements that return no rows "
                                        "(INSERT, UPDATE, DELETE); run a query with execute()")
             total += max(self.rowcount, 0)
+            self._committed = total
+            self.rowcount = -1
         self.rowcount = total
         return self
 
@@ -193,8 +205,7 @@ class Cursor:
         if self._rows is None:
             if self._table is None:
                 raise ProgrammingError("no result set: execute a query first")
-            cols = [_intervals_as_timedeltas(c) if pa.types.is_interval(c.type)
-                    else T.python_values(c, n)
+            cols = [T.python_values(_pythonable(c, n), n)
                     for c, n in zip(self._table.columns, self._table.column_names, strict=True)]
             self._rows = list(zip(*cols)) if cols else []
         return self._rows
@@ -261,15 +272,19 @@ STRING = _TypeSet({"VARCHAR"})
 BINARY = _TypeSet({"BLOB"})
 NUMBER = _TypeSet({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "REAL", "DOUBLE", "DECIMAL",
                    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"})
-DATETIME = _TypeSet({"DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIME"})
+DATETIME = _TypeSet({"DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIME", "TIMESTAMP_S", "TIMESTAMP_MS",
+                     "TIMESTAMP_NS"})
 ROWID = _TypeSet()
 
 
 def _type_code(t: pa.DataType) -> str:
     if pa.types.is_time(t):  # (time32[ms], time64[us], ...: one SQL type)
         return "TIME"
-    name = T.type_name(t)
-    return "DECIMAL" if name.startswith("DECIMAL") else name
+    if pa.types.is_decimal(t):  # (a list of decimals is no NUMBER: DECIMAL(3,1)[] was)
+        return "DECIMAL"
+    if pa.types.is_fixed_size_binary(t) or pa.types.is_large_binary(t):
+        return "BLOB"
+    return T.type_name(t)
 
 
 # PEP 249's type constructors. (pqe binds dates and naive datetimes; Time and Binary values
@@ -292,16 +307,76 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
     return datetime.datetime.fromtimestamp(ticks)
 
 
-def _intervals_as_timedeltas(column) -> list:
-    """An INTERVAL column's values as datetime.timedelta, a month counted as 30 days (as
-    DuckDB's and psycopg's Python interfaces give them; Arrow's MonthDayNano before), to the
-    microsecond (pqe's intervals have no finer part)."""
-    out = []
-    for v in column.to_pylist():
-        if v is None:
-            out.append(None)
-            continue
-        micros = abs(v.nanoseconds) // 1000
-        out.append(datetime.timedelta(days=v.months * 30 + v.days,
-                                      microseconds=micros if v.nanoseconds >= 0 else -micros))
-    return out
+def _pythonable(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+    """A result column in the Arrow type whose Python values PEP 249 users expect, nested
+    values too: an INTERVAL as a DURATION (datetime.timedelta, a month counted as 30 days,
+    as DuckDB's and psycopg's interfaces give it; Arrow's MonthDayNano before, and still
+    inside lists and structs), a TIMESTAMP_NS as microseconds (datetime.datetime; it was a
+    pandas Timestamp), floored as Python's datetime holds it."""
+    if not _needs_python_form(column.type):
+        return column
+    chunks = [_python_form(c, name) for c in column.chunks]
+    return pa.chunked_array(chunks, chunks[0].type if chunks else
+                            _python_form(pa.array([], column.type), name).type)
+
+
+def _needs_python_form(t: pa.DataType) -> bool:
+    if pa.types.is_interval(t) or (pa.types.is_timestamp(t) and t.unit == "ns"):
+        return True
+    if pa.types.is_dictionary(t):
+        return _needs_python_form(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _needs_python_form(t.value_type)
+    if pa.types.is_map(t):
+        return _needs_python_form(t.key_type) or _needs_python_form(t.item_type)
+    if pa.types.is_struct(t):
+        return any(_needs_python_form(t.field(k).type) for k in range(t.num_fields))
+    return False
+
+
+# the longest timedelta: 999999999 days, in microseconds
+_TIMEDELTA_MAX_US = 999_999_999 * 86_400 * 10**6
+
+
+def _python_form(arr: pa.Array, name: str) -> pa.Array:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from .errors import ExecutionError
+
+    t = arr.type
+    if not _needs_python_form(t):
+        return arr
+    if pa.types.is_interval(t):
+        from .kernels.udfs import _interval_fields
+
+        f = _interval_fields(arr)
+        days = f["months"].astype(np.int64) * 30 + f["days"].astype(np.int64)
+        nanos = f["nanos"].astype(np.int64)
+        # (to the microsecond toward zero, as before; the days checked before they overflow)
+        micros = np.where(nanos >= 0, nanos // 1000, -((-nanos) // 1000))
+        valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+        whole = days.astype(np.float64) * 86_400e6 + micros
+        if (valid & (np.abs(whole) > _TIMEDELTA_MAX_US)).any():
+            raise ExecutionError(f"column {name!r} holds an INTERVAL longer than Python's "
+                                 f"timedelta holds (999999999 days); read it with to_arrow()")
+        total = np.where(valid, days * 86_400 * 10**6 + micros, 0)
+        return pa.array(total, pa.duration("us"), mask=~valid if arr.null_count else None)
+    if pa.types.is_timestamp(t):
+        return pc.floor_temporal(arr, unit="microsecond").cast(pa.timestamp("us", t.tz))
+    if pa.types.is_dictionary(t):
+        return _python_form(arr.dictionary_decode(), name)
+    if pa.types.is_struct(t):
+        children = [_python_form(arr.field(k), name) for k in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, names=[t.field(k).name
+                                                           for k in range(t.num_fields)],
+                                          mask=pc.is_null(arr) if arr.null_count else None)
+    if pa.types.is_map(t):
+        keys, items = _python_form(arr.keys, name), _python_form(arr.items, name)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items,
+                                       mask=pc.is_null(arr) if arr.null_count else None)
+    values = _python_form(pc.list_flatten(arr), name)  # (the values of the non-NULL lists)
+    sizes = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+    return pa.LargeListArray.from_arrays(offsets, values,
+                                         mask=pc.is_null(arr) if arr.null_count else None)

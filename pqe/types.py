@@ -473,7 +473,8 @@ def plain_value(value: object) -> object:
     if type(value).__module__.startswith("pandas") and (
             getattr(value, "nanosecond", 0) or getattr(value, "nanoseconds", 0)):
         _below_micros(value)  # (a pandas Timestamp or Timedelta: datetime subclasses)
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+    if type(value).__module__ == "numpy" and hasattr(value, "item") \
+            and getattr(value, "ndim", 0) == 0:  # (an array is no scalar: refused as lists are)
         import numpy as np
 
         kind = getattr(getattr(value, "dtype", None), "kind", "")

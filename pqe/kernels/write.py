@@ -84,7 +84,7 @@ def _write(table: pa.Table, spec, fs, partition: int) -> pa.Table:
     for values, piece in _groups(table, keys):
         directory = spec.root
         for k, v in zip(keys, values, strict=True):
-            text = hive_value(v)
+            text = hive_value(v, table.schema.field(k).type)
             if v is not None and text == HIVE_NULL:
                 # the text that names NULL's directory: its rows would land in NULL's file
                 # (one group overwriting the other) and read back as NULL
@@ -145,8 +145,12 @@ def _groups(table: pa.Table, keys: list[str]):
         yield values, piece
 
 
-def hive_value(v) -> str:
-    """A partition value as it appears in a `key=value` directory name."""
+def hive_value(v, dtype: pa.DataType | None = None) -> str:
+    """A partition value (of type `dtype`) as it appears in a `key=value` directory name."""
+    if isinstance(v, float) and dtype is not None and pa.types.is_float32(dtype) and v != 0:
+        # a REAL by its own shortest text, as CAST(r AS VARCHAR) and DuckDB write it: as a
+        # Python float 0.1 was r=0.10000000149011612, which `WHERE r = '0.1'` never found
+        v = str(np.float32(v))
     if v is None:
         return HIVE_NULL
     if isinstance(v, bool):
