@@ -167,3 +167,19 @@ def test_to_polars_names_a_column_polars_cannot_hold():
     with pytest.raises(pqe.UnsupportedError, match=r"column ts of type timestamp\[us, tz=\+05:45\]"):
         ctx.table("t").to_polars()
     assert ctx.table("t").select("id").to_polars()["id"].to_list() == [1]
+
+
+def test_an_unquoted_name_of_columns_that_differ_only_by_case_is_ambiguous():
+    """`ab` against columns "Ab" and "aB" said "column 'ab' does not exist (did you mean
+    'aB'?)": it names both, neither more than the other. A quoted name stays exact."""
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"Ab": [1], "aB": [2], "x": [3]}))
+    for sql in ("SELECT ab FROM t", "SELECT AB FROM t", "SELECT t.ab FROM t",
+                "SELECT x FROM t WHERE aB > 0"):
+        with pytest.raises(pqe.AmbiguousColumnError, match='"Ab", "aB" differ only by case'):
+            ctx.sql(sql).to_arrow()
+    with pytest.raises(pqe.UnknownColumnError, match="does not exist"):
+        ctx.sql('SELECT "ab" FROM t').to_arrow()
+    assert ctx.sql('SELECT "aB", t."Ab" FROM t').to_pylist() == [{"aB": 2, "Ab": 1}]
+    ctx.register_arrow("u", pa.table({"Ab": [1]}))
+    assert ctx.sql("SELECT ab FROM u").to_pylist() == [{"Ab": 1}]

@@ -396,6 +396,12 @@ class QualifyMixin:
                 pos = self._column_at(node, col, end=end) or \
                     (end[0], max(1, end[1] - len(col) + 1))
             shown = f"{qualifier}.{col}" if qualifier else col
+            cased = sorted({c for c in cands if c.lower() == col.lower() and c != col})
+            # (a name quoted in the SQL carries a \x00 mark here: no reference matches it)
+            unquoted = node is not None and any(c.name == col
+                                                for c in find_all(node, exp.Column))
+            if len(cased) > 1 and unquoted:
+                return positioned(_case_ambiguity(shown, cased, pos), pos)
             return positioned(UnknownColumnError(
                 f"column '{shown}' does not exist{at(pos)}{suggest(col, cands)}"), pos)
         m = re.fullmatch(r"Unknown column: (.*)", msg.split("\n")[0], re.S)
@@ -411,6 +417,10 @@ class QualifyMixin:
                          if t.alias_or_name == qualifier), qualifier)
             cands = [self.keys.get(real, {}).get(c, c) for c in schema.get(real, {})]
             shown = f"{qualifier}.{col}" if qualifier else col
+            cased = sorted({c for c in cands if c.lower() == col.lower() and c != col})
+            if len(cased) > 1 and any(c.table and c.name == col  # (unquoted: see above)
+                                      for c in find_all(node, exp.Column)):
+                return positioned(_case_ambiguity(shown, cased, pos), pos)
             return positioned(UnknownColumnError(
                 f"column '{shown}' does not exist{at(pos)}{suggest(col, cands)}"), pos)
         if "Ambiguous" in msg or "ambiguous" in msg:
@@ -975,6 +985,14 @@ def unique_names(names: list[str]) -> list[str]:
         count[new] = 1
         out.append(new)
     return out
+
+
+def _case_ambiguity(shown: str, cased: list[str], pos) -> AmbiguousColumnError:
+    """Columns that differ only by case: an unquoted name, which ignores case, names no one
+    of them (it said "does not exist (did you mean 'aB'?)")."""
+    return AmbiguousColumnError(
+        f"column '{shown}' is ambiguous{at(pos)}: unquoted names ignore case, and the columns "
+        + ", ".join(f'"{c}"' for c in cased) + " differ only by case; quote the one you mean")
 
 
 def relation_keys(names: list[str]) -> list[str]:
