@@ -511,9 +511,21 @@ def is_volatile(e: Expr) -> bool:
     calls random() or a user function not registered as deterministic. Such an expression
     is computed once where the query computes it: never copied into a filter below, nor
     folded, merged or shared with another computation of it."""
-    return any((isinstance(x, Call) and x.fn in VOLATILE)
-               or (isinstance(x, UserCall) and not getattr(x.udf, "deterministic", False))
-               for x in walk(e))
+    # (a plain loop as in `_holds`: the optimizer asks it of every expression in most passes)
+    stack = [e]
+    seen: set[int] = set()
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Call):
+            if x.fn in VOLATILE:
+                return True
+        elif isinstance(x, UserCall) and not getattr(x.udf, "deterministic", False):
+            return True
+        kids = x.children()
+        if kids and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(kids)
+    return False
 
 
 def _holds(expr: Expr, cls) -> bool:
