@@ -38,7 +38,8 @@ elif "ARROW_DEFAULT_MEMORY_POOL" not in os.environ \
 from ._version import __version__
 from .access import AccessError
 from .errors import (AggregateMisuseError, AmbiguousColumnError, BindError, CatalogError,
-                     ConstraintError, DatabaseError, DataError, Error, ExecutionError,
+                     ConstraintError, DatabaseError, DataError, DataValueError, Error,
+                     ExecutionError,
                      IntegrityError, InterfaceError, InternalError, NotSupportedError,
                      OperationalError, ProgrammingError, QueryCancelled, QueryTimeout,
                      ResourceError, SQLSyntaxError, TypeMismatchError, UnknownColumnError,
@@ -108,7 +109,7 @@ __all__ = [
     "ntile", "lag", "lead", "first_value", "last_value", "nth_value", "Error",
     "SQLSyntaxError", "BindError", "UnknownTableError", "UnknownColumnError",
     "AmbiguousColumnError", "TypeMismatchError", "AggregateMisuseError", "UnsupportedError",
-    "ExecutionError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",
+    "ExecutionError", "DataValueError", "CatalogError", "ConstraintError", "InternalError", "QueryCancelled",
     "QueryTimeout", "ResourceError", "UserFunctionError", "connect", "apilevel", "paramstyle",
     "threadsafety", "STRING", "NUMBER", "DATETIME", "BINARY", "ROWID", "Date", "Time",
     "Timestamp", "Binary", "DateFromTicks", "TimeFromTicks", "TimestampFromTicks",

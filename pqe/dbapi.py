@@ -342,7 +342,7 @@ def _python_form(arr: pa.Array, name: str) -> pa.Array:
     import numpy as np
     import pyarrow.compute as pc
 
-    from .errors import ExecutionError
+    from .errors import DataValueError
 
     t = arr.type
     if not _needs_python_form(t):
@@ -358,7 +358,7 @@ def _python_form(arr: pa.Array, name: str) -> pa.Array:
         valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
         whole = days.astype(np.float64) * 86_400e6 + micros
         if (valid & (np.abs(whole) > _TIMEDELTA_MAX_US)).any():
-            raise ExecutionError(f"column {name!r} holds an INTERVAL longer than Python's "
+            raise DataValueError(f"column {name!r} holds an INTERVAL longer than Python's "
                                  f"timedelta holds (999999999 days); read it with to_arrow()")
         total = np.where(valid, days * 86_400 * 10**6 + micros, 0)
         return pa.array(total, pa.duration("us"), mask=~valid if arr.null_count else None)

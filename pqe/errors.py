@@ -105,6 +105,12 @@ class ExecutionError(OperationalError):
     """A failure while running a plan: names the operator, and the file or partition if known."""
 
 
+class DataValueError(ExecutionError, DataError):
+    """A value out of its type's range or not valid for it while running (an integer
+    overflow, a failed cast, a date past its range): PEP 249's DataError, and an
+    ExecutionError as every failure while running is."""
+
+
 class UserFunctionError(ExecutionError):
     """A user-defined function failed or returned something other than it declared."""
 

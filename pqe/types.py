@@ -453,12 +453,12 @@ def python_values(column, name: str) -> list:
     """A result column as Python values; a value Python cannot hold (a DATE or TIMESTAMP past
     year 9999, which date arithmetic can reach) is a one-line error naming the column, not
     Python's OverflowError."""
-    from .errors import ExecutionError
+    from .errors import DataValueError
 
     try:
         return column.to_pylist()
     except (OverflowError, ValueError) as e:
-        raise ExecutionError(f"column {name!r} holds a value Python cannot represent ({e}); "
+        raise DataValueError(f"column {name!r} holds a value Python cannot represent ({e}); "
                              f"read it with to_arrow()") from None
 
 

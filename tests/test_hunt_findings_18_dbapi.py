@@ -99,3 +99,24 @@ def test_partition_directories_name_reals_by_their_own_text(tmp_path):
                                        "r=__HIVE_DEFAULT_PARTITION__"]
     ctx.register_parquet("back", str(out))
     assert ctx.sql("SELECT x FROM back WHERE CAST(r AS VARCHAR) = '0.1'").to_pylist() == [{"x": 1}]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 9223372036854775807 + CAST(? AS BIGINT) AS v",  # an integer overflow (Arrow's)
+    "SELECT CAST(CAST(? AS BIGINT) * 100 AS TINYINT) AS v",  # a value out of a type's range
+    "SELECT CAST(CAST(? AS VARCHAR) || 'x' AS INTEGER) AS v",  # a failed cast
+    "SELECT DATE '9999-12-31' + CAST(? AS BIGINT) * INTERVAL '1' DAY AS v",  # past Python's date
+])
+def test_bad_values_while_running_are_pep_249_data_errors(sql):
+    """Nothing raised DataError, which PEP 249 names for a value out of range or invalid
+    (psycopg raises it for these); they were OperationalErrors only. They stay
+    ExecutionErrors (and OperationalErrors) too."""
+    cur = pqe.connect().cursor()
+    with pytest.raises(pqe.DataError) as info:
+        cur.execute(sql, (3,)).fetchall()
+    assert isinstance(info.value, pqe.ExecutionError)
+    assert isinstance(info.value, pqe.OperationalError)
+    # a failure that is not the data's stays no DataError
+    with pytest.raises(pqe.Error) as other:
+        cur.execute("SELECT * FROM read_parquet('/nonexistent/x.parquet')").fetchall()
+    assert not isinstance(other.value, pqe.DataError)

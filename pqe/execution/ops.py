@@ -14,7 +14,8 @@ import time
 
 import pyarrow as pa
 
-from ..errors import Error, ExecutionError, InternalError, QueryCancelled, UserFunctionError
+from ..errors import (DataValueError, Error, ExecutionError, InternalError, QueryCancelled,
+                      UserFunctionError)
 from ..kernels import aggregate as agg
 from ..kernels import decimals, dense_join
 from ..kernels import join as joins
@@ -945,7 +946,11 @@ def _failure(e: Exception, op: Op, pipeline: Pipeline) -> Exception:
         msg = str(e).split("\n")[0]
         if msg == "overflow":
             msg = "integer overflow (the value does not fit in BIGINT)"
-        err = ExecutionError(f"{op.label} failed in {pipeline.where}: {msg}")
+        # a value Arrow's kernels found out of range or invalid (an overflow, a failed
+        # cast) is PEP 249's DataError; an I/O or other failure is not
+        cls = DataValueError if isinstance(e, (pa.ArrowInvalid, ZeroDivisionError,
+                                               OverflowError)) else ExecutionError
+        err = cls(f"{op.label} failed in {pipeline.where}: {msg}")
     else:
         err = InternalError(f"{op.label} crashed in {pipeline.where}: {type(e).__name__}: {e}")
     err.__cause__ = e

@@ -24,7 +24,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import ExecutionError, InternalError
+from ..errors import DataValueError, InternalError
 from . import decimals
 from . import group_states as G
 from . import user_functions as U
@@ -820,7 +820,7 @@ def _checked_int64(col) -> pa.ChunkedArray | pa.Array:
     lo, hi = (pa.scalar(v, col.type) for v in _INT64_RANGE)
     outside = pc.or_(pc.less(col, lo), pc.greater(col, hi))
     if pc.any(outside).as_py():
-        raise ExecutionError("integer overflow: SUM does not fit in BIGINT")
+        raise DataValueError("integer overflow: SUM does not fit in BIGINT")
     return pc.cast(col, pa.int64())
 
 

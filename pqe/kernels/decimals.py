@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import ExecutionError
+from ..errors import DataValueError, ExecutionError
 from ..physical.plan import MAX_INT64_PRECISION, int64_decimal_applicable
 from ..physical.plan import fits_int64 as _fits_int64
 from ..plan.expr import Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall, walk
@@ -208,7 +208,7 @@ def check_fits(arr: pa.Array, wraps: np.ndarray | None, what: str = "SUM") -> No
     if valid is not None:
         bad &= valid
     if bad.any():
-        raise ExecutionError(f"numeric overflow: {what} does not fit in {T.type_name(arr.type)}")
+        raise DataValueError(f"numeric overflow: {what} does not fit in {T.type_name(arr.type)}")
 
 
 def decimal_from_limb_sums(sums: list[np.ndarray], dtype: pa.DataType,

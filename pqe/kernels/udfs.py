@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ExecutionError
+from ..errors import DataValueError, ExecutionError
 from ..plan.functions import INTERVAL_PARTS
 
 _DOC = {"summary": "", "description": ""}
@@ -66,7 +66,7 @@ def add_months_days(ctx, dates, months):
     # numpy's datetime arithmetic wraps silently, and so does pa.array(..., date32): keep
     # the month count far from int64's limits, then check the days fit date32
     if m.size and np.abs(m).max() > _MAX_MONTHS:
-        raise ExecutionError("date out of range: adding the interval overflows DATE")
+        raise DataValueError("date out of range: adding the interval overflows DATE")
     month_start = d.astype("datetime64[M]")
     day = (d - month_start.astype("datetime64[D]")).astype("int64")
     target = month_start + m.astype("timedelta64[M]")
@@ -75,7 +75,7 @@ def add_months_days(ctx, dates, months):
     out = target.astype("datetime64[D]") + np.minimum(day, days_in - 1).astype("timedelta64[D]")
     days = out.astype("int64")
     if days.size and (days.min() < -(2 ** 31) or days.max() >= 2 ** 31):
-        raise ExecutionError("date out of range: adding the interval overflows DATE")
+        raise DataValueError("date out of range: adding the interval overflows DATE")
     mask = None
     for v in (v1, v2):
         if v is not None:
@@ -225,7 +225,7 @@ _register("pqe_real_text", float_text, {"x": pa.float32()}, pa.string(),
 
 
 def _first_failure(texts, failed, type_name, message) -> pa.Array:
-    """TRUE everywhere, or an ExecutionError `message(text, type name)` for the first row
+    """TRUE everywhere, or a DataValueError `message(text, type name)` for the first row
     where `failed` holds (`texts`: the values as text)."""
     if isinstance(failed, pa.Scalar):
         failed = pa.array([failed.as_py()], pa.bool_())
@@ -233,7 +233,7 @@ def _first_failure(texts, failed, type_name, message) -> pa.Array:
         i = pc.index(failed, True).as_py()
         text = texts.as_py() if isinstance(texts, pa.Scalar) else texts[i].as_py()
         name = type_name.as_py() if isinstance(type_name, pa.Scalar) else type_name[0].as_py()
-        raise ExecutionError(message(text, name))
+        raise DataValueError(message(text, name))
     return pa.array(np.ones(len(failed), dtype=bool))
 
 
@@ -323,7 +323,7 @@ def range_checked(ctx, x, lo, hi, lo_inclusive, guard, type_name):
         name = type_name.as_py()
         if isinstance(v, decimal.Decimal):  # rounded to the target's scale already: shown at
             v = _at_scale(v, name)          # that scale, not the wider source's zeros
-        raise ExecutionError(f"value {v} is out of range for {name}")
+        raise DataValueError(f"value {v} is out of range for {name}")
     return pc.if_else(bad, pa.scalar(None, arr.type), arr)
 
 
@@ -483,7 +483,7 @@ def timestamp_diff(ctx, a, b):
     with np.errstate(over="ignore"):
         diff = va - vb
     if ((va ^ vb) & (va ^ diff) < 0).any():
-        raise ExecutionError("interval out of range: the timestamps are too far apart")
+        raise DataValueError("interval out of range: the timestamps are too far apart")
     days = _trunc_div(diff, _DAY_US)
     out = np.zeros(len(diff), _MDN)
     out["days"] = days
@@ -638,7 +638,7 @@ def _interval_sum(ctx, a, b, *, sign: int):
     if valid is not None:
         bad &= valid
     if bad.any():
-        raise ExecutionError("interval out of range: the sum of the intervals overflows")
+        raise DataValueError("interval out of range: the sum of the intervals overflows")
     validity = None if valid is None else pa.array(valid).buffers()[1]
     return pa.Array.from_buffers(pa.month_day_nano_interval(), len(a),
                                  [validity, pa.py_buffer(out.tobytes())])

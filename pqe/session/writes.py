@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 from .. import filesystems
 from .. import types as T
 from ..catalog import FileTable, MemoryTable
-from ..errors import (BindError, CatalogError, ConstraintError, Error, ExecutionError,
-                      InternalError, QueryCancelled, UnsupportedError)
+from ..errors import (BindError, CatalogError, ConstraintError, DataValueError, Error,
+                      ExecutionError, InternalError, QueryCancelled, UnsupportedError)
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
@@ -246,7 +246,7 @@ def _constant(evaluate, e, f) -> Literal:
         from ..plan.expr import Cast
 
         shown = format_expr(e.arg if isinstance(e, Cast) else e)
-        raise ExecutionError(f"VALUES: {shown} is not a valid {T.type_name(f.dtype)} (column "
+        raise DataValueError(f"VALUES: {shown} is not a valid {T.type_name(f.dtype)} (column "
                              f"{f.name}): {str(err).splitlines()[0]}") from err
 
 
