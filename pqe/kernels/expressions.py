@@ -672,7 +672,7 @@ def _bitwise(op: str):
 def _last_day(c: Compiler, e: Call) -> E:
     """The last day of the month: the month's first day, one month on, one day back."""
     t = e.args[0].dtype
-    x = c(e.args[0])
+    x, t = utc(c(e.args[0]), t), utc_type(t)  # (a TIMESTAMPTZ's UTC day)
     if _is_plain_ns(t):  # the day of the rounded TIMESTAMP, as DuckDB reads it
         x, t = ns_to_micros(c, x), pa.timestamp("us")
     day = x if pa.types.is_date32(t) else x.cast(pa.date32())
@@ -2507,13 +2507,13 @@ def _date_trunc(c, e):
         return _call("floor_temporal", [us], opts)
     if pa.types.is_timestamp(t) and t.unit == "ns":
         # floored in microseconds: floor_temporal wrapped within a unit of the int64
-        # limits (1677-09-21 to 2262-04-11 23:34:33.7); a floor below the nanosecond range
-        # then fails the cast back, it does not wrap
+        # limits (1677-09-21 to 2262-04-11 23:34:33.7); the result stays a microsecond
+        # TIMESTAMPTZ, as DuckDB's (a floor before 1677-09-21 failed the cast back to ns)
         v = c.share(x.cast(T.INT64))
         q = c.share(_call("divide", [v, scalar(1000, T.INT64)]))  # towards zero
         below = _call("less", [v, _call("multiply", [q, scalar(1000, T.INT64)])])
         us = _call("subtract", [q, below.cast(T.INT64)]).cast(pa.timestamp("us", utc_type(t).tz))
-        return _call("floor_temporal", [us], opts).cast(t)
+        return _call("floor_temporal", [us], opts).cast(e.dtype)
     out = _call("floor_temporal", [x], opts)
     return out if utc_type(t) == t else out.cast(t)
 

@@ -343,11 +343,12 @@ def _bitwise(fn, ts):
 
 
 def _last_day(fn, ts):
-    """LAST_DAY(date or zone-less timestamp): the DATE of its month's last day (DuckDB)."""
+    """LAST_DAY(date or timestamp): the DATE of its month's last day (DuckDB; a TIMESTAMPTZ's
+    in the session time zone, UTC)."""
     (a,) = ts
     if T.is_null(a):
         return (T.DATE,), T.DATE
-    if not (pa.types.is_date(a) or pa.types.is_timestamp(a) and a.tz is None):
+    if not (pa.types.is_date(a) or pa.types.is_timestamp(a)):
         raise _fail(fn, ts)
     return (a,), T.DATE
 
@@ -402,6 +403,10 @@ def _date_trunc(fn, ts):
         # a TIMESTAMP whatever the unit, as DuckDB's (kernels: a TIMESTAMP_NS is rounded to
         # the microsecond before it is truncated)
         return (T.TEXT, None), pa.timestamp("us")
+    if pa.types.is_timestamp(a) and a.unit == "ns":
+        # a TIMESTAMPTZ_NS truncates to a (microsecond) TIMESTAMPTZ, as DuckDB's: a floor
+        # before 1677-09-21 has no nanosecond count
+        return (T.TEXT, None), pa.timestamp("us", a.tz)
     return (T.TEXT, None), a
 
 

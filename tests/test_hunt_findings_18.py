@@ -1,0 +1,48 @@
+"""Findings of the eighteenth session, each a test that failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import pqe
+
+duckdb = pytest.importorskip("duckdb")
+
+
+def _duck(sql: str, **tables: pa.Table) -> pa.Table:
+    con = duckdb.connect()
+    con.execute("set timezone = 'UTC'")  # pqe's session time zone
+    for name, t in tables.items():
+        con.register(name, t)
+    return con.sql(sql).to_arrow_table()
+
+
+def _ns_edges(tz: str | None) -> pa.Table:
+    # a day after the nanosecond range starts, its first whole microseconds, nanoseconds
+    # just below midnight
+    stamps = ["1677-09-22T00:00:00", "1677-09-21T00:12:43.145225", "1677-09-21T23:59:59",
+              "2262-04-11T00:00:00", "2020-01-31T23:59:59.999999900",
+              "1969-12-31T23:59:59.999999900"]
+    ns = np.array(stamps, dtype="datetime64[ns]").astype("int64")
+    return pa.table({"ts": pa.array(ns, pa.timestamp("ns", tz=tz))})
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York", None])
+def test_date_trunc_and_last_day_of_a_nanosecond_timestamp_near_its_range_start(tz):
+    """date_trunc of a TIMESTAMPTZ_NS kept the nanosecond unit, so a truncation before
+    1677-09-21 00:12:43 (date_trunc('year') of 1677-09-22) failed Arrow's out-of-bounds cast,
+    where DuckDB answers a (microsecond) TIMESTAMPTZ; LAST_DAY of a TIMESTAMPTZ was refused
+    as "wrong argument types", where DuckDB answers its day's (in the session zone, UTC)."""
+    t = _ns_edges(tz)
+    sql = ("select date_trunc('year', ts) y, date_trunc('quarter', ts) q, "
+           "date_trunc('month', ts) m, date_trunc('week', ts) w, date_trunc('day', ts) d, "
+           "date_trunc('second', ts) s, last_day(ts) ld, cast(ts as date) cd from t")
+    want = _duck(sql, t=t)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        got = ctx.sql(sql).to_arrow()
+    assert got.to_pylist() == want.to_pylist()
+    for name in ("y", "d", "s"):
+        assert got.schema.field(name).type.unit == "us"
