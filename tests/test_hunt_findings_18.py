@@ -46,3 +46,23 @@ def test_date_trunc_and_last_day_of_a_nanosecond_timestamp_near_its_range_start(
     assert got.to_pylist() == want.to_pylist()
     for name in ("y", "d", "s"):
         assert got.schema.field(name).type.unit == "us"
+
+
+def test_an_interval_text_literal_takes_a_bare_alias():
+    """`SELECT INTERVAL '1 day 12:00:00' x` was a syntax error ("'x' is not an interval
+    unit"): an alias after INTERVAL text holding several parts was read as its unit. DuckDB
+    reads the text as the whole interval and x as the alias; a unit word stays the unit."""
+    sql = ("select interval '1 day 12:00:00' x, interval '2 hours 30 minutes' ms, "
+           "interval '-1 day 02:00' n, interval '1' day d, interval '3' month m, "
+           "date '2020-01-01' dt, timestamp '2020-01-01 10:00' ts, "
+           "date '2020-01-01' + interval '1 day 12:00:00' s")
+    want = _duck(sql)
+    with pqe.Context() as ctx:
+        got = ctx.sql(sql).to_arrow()
+        assert got.schema.names == want.schema.names
+        # (DuckDB's Arrow interval is a month-day-nano, as pqe's)
+        assert got.to_pylist() == want.to_pylist()
+        assert ctx.sql("select t.x from (select interval '1 day 12:00:00' x) t "
+                       "order by x").to_arrow().schema.names == ["x"]
+        with pytest.raises(pqe.SQLSyntaxError, match="'x' is not an interval unit"):
+            ctx.sql("select interval 1 x")  # (DuckDB: no cast of INTEGER to INTERVAL)

@@ -405,6 +405,11 @@ class PQEDialect(Dialect):
             if isinstance(out.args.get("unit"), exp.Var) and self._index > start \
                     and word is not None and word.token_type == TokenType.VAR \
                     and word.text.lower() not in INTERVAL_UNIT_WORDS:
+                if this is not None and this.is_string:
+                    # INTERVAL '1 day 12:00:00' x: the text is the whole interval and x an
+                    # alias, as DuckDB reads it (it was a syntax error)
+                    self._retreat(start)
+                    return self.expression(exp.Interval(this=exp.Literal.string(this.name)))
                 self.raise_error(f"'{word.text}' is not an interval unit (write YEAR, MONTH, "
                                  f"DAY, HOUR, MINUTE, SECOND, ...)", word)
             return out
