@@ -66,3 +66,37 @@ def test_an_interval_text_literal_takes_a_bare_alias():
                        "order by x").to_arrow().schema.names == ["x"]
         with pytest.raises(pqe.SQLSyntaxError, match="'x' is not an interval unit"):
             ctx.sql("select interval 1 x")  # (DuckDB: no cast of INTEGER to INTERVAL)
+
+
+def test_interval_parts_reach_their_int32_minimum_and_overflow_clearly():
+    """INTERVAL '-2147483648 days' (and months) was refused as out of range: an interval's
+    months and days are int32s, -2147483648 included, as DuckDB reads them. Past either end,
+    and past the nanoseconds' int64 (pqe's INTERVAL is Arrow's month-day-nano, so its clock
+    part ends at 2562047 hours, where DuckDB's microseconds go further), it is an error,
+    never a wrapped value; so is negating or multiplying one past its range."""
+    sql = ("select interval '-2147483648 days' d, interval '2147483647 days' d2, "
+           "interval '-2147483648 months' m, interval '-178956970 years -8 months' y, "
+           "interval '-2147483648' day d3, interval (-2147483648) month m2, "
+           "interval '1 month -2147483648 days' md, "
+           "interval '-2147483648 months -2147483648 days -2562047:00:00' lo, "
+           "interval '2147483647 months 2147483647 days 2562047:00:00' hi, "
+           "interval '-9223372036854775 microseconds' us, "
+           "interval '-2147483648 days' + interval '-1 month' s, "
+           "interval '1 day' * -2147483648 p, "
+           "cast(interval '-2147483648 months' as varchar) t, "
+           "extract(day from interval '-2147483648 days') xd")
+    want = _duck(sql)
+    with pqe.Context() as ctx:
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+        for bad in ("interval '-2147483649 days'", "interval '2147483648 months'",
+                    "interval '-178956971 years'", "interval '2147483647 days 1 day'",
+                    "interval '2562048 hours'", "interval '9223372036854776 microseconds'"):
+            with pytest.raises(pqe.BindError, match="is out of range"):
+                ctx.sql(f"select {bad} v").to_arrow()
+        for bad, what in (("-interval '-2147483648 days'", "negation"),
+                          ("interval '-2147483648 months' * -1", "product"),
+                          ("interval '2 hours' * 4611686", "product"),
+                          ("interval '-2147483648 days' - interval '1 day'",
+                           "sum of the intervals")):
+            with pytest.raises(pqe.ExecutionError, match=f"interval out of range: the {what}"):
+                ctx.sql(f"select {bad} v").to_arrow()

@@ -538,6 +538,15 @@ def zeroed_null_slots(x: E, dtype: pa.DataType) -> E:
     return _call("if_else", [null, null_of(dtype), _call("if_else", [null, zero, x])])
 
 
+def _interval_constant(months: int, days: int, nanos: int, what: str) -> E:
+    """A constant INTERVAL of its parts, or an error naming `what` when a part is past its
+    range (months and days int32s, -2147483648 included, as DuckDB's; nanoseconds int64)."""
+    if not (-2 ** 31 <= months < 2 ** 31 and -2 ** 31 <= days < 2 ** 31
+            and -2 ** 63 <= nanos < 2 ** 63):
+        raise ExecutionError(f"interval out of range: the {what} overflows")
+    return scalar(pa.MonthDayNano([months, days, nanos]), T.INTERVAL)
+
+
 def _temporal_arith(c: Compiler, e: Call) -> E:
     a, b = e.args
     if e.fn == "multiply":  # interval * integer
@@ -547,8 +556,9 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         if isinstance(n, Literal):
             v = iv.value
             k = n.value
-            return scalar(None if k is None else pa.MonthDayNano(
-                [v.months * k, v.days * k, v.nanoseconds * k]), T.INTERVAL)
+            if k is None:
+                return null_of(T.INTERVAL)
+            return _interval_constant(v.months * k, v.days * k, v.nanoseconds * k, "product")
         raise UnsupportedError("INTERVAL (expression) is only supported with constants")
     if T.is_interval(a.dtype) and T.is_interval(b.dtype):  # INTERVAL +/- INTERVAL, by part
         if not (isinstance(a, Literal) and isinstance(b, Literal)):
@@ -556,11 +566,10 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         if a.value is None or b.value is None:
             return null_of(T.INTERVAL)
         k = -1 if e.fn == "subtract" else 1
-        parts = [a.value.months + k * b.value.months, a.value.days + k * b.value.days,
-                 a.value.nanoseconds + k * b.value.nanoseconds]
-        if any(abs(v) >= 2 ** 31 for v in parts[:2]) or abs(parts[2]) >= 2 ** 63:
-            raise ExecutionError("interval out of range")
-        return scalar(pa.MonthDayNano(parts), T.INTERVAL)
+        return _interval_constant(a.value.months + k * b.value.months,
+                                  a.value.days + k * b.value.days,
+                                  a.value.nanoseconds + k * b.value.nanoseconds,
+                                  "sum of the intervals")
     if e.fn == "add" and T.is_temporal(b.dtype):
         a, b = b, a
     sign = -1 if e.fn == "subtract" else 1
@@ -757,7 +766,7 @@ def _negate(c: Compiler, e: Call) -> E:
     if T.is_interval(a.dtype):
         if isinstance(a, Literal) and a.value is not None:
             v = a.value
-            return scalar(pa.MonthDayNano([-v.months, -v.days, -v.nanoseconds]), T.INTERVAL)
+            return _interval_constant(-v.months, -v.days, -v.nanoseconds, "negation")
         raise UnsupportedError("negating a non-constant interval is not supported")
     if _is_int(e.dtype):
         return _call("negate_checked", [_used(c, c(a), a.dtype)])

@@ -225,7 +225,9 @@ def interval_literal(text: str, unit: str | None) -> Literal:
     # to the microsecond, as DuckDB and PostgreSQL keep intervals: '0.0000004 seconds' is a
     # zero interval (its nanoseconds made it unequal to one it printed the same as)
     nanos = int((decimal.Decimal(nanos) / 1000).to_integral_value(decimal.ROUND_HALF_UP)) * 1000
-    if abs(months) > INT32_MAX or abs(days) > INT32_MAX or not INT64_MIN <= nanos <= INT64_MAX:
+    # (months and days are int32s: -2147483648 days is one, as DuckDB reads it)
+    if not (-INT32_MAX - 1 <= months <= INT32_MAX and -INT32_MAX - 1 <= days <= INT32_MAX
+            and INT64_MIN <= nanos <= INT64_MAX):
         raise BindError(f"interval '{text}'{' ' + unit if unit else ''} is out of range")
     return Literal(pa.MonthDayNano([months, days, nanos]), T.INTERVAL)
 
