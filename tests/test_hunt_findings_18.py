@@ -100,3 +100,60 @@ def test_interval_parts_reach_their_int32_minimum_and_overflow_clearly():
                            "sum of the intervals")):
             with pytest.raises(pqe.ExecutionError, match=f"interval out of range: the {what}"):
                 ctx.sql(f"select {bad} v").to_arrow()
+
+
+def _zoned_pairs(tz: str) -> pa.Table:
+    pairs = [  # (start, end): month ends both ways, milliseconds split, before 1970
+        ("1970-02-28T00:00:00", "1968-07-31T00:00:00"),
+        ("2021-02-28T12:00:00.000999", "2019-08-31T12:00:00.000999"),
+        ("2020-01-31T23:59:58.999500", "2017-11-30T23:59:59"),
+        ("2021-02-28T12:00:00.001000", "2020-03-29T12:00:00"),
+        ("2020-03-31T00:00:00", "2020-02-29T00:00:00"),
+        ("2020-01-31T10:00:00", "2020-02-29T09:00:00"),
+        ("2021-01-05T12:00:00.000500", "2022-06-05T12:00:00.000499"),
+        ("2021-02-28T12:00:00.001000", "2021-01-28T12:00:00.001999"),
+        ("1900-01-04T00:00:00.000001", "1900-07-03T23:59:59.999001"),
+        ("2019-12-25T10:00:00.000999", "2020-11-03T10:00:00.000499"),
+        ("2020-04-18T23:59:59", "2018-09-18T23:59:59.000001"),
+        ("2020-01-24T00:00:00.000500", "2020-02-06T07:12:00"),
+        ("2020-02-29T00:00:00", "2021-02-28T00:00:00"),
+        ("2024-02-29T00:00:00", "2023-02-28T00:00:00"),
+    ]
+    starts, ends = (np.array(x, dtype="datetime64[us]").astype("int64") for x in zip(*pairs))
+    return pa.table({"a": pa.array(starts, pa.timestamp("us", tz=tz)),
+                     "b": pa.array(ends, pa.timestamp("us", tz=tz))})
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Tokyo"])
+def test_date_sub_of_zoned_timestamps_counts_as_duckdbs_calendar(tz):
+    """DATE_SUB of two TIMESTAMPTZs counted as between TIMESTAMPs, where DuckDB counts
+    days, weeks, hours and months on its (ICU) calendar: in milliseconds (start floored,
+    end cut towards zero: 12:00:00.0005 to 12:00:00.000499 a month later is a month), and
+    stepping whole months from the start both ways (1970-02-28 back to 1968-07-31 is -18
+    months, where a TIMESTAMP's is -19). The session time zone is UTC in both. Minutes,
+    seconds and below are exact microseconds, as before."""
+    t = _zoned_pairs(tz)
+    parts = ("year", "quarter", "month", "week", "day", "hour", "minute", "second",
+             "millisecond", "microsecond", "decade")
+    sql = "select " + ", ".join(f"date_sub('{p}', a, b) n_{p}" for p in parts) + " from t"
+    want = _duck(sql, t=t)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+
+
+def test_date_sub_of_nanosecond_zoned_timestamps_rounds_to_the_microsecond():
+    """DATE_SUB of TIMESTAMPTZ_NS values with digits below the microsecond failed Arrow's
+    cast ("would lose data"). DuckDB has no DATE_SUB of TIMESTAMPTZ_NS: pqe answers as
+    DuckDB's of the values cast to TIMESTAMPTZ (rounded to the microsecond)."""
+    ns = np.array(["2020-01-31T23:59:59.999999500", "1969-12-31T23:59:59.999999999",
+                   "2020-03-31T00:00:00.000000499"], dtype="datetime64[ns]").astype("int64")
+    t = pa.table({"a": pa.array(ns, pa.timestamp("ns", tz="UTC")),
+                  "b": pa.array(ns[::-1] + 86_400 * 10**9 * 40, pa.timestamp("ns", tz="UTC"))})
+    parts = ("month", "day", "microsecond")
+    sql = ", ".join(f"date_sub('{p}', a{{c}}, b{{c}}) n_{p}" for p in parts) + " from t"
+    want = _duck("select " + sql.format(c="::timestamptz"), t=t)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        assert ctx.sql("select " + sql.format(c="")).to_arrow().to_pylist() == \
+            want.to_pylist()

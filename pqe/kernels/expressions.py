@@ -2565,13 +2565,29 @@ _SUB_MICROS = {"week": 7 * 86_400 * 10**6, "day": 86_400 * 10**6, "hour": 3_600 
 
 
 def _as_micros(c: Compiler, x: E, t: pa.DataType) -> E:
-    """A DATE or TIMESTAMP as a TIMESTAMP in microseconds (a TIMESTAMP_NS rounded, as DuckDB
-    casts it; a zone's instant in UTC)."""
+    """A DATE or TIMESTAMP as a TIMESTAMP in microseconds (a TIMESTAMP_NS rounded, zoned or
+    not, as DuckDB casts it: a TIMESTAMPTZ_NS's sub-microsecond digits failed Arrow's cast;
+    a zone's instant in UTC)."""
     x = utc(x, t)
-    if _is_plain_ns(t):
-        return ns_to_micros(c, x)
     tz = utc_type(t).tz if pa.types.is_timestamp(t) else None
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return _round_units(c, x, 1000).cast(pa.timestamp("us", tz))
     return x.cast(pa.timestamp("us", tz))
+
+
+# DATE_SUB parts DuckDB counts exactly in microseconds between two TIMESTAMPTZs (the others
+# in milliseconds, see _date_sub)
+_EXACT_ZONED_SUB = frozenset({"minute", "second", "millisecond", "microsecond"})
+
+
+def _whole_millis(c: Compiler, x: E, floor: bool) -> E:
+    """A microsecond TIMESTAMPTZ to its whole milliseconds, floored or cut towards zero."""
+    v = c.share(x.cast(T.INT64))
+    q = c.share(_call("divide", [v, scalar(1000, T.INT64)]))  # (towards zero)
+    if floor:
+        below = _call("less", [v, _call("multiply", [q, scalar(1000, T.INT64)])])
+        q = _call("subtract", [q, below.cast(T.INT64)])
+    return _call("multiply", [q, scalar(1000, T.INT64)]).cast(pa.timestamp("us", "UTC"))
 
 
 def _date_sub(c, e):
@@ -2597,12 +2613,27 @@ def _date_sub(c, e):
         return _call("divide", [micros, scalar(_SUB_MICROS[part], T.INT64)])
     a = c.share(_as_micros(c, c(e.args[1]), t))
     b = c.share(_as_micros(c, c(e.args[2]), e.args[2].dtype))
+    zoned = pa.types.is_timestamp(t) and t.tz is not None
+    if zoned and part not in _EXACT_ZONED_SUB:
+        # DuckDB counts a TIMESTAMPTZ's days, weeks, hours and months on its ICU calendar,
+        # in milliseconds: start floored to the millisecond, end cut towards zero (0.0005 s
+        # to 0.000499 s a month later is a month, and so is 23:59:59.999001 to 00:00 before
+        # 1970); in the session time zone, UTC, days and hours are fixed lengths
+        a = c.share(_whole_millis(c, a, floor=True))
+        b = c.share(_whole_millis(c, b, floor=False))
     if per_months is None:
         micros = _call("microseconds_between", [a, b]).cast(T.INT64)
         return _call("divide", [micros, scalar(_SUB_MICROS[part], T.INT64)])  # (towards zero)
     back = c.share(_call("less", [b, a]))
-    start = c.share(_call("if_else", [back, b, a]))
-    end = c.share(_call("if_else", [back, a, b]))
+    if zoned:
+        # the ICU calendar steps whole months from the start either way (end day clamped
+        # to the month): 1970-02-28 back to 1968-07-31 is -18 months (to 1968-08-28), where
+        # a TIMESTAMP counts the months from the earlier (07-31, a month's last day, to
+        # 02-28, its last day: 19)
+        start, end = a, b
+    else:
+        start = c.share(_call("if_else", [back, b, a]))
+        end = c.share(_call("if_else", [back, a, b]))
 
     def fields(x):
         day_start = _call("floor_temporal", [x], pc.RoundTemporalOptions(unit="day"))
@@ -2618,11 +2649,17 @@ def _date_sub(c, e):
     ds = c.share(_call("if_else", [_call("and", [last_day, _call("greater", [ds, de])]), de, ds]))
     short = _call("or", [_call("less", [de, ds]),
                          _call("and", [_call("equal", [de, ds]), _call("less", [ce, cs])])])
-    months = _call("subtract", [
-        _call("add", [_call("multiply", [_call("subtract", [ye, ys]), scalar(12, T.INT64)]),
-                      _call("subtract", [me, ms])]),
-        short.cast(T.INT64)])
-    months = _call("if_else", [back, _call("negate", [months]), months])
+    between = _call("add", [_call("multiply", [_call("subtract", [ye, ys]),
+                                               scalar(12, T.INT64)]),
+                            _call("subtract", [me, ms])])
+    if zoned:  # forward: a step past the end is one short; back: one before it, one over
+        over = _call("or", [_call("less", [ds, de]),
+                            _call("and", [_call("equal", [de, ds]), _call("less", [cs, ce])])])
+        months = _call("if_else", [back, _call("add", [between, over.cast(T.INT64)]),
+                                   _call("subtract", [between, short.cast(T.INT64)])])
+    else:
+        months = _call("subtract", [between, short.cast(T.INT64)])
+        months = _call("if_else", [back, _call("negate", [months]), months])
     return _call("divide", [months, scalar(per_months, T.INT64)])
 
 
