@@ -157,3 +157,43 @@ def test_date_sub_of_nanosecond_zoned_timestamps_rounds_to_the_microsecond():
         ctx.register_arrow("t", t)
         assert ctx.sql("select " + sql.format(c="")).to_arrow().to_pylist() == \
             want.to_pylist()
+
+
+def test_date_sub_of_a_zoned_timestamp_with_a_date_or_timestamp_counts_zoned():
+    """DATE_SUB of a TIMESTAMPTZ with a DATE or TIMESTAMP counted on their common type, a
+    TIMESTAMP (1970-01-01 00:00:00.000001 back to 1969-01-01 00:00:00.000001 was -365 days),
+    where DuckDB counts two TIMESTAMPTZs, the other read in the session zone (-364: the end
+    cut to its millisecond towards zero), either way round."""
+    t = _zoned_pairs("UTC")
+    t = t.append_column("bt", t.column("b").cast(pa.timestamp("us")))
+    t = t.append_column("ta", t.column("a").cast(pa.timestamp("us")))
+    t = t.append_column("bd", t.column("bt").cast(pa.date32()))
+    parts = ("year", "month", "day", "hour", "minute", "microsecond")
+    sql = "select " + ", ".join(
+        f"date_sub('{p}', a, bt) n1_{p}, date_sub('{p}', ta, b) n2_{p}, "
+        f"date_sub('{p}', a, bd) n3_{p}, date_sub('{p}', bd, a) n4_{p}" for p in parts
+    ) + " from t"
+    want = _duck(sql, t=t)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+
+
+def test_date_diff_of_times_and_time_parts_without_a_date():
+    """DATE_DIFF of two TIMEs was refused ("wrong argument types"), where DuckDB counts the
+    part boundaries crossed; DATE_SUB('day') and ('week') of TIMEs answered 0, where DuckDB
+    refuses the parts a TIME does not have, as pqe now does for both."""
+    pairs = [("10:59:59.999999", "11:00:00"), ("11:00:00", "10:59:59"), ("10:00:59", "10:02:00"),
+             ("23:59:59.9", "00:00:00"), ("00:00:00.0019", "00:00:00.0031")]
+    parts = ("hour", "minute", "second", "millisecond", "microsecond", "hours", "ms")
+    sql = "select " + ", ".join(
+        f"date_diff('{p}', time '{x}', time '{y}') d{i}_{p}, "
+        f"date_sub('{p}', time '{x}', time '{y}') s{i}_{p}"
+        for i, (x, y) in enumerate(pairs) for p in parts)
+    want = _duck(sql)
+    with pqe.Context() as ctx:
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+        for fn in ("date_diff", "date_sub"):
+            for part in ("day", "week", "month"):
+                with pytest.raises(pqe.UnsupportedError, match="of a TIME is not supported"):
+                    ctx.sql(f"select {fn}('{part}', time '10:00', time '11:00')").to_arrow()

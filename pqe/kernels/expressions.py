@@ -2549,6 +2549,17 @@ def _date_diff(c, e):
             }.get(_DIFF_PARTS.get((part or "").lower(), (part or "").lower()))
     if kern is None:
         raise UnsupportedError(f"DATE_DIFF('{part}') is not supported")
+    if pa.types.is_time(e.args[1].dtype):
+        # the part boundaries crossed between two times of day (DuckDB): each time's whole
+        # parts since midnight, subtracted
+        unit = _DIFF_PARTS.get(part.lower(), part.lower())
+        if unit not in _SUB_MICROS or unit in ("day", "week"):
+            raise UnsupportedError(f"DATE_DIFF('{part}') of a TIME is not supported (a TIME "
+                                   f"has no date)")
+        per = scalar(_SUB_MICROS[unit], T.INT64)
+        whole = [_call("divide", [c(x).cast(pa.time64("us")).cast(T.INT64), per])
+                 for x in e.args[1:]]
+        return _call("subtract", [whole[1], whole[0]])
     a, b = utc(c(e.args[1]), e.args[1].dtype), utc(c(e.args[2]), e.args[2].dtype)
     if kern == "weeks_7_days":
         days = _call("days_between", [a, b]).cast(T.INT64)
@@ -2605,7 +2616,7 @@ def _date_sub(c, e):
         raise UnsupportedError(f"DATE_SUB('{part}') is not supported")
     t = e.args[1].dtype
     if pa.types.is_time(t):
-        if per_months is not None:
+        if per_months is not None or part in ("day", "week"):
             raise UnsupportedError(f"DATE_SUB('{part}') of a TIME is not supported (a TIME "
                                    f"has no date)")
         wide = lambda x: x.cast(pa.time64("us")).cast(T.INT64)  # noqa: E731

@@ -411,7 +411,10 @@ def _date_trunc(fn, ts):
 
 
 def _date_diff(fn, ts):
+    """DATE_DIFF('part', start, end): of two dates or timestamps, or two TIMEs (DuckDB)."""
     part, a, b = ts
+    if T.is_text(part) and pa.types.is_time(a) and pa.types.is_time(b):
+        return (T.TEXT, T.TIME, T.TIME), T.INT64
     if not T.is_text(part) or not (T.is_temporal(a) and T.is_temporal(b)):
         raise _fail(fn, ts)
     common = T.common_type(a, b)
@@ -425,10 +428,16 @@ def _date_diff(fn, ts):
 
 
 def _date_sub(fn, ts):
-    """DATE_SUB('part', start, end): date_diff's arguments, or two TIMEs (DuckDB)."""
+    """DATE_SUB('part', start, end): date_diff's arguments (DuckDB). A TIMESTAMPTZ with a
+    DATE or TIMESTAMP counts as two TIMESTAMPTZs, on DuckDB's zoned calendar (kernels), the
+    other read in the session time zone, UTC (the common type, a TIMESTAMP, counted
+    otherwise)."""
     part, a, b = ts
-    if T.is_text(part) and pa.types.is_time(a) and pa.types.is_time(b):
-        return (T.TEXT, T.TIME, T.TIME), T.INT64
+    zoned = [t for t in (a, b) if pa.types.is_timestamp(t) and t.tz is not None]
+    if T.is_text(part) and zoned and all(pa.types.is_date(t) or pa.types.is_timestamp(t)
+                                         for t in (a, b)):
+        common = pa.timestamp("us", zoned[0].tz)
+        return (T.TEXT, common, common), T.INT64
     return _date_diff(fn, ts)
 
 
