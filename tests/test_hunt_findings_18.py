@@ -197,3 +197,21 @@ def test_date_diff_of_times_and_time_parts_without_a_date():
             for part in ("day", "week", "month"):
                 with pytest.raises(pqe.UnsupportedError, match="of a TIME is not supported"):
                     ctx.sql(f"select {fn}('{part}', time '10:00', time '11:00')").to_arrow()
+
+
+@pytest.mark.parametrize("tz", [None, "UTC"])
+def test_date_diff_of_nanosecond_timestamps_as_duckdb(tz):
+    """DATE_DIFF of two TIMESTAMP_NS counted the nanoseconds' boundaries, where DuckDB
+    counts those of the TIMESTAMPs they cast to, rounded to the microsecond (-500 ns to
+    1969-12-30 23:59:59.999999 is 0 days to pqe, -1 to DuckDB: -500 ns rounds to
+    -1 us). A TIMESTAMPTZ_NS has DuckDB's own DATE_DIFF, which floors, as pqe's did."""
+    v = [-1500, -1499, -500, 500, 1500, -1, 999, -999, -1001, 86_400 * 10**9 - 500,
+         -86_400 * 10**9 + 500, -57_493_963_554_500, 1_977_393_114_255]
+    t = pa.table({"a": pa.array(v, pa.timestamp("ns", tz=tz)),
+                  "b": pa.array(v[::-1], pa.timestamp("ns", tz=tz))})
+    parts = ("microsecond", "millisecond", "second", "hour", "day", "month", "year")
+    sql = "select " + ", ".join(f"date_diff('{p}', a, b) n_{p}" for p in parts) + " from t"
+    want = _duck(sql, t=t)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()

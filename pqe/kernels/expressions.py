@@ -1496,7 +1496,7 @@ def _round_units(c: Compiler, x: E, per: int) -> E:
 
 def _is_plain_ns(t: pa.DataType) -> bool:
     """A TIMESTAMP_NS without a zone: DuckDB's date functions (CAST to DATE, date_trunc,
-    last_day) first cast it to a TIMESTAMP, rounding to the microsecond; those reading
+    last_day, date_diff, date_sub) first cast it to a TIMESTAMP, rounding to the microsecond; those reading
     fields (EXTRACT, strftime) do not, except EXTRACT(epoch), which floors to the
     microsecond, zoned or not (_extract). (Its TIMESTAMPTZ_NS otherwise truncates.)"""
     return pa.types.is_timestamp(t) and t.unit == "ns" and t.tz is None
@@ -2561,6 +2561,10 @@ def _date_diff(c, e):
                  for x in e.args[1:]]
         return _call("subtract", [whole[1], whole[0]])
     a, b = utc(c(e.args[1]), e.args[1].dtype), utc(c(e.args[2]), e.args[2].dtype)
+    if _is_plain_ns(e.args[1].dtype):
+        # DuckDB counts two TIMESTAMP_NS as TIMESTAMPs, rounded to the microsecond (a
+        # TIMESTAMPTZ_NS's own DATE_DIFF floors, as Arrow's counts do)
+        a, b = ns_to_micros(c, a), ns_to_micros(c, b)
     if kern == "weeks_7_days":
         days = _call("days_between", [a, b]).cast(T.INT64)
         return _call("divide", [days, scalar(7, T.INT64)])  # truncates toward zero
