@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -215,3 +217,38 @@ def test_date_diff_of_nanosecond_timestamps_as_duckdb(tz):
     with pqe.Context() as ctx:
         ctx.register_arrow("t", t)
         assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+
+
+def test_date_trunc_to_decades_centuries_millennia_and_other_spellings():
+    """DATE_TRUNC('decade' | 'century' | 'millennium') was refused by name, as were DuckDB's
+    other spellings of its parts ('years', 'mon', 'ms', 'us', ...) and the millisecond and
+    microsecond. DuckDB cuts the year towards zero (year 50 is in century 0, 1 BC), a
+    TIMESTAMPTZ's (its ICU calendar) a year BC as its era's year."""
+    days = [0, -1, 20000, -719162, -719162 + 365 * 49 + 200, 10957, 11322, -62000, -80000,
+            -737000, -720000, -730120, -1000000]
+    us = np.array(days, dtype=np.int64) * 86_400 * 10**6 + 3_723_456_789
+    t = pa.table({"ts": pa.array(us, pa.timestamp("us")),
+                  "tz": pa.array(us, pa.timestamp("us", tz="UTC")),
+                  "tss": pa.array(us // 10**6, pa.timestamp("s"))})
+    # (nanoseconds: the years 1677 to 2262 only)
+    tn = pa.table({"tzn": pa.array(us[:9] * 1000 + 123, pa.timestamp("ns", tz="Asia/Tokyo"))})
+    parts = ("decade", "century", "millennium", "decs", "c", "mil", "millennia", "years",
+             "mon", "ms", "us", "millisecond", "microsecond", "hours", "min", "s", "weeks")
+    for table, cols in ((t, ("ts", "tz", "tss")), (tn, ("tzn",))):
+        sql = "select " + ", ".join(f"date_trunc('{p}', {col}) {col}_{p}" for col in cols
+                                    for p in parts) + " from t"
+        want = _duck(sql, t=table)
+        with pqe.Context() as ctx:
+            ctx.register_arrow("t", table)
+            got = ctx.sql(sql).to_arrow()
+        # (pyarrow has no datetime before year 1: compared as text, in UTC)
+        as_text = [c.cast(pa.timestamp("us", "UTC") if c.type.tz else c.type).cast(pa.string())
+                   for c in got.columns]
+        want_text = [c.cast(pa.timestamp("us", "UTC") if c.type.tz else c.type)
+                     .cast(pa.string()) for c in want.columns]
+        assert as_text == want_text
+    with pqe.Context() as ctx:
+        assert ctx.sql("select date_trunc('century', date '2000-05-05') v").to_pylist() == [
+            {"v": datetime.date(2000, 1, 1)}]  # (a DATE: DuckDB's is a TIMESTAMP)
+        with pytest.raises(pqe.UnsupportedError, match="DATE_TRUNC\\('fortnight'\\)"):
+            ctx.sql("select date_trunc('fortnight', date '2000-05-05')").to_arrow()

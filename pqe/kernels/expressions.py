@@ -1496,9 +1496,10 @@ def _round_units(c: Compiler, x: E, per: int) -> E:
 
 def _is_plain_ns(t: pa.DataType) -> bool:
     """A TIMESTAMP_NS without a zone: DuckDB's date functions (CAST to DATE, date_trunc,
-    last_day, date_diff, date_sub) first cast it to a TIMESTAMP, rounding to the microsecond; those reading
-    fields (EXTRACT, strftime) do not, except EXTRACT(epoch), which floors to the
-    microsecond, zoned or not (_extract). (Its TIMESTAMPTZ_NS otherwise truncates.)"""
+    last_day, date_diff, date_sub) first cast it to a TIMESTAMP, rounding to the
+    microsecond; those reading fields (EXTRACT, strftime) do not, except EXTRACT(epoch),
+    which floors to the microsecond, zoned or not (_extract). (Its TIMESTAMPTZ_NS otherwise
+    truncates.)"""
     return pa.types.is_timestamp(t) and t.unit == "ns" and t.tz is None
 
 
@@ -2498,13 +2499,48 @@ def calendar_checked(value: E, out: pa.DataType, x: E, t: pa.DataType, what: str
     return _call("if_else", [check, value, null_of(out)])
 
 
+# DATE_TRUNC's parts of whole years: DuckDB's spellings, and the years in one
+_TRUNC_YEARS = {"decade": 10, "decades": 10, "dec": 10, "decs": 10, "century": 100,
+                "centuries": 100, "cent": 100, "c": 100, "millennium": 1000,
+                "millennia": 1000, "millenniums": 1000, "millenium": 1000, "mil": 1000,
+                "mils": 1000}
+
+
 def _date_trunc(c, e):
     part = _const_text(e.args[0], "DATE_TRUNC part")
-    units = {"year": "year", "quarter": "quarter", "month": "month", "week": "week",
-             "day": "day", "hour": "hour", "minute": "minute", "second": "second"}
-    if part is None or part.lower() not in units:
+    units = ("year", "quarter", "month", "week", "day", "hour", "minute", "second",
+             "millisecond", "microsecond")
+    word = (part or "").lower()
+    unit = "year" if word in _TRUNC_YEARS else _DIFF_PARTS.get(word, word)
+    if part is None or unit not in units:
         raise UnsupportedError(f"DATE_TRUNC('{part}') is not supported")
-    unit = units[part.lower()]
+    out = _date_trunc_to(c, e, unit)
+    years = _TRUNC_YEARS.get(word)
+    if years is None:
+        return out
+    # a decade, century or millennium: the year's first day, moved back to the year cut
+    # towards zero to a multiple of 10, 100 or 1000 (DuckDB: 50 is in century 0, 50 BC,
+    # year -49, in decade -40). A TIMESTAMPTZ's (DuckDB's ICU calendar) cuts a year BC as
+    # its era's year: 50 BC in decade 50 BC (-49), 3 BC in "0 BC", which is 1 AD
+    day = c.share(out.cast(pa.timestamp("us", "UTC")).cast(pa.date32())
+                  if pa.types.is_timestamp(e.dtype) else out)
+    y = c.share(_call("year", [day]).cast(T.INT64))
+    k = scalar(years, T.INT64)
+    cut = _call("multiply", [_call("divide", [y, k]), k])
+    t = e.args[1].dtype
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        one = scalar(1, T.INT64)
+        era = _call("multiply", [_call("divide", [_call("subtract", [one, y]), k]), k])
+        cut = _call("if_else", [_call("less_equal", [y, scalar(0, T.INT64)]),
+                                _call("subtract", [one, era]), cut])
+    months = _call("multiply", [_call("subtract", [cut, y]), scalar(12, T.INT64)])
+    moved = _call("pqe_add_months", [day, months])
+    if pa.types.is_timestamp(e.dtype):
+        return moved.cast(pa.timestamp("us", "UTC")).cast(e.dtype)
+    return moved
+
+
+def _date_trunc_to(c, e, unit: str) -> E:
     opts = pc.RoundTemporalOptions(1, unit, week_starts_monday=True)
     t = e.args[1].dtype
     x = utc(c(e.args[1]), t)
