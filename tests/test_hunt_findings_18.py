@@ -252,3 +252,25 @@ def test_date_trunc_to_decades_centuries_millennia_and_other_spellings():
             {"v": datetime.date(2000, 1, 1)}]  # (a DATE: DuckDB's is a TIMESTAMP)
         with pytest.raises(pqe.UnsupportedError, match="DATE_TRUNC\\('fortnight'\\)"):
             ctx.sql("select date_trunc('fortnight', date '2000-05-05')").to_arrow()
+
+
+def test_interval_text_in_decades_centuries_millennia_abbreviations_and_bare_seconds():
+    """INTERVAL '1 decade' (and centuries, millennia, INTERVAL 2 CENTURY), DuckDB's short
+    units inside the text ('1 yr 2 mins', '3 usecs') and a bare number ('1.5', seconds) were
+    refused as invalid, where DuckDB answers."""
+    texts = ["1 decade", "2 decades", "1.5 decades", "1.01 decades", "1.001 centuries",
+             "3 centuries", "1 millennium", "2 millennia", "2 millenniums", "1 dec", "1 c",
+             "1 mil", "1 decs", "1 cent", "1 mils", "1 millenium", "1", "1.5", "-2", " 7 ",
+             "0.0000025", "5.", "-0.5", "1 yr 2 mins", "1 yrs 3 usecs", "2 hr 1 sec 4 msec",
+             "1 y 1 d 1 h 1 m 1 s"]
+    sql = "select " + ", ".join(f"interval '{t}' v{i}" for i, t in enumerate(texts)) + \
+        ", interval '1' decade w1, interval '1.5' decade w2, interval 2 century w3, " \
+        "interval 3 millennium w4, interval '1.5' x"
+    want = _duck(sql)
+    with pqe.Context() as ctx:
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+        with pytest.raises(pqe.BindError, match="is out of range"):
+            ctx.sql("select interval '178956971 decades' v").to_arrow()
+        for bad in ("1e3", "+3", ".5", "-.5"):  # (DuckDB: no INTERVAL of either)
+            with pytest.raises(pqe.BindError, match="invalid interval"):
+                ctx.sql(f"select interval '{bad}' v").to_arrow()

@@ -26,7 +26,15 @@ _INTERVAL_UNITS = {
     "second": (0, 0, 10**9), "seconds": (0, 0, 10**9),
     "millisecond": (0, 0, 10**6), "milliseconds": (0, 0, 10**6),
     "microsecond": (0, 0, 10**3), "microseconds": (0, 0, 10**3),
+    "decade": (120, 0, 0), "decades": (120, 0, 0), "century": (1200, 0, 0),
+    "centuries": (1200, 0, 0), "millennium": (12000, 0, 0), "millennia": (12000, 0, 0),
 }
+# DuckDB's other spellings of the units
+_INTERVAL_UNITS.update({w: _INTERVAL_UNITS[u] for u, words in {
+    "year": "y yr yrs", "day": "d", "week": "w", "hour": "h hr hrs", "minute": "m min mins",
+    "second": "s sec secs", "millisecond": "ms msec msecs", "microsecond": "us usec usecs",
+    "decade": "dec decs", "century": "c cent", "millennium": "mil mils millenniums millenium",
+}.items() for w in words.split()})
 
 
 def literal(node: exp.Literal) -> Literal:
@@ -203,6 +211,9 @@ def interval_literal(text: str, unit: str | None) -> Literal:
         seconds = decimal.Decimal(m.group(4) or 0)
         nanos += sign * (int(m.group(2)) * 3600 + int(m.group(3)) * 60 + seconds) * 10**9
         tokens.remove(clock[0])
+    if len(tokens) == 1 and not clock and unit is None \
+            and re.fullmatch(r"-?\d+\.?\d*", tokens[0]):
+        tokens.append("seconds")  # a bare number is seconds, as DuckDB reads '1.5'
     if len(tokens) % 2 != 0 or not (tokens or clock):  # ('' was a zero interval)
         raise BindError(f"invalid interval '{text}'")
     for i in range(0, len(tokens), 2):
