@@ -2560,6 +2560,8 @@ def _date_trunc_to(c, e, unit: str) -> E:
         us = _call("subtract", [q, below.cast(T.INT64)]).cast(pa.timestamp("us", utc_type(t).tz))
         return _call("floor_temporal", [us], opts).cast(e.dtype)
     out = _call("floor_temporal", [x], opts)
+    if pa.types.is_date(t):  # (DuckDB's date_trunc of a DATE is a TIMESTAMP)
+        return out.cast(e.dtype)
     return out if utc_type(t) == t else out.cast(t)
 
 

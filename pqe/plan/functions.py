@@ -399,9 +399,9 @@ def _date_trunc(fn, ts):
     part, a = ts
     if not T.is_text(part) or not (T.is_temporal(a) or T.is_null(a)):
         raise _fail(fn, ts)
-    if pa.types.is_timestamp(a) and a.tz is None:
-        # a TIMESTAMP whatever the unit, as DuckDB's (kernels: a TIMESTAMP_NS is rounded to
-        # the microsecond before it is truncated)
+    if pa.types.is_date(a) or pa.types.is_timestamp(a) and a.tz is None:
+        # a TIMESTAMP whatever the unit, as DuckDB's, of a DATE too (kernels: a TIMESTAMP_NS
+        # is rounded to the microsecond before it is truncated)
         return (T.TEXT, None), pa.timestamp("us")
     if pa.types.is_timestamp(a) and a.unit == "ns":
         # a TIMESTAMPTZ_NS truncates to a (microsecond) TIMESTAMPTZ, as DuckDB's: a floor
