@@ -291,3 +291,25 @@ def test_date_trunc_of_a_date_is_a_timestamp():
     assert got.schema == want.schema
     assert got.cast(pa.schema([(f.name, pa.string()) for f in got.schema])) == \
         want.cast(pa.schema([(f.name, pa.string()) for f in want.schema]))
+
+
+def test_calendar_parts_past_year_32767_are_refused_not_wrapped():
+    """date_diff and date_sub in months, quarters and years, and date_trunc to them, gave
+    wrong answers past year 32767, where Arrow's calendar fields wrap (2020 to 40000 was
+    -330672 months, 32767-12-31 to 32768-01-01 -65535 years); they are refused, as LAST_DAY
+    was. Days and weeks stay exact."""
+    t = pa.table({"a": pa.array([18262, 13871910 + 18262], pa.int32()).cast(pa.date32())})
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        for sql in ("date_diff('month', date '2020-01-01', a)",
+                    "date_diff('year', a, date '2020-01-01')",
+                    "date_diff('quarter', date '2020-01-01', a)",
+                    "date_sub('month', date '2020-01-01', a)",
+                    "date_sub('year', cast(a as timestamp), timestamp '2020-01-01')",
+                    "date_trunc('year', a)", "date_trunc('month', a)", "date_trunc('century', a)"):
+            with pytest.raises(pqe.ExecutionError, match="past year 32767 is not supported"):
+                ctx.sql(f"select {sql} from t").to_arrow()
+        sql = ("select date_diff('day', date '2020-01-01', a) d, date_sub('week', date "
+               "'2020-01-01', a) w, date_diff('month', date '2020-01-01', date '2030-03-01') m, "
+               "date_sub('month', date '2020-01-01', date '2030-03-01') s from t")
+        assert ctx.sql(sql).to_arrow().to_pylist() == _duck(sql, t=t).to_pylist()

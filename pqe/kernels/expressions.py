@@ -2515,6 +2515,10 @@ def _date_trunc(c, e):
     if part is None or unit not in units:
         raise UnsupportedError(f"DATE_TRUNC('{part}') is not supported")
     out = _date_trunc_to(c, e, unit)
+    if unit in ("year", "quarter", "month"):
+        # (Arrow's calendar fields wrap past year 32767: 40000-05-05 was in year -25586)
+        out = c.share(calendar_checked(out, e.dtype, c(e.args[1]), e.args[1].dtype,
+                                       "DATE_TRUNC"))
     years = _TRUNC_YEARS.get(word)
     if years is None:
         return out
@@ -2607,9 +2611,17 @@ def _date_diff(c, e):
         days = _call("days_between", [a, b]).cast(T.INT64)
         return _call("divide", [days, scalar(7, T.INT64)])  # truncates toward zero
     if kern == "month_interval_between":
-        return _call("add", [_call("multiply", [_call("years_between", [a, b]), scalar(12, T.INT64)]),
-                             _call("subtract", [_call("month", [b]), _call("month", [a])])]).cast(T.INT64)
-    return _call(kern, [a, b]).cast(T.INT64)
+        out = _call("add", [_call("multiply", [_call("years_between", [a, b]),
+                                               scalar(12, T.INT64)]),
+                            _call("subtract", [_call("month", [b]), _call("month", [a])])]
+                    ).cast(T.INT64)
+    else:
+        out = _call(kern, [a, b]).cast(T.INT64)
+    if kern in ("month_interval_between", "years_between", "quarters_between"):
+        # (Arrow's calendar fields wrap past year 32767: 2020 to 40000 was -330672 months)
+        for x, t in ((a, e.args[1].dtype), (b, e.args[2].dtype)):
+            out = calendar_checked(out, T.INT64, x, utc_type(t), "DATE_DIFF")
+    return out
 
 
 # the microseconds in one of DATE_SUB's clock parts (a week is 7 days of them, as DuckDB counts)
@@ -2713,7 +2725,11 @@ def _date_sub(c, e):
     else:
         months = _call("subtract", [between, short.cast(T.INT64)])
         months = _call("if_else", [back, _call("negate", [months]), months])
-    return _call("divide", [months, scalar(per_months, T.INT64)])
+    out = _call("divide", [months, scalar(per_months, T.INT64)])
+    # (Arrow's calendar fields wrap past year 32767: 2020 to 40000 was -330672 months)
+    for x in (a, b):
+        out = calendar_checked(out, T.INT64, x, pa.timestamp("us"), "DATE_SUB")
+    return out
 
 
 def _current_date(c, e):
