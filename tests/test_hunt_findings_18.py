@@ -313,3 +313,22 @@ def test_calendar_parts_past_year_32767_are_refused_not_wrapped():
                "'2020-01-01', a) w, date_diff('month', date '2020-01-01', date '2030-03-01') m, "
                "date_sub('month', date '2020-01-01', date '2030-03-01') s from t")
         assert ctx.sql(sql).to_arrow().to_pylist() == _duck(sql, t=t).to_pylist()
+
+
+def test_dates_before_year_1_as_text_name_the_year_bc():
+    """CAST of a DATE or TIMESTAMP before year 1 to text wrote Arrow's astronomical year
+    ('-0048-03-01', 1 BC as '0000-12-31'), where DuckDB writes the year BC and ' (BC)' after
+    the date ('0049-03-01 (BC) 10:00:00')."""
+    days = [-719163, -719528, -737000, -1000000, -719162, 0, None]
+    t = pa.table({"d": pa.array(days, pa.int32()).cast(pa.date32())})
+    micros = [None if x is None else x * 86_400 * 10**6 + 36_000_500_000 for x in days]
+    t = t.append_column("ts", pa.array(micros, pa.timestamp("us")))
+    t = t.append_column("tz", pa.array(micros, pa.timestamp("us", "UTC")))
+    t = t.append_column("s", pa.array([None if x is None else x // 10**6 for x in micros],
+                                      pa.timestamp("s")))
+    sql = ("select cast(d as varchar) a, cast(ts as varchar) b, cast(tz as varchar) c, "
+           "cast(s as varchar) e, try_cast(d as varchar) f, d || '!' g from t")
+    want = _duck(sql, t=t)
+    with pqe.Context() as ctx:
+        ctx.register_arrow("t", t)
+        assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()

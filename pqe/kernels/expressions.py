@@ -1590,7 +1590,7 @@ def _total_cast(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
     if T.is_text(dst) and (pa.types.is_date(src) or pa.types.is_timestamp(src)):
         # Arrow writes a value past year 32767 as '<value out of range: n>': an error under
         # CAST, NULL under TRY_CAST, never that text as the value
-        text = _temporal_to_text(x, src, dst, safe)
+        text = _bc_text(_temporal_to_text(x, src, dst, safe))
         bad = _call("starts_with", [text], pc.MatchSubstringOptions("<value out of range"))
         if not safe:
             return _call("if_else", [bad, null_of(T.TEXT), text])
@@ -1598,6 +1598,25 @@ def _total_cast(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
                       [text, bad, scalar(T.type_name(src).split("(")[0], T.TEXT)])
         return _call("if_else", [check, text, null_of(T.TEXT)])
     return _plain_total_cast(x, src, dst, safe)
+
+
+_YEAR_TEXT = r"^(?P<y>-?\d+)-(?P<md>\d\d-\d\d)(?P<rest>.*)$"
+
+
+def _bc_text(text: E) -> E:
+    """A date's or timestamp's text with a year before 1 as DuckDB writes it: the year BC
+    and ' (BC)' after the date ('0049-03-01 (BC) 10:00:00'), where Arrow writes the
+    astronomical year ('-0048-03-01 10:00:00'; 1 BC is its year 0)."""
+    bc = _call("or", [_call("starts_with", [text], pc.MatchSubstringOptions("-")),
+                      _call("starts_with", [text], pc.MatchSubstringOptions("0000-"))])
+    parts = _call("extract_regex", [text], pc.ExtractRegexOptions(_YEAR_TEXT))
+    field = lambda name: _call("struct_field", [parts], pc.StructFieldOptions(name))  # noqa: E731
+    year = _call("subtract", [scalar(1, T.INT64), field("y").cast(T.INT64)]).cast(T.TEXT)
+    year = _call("utf8_lpad", [year], pc.PadOptions(4, "0"))
+    written = _call("binary_join_element_wise", [
+        year, scalar("-", T.TEXT), field("md"), scalar(" (BC)", T.TEXT), field("rest"),
+        scalar("", T.TEXT)])
+    return _call("if_else", [bc, written, text])
 
 
 def _temporal_to_text(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
