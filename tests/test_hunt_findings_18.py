@@ -332,3 +332,17 @@ def test_dates_before_year_1_as_text_name_the_year_bc():
     with pqe.Context() as ctx:
         ctx.register_arrow("t", t)
         assert ctx.sql(sql).to_arrow().to_pylist() == want.to_pylist()
+
+
+def test_a_misspelled_unit_after_a_bare_number_stays_an_error():
+    """`INTERVAL '1 day 12:00:00' x` takes x as an alias, as DuckDB does; after a bare number
+    a word close to a unit (`INTERVAL '5' dys`) would be 5 seconds named dys, where days were
+    meant: it stays a syntax error that names the unit, and AS makes it an alias."""
+    ctx = pqe.Context()
+    for sql in ("SELECT INTERVAL '5' dys", "SELECT INTERVAL '5' secnds", "SELECT INTERVAL 5 dys"):
+        with pytest.raises(pqe.SQLSyntaxError, match="is not an interval unit"):
+            ctx.sql(sql)
+    row = ctx.sql("SELECT INTERVAL '5' AS dys, INTERVAL '1 day 12:00:00' x").to_arrow()
+    assert row.column_names == ["dys", "x"]
+    assert row.column(0)[0].as_py().nanoseconds == 5 * 10**9
+    assert row.column(1)[0].as_py().days == 1

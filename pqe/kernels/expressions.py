@@ -23,7 +23,7 @@ import pyarrow.acero as ac
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..errors import ExecutionError, InternalError, UnsupportedError
+from ..errors import DataValueError, ExecutionError, InternalError, UnsupportedError
 from ..plan.expr import (Call, Case, Cast, ColumnRef, Expr, InList, Literal, UserCall,
                          conjuncts, flatten, is_volatile, may_raise)
 from ..plan.temporal_text import TEMPORAL_TEXT, TIME_TEXT, UNIT_DIGITS
@@ -44,8 +44,8 @@ def scalar(value, dtype: pa.DataType) -> E:
     except (OverflowError, pa.ArrowInvalid) as e:  # pyarrow's text names a C type, not SQL's
         text = str(e).lower()
         if isinstance(e, OverflowError) or any(w in text for w in _OUT_OF_RANGE_WORDS):
-            raise ExecutionError(f"value {value} is out of range for {T.type_name(dtype)}") from e
-        raise ExecutionError(f"value {value!r} is not a valid {T.type_name(dtype)}") from e
+            raise DataValueError(f"value {value} is out of range for {T.type_name(dtype)}") from e
+        raise DataValueError(f"value {value!r} is not a valid {T.type_name(dtype)}") from e
 
 
 # how pyarrow says a value does not fit a type ('Decimal value does not fit in precision 10',
@@ -543,7 +543,7 @@ def _interval_constant(months: int, days: int, nanos: int, what: str) -> E:
     range (months and days int32s, -2147483648 included, as DuckDB's; nanoseconds int64)."""
     if not (-2 ** 31 <= months < 2 ** 31 and -2 ** 31 <= days < 2 ** 31
             and -2 ** 63 <= nanos < 2 ** 63):
-        raise ExecutionError(f"interval out of range: the {what} overflows")
+        raise DataValueError(f"interval out of range: the {what} overflows")
     return scalar(pa.MonthDayNano([months, days, nanos]), T.INTERVAL)
 
 
@@ -609,7 +609,7 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
         unit = a.dtype.unit
         per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
         if not -(2 ** 63) <= total // per < 2 ** 63:
-            raise ExecutionError("timestamp out of range: the interval does not fit a TIMESTAMP")
+            raise DataValueError("timestamp out of range: the interval does not fit a TIMESTAMP")
         out = _call("add_checked", [out, pc.scalar(pa.scalar(total // per, pa.duration(unit)))])
     return out
 

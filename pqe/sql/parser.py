@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import difflib
 import functools
 import logging
 import math
@@ -405,13 +406,21 @@ class PQEDialect(Dialect):
             if isinstance(out.args.get("unit"), exp.Var) and self._index > start \
                     and word is not None and word.token_type == TokenType.VAR \
                     and word.text.lower() not in INTERVAL_UNIT_WORDS:
-                if this is not None and this.is_string:
+                bare = this is not None and this.is_string and \
+                    re.fullmatch(r"\s*[-+]?\d+(\.\d*)?\s*", this.name) is not None
+                close = difflib.get_close_matches(word.text.lower(), INTERVAL_UNIT_WORDS, 1,
+                                                  0.7)
+                if this is not None and this.is_string and not (bare and close):
                     # INTERVAL '1 day 12:00:00' x: the text is the whole interval and x an
-                    # alias, as DuckDB reads it (it was a syntax error)
+                    # alias, as DuckDB reads it (it was a syntax error). Not after a bare
+                    # number when the word is a misspelled unit: `INTERVAL '5' dys` would
+                    # be 5 seconds named dys, as DuckDB reads it, where days were meant
                     self._retreat(start)
                     return self.expression(exp.Interval(this=exp.Literal.string(this.name)))
-                self.raise_error(f"'{word.text}' is not an interval unit (write YEAR, MONTH, "
-                                 f"DAY, HOUR, MINUTE, SECOND, ...)", word)
+                hint = f" (did you mean {close[0].upper()}?" + (
+                    " An alias after a bare number needs AS)" if bare else ")") if close else ""
+                self.raise_error(f"'{word.text}' is not an interval unit{hint}; write YEAR, "
+                                 f"MONTH, DAY, HOUR, MINUTE, SECOND, ...", word)
             return out
 
 
