@@ -564,7 +564,9 @@ class _DtNamespace:
 
 
 def col(name: str) -> Expr:
-    """A column by name (`"t.name"` to pick a table's column after a join)."""
+    """A column by name; `"t.name"` picks table t's column `name` where two tables of a
+    join hold one (a right column that join() renamed with its suffix goes by its new
+    name, `name_right`)."""
     if not isinstance(name, str) or not name:
         raise BindError(f"col() takes a column name, not {name!r}")
     return Expr(lambda r: r.column(name), name, col=name)
