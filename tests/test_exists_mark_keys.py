@@ -97,3 +97,34 @@ def test_equality_correlation_reads_the_outer_table_once():
 def test_other_correlations_keep_the_domain():
     plan = _plan(QUERIES[9])
     assert plan.count("Scan: o") == 2, plan  # the outer rows and their domain
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("sql", [
+    "SELECT o.k FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.j = o.k AND i.j = o.j "
+    "AND i.k <> o.k)",
+    "SELECT o.k FROM o WHERE o.k IN (SELECT i.j FROM i WHERE i.j = o.j AND i.k <> o.j)",
+    "SELECT o.k FROM o WHERE NOT EXISTS (SELECT 1 FROM i WHERE o.j = i.k AND o.j = i.j "
+    "AND i.k <> o.k)",
+    "SELECT o.k, i.k AS ik FROM o JOIN i ON i.j = o.k AND i.j = o.j AND i.k > o.k",
+])
+def test_a_column_that_is_the_key_of_two_equalities(sql, partitions):
+    """One column compared with two (`i.j = o.k AND i.j = o.j`) plus a non-equality, with
+    a small outer side, crashed at more than one partition: Acero's hash join was given
+    the key field j twice ("No match or multiple matches for key field reference"). Found
+    by the subquery fuzz hunt."""
+    import random
+
+    r = random.Random(0)
+    o = pa.table({"k": pa.array([r.randint(0, 9) for _ in range(4)], pa.int64()),
+                  "j": pa.array([r.randint(0, 9) for _ in range(4)], pa.int64())})
+    i = pa.table({"k": pa.array([r.randint(0, 9) for _ in range(40)], pa.int64()),
+                  "j": pa.array([r.randint(0, 9) for _ in range(40)], pa.int64())})
+    ctx = pqe.Context(partitions=partitions)
+    con = duckdb.connect()
+    for name, t in (("o", o), ("i", i)):
+        ctx.register_arrow(name, t)
+        con.register(name, t)
+    expected = con.sql(sql).arrow()
+    expected = expected.read_all() if hasattr(expected, "read_all") else expected
+    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql, check_types=False) is None

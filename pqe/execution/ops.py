@@ -8,6 +8,7 @@ complete: task keys are hashes of it, so identical work gets identical keys.
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 import time
@@ -932,6 +933,12 @@ def _through(pipeline: Pipeline, ops, i: int, last: int, piece: pa.Table, inputs
     yield piece
 
 
+# what Arrow says of a value it cannot compute or convert
+_DATA_PROBLEM = re.compile(r"overflow|out of (bounds|range)|not in range|would lose data|"
+                           r"truncat|failed to parse|divide by zero|division by zero|"
+                           r"does not fit|precision", re.I)
+
+
 def _failure(e: Exception, op: Op, pipeline: Pipeline) -> Exception:
     """The error an op's exception becomes: a pqe Error as it is, the user's code's failure
     with where it ran, an Arrow or arithmetic failure as one ExecutionError line naming the
@@ -947,9 +954,11 @@ def _failure(e: Exception, op: Op, pipeline: Pipeline) -> Exception:
         if msg == "overflow":
             msg = "integer overflow (the value does not fit in BIGINT)"
         # a value Arrow's kernels found out of range or invalid (an overflow, a failed
-        # cast) is PEP 249's DataError; an I/O or other failure is not
-        cls = DataValueError if isinstance(e, (pa.ArrowInvalid, ZeroDivisionError,
-                                               OverflowError)) else ExecutionError
+        # cast) is PEP 249's DataError; an I/O or other failure is not, nor Arrow's
+        # ArrowInvalid about anything else (a key field it cannot resolve)
+        data = isinstance(e, (ZeroDivisionError, OverflowError)) or (
+            isinstance(e, pa.ArrowInvalid) and _DATA_PROBLEM.search(msg) is not None)
+        cls = DataValueError if data else ExecutionError
         err = cls(f"{op.label} failed in {pipeline.where}: {msg}")
     else:
         err = InternalError(f"{op.label} crashed in {pipeline.where}: {type(e).__name__}: {e}")

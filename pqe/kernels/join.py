@@ -37,6 +37,19 @@ def _match_keys(left: pa.Table, right: pa.Table, left_keys, right_keys):
     which is what the join outputs; an 8-byte integer key whose values share their low 32
     bits on either side (relational.low_bits_repeat) is matched on its folded bits on both."""
     lnames, rnames = list(left_keys), list(right_keys)
+    # a column that is the key of two pairs (`i.j = o.k AND i.j = o.j`) is matched on a
+    # copy for the second: Acero refuses a key field named twice ("multiple matches for key
+    # field reference"), and a projection of the keys would name two columns alike
+    for names, side in ((lnames, "left"), (rnames, "right")):
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                copy = f"{name}\x00dup{i}"
+                if side == "left":
+                    left = left.append_column(copy, left.column(name))
+                else:
+                    right = right.append_column(copy, right.column(name))
+                names[i] = copy
+    left_keys, right_keys = list(lnames), list(rnames)
     for i, (lk, rk) in enumerate(zip(left_keys, right_keys, strict=True)):
         lcol, rcol = left.column(lk), right.column(rk)
         if T.is_floating(lcol.type):
