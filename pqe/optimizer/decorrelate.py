@@ -61,11 +61,42 @@ def _rewrite(node: LogicalPlan) -> LogicalPlan | None:
             and node.kind == "inner":
         # ON (... subquery ...) of an inner join is a filter above the join
         return _rewrite(Filter(Join(node.left, node.right, "inner", node.on, None), node.filter))
+    if isinstance(node, Join) and node.filter is not None and has_subquery(node.filter):
+        return _outer_join_condition(node)
     for e in node.expressions():
         if has_subquery(e):
             raise UnsupportedError(
                 f"subqueries are not supported in {type(node).__name__.lower()} expressions yet")
     return None
+
+
+def _outer_join_condition(node: Join) -> LogicalPlan:
+    """Uncorrelated subqueries in an outer (or semi, anti) join's ON condition: each is a
+    column added to the side it reads (a scalar or EXISTS reads neither: the left), one row
+    for each of that side's rows as in a SELECT list, and the condition reads the column
+    (`LEFT JOIN b ON a.k = b.k AND b.d > (SELECT max(d) FROM c)` was refused). A subquery
+    that reads a side's columns (correlated) stays refused: its value depends on the pair."""
+    lids, rids = set(node.left.column_ids), set(node.right.column_ids)
+    left, right = node.left, node.right
+    done: dict[SubqueryExpr, Expr] = {}
+    for sub in dict.fromkeys(x for x in walk(node.filter) if isinstance(x, SubqueryExpr)):
+        if _plan_has_outer(sub.plan):
+            raise UnsupportedError(f"a correlated subquery in the ON condition of a "
+                                   f"{node.kind.upper()} JOIN is not supported yet")
+        if sub.arg is not None and has_subquery(sub.arg):
+            raise UnsupportedError(f"nested subqueries in the ON condition of a "
+                                   f"{node.kind.upper()} JOIN are not supported yet")
+        reads = column_ids(sub.arg) if sub.arg is not None else set()
+        if reads <= lids:
+            left = _replace_scalars(left, sub, done)[0]
+        elif reads <= rids:
+            right = _replace_scalars(right, sub, done)[0]
+        else:  # (x IN (...) of both sides' columns)
+            raise UnsupportedError(f"a subquery of both sides' columns in the ON condition of "
+                                   f"a {node.kind.upper()} JOIN is not supported yet")
+    cond = transform(node.filter, lambda x: done.get(x) if isinstance(x, SubqueryExpr) else None)
+    joined = Join(left, right, node.kind, node.on, cond, node.null_aware)
+    return Project(joined, tuple(ColumnRef(f) for f in node.schema), node.schema)
 
 
 def _lateral(node: Join) -> LogicalPlan:
