@@ -346,3 +346,17 @@ def test_a_misspelled_unit_after_a_bare_number_stays_an_error():
     assert row.column_names == ["dys", "x"]
     assert row.column(0)[0].as_py().nanoseconds == 5 * 10**9
     assert row.column(1)[0].as_py().days == 1
+
+
+def test_a_unit_after_interval_text_that_names_its_units_is_refused():
+    """`INTERVAL '1 day' HOUR` was one day named "hour" (the unit word taken as an alias);
+    DuckDB refuses it and PostgreSQL cuts the text to whole hours. Refused by name; AS makes
+    it an alias, and text without a unit takes the unit as before."""
+    ctx = pqe.Context()
+    for sql in ("SELECT INTERVAL '1 day' HOUR", "SELECT INTERVAL '1 day' DAY",
+                "SELECT INTERVAL '1 day 2 hours' MINUTE"):
+        with pytest.raises(pqe.SQLSyntaxError, match="names its unit already"):
+            ctx.sql(sql)
+    out = ctx.sql("SELECT INTERVAL '1 day' AS hour, INTERVAL '2' DAY AS d").to_arrow()
+    assert out.column_names == ["hour", "d"]
+    assert out.column(0)[0].as_py().days == 1 and out.column(1)[0].as_py().days == 2

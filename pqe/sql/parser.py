@@ -400,6 +400,17 @@ class PQEDialect(Dialect):
                     out.set("this", exp.Literal.string(text))
             if out is None:
                 out = super()._parse_interval_span(this, parse_function_unit)
+            after = self._curr
+            if this is not None and this.is_string and after is not None \
+                    and after.token_type == TokenType.VAR \
+                    and after.text.lower() in INTERVAL_UNIT_WORDS \
+                    and re.search(r"[a-z]", this.name, re.I):
+                # INTERVAL '1 day' HOUR: the text names its unit already; the word after it
+                # was taken as an alias (a day named "hour"), where DuckDB refuses it and
+                # PostgreSQL reads a field restriction (cutting the text to whole hours)
+                self.raise_error(f"INTERVAL '{this.name}' names its unit already: '{after.text}'"
+                                 f" after it is not supported (write INTERVAL '{this.name}' AS "
+                                 f"{after.text} for an alias)", after)
             # the word after INTERVAL x is its unit only when it is one: sqlglot took any
             # name and spelled abbreviations out (`INTERVAL 1 s` was a second; s may be a
             # column or an alias, as PostgreSQL and DuckDB read it)
