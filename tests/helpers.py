@@ -88,6 +88,19 @@ def duckdb_with(tables: dict[str, pa.Table]):
     return con
 
 
+def assert_answers_as_duckdb(sql: str, tables: dict[str, pa.Table], partitions: int,
+                             **kwargs) -> None:
+    """pqe at `partitions` gives DuckDB's answer to `sql` over `tables` (registered in both;
+    order and LIMIT from the query text, `check_types=False` unless given)."""
+    ctx = pqe.Context(partitions=partitions)
+    for name, t in tables.items():
+        ctx.register_arrow(name, t)
+    expected = duckdb_with(tables).sql(sql).arrow()
+    expected = expected.read_all() if hasattr(expected, "read_all") else expected
+    kwargs.setdefault("check_types", False)
+    assert_same(ctx.sql(sql).to_arrow(), expected, sql=sql, **kwargs)
+
+
 def context_with(kind: str, tables: dict[str, pa.Table]) -> pqe.Context:
     """A Context of `kind` (threaded: 2 threads; partitions4: 4 partitions; sync; cluster: 2
     LocalCluster workers of 1 GiB, 4 partitions) with `tables` registered as Arrow tables."""

@@ -7,13 +7,12 @@ nested subqueries, and the correlations that must keep the domain method."""
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import pqe
-from pqe.testing.compare import compare
+from helpers import assert_answers_as_duckdb
 
 
 def _tables():
@@ -68,15 +67,7 @@ QUERIES = [
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("sql", QUERIES)
 def test_exists_values_match_duckdb(sql, partitions):
-    tables = _tables()
-    ctx = pqe.Context(partitions=partitions)
-    con = duckdb.connect()
-    for name, t in tables.items():
-        ctx.register_arrow(name, t)
-        con.register(name, t)
-    expected = con.sql(sql).arrow()
-    expected = expected.read_all() if hasattr(expected, "read_all") else expected
-    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql, check_types=False) is None
+    assert_answers_as_duckdb(sql, _tables(), partitions)
 
 
 def _plan(sql: str) -> str:
@@ -120,14 +111,7 @@ def test_a_column_that_is_the_key_of_two_equalities(sql, partitions):
                   "j": pa.array([r.randint(0, 9) for _ in range(4)], pa.int64())})
     i = pa.table({"k": pa.array([r.randint(0, 9) for _ in range(40)], pa.int64()),
                   "j": pa.array([r.randint(0, 9) for _ in range(40)], pa.int64())})
-    ctx = pqe.Context(partitions=partitions)
-    con = duckdb.connect()
-    for name, t in (("o", o), ("i", i)):
-        ctx.register_arrow(name, t)
-        con.register(name, t)
-    expected = con.sql(sql).arrow()
-    expected = expected.read_all() if hasattr(expected, "read_all") else expected
-    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql, check_types=False) is None
+    assert_answers_as_duckdb(sql, {"o": o, "i": i}, partitions)
 
 
 ON_QUERIES = [
@@ -148,15 +132,7 @@ def test_uncorrelated_subqueries_in_an_outer_joins_condition(sql, partitions):
     are not supported in join expressions yet", 193 of the subquery hunt's refusals): the
     subquery is a column of the side it reads, the condition reads the column. NOT IN over
     a NULL (j.jk holds NULLs) keeps its three-valued answer."""
-    tables = _tables()
-    ctx = pqe.Context(partitions=partitions)
-    con = duckdb.connect()
-    for name, t in tables.items():
-        ctx.register_arrow(name, t)
-        con.register(name, t)
-    expected = con.sql(sql).arrow()
-    expected = expected.read_all() if hasattr(expected, "read_all") else expected
-    assert compare(ctx.sql(sql).to_arrow(), expected, sql=sql, check_types=False) is None
+    assert_answers_as_duckdb(sql, _tables(), partitions)
 
 
 def test_a_correlated_subquery_in_an_outer_joins_condition_stays_refused():
