@@ -675,8 +675,8 @@ def _exists_mark_by_keys(outer: LogicalPlan,
     of outer values is computed: the domain joined the outer plan a second time only to
     narrow q's rows to the keys asked for (TPC-DS Q35's `exists (...) or exists (...)` joined
     1.9M customer_demographics rows again for each: 0.95 -> 0.74 CPU-seconds with Q10,
-    whose ORs are alike). DuckDB's deliminator
-    drops its duplicate-eliminated join for the same correlations. None otherwise (the
+    whose ORs are alike). DuckDB's deliminator drops its duplicate-eliminated join for the
+    same correlations. None otherwise (the
     domain method then): another correlation, a reference further out, or a value computed
     above the correlation (computed here for rows no outer row asks for)."""
     if _computes_above_correlation(inner):
