@@ -334,8 +334,10 @@ def _needs_python_form(t: pa.DataType) -> bool:
     return False
 
 
-# the longest timedelta: 999999999 days, in microseconds
-_TIMEDELTA_MAX_US = 999_999_999 * 86_400 * 10**6
+# the longest interval fetched as a timedelta, in microseconds: a DURATION's int64 (about
+# 292,471 years; Python's timedelta reaches 999999999 days, further, and past the int64 the
+# microseconds wrapped: INTERVAL '300000 years' came back as -105503983 days)
+_TIMEDELTA_MAX_US = 2.0**63  # (compared as a double: one that may round past it is refused)
 
 
 def _python_form(arr: pa.Array, name: str) -> pa.Array:
@@ -357,9 +359,10 @@ def _python_form(arr: pa.Array, name: str) -> pa.Array:
         micros = np.where(nanos >= 0, nanos // 1000, -((-nanos) // 1000))
         valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
         whole = days.astype(np.float64) * 86_400e6 + micros
-        if (valid & (np.abs(whole) > _TIMEDELTA_MAX_US)).any():
-            raise DataValueError(f"column {name!r} holds an INTERVAL longer than Python's "
-                                 f"timedelta holds (999999999 days); read it with to_arrow()")
+        if (valid & (np.abs(whole) >= _TIMEDELTA_MAX_US)).any():
+            raise DataValueError(f"column {name!r} holds an INTERVAL longer than a "
+                                 f"timedelta of microseconds holds (about 292,000 years); "
+                                 f"read it with to_arrow()")
         total = np.where(valid, days * 86_400 * 10**6 + micros, 0)
         return pa.array(total, pa.duration("us"), mask=~valid if arr.null_count else None)
     if pa.types.is_timestamp(t):
