@@ -19,7 +19,8 @@ from ..physical.plan import Band, OrKeys
 from ..plan.extremes import EXTREME_PREFIX
 from .band import pair_blocks
 from .expressions import Compiler, filter_table
-from .relational import decoded, fold_wide, hash_key_floats, low_bits_repeat, wide_integer
+from .relational import (combination_codes, decoded, fold_wide, hash_key_floats,
+                         low_bits_repeat, wide_integer)
 from .user_functions import check_cancelled
 
 _ACERO_KIND = {"inner": "inner", "left": "left outer", "right": "right outer",
@@ -597,7 +598,6 @@ def _repeated_rows(t: pa.Table, cols: list[str]) -> tuple[np.ndarray, np.ndarray
     n = t.num_rows
     if n < 2 * REPEAT_FACTOR or not cols:
         return None
-    codes = np.zeros(n, dtype=np.int64)
     for c in cols:
         typ = t.schema.field(c).type
         if pa.types.is_dictionary(typ):
@@ -607,17 +607,11 @@ def _repeated_rows(t: pa.Table, cols: list[str]) -> tuple[np.ndarray, np.ndarray
                 or pa.types.is_date(typ) or pa.types.is_timestamp(typ)
                 or pa.types.is_decimal(typ) or pa.types.is_binary(typ)):
             return None
-        col = t.column(c)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        enc = col.combine_chunks().dictionary_encode(null_encoding="encode")
-        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = codes * max(1, len(enc.dictionary)) + idx
-        codes = np.unique(codes, return_inverse=True)[1].astype(np.int64).reshape(-1)
-        if codes.max(initial=0) + 1 > n // REPEAT_FACTOR:
-            return None  # (too many combinations already)
-    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    return first.astype(np.int64), inverse.astype(np.int64).reshape(-1)
+    codes = combination_codes((t.column(c) for c in cols), limit=n // REPEAT_FACTOR)
+    if codes is None:
+        return None  # (too many combinations)
+    first = np.unique(codes, return_index=True)[1]  # (the codes are dense: 0..k-1)
+    return first.astype(np.int64), codes
 
 
 def _one_chunk(t: pa.Table) -> pa.Table:

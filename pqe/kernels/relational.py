@@ -25,6 +25,25 @@ def canonical_floats(col):
 _SHIFT = pa.scalar(32, pa.uint64())
 
 
+def combination_codes(columns, limit: int | None = None) -> np.ndarray | None:
+    """Each row's combination of values of `columns` (arrays or chunked arrays of one length)
+    as a dense code 0..k-1, NULL a value and values equal as Arrow's dictionary encoding
+    finds them; None when the combinations number more than `limit`."""
+    codes = None
+    for col in columns:
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        enc = col.dictionary_encode(null_encoding="encode")
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = idx if codes is None else codes * max(1, len(enc.dictionary)) + idx
+        codes = np.unique(codes, return_inverse=True)[1].astype(np.int64).reshape(-1)
+        if limit is not None and codes.max(initial=-1) + 1 > limit:
+            return None
+    return codes
+
+
 def hash_key_floats(col):
     """A float key as Acero hashes it for grouping and joining: canonical (canonical_floats),
     and a DOUBLE then as its 64 bits with the high half folded into the low (bits ^ (bits >>

@@ -123,17 +123,12 @@ def _typed(table: pa.Table, spec, partition: int) -> pa.Table:
 
 def _groups(table: pa.Table, keys: list[str]):
     """(key values, rows) for each distinct combination of the key columns (NULL is a value)."""
-    n = table.num_rows
-    codes = np.zeros(n, dtype=np.int64)
-    from .relational import canonical_floats
+    from .relational import canonical_floats, combination_codes
 
-    for k in keys:
-        # (NaNs of two bit patterns, -0.0 and 0.0 are one group, as GROUP BY makes them)
-        enc = canonical_floats(table.column(k).combine_chunks()).dictionary_encode(
-            null_encoding="encode")
-        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = codes * max(1, len(enc.dictionary)) + idx
-        codes = np.unique(codes, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    n = table.num_rows
+    # (NaNs of two bit patterns, -0.0 and 0.0 are one group, as GROUP BY makes them)
+    codes = combination_codes(canonical_floats(table.column(k).combine_chunks())
+                              for k in keys)
     order = np.argsort(codes, kind="stable")
     ordered = table.take(pa.array(order))
     sorted_codes = codes[order]
