@@ -8,7 +8,9 @@ and finally into scans (`Scan.filters`), where pyarrow.dataset prunes row groups
 ON-clause predicates of outer joins move only into the null-supplying side. A WHERE predicate
 that no NULL-extended row can pass (`sr_reason_sk = r_reason_sk` above `store_sales LEFT JOIN
 store_returns`, TPC-DS Q93) makes the outer join an inner one first, so the predicate and the
-join can move like any other inner join's. A disjunction
+join can move like any other inner join's. A WHERE `b.k IS NULL` over `a LEFT JOIN b` whose
+condition is never true for a NULL b.k keeps exactly a's unmatched rows: that is an anti join
+(`_outer_to_anti`), which does not build the NULL-extended rows only to filter them. A disjunction
 spanning several inputs of a join also yields, for each input it constrains in every branch,
 a derived filter pushed to that input (the original stays at the join): for TPC-H Q7 and Q19
 this prunes most of the scanned rows.
@@ -188,6 +190,28 @@ def _outer_to_inner(plan: LogicalPlan, rejected: set[str]) -> LogicalPlan:
     return Join(plan.left, plan.right, kind, plan.on, plan.filter, plan.null_aware)
 
 
+def _outer_to_anti(plan: Join, preds: list[Expr]) -> tuple[LogicalPlan, list[Expr]] | None:
+    """`a LEFT JOIN b ON ... WHERE b.k IS NULL`, where the join condition is never true for a
+    NULL b.k (`a.k = b.k`), keeps exactly the left rows that match no right row: the anti join
+    on the same condition, with b's columns as NULLs (a projection the rest of the plan reads
+    them from). The anti join does not build the NULL-extended rows to filter them again.
+    RIGHT joins likewise, sides swapped. (plan, the predicates left to push) or None."""
+    if plan.kind not in ("left", "right") or plan.null_aware:
+        return None
+    kept, gone = (plan.left, plan.right) if plan.kind == "left" else (plan.right, plan.left)
+    never_null = _null_rejected(conjuncts(plan.filter), plan.on) & _ids(gone)
+    tests = [p for p in preds if isinstance(p, Call) and p.fn == "is_null"
+             and _plain_column(p.args[0]) in never_null]
+    if not tests:
+        return None
+    on = plan.on if plan.kind == "left" else tuple((r, l) for l, r in plan.on)
+    join = Join(kept, gone, "anti", on, plan.filter)
+    kept_ids = _ids(kept)
+    exprs = tuple(ColumnRef(f) if f.id in kept_ids else Literal(None, f.dtype)
+                  for f in plan.schema)
+    return Project(join, exprs, plan.schema), [p for p in preds if p not in tests]
+
+
 # ---- transfer across join keys -----------------------------------------------------------
 
 _COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
@@ -322,6 +346,9 @@ def _single(preds: list[Expr]) -> list[Expr]:
 
 def _push_join(plan: Join, preds: list[Expr]) -> LogicalPlan:
     plan = _outer_to_inner(plan, _null_rejected(preds))
+    anti = _outer_to_anti(plan, preds)
+    if anti is not None:
+        return _push(*anti)
     lids, rids = _ids(plan.left), _ids(plan.right)
     kind = plan.kind
     on_preds = conjuncts(plan.filter)
