@@ -114,8 +114,21 @@ def test_push_down_filter_left_join_rules(octx):
     assert [str(f) for f in scans["small"].filters] == ["(small.name = 'n1')"]
     assert [str(f) for f in scans["big"].filters] == ["(big.id < 10)"]
     (join,) = nodes(plan, L.Join)
-    # ON predicate on the preserved side stays in the join; WHERE on the null side stays above
+    # ON predicate on the preserved side stays in the join; `small.name IS NULL`, which no
+    # matched row passes (the ON compares small.name), makes it an anti join
     assert "(big.v > 1.0)" in str(join.filter)
+    assert join.kind == "anti" and not nodes(plan, L.Filter)
+
+
+def test_push_down_filter_left_join_null_test_stays_above(octx):
+    plan = push_down_filter(bound(
+        octx, "select big.id from big left join small on big.k = small.k and big.v > 1 "
+              "where small.name is null and big.id < 10"))
+    scans = {s.table: s for s in nodes(plan, L.Scan)}
+    assert [str(f) for f in scans["big"].filters] == ["(big.id < 10)"]
+    (join,) = nodes(plan, L.Join)
+    # a matched row may have a NULL small.name: the join stays a left join, WHERE above it
+    assert join.kind == "left" and "(big.v > 1.0)" in str(join.filter)
     (f,) = nodes(plan, L.Filter)
     assert str(f.predicate) == "small.name IS NULL"
 

@@ -551,15 +551,13 @@ def _temporal_arith(c: Compiler, e: Call) -> E:
     a, b = e.args
     if e.fn == "multiply":  # interval * integer
         iv, n = (a, b) if T.is_interval(a.dtype) else (b, a)
-        if not isinstance(iv, Literal):
-            raise UnsupportedError("multiplying a non-constant interval is not supported")
-        if isinstance(n, Literal):
+        if isinstance(iv, Literal) and isinstance(n, Literal):
             v = iv.value
             k = n.value
-            if k is None:
+            if k is None or v is None:
                 return null_of(T.INTERVAL)
             return _interval_constant(v.months * k, v.days * k, v.nanoseconds * k, "product")
-        raise UnsupportedError("INTERVAL (expression) is only supported with constants")
+        return _call("pqe_interval_multiply", [c(iv), c(n).cast(T.INT64)])
     if T.is_interval(a.dtype) and T.is_interval(b.dtype):  # INTERVAL +/- INTERVAL, by part
         if not (isinstance(a, Literal) and isinstance(b, Literal)):
             return _call(f"pqe_interval_{e.fn}", [c(a), c(b)])
@@ -767,7 +765,7 @@ def _negate(c: Compiler, e: Call) -> E:
         if isinstance(a, Literal) and a.value is not None:
             v = a.value
             return _interval_constant(-v.months, -v.days, -v.nanoseconds, "negation")
-        raise UnsupportedError("negating a non-constant interval is not supported")
+        return _call("pqe_interval_multiply", [c(a), scalar(-1, T.INT64)])
     if _is_int(e.dtype):
         return _call("negate_checked", [_used(c, c(a), a.dtype)])
     return _call("negate", [c(a)])
