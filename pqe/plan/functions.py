@@ -706,9 +706,19 @@ _register(SCALAR, "greatest", 1, None, _same_as_common, nulls="custom", sqlglot=
 _register(SCALAR, "least", 1, None, _same_as_common, nulls="custom", sqlglot="Least",
           args=("this", "expressions"))
 # date/time
-for _part in ("year", "quarter", "month", "week", "day", "dow", "doy", "hour", "minute",
-              "second", "millisecond", "microsecond", "epoch", "isodow", "isoyear"):
-    _register(SCALAR, f"extract_{_part}", 1, 1, _extract)
+# each part also as DuckDB's function of it: year(d) is EXTRACT(year FROM d)
+_PART_FUNCTIONS = {
+    "year": (("Year",), ()), "quarter": (("Quarter",), ()), "month": (("Month",), ()),
+    "week": (("Week", "WeekOfYear"), ("weekofyear",)),
+    "day": (("Day", "DayOfMonth"), ("dayofmonth",)),
+    "dow": (("DayOfWeek",), ("weekday", "dayofweek")), "doy": (("DayOfYear",), ("dayofyear",)),
+    "hour": (("Hour",), ()), "minute": (("Minute",), ()), "second": (("Second",), ()),
+    "millisecond": ((), ("millisecond",)), "microsecond": ((), ("microsecond",)),
+    "epoch": ((), ("epoch",)), "isodow": (("DayOfWeekIso",), ("isodow",)),
+    "isoyear": ((), ("isoyear",)),
+}
+for _part, (_classes, _names) in _PART_FUNCTIONS.items():
+    _register(SCALAR, f"extract_{_part}", 1, 1, _extract, sqlglot=_classes, aliases=_names)
 _register(SCALAR, "date_trunc", 2, 2, _date_trunc, aliases=("datetrunc",))
 _register(SCALAR, "date_diff", 3, 3, _date_diff, aliases=("datediff",))
 # DuckDB's DATE_SUB('part', start, end): the whole parts elapsed (date_diff counts the part
