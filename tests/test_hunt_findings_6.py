@@ -515,8 +515,12 @@ def test_window_min_max_of_nested_refused_and_frame_messages():
     with pytest.raises(pqe.BindError, match="must not be negative"):
         c.sql("select sum(x) over (order by id rows between -1 preceding and current row) "
               "from t")
-    with pytest.raises(pqe.UnsupportedError, match="offset 1 \\+ 1 is not supported"):
-        c.sql("select sum(x) over (order by id rows between 1+1 preceding and current row) "
+    # a constant expression is folded, as DuckDB does (it was refused: nineteenth session);
+    # a column stays refused by name
+    assert rows(c, "select sum(x) over (order by id rows between 1+1 preceding and current "
+                   "row) from t order by id") == [(1,), (3,)]
+    with pytest.raises(pqe.UnsupportedError, match="offset .*x.* is not supported"):
+        c.sql("select sum(x) over (order by id rows between x preceding and current row) "
               "from t")
 
 

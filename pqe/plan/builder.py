@@ -751,16 +751,50 @@ def set_operation(kind: str, left: LogicalPlan, right: LogicalPlan, all_: bool) 
 # ---- window functions (the DataFrame builder's `.over()`; the same nodes the binder makes) -----
 
 
+def constant(e: Expr) -> Literal | None:
+    """`e` folded to a literal when it reads no column, no subquery, no aggregate and nothing
+    volatile (`2 + 1`, `-1 * 5`, `CAST('3' AS INT)`), else None. An error evaluating it (a
+    cast that fails) is raised, as running it would."""
+    if isinstance(e, Literal):
+        return e
+    for x in walk(e):
+        if isinstance(x, (ColumnRef, SubqueryExpr, AggCall)) or type(x).__name__ == "WindowCall":
+            return None
+    if is_volatile(e):
+        return None
+    from ..errors import DataValueError, Error
+    from ..kernels.expressions import evaluate_constant  # (lazily: kernels import the plan)
+
+    try:
+        return evaluate_constant(e)
+    except Error:
+        raise
+    except pa.ArrowInvalid as err:  # (an overflow in a checked kernel)
+        raise DataValueError(f"{e}: {str(err).splitlines()[0]}") from None
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        return None
+
+
 def window_consts(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple]:
     """Split constant arguments (ntile n, lag/lead offset and default, nth_value n) from the
-    value arguments, as the SQL binder does."""
-    from ..errors import UnsupportedError
+    value arguments, for the SQL binder and the DataFrame builder alike. Constant
+    expressions are folded (`ntile(2 + 1)`); whole-number arguments must fit BIGINT."""
+    from ..errors import BindError, UnsupportedError
 
     def const(e: Expr, what: str, whole: bool = True):
-        if not isinstance(e, Literal):
+        folded = constant(e)
+        if folded is None:
             raise UnsupportedError(f"{name.upper()} {what} must be a constant")
+        e = folded
         if whole:
             check_whole(e, f"{name.upper()} {what}")
+            v = e.value
+            if isinstance(v, decimal.Decimal) and v == v.to_integral_value():
+                v = int(v)  # (a whole DECIMAL(p, 0): beyond BIGINT is an error)
+            if isinstance(v, int) and not isinstance(v, bool) \
+                    and not -2**63 <= v < 2**63:
+                raise BindError(f"{name.upper()} {what} {v} is out of range "
+                                f"(at most {2**63 - 1})")
         return e.value
 
     if name == "ntile":

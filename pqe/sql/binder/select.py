@@ -383,6 +383,7 @@ class SelectMixin:
         if node is None:
             return None
         e = self.expr(node, Scope(), clause=what)
+        e = B.constant(e) or e  # (`LIMIT 2 * 5`)
         if isinstance(e, Literal) and e.value is None:
             return None
         if isinstance(e, Literal) and isinstance(e.value, decimal.Decimal) \
@@ -399,6 +400,7 @@ class SelectMixin:
 
     def _number_clause(self, node, what: str):
         e = self.expr(node, Scope(), clause=what)
+        e = B.constant(e) or e
         if isinstance(e, Literal) and e.value is None:
             return None
         if not (isinstance(e, Literal) and isinstance(e.value, (int, float, decimal.Decimal))

@@ -102,7 +102,7 @@ class WindowMixin:
             args = [rec(a) for a in raw]
             fdef = F.WINDOW[name]
             F.check_arity(fdef, len(args), name)
-            value_args, consts = window_consts(name, args)
+            value_args, consts = B.window_consts(name, args)
             _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
             if name in ("lag", "lead") and len(consts) > 1 and consts[1] is not None:
                 consts = (consts[0], B.lag_default(args[2], dtype))
@@ -143,30 +143,6 @@ class WindowMixin:
 _IGNORE_NULLS = frozenset({"first_value", "last_value", "nth_value", "lag", "lead"})
 
 
-def window_consts(name: str, args: list) -> tuple[list, tuple]:
-    """Split constant arguments (ntile n, lag offset/default, nth_value n) from value ones."""
-    def const(e, what: str):
-        if not isinstance(e, Literal):
-            raise UnsupportedError(f"{name.upper()} {what} must be a constant")
-        B.check_whole(e, f"{name.upper()} {what}")
-        if isinstance(e.value, int) and not isinstance(e.value, bool):
-            checked_int(e.value, f"{name.upper()} {what}")
-        elif isinstance(e.value, decimal.Decimal) and T.is_decimal(e.dtype) and e.dtype.scale == 0:
-            checked_int(int(e.value), f"{name.upper()} {what}")  # beyond BIGINT: an error
-        return e.value
-
-    if name == "ntile":
-        return [], (const(args[0], "bucket count"),)
-    if name in ("lag", "lead"):
-        offset = const(args[1], "offset") if len(args) > 1 else 1
-        default = args[2].value if len(args) > 2 and isinstance(args[2], Literal) else (
-            const(args[2], "default") if len(args) > 2 else None)
-        return [args[0]], (offset, default)
-    if name == "nth_value":
-        return [args[0]], (const(args[1], "position"),)
-    return list(args), ()
-
-
 def window_frame(spec: exp.WindowSpec) -> Frame:
     mode = (spec.args.get("kind") or "range").lower()
     if mode not in ("rows", "range", "groups"):
@@ -190,6 +166,15 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
             if up in ("CURRENT ROW", "CURRENT"):
                 return FrameBound("current")
         kind = (side or "preceding").lower()
+        if isinstance(value, (exp.Binary, exp.Paren, exp.Cast)) and not value.find(exp.Column):
+            # a constant expression (`1 + 1 PRECEDING`): sqlglot's simplify folds arithmetic
+            # on numbers to one literal; anything else stays as it is and is refused below
+            from sqlglot.optimizer.simplify import simplify
+
+            folded = simplify(value.copy())
+            if isinstance(folded, exp.Literal) and not folded.is_string or \
+                    isinstance(folded, exp.Neg) and isinstance(folded.this, exp.Literal):
+                value = folded
         if isinstance(value, exp.Literal) and not value.is_string:
             n = decimal.Decimal(value.this)
             if n < 0:
