@@ -194,7 +194,10 @@ class PQEDialect(Dialect):
         TRANSFORMS = {**generator.Generator.TRANSFORMS,
                       exp.ApproxDistinct: lambda self, e: self.func(
                           "APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy")),
-                      exp.GroupConcat: lambda self, e: _string_agg_sql(self, e)}
+                      exp.GroupConcat: lambda self, e: _string_agg_sql(self, e),
+                      # `a // b` names its column as written (sqlglot spelled it CAST(a / b
+                      # AS BIGINT))
+                      exp.IntDiv: lambda self, e: self.binary(e, "//")}
 
     class Parser(parser.Parser):
         def _parse_id_var(self, any_token: bool = True, tokens=None):

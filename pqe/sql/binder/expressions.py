@@ -238,6 +238,20 @@ def _binary(b, node, scope, rec):
     return B.call(fn, a, c)
 
 
+def _int_div(b, node, scope, rec):
+    """`a // b` of integers: the quotient rounded toward zero, as `/` of integers is in pqe
+    (and `//` in DuckDB); of other types refused, by name (DuckDB's DOUBLE `//` is not
+    reproduced)."""
+    a, c = rec(node.this), rec(node.expression)
+    if not (T.is_integer(a.dtype) or T.is_null(a.dtype)) \
+            or not (T.is_integer(c.dtype) or T.is_null(c.dtype)):
+        pos = node_position(b.sql, node)
+        raise positioned(UnsupportedError(
+            f"integer division (//) of {T.type_name(a.dtype)} and {T.type_name(c.dtype)}"
+            f"{at(pos)} is not supported: only of integers"), pos)
+    return B.call("divide", *(narrow_int_literal(a, c), narrow_int_literal(c, a)))
+
+
 def _neg(b, node, scope, rec):
     inner = rec(node.this)
     if isinstance(inner, Literal) and isinstance(inner.value, (int, float, decimal.Decimal)) \
@@ -621,7 +635,7 @@ HANDLERS: dict[type, Handler] = {
     exp.Interval: _interval, exp.Extract: _extract, exp.Substring: _substring,
     exp.Trim: _trim, exp.DateTrunc: _date_trunc, exp.Exists: _exists,
     exp.Subquery: _subquery, exp.Anonymous: _anonymous, exp.Window: _window,
-    exp.Bracket: _bracket, exp.Dot: _dot,
+    exp.Bracket: _bracket, exp.Dot: _dot, exp.IntDiv: _int_div,
     **{cls: _binary for cls in BINARY},
     **{cls: _function for cls in FUNCS if cls not in BINARY},
     exp.Log: _log,

@@ -149,6 +149,7 @@ for _cls in BINARY:
 for _cls, (_fn, _keys) in FUNCS.items():
     CONSUMED.setdefault(_cls, _args(*_keys))
 
+CONSUMED[exp.IntDiv] = _args("this", "expression")  # `//` of integers (expressions._int_div)
 # flags the parser always sets, whose meaning pqe's functions already have
 CONSUMED[exp.DPipe] = _args("this", "expression", "safe")  # `||`: NULL in, NULL out
 CONSUMED[exp.Log] = _args("this", "expression")  # LOG(x), LOG10(x), LOG2(x), LOG(b, x)
@@ -178,7 +179,7 @@ _NAMES: dict = {
     exp.DateSub: "DATE_SUB(date, INTERVAL ...) (write date - INTERVAL ...)",
     exp.Placeholder: "parameters here", exp.Parameter: "parameters",
     exp.SimilarTo: "SIMILAR TO", exp.Glob: "GLOB", exp.Overlaps: "OVERLAPS",
-    exp.IntDiv: "integer division (DIV, //)", exp.BitwiseLeftShift: "<<",
+    exp.BitwiseLeftShift: "<<",
     exp.BitwiseRightShift: ">>",
     (exp.Select, "kind"): "SELECT AS STRUCT/VALUE", (exp.Select, "hint"): "query hints",
     (exp.Select, "into"): "SELECT INTO", (exp.Select, "laterals"): "LATERAL VIEW",
