@@ -13,7 +13,8 @@ from .binder import View
 from .parser import ParsedStatement, builtin_call, insert_rows_statement, parse, parse_statements
 from .statements import bind_statement, statement_word
 
-_WRITES = (exp.Create, exp.Insert, exp.Update, exp.Delete, exp.Drop, exp.Copy)
+_WRITES = (exp.Create, exp.Insert, exp.Update, exp.Delete, exp.Drop, exp.Copy,
+           exp.TruncateTable)
 
 
 def is_write(ast: exp.Expression) -> bool:

@@ -54,7 +54,7 @@ def _set_args(node: exp.Expression) -> dict:
 
 
 _FIRST_WORDS = ((exp.Select, "SELECT"), (exp.Insert, "INSERT"), (exp.Update, "UPDATE"),
-                (exp.Delete, "DELETE"), (exp.Copy, "COPY"))
+                (exp.Delete, "DELETE"), (exp.Copy, "COPY"), (exp.TruncateTable, "TRUNCATE"))
 
 
 def statement_word(ast: exp.Expression) -> str:
@@ -113,6 +113,8 @@ def _bind(ast: exp.Expression, catalog: CatalogSnapshot, sql: str) -> S.Statemen
         return _update(ast, catalog, sql)
     if isinstance(ast, exp.Delete):
         return _delete(ast, catalog, sql)
+    if isinstance(ast, exp.TruncateTable):
+        return _truncate(ast, catalog, sql)
     if isinstance(ast, exp.Drop):
         return _drop(ast)
     if isinstance(ast, exp.Describe):
@@ -765,6 +767,16 @@ def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
     plan = Binder(catalog, sql).bind_query(
         exp.select("*").from_(_target_table(name)).where(keep))
     return S.Delete(name, entry, plan)
+
+
+def _truncate(stmt: exp.TruncateTable, catalog: CatalogSnapshot, sql: str) -> S.Delete:
+    """TRUNCATE [TABLE] t: every row deleted, as `DELETE FROM t` (one table; PostgreSQL's
+    several tables, RESTART IDENTITY, CASCADE and the rest are refused by name)."""
+    refuse_unknown_args(stmt, {"expressions"}, "TRUNCATE")
+    tables = stmt.expressions
+    if len(tables) != 1 or not isinstance(tables[0], exp.Table):
+        raise UnsupportedError("TRUNCATE of several tables is not supported: one at a time")
+    return _delete(exp.Delete(this=tables[0]), catalog, sql)
 
 
 # ---- DROP / DESCRIBE / COPY --------------------------------------------------------------------
