@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from ..physical.plan import Bound, WindowSpec  # the specs the planner makes
 from ..plan.expr import Expr
 from .. import types as T
-from ..errors import ExecutionError, UnsupportedError
+from ..errors import DataValueError, ExecutionError, UnsupportedError
 from . import decimals
 from .relational import sort_indices, take_rows
 
@@ -381,6 +381,8 @@ def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
     decimal wide enough, whose values are then replaced by their dense ranks (same order)."""
     t = col.type
     name = T.type_name(t)
+    if isinstance(offset, pa.MonthDayNano):  # an INTERVAL with months
+        return _calendar_targets(col, offset, backward)
     interval = isinstance(offset, datetime.timedelta)  # the binder's INTERVAL offsets
     if interval and T.is_numeric(t):
         raise UnsupportedError(f"a RANGE offset over a {name} ORDER BY key must be a number, "
@@ -435,6 +437,53 @@ def _range_targets(col: pa.Array, offset, backward: bool, round_down: bool):
     ranks = pc.rank(both, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense")
     ranks = ranks.to_numpy(zero_copy_only=False).astype(np.int64)
     return ranks[:len(col)], ranks[len(col):], apart
+
+
+def _calendar_targets(col: pa.Array, offset: pa.MonthDayNano, backward: bool):
+    """`_range_targets` of an INTERVAL offset with months over a DATE or TIMESTAMP key: each
+    key stepped by the months (to the same day of the month, the month's last day where it
+    has fewer: DuckDB's and PostgreSQL's date + interval), then by the days and the rest.
+    Keys and targets as int64 microseconds (nanoseconds for a TIMESTAMP_NS key), exact."""
+    t = col.type
+    apart = pc.is_null(col).to_numpy(zero_copy_only=False)
+    if pa.types.is_date(t):
+        per_day, values = _DAY_MICROS, pc.cast(pc.cast(col, pa.int32()), pa.int64())
+        values = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)  # (days)
+        if len(values) and np.abs(values).max() > _INT64_MAX // _DAY_MICROS - 40_000:
+            raise UnsupportedError("a RANGE offset in months over DATEs this far from 1970 "
+                                   "is not supported")
+        values = values * _DAY_MICROS
+        rest = offset.nanoseconds // 1000
+    elif pa.types.is_timestamp(t):
+        ns = t.unit == "ns"
+        per_day = _DAY_MICROS * (1000 if ns else 1)
+        raw = pc.fill_null(pc.cast(col, pa.int64()), 0).to_numpy(zero_copy_only=False)
+        factor = {"s": 10**6, "ms": 10**3, "us": 1, "ns": 1}[t.unit]
+        if factor > 1 and len(raw) and np.abs(raw).max() > _INT64_MAX // factor:
+            raise UnsupportedError(f"a RANGE offset over {T.type_name(t)} keys this large is "
+                                   "not supported")
+        values = raw * factor
+        rest = offset.nanoseconds if ns else offset.nanoseconds // 1000
+    else:
+        raise UnsupportedError(f"a RANGE offset in months needs a DATE or TIMESTAMP ORDER BY "
+                               f"key, not {T.type_name(t)}")
+    sign = -1 if backward else 1
+    days = values // per_day  # (floor: the time of day is in [0, one day))
+    time_of_day = values - days * per_day
+    d = days.astype("datetime64[D]")
+    month_start = d.astype("datetime64[M]")
+    day = (d - month_start.astype("datetime64[D]")).astype(np.int64)
+    target = month_start + np.timedelta64(sign * offset.months, "M")
+    days_in = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
+               - target.astype("datetime64[D]")).astype(np.int64)
+    stepped = (target.astype("datetime64[D]").astype(np.int64)
+               + np.minimum(day, days_in - 1) + sign * offset.days)
+    limit = _INT64_MAX // per_day - 1
+    if len(stepped) and np.abs(stepped).max() >= limit:
+        raise DataValueError("a RANGE frame bound is out of range: stepping the keys by the "
+                             "interval overflows")
+    targets = stepped * per_day + time_of_day + sign * rest
+    return values, targets, apart
 
 
 # ---- evaluation ------------------------------------------------------------------------------

@@ -194,10 +194,13 @@ def window_frame(spec: exp.WindowSpec) -> Frame:
             else:
                 iv = interval_literal(value.this.name,
                                       unit.name if unit is not None else None).value
-            if iv.months:
-                raise UnsupportedError("RANGE frame offsets in months or years are not supported")
             if iv.nanoseconds % 1000:
                 raise UnsupportedError("RANGE frame offsets finer than a microsecond are not supported")
+            if iv.months:
+                # calendar months: the kernel steps each key by them (kernels.window)
+                if iv.months < 0 or iv.days < 0 or iv.nanoseconds < 0:
+                    raise BindError("window frame offsets must not be negative")
+                return FrameBound(kind, iv)
             offset = datetime.timedelta(days=iv.days, microseconds=iv.nanoseconds // 1000)
             if offset < datetime.timedelta(0):
                 raise BindError("window frame offsets must not be negative")
