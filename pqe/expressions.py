@@ -369,6 +369,9 @@ class Expr:
                 raise BindError(f"window functions cannot be nested: {me._name}.over() reads "
                                 f"another window; add that one with with_columns() first")
             if me._win is not None:
+                from .optimizer.simplify import fold_constant
+
+                inner = [fold_constant(a) or a for a in inner]  # (lag("x", 1, lit(5) * 2))
                 return B.window_function(fn, inner, parts, keys, frame)
             return B.window_aggregate(agg, parts, keys, frame)
 

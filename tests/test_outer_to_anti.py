@@ -47,7 +47,8 @@ REWRITTEN = [
     "SELECT a.k FROM a LEFT JOIN b ON a.k = b.k WHERE b.k IS NULL AND b.w > 1",
     "SELECT a.k FROM a LEFT JOIN b ON a.k = b.k WHERE b.k IS NULL OR a.x > 3",
     # left-side predicates beside it
-    "SELECT a.k, a.s FROM a LEFT JOIN b ON a.k = b.k WHERE b.k IS NULL AND a.x > 0 AND a.s LIKE 's1%'",
+    "SELECT a.k, a.s FROM a LEFT JOIN b ON a.k = b.k "
+    "WHERE b.k IS NULL AND a.x > 0 AND a.s LIKE 's1%'",
     # RIGHT JOIN, the left side tested
     "SELECT b.k, b.w, a.x FROM a RIGHT JOIN b ON a.k = b.k WHERE a.k IS NULL",
     # aggregates over it; counted right columns count nothing

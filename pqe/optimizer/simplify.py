@@ -20,10 +20,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .. import types as T
-from ..errors import Error
+from ..errors import DataValueError, Error
 from ..plan import builder as B
-from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, Expr, InList, Literal,
-                         and_, conjuncts, disjuncts, is_volatile, or_, transform)
+from ..plan.expr import (FALSE, TRUE, AggCall, Call, Case, Cast, ColumnRef, Expr, InList,
+                         Literal, SubqueryExpr, WindowCall, and_, conjuncts, disjuncts,
+                         is_volatile, or_, transform, walk)
 from ..plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort,
                             Values, Window, map_expressions, transform_up)
 
@@ -228,6 +229,30 @@ def _unwrap_cast_in_list(e: InList) -> Expr | None:
     if any(v is None for v in values):
         return None
     return InList(x.arg, tuple(values), e.negated)
+
+
+def fold_constant(e: Expr) -> Literal | None:
+    """`e` folded to a literal when it reads no column, no subquery, no aggregate and nothing
+    volatile (`2 + 1`, `-1 * 5`, `CAST('3' AS INT)`), else None: for the places that need a
+    constant (ntile's count, a lag offset, LIMIT). An error evaluating it (a cast that fails)
+    is raised, as running it would; an overflow as a DataValueError."""
+    from ..kernels.expressions import evaluate_constant
+
+    if isinstance(e, Literal):
+        return e
+    for x in walk(e):
+        if isinstance(x, (ColumnRef, SubqueryExpr, AggCall, WindowCall)):
+            return None
+    if is_volatile(e):
+        return None
+    try:
+        return evaluate_constant(e)
+    except Error:
+        raise
+    except pa.ArrowInvalid as err:  # (an overflow in a checked kernel)
+        raise DataValueError(f"{e}: {str(err).splitlines()[0]}") from None
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        return None
 
 
 def _fold(e: Expr) -> Expr | None:

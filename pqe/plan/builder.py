@@ -751,41 +751,16 @@ def set_operation(kind: str, left: LogicalPlan, right: LogicalPlan, all_: bool) 
 # ---- window functions (the DataFrame builder's `.over()`; the same nodes the binder makes) -----
 
 
-def constant(e: Expr) -> Literal | None:
-    """`e` folded to a literal when it reads no column, no subquery, no aggregate and nothing
-    volatile (`2 + 1`, `-1 * 5`, `CAST('3' AS INT)`), else None. An error evaluating it (a
-    cast that fails) is raised, as running it would."""
-    if isinstance(e, Literal):
-        return e
-    for x in walk(e):
-        if isinstance(x, (ColumnRef, SubqueryExpr, AggCall)) or type(x).__name__ == "WindowCall":
-            return None
-    if is_volatile(e):
-        return None
-    from ..errors import DataValueError, Error
-    from ..kernels.expressions import evaluate_constant  # (lazily: kernels import the plan)
-
-    try:
-        return evaluate_constant(e)
-    except Error:
-        raise
-    except pa.ArrowInvalid as err:  # (an overflow in a checked kernel)
-        raise DataValueError(f"{e}: {str(err).splitlines()[0]}") from None
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):
-        return None
-
-
 def window_consts(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple]:
     """Split constant arguments (ntile n, lag/lead offset and default, nth_value n) from the
-    value arguments, for the SQL binder and the DataFrame builder alike. Constant
-    expressions are folded (`ntile(2 + 1)`); whole-number arguments must fit BIGINT."""
+    value arguments, for the SQL binder and the DataFrame builder alike (which fold constant
+    expressions first: optimizer.simplify.fold_constant); whole-number arguments must fit
+    BIGINT."""
     from ..errors import BindError, UnsupportedError
 
     def const(e: Expr, what: str, whole: bool = True):
-        folded = constant(e)
-        if folded is None:
+        if not isinstance(e, Literal):
             raise UnsupportedError(f"{name.upper()} {what} must be a constant")
-        e = folded
         if whole:
             check_whole(e, f"{name.upper()} {what}")
             v = e.value

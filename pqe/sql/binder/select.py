@@ -13,6 +13,7 @@ from sqlglot import exp
 from ... import types as T
 from ...errors import AmbiguousColumnError, BindError, Error, TypeMismatchError, UnsupportedError
 from ...kernels.scalars import unnest_column
+from ...optimizer.simplify import fold_constant
 from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import ColumnRef, Expr, Literal, SortKey, WindowCall, lit
@@ -383,7 +384,7 @@ class SelectMixin:
         if node is None:
             return None
         e = self.expr(node, Scope(), clause=what)
-        e = B.constant(e) or e  # (`LIMIT 2 * 5`)
+        e = fold_constant(e) or e  # (`LIMIT 2 * 5`)
         if isinstance(e, Literal) and e.value is None:
             return None
         if isinstance(e, Literal) and isinstance(e.value, decimal.Decimal) \
@@ -400,7 +401,7 @@ class SelectMixin:
 
     def _number_clause(self, node, what: str):
         e = self.expr(node, Scope(), clause=what)
-        e = B.constant(e) or e
+        e = fold_constant(e) or e
         if isinstance(e, Literal) and e.value is None:
             return None
         if not (isinstance(e, Literal) and isinstance(e.value, (int, float, decimal.Decimal))

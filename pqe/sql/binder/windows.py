@@ -17,6 +17,7 @@ from sqlglot.tokens import TokenType
 
 from ... import types as T
 from ...errors import BindError, UnsupportedError
+from ...optimizer.simplify import fold_constant
 from ...plan import builder as B
 from ...plan import functions as F
 from ...plan.expr import AggCall, ColumnRef, Frame, FrameBound, Literal, WindowCall, lit
@@ -99,7 +100,7 @@ class WindowMixin:
             name = name or F.canonical(func.name)
             raw = [v for k, v in func.args.items() if v is not None and not isinstance(v, bool)]
             raw = [x for v in raw for x in (v if isinstance(v, list) else [v])]
-            args = [rec(a) for a in raw]
+            args = [fold_constant(a) or a for a in (rec(a) for a in raw)]  # (ntile(2 + 1))
             fdef = F.WINDOW[name]
             F.check_arity(fdef, len(args), name)
             value_args, consts = B.window_consts(name, args)
