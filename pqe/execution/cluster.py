@@ -14,6 +14,11 @@ failures.
 - `check_versions`: a worker or scheduler whose Python, pqe, pyarrow, dask or distributed
   differs in a way that breaks task deserialization is refused by name; other differences
   warn once.
+- `PlacedTables`: in-memory tables (`register_arrow`, `register_pandas`, tables made in SQL)
+  are put on the cluster once, as one scattered piece per scan partition, and kept while the
+  table is; scan tasks depend on their piece. A table inside the graph went to the scheduler
+  with every query (dask's "Sending large graph" warning), was deserialized on one worker
+  and copied whole to every other worker that ran one of its scan tasks.
 - `run_graph`: submits a graph and waits in short steps, turning every way a cluster can fail
   into a one-line `pqe.Error`: a task whose workers keep dying (the operator is named), all
   workers gone, no task finished for `stall_timeout` seconds (paused workers named), the
@@ -26,14 +31,17 @@ reads data; every file is opened inside a task on a worker.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import re
 import sys
 import threading
 import time
 import warnings
+import weakref
 
 from ..errors import Error, ExecutionError, InternalError, QueryCancelled
+from .scheduler import PlacedDataLost
 
 PLUGIN = "pqe"
 # fraction of a worker's memory limit above which freed memory is handed back to the OS
@@ -233,6 +241,87 @@ def _poll(qid, dask_scheduler=None):
     return done, workers
 
 
+# ---- in-memory tables on the cluster -----------------------------------------------------------
+
+# a table whose buffers (a slice's whole parents included: they pickle whole) are smaller than
+# this travels inside the query's graph, which costs less than a scatter's round trip
+INLINE_BYTES = 1 << 20
+
+
+class PlacedTables:
+    """In-memory tables placed on one client's cluster: provider token -> (the slices the
+    table was cut into, one future per slice). A table is scattered the first time a query
+    reads it and released when its provider is dropped (deregistered or replaced, the
+    Context closed, or nothing refers to that version any more); a query running meanwhile
+    keeps the futures its graph holds. Pieces a lost worker held are scattered again, as are
+    all of a table's when a query cuts it into other slices (another partition count)."""
+
+    def __init__(self, client, timeout: float = 30.0):
+        self.client = client
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._placed: dict[str, tuple[tuple, list]] = {}
+        self._numbers = itertools.count(1)
+        self.scatters = 0  # tables scattered (the tests' count)
+
+    def pieces(self, provider, slices: tuple) -> list | None:
+        """One future per slice of `provider`'s table (None: the table is small enough to
+        travel in the graph)."""
+        table = provider.table
+        if table.get_total_buffer_size() < INLINE_BYTES:
+            return None
+        token = provider.token
+        with self._lock:
+            hit = self._placed.get(token)
+            if hit is not None and hit[0] == slices \
+                    and all(f.status == "finished" for f in hit[1]):
+                return list(hit[1])
+            futures = self._scatter(table, token, slices)
+            if hit is None:
+                # (the finalizer holds the dict, not the provider or this object)
+                done = weakref.finalize(provider, _forget, self._placed, token)
+                done.atexit = False
+            self._placed[token] = (slices, futures)
+        return list(futures)
+
+    def _scatter(self, table, token: str, slices: tuple) -> list:
+        from distributed import TimeoutError as DaskTimeout
+
+        # (keys of their own each time: a key being forgotten is never scattered again)
+        name = f"memory-{token}-{next(self._numbers)}"
+        data = {f"{name}-{i}": table.slice(offset, length)
+                for i, (offset, length) in enumerate(slices)}
+        try:
+            futures = self.client.scatter(data, timeout=self.timeout)
+        except (DaskTimeout, TimeoutError) as e:
+            raise ExecutionError(f"could not place an in-memory table on the dask cluster in "
+                                 f"{self.timeout:g} s (no workers?)") from e
+        self.scatters += 1
+        return [futures[k] for k in data]
+
+    def forget(self, provider) -> None:
+        """Release `provider`'s pieces now (a query running over them keeps its own)."""
+        _forget(self._placed, getattr(provider, "token", None))
+
+    def close(self) -> None:
+        self._placed.clear()
+
+    def keys(self) -> list:
+        return [f.key for _, futures in list(self._placed.values()) for f in futures]
+
+
+def _forget(placed: dict, token) -> None:
+    placed.pop(token, None)  # (the futures release their keys when dropped)
+
+
+def _placed_futures(graph: dict) -> list:
+    """The futures of placed pieces a graph's tasks read."""
+    from distributed import Future
+
+    return [a for v in graph.values() if type(v) is tuple for a in v[2:]
+            if isinstance(a, Future)]
+
+
 # ---- versions ----------------------------------------------------------------------------------
 
 # package -> how many leading version components must agree for tasks to deserialize
@@ -374,6 +463,7 @@ class ClusterRunner:
         self._lock = threading.Lock()
         self._watching = True
         self._ready = False
+        self.placed = PlacedTables(client, no_workers_timeout)
 
     # -- setup --
 
@@ -467,6 +557,9 @@ class ClusterRunner:
             raise
         except BaseException as e:  # noqa: BLE001 - Dask's own failures, one line each
             self._cancel(futures)
+            if self._connected() and self._pieces_lost(graph, 2.0 if _is_cancelled(e) else 0):
+                raise PlacedDataLost("a worker holding part of an in-memory table was lost "
+                                     "while the query ran") from e
             if not self._connected() or _is_cancelled(e) or isinstance(e, OSError):
                 raise self._lost() from e
             raise ExecutionError(f"the dask cluster failed the query: {_dask_failure(e)}") from e
@@ -486,6 +579,22 @@ class ClusterRunner:
                 except Exception:  # noqa: BLE001 - the watch is forgotten with the scheduler
                     pass
             self._after(qid, token)
+
+    def _pieces_lost(self, graph: dict, wait: float = 2.0) -> bool:
+        """Whether a placed piece the graph reads is gone (its worker died). The client
+        hears of it shortly after the query's own failure, so this waits a little."""
+        futures = _placed_futures(graph)
+        deadline = time.monotonic() + wait
+        while futures:
+            if any(f.status != "finished" for f in futures):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        self.placed.close()
 
     def _after(self, qid: str, token) -> None:
         """Collect per-partition statistics and remove exchange files on the workers."""
@@ -587,6 +696,6 @@ def _is_cancelled(e: BaseException) -> bool:
         type(e).__name__ in ("FuturesCancelledError", "FutureCancelledError", "CancelledError")
 
 
-__all__ = ["ClusterRunner", "WorkerSupport", "ProgressWatch", "check_versions",
-           "compare_versions", "versions", "operator_of", "release_memory",
+__all__ = ["ClusterRunner", "PlacedDataLost", "PlacedTables", "WorkerSupport", "ProgressWatch",
+           "check_versions", "compare_versions", "versions", "operator_of", "release_memory",
            "configure_memory_pool", "InternalError"]

@@ -9,6 +9,7 @@ data. Every stage runs inside the same cancellable job, under the same token, so
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from ..physical import plan as P
 from . import ops as O
 from .diagnostics import OpStats
 from .lower import Lowering
-from .scheduler import Executor
+from .scheduler import Executor, PlacedDataLost
 
 
 @dataclass
@@ -63,6 +64,10 @@ def _run(executor: Executor, plan: P.PhysicalPlan, token: O.CancelToken, progres
     return Execution(tables, stats, runner.tasks)
 
 
+# times a query is lowered and run again after losing pieces of an in-memory table
+PLACED_RETRIES = 2
+
+
 def _recursive_nodes(plan: P.PhysicalPlan) -> list[P.RecursiveExec]:
     """Recursive queries in the order they must run: children (nested ones) first."""
     out: list[P.RecursiveExec] = []
@@ -92,11 +97,24 @@ class _Runner:
 
     def run(self, plan: P.PhysicalPlan, bindings: dict, label: str):
         self._stage += 1
-        low = Lowering(self.token, self.materialized, bindings, tag=str(self._stage))
-        keys = low.materialize(low.lower_plan(plan), label)
-        self.tasks += len(low.graph)
-        tables = self.executor.run_graph(low.graph, keys, self.token, self.progress)
-        return tables, low
+        progress = self.progress
+        for attempt in range(PLACED_RETRIES + 1):
+            low = Lowering(self.token, self.materialized, bindings, tag=str(self._stage),
+                           place=self.executor.placement())
+            keys = low.materialize(low.lower_plan(plan), label)
+            try:
+                tables = self.executor.run_graph(low.graph, keys, self.token, progress)
+            except PlacedDataLost as e:
+                # a worker died with pieces of an in-memory table: they are scattered again
+                # when the plan is lowered again
+                if attempt == PLACED_RETRIES or self.token.reason is not None:
+                    raise
+                logging.getLogger("pqe").warning("%s: running the query once more", e)
+                progress = None
+                continue
+            self.tasks += len(low.graph)
+            return tables, low
+        raise AssertionError("unreachable")
 
     def table(self, plan: P.PhysicalPlan, bindings: dict, schema) -> pa.Table:
         """The plan's rows as one table whose columns are named by `schema`'s ids."""

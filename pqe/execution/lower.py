@@ -41,13 +41,15 @@ class Pending:
 class Lowering:
     """`materialized`: results of recursive queries the driver ran first (id(node) -> table);
     `bindings`: the tables a recursive step's work tables read this iteration
-    ((name, which) -> table)."""
+    ((name, which) -> table); `place(provider, slices)`: the task inputs holding an in-memory
+    table's slices, one per slice, already on the cluster (None: the table enters the graph)."""
 
     def __init__(self, token: O.CancelToken | None = None, materialized: dict | None = None,
-                 bindings: dict | None = None, tag: str = "") -> None:
+                 bindings: dict | None = None, tag: str = "", place=None) -> None:
         self.token = token
         self.materialized = materialized or {}
         self.bindings = bindings or {}
+        self.place = place
         self.tag = tag  # makes data keys unique per iteration (a cluster keeps old keys)
         self.node_ids: dict[int, int] = {}  # id(physical node) -> number
         self._stack: list[int] = []
@@ -246,6 +248,12 @@ class Lowering:
 
     def _memoryscanexec(self, node: P.MemoryScanExec):
         out = tuple(f.id for f in node.schema)
+        pieces = self.place(node.provider, node.slices) if self.place is not None else None
+        if pieces is not None:  # each task reads its own piece, placed on the cluster
+            return [Pending((O.ReadMemory(provider=node.provider, offset=0, length=length,
+                                          columns=node.columns, filters=node.filters,
+                                          out_ids=out),), (piece,))
+                    for piece, (_, length) in zip(pieces, node.slices, strict=True)]
         data_key = f"table-{node.provider.token}"
         self.graph[data_key] = node.provider.table  # data enters the graph once
         return [Pending((O.ReadMemory(provider=node.provider, offset=off, length=length,

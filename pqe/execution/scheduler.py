@@ -37,6 +37,12 @@ from ..errors import Error, ExecutionError, InternalError, QueryCancelled, Query
 _executors: weakref.WeakSet = weakref.WeakSet()  # reset in a forked child
 
 
+class PlacedDataLost(ExecutionError):
+    """A worker holding pieces of an in-memory table (execution.cluster.PlacedTables) was
+    lost while a query read them; they cannot be recomputed, so the driver lowers the query
+    again, over pieces scattered again."""
+
+
 class TaskPool(_FuturesExecutor):
     """The threaded scheduler's bounded pool (what dask.threaded.get needs: `submit` and
     `_max_workers`), on daemon threads. concurrent.futures' pool joins its threads at
@@ -463,6 +469,21 @@ class Executor:
     def run(self, graph: dict, keys: list) -> list:
         return self.run_graph(graph, keys)
 
+    def placement(self):
+        """How a query's graph reaches in-memory tables: on a cluster, a function giving
+        each table's slices already placed there (Lowering's `place`); None on threads,
+        where the graph holds the table itself."""
+        runner = self.runner
+        return runner.placed.pieces if self.kind == "distributed" and runner is not None \
+            else None
+
+    def forget(self, provider) -> None:
+        """`provider` (an in-memory table) was dropped or replaced: release its pieces on the
+        cluster (a DataFrame still reading it places it again)."""
+        runner = self.runner
+        if runner is not None:
+            runner.placed.forget(provider)
+
     def _run_distributed(self, graph: dict, keys: list, token=None, progress=None) -> list:
         """On the cluster runner; a query whose disk-backed exchange lost pieces with a
         worker runs once more."""
@@ -493,6 +514,8 @@ class Executor:
             for token in list(self._running):
                 if token is not None:
                     token.cancel("the Context was closed")
+        if self.runner is not None:
+            self.runner.close()  # in-memory tables placed on the cluster are released
         self.runner = None
         with self._lock:
             if self._pool is not None:

@@ -338,7 +338,10 @@ class SessionState:
 
     def register(self, name: str, provider: Any) -> None:
         with self.write_lock:
+            old = self._entry(name)
             self.catalog.register(name, provider)
+            if old is not None and old is not provider:
+                self.executor.forget(old)
 
     def register_function(self, udf: Any) -> None:
         """Add (or replace) a user-defined function (pqe.plan.udf) under its name."""
@@ -347,7 +350,16 @@ class SessionState:
 
     def deregister(self, name: str) -> bool:
         with self.write_lock:
-            return self.catalog.drop(name)
+            old = self._entry(name, None)
+            dropped = self.catalog.drop(name)
+            if old is not None:
+                self.executor.forget(old)
+            return dropped
+
+    def _entry(self, name: str, exact: bool | None = True) -> Any:
+        """The entry `register` replaces / `deregister` drops, if any."""
+        key = self.catalog.find(name, exact) if isinstance(name, str) and name else None
+        return self.catalog.snapshot().get(key) if key is not None else None
 
     def close(self) -> None:
         self.executor.close()
