@@ -262,7 +262,7 @@ class PlacedTables:
         self._lock = threading.Lock()
         self._placed: dict[str, tuple[tuple, list]] = {}
         self._numbers = itertools.count(1)
-        self.scatters = 0  # tables scattered (the tests' count)
+        self.scatters = 0  # scatters made (tables, and pieces of them placed again)
 
     def pieces(self, provider, slices: tuple) -> list | None:
         """One future per slice of `provider`'s table (None: the table is small enough to
@@ -273,10 +273,16 @@ class PlacedTables:
         token = provider.token
         with self._lock:
             hit = self._placed.get(token)
-            if hit is not None and hit[0] == slices \
-                    and all(f.status == "finished" for f in hit[1]):
-                return list(hit[1])
-            futures = self._scatter(table, token, slices)
+            if hit is not None and hit[0] == slices:
+                # pieces lost with a worker (their futures are cancelled) are placed again
+                futures = list(hit[1])
+                lost = [i for i, f in enumerate(futures) if f.status != "finished"]
+                if not lost:
+                    return futures
+                for i, f in zip(lost, self._scatter(table, token, slices, lost), strict=True):
+                    futures[i] = f
+            else:
+                futures = self._scatter(table, token, slices, range(len(slices)))
             if hit is None:
                 # (the finalizer holds the dict, not the provider or this object)
                 done = weakref.finalize(provider, _forget, self._placed, token)
@@ -284,13 +290,13 @@ class PlacedTables:
             self._placed[token] = (slices, futures)
         return list(futures)
 
-    def _scatter(self, table, token: str, slices: tuple) -> list:
+    def _scatter(self, table, token: str, slices: tuple, which) -> list:
+        """Scatter slices number `which` of `table`; one future each."""
         from distributed import TimeoutError as DaskTimeout
 
         # (keys of their own each time: a key being forgotten is never scattered again)
         name = f"memory-{token}-{next(self._numbers)}"
-        data = {f"{name}-{i}": table.slice(offset, length)
-                for i, (offset, length) in enumerate(slices)}
+        data = {f"{name}-{i}": table.slice(*slices[i]) for i in which}
         try:
             futures = self.client.scatter(data, timeout=self.timeout)
         except (DaskTimeout, TimeoutError) as e:
@@ -645,8 +651,11 @@ class ClusterRunner:
                 with self.client.as_current():
                     wait(futures, timeout=0.1)
                 return reported
-            except (DaskTimeout, TimeoutError):
-                pass
+            except (DaskTimeout, TimeoutError) as e:
+                # (its traceback holds dask's sync frame, whose closure holds the error: a
+                # cycle that kept this query's frames, and the graph with the futures of
+                # placed tables, alive until the garbage collector ran)
+                e.__traceback__ = None
             if token is not None and token.reason is not None:
                 self._cancel(futures, qid, token.reason)
                 raise QueryCancelled(token.reason)
