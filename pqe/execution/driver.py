@@ -110,6 +110,7 @@ class _Runner:
                 if attempt == PLACED_RETRIES or self.token.reason is not None:
                     raise
                 logging.getLogger("pqe").warning("%s: running the query once more", e)
+                self.executor.reruns += 1
                 progress = None
                 continue
             self.tasks += len(low.graph)

@@ -157,7 +157,9 @@ class Executor:
         self.client = client
         self.cluster = None
         self.runner = None
-        self.reruns = 0  # graphs run again after a disk exchange lost pieces with a worker
+        # graphs run again after a disk exchange, or an in-memory table placed on the
+        # cluster, lost pieces with a worker
+        self.reruns = 0
         self._own_client = False
         for name, n in (("threads", threads), ("workers", workers)):
             # (threads=-1 failed every query later as "a registered dask DataFrame failed";
