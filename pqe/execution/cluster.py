@@ -261,7 +261,6 @@ class PlacedTables:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._placed: dict[str, tuple[tuple, list]] = {}
-        self._numbers = itertools.count(1)
         self.scatters = 0  # scatters made (tables, and pieces of them placed again)
 
     def pieces(self, provider, slices: tuple) -> list | None:
@@ -295,13 +294,17 @@ class PlacedTables:
         from distributed import TimeoutError as DaskTimeout
 
         # (keys of their own each time: a key being forgotten is never scattered again)
-        name = f"memory-{token}-{next(self._numbers)}"
+        name = f"memory-{token}-{next(_SCATTERS)}"
         data = {f"{name}-{i}": table.slice(*slices[i]) for i in which}
         try:
             futures = self.client.scatter(data, timeout=self.timeout)
         except (DaskTimeout, TimeoutError) as e:
-            raise ExecutionError(f"could not place an in-memory table on the dask cluster in "
-                                 f"{self.timeout:g} s (no workers?)") from e
+            when = f" in {self.timeout:g} s" if self.timeout else ""
+            raise ExecutionError(f"could not place an in-memory table on the dask cluster"
+                                 f"{when} (no workers?)") from e
+        except Exception as e:  # noqa: BLE001 - a lost scheduler, a closed client: one line
+            raise ExecutionError(f"could not place an in-memory table on the dask cluster: "
+                                 f"{_dask_failure(e)}") from e
         self.scatters += 1
         return [futures[k] for k in data]
 
@@ -312,8 +315,9 @@ class PlacedTables:
     def close(self) -> None:
         self._placed.clear()
 
-    def keys(self) -> list:
-        return [f.key for _, futures in list(self._placed.values()) for f in futures]
+
+# numbers scatters across this process's Contexts (two on one client may place one table)
+_SCATTERS = itertools.count(1)
 
 
 def _forget(placed: dict, token) -> None:

@@ -476,8 +476,10 @@ class Executor:
         each table's slices already placed there (Lowering's `place`); None on threads,
         where the graph holds the table itself."""
         runner = self.runner
-        return runner.placed.pieces if self.kind == "distributed" and runner is not None \
-            else None
+        if self.kind != "distributed" or runner is None:
+            return None
+        runner.placed.timeout = self.no_workers_timeout
+        return runner.placed.pieces
 
     def forget(self, provider) -> None:
         """`provider` (an in-memory table) was dropped or replaced: release its pieces on the

@@ -13,6 +13,7 @@ import collections
 import contextlib
 import re
 import threading
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -570,7 +571,9 @@ def _local_version(path: str) -> str | None:
 
 def read_memory(provider, table: pa.Table, offset: int, length: int, columns, filters,
                 out_ids) -> pa.Table:
-    t = aligned(table.slice(offset, length).select([name for name, _ in columns]))
+    t = table.slice(offset, length).select([name for name, _ in columns])
+    if _has_misaligned(table):
+        t = aligned(t)
     return _to_engine(provider, t, columns, filters, out_ids)
 
 
@@ -596,6 +599,26 @@ def _realigned(arr: pa.Array) -> pa.Array:
         return pa.concat_arrays([arr])  # a copy of the array's rows only, in new buffers
     except (pa.ArrowException, TypeError):  # a type concatenation does not support
         return arr
+
+
+# id(table) -> (a weak reference to it, whether a buffer of it is misaligned): a registered
+# table (on threads) or a placed piece (on a worker) is the same object query after query,
+# and checking a table of many chunks costs (0.5 s for 200,000 of them)
+_CHECKED: dict[int, tuple] = {}
+
+
+def _has_misaligned(table: pa.Table) -> bool:
+    key = id(table)
+    hit = _CHECKED.get(key)
+    if hit is not None and hit[0]() is table:
+        return hit[1]
+    bad = any(_misaligned(c) for col in table.columns for c in col.chunks)
+    try:
+        ref = weakref.ref(table, lambda _, key=key: _CHECKED.pop(key, None))
+    except TypeError:  # (not weakly referable: checked again next time)
+        return bad
+    _CHECKED[key] = (ref, bad)
+    return bad
 
 
 def aligned(t: pa.Table) -> pa.Table:
