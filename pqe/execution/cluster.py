@@ -120,8 +120,11 @@ class WorkerSupport(WorkerPlugin):
 
         from . import exchange
 
+        from . import ops
+
         self.worker = worker
         self.backend = configure_memory_pool(self.pool)
+        ops.REALIGN_INPUTS = True  # (data from other workers arrives misaligned: ops)
         self._last = 0.0
         self._wait = self.interval
         self._callback = PeriodicCallback(self._trim, self.interval * 1000)

@@ -755,7 +755,30 @@ def _streams(op: Op, inputs) -> bool:
     return False
 
 
+# set in dask worker processes (execution.cluster.WorkerSupport): a table another worker sent
+# (an exchange's piece, a broadcast build, a partial aggregate) arrives at whatever byte offset
+# it had in the message (address % 8 == 4 after a transfer between LocalCluster workers), and
+# Acero copies each misaligned buffer whole for every batch it reads from it
+REALIGN_INPUTS = False
+
+
+def _realigned(inputs: tuple) -> tuple:
+    """Task inputs with the chunks whose buffers are misaligned copied into new buffers."""
+    from ..kernels.scan import aligned
+
+    out = []
+    for x in inputs:
+        if isinstance(x, pa.Table):
+            x = aligned(x)
+        elif isinstance(x, (list, tuple)) and x and all(isinstance(t, pa.Table) for t in x):
+            x = type(x)(aligned(t) for t in x)
+        out.append(x)
+    return tuple(out)
+
+
 def run_pipeline(pipeline: Pipeline, *inputs):
+    if REALIGN_INPUTS:
+        inputs = _realigned(inputs)
     token = pipeline.token
     if token is None:
         return _run_pipeline(pipeline, token, inputs)
