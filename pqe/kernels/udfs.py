@@ -56,6 +56,19 @@ def _to_numpy(arr, dtype):
     return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
 
 
+def months_later(d: np.ndarray, months) -> np.ndarray:
+    """Days (datetime64[D]) stepped by whole months, to the same day of the month or the
+    month's last day where it has fewer (PostgreSQL's and DuckDB's date + interval).
+    `months`: an int64 array as long as `d`, or one int; callers keep it far from int64's
+    limits, since numpy's datetime arithmetic wraps silently."""
+    month_start = d.astype("datetime64[M]")
+    day = (d - month_start.astype("datetime64[D]")).astype("int64")
+    target = month_start + np.asarray(months, dtype="int64").astype("timedelta64[M]")
+    days_in = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
+               - target.astype("datetime64[D]")).astype("int64")
+    return target.astype("datetime64[D]") + np.minimum(day, days_in - 1).astype("timedelta64[D]")
+
+
 def add_months_days(ctx, dates, months):
     """date32 + n months (end-of-month clamped, as PostgreSQL and DuckDB do)."""
     n = len(dates) if not isinstance(dates, pa.Scalar) else 1
@@ -67,12 +80,7 @@ def add_months_days(ctx, dates, months):
     # the month count far from int64's limits, then check the days fit date32
     if m.size and np.abs(m).max() > _MAX_MONTHS:
         raise DataValueError("date out of range: adding the interval overflows DATE")
-    month_start = d.astype("datetime64[M]")
-    day = (d - month_start.astype("datetime64[D]")).astype("int64")
-    target = month_start + m.astype("timedelta64[M]")
-    days_in = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
-               - target.astype("datetime64[D]")).astype("int64")
-    out = target.astype("datetime64[D]") + np.minimum(day, days_in - 1).astype("timedelta64[D]")
+    out = months_later(d, m)
     days = out.astype("int64")
     if days.size and (days.min() < -(2 ** 31) or days.max() >= 2 ** 31):
         raise DataValueError("date out of range: adding the interval overflows DATE")

@@ -35,6 +35,7 @@ from .. import types as T
 from ..errors import DataValueError, ExecutionError, UnsupportedError
 from . import decimals
 from .relational import sort_indices, take_rows
+from .udfs import months_later
 
 # the functions `compute` evaluates: the window functions of plan.functions.WINDOW and the
 # aggregates marked window=True there (tests/test_function_registry.py checks they agree)
@@ -470,14 +471,8 @@ def _calendar_targets(col: pa.Array, offset: pa.MonthDayNano, backward: bool):
     sign = -1 if backward else 1
     days = values // per_day  # (floor: the time of day is in [0, one day))
     time_of_day = values - days * per_day
-    d = days.astype("datetime64[D]")
-    month_start = d.astype("datetime64[M]")
-    day = (d - month_start.astype("datetime64[D]")).astype(np.int64)
-    target = month_start + np.timedelta64(sign * offset.months, "M")
-    days_in = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
-               - target.astype("datetime64[D]")).astype(np.int64)
-    stepped = (target.astype("datetime64[D]").astype(np.int64)
-               + np.minimum(day, days_in - 1) + sign * offset.days)
+    stepped = (months_later(days.astype("datetime64[D]"), sign * offset.months).astype(np.int64)
+               + sign * offset.days)
     limit = _INT64_MAX // per_day - 1
     if len(stepped) and np.abs(stepped).max() >= limit:
         raise DataValueError("a RANGE frame bound is out of range: stepping the keys by the "
