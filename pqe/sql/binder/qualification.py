@@ -574,7 +574,7 @@ def _norm(ident: exp.Identifier) -> str:
     return ident.name if ident.quoted else ident.name.lower()
 
 
-def _own_columns(clause: exp.Expression) -> list[exp.Column]:
+def own_columns(clause: exp.Expression) -> list[exp.Column]:
     """The unqualified column names in `clause` that belong to its own SELECT (not those of
     a subquery in it)."""
     out = []
@@ -633,12 +633,12 @@ def _hide_using_refs(node: exp.Expression, schema) -> list[int]:
         cols = []
         for key in ("having", "qualify"):
             if sel.args.get(key) is not None:
-                cols += _own_columns(sel.args[key])
+                cols += own_columns(sel.args[key])
         order = sel.args.get("order")
         for o in order.expressions if order is not None else ():
             item = o.this if isinstance(o, exp.Ordered) else o
             if not isinstance(item, exp.Column):  # (a bare name may be an output column)
-                cols += _own_columns(item)
+                cols += own_columns(item)
         for col in cols:
             if col.name.lower() not in names:
                 continue
@@ -714,7 +714,7 @@ def _mark_alias_refs(node: exp.Expression, schema) -> dict[int, tuple[int, str]]
         using = _using_names(sel, schema, ctes) if sel.args.get("joins") else set()
         for key in ("where", "group", "having", "qualify"):
             clause = sel.args.get(key)
-            for col in _own_columns(clause) if clause is not None else ():
+            for col in own_columns(clause) if clause is not None else ():
                 name = _norm(col.this)
                 if name not in aliases or using is None or name.lower() in using:
                     continue
@@ -758,7 +758,7 @@ def _mark_group_alias_slots(node: exp.Expression) -> bool:
         group = sel.args.get("group")
         if group is None:
             continue
-        for col in _own_columns(group):
+        for col in own_columns(group):
             parent = col.parent
             if _ALIAS_REF not in col.meta or parent is None or not (
                     isinstance(parent, _GROUPING_SETS) or (

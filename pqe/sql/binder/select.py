@@ -21,7 +21,7 @@ from ...plan.logical import LogicalPlan, MapBatches, Sort, UserFunction, Window
 from ..parser import node_position
 from .grouping import find_aggs
 from .literals import checked_int
-from .qualification import ORDER_ALL, USER_ALIAS
+from .qualification import ORDER_ALL, USER_ALIAS, own_columns
 from .scope import Scope, at, positioned
 from .windows import find_windows
 
@@ -50,6 +50,38 @@ def _is_order_all(order: exp.Order | None) -> exp.Ordered | None:
     return o if isinstance(o.this, exp.Var) and o.this.name == ORDER_ALL else None
 
 
+def _expand_alias_refs(ordered: exp.Ordered, items: list[exp.Expression], scope: Scope,
+                       sql: str) -> None:
+    """An ORDER BY expression naming a select item's alias (`SELECT a + 1 AS x ... ORDER BY
+    -x`): a name no input (or outer) column has, and that exactly one item is aliased to, is a
+    copy of that item, as DuckDB reads it. A bare name (`ORDER BY x`) names the output column
+    already; a name an input column has stays that column (`SELECT b AS a ... ORDER BY -a`
+    sorts on the input a, as DuckDB and PostgreSQL do)."""
+    key = ordered.this
+    if isinstance(key, (exp.Column, exp.Literal)):
+        return
+    aliases: dict[str, list[exp.Expression]] = {}
+    for it in items:
+        if isinstance(it, exp.Alias):
+            aliases.setdefault(it.alias, []).append(it.this)
+    if not aliases:
+        return
+    for col in own_columns(key):
+        if col.table or col.name not in aliases:
+            continue
+        try:
+            if scope.lookup(None, col.name) is not None:
+                continue
+        except AmbiguousColumnError:
+            continue  # (two input columns: the binder reports it)
+        if len(aliases[col.name]) > 1:
+            pos = node_position(sql, col)
+            raise positioned(AmbiguousColumnError(
+                f"column reference '{col.name}' is ambiguous: {len(aliases[col.name])} items "
+                f"of the select list are named {col.name}{at(pos)}"), pos)
+        col.replace(exp.Paren(this=aliases[col.name][0].copy()))
+
+
 class SelectMixin:
     def select(self, sel: exp.Select, outer: Scope | None):
         scope = Scope(outer)
@@ -68,6 +100,8 @@ class SelectMixin:
         order = sel.args.get("order")
         order_all = _is_order_all(order)
         order_items = [] if order is None or order_all is not None else list(order.expressions)
+        for o in order_items:
+            _expand_alias_refs(o, items, scope, self.sql)
         distinct = sel.args.get("distinct")
         on = distinct.args.get("on") if distinct is not None else None
         on_items = [] if on is None else list(on.expressions if isinstance(on, exp.Tuple) else [on])
