@@ -754,7 +754,43 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
                                spec.fn)  # given to each of its rows
             return per_partition.take(pa.array(np.cumsum(c["seg_flags"]) - 1))
         return _frame_lists(col, spec, pieces)
-    return _frame_aggregate(table.column(spec.args[0]), spec, pieces, c)
+    col = table.column(spec.args[0])
+    if spec.distinct:
+        col = _distinct_in_frames(col, spec, pieces, c)
+    return _frame_aggregate(col, spec, pieces, c)
+
+
+def _distinct_in_frames(col, spec: WindowSpec, pieces, c) -> pa.Array:
+    """`col` with each value kept only where it counts for `fn(DISTINCT col)` (NULL
+    elsewhere), so the frame aggregate sees each distinct value of a frame once. A frame that
+    starts where its partition does keeps each value's first row of the partition (the value
+    is in a frame exactly when that row is); one that ends with its partition keeps the last.
+    Values equal as SQL compares them are one (0.0 and -0.0; every NaN)."""
+    fs, fe = pieces[0] if len(pieces) == 1 else (None, None)
+    from_start = fs is not None and np.array_equal(fs, c["seg_start"])
+    to_end = fs is not None and not from_start and np.array_equal(fe, c["seg_end"])
+    if not (from_start or to_end):
+        raise UnsupportedError(f"{spec.fn.upper()}(DISTINCT ...) over a frame that neither "
+                               "starts nor ends with its window partition is not supported")
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(col)
+    if n == 0 or col.null_count == n:
+        return col
+    values = col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
+    try:
+        ranks = pc.rank(values, sort_keys=[("", "ascending", "at_end")], tiebreaker="dense")
+    except pa.ArrowNotImplementedError:
+        raise UnsupportedError(f"{spec.fn.upper()}(DISTINCT ...) of {T.type_name(col.type)} "
+                               "as a window function is not supported") from None
+    ranks = ranks.to_numpy(zero_copy_only=False).astype(np.int64)
+    segment = np.cumsum(c["seg_flags"], dtype=np.int64) - 1
+    key = segment * (int(ranks.max()) + 1) + ranks
+    if to_end:
+        key = key[::-1]
+    _, first = np.unique(key, return_index=True)  # (the first row of each key)
+    keep = np.zeros(n, dtype=bool)
+    keep[(n - 1 - first) if to_end else first] = True
+    return pc.if_else(pa.array(keep), col, pa.scalar(None, col.type))
 
 
 def _value_bytes(col) -> np.ndarray:

@@ -83,9 +83,10 @@ class WindowSpec:
     consts: tuple = ()  # constant arguments (ntile buckets, lag offset/default, nth n)
     exclude: str = "no_others"  # frame EXCLUDE: "current_row" | "group" | "ties"
     ignore_nulls: bool = False  # IGNORE NULLS (value functions and lag/lead)
+    distinct: bool = False  # an aggregate of each distinct value of its frame once
 
     def describe(self, names) -> str:
-        text = f"{self.fn}({_cols(self.args, names)})"
+        text = f"{self.fn}({'DISTINCT ' if self.distinct else ''}{_cols(self.args, names)})"
         if self.ignore_nulls:
             text += " IGNORE NULLS"
         if self.mode == "groups":

@@ -665,7 +665,7 @@ class PhysicalPlanner:
                 specs.append(WindowSpec(call.fn, args, f.id, f.dtype, mode, start, end,
                                         bool(oby), tuple(call.consts),
                                         frame.exclude if frame is not None else "no_others",
-                                        call.ignore_nulls))
+                                        call.ignore_nulls, call.distinct))
             if extra:
                 current = self._project_columns(current, extra)
             if pids:

@@ -847,8 +847,7 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
     from ..errors import UnsupportedError
     from .expr import WindowCall
 
-    if agg.distinct:
-        raise UnsupportedError("DISTINCT in window aggregates is not supported")
+    distinct = window_distinct(agg)
     check_window_aggregate(agg.fn, order_by, frame)
     order_by = check_frame(frame, order_by)
     args, consts = window_aggregate_args(agg)
@@ -857,7 +856,23 @@ def window_aggregate(agg: AggCall, partition_by: Sequence[Expr] = (),
         if not agg.args:
             agg = AggCall("count", args, T.INT64)
     return WindowCall(agg.fn, tuple(args), tuple(partition_by), tuple(order_by), frame,
-                      agg.dtype, consts)
+                      agg.dtype, consts, distinct=distinct)
+
+
+# aggregates whose DISTINCT form runs as a window function (the window kernel counts each
+# value of a frame once); MIN and MAX are the same with and without it
+_WINDOW_DISTINCT = ("count", "sum", "avg")
+
+
+def window_distinct(agg: AggCall) -> bool:
+    """Whether `agg OVER (...)` takes each distinct value once; an aggregate whose DISTINCT
+    form pqe does not run over a window is refused by name."""
+    if not agg.distinct or agg.fn in ("min", "max"):
+        return False
+    if agg.fn not in _WINDOW_DISTINCT:
+        raise UnsupportedError(f"{agg.fn.upper()}(DISTINCT ...) as a window function is not "
+                               "supported")
+    return True
 
 
 def window_aggregate_args(agg: AggCall) -> tuple[tuple[Expr, ...], tuple]:

@@ -143,6 +143,8 @@ def format_expr(e: Expr) -> str:
         return out
     if isinstance(e, WindowCall):
         args = ", ".join(format_expr(a) for a in e.args)
+        if e.distinct:
+            args = "DISTINCT " + args
         if e.consts:
             args = ", ".join(x for x in [args, *map(repr, e.consts)] if x)
         over = []

@@ -361,6 +361,7 @@ class WindowCall(Expr):
     dtype: pa.DataType
     consts: tuple = ()
     ignore_nulls: bool = False  # first/last/nth_value, lag/lead: skip NULL values
+    distinct: bool = False  # count/sum/avg(DISTINCT x) OVER (...): each value once per frame
     _h: int = field(init=False, repr=False, compare=False)  # _hash_once's
 
     def children(self) -> tuple[Expr, ...]:

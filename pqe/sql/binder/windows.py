@@ -115,8 +115,7 @@ class WindowMixin:
         if is_agg_node(func):
             agg = self.agg_call(func, scope, rec=lambda n, clause: self.expr(
                 n, scope, agg=agg_ctx, clause=clause))
-            if agg.distinct:
-                raise UnsupportedError("DISTINCT in window aggregates is not supported")
+            distinct = B.window_distinct(agg)
             B.check_window_aggregate(agg.fn, oby, frame)
             args, consts = B.window_aggregate_args(agg)
             if agg.filter is not None:
@@ -136,7 +135,8 @@ class WindowMixin:
                     agg = AggCall("count", args, T.INT64)
             fn = agg.fn
             oby = B.check_frame(frame, oby)
-            return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype, consts)
+            return WindowCall(fn, tuple(args), pby, oby, frame, agg.dtype, consts,
+                              distinct=distinct)
         raise UnsupportedError(f"window function {func.sql(dialect=PQEDialect)} is not supported")
 
 
