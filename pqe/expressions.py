@@ -663,16 +663,18 @@ def ntile(n: int) -> Expr:
     return _window_fn("ntile", lit(n))
 
 
-def lag(expr: str | Expr, offset: int = 1, default: Any = None) -> Expr:
+def lag(expr: str | Expr, offset: int | Expr = 1, default: Any = None) -> Expr:
     """LAG(x, offset, default): x of the row `offset` rows before in the window's order
-    (`default`, NULL unless given, where there is none); use .over()."""
-    return _window_fn("lag", to_expr(expr), lit(offset), wrap(default))
+    (`default`, NULL unless given, where there is none); the offset and the default may be
+    expressions that vary by row (`col("k")`); use .over()."""
+    return _window_fn("lag", to_expr(expr), wrap(offset), wrap(default))
 
 
-def lead(expr: str | Expr, offset: int = 1, default: Any = None) -> Expr:
+def lead(expr: str | Expr, offset: int | Expr = 1, default: Any = None) -> Expr:
     """LEAD(x, offset, default): x of the row `offset` rows after in the window's order
-    (`default`, NULL unless given, where there is none); use .over()."""
-    return _window_fn("lead", to_expr(expr), lit(offset), wrap(default))
+    (`default`, NULL unless given, where there is none); the offset and the default may be
+    expressions that vary by row (`col("k")`); use .over()."""
+    return _window_fn("lead", to_expr(expr), wrap(offset), wrap(default))
 
 
 def first_value(expr: str | Expr) -> Expr:

@@ -44,7 +44,7 @@ def test_constant_expressions_match_duckdb(sql, partitions):
 
 @pytest.mark.parametrize("sql, error, match", [
     ("SELECT ntile(v) OVER (ORDER BY id) FROM t", pqe.UnsupportedError, "must be a constant"),
-    ("SELECT lag(v, 1, id) OVER (ORDER BY id) FROM t", pqe.UnsupportedError,
+    ("SELECT nth_value(v, id) OVER (ORDER BY id) FROM t", pqe.UnsupportedError,
      "must be a constant"),
     ("SELECT ntile(random()) OVER (ORDER BY id) FROM t", pqe.UnsupportedError,
      "must be a constant"),

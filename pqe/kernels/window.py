@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..physical.plan import Bound, WindowSpec  # the specs the planner makes
-from ..plan.expr import Expr
+from ..plan.expr import ArgColumn, Expr
 from .. import types as T
 from ..errors import DataValueError, ExecutionError, UnsupportedError
 from . import decimals
@@ -721,9 +721,14 @@ def _evaluate(table: pa.Table, spec: WindowSpec, c) -> pa.Array:
                             r + (pos - big) // np.maximum(q, 1))
         return pa.array(tile + 1)
     if fn in ("lag", "lead"):
-        offset = int(spec.consts[0]) if spec.consts else 1
         default = spec.consts[1] if len(spec.consts) > 1 else None
+        if isinstance(default, ArgColumn):  # a default per row (cast to the result's type)
+            default = table.column(spec.args[default.index])
         col = table.column(spec.args[0])
+        if spec.consts and isinstance(spec.consts[0], ArgColumn):
+            return _lag_by_rows(col, table.column(spec.args[spec.consts[0].index]), fn, idx,
+                                seg_start, seg_end, default, spec.dtype)
+        offset = int(spec.consts[0]) if spec.consts else 1
         if spec.ignore_nulls and offset != 0:
             backward = (fn == "lag") == (offset > 0)
             j, valid = _nth_valid_neighbour(col, idx, abs(offset), backward, seg_start, seg_end)
@@ -940,12 +945,32 @@ def _exact_frame_sum(col, spec: WindowSpec, pieces, cnt) -> pa.Array:
     return decimals.exact_mean(total, wraps, pa.array(cnt, pa.int64()))
 
 
+def _lag_by_rows(col, offsets, fn: str, idx, seg_start, seg_end, default, dtype) -> pa.Array:
+    """LAG/LEAD with an offset per row: the value that many rows back (LAG) or ahead (LEAD)
+    in the row's window partition, the default past its ends, NULL where the offset is NULL
+    (DuckDB). A negative offset looks the other way."""
+    offsets = pc.cast(offsets, pa.int64())  # (the binder made them BIGINT)
+    k = pc.fill_null(offsets, 0).to_numpy(zero_copy_only=False)
+    valid_k = pc.is_valid(offsets).to_numpy(zero_copy_only=False) if offsets.null_count else None
+    n = len(idx)
+    k = np.clip(k, -(n + 1), n + 1)  # (idx - k never wraps: past n is past the partition)
+    j = idx - k if fn == "lag" else idx + k
+    inside = (j >= seg_start) & (j < seg_end)
+    out = _take_or(col, j, inside, default, dtype)
+    if valid_k is not None:
+        out = pc.if_else(pa.array(valid_k), out, pa.scalar(None, out.type))
+    return out
+
+
 def _take_or(col, positions, valid, default, dtype) -> pa.Array:
     safe = np.where(valid, positions, 0)
     if len(col) == 0:
         return pa.nulls(0, dtype)
     vals = pc.take(col, pa.array(safe))
-    if isinstance(default, Expr):  # a LAG/LEAD default cast as CAST casts it (2.5 -> 3, 5 -> '5')
+    if isinstance(default, (pa.Array, pa.ChunkedArray)):  # a default per row
+        fill = default.combine_chunks() if isinstance(default, pa.ChunkedArray) else default
+        fill = fill.cast(vals.type) if fill.type != vals.type else fill
+    elif isinstance(default, Expr):  # a LAG/LEAD default cast as CAST casts it (2.5 -> 3, 5 -> '5')
         from .expressions import evaluate_array
 
         fill = evaluate_array(default)[0].cast(vals.type)

@@ -775,12 +775,43 @@ def window_consts(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple]:
     if name == "ntile":
         return [], (const(args[0], "bucket count"),)
     if name in ("lag", "lead"):
-        offset = const(args[1], "offset") if len(args) > 1 else 1
-        default = const(args[2], "default", whole=False) if len(args) > 2 else None
-        return [args[0]], (offset, default)
+        from .expr import ArgColumn
+
+        values, offset, default = [args[0]], 1, None
+        if len(args) > 1 and not isinstance(args[1], Literal):  # an offset per row
+            if not T.is_integer(args[1].dtype):
+                raise TypeMismatchError(f"{name.upper()} offset must be an integer, not "
+                                        f"{T.type_name(args[1].dtype)}")
+            values.append(cast(args[1], T.INT64))
+            offset = ArgColumn(len(values) - 1)
+        elif len(args) > 1:
+            offset = const(args[1], "offset")
+        if len(args) > 2 and not isinstance(args[2], Literal):  # a default per row
+            values.append(args[2])  # (cast to the function's type: window_arguments)
+            default = ArgColumn(len(values) - 1)
+        elif len(args) > 2:
+            default = const(args[2], "default", whole=False)
+        return values, (offset, default)
     if name == "nth_value":
         return [args[0]], (const(args[1], "position"),)
     return list(args), ()
+
+
+def window_arguments(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple, pa.DataType]:
+    """A window-only function's value arguments, constants and result type (window_consts,
+    then LAG/LEAD's default cast to the type of the value it stands for)."""
+    from .expr import ArgColumn
+
+    value_args, consts = window_consts(name, args)
+    fdef = F.WINDOW[name]
+    typed = value_args[:1] if name in ("lag", "lead") else value_args
+    _, dtype = fdef.resolve(name, [a.dtype for a in typed] or [T.INT64])
+    if name in ("lag", "lead") and consts[1] is not None:
+        if isinstance(consts[1], ArgColumn):
+            value_args[consts[1].index] = cast(value_args[consts[1].index], dtype)
+        else:
+            consts = (consts[0], lag_default(args[2], dtype))
+    return value_args, consts, dtype
 
 
 def check_whole(e: Literal, what: str) -> None:
@@ -833,10 +864,7 @@ def window_function(fn: str, args: Sequence[Expr], partition_by: Sequence[Expr] 
         raise BindError(f"unknown window function {fn.upper()}")
     F.check_arity(fdef, len(args), name)
     order_by = check_frame(frame, order_by)
-    value_args, consts = window_consts(name, args)
-    _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
-    if name in ("lag", "lead") and len(args) > 2 and consts[1] is not None:
-        consts = (consts[0], lag_default(args[2], dtype))
+    value_args, consts, dtype = window_arguments(name, args)
     return WindowCall(name, tuple(value_args), tuple(partition_by), tuple(order_by), frame,
                       dtype, consts)
 

@@ -376,6 +376,17 @@ class WindowCall(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class ArgColumn:
+    """In a window function's constants, where a constant usually stands (LAG/LEAD's offset
+    or default), an argument that varies by row: the value argument at `index`."""
+
+    index: int
+
+    def __repr__(self) -> str:
+        return f"argument {self.index + 1}"
+
+
+@dataclass(frozen=True, slots=True)
 class SubqueryExpr(Expr):
     """A subquery used as an expression; removed by the decorrelation rule before execution.
 

@@ -20,7 +20,7 @@ from ...errors import BindError, UnsupportedError
 from ...optimizer.simplify import fold_constant
 from ...plan import builder as B
 from ...plan import functions as F
-from ...plan.expr import AggCall, ColumnRef, Frame, FrameBound, Literal, WindowCall, lit
+from ...plan.expr import AggCall, ArgColumn, ColumnRef, Frame, FrameBound, Literal, WindowCall, lit
 from ...plan.logical import LogicalPlan, Window
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
@@ -103,10 +103,10 @@ class WindowMixin:
             args = [fold_constant(a) or a for a in (rec(a) for a in raw)]  # (ntile(2 + 1))
             fdef = F.WINDOW[name]
             F.check_arity(fdef, len(args), name)
-            value_args, consts = B.window_consts(name, args)
-            _, dtype = fdef.resolve(name, [a.dtype for a in value_args] or [T.INT64])
-            if name in ("lag", "lead") and len(consts) > 1 and consts[1] is not None:
-                consts = (consts[0], B.lag_default(args[2], dtype))
+            value_args, consts, dtype = B.window_arguments(name, args)
+            if ignore_nulls and name in ("lag", "lead") and isinstance(consts[0], ArgColumn):
+                raise UnsupportedError(f"{name.upper()} with IGNORE NULLS and an offset that "
+                                       "varies by row is not supported")
             if filt is not None:
                 raise UnsupportedError(f"FILTER on {name} is not supported")
             oby = B.check_frame(frame, oby)
