@@ -1635,6 +1635,13 @@ class CatalogSnapshot:
     def get(self, key: str) -> Any:
         return self._tables.get(key)
 
+    def with_entry(self, key: str, provider: Any) -> CatalogSnapshot:
+        """This snapshot plus one more entry, for binding only (UPDATE ... FROM reads its
+        target, its rows numbered, under a name of its own); the catalog is not changed."""
+        tables = dict(self._tables)
+        tables[key] = provider
+        return CatalogSnapshot(tables, self._sql_made, self._functions)
+
 
 def _find_name(tables: dict, name: str, exact: bool | None) -> str | None:
     """The stored name a table reference means. In SQL a quoted name (`exact=True`) is only

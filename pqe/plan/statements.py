@@ -134,11 +134,17 @@ class Insert(Statement):
 @dataclass(frozen=True, slots=True)
 class Update(Statement):
     """UPDATE name SET ... [WHERE ...]: `plan` yields the table's new rows plus one trailing
-    BOOLEAN column, TRUE for the rows the statement changed."""
+    BOOLEAN column, TRUE for the rows the statement changed.
+
+    UPDATE name SET ... FROM ... [WHERE ...] (`assigned` names the columns it sets): `plan`
+    yields one row per (target row, FROM row) pair WHERE selects, the target row's position
+    in `provider`'s table (INT64) then the new values of `assigned`, in that order, already
+    of the columns' types; the session refuses a target row paired more than once."""
 
     table: str
     provider: Any
     plan: LogicalPlan
+    assigned: tuple[str, ...] = ()
     writes = True
 
 

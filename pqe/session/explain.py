@@ -83,6 +83,8 @@ def _describe_statement(stmt: S.Statement) -> str:
                 out += " set=[" + ", ".join(f"{k} = {format_expr(v)}" for k, v in c.assignments) + "]"
         return out
     if isinstance(stmt, S.Update):
+        if stmt.assigned:  # UPDATE ... FROM: the plan yields the pairs
+            return f"UpdateFrom: {stmt.table} [{', '.join(stmt.assigned)}]"
         return f"Update: {stmt.table}"
     if isinstance(stmt, S.Delete):
         return f"Delete: {stmt.table}"

@@ -421,9 +421,12 @@ def _update(session: SessionState, stmt: S.Update, run: dict) -> Result:
     entry = _current(session, stmt.table, stmt.provider)
     out = session.run(stmt.plan, **run)
     _not_cancelled(run, f"UPDATE {stmt.table}")
-    changed = pc.sum(out.column(out.num_columns - 1).cast(pa.int64())).as_py() or 0
-    table = conform(out.drop_columns([out.column_names[-1]]), entry.table.schema,
-                    f"UPDATE {stmt.table}")
+    if stmt.assigned:
+        table, changed = _update_from(entry, out, stmt)
+    else:
+        changed = pc.sum(out.column(out.num_columns - 1).cast(pa.int64())).as_py() or 0
+        table = conform(out.drop_columns([out.column_names[-1]]), entry.table.schema,
+                        f"UPDATE {stmt.table}")
     if changed:
         for key in _keys_of(entry):
             dup = _duplicates(table, key)
@@ -433,6 +436,39 @@ def _update(session: SessionState, stmt: S.Update, run: dict) -> Result:
                                       f"{_constraint_name(entry, key)}")
     _store(session, stmt.table, entry, table, run, f"UPDATE {stmt.table}")
     return Result("UPDATE", rows_affected=changed)
+
+
+def _update_from(entry: MemoryTable, out: pa.Table, stmt: S.Update) -> tuple[pa.Table, int]:
+    """UPDATE ... FROM: `out` holds one row per (target row, FROM row) pair, the target row's
+    position then the new values of `stmt.assigned`. A target row paired more than once is an
+    error, whatever the values (the SQL standard's MERGE rule: DuckDB and PostgreSQL update it
+    with one of the pairs, which one unspecified). The new column is the old one with the
+    paired rows' values replaced: one `take` over [old values, new values]."""
+    what = f"UPDATE {stmt.table} ... FROM"
+    old = entry.table
+    n, m = old.num_rows, out.num_rows
+    if m == 0:
+        return conform(old, old.schema, what), 0
+    pos = out.column(0).to_numpy()
+    counts = np.bincount(pos, minlength=n)
+    if counts.max() > 1:
+        r = int(np.argmax(counts > 1))
+        row = ", ".join(f"{k}={v!r}" for k, v in old.slice(r, 1).to_pylist()[0].items())
+        raise DataValueError(f"{what}: the row ({row[:200]}) of {stmt.table} matches "
+                             f"{int(counts[r])} rows of FROM; pqe updates a row from one FROM "
+                             f"row at most (make the FROM rows unique per target row)")
+    index = np.arange(n, dtype=np.int64)
+    index[pos] = n + np.arange(m, dtype=np.int64)
+    take = pa.array(index)
+    new = conform(out.drop_columns([out.column_names[0]]),
+                  pa.schema([old.schema.field(c) for c in stmt.assigned]), what)
+    cols = []
+    for f in old.schema:
+        col = old.column(f.name)
+        if f.name in stmt.assigned:
+            col = pa.chunked_array(col.chunks + new.column(f.name).chunks, f.type).take(take)
+        cols.append(col)
+    return conform(pa.Table.from_arrays(cols, schema=old.schema), old.schema, what), m
 
 
 def _delete(session: SessionState, stmt: S.Delete, run: dict) -> Result:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -389,12 +390,14 @@ def _column_def(col: exp.ColumnDef, table: str) -> tuple[pa.Field, bool, bool]:
 # ---- INSERT / UPDATE / DELETE ----------------------------------------------------------------
 
 
-def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str) -> tuple[str, MemoryTable]:
+def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str,
+                  alias_ok: bool = False) -> tuple[str, MemoryTable]:
     if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
         raise UnsupportedError(f"{what} {target.sql(dialect=PQEDialect)[:60]} is not supported")
     if target.args.get("db") or target.args.get("catalog"):
         raise UnsupportedError(f"{what}: qualified table names are not supported")
-    if target.alias:
+    alias = target.args.get("alias")
+    if alias is not None and (not alias_ok or alias.args.get("columns")):
         raise UnsupportedError(f"{what}: a table alias on the target is not supported")
     name, quoted = name_of(target)
     real, entry = catalog.lookup(name, exact=quoted)
@@ -413,7 +416,8 @@ def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str) -
 
 
 def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
-    refuse_unknown_args(stmt, {"this", "expression", "alternative", "conflict"}, "INSERT")
+    refuse_unknown_args(stmt, {"this", "expression", "alternative", "conflict", "by_name"},
+                        "INSERT")
     target = stmt.this
     column_nodes = None
     if isinstance(target, exp.Schema):
@@ -421,6 +425,8 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
         target = target.this
     name, entry = _memory_table(catalog, target, "INSERT INTO")
     schema = entry.schema
+    if stmt.args.get("by_name"):
+        column_nodes = _by_name(stmt, catalog, sql, name, column_nodes)
     if column_nodes:
         cols = [_column_named(schema.names, c, name, sql, f"INSERT INTO {name}")
                 for c in column_nodes]
@@ -449,6 +455,21 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
     source = B.project(source, items)
     conflict = _on_conflict(stmt, entry, name, cols, binder)
     return S.Insert(name, entry, tuple(cols), source, conflict)
+
+
+def _by_name(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str, name: str,
+             column_nodes: list | None) -> list[exp.Expression]:
+    """INSERT INTO t BY NAME query (DuckDB): the query's column names are the column list
+    (matched as unquoted names are: exactly, else regardless of case); the table's other
+    columns get NULL (pqe has no DEFAULT)."""
+    if column_nodes:
+        raise BindError(f"INSERT INTO {name} BY NAME takes no column list")
+    source_ast = stmt.expression
+    if not isinstance(source_ast, exp.Query):
+        raise BindError(f"INSERT INTO {name} BY NAME takes a query (SELECT ...), not VALUES")
+    names = [f.name for f in Binder(catalog, sql).bind_query(source_ast.copy()).schema]
+    columns = set(catalog.lookup(name, exact=True)[1].schema.names)
+    return [exp.column(n, quoted=n in columns) for n in names]
 
 
 def _cast_rows_to_columns(values: exp.Values, types: list[pa.DataType], binder: Binder,
@@ -690,19 +711,103 @@ def _not_true(cond: exp.Expression) -> exp.Expression:
     return exp.Not(this=exp.Is(this=exp.Paren(this=cond.copy()), expression=exp.true()))
 
 
-def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
-    """UPDATE t SET c = e, ... WHERE w, bound as one query over t, so SET and WHERE see
-    exactly SELECT's scoping (subqueries, correlation, `*`):
+# UPDATE ... FROM and DELETE ... USING read their target with its rows numbered (positions
+# in the stored table), under a name of its own: TARGET_ROWS in a snapshot made for binding.
+ROW = "__pqe_row"
+TARGET_ROWS = "__pqe_dml_target"
+KEEP = "__pqe_keep"  # (DELETE ... USING: the rows that stay)
 
-        SELECT *, CASE WHEN hit THEN e END AS set_c, ...
-        FROM (SELECT *, (w) IS TRUE AS hit FROM t) AS t
 
-    then each set column is `CASE WHEN hit THEN set_c ELSE c END`. WHERE is evaluated once
-    per row (as two queries, the rows it selects and the rest, a WHERE on random() or now()
-    lost rows and doubled others), and SET only on the rows it selects (`SET x = 1 / y WHERE
-    y <> 0` never divides by zero)."""
-    refuse_unknown_args(stmt, {"this", "expressions", "where"}, "UPDATE")
-    name, entry = _memory_table(catalog, stmt.this, "UPDATE")
+def _target_alias(target: exp.Table, name: str) -> exp.Identifier:
+    """The name the statement's SET and WHERE call the target by: its alias, else itself."""
+    alias = target.args.get("alias")
+    if alias is not None:
+        return alias.this.copy()
+    return exp.to_identifier(name, quoted=True)
+
+
+def _reserved(entry: MemoryTable, name: str, what: str, *names: str) -> None:
+    taken = {f.name.lower() for f in entry.schema} & {n.lower() for n in names}
+    if taken:
+        raise UnsupportedError(f"{what} {name}: a column named {sorted(taken)[0]} is reserved")
+
+
+def _numbered(catalog: CatalogSnapshot, stmt: exp.Expression, entry: MemoryTable,
+              what: str) -> CatalogSnapshot:
+    """The snapshot with the target's rows, numbered 0.. in stored order (ROW), as
+    TARGET_ROWS (a name the statement itself may not use)."""
+    for t in find_all(stmt, exp.Identifier):
+        if t.name.lower() in (TARGET_ROWS, KEEP):
+            raise UnsupportedError(f"{what}: the name {t.name.lower()} is reserved")
+    table = entry.table
+    rows = pa.array(np.arange(table.num_rows, dtype=np.int64), pa.int64())
+    return catalog.with_entry(TARGET_ROWS, MemoryTable(table.append_column(ROW, rows)))
+
+
+def _bind_numbered(rows: CatalogSnapshot, sql: str, ast: exp.Select,
+                   alias: exp.Identifier) -> LogicalPlan:
+    """Bind a query over TARGET_ROWS; an error naming that table names the target instead
+    (`column reference 'k' is ambiguous: it could be t.k or s.k`)."""
+    try:
+        return Binder(rows, sql).bind_query(ast)
+    except Error as e:
+        if e.args and isinstance(e.args[0], str) and TARGET_ROWS in e.args[0]:
+            e.args = (e.args[0].replace(TARGET_ROWS, alias.name),) + e.args[1:]
+        raise
+
+
+def _from_joins(items: list[exp.Expression], target: exp.Identifier, what: str,
+                sql: str) -> list[exp.Join]:
+    """The FROM (or USING) items of UPDATE ... FROM / DELETE ... USING as the joins that
+    follow the target in one SELECT's FROM: `FROM target, a, b JOIN c ON ...`. Each FROM item
+    is a cross join with the target; explicit joins among them keep their meaning only when
+    they do not reach back past their left side, so RIGHT/FULL joins and USING/NATURAL joins
+    (whose columns the target could share) are refused by name."""
+    joins: list[exp.Join] = []
+    for item in items:
+        item = item.copy()
+        nested = item.args.get("joins") or []
+        item.set("joins", None)
+        if isinstance(item, exp.Join):
+            joins.append(item)
+        else:
+            joins.append(exp.Join(this=item))
+        joins.extend(nested)
+    seen = {target.name if target.quoted else target.name.lower()}
+    for j in joins:
+        side = (j.args.get("side") or "").upper()
+        kind = (j.args.get("kind") or "").upper()
+        method = (j.args.get("method") or "").upper()
+        if side in ("RIGHT", "FULL") or kind in ("FULL", "NATURAL") or method:
+            words = " ".join(x for x in (method, side, kind) if x)
+            raise UnsupportedError(f"{what} with a {words} JOIN is not supported: list the "
+                                   f"tables, or use INNER/LEFT JOIN")
+        if j.args.get("using"):
+            raise UnsupportedError(f"{what} with JOIN ... USING (...) is not supported: write "
+                                   f"the condition with ON")
+        on = j.args.get("on")
+        if on is not None:
+            for col in find_all(on, exp.Column):
+                if col.table and (col.table == target.name if target.quoted
+                                  else col.table.lower() == target.name.lower()):
+                    pos = node_position(sql, col) if sql else None
+                    raise positioned(BindError(
+                        f"{what}: a JOIN ... ON inside it cannot refer to the target "
+                        f"{target.name}; put the condition in WHERE{at(pos)}"), pos)
+        rel = j.this
+        exposed = rel.alias_or_name if isinstance(rel, (exp.Table, exp.Subquery)) else ""
+        ident = rel.args.get("alias").this if rel.args.get("alias") is not None else rel.this
+        if isinstance(ident, exp.Identifier) and exposed:
+            key = ident.name if ident.quoted else ident.name.lower()
+            if key in seen:
+                raise BindError(f"{what}: table name {exposed} is specified more than once "
+                                f"(give one an alias)")
+            seen.add(key)
+    return joins
+
+
+def _assignments(stmt: exp.Update, name: str, entry: MemoryTable,
+                 sql: str) -> dict[str, exp.Expression]:
     sets: dict[str, exp.Expression] = {}
     for eq in stmt.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column) or eq.this.table:
@@ -717,27 +822,54 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
             raise BindError(f"UPDATE {name} sets column {real} twice")
         _no_aggregates(eq.expression, "UPDATE")
         sets[real] = eq.expression
+    return sets
+
+
+def _with_ctes(select: exp.Select, stmt: exp.Expression) -> exp.Select:
+    """A statement's `WITH ...` put on the query it is bound as."""
+    with_ = stmt.args.get("with_")
+    if with_ is not None:
+        select.set("with_", with_.copy())
+    return select
+
+
+def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
+    """UPDATE t SET c = e, ... WHERE w, bound as one query over t, so SET and WHERE see
+    exactly SELECT's scoping (subqueries, correlation, `*`):
+
+        SELECT *, CASE WHEN hit THEN e END AS set_c, ...
+        FROM (SELECT *, (w) IS TRUE AS hit FROM t) AS t
+
+    then each set column is `CASE WHEN hit THEN set_c ELSE c END`. WHERE is evaluated once
+    per row (as two queries, the rows it selects and the rest, a WHERE on random() or now()
+    lost rows and doubled others), and SET only on the rows it selects (`SET x = 1 / y WHERE
+    y <> 0` never divides by zero). With FROM: `_update_from`."""
+    refuse_unknown_args(stmt, {"this", "expressions", "where", "from_", "with_"}, "UPDATE")
+    name, entry = _memory_table(catalog, stmt.this, "UPDATE", alias_ok=True)
+    alias = _target_alias(stmt.this, name)
+    sets = _assignments(stmt, name, entry, sql)
     where = stmt.args.get("where")
     if where is not None:
         _no_aggregates(where.this, "WHERE")
+    if stmt.args.get("from_") is not None:
+        return _update_from(stmt, name, entry, alias, sets, catalog, sql)
     hit, slots = "__pqe_update_hit", {c: f"__pqe_update_set_{i}" for i, c in enumerate(sets)}
-    taken = {f.name.lower() for f in entry.schema} & {hit, *slots.values()}
-    if taken:
-        raise UnsupportedError(f"UPDATE {name}: a column named {sorted(taken)[0]} is reserved")
-    source = exp.select("*").from_(_target_table(name))
+    _reserved(entry, name, "UPDATE", hit, *slots.values())
+    source = exp.select("*").from_(exp.Table(this=exp.to_identifier(name, quoted=True),
+                                             alias=exp.TableAlias(this=alias.copy())))
     if where is not None:
         source = source.select(exp.alias_(
             exp.Is(this=exp.Paren(this=where.this.copy()), expression=exp.true()),
             exp.to_identifier(hit, quoted=True)))
     else:
         source = source.select(exp.alias_(exp.true(), exp.to_identifier(hit, quoted=True)))
-    alias = exp.TableAlias(this=exp.to_identifier(name, quoted=True))
     items = [exp.Star()] + [
         exp.alias_(exp.Case(ifs=[exp.If(this=exp.column(hit, quoted=True),
                                          true=sets[c].copy())]),
                    exp.to_identifier(slot, quoted=True))
         for c, slot in slots.items()]
-    ast = exp.select(*items).from_(exp.Subquery(this=source, alias=alias))
+    ast = _with_ctes(exp.select(*items).from_(
+        exp.Subquery(this=source, alias=exp.TableAlias(this=alias.copy()))), stmt)
     bound = Binder(catalog, sql).bind_query(ast)
     by_name = {f.name: f for f in bound.schema}
     hit_ref = ColumnRef(by_name[hit])
@@ -755,17 +887,86 @@ def _update(stmt: exp.Update, catalog: CatalogSnapshot, sql: str) -> S.Update:
     return S.Update(name, entry, plan)
 
 
+def _update_from(stmt: exp.Update, name: str, entry: MemoryTable, alias: exp.Identifier,
+                 sets: dict[str, exp.Expression], catalog: CatalogSnapshot,
+                 sql: str) -> S.Update:
+    """UPDATE t [AS a] SET c = e, ... FROM f1, f2 ... [WHERE w] (PostgreSQL's and DuckDB's
+    meaning: each row of t paired with the FROM rows WHERE selects), bound as one flat join,
+    so names resolve (and are ambiguous) exactly as DuckDB resolves them:
+
+        SELECT a.ROW, e AS set_c, ... FROM TARGET_ROWS AS a, f1, f2 ... WHERE w
+
+    The session replaces the values of the rows it yields (the others keep theirs) and
+    refuses a target row paired with more than one FROM row (`S.Update`)."""
+    what = "UPDATE ... FROM"
+    slots = {c: f"__pqe_update_set_{i}" for i, c in enumerate(sets)}
+    _reserved(entry, name, "UPDATE", ROW, *slots.values())
+    rows = _numbered(catalog, stmt, entry, what)
+    from_ = stmt.args["from_"]
+    joins = _from_joins([from_.this], alias, what, sql)
+    items = [exp.alias_(exp.column(ROW, table=alias.copy(), quoted=True),
+                        exp.to_identifier(ROW, quoted=True))] + [
+        exp.Alias(this=sets[c].copy(), alias=exp.to_identifier(slot, quoted=True))
+        for c, slot in slots.items()]  # (exp.alias_ of a subquery aliases the subquery)
+    ast = exp.select(*items).from_(exp.Table(this=exp.to_identifier(TARGET_ROWS, quoted=True),
+                                             alias=exp.TableAlias(this=alias.copy())))
+    ast.set("joins", joins)
+    where = stmt.args.get("where")
+    if where is not None:
+        ast = ast.where(where.this.copy())
+    bound = _bind_numbered(rows, sql, _with_ctes(ast, stmt), alias)
+    by_name = {f.name: f for f in bound.schema}
+    out = [(ColumnRef(by_name[ROW]), ROW)]
+    for c, slot in slots.items():
+        new = by_name[slot]
+        want = entry.schema.field(c).type
+        check_storable(f"UPDATE {name}", new.dtype, want, c)
+        out.append((B.cast(ColumnRef(new), want), c))
+    return S.Update(name, entry, B.project(bound, out), tuple(slots))
+
+
 def _delete(stmt: exp.Delete, catalog: CatalogSnapshot, sql: str) -> S.Delete:
     """DELETE FROM t WHERE w: the rows that stay, `SELECT * FROM t WHERE NOT (w IS TRUE)`,
-    bound as a query (SELECT's scoping for subqueries and correlation)."""
-    refuse_unknown_args(stmt, {"this", "where"}, "DELETE")
-    name, entry = _memory_table(catalog, stmt.this, "DELETE FROM")
+    bound as a query (SELECT's scoping for subqueries and correlation).
+
+    DELETE FROM t [AS a] USING f1, f2 ... [WHERE w]: a row of t is deleted when at least one
+    combination of USING rows makes WHERE TRUE (once, however many do). The pairs are one
+    flat join, named as DuckDB names them (`_update_from`), and the rows that stay are
+
+        SELECT cols FROM TARGET_ROWS AS keep WHERE keep.ROW NOT IN
+            (SELECT a.ROW FROM TARGET_ROWS AS a, f1, f2 ... WHERE w)"""
+    refuse_unknown_args(stmt, {"this", "where", "using", "with_"}, "DELETE")
+    name, entry = _memory_table(catalog, stmt.this, "DELETE FROM", alias_ok=True)
+    alias = _target_alias(stmt.this, name)
     where = stmt.args.get("where")
-    keep = exp.false() if where is None else _not_true(where.this)
     if where is not None:
         _no_aggregates(where.this, "WHERE")
-    plan = Binder(catalog, sql).bind_query(
-        exp.select("*").from_(_target_table(name)).where(keep))
+    using = stmt.args.get("using")
+    if not using:
+        keep = exp.false() if where is None else _not_true(where.this)
+        table = exp.Table(this=exp.to_identifier(name, quoted=True),
+                          alias=exp.TableAlias(this=alias.copy()))
+        plan = Binder(catalog, sql).bind_query(
+            _with_ctes(exp.select("*").from_(table).where(keep), stmt))
+        return S.Delete(name, entry, plan)
+    what = "DELETE ... USING"
+    _reserved(entry, name, "DELETE FROM", ROW)
+    rows = _numbered(catalog, stmt, entry, what)
+    keep_name = KEEP
+    joins = _from_joins(list(using), alias, what, sql)
+    pairs = exp.select(exp.column(ROW, table=alias.copy(), quoted=True)).from_(
+        exp.Table(this=exp.to_identifier(TARGET_ROWS, quoted=True),
+                  alias=exp.TableAlias(this=alias.copy())))
+    pairs.set("joins", joins)
+    if where is not None:
+        pairs = pairs.where(where.this.copy())
+    keep = exp.Not(this=exp.In(this=exp.column(ROW, table=keep_name, quoted=True),
+                               query=exp.Subquery(this=pairs)))
+    cols = [exp.column(f.name, table=keep_name, quoted=True) for f in entry.schema]
+    ast = exp.select(*cols).from_(exp.Table(
+        this=exp.to_identifier(TARGET_ROWS, quoted=True),
+        alias=exp.TableAlias(this=exp.to_identifier(keep_name, quoted=True)))).where(keep)
+    plan = _bind_numbered(rows, sql, _with_ctes(ast, stmt), alias)
     return S.Delete(name, entry, plan)
 
 
