@@ -450,18 +450,33 @@ def _update_from(entry: MemoryTable, out: pa.Table, stmt: S.Update) -> tuple[pa.
     if m == 0:
         return conform(old, old.schema, what), 0
     pos = out.column(0).to_numpy()
-    counts = np.bincount(pos, minlength=n)
-    if counts.max() > 1:
-        r = int(np.argmax(counts > 1))
-        row = ", ".join(f"{k}={v!r}" for k, v in old.slice(r, 1).to_pylist()[0].items())
-        raise DataValueError(f"{what}: the row ({row[:200]}) of {stmt.table} matches "
-                             f"{int(counts[r])} rows of FROM; pqe updates a row from one FROM "
-                             f"row at most (make the FROM rows unique per target row)")
+    new = conform(out.drop_columns([out.column_names[0]]),
+                  pa.schema([old.schema.field(c) for c in stmt.assigned]), what)
+    order = np.argsort(pos, kind="stable")
+    pos = pos[order]
+    again = pos[1:] == pos[:-1]  # (sorted: a row paired more than once, its later pairs)
+    if again.any():
+        new = new.take(pa.array(order))
+        differ = np.zeros(m - 1, dtype=bool)
+        for c in stmt.assigned:
+            col = new.column(c).combine_chunks()
+            differ |= ~_same_values(col.slice(1), col.slice(0, m - 1))
+        bad = np.flatnonzero(again & differ)
+        if len(bad):
+            r = int(pos[bad[0]])
+            row = ", ".join(f"{k}={v!r}" for k, v in old.slice(r, 1).to_pylist()[0].items())
+            raise DataValueError(
+                f"{what}: the row ({row[:200]}) of {stmt.table} matches "
+                f"{int(np.count_nonzero(pos == r))} rows of FROM that set it to different "
+                f"values; pqe refuses to pick one (make the FROM rows unique per target row)")
+        first = np.concatenate([[True], ~again])  # the pairs agree: one of each
+        new, pos = new.filter(pa.array(first)), pos[first]
+        m = len(pos)
+    else:
+        new = new.take(pa.array(order))
     index = np.arange(n, dtype=np.int64)
     index[pos] = n + np.arange(m, dtype=np.int64)
     take = pa.array(index)
-    new = conform(out.drop_columns([out.column_names[0]]),
-                  pa.schema([old.schema.field(c) for c in stmt.assigned]), what)
     cols = []
     for f in old.schema:
         col = old.column(f.name)
@@ -469,6 +484,19 @@ def _update_from(entry: MemoryTable, out: pa.Table, stmt: S.Update) -> tuple[pa.
             col = pa.chunked_array(col.chunks + new.column(f.name).chunks, f.type).take(take)
         cols.append(col)
     return conform(pa.Table.from_arrays(cols, schema=old.schema), old.schema, what), m
+
+
+def _same_values(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """Row by row, whether two arrays of one type hold the same value: both NULL, equal, or
+    (floating point) both NaN. A type Arrow cannot compare counts as different."""
+    try:
+        same = pc.fill_null(pc.equal(a, b), False)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return np.zeros(len(a), dtype=bool)
+    same = pc.or_(same, pc.and_(pc.is_null(a), pc.is_null(b)))
+    if pa.types.is_floating(a.type):
+        same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
+    return same.to_numpy(zero_copy_only=False)
 
 
 def _delete(session: SessionState, stmt: S.Delete, run: dict) -> Result:
