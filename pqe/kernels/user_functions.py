@@ -206,25 +206,46 @@ def partial_states(table: pa.Table, spec, rows: np.ndarray, offsets: np.ndarray)
     states = []
     for i in range(len(offsets) - 1):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
-        states.append(_call(udf, "update", udf.update, *[c.slice(lo, hi - lo) for c in cols]))
+        # a group with no values here (a partition without rows, all NULL, filtered out):
+        # no state, as SUM has none, rather than `update` of an empty array; otherwise the
+        # answer would depend on how the rows fall into partitions
+        states.append(None if hi == lo else
+                      _call(udf, "update", udf.update, *[c.slice(lo, hi - lo) for c in cols]))
     return _states_array(states, udf, "update")
 
 
 def merged_states(states, udf, offsets: np.ndarray, rows: np.ndarray) -> pa.Array:
-    """`merge` per group over the group's partial states."""
+    """`merge` per group over the group's partial states, those there are (none: NULL)."""
     col = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
     col = col.take(pa.array(rows, pa.int64()))
+    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+    counts = np.concatenate([[0], np.cumsum(valid)])  # states there are, up to each row
+    if col.null_count:  # (the partitions where a group had no values: no state)
+        col = col.filter(pa.array(valid))
+        offsets = counts[offsets]
     out = []
     for i in range(len(offsets) - 1):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
-        out.append(_call(udf, "merge", udf.merge, col.slice(lo, hi - lo)))
+        out.append(None if hi == lo else _call(udf, "merge", udf.merge, col.slice(lo, hi - lo)))
     return _states_array(out, udf, "merge")
 
 
 def final_values(states, udf) -> pa.Array:
-    """`finalize` over every group's merged state (the states themselves without one)."""
+    """`finalize` over every group's merged state (the states themselves without one); a
+    group without a state is NULL."""
     col = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
     if udf.finalize is None:
         return col
-    out = _call(udf, "finalize", udf.finalize, col)
-    return checked(out, len(col), udf.return_type, f"aggregate {udf.name} (finalize)")
+    if not col.null_count:
+        out = _call(udf, "finalize", udf.finalize, col)
+        return checked(out, len(col), udf.return_type, f"aggregate {udf.name} (finalize)")
+    # groups without a state (no values anywhere) are NULL, as SUM's are: finalize sees
+    # only the states there are
+    valid = pc.is_valid(col)
+    some = col.filter(valid)
+    out = checked(_call(udf, "finalize", udf.finalize, some) if len(some) else
+                  pa.array([], udf.return_type), len(some), udf.return_type,
+                  f"aggregate {udf.name} (finalize)")
+    where = np.cumsum(valid.to_numpy(zero_copy_only=False)) - 1
+    return pc.if_else(valid, out.take(pa.array(np.maximum(where, 0))) if len(out) else
+                      pa.nulls(len(col), udf.return_type), pa.scalar(None, udf.return_type))
