@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
+from .user_functions import in_flight
 from ..plan.expr import Call, Literal
 from .udfs import batch_arrays as _arrays
 from . import hashing
@@ -37,7 +38,7 @@ def _register(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str
         try:
             pc.get_function(name)
         except (KeyError, pa.ArrowKeyError):
-            pc.register_scalar_function(fn, name, {"summary": summary, "description": summary},
+            pc.register_scalar_function(in_flight(fn), name, {"summary": summary, "description": summary},
                                         in_types, out_type)
     return name
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DataValueError, ExecutionError
+from .user_functions import in_flight
 from ..plan.functions import INTERVAL_PARTS
 
 _DOC = {"summary": "", "description": ""}
@@ -31,7 +32,7 @@ def _register(name: str, fn, in_types: dict, out_type: pa.DataType, summary: str
         pass
     except pa.ArrowKeyError:
         pass
-    pc.register_scalar_function(fn, name, {"summary": summary, "description": summary},
+    pc.register_scalar_function(in_flight(fn), name, {"summary": summary, "description": summary},
                                 in_types, out_type)
 
 

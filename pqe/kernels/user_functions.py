@@ -16,7 +16,9 @@ partition.
 
 from __future__ import annotations
 
+import atexit
 import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +39,49 @@ def check_cancelled() -> None:
     check = getattr(CURRENT, "check", None)
     if check is not None:
         check()
+
+
+# Python kernels in flight on Arrow's threads. A query that times out or is cancelled returns
+# at once while a batch may still be in a Python function on an Arrow thread, which is no
+# Python thread: the interpreter does not wait for it, and a call that ends while the
+# interpreter finalizes aborts the process ("PyGILState_Release ... must be current"). At
+# exit new calls are refused and the ones in flight are waited for.
+_FLIGHT = threading.Condition()
+_IN_FLIGHT = 0
+_EXITING = False
+EXIT_WAIT_SECONDS = 60.0
+
+
+def in_flight(fn):
+    """`fn` (a Python kernel Arrow calls) counted while it runs; refused once exiting."""
+    def kernel(*args):
+        global _IN_FLIGHT
+        with _FLIGHT:
+            if _EXITING:
+                raise UserFunctionError("the process is exiting: no more Python functions run")
+            _IN_FLIGHT += 1
+        try:
+            return fn(*args)
+        finally:
+            with _FLIGHT:
+                _IN_FLIGHT -= 1
+                _FLIGHT.notify_all()
+    return kernel
+
+
+def _wait_for_kernels() -> None:
+    global _EXITING
+    with _FLIGHT:
+        _EXITING = True
+        waited = _FLIGHT.wait_for(lambda: _IN_FLIGHT == 0, EXIT_WAIT_SECONDS)
+        busy = _IN_FLIGHT
+    if busy:
+        return  # (a function still running after a minute: nothing more to do)
+    if waited:
+        time.sleep(0.05)  # (the last call's thread hands the GIL back after its count)
+
+
+atexit.register(_wait_for_kernels)
 
 
 def _one_line(e: BaseException) -> str:
@@ -69,7 +114,7 @@ def kernel_name(udf, guarded: bool = False, tagged: bool = False) -> str:
                     in_types["guard"] = pa.bool_()
                 if tagged:
                     in_types["tag"] = pa.float64()
-                pc.register_scalar_function(_scalar_kernel(udf, guarded, tagged), name, doc,
+                pc.register_scalar_function(in_flight(_scalar_kernel(udf, guarded, tagged)), name, doc,
                                             in_types, udf.return_type)
             _REGISTERED.add(name)
     return name
