@@ -17,6 +17,7 @@ committed after the caller was told the statement had stopped.
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -589,6 +590,7 @@ def _copy(session: SessionState, stmt: S.Copy, run: dict) -> Result:
         _write_file(table, tmp, stmt)
         _not_cancelled(run, f"COPY TO '{stmt.path}'")
         if stmt.options.get("OVERWRITE"):
+            _refuse_special_file(path, stmt.path)  # (again: made while the query ran)
             os.replace(tmp, path)
         else:
             _put_new(tmp, path, stmt.path)
@@ -723,6 +725,23 @@ def _check_copy_target(session: SessionState, path: str, stmt: S.Copy) -> None:
     if os.path.lexists(path) and not stmt.options.get("OVERWRITE"):
         raise ExecutionError(f"COPY TO '{stmt.path}': the file exists; add OVERWRITE (COPY ... "
                              f"TO '...' (FORMAT ..., OVERWRITE)) to replace it")
+    _refuse_special_file(path, stmt.path)
+
+
+def _refuse_special_file(path: str, shown: str, what: str = "COPY TO") -> None:
+    """A device, FIFO or socket at the target: OVERWRITE renamed a new regular file over it
+    (/dev/full, a named pipe a reader waits on), destroying it. pqe writes regular files
+    only, as it reads them only."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # (none there, or a dangling link: a new file)
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # (a directory: the callers' own rules)
+        kind = ("a character device" if stat.S_ISCHR(mode) else "a block device"
+                if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket"
+                if stat.S_ISSOCK(mode) else "not a regular file")
+        raise ExecutionError(f"{what} '{shown}': it is {kind}; pqe writes regular files and "
+                             f"directories only")
 
 
 # ---- what registered tables read: never written over or into -----------------------------------
@@ -912,6 +931,7 @@ def write_dataset(session: SessionState, plan: LogicalPlan, path, fmt: str,
     created: list[str] = []  # parent directories this write made
     refuse_table_data(session, fs_spec, target, f"{what} '{text}'", dataset=True)
     if fs_spec.is_local:
+        _refuse_special_file(target, text, what)
         parent = os.path.dirname(target.rstrip(os.sep)) or "."
         if not os.path.isdir(parent) and not make_parents:
             raise ExecutionError(f"{what} '{text}': directory {parent} does not exist")
