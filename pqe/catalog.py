@@ -314,6 +314,22 @@ def _widened(unified: pa.Schema, files: list[_File], schemas: list[pa.Schema], p
     return pa.schema(fields)
 
 
+def _plain_text(schema: pa.Schema) -> pa.Schema:
+    """Text columns as plain text, for unifying files that store one column differently
+    (dictionary-encoded in one file, as pandas writes a Categorical, plain or string_view
+    in another: "files disagree" where DuckDB reads them); files that agree keep theirs."""
+    def plain(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_dictionary(t) and (pa.types.is_string(t.value_type) or
+                                          pa.types.is_large_string(t.value_type) or
+                                          pa.types.is_string_view(t.value_type)):
+            t = t.value_type
+        return pa.string() if pa.types.is_string_view(t) else t
+
+    if not any(plain(f.type) != f.type for f in schema):
+        return schema
+    return pa.schema([f.with_type(plain(f.type)) for f in schema], metadata=schema.metadata)
+
+
 def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) -> pa.Schema:
     """One schema for every file of a table: identical files pass; files that differ are
     unified when that is safe (a missing column reads as NULL, int32 widens to int64, int8
@@ -325,7 +341,8 @@ def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) 
         nullable: set[str] = set()
     else:
         try:
-            unified = pa.unify_schemas(schemas, promote_options="permissive")
+            unified = pa.unify_schemas([_plain_text(sch) for sch in schemas],
+                                       promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
             base = schemas[0]
             for f, sch in zip(files, schemas, strict=True):
