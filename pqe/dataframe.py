@@ -437,9 +437,10 @@ class DataFrame:
             raise BindError(f"a {how} join has no right columns to suffix; drop suffix=")
         right_plan = other._plan
         if set(right_plan.column_ids) & set(self._plan.column_ids):  # a self-join
+            # the right side under fresh ids (B.project with a qualifier always makes them:
+            # a side whose columns were already qualified "right" kept its ids before)
             right_plan = B.project(right_plan, [(ColumnRef(f), f.name) for f in right_plan.schema],
                                    qualifier="right")
-            right_plan = B.project(right_plan, [(ColumnRef(f), f.name) for f in right_plan.schema])
         if how == "cross":
             if on is not None or left_on is not None or right_on is not None:
                 raise BindError("a cross join takes no keys")

@@ -553,10 +553,15 @@ def filter(plan: LogicalPlan, predicate: Expr) -> LogicalPlan:
 
 def project(plan: LogicalPlan, items: Sequence[tuple[Expr, str]],
             qualifier: str | None = None) -> Project:
+    """Project `items` (expression, output name). A column passed through under its own
+    name keeps its id; with a `qualifier` (a new reference to a relation: a CTE or view
+    read under an alias, the right side of a DataFrame self-join) every column gets a
+    fresh id, even one already so qualified -- two references must never share ids (a
+    CTE `r` read as `r` and again inside a subquery, a table named "right" self-joined)."""
     exprs, fields, seen = [], [], set()
     for e, name in items:
         if (isinstance(e, ColumnRef) and e.field.name == name and e.id not in seen
-                and (qualifier is None or e.field.qualifier == qualifier)):
+                and qualifier is None):
             f = e.field
         else:
             f = new_field(name, e.dtype, e.nullable, qualifier)
