@@ -38,10 +38,31 @@ class Plan(str):
         return f"<pre>{_html.escape(str(self))}</pre>"
 
 
+def _holds_interval(t: pa.DataType) -> bool:
+    """Whether type `t` is an INTERVAL or holds one at any depth (a list, fixed-size list,
+    struct, map, dictionary or extension type's storage): Polars cannot import one, and
+    panics (a BaseException) on one nested in a LIST or STRUCT."""
+    if pa.types.is_interval(t):
+        return True
+    if pa.types.is_dictionary(t):
+        return _holds_interval(t.index_type) or _holds_interval(t.value_type)
+    if isinstance(t, pa.ExtensionType):
+        return _holds_interval(t.storage_type)
+    return any(_holds_interval(t.field(i).type) for i in range(t.num_fields))
+
+
+def _polars_errors(pl) -> tuple[type[BaseException], ...]:
+    """What pl.from_arrow raises for data Polars cannot hold: its own errors, and a Rust
+    panic (pyo3's PanicException derives from BaseException, so `except Exception` in user
+    code would not catch it)."""
+    panic = getattr(getattr(pl, "exceptions", None), "PanicException", None)
+    return (Exception, panic) if isinstance(panic, type) else (Exception,)
+
+
 def _polars_holds(pl, table: pa.Table, name: str) -> bool:
     try:
         pl.from_arrow(table.select([name]).slice(0, 1))
-    except Exception:
+    except _polars_errors(pl):
         return False
     return True
 
@@ -148,10 +169,14 @@ class DataFrame:
             if pa.types.is_interval(f.dtype):
                 raise UnsupportedError(f"to_polars(): column {f.name} is INTERVAL, which Polars "
                                        f"cannot hold; cast it to VARCHAR or use to_arrow()")
+            if _holds_interval(f.dtype):  # (a LIST or STRUCT of INTERVAL made Polars panic)
+                raise UnsupportedError(f"to_polars(): column {f.name} of type "
+                                       f"{T.type_name(f.dtype)} holds an INTERVAL, which Polars "
+                                       f"cannot hold; use to_arrow()")
         table = self.to_arrow()
         try:
             return pl.from_arrow(table)
-        except Exception as e:  # (Polars' own errors: a zone like +05:45, a negative scale)
+        except _polars_errors(pl) as e:  # (Polars' errors: a zone like +05:45; its panics)
             if isinstance(e, (MemoryError, RecursionError)):
                 raise
             culprit = next((f for f in table.schema if not _polars_holds(pl, table, f.name)),
