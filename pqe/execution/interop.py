@@ -18,13 +18,14 @@ def to_dask(phys: PhysicalPlan, schema: pa.Schema, ids: list[str]):
     """Nothing runs now: the graph computes each partition when the dask DataFrame is. Every
     partition is converted like the meta (kernels.interop): DATE and TIMESTAMP as
     datetime64, DECIMAL as float64, integers and booleans of columns that may hold NULLs (by
-    `schema`'s nullability) as pandas' nullable dtypes."""
+    `schema`'s nullability) as pandas' nullable dtypes, LIST, STRUCT, MAP, BLOB and TIME as
+    pd.ArrowDtype (so that to_parquet() can derive their Parquet types)."""
     low = Lowering()
     parts = low.lower_plan(phys)
     masked = tuple(f.nullable for f in schema)
     op = O.ToPandas(ids=tuple(ids), names=tuple(schema.names), schema=schema, masked=masked)
     keys = low.materialize([p.then(op) for p in parts], "to-pandas")
-    meta = pandas_meta(schema, masked)
+    meta = pandas_meta(schema, masked, arrow_objects=True)
     return dd.from_graph(_Graph(low.graph), meta, (None,) * (len(keys) + 1), keys, "pqe")
 
 

@@ -199,8 +199,9 @@ class FromPandas(Op):
 
 class ToPandas(Op):
     """Finish with a pandas DataFrame with display names (for to_dask()): converted as
-    kernels.interop documents, integer/boolean columns in `masked` as nullable dtypes, so
-    every partition has the dtypes of the dask DataFrame's meta."""
+    kernels.interop documents, integer/boolean columns in `masked` as nullable dtypes and
+    columns pandas holds as `object` as pd.ArrowDtype, so every partition has the dtypes of
+    the dask DataFrame's meta."""
 
     label = "to-pandas"
     _fields = ("ids", "names", "schema", "masked")
@@ -213,7 +214,7 @@ class ToPandas(Op):
             t = pa.Table.from_arrays([c.cast(f.type) if c.type != f.type else c
                                       for c, f in zip(t.columns, self.schema, strict=True)],
                                      names=list(t.column_names))
-        return to_pandas(t.rename_columns(list(self.names)), self.masked)
+        return to_pandas(t.rename_columns(list(self.names)), self.masked, arrow_objects=True)
 
 
 class MapBatches(Op):

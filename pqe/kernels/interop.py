@@ -13,7 +13,11 @@ for each partition of a dask DataFrame and for its (empty) meta:
 - INTERVAL -> timedelta64[ns], a month as 30 days (DuckDB: timedelta64[us]);
 - text -> pandas' default string dtype; a list or map whose integers hold a NULL -> lists
   of Python ints and None (exact: pyarrow's default made them float64 and NaN);
-  everything else as pyarrow converts it.
+  everything else as pyarrow converts it;
+- for `to_dask()` only ("arrow_objects"): the types pandas holds as `object` (LIST, STRUCT,
+  MAP, BLOB, TIME, a NULL-typed column) -> pyarrow-backed `pd.ArrowDtype` columns, so that
+  dask can derive a Parquet schema from the meta (an object column's made-up example value
+  failed `to_dask().to_parquet()` with pyarrow's ArrowInvalid) and each value keeps its type.
 """
 
 from __future__ import annotations
@@ -87,10 +91,23 @@ def _interval_duration(arr: pa.Array) -> pa.Array:
         total.astype(np.int64).tobytes())])
 
 
-def column_to_pandas(col: pa.ChunkedArray, masked: bool):
+def arrow_object(t: pa.DataType) -> bool:
+    """Whether pandas holds a column of (convertible) type `t` as `object` values: a list,
+    struct, map or union, a BLOB, a TIME, a NULL-typed column, an extension type."""
+    return (pa.types.is_nested(t) or pa.types.is_union(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_binary_view(t) or pa.types.is_time(t) or pa.types.is_null(t)
+            or isinstance(t, pa.ExtensionType))
+
+
+def column_to_pandas(col: pa.ChunkedArray, masked: bool, arrow_objects: bool = False):
     """One column as a pandas Series (see the module docstring)."""
     col = convertible(col)
     t = col.type
+    if arrow_objects and arrow_object(t):
+        import pandas as pd
+
+        return pd.Series(pd.arrays.ArrowExtensionArray(col), copy=False)
     mapper = None
     if masked and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
         dtype = _masked_dtype(t)
@@ -125,15 +142,17 @@ def _null_integers(arr: pa.Array) -> bool:
     return False
 
 
-def to_pandas(table: pa.Table, masked: Sequence[bool] | None = None):
+def to_pandas(table: pa.Table, masked: Sequence[bool] | None = None,
+              arrow_objects: bool = False):
     """`table` as a pandas DataFrame. `masked[i]`: integer/boolean column i becomes a nullable
-    pandas dtype; None: exactly the columns that hold NULLs (DuckDB's choice)."""
+    pandas dtype; None: exactly the columns that hold NULLs (DuckDB's choice).
+    `arrow_objects`: columns pandas would hold as `object` are `pd.ArrowDtype` (to_dask)."""
     import pandas as pd
 
     series = []
     for i, col in enumerate(table.columns):
         m = masked[i] if masked is not None else col.null_count > 0
-        s = column_to_pandas(col, m)
+        s = column_to_pandas(col, m, arrow_objects)
         s.name = i
         series.append(s)
     if not series:
@@ -143,9 +162,10 @@ def to_pandas(table: pa.Table, masked: Sequence[bool] | None = None):
     return out
 
 
-def pandas_meta(schema: pa.Schema, masked: Sequence[bool]):
-    """The empty DataFrame whose dtypes every partition converted with `masked` has."""
-    return to_pandas(schema.empty_table(), masked)
+def pandas_meta(schema: pa.Schema, masked: Sequence[bool], arrow_objects: bool = False):
+    """The empty DataFrame whose dtypes every partition converted with `masked` (and
+    `arrow_objects`) has."""
+    return to_pandas(schema.empty_table(), masked, arrow_objects)
 
 
 # ---- map_batches ---------------------------------------------------------------------------------
@@ -251,5 +271,5 @@ def map_batches(table: pa.Table, fn, input_names: Sequence[str], out_ids: Sequen
     return pa.Table.from_arrays(cols, names=list(out_ids))
 
 
-__all__ = ["to_pandas", "column_to_pandas", "pandas_meta", "convertible", "as_table", "conform",
+__all__ = ["to_pandas", "column_to_pandas", "arrow_object", "pandas_meta", "convertible", "as_table", "conform",
            "call_user_function", "infer_schema", "map_batches"]
