@@ -208,6 +208,7 @@ class Expr:
     def _aggregate(self, fn: str, distinct: bool = False, *consts: Any) -> Expr:
         if self._agg:
             raise BindError(f"aggregate {fn} over an aggregate ({self._name})")
+        consts = tuple(T.plain_value(c) for c in consts)  # (NumPy scalars: Python values)
         extra = [plan_lit(c) for c in consts]  # constant arguments (a separator, a fraction)
         shown = "".join(f", {c!r}" for c in consts)
         # named as SQL names it: count(DISTINCT x) is not count(x)
@@ -265,6 +266,9 @@ class Expr:
         fn = {"linear": "quantile_cont", "nearest": "quantile_disc"}.get(interpolation)
         if fn is None:
             raise BindError(f"quantile interpolation {interpolation!r}: 'linear' or 'nearest'")
+        q = T.python_number(q)  # (np.float64(0.5): Decimal('np.float64(0.5)') failed)
+        if isinstance(q, bool) or not isinstance(q, (int, float, decimal.Decimal)):
+            raise BindError(f"quantile q is a number between 0 and 1, not {q!r}")
         if isinstance(q, float):  # as SQL's 0.7 is read: the decimal written, exactly
             q = decimal.Decimal(repr(q))
         return self._aggregate(fn, False, q)
@@ -293,6 +297,7 @@ class Expr:
     def cov(self, other: str | Expr, ddof: int = 1) -> Expr:
         """Covariance of this and `other`: sample (ddof=1, COVAR_SAMP) or population (ddof=0,
         COVAR_POP); an aggregate."""
+        ddof = T.python_number(ddof)  # (np.int64(1); np.bool_ stays refused)
         if type(ddof) is not int or ddof not in (0, 1):  # (True and 1.0 were read as 1)
             raise BindError(f"cov(): ddof is 0 (population) or 1 (sample), not {ddof!r}")
         return self._pair("covar_samp" if ddof else "covar_pop", other)

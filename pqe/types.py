@@ -494,6 +494,19 @@ def plain_value(value: object) -> object:
     return value
 
 
+def python_number(value: object) -> object:
+    """A NumPy integer or floating scalar (np.int64(2), np.float32(0.25)) as the Python int
+    or float it holds, for arguments that take a Python number (a quantile, a frame offset,
+    ddof, a timeout, partitions=); anything else, a NumPy bool included, unchanged (a bool
+    is refused where an integer is wanted: np.bool_ is no Python int either)."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 \
+            and getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u", "f"):
+        item = value.item()
+        if isinstance(item, (int, float)):  # (np.longdouble's item() is itself)
+            return item
+    return value
+
+
 def _below_micros(value: object) -> None:
     """A value with digits below the microsecond is refused: a constant holds microseconds,
     and cutting `pd.Timestamp(1, unit="ns")` to 0 compared a TIMESTAMP_NS column with the

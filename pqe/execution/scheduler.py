@@ -161,6 +161,9 @@ class Executor:
         # cluster, lost pieces with a worker
         self.reruns = 0
         self._own_client = False
+        from .. import types as T
+
+        threads, workers = T.python_number(threads), T.python_number(workers)  # (NumPy ints)
         for name, n in (("threads", threads), ("workers", workers)):
             # (threads=-1 failed every query later as "a registered dask DataFrame failed";
             # 0 and True were taken as the default and 1)
@@ -607,6 +610,9 @@ def _seconds(value, key: str, default: float, name: str) -> float | None:
         return None
     from dask.utils import parse_timedelta
 
+    from .. import types as T
+
+    value = T.python_number(value)  # (np.int64(30) was refused)
     try:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise TypeError

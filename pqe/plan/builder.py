@@ -970,6 +970,7 @@ def frame(mode: str, start, end):
     def bound(v, side: str) -> FrameBound:
         if v is None:
             return FrameBound("unbounded_preceding" if side == "start" else "unbounded_following")
+        v = T.python_number(v)  # (np.int64(-1) was refused; np.bool_ still is)
         if isinstance(v, bool) or not isinstance(v, (int, decimal.Decimal, float)):
             raise BindError(f"a window frame bound is an offset (int) or None, not {v!r}")
         if not isinstance(v, int) and not (math.isfinite(v) if isinstance(v, float)

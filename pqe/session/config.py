@@ -26,9 +26,12 @@ class SessionConfig:
     access: AccessPolicy = UNRESTRICTED
 
     def __post_init__(self):
-        if self.partitions is not None and (not isinstance(self.partitions, int)
-                                            or self.partitions < 1):
+        from .. import types as T
+
+        n = T.python_number(self.partitions)  # (np.int64(4) was refused; True read as 1)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise Error("partitions must be a positive integer")
+        object.__setattr__(self, "partitions", n)
 
     def planner_config(self, parallelism: int) -> PlannerConfig:
         """The planner's settings for an executor with `parallelism` threads."""

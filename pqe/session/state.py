@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import types as T
 from ..access import enforcing
 from ..catalog import Catalog, CatalogSnapshot, MemoryTable, unreadable_columns
 from ..deep import AnyEvent, in_nested_query, plan_until, run_deep
@@ -375,6 +376,7 @@ def checked_timeout(timeout: Any) -> float | None:
 
     if timeout is None:
         return None
+    timeout = T.python_number(timeout)  # (np.int64(5) was refused)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
             math.isnan(timeout) or timeout < 0:
         raise Error(f"timeout must be a number of seconds (at least 0) or None, not {timeout!r}")
