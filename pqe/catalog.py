@@ -475,12 +475,20 @@ def _hive_pairs(rel: str) -> list[tuple[str, str | None]]:
     """key=value directory names of a file's path below its table directory."""
     from urllib.parse import unquote
 
+    def text(part: str, seg: str) -> str:
+        try:  # (the default replaced bytes that are not UTF-8 with U+FFFD: k=%FE and k=%FF
+            # were one value)
+            return unquote(part, errors="strict")
+        except UnicodeDecodeError:
+            raise CatalogError(f"hive partition directory {seg!r} (in {rel!r}): its "
+                               f"%-escapes are not UTF-8 text") from None
+
     out = []
     for seg in rel.replace("\\", "/").split("/")[:-1]:
         if "=" in seg:
             k, v = seg.split("=", 1)
-            v = unquote(v)
-            out.append((unquote(k), None if v == _HIVE_NULL else v))
+            v = text(v, seg)
+            out.append((text(k, seg), None if v == _HIVE_NULL else v))
     return out
 
 
