@@ -1143,12 +1143,35 @@ _SNIFF_COLUMNS = 4096  # (a wider file's header is taken as given)
 _CSV_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?$"
 
 
+def _native_csv_type(t: pa.DataType) -> bool:
+    """A type Arrow's CSV converter reads as CAST reads text, where it reads it at all
+    (integers, DOUBLE, REAL, BOOLEAN, DATE: checked value by value against CAST; not
+    TIMESTAMP, which it reads from '2024-01-05 10' that CAST refuses, nor DECIMAL, where it
+    stored 1000.5 in a DECIMAL(5,2))."""
+    return T.is_integer(t) or T.is_floating(t) or T.is_boolean(t) or pa.types.is_date32(t)
+
+
+def _check_csv_type(name: str, t: pa.DataType) -> None:
+    """Refuse a schema type that no CAST from text reaches (kernels.scan converts a CSV's
+    text by CAST): Arrow's CSV reader failed with a raw ArrowNotImplementedError."""
+    if T.is_interval(t) or pa.types.is_duration(t):
+        raise UnsupportedError(
+            f"register_csv: column {name!r} cannot be read as {T.type_name(t)} (CAST of text "
+            f"to INTERVAL is not supported); read it as VARCHAR")
+    if T.is_nested(t):
+        raise UnsupportedError(
+            f"register_csv: column {name!r} cannot be read as {T.type_name(t)} (a CSV value "
+            f"is text, and CAST of text to {T.type_name(t)} is not supported); read it as "
+            f"VARCHAR")
+
+
 class CsvTable(FileTable):
     """CSV file(s): one partition per file. `schema` maps column names to types (others are
     inferred); empty fields are NULL."""
 
     kind = "csv"
-    _task_extra = ("delimiter", "header", "column_types", "one_column")
+    _task_extra = ("delimiter", "header", "column_types", "one_column", "cast_columns",
+                   "_file_names")
     # a file of one column: an empty line is a row whose value is NULL (DuckDB; pqe's own
     # COPY writes a NULL so), which Arrow's reader skipped as a blank line ([1, NULL, 3] was
     # read back as [1, 3]); with more columns a blank line is no row (DuckDB skips it too)
@@ -1169,6 +1192,14 @@ class CsvTable(FileTable):
                                f"{type(schema).__name__}")
         self.column_types = {k: T.parse_type(v) for k, v in (schema or {}).items()}
         self._given_types = dict(self.column_types)  # (the rest is inferred on each refresh)
+        # columns the schema gives a type other than text are read as text and converted
+        # by pqe's own CAST in the scan (kernels.scan), so a CSV value reads as CAST reads
+        # the same text: Arrow's CSV converter stored 1000.5 in a DECIMAL(5,2), kept
+        # DuckDB's BLOB escapes '\x00' as four characters, and refused '2024/01/05', 't',
+        # '1.0' and '24:00:00' that CAST and DuckDB read
+        for name, t in self.column_types.items():
+            _check_csv_type(name, t)
+        self.cast_columns = tuple(k for k, t in self.column_types.items() if not T.is_text(t))
         try:
             super().__init__(path, storage_options, filesystem)
             self.refresh()
@@ -1230,7 +1261,11 @@ class CsvTable(FileTable):
         # (the scan reads each file with its partition expression)
         self.physical_schema = pa.schema(list(file_schema) + [
             f for f in self.partition_fields if f.name not in names])
-        self.schema = T.normalize_schema(self.physical_schema)
+        schema = T.normalize_schema(self.physical_schema)
+        for name in self.cast_columns:  # (read as text, the engine type after the cast)
+            i = schema.get_field_index(name)
+            schema = schema.set(i, schema.field(i).with_type(self._given_types[name]))
+        self.schema = schema
 
     def _sniff_delimiter(self, f: _File) -> str:
         """The delimiter of a CSV file none was given for, as DuckDB's sniffer finds it: of
@@ -1345,7 +1380,7 @@ class CsvTable(FileTable):
     def _file_schema(self, first: _File) -> pa.Schema:
         """The table's columns as Arrow's CSV format reads them from the first file (as a
         dataset of the files would: it inspects the first)."""
-        return self.file_format().inspect(*csv_source(self.fs, first.url))
+        return self.file_format(text=True).inspect(*csv_source(self.fs, first.url))
 
     def _check_schema(self, files: list[_File], fresh: list[_File] = ()) -> None:
         """Files added or rewritten after registration must still have the registered columns
@@ -1477,29 +1512,40 @@ class CsvTable(FileTable):
                 out[name] = pa.decimal128(38, 0)
         return out
 
-    def file_format(self, dict_columns: tuple[str, ...] = ()):
+    def file_format(self, dict_columns: tuple[str, ...] = (), text: bool = False):
+        """The dataset format reading the files. A column the schema gives a type of
+        `_native_csv_type` is read by Arrow's converter, which takes a subset of the text
+        CAST takes and reads it as CAST does, and is faster; any other typed column as text,
+        converted by CAST in the scan (kernels.scan._read_csv). `text`: every typed column
+        as text, what a file Arrow's converter refuses is read with (CAST reads '1.0',
+        'yes', '2024/01/05', or names the value it refuses)."""
+        formats = self.__dict__.get("_format")
+        if formats is None:
+            formats = tuple(self._make_format({
+                k: pa.string() if k in self.cast_columns and (every or not _native_csv_type(t))
+                else t for k, t in self.column_types.items()}) for every in (False, True))
+            self.__dict__["_format"] = formats
+        return formats[text]
+
+    def _make_format(self, column_types: dict):
         import pyarrow.csv as pcsv
 
-        fmt = self.__dict__.get("_format")
-        if fmt is None:
-            fmt = ds.CsvFileFormat(
-                # a quoted value may hold a newline (as COPY writes one): without this, a file
-                # past Arrow's first block (1 MiB) was cut into blocks inside such values and
-                # failed to read ("CSV parser got out of sync with chunker"); as fast (a 263
-                # MiB file: 1.03-1.18 s either way)
-                parse_options=pcsv.ParseOptions(delimiter=self.delimiter,
-                                                ignore_empty_lines=not self.one_column,
-                                                newlines_in_values=True),
-                read_options=pcsv.ReadOptions(autogenerate_column_names=not self.header),
-                # only an empty, unquoted field is NULL (PostgreSQL's COPY; DuckDB reads a
-                # quoted "" as NULL too unless allow_quoted_nulls=false): Arrow's default
-                # list also made the text 'NA', 'NULL', 'null', 'N/A' and 'nan' NULL (a NaN
-                # too), quoted or not, and a quoted "" stays '' (as COPY ... TO writes '')
-                convert_options=pcsv.ConvertOptions(column_types=self.column_types,
-                                                    null_values=[""], strings_can_be_null=True,
-                                                    quoted_strings_can_be_null=False))
-            self.__dict__["_format"] = fmt
-        return fmt
+        return ds.CsvFileFormat(
+            # a quoted value may hold a newline (as COPY writes one): without this, a file
+            # past Arrow's first block (1 MiB) was cut into blocks inside such values and
+            # failed to read ("CSV parser got out of sync with chunker"); as fast (a 263
+            # MiB file: 1.03-1.18 s either way)
+            parse_options=pcsv.ParseOptions(delimiter=self.delimiter,
+                                            ignore_empty_lines=not self.one_column,
+                                            newlines_in_values=True),
+            read_options=pcsv.ReadOptions(autogenerate_column_names=not self.header),
+            # only an empty, unquoted field is NULL (PostgreSQL's COPY; DuckDB reads a
+            # quoted "" as NULL too unless allow_quoted_nulls=false): Arrow's default
+            # list also made the text 'NA', 'NULL', 'null', 'N/A' and 'nan' NULL (a NaN
+            # too), quoted or not, and a quoted "" stays '' (as COPY ... TO writes '')
+            convert_options=pcsv.ConvertOptions(column_types=column_types,
+                                                null_values=[""], strings_can_be_null=True,
+                                                quoted_strings_can_be_null=False))
 
     def units(self) -> list[ScanUnit]:
         st = self._snapshot()

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..catalog import ScanUnit, csv_source, partition_expression
-from ..errors import CatalogError, ExecutionError
+from ..catalog import ScanUnit, csv_codec, csv_source, partition_expression
+from ..errors import CatalogError, DataValueError, ExecutionError
 from ..filesystems import _first_line
 from ..plan.expr import Call, ColumnRef, Expr, Literal, and_, column_ids, may_raise
 from ..physical.planner import statistics_filters
@@ -51,10 +51,11 @@ def extension_columns(provider, columns) -> set[str]:
     if phys is None:
         return set()
     out = set()
+    cast = getattr(provider, "cast_columns", ())  # (a CSV's typed columns: _read_csv)
     for name, cid in columns:
         idx = phys.get_field_index(name)
         if idx >= 0 and (isinstance(phys.field(idx).type, pa.BaseExtensionType)
-                         or pa.types.is_duration(phys.field(idx).type)):
+                         or pa.types.is_duration(phys.field(idx).type) or name in cast):
             out.add(cid)
     return out
 
@@ -199,6 +200,11 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
             and not T.is_fixed_width(provider.schema.field(name).type)}
     inside = tuple(f for f in plain_filters if column_ids(f) & wide
                    or not column_ids(f) & nullable) if not kids else plain_filters
+    if provider.kind == "csv":
+        # a CSV file is read whole, then filtered (_read_csv), but for filters on hive
+        # partition columns alone, which keep a file's every row or none
+        files = set(getattr(provider, "_file_names", None) or ())
+        inside = tuple(f for f in inside if not {names[c] for c in column_ids(f)} & files)
     after_read = [f for f in plain_filters if f not in inside]
     after |= {c for f in after_read for c in column_ids(f)}
     expr = pruning_expression(provider, inside, names)
@@ -439,11 +445,122 @@ def _read_unit(provider, fmt, unit: ScanUnit, row_groups: list[int], schema: pa.
     """Open one file (here, in the task: the unit is only a description) and read some of its
     row groups. `fmt` is the format and what it was made from. A local file whose version
     differs from the planned one is an error, not a silent read of other row groups."""
+    if provider.kind == "csv":
+        return _read_csv(provider, unit, schema, read_cols, expr, threads)
     with _reading(unit, row_groups, schema):
         frag = _fragment(provider, fmt, unit, row_groups)
         out = frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=threads)
         _still_planned(unit)
         return out
+
+
+def _read_csv(provider, unit: ScanUnit, schema: pa.Schema, read_cols: list[str], expr,
+              threads: bool) -> pa.Table:
+    """A whole CSV file's columns `read_cols`, every row (iter_read_files filters after;
+    `expr` filters on hive partition columns only). The columns the schema gives a type are
+    read as text and converted by pqe's CAST (`_csv_cast`), but for the types Arrow's
+    converter reads as CAST does (numbers, BOOLEAN, DATE: catalog._native_csv_type), which
+    it reads unless it refuses a value of the file; and the file is refused when its last
+    value runs to the end of the file inside a quote (`_check_closed_quote`)."""
+    cast = [n for n in getattr(provider, "cast_columns", ()) if schema.get_field_index(n) >= 0]
+    text_schema = schema
+    for name in cast:
+        i = text_schema.get_field_index(name)
+        text_schema = text_schema.set(i, text_schema.field(i).with_type(pa.string()))
+    names = getattr(provider, "_file_names", None) or []
+    last = names[-1] if names else None
+    cols = list(read_cols)
+    check = last is not None and T.is_text(text_schema.field(last).type)
+    if check and last not in cols:
+        cols.append(last)
+    native = provider.file_format()
+    natively = [n for n in cast if n in cols
+                and native.default_fragment_scan_options.convert_options.column_types[n]
+                != pa.string()]
+
+    def read(text: bool) -> pa.Table:
+        fmt = (provider.file_format(text=text), ("csv", text))
+        frag = _fragment(provider, fmt, unit, [])
+        typed = text_schema
+        for name in ([] if text else natively):
+            i = typed.get_field_index(name)
+            typed = typed.set(i, schema.field(i))
+        return frag.to_table(schema=typed, columns=cols, filter=expr, use_threads=threads)
+
+    with _reading(unit, [], text_schema):
+        try:
+            t = read(not natively)
+        except pa.ArrowInvalid as e:  # a value Arrow's converter refuses: CAST says why
+            if not natively or "CSV conversion error" not in str(e):
+                raise
+            t = read(True)
+        _still_planned(unit)
+    if check and t.num_rows and pa.types.is_string(t.schema.field(last).type):
+        _check_closed_quote(unit, t.column(last))
+    for name in cast:
+        i = t.schema.get_field_index(name)
+        if i >= 0 and name in read_cols and pa.types.is_string(t.schema.field(i).type):
+            dst = provider.schema.field(name).type
+            t = t.set_column(i, pa.field(name, dst),
+                             _csv_cast(unit, name, t.column(i), dst, provider.header))
+    return t.select(read_cols)
+
+
+def _csv_cast(unit: ScanUnit, name: str, text: pa.ChunkedArray, dst: pa.DataType,
+              header: bool) -> pa.ChunkedArray:
+    """A CSV column's text converted by CAST(text AS dst), the very kernel SQL's CAST runs;
+    a value it refuses is a DataValueError naming the file, line, column and type, not the
+    value (CSV errors quote no file content; Arrow's CSV converter stored 1000.5 in a
+    DECIMAL(5,2) column)."""
+    from ..plan.expr import Cast, Field
+
+    ref = ColumnRef(Field("v", "v", pa.string()))
+    table = pa.table({"v": text})
+    try:
+        out = project(table, [Compiler()(Cast(ref, dst))], ["v"]).column(0)
+    except (DataValueError, pa.ArrowInvalid) as e:
+        tried = project(table, [Compiler()(Cast(ref, dst, try_=True))], ["v"]).column(0)
+        failed = pc.and_(pc.is_valid(text), pc.is_null(tried))
+        where = f"line {pc.index(failed, True).as_py() + 1 + bool(header)}, " \
+            if pc.any(failed).as_py() else ""
+        why = (": a backslash escape or a character past ASCII" if T.is_blob(dst) else
+               ": not a number, or out of range" if T.is_numeric(dst) else "")
+        raise DataValueError(f"reading {unit.path}: {where}column {name!r} holds a value that "
+                             f"is not a valid {T.type_name(dst)}{why} (the value is not "
+                             f"shown)") from e
+    return out if out.type == dst else out.cast(dst)
+
+
+def _check_closed_quote(unit: ScanUnit, last: pa.ChunkedArray) -> None:
+    """A quote left open swallows the rest of the file into one value (Arrow's reader ends
+    the value at the end of the file): `2,"abc` then `3,y` and `4,z` read as 2 rows, the
+    second's value 'abc\\n3,y\\n4,z\\n'. Only the file's last value can be one (an earlier
+    column would leave its row short of columns, which Arrow refuses), and only one that
+    holds a line break: it is when the file ends with that value as a quoted field would
+    write it, after its opening quote and no closing one. (The file is read again only for
+    a last value holding a line break.)"""
+    value = last[len(last) - 1].as_py()
+    if value is None or ("\n" not in value and "\r" not in value):
+        return
+    written = ('"' + value.replace('"', '""')).encode()
+    with unit.fs.arrow_fs().open_input_stream(unit.fs.fs_path(unit.path),
+                                              compression=csv_codec(unit.path)) as stream:
+        data = stream.read()
+    end = len(data)
+    for newline in (b"\r\n", b"\n", b"\r"):
+        if data.endswith(newline):
+            end -= len(newline)
+            break
+    quotes = 0
+    while quotes < end and data[end - 1 - quotes] == ord('"'):
+        quotes += 1
+    # (a closed last value ends with an odd run of quotes, its closing one after pairs of
+    # escaped ones: a value '\n' is written '"\n"', which also ends with '"' and the value)
+    if data.endswith(written) and quotes % 2 == 0:
+        line = data.count(b"\n", 0, len(data) - len(written)) + 1
+        raise ExecutionError(
+            f"reading {unit.path}: a quote opened on line {line} is not closed by the end of "
+            f"the file (it would hold every later line as one value)")
 
 
 def _still_planned(unit: ScanUnit) -> None:
