@@ -392,6 +392,10 @@ _NAMED = {
     "smallint": INT16, "int2": INT16, "int16": INT16,
     "integer": INT32, "int": INT32, "int4": INT32, "int32": INT32, "signed": INT64,
     "bigint": INT64, "int64": INT64, "long": INT64,
+    # DuckDB's unsigned integers (Parquet files hold them too)
+    "utinyint": pa.uint8(), "uint8": pa.uint8(), "usmallint": pa.uint16(),
+    "uint16": pa.uint16(), "uinteger": pa.uint32(), "uint32": pa.uint32(),
+    "ubigint": pa.uint64(), "uint64": pa.uint64(),
     "real": FLOAT32, "float4": FLOAT32, "float32": FLOAT32,
     # FLOAT is REAL, as in DuckDB (and Arrow's `float`); PostgreSQL reads it as DOUBLE
     "double": FLOAT64, "float": FLOAT32, "float8": FLOAT64, "float64": FLOAT64,
