@@ -330,6 +330,27 @@ def _plain_text(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(plain(f.type)) for f in schema], metadata=schema.metadata)
 
 
+# field metadata of a unified column some file stores as another view type (string_view
+# beside string): Arrow's scanner evaluated a pushed-down filter on the file's own type
+# ("no kernel matching input types (string, string_view)"), so filters on it run after the
+# read (kernels.scan.extension_columns)
+CONVERTED_VIEW = b"pqe_converted_view"
+
+
+def _mark_converted_views(unified: pa.Schema, schemas: list[pa.Schema]) -> pa.Schema:
+    fields = []
+    for fld in unified:
+        types = {s.field(fld.name).type for s in schemas if s.get_field_index(fld.name) >= 0}
+        viewed = any(pa.types.is_string_view(t) or pa.types.is_binary_view(t) or (
+            pa.types.is_dictionary(t) and (pa.types.is_string_view(t.value_type)
+                                           or pa.types.is_binary_view(t.value_type)))
+            for t in types)
+        if viewed and types != {fld.type}:
+            fld = fld.with_metadata({**(fld.metadata or {}), CONVERTED_VIEW: b"1"})
+        fields.append(fld)
+    return pa.schema(fields, metadata=unified.metadata)
+
+
 def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) -> pa.Schema:
     """One schema for every file of a table: identical files pass; files that differ are
     unified when that is safe (a missing column reads as NULL, int32 widens to int64, int8
@@ -356,6 +377,7 @@ def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) 
             raise CatalogError(f"files of {path!s} have incompatible schemas: {e}") from e
         unified = _widened(unified, files, schemas, path)
         nullable = {fld.name for fld in unified if any(s.get_field_index(fld.name) < 0 for s in schemas)}
+        unified = _mark_converted_views(unified, schemas)
     fields = [fld.with_nullable(True) if fld.name in nullable else fld for fld in unified]
     names = {fld.name for fld in fields}
     out = pa.schema(fields + [f for f in partition_fields if f.name not in names])

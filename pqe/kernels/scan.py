@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import types as T
-from ..catalog import ScanUnit, csv_codec, csv_source, partition_expression
+from ..catalog import CONVERTED_VIEW, ScanUnit, csv_codec, csv_source, partition_expression
 from ..errors import CatalogError, DataValueError, ExecutionError
 from ..filesystems import _first_line
 from ..plan.expr import Call, ColumnRef, Expr, Literal, and_, column_ids, may_raise
@@ -55,7 +55,8 @@ def extension_columns(provider, columns) -> set[str]:
     for name, cid in columns:
         idx = phys.get_field_index(name)
         if idx >= 0 and (isinstance(phys.field(idx).type, pa.BaseExtensionType)
-                         or pa.types.is_duration(phys.field(idx).type) or name in cast):
+                         or pa.types.is_duration(phys.field(idx).type) or name in cast
+                         or CONVERTED_VIEW in (phys.field(idx).metadata or {})):
             out.add(cid)
     return out
 
