@@ -178,6 +178,11 @@ class Cursor:
                 total += max(result.rows_affected or 0, 0)
                 self._committed = total
                 start += len(chunk)
+        if start < len(rows) and len(session.parse(sql, rows[start])) > 1:
+            # (each row ran every statement and rowcount counted the last one's rows:
+            # 4 rows written, 2 reported; sqlite3 refuses it too)
+            raise ProgrammingError("executemany() runs one statement per parameter row; "
+                                   "the SQL holds several: call it once for each")
         for params in rows[start:]:
             self.execute(sql, params)
             if self.description is not None:
