@@ -21,7 +21,7 @@ from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.tokens import Tokenizer, TokenType
 
 from .. import types as T
-from ..errors import BindError, SQLSyntaxError, UnsupportedError
+from ..errors import BindError, SQLSyntaxError, TypeMismatchError, UnsupportedError
 from .walk import find_all
 
 # sqlglot logs a warning when it falls back to a generic Command; pqe reports its own errors.
@@ -785,7 +785,7 @@ def parameter_literal(value: Any) -> exp.Expression:
         if not -(1 << 63) <= value < (1 << 63):
             # beyond BIGINT: an exact DECIMAL when it fits 38 digits
             if len(str(abs(value))) > 38:
-                raise SQLSyntaxError(f"parameter {value} does not fit DECIMAL(38, 0)")
+                raise TypeMismatchError(f"parameter {value} does not fit DECIMAL(38, 0)")
             return _typed(str(value), "DECIMAL(38, 0)")
         if value == -(1 << 63):
             # the literal would be -(9223372036854775808), a DECIMAL: the value is a BIGINT
@@ -797,12 +797,12 @@ def parameter_literal(value: Any) -> exp.Expression:
         return _typed(text, "DOUBLE")
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
-            raise SQLSyntaxError(f"parameter {value} is not a finite DECIMAL")
+            raise TypeMismatchError(f"parameter {value} is not a finite DECIMAL")
         sign, digits, exponent = value.as_tuple()
         scale = max(0, -int(exponent))
         precision = max(len(digits) + max(0, int(exponent)), scale, 1)
         if precision > 38:
-            raise SQLSyntaxError(f"parameter {value} has more than 38 digits")
+            raise TypeMismatchError(f"parameter {value} has more than 38 digits")
         return _typed(format(value, "f"), f"DECIMAL({max(precision, scale)}, {scale})")
     if isinstance(value, str):
         return exp.Literal.string(value)

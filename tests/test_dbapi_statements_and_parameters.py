@@ -1,4 +1,4 @@
-"""executemany() of SQL holding several statements ran every statement for each row and
+"""DB-API statements and parameter values. executemany() of SQL holding several statements ran every statement for each row and
 reported the last one's count (4 rows written, rowcount 2); it is refused before any row
 runs, as sqlite3 refuses it. One statement with a trailing semicolon still runs."""
 import pytest
@@ -35,3 +35,16 @@ def test_one_statement_with_a_semicolon_runs(cur):
     assert cur.rowcount == 3 and _count(cur, "a") == 3
     cur.executemany("update a set x = x + ? where x = 1;", [(10,)])
     assert cur.rowcount == 1
+
+
+@pytest.mark.parametrize("value, match", [
+    (__import__("decimal").Decimal("NaN"), "is not a finite DECIMAL"),
+    (__import__("decimal").Decimal("Infinity"), "is not a finite DECIMAL"),
+    (__import__("decimal").Decimal("1" * 39), "more than 38 digits"),
+    (10 ** 40, "does not fit DECIMAL"),
+])
+def test_parameter_values_no_type_holds_are_type_errors(cur, value, match):
+    """They were SQLSyntaxError ("syntax error: parameter NaN ..."), though the SQL parsed;
+    pqe.lit() of the same value is a TypeMismatchError."""
+    with pytest.raises(pqe.TypeMismatchError, match=match):
+        cur.execute("select ? as v", (value,))
