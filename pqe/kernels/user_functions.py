@@ -45,11 +45,13 @@ def check_cancelled() -> None:
 # at once while a batch may still be in a Python function on an Arrow thread, which is no
 # Python thread: the interpreter does not wait for it, and a call that ends while the
 # interpreter finalizes aborts the process ("PyGILState_Release ... must be current"). At
-# exit new calls are refused and the ones in flight are waited for.
+# exit new calls are refused and the ones in flight are waited for, up to EXIT_WAIT_SECONDS.
 _FLIGHT = threading.Condition()
 _IN_FLIGHT = 0
 _EXITING = False
-EXIT_WAIT_SECONDS = 60.0
+# (bounded: a function that never returns must not hang the exit; one that returns within
+# it ends before the interpreter finalizes)
+EXIT_WAIT_SECONDS = 10.0
 
 
 def in_flight(fn):
@@ -76,7 +78,7 @@ def _wait_for_kernels() -> None:
         waited = _FLIGHT.wait_for(lambda: _IN_FLIGHT == 0, EXIT_WAIT_SECONDS)
         busy = _IN_FLIGHT
     if busy:
-        return  # (a function still running after a minute: nothing more to do)
+        return  # (a function still running after the wait: nothing more to do)
     if waited:
         time.sleep(0.05)  # (the last call's thread hands the GIL back after its count)
 
