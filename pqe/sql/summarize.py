@@ -22,7 +22,7 @@ from ..catalog import CatalogSnapshot
 from ..kernels import summarize as K
 from ..plan import builder as B
 from ..plan import statements as S
-from ..plan.expr import AggCall, ColumnRef, Expr
+from ..plan.expr import AggCall, ColumnRef, Expr, Literal
 from ..plan.logical import MapBatches, UserFunction
 from ..plan.udf import AggregateUDF, content_token
 from .binder import Binder, refuse_unknown_args
@@ -97,6 +97,8 @@ def summarize(stmt: exp.Summarize, catalog: CatalogSnapshot, sql: str) -> S.Quer
         e: Expr = ColumnRef(field)
         if name.split("_")[0] in ("min", "max", "avg", "std"):
             e = B.cast(e, T.TEXT)
+        elif name.split("_")[0] == "uniq":  # no values: 0, as DuckDB's approx_unique (a
+            e = B.call("coalesce", e, Literal(0, T.INT64))  # user aggregate of none is NULL)
         items.append((e, name))
     stats = B.project(agg, items)
     pivot = K.Pivot(tuple(columns), "rows", OUT)
