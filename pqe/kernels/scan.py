@@ -189,13 +189,17 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     # projection and one filter of the table (expressions._filtered): inside the scanner it
     # took 4x as long as the read itself (TPC-DS Q82's inventory, 2 row groups, `0 <=
     # inv_quantity_on_hand <= 500`: 101 against 50 ms after the read; on a column without
-    # NULLs the scanner's filter costs the same as that, TPC-H Q1 and Q6). Except one that
+    # NULLs the scanner's filter costs the same as that, TPC-H Q1). So do all filters of a
+    # read that filters decimals after it anyway, in the same pass: the scanner's filter
+    # copied the decimal128 columns the decimal filter then copied again (TPC-H Q6: 0.45 ->
+    # 0.37 CPU-s). Except one that
     # reads a variable-width column nothing else needs (o_comment in TPC-H Q13): inside the
     # scanner that column is decoded batch by batch and never held (holding it for the
     # partition doubled Q13's memory at SF10); a fixed-width one is read with the others and
     # dropped after the filter. A small read (a dimension table) keeps the scanner's filter,
     # which costs less than the projection's fixed cost there
-    nullable = {cid for name, cid in columns if provider.schema.field(name).nullable} \
+    nullable = {cid for name, cid in columns
+                if decimal_filters or provider.schema.field(name).nullable} \
         if sum(u.num_rows or 0 for u in units) >= POST_FILTER_ROWS else set()
     wide = {cid for name, cid in columns if cid not in after
             and not T.is_fixed_width(provider.schema.field(name).type)}
@@ -207,7 +211,13 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
         files = set(getattr(provider, "_file_names", None) or ())
         inside = tuple(f for f in inside if not {names[c] for c in column_ids(f)} & files)
     after_read = [f for f in plain_filters if f not in inside]
-    after |= {c for f in after_read for c in column_ids(f)}
+    if decimal_filters and after_read:
+        # one mask and one filter pass for both: each pass copies every column it keeps
+        both = decimals.int64_filter(and_([*after_read, *decimal_filters]), names)
+        if both is not None:
+            combined_decimal, decimal_filters = both, [*after_read, *decimal_filters]
+            after_read = []
+    after |= {c for f in (*after_read, *decimal_filters) for c in column_ids(f)}
     expr = pruning_expression(provider, inside, names)
     read_filter = Compiler(_text_casts(provider, names), rename=names, share=True).stages(
         and_(after_read)) if after_read else None
