@@ -91,3 +91,16 @@ def test_distinct_expression_of_alias_stays_refused():
     ctx.register_arrow("t", T)
     with pytest.raises(pqe.BindError, match="SELECT DISTINCT, ORDER BY expressions"):
         ctx.sql("select distinct a + 1 as x from t order by -x")
+
+
+def test_view_rebound_when_its_table_gains_the_alias_name():
+    # the expansion of `-x` into `-(a * 10)` is made on the view's bound tree: a view is
+    # bound again from its text, so once its table has a column x, ORDER BY -x reads that
+    # column (as in DuckDB), not the expansion made when x was only an alias
+    ctx = pqe.Context()
+    ctx.sql("create table t (a int)")
+    ctx.sql("insert into t values (1), (3), (2)")
+    ctx.sql("create view v as select a * 10 as x from t order by -x")
+    assert ctx.sql("select * from v").to_arrow().column(0).to_pylist() == [30, 20, 10]
+    ctx.sql("create or replace table t as select a, -a as x from (values (1), (3), (2)) s(a)")
+    assert ctx.sql("select * from v").to_arrow().column(0).to_pylist() == [10, 20, 30]

@@ -265,9 +265,9 @@ def merged_states(states, udf, offsets: np.ndarray, rows: np.ndarray) -> pa.Arra
     """`merge` per group over the group's partial states, those there are (none: NULL)."""
     col = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
     col = col.take(pa.array(rows, pa.int64()))
-    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
-    counts = np.concatenate([[0], np.cumsum(valid)])  # states there are, up to each row
     if col.null_count:  # (the partitions where a group had no values: no state)
+        valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+        counts = np.concatenate([[0], np.cumsum(valid)])  # states there are, up to each row
         col = col.filter(pa.array(valid))
         offsets = counts[offsets]
     out = []
