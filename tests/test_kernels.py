@@ -237,13 +237,23 @@ def test_dense_join_matches_the_hash_join(kind, with_filter, dense_form):
     [-(2 ** 63), -(2 ** 63) + 2, None],          # lo at the int64 minimum: lo - 1 overflows
     [2 ** 63 - 3, 2 ** 63 - 1, None],            # the span's end at the int64 maximum
     [-1, 0, 1],
-], ids=["int64-min", "int64-max", "middle"])
+    # the one-pass int64 path (|lo| < 2^62): offsets of keys at the int64 ends wrap, never
+    # onto a slot; from |lo| = 2^62 the exact path
+    [2 ** 62 - 100, 2 ** 62 - 98, None],
+    [2 ** 62 - 1, 2 ** 62 + 1],
+    [-(2 ** 62) + 100, -(2 ** 62) + 102],
+    [-(2 ** 62) + 1, -(2 ** 62) + 3],
+    [-(2 ** 62), -(2 ** 62) + 2],
+], ids=["int64-min", "int64-max", "middle", "below-2^62", "at-2^62", "above-minus-2^62",
+        "at-minus-2^62+1", "at-minus-2^62"])
 @pytest.mark.parametrize("probe_keys", [
     [None, None],                                 # a partition of NULL keys only
     [-(2 ** 63), None, 2 ** 63 - 1, 0],
     [-(2 ** 63) + 2, 1073741824, -1, 2 ** 63 - 1, 2 ** 63 - 3],
     [],
-], ids=["nulls", "ends", "mixed", "empty"])
+    [-(2 ** 63), -(2 ** 63) + 1, 2 ** 63 - 1, 2 ** 63 - 2, 2 ** 62 - 100, 2 ** 62 - 98,
+     2 ** 62 + 1, -(2 ** 62) + 100, -(2 ** 62) + 3, -(2 ** 62), 2 ** 62 - 99],
+], ids=["nulls", "ends", "mixed", "empty", "wrapping"])
 def test_dense_probe_at_the_int64_ends_matches_a_set_lookup(build_keys, probe_keys, dense_form):
     """Probe keys and build ranges at the ends of int64: no overflow (seed 201 case 718: an IN
     subquery over -2^63 leaked 'Python int too large to convert to C long'), every match

@@ -220,15 +220,19 @@ def _positions(col, index: DenseIndex) -> np.ndarray | None:
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
 
 
-# keys of these types, less `lo - 1` with |lo| below 2^62, never wrap around in int64
-_NARROW = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.uint32())
+# keys of these types, less `lo - 1` with |lo| below 2^62, never wrap around in int64; an
+# int64 key may, but then never onto an offset in [1, span]: with |lo| < 2^62 and span <
+# 2^62, a key whose true offset is past 2^63 - 1 wraps to below -2^62 and one whose offset
+# is under -2^63 wraps to above 2^62, and both clip onto a sentinel (no match), as they would
+# unwrapped. So int64 keys skip the min/max pass the exact path needs (TPC-H's keys)
+_FAST = (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32())
 
 
 def _chunk_positions(arr: pa.Array, index: DenseIndex) -> np.ndarray:
     span = index.span
     if len(arr) == 0:
         return np.empty(0, dtype=np.int32)
-    if arr.type in _NARROW and abs(index.lo) < 2 ** 62:
+    if arr.type in _FAST and abs(index.lo) < 2 ** 62 and span < 2 ** 62:
         # the common case in one pass each: key - (lo - 1) straight into int64 offsets (no
         # cast of the keys, no min/max), then a gather that clips out-of-range offsets onto
         # the sentinels (TPC-DS's int32 surrogate keys: the probe was a seventh of its time).
