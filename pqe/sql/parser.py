@@ -155,6 +155,14 @@ def _keeping_arguments(name: str, build):
     return checked
 
 
+class _NumberJunk(Exception):
+    """A number running into letters (raised by the tokenizer; a SQLSyntaxError at `offset`)."""
+
+    def __init__(self, offset: int, message: str):
+        super().__init__(message)
+        self.offset, self.message = offset, message
+
+
 class PQEDialect(Dialect):
     """sqlglot's default dialect (standard, PostgreSQL-flavoured) with PostgreSQL's NULL
     ordering: NULLs sort as the largest values (ASC -> NULLS LAST, DESC -> NULLS FIRST)."""
@@ -180,6 +188,37 @@ class PQEDialect(Dialect):
         # ClickHouse's 8 bits)
         # `?::int` is a parameter cast to INT, as in PostgreSQL (sqlglot's default reads
         # Snowflake's `?::` operator, and the text was a syntax error)
+        def tokenize_unchecked(self, sql: str):
+            """The tokens without the check of numbers (where statements end: pqe.sql.text)."""
+            return super().tokenize(sql)
+
+        def tokenize(self, sql: str):
+            # A number that runs straight into letters is an error, as in PostgreSQL 16
+            # ("trailing junk after numeric literal"): sqlglot read `SELECT 0b101` as 0 AS
+            # b101, `12abc` as 12 AS abc and `x = 1and ...` as 1 AND (DuckDB answers so too);
+            # PostgreSQL 16 reads 0x1F, 0o17 and 0b101 as integers. `0x1F` was a BLOB here
+            # (x'1F' is one)
+            tokens = self.tokenize_unchecked(sql)
+            for tok in tokens:
+                if tok.token_type == TokenType.HEX_STRING and sql[tok.start:tok.start + 1] == "0":
+                    raise TokenError("0x") from _NumberJunk(
+                        tok.start, "hexadecimal, octal and binary integer literals (0x1F, "
+                        "0o17, 0b101) are not supported; write the number in decimal "
+                        "(x'1F' is a BLOB of hex digits)")
+                if tok.token_type == TokenType.NUMBER and tok.end + 1 < len(sql) \
+                        and (sql[tok.end + 1].isidentifier()):
+                    stop = tok.end + 1
+                    while stop < len(sql) and (sql[stop].isalnum() or sql[stop] == "_"):
+                        stop += 1
+                    word = sql[tok.start:stop]
+                    hint = ("hexadecimal, octal and binary integer literals (0x1F, 0o17, "
+                            "0b101) are not supported; write the number in decimal"
+                            if re.fullmatch(r"0[xXoObB]\w+", word) else
+                            "put a space between a number and a name or keyword")
+                    raise TokenError(word) from _NumberJunk(
+                        tok.start, f"trailing junk after the number in {word!r}: {hint}")
+            return tokens
+
         KEYWORDS = {**{k: v for k, v in Tokenizer.KEYWORDS.items() if k != "?::"},
                     "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT,
                     "^@": TokenType.CARET_AT,  # (starts_with, as in PostgreSQL and DuckDB)
@@ -288,6 +327,36 @@ class PQEDialect(Dialect):
                 return out
             _check_alias(self, start, alias, RESERVED_COLUMN_ALIAS_WORDS, after_as=False)
             return out
+
+        def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False):
+            # A typed literal is one constant, and what follows it (`::t`, `[i]`, `->k`)
+            # applies to that constant, as in PostgreSQL and DuckDB: `TIMESTAMP '2024-01-31
+            # 12:34'::DATE` is a DATE. sqlglot applied the `::` to the text first and the
+            # literal's type last (a TIMESTAMP at midnight; `INTEGER '7'::DOUBLE / 2` was 3).
+            # A type keyword followed by text is read here, as sqlglot's _parse_type reads it
+            # but for that order; anything else is left to sqlglot
+            curr = self._curr
+            if fallback_to_identifier or curr is None or curr.token_type not in self.TYPE_TOKENS \
+                    or curr.token_type == TokenType.INTERVAL:
+                return super()._parse_type(parse_interval, fallback_to_identifier)
+            index = self._index
+            data_type = self._parse_types(check_func=True, allow_identifiers=False)
+            if isinstance(data_type, exp.DataType) and self._curr is not None \
+                    and self._curr.token_type == TokenType.STRING:
+                literal = self._parse_primary()
+                if isinstance(literal, exp.Literal):
+                    if self.ZONE_AWARE_TIMESTAMP_CONSTRUCTOR \
+                            and parser.TIME_ZONE_RE.search(literal.name):
+                        if data_type.is_type(exp.DType.TIMESTAMP):
+                            data_type = exp.DType.TIMESTAMPTZ.into_expr()
+                        elif data_type.is_type(exp.DType.TIME):
+                            data_type = exp.DType.TIMETZ.into_expr()
+                    typed = self.TYPE_LITERAL_PARSERS.get(data_type.this)
+                    out = typed(self, literal, data_type) if typed else \
+                        self.expression(exp.Cast(this=literal, to=data_type))
+                    return self._parse_column_ops(out)
+            self._retreat(index)
+            return super()._parse_type(parse_interval, fallback_to_identifier)
 
         def _parse_types(self, *args, **kwargs):
             # a type remembers where it was written: CAST(a AS nosuchtype) is refused there
@@ -887,6 +956,9 @@ def parse(sql: str) -> list[exp.Expression]:
     except _ArgumentDropped as e:
         raise e.error(sql) from None
     except TokenError as e:
+        if isinstance(e.__cause__, _NumberJunk):
+            raise SQLSyntaxError(e.__cause__.message, *position(sql, e.__cause__.offset)) \
+                from None
         open_ = _unterminated(sql)
         if open_ is not None:
             # where the comment, string or quoted name that never ends starts

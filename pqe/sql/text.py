@@ -13,7 +13,8 @@ from .parser import DIALECT
 def tokenize(text: str) -> list[Token] | None:
     """The tokens of `text`, or None while a string, quoted name or comment is still open."""
     try:
-        return DIALECT.tokenizer_class().tokenize(text)
+        # (a number running into letters is the parser's error to report, not an open string)
+        return DIALECT.tokenizer_class().tokenize_unchecked(text)
     except TokenError:
         return None
 
