@@ -188,6 +188,13 @@ class PQEDialect(Dialect):
         # ClickHouse's 8 bits)
         # `?::int` is a parameter cast to INT, as in PostgreSQL (sqlglot's default reads
         # Snowflake's `?::` operator, and the text was a syntax error)
+        KEYWORDS = {**{k: v for k, v in Tokenizer.KEYWORDS.items() if k != "?::"},
+                    "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT,
+                    "^@": TokenType.CARET_AT,  # (starts_with, as in PostgreSQL and DuckDB)
+                    # DuckDB's integer division, refused by name as DIV is (it was read as
+                    # two slashes: "DIV is missing what follows it")
+                    "//": TokenType.DIV}
+
         def tokenize_unchecked(self, sql: str):
             """The tokens without the check of numbers (where statements end: pqe.sql.text)."""
             return super().tokenize(sql)
@@ -218,13 +225,6 @@ class PQEDialect(Dialect):
                     raise TokenError(word) from _NumberJunk(
                         tok.start, f"trailing junk after the number in {word!r}: {hint}")
             return tokens
-
-        KEYWORDS = {**{k: v for k, v in Tokenizer.KEYWORDS.items() if k != "?::"},
-                    "SUMMARIZE": TokenType.SUMMARIZE, "INT8": TokenType.BIGINT,
-                    "^@": TokenType.CARET_AT,  # (starts_with, as in PostgreSQL and DuckDB)
-                    # DuckDB's integer division, refused by name as DIV is (it was read as
-                    # two slashes: "DIV is missing what follows it")
-                    "//": TokenType.DIV}
 
     class Generator(generator.Generator):
         # APPROX_COUNT_DISTINCT(x) names its column as written (sqlglot spells the node
