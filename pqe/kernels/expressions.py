@@ -2825,6 +2825,11 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
                                                              [c(e.args[0])]))(k)
        for k in ("days", "rest", "total")},
     "pqe_assert_single_row": lambda c, e: _call("pqe_assert_single_row", [c(e.args[0])]),
+    # -0.0 alone is 0 with 1/x below 0 (Arrow's float division gives -inf there)
+    "pqe_negative_zero": lambda c, e: _call("and", [
+        _call("equal", [c(e.args[0]), scalar(0.0, e.args[0].dtype)]),
+        _call("less", [_call("divide", [scalar(1.0, e.args[0].dtype), c(e.args[0])]),
+                       scalar(0.0, e.args[0].dtype)])]),
 }
 
 

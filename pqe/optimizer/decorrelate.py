@@ -473,8 +473,12 @@ def _domain(outer: LogicalPlan, sub: LogicalPlan, extra: tuple[Expr, ...] = ()):
     available = set(outer.column_ids)
     # a column of a query further out stays an outer reference of `outer` in D (outer is a
     # subquery's body then: decorrelating that subquery takes D's projection with it)
-    items = [(ColumnRef(f) if f.id in available else OuterRef(f), f.name) for f in refs] \
-        + [(x, f"arg{i}") for i, x in enumerate(extra)]
+    items = [(ColumnRef(f) if f.id in available else OuterRef(f), f.name) for f in refs]
+    # -0.0 and 0.0 are one value to DISTINCT, but not to the subquery (CAST(x AS VARCHAR),
+    # atan2(x, -1)): a float's sign of zero is a column of D too, so each has its own d
+    items += [(B.call("pqe_negative_zero", x), f"{name}_negative_zero") for x, name in items
+              if isinstance(x, ColumnRef) and T.is_floating(x.dtype)]
+    items += [(x, f"arg{i}") for i, x in enumerate(extra)]
     if not items:
         items = [(Literal(True, T.BOOLEAN), "one")]
     d = B.distinct(B.project(outer, items))

@@ -49,7 +49,7 @@ class FunctionDef:
 SCALAR: dict[str, FunctionDef] = {}
 # the planner's own functions: not callable from SQL
 INTERNAL = frozenset({"pqe_mean", "pqe_assert_single_row", "pqe_interval_days_key",
-                      "pqe_interval_rest_key", "pqe_interval_total_key"})
+                      "pqe_interval_rest_key", "pqe_interval_total_key", "pqe_negative_zero"})
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_distinct_from",
                          "is_not_distinct_from"})
 AGGREGATE: dict[str, FunctionDef] = {}
@@ -747,6 +747,9 @@ _register(SCALAR, "current_date", 0, 0, _const(T.DATE), nulls="never", sqlglot="
           args=())
 # internal: fails the query when a correlated scalar subquery yields several rows for a row
 _register(SCALAR, "pqe_assert_single_row", 1, 1, lambda fn, ts: ((T.INT64,), T.BOOLEAN), nulls="never")
+# internal: whether a float is -0.0 (equal to 0.0 in SQL, told apart where a correlated
+# subquery runs once per distinct outer value: CAST(-0.0 AS VARCHAR) is '-0.0')
+_register(SCALAR, "pqe_negative_zero", 1, 1, lambda fn, ts: ((None,), T.BOOLEAN))
 # internal: AVG's value from a combined SUM (integer or DECIMAL) and COUNT, rounded once
 # (ROLLUP and eager aggregation rebuild AVG from them; NULL where the count is 0 or NULL)
 _register(SCALAR, "pqe_mean", 2, 2, lambda fn, ts: ((None, T.INT64), T.FLOAT64), nulls="custom")
