@@ -337,7 +337,8 @@ class PQEDialect(Dialect):
             # but for that order; anything else is left to sqlglot
             curr = self._curr
             if fallback_to_identifier or curr is None or curr.token_type not in self.TYPE_TOKENS \
-                    or curr.token_type == TokenType.INTERVAL:
+                    or curr.token_type == TokenType.INTERVAL \
+                    or curr.token_type in self.PRIMARY_PARSERS:  # (NULL: sqlglot's atom first)
                 return super()._parse_type(parse_interval, fallback_to_identifier)
             index = self._index
             data_type = self._parse_types(check_func=True, allow_identifiers=False)
