@@ -275,7 +275,7 @@ def _factor_or(parts: list[Expr]) -> Expr | None:
     common = [c for c in sets[0] if all(c in s for s in sets[1:]) and not is_volatile(c)]
     if not common:
         return None
-    rests = [[c for c in s if c not in common] for s in sets]
-    if any(not r for r in rests):
+    rests = [and_([c for c in s if c not in common]) for s in sets]
+    if any(r is None for r in rests):  # (nothing left, or only TRUE literals)
         return and_(common)  # one disjunct is just the common part: the OR is implied
-    return and_([*common, or_(and_(r) for r in rests)])
+    return and_([*common, or_(rests)])

@@ -973,7 +973,11 @@ def _scan_key(node: L.Scan) -> tuple:
 
 def _filters_by_name(node: L.Scan) -> tuple[Expr, ...]:
     """The scan's filters over columns whose ids are their names (the same in every alias)."""
-    by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields}
+    if not node.filters:
+        return ()
+    used = column_ids_all(node.filters)
+    by_id = {f.id: Field(f.name, f.name, f.dtype, f.nullable) for f in node.fields
+             if f.id in used}
     return tuple(transform(e, lambda x: ColumnRef(by_id[x.id]) if isinstance(x, ColumnRef) else None)
                  for e in node.filters)
 
@@ -1036,8 +1040,10 @@ def _covered(base: PhysicalPlan, host: L.Scan, node: L.Scan) -> PhysicalPlan:
     rest = [f for f, named in zip(node.filters, _filters_by_name(node), strict=True)
             if named not in done]
     by_id = {f.id: by_name[f.name] for f in node.fields if f.name in by_name}
-    pred = transform(and_(rest), lambda x: ColumnRef(by_id[x.id])
-                     if isinstance(x, ColumnRef) else None) if rest else None
+    # (and_ drops TRUE literals: a pushed `0 <= 1` left over is no filter at all)
+    cond = and_(rest)
+    pred = transform(cond, lambda x: ColumnRef(by_id[x.id])
+                     if isinstance(x, ColumnRef) else None) if cond is not None else None
     exprs = tuple(ColumnRef(by_name[f.name]) for f in node.schema)
     return ProjectExec(node.schema, base.n, _project_dist(base.dist, exprs, node.schema), base,
                        exprs, pred)
