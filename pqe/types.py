@@ -159,6 +159,19 @@ def normalize_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
+# field metadata of a stored text column declared VARCHAR(n) / CHAR(n): n, the most characters
+# a value may hold (checked on every write: session.writes.conform)
+MAX_LENGTH = b"pqe.max_length"
+
+
+def max_length(field: pa.Field) -> int | None:
+    """The n of a stored column declared VARCHAR(n) or CHAR(n); None for any other."""
+    meta = field.metadata
+    if not meta or MAX_LENGTH not in meta:
+        return None
+    return int(meta[MAX_LENGTH])
+
+
 def decimal(precision: int, scale: int) -> pa.DataType:
     precision = min(max(precision, 1), MAX_DECIMAL_PRECISION)
     scale = min(max(scale, 0), precision)
@@ -242,6 +255,15 @@ def _decimal_union(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     scale = max(a.scale, b.scale)
     integral = max(a.precision - a.scale, b.precision - b.scale)
     return decimal(integral + scale, scale)
+
+
+def modulo_by_wider(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether DECIMAL `a % b` reads its operands as they are rather than as the result type:
+    when their union needs more than 38 digits and the dividend has the larger scale (the
+    remainder's type then holds the dividend, not the divisor; kernels: _modulo_by_wider)."""
+    a, b = as_decimal(a), as_decimal(b)
+    union = max(a.precision - a.scale, b.precision - b.scale) + max(a.scale, b.scale)
+    return union > MAX_DECIMAL_PRECISION and a.scale >= b.scale
 
 
 def _float_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
@@ -331,7 +353,13 @@ def arithmetic_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
                     f"(or to DOUBLE)")
             return decimal(a.precision + b.precision, a.scale + b.scale)
         if op == "modulo":
-            return _decimal_union(a, b)
+            if not modulo_by_wider(a, b):
+                return _decimal_union(a, b)  # (clamped to 38 digits: an operand past it fails
+            # its cast). Past 38 digits the union would not hold a divisor with more integer
+            # digits than the dividend (DECIMAL(38,37) % 100), but the remainder needs no
+            # more integer digits than the smaller operand: |r| < |b| and |r| <= |a|
+            scale = max(a.scale, b.scale)
+            return decimal(min(a.precision - a.scale, b.precision - b.scale) + scale, scale)
     raise TypeMismatchError(
         f"cannot apply {op} to {type_name(a)} and {type_name(b)}")
 

@@ -249,7 +249,8 @@ def test_sample_in_explain(ctx):
 
 
 @pytest.mark.parametrize("sql, error", [
-    ("select * from n tablesample bernoulli (10)", "BERNOULLI sampling takes a percentage"),
+    ("select * from n using sample 10 (bernoulli)", "BERNOULLI sampling takes a percentage"),
+    ("select * from n tablesample system (10)", "is 10 percent in PostgreSQL and 10 rows in"),
     ("select * from n using sample 150 percent", "out of range"),
     ("select * from n using sample (select 5)", None),
     ("select * from n tablesample bernoulli (10%) repeatable (1.5)", "must be an integer"),

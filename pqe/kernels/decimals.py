@@ -395,6 +395,8 @@ class Int64DecimalCompiler(Compiler):
     def _modulo(self, e: Call) -> E:
         """Both operands have the result type (the resolver casts them to it): the remainder
         of the unscaled values, with the dividend's sign; % 0 is NULL."""
+        if any(a.dtype != e.dtype for a in e.args):
+            raise NotFast("modulo of operands past the remainder's type")
         xa, xb = self(e.args[0]), _zero_to_null(self(e.args[1]), T.INT64)
         # |q * xb| <= |xa|: only -2^63 / -1 overflows (checked: the decimal128 path reruns)
         return _call("subtract", [xa, _call("multiply", [_call("divide_checked", [xa, xb]), xb])])

@@ -696,6 +696,8 @@ def _zero_to_null(x: E, dtype: pa.DataType) -> E:
 
 def _divide(c: Compiler, e: Call) -> E:
     a, b = e.args
+    if _with_ubigint(e):
+        return _unsigned_divide(c, e)
     denom = _zero_to_null(c(b), b.dtype)
     if _is_int(e.dtype):
         # truncates toward zero; -2^63 / -1 overflows, so only in the rows that use it
@@ -706,17 +708,57 @@ def _divide(c: Compiler, e: Call) -> E:
 def _modulo(c: Compiler, e: Call) -> E:
     a, b = e.args
     if T.is_decimal(e.dtype):
+        if a.dtype != e.dtype or b.dtype != e.dtype:  # (operands past the remainder's type)
+            return _modulo_by_wider(c(a), c(b), e.dtype)
         return _decimal_modulo(c(a), c(b), e.dtype)
+    if _with_ubigint(e):
+        return _unsigned_divide(c, e)
     ca, cb = c(a), _zero_to_null(c(b), b.dtype)
-    if pa.types.is_unsigned_integer(e.dtype):  # no negative operands, no overflow
-        q = _call("divide_checked", [ca, cb])
-        return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
     if _is_int(e.dtype):
         # x % -1 is 0 (PostgreSQL, DuckDB), also for -2^63, whose quotient overflows: use 1
         cb = _call("if_else", [_call("equal", [cb, scalar(-1, e.dtype)]), scalar(1, e.dtype), cb])
         q = _call("divide_checked", [ca, cb])
         return _call("subtract_checked", [ca, _call("multiply_checked", [q, cb])])
     return _call("pqe_fmod", [ca.cast(T.FLOAT64), cb.cast(T.FLOAT64)]).cast(e.dtype)
+
+
+def _with_ubigint(e: Call) -> bool:
+    return any(pa.types.is_uint64(a.dtype) for a in e.args) \
+        and all(pa.types.is_integer(a.dtype) for a in e.args)
+
+
+def _magnitude(x: E, t: pa.DataType) -> tuple[E, E | None]:
+    """|x| as UBIGINT, and whether x is negative (None for an unsigned type): -(x + 1) + 1
+    does not overflow where -x would (|-2^63| is 2^63)."""
+    if pa.types.is_unsigned_integer(t):
+        return x.cast(pa.uint64()), None
+    x = x.cast(T.INT64)
+    neg = _call("less", [x, scalar(0, T.INT64)])
+    down = _call("if_else", [neg, _call("negate", [_call("add", [x, scalar(1, T.INT64)])]), x])
+    return _call("add", [down.cast(pa.uint64()), neg.cast(pa.uint64())]), neg
+
+
+def _unsigned_divide(c: Compiler, e: Call) -> E:
+    """a / b or a % b of integers, one a UBIGINT (functions._arith): the magnitudes divided as
+    UBIGINT, the sign put back as PostgreSQL's truncating division has it (the quotient's
+    from both operands, the remainder's the dividend's), through DECIMAL(20,0), which holds
+    every result (2^64 - 1 / -1); / 0 and % 0 are NULL. Exact: no operand is cast to a type
+    that cannot hold it (UBIGINT / 2 cast 2^64 - 1 to BIGINT and failed)."""
+    a, b = e.args
+    ma, na = _magnitude(c(a), a.dtype)
+    mb, nb = _magnitude(c(b), b.dtype)
+    mb = _zero_to_null(mb, pa.uint64())
+    q = _call("divide", [ma, mb])
+    if e.fn == "divide":
+        out = q
+        neg = nb if na is None else na if nb is None else _call("xor", [na, nb])
+    else:
+        out = _call("subtract", [ma, _call("multiply", [q, mb])])
+        neg = na
+    if neg is None:
+        return out.cast(e.dtype)
+    wide = out.cast(T.as_decimal(pa.uint64()))
+    return _call("if_else", [neg, _call("negate", [wide]), wide]).cast(e.dtype)
 
 
 # DECIMAL % is exact on unscaled int64 values of at most this many digits
@@ -740,6 +782,18 @@ def _wide_modulo(a: E, b: E, t: pa.DataType) -> E:
     Arrow's decimal division is not, by a divisor past one 32-bit limb)."""
     wide = pa.decimal256(_MAX_DECIMAL256_PRECISION, t.scale)
     return _call(f"pqe_mod_d{t.scale}", [a.cast(wide), b.cast(wide)]).cast(t)
+
+
+def _modulo_by_wider(a: E, b: E, t: pa.DataType) -> E:
+    """a % b where the divisor b has more integer digits than the remainder's type t, whose
+    scale is the dividend's (T.arithmetic_type): where |b| > |a| the remainder is a; in the
+    other rows |b| <= |a|, so both fit 38 digits at t's scale, as `_wide_modulo` needs (the
+    other rows divide by a, a stand-in whose remainder is not used)."""
+    wide = pa.decimal256(_MAX_DECIMAL256_PRECISION, t.scale)
+    xa, xb = a.cast(wide), b.cast(wide)
+    over = _call("greater", [_call("abs", [xb]), _call("abs", [xa])])
+    rem = _call(f"pqe_mod_d{t.scale}", [xa, _call("if_else", [over, xa, xb])])
+    return _call("if_else", [over, xa, rem]).cast(t)
 
 
 def _unscaled(x: E, scale: int) -> E:

@@ -126,10 +126,22 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
             return (None, None), T.INTERVAL
     if fn == "multiply" and (T.is_interval(a) and T.is_integer(b) or T.is_interval(b) and T.is_integer(a)):
         return (None, None), T.INTERVAL
-    if fn == "modulo" and pa.types.is_uint64(a) and (T.is_integer(b) or T.is_null(b)):
-        # UBIGINT % n is a UBIGINT (DuckDB): HASH(x) % n buckets; in BIGINT the larger half
-        # of the UBIGINT values would not fit (a negative n is an error: it does not fit)
-        return (pa.uint64(), pa.uint64()), pa.uint64()
+    if fn in ("divide", "modulo") and pa.types.is_uint64(a) | pa.types.is_uint64(b) \
+            and all(T.is_integer(t) or T.is_null(t) for t in (a, b)):
+        # with a UBIGINT, neither BIGINT nor UBIGINT holds both operands: the kernel divides
+        # their magnitudes as UBIGINT and puts the sign back (expressions._unsigned_divide).
+        # UBIGINT % n is a UBIGINT, as the dividend's sign is the remainder's (HASH(x) % n
+        # buckets); a quotient is a UBIGINT of two unsigned operands, a DECIMAL(20,0) of a
+        # UBIGINT by a signed divisor (2^64 - 1 / -1; DuckDB: HUGEINT), else a BIGINT (it is
+        # at most the signed dividend)
+        ops = tuple(T.INT64 if T.is_null(t) else t for t in (a, b))
+        if fn == "modulo":
+            out = pa.uint64() if pa.types.is_unsigned_integer(ops[0]) else T.INT64
+        elif all(pa.types.is_unsigned_integer(t) for t in ops):
+            out = pa.uint64()
+        else:
+            out = T.as_decimal(pa.uint64()) if pa.types.is_uint64(ops[0]) else T.INT64
+        return ops, out
     if fn in ("add", "subtract", "multiply") and pa.types.is_uint64(a) | pa.types.is_uint64(b) \
             and all(T.is_integer(t) or T.is_null(t) for t in (a, b)):
         # a UBIGINT past BIGINT: DECIMAL(20,0) arithmetic (DuckDB: HUGEINT), as a UBIGINT
@@ -147,6 +159,10 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
         # (Arrow's float32 kernels round each result to float32); DOUBLE otherwise
         return (out, out), out
     if fn == "modulo":
+        if not (T.is_null(a) or T.is_null(b)) and T.modulo_by_wider(a, b):
+            # (past 38 digits the remainder's type may hold neither operand, T.arithmetic_type:
+            # each is read as it is, and the kernel divides them wider)
+            return (T.as_decimal(a), T.as_decimal(b)), out
         return (out, out), out
     # decimal add/subtract/multiply: operands keep their own (decimal) types; an untyped
     # NULL takes the other operand's (as in T.arithmetic_type)

@@ -531,8 +531,25 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
         if not f.nullable and col.null_count:
             raise ConstraintError(f"{what}: NULL value in column {f.name} violates its NOT "
                                   f"NULL constraint")
+        if (n := T.max_length(f)) is not None:
+            col = _within_length(col, n, f.name, what)
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _within_length(col: pa.ChunkedArray, n: int, name: str, what: str) -> pa.ChunkedArray:
+    """The values of a column declared VARCHAR(n) / CHAR(n), checked: a value of more than n
+    characters is an error, unless what is past n is spaces, which are cut (PostgreSQL)."""
+    over = pc.greater(pc.utf8_length(col), n)
+    if not pc.any(over).as_py():
+        return col
+    long = pc.and_(over, pc.greater(pc.utf8_length(pc.utf8_rtrim(col, characters=" ")), n))
+    if pc.any(long).as_py():
+        value = col.filter(long)[0].as_py()
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise DataValueError(f"{what}: value {shown!r} is too long for column {name}, "
+                             f"declared with at most {n} characters")
+    return pc.if_else(over, pc.utf8_slice_codeunits(col, 0, n), col)
 
 
 # ---- COPY --------------------------------------------------------------------------------------

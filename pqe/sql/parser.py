@@ -163,6 +163,10 @@ class _NumberJunk(Exception):
         self.offset, self.message = offset, message
 
 
+# TableSample.meta key: written `TABLESAMPLE <method> (n)`, with no ROWS or PERCENT
+SAMPLE_BARE_NUMBER = "pqe_sample_bare_number"
+
+
 class PQEDialect(Dialect):
     """sqlglot's default dialect (standard, PostgreSQL-flavoured) with PostgreSQL's NULL
     ordering: NULLs sort as the largest values (ASC -> NULLS LAST, DESC -> NULLS FIRST)."""
@@ -239,6 +243,21 @@ class PQEDialect(Dialect):
                       exp.IntDiv: lambda self, e: self.binary(e, "//")}
 
     class Parser(parser.Parser):
+        def _parse_table_sample(self, as_modifier: bool = False):
+            # the standard's `TABLESAMPLE SYSTEM (10)` (a method, then a bare number in
+            # parentheses) is marked: PostgreSQL reads the number as a percentage, DuckDB as
+            # a row count (sqlglot's tree is the same as for `SYSTEM (10 ROWS)`)
+            start = self._index
+            node = super()._parse_table_sample(as_modifier)
+            if node is not None:
+                toks = self._tokens[start:self._index]
+                unit = any(t.token_type in (TokenType.ROWS, TokenType.PERCENT, TokenType.MOD)
+                           for t in toks)
+                standard = len(toks) > 2 and toks[0].token_type == TokenType.TABLE_SAMPLE \
+                    and toks[2].token_type == TokenType.L_PAREN
+                node.meta[SAMPLE_BARE_NUMBER] = standard and not unit
+            return node
+
         def _parse_id_var(self, any_token: bool = True, tokens=None):
             # OVER (GROUPS BETWEEN ...): sqlglot took GROUPS, a plain word to its tokenizer,
             # for the name of a window the frame refines (`OVER (w ROWS ...)`), then failed
@@ -980,7 +999,46 @@ def parse(sql: str) -> list[exp.Expression]:
                 line, col = position(sql, quote if quote >= 0 else idx)
         raise SQLSyntaxError("cannot tokenize (unterminated string or quoted name?)",
                              line, col) from None
-    return [s for s in statements if s is not None]
+    statements = [s for s in statements if s is not None]
+    for s in statements:
+        _ordered_set_aggregates(s)
+    return statements
+
+
+# PostgreSQL's ordered-set aggregates: `percentile_cont(q) WITHIN GROUP (ORDER BY x)` is
+# quantile_cont(x, q) (DuckDB's reading too); over a descending order, the fraction 1 - q
+_WITHIN_GROUP = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc",
+                 exp.Mode: "mode"}
+
+
+def _ordered_set_aggregates(ast: exp.Expression) -> None:
+    """`f(...) WITHIN GROUP (ORDER BY x)` as the aggregate of x it is. Left as it is (and
+    refused by name) where the order matters in a way the aggregate does not follow: more
+    than one sort key, a list of fractions, percentile_disc or mode over a descending order
+    (ties and the discrete position are not mirror images of the ascending ones)."""
+    for node in list(find_all(ast, exp.WithinGroup)):
+        fn, order = node.this, node.expression
+        target = _WITHIN_GROUP.get(type(fn))
+        if target is None or not isinstance(order, exp.Order) or len(order.expressions) != 1:
+            continue
+        key = order.expressions[0]
+        if not isinstance(key, exp.Ordered):
+            continue
+        x, desc = key.this, bool(key.args.get("desc"))
+        if target == "mode":
+            if desc or fn.this is not None or fn.expressions:
+                continue
+            node.replace(exp.Anonymous(this="mode", expressions=[x.copy()]))
+            continue
+        q = fn.this
+        if q is None or isinstance(q, exp.Array) or fn.expressions \
+                or (desc and target == "quantile_disc"):
+            continue
+        if desc:  # (a number written out: the fraction must be a constant)
+            if not (isinstance(q, exp.Literal) and q.is_number):
+                continue
+            q = exp.Literal.number(str(1 - decimal.Decimal(q.this)))
+        node.replace(exp.Anonymous(this=target, expressions=[x.copy(), q.copy()]))
 
 
 def _unterminated(sql: str) -> tuple[int, str] | None:

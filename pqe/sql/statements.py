@@ -32,7 +32,7 @@ from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
 from ..plan.logical import LogicalPlan
 from ..plan.udf import AggregateUDF
-from .binder import Binder, Scope, View, refuse_unknown_args, sql_type
+from .binder import Binder, Scope, View, refuse_unknown_args, sql_type, text_length
 from .binder.expressions import STATEMENT_NOW, statement_now
 from .binder.grouping import USER_AGGREGATES
 from .binder.scope import at, positioned
@@ -368,6 +368,7 @@ def _column_def(col: exp.ColumnDef, table: str) -> tuple[pa.Field, bool, bool]:
     refuse_unknown_args(col, {"this", "kind", "constraints"}, f"CREATE TABLE {table} column {cname}")
     kind_type = col.args.get("kind")
     dtype = sql_type(kind_type) if kind_type is not None else T.TEXT
+    length = text_length(kind_type) if kind_type is not None else None
     nullable, pk, uq = True, False, False
     for c in col.args.get("constraints") or []:
         k = c.args.get("kind")
@@ -384,7 +385,8 @@ def _column_def(col: exp.ColumnDef, table: str) -> tuple[pa.Field, bool, bool]:
         else:
             raise UnsupportedError(f"CREATE TABLE {table}: column constraint "
                                    f"{c.sql(dialect=PQEDialect)[:60]} on {cname} is not supported")
-    return pa.field(cname, dtype, nullable), pk, uq
+    meta = {T.MAX_LENGTH: str(length).encode()} if length is not None else None
+    return pa.field(cname, dtype, nullable, metadata=meta), pk, uq
 
 
 # ---- INSERT / UPDATE / DELETE ----------------------------------------------------------------

@@ -24,10 +24,10 @@ aggregates), `windows`, `expressions` (a dispatch table by sqlglot class), `lite
 from ...plan.logical import Project
 from ..parser import PQEDialect
 from .core import Binder
-from .literals import date_literal, interval_literal, literal, sql_type
+from .literals import date_literal, interval_literal, literal, sql_type, text_length
 from .scope import AggContext, Scope, View
 from .supported import CONSUMED, check_supported, refuse_unknown_args
 
-__all__ = ["Binder", "View", "Scope", "AggContext", "PQEDialect", "Project", "sql_type",
+__all__ = ["Binder", "View", "Scope", "AggContext", "PQEDialect", "Project", "sql_type", "text_length",
            "date_literal", "interval_literal", "literal", "CONSUMED", "check_supported",
            "refuse_unknown_args"]

@@ -29,7 +29,8 @@ from ...plan.expr import Call, Expr, Literal, OuterRef, SubqueryExpr, lit
 from ...plan.udf import AggregateUDF
 from ..parser import PQEDialect, node_position
 from .grouping import is_agg_node
-from .literals import interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type
+from .literals import (interval_literal, literal, narrow_int_literal, rewrite_escape, sql_type,
+                       text_length)
 from .qualification import shown_sql, user_function_name
 from .scope import AggContext, Scope, at, positioned
 from ..walk import find_all
@@ -373,6 +374,19 @@ def _kernel_casts(arg: Literal, to: pa.DataType) -> bool:
 
 
 def _cast(b, node, scope, rec):
+    try:
+        length = text_length(node.args["to"])
+    except (BindError, UnsupportedError) as e:
+        _placed(e, b.sql, node.args["to"])
+        raise
+    out = _cast_to(b, node, scope, rec)
+    if length is not None:
+        # CAST(s AS VARCHAR(3)) is s's first 3 characters (PostgreSQL; DuckDB ignores it)
+        return B.call("left", out, Literal(length, T.INT64))
+    return out
+
+
+def _cast_to(b, node, scope, rec):
     t = type(node)
     try:
         to = sql_type(node.args["to"])

@@ -115,6 +115,29 @@ def sql_type(dt: exp.DataType) -> pa.DataType:
 
 _SQL_TYPES: dict[tuple, pa.DataType] = {}
 
+_LENGTH_TYPES = (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR, exp.DataType.Type.NVARCHAR,
+                 exp.DataType.Type.NCHAR, exp.DataType.Type.BPCHAR)
+
+
+def text_length(dt: exp.DataType) -> int | None:
+    """The n of VARCHAR(n) / CHAR(n) (and NVARCHAR, NCHAR, BPCHAR), as PostgreSQL reads it:
+    the most characters a value holds (a CAST cuts a longer one to n, a column refuses
+    it); None for a text type without one. CHAR(n) is not blank-padded (as in DuckDB). TEXT
+    and STRING take no length: it is refused rather than dropped."""
+    if dt.this in (exp.DataType.Type.TEXT,) and dt.expressions:
+        raise UnsupportedError(f"type {dt.sql(dialect=PQEDialect)} is not supported: TEXT "
+                               f"takes no length (VARCHAR(n) holds at most n characters)")
+    if dt.this not in _LENGTH_TYPES or len(dt.expressions) != 1:
+        return None
+    p = dt.expressions[0]
+    if not isinstance(p, exp.DataTypeParam) or not isinstance(p.this, exp.Literal) \
+            or p.this.is_string or not p.this.this.isdigit():
+        return None  # (sql_type says what is wrong with it)
+    n = int(p.this.this)
+    if n < 1:
+        raise BindError(f"type {dt.sql(dialect=PQEDialect)}: the length must be at least 1")
+    return n
+
 
 def _type_key(dt: exp.DataType) -> tuple | None:
     if any(v not in (None, False, [], "") for k, v in dt.args.items()

@@ -22,7 +22,7 @@ from ...plan.logical import (
     WorkTable,
     walk_plan,
 )
-from ..parser import PQEDialect
+from ..parser import SAMPLE_BARE_NUMBER, PQEDialect
 from .grouping import is_agg_node
 from .qualification import relation_keys, unique_names
 from .scope import Scope, View
@@ -405,6 +405,17 @@ class RelationsMixin:
         if method not in (None, "bernoulli", "system", "reservoir"):
             raise UnsupportedError(f"sample method {method.upper()} is not supported "
                                    f"(use BERNOULLI, SYSTEM or RESERVOIR)")
+        if node.meta.get(SAMPLE_BARE_NUMBER) and rows is not None:
+            # the standard's TABLESAMPLE BERNOULLI (10) / SYSTEM (10): a percentage in SQL
+            # and PostgreSQL. BERNOULLI's reading is that (DuckDB refuses a row count for
+            # it); SYSTEM (10) is 10 rows in DuckDB, so which was meant cannot be known
+            if method == "system":
+                n = rows.sql(dialect=PQEDialect)
+                raise BindError(f"TABLESAMPLE SYSTEM ({n}) is {n} percent in PostgreSQL and "
+                                f"{n} rows in DuckDB: write SYSTEM ({n} PERCENT) or SYSTEM "
+                                f"({n} ROWS)")
+            if method == "bernoulli":
+                percent, rows = rows, None
         if percent is not None:
             value = self._sample_number(percent, shown)
             if not 0 <= value <= 100:
