@@ -328,7 +328,6 @@ def test_date_arithmetic_does_not_wrap():
     for sql in ["SELECT DATE '2020-01-31' + INTERVAL '100000000000 months'",
                 "SELECT DATE '2020-01-31' + INTERVAL '1000000000000000000 months'",
                 "SELECT TIMESTAMP '2020-01-31' + INTERVAL '1000000000 days'",
-                "SELECT TIMESTAMP '2020-01-31' + 100000000000",
                 "SELECT TIMESTAMP '2020-01-31' + INTERVAL '1000000000 months'"]:
         with pytest.raises(pqe.Error, match="out of range|overflow"):
             ctx.sql(sql).to_arrow()

@@ -689,6 +689,33 @@ def _last_day(c: Compiler, e: Call) -> E:
     return calendar_checked(out, pa.date32(), x, t, "LAST_DAY")
 
 
+# seconds on either side of 1970 that a TIMESTAMP in microseconds (int64) holds, rounded in
+_EPOCH_SECONDS = 9_223_372_036_854
+
+
+def _to_timestamp(c: Compiler, e: Call) -> E:
+    """to_timestamp(seconds): the TIMESTAMPTZ that many seconds after 1970-01-01 00:00 UTC.
+    An integer count is exact; a DOUBLE one is rounded to the microsecond, half to even (as
+    PostgreSQL's rint). Seconds past what a microsecond TIMESTAMP holds, NaN and infinity
+    are an error naming the value (in the rows that use it)."""
+    (a,) = e.args
+    x = c(a)
+    guard = c.guard if c.guard is not None else scalar(True, T.BOOLEAN)
+    label = scalar("TIMESTAMPTZ (seconds since 1970-01-01)", T.TEXT)
+    if pa.types.is_integer(a.dtype):
+        x = _call("pqe_range_i64", [x.cast(T.INT64), scalar(-_EPOCH_SECONDS, T.INT64),
+                                    scalar(_EPOCH_SECONDS + 1, T.INT64), scalar(True, T.BOOLEAN),
+                                    guard, label])
+        micros = _call("multiply", [x, scalar(10**6, T.INT64)])
+    else:
+        x = _call("pqe_range_f64", [x.cast(T.FLOAT64), scalar(float(-_EPOCH_SECONDS), T.FLOAT64),
+                                    scalar(float(_EPOCH_SECONDS), T.FLOAT64),
+                                    scalar(True, T.BOOLEAN), guard, label])
+        scaled = _call("multiply", [x, scalar(1e6, T.FLOAT64)])
+        micros = _call("round", [scaled], pc.RoundOptions(0, "half_to_even")).cast(T.INT64)
+    return micros.cast(pa.timestamp("us")).cast(e.dtype)
+
+
 def _zero_to_null(x: E, dtype: pa.DataType) -> E:
     zero = scalar(0, dtype) if not T.is_decimal(dtype) else scalar(decimal.Decimal(0), dtype)
     return _call("if_else", [_call("equal", [x, zero]), null_of(dtype), x])
@@ -2859,6 +2886,7 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     "lpad": _pad, "rpad": _pad, "repeat": _repeat,
     **{f"bitwise_{op}": _bitwise(op) for op in ("and", "or", "xor", "not")},
     "isnan": lambda c, e: _call("is_nan", [c(e.args[0])]), "last_day": _last_day,
+    "to_timestamp": lambda c, e: _to_timestamp(c, e),
     "isinf": lambda c, e: _call("is_inf", [c(e.args[0])]),
     "isfinite": lambda c, e: _call("is_finite", [c(e.args[0])]),
     "abs": _abs, "round": _round, "trunc": _trunc, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,

@@ -107,9 +107,12 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
             return (fine, None), fine
         if fn == "add" and T.is_interval(a) and (fine := _microseconds(b)) is not None:
             return (None, fine), fine
-        if T.is_temporal(a) and (T.is_interval(b) or T.is_integer(b)):
+        # an integer is a number of days for a DATE only: TIMESTAMP + 1 is refused, as in
+        # PostgreSQL and DuckDB (it was a day later; seconds or an epoch were as likely meant)
+        if T.is_temporal(a) and (T.is_interval(b) or T.is_integer(b) and pa.types.is_date(a)):
             return (None, None), T.TIMESTAMP if pa.types.is_date(a) and T.is_interval(b) else a
-        if fn == "add" and T.is_temporal(b) and (T.is_interval(a) or T.is_integer(a)):
+        if fn == "add" and T.is_temporal(b) and (
+                T.is_interval(a) or T.is_integer(a) and pa.types.is_date(b)):
             return (None, None), T.TIMESTAMP if pa.types.is_date(b) and T.is_interval(a) else b
         if fn == "subtract" and pa.types.is_date(a) and pa.types.is_date(b):
             return (None, None), T.INT64
@@ -463,6 +466,19 @@ def _const(ret: pa.DataType):
     return resolve
 
 
+def _to_timestamp(fn, ts):
+    """to_timestamp(seconds since 1970-01-01 UTC): a TIMESTAMPTZ (PostgreSQL, DuckDB); an
+    integer count exactly, a DOUBLE or DECIMAL one to the nearest microsecond."""
+    (a,) = ts
+    if T.is_null(a):
+        return (T.INT64,), pa.timestamp("us", "UTC")
+    if T.is_integer(a):
+        return (T.INT64,), pa.timestamp("us", "UTC")
+    if T.is_numeric(a):
+        return (T.FLOAT64,), pa.timestamp("us", "UTC")
+    raise _fail(fn, ts)
+
+
 def _nullif(fn, ts):
     casts, common = _same_as_common(fn, ts)
     return casts, common
@@ -698,6 +714,7 @@ _register(SCALAR, "bitwise_xor", 2, 2, _bitwise, sqlglot="BitwiseXor",
           args=("this", "expression"))
 _register(SCALAR, "bitwise_not", 1, 1, _bitwise)
 _register(SCALAR, "last_day", 1, 1, _last_day, sqlglot="LastDay")
+_register(SCALAR, "to_timestamp", 1, 1, _to_timestamp)
 _register(SCALAR, "isnan", 1, 1, _float_test, sqlglot="IsNan")
 _register(SCALAR, "isinf", 1, 1, _float_test, sqlglot="IsInf")
 _register(SCALAR, "isfinite", 1, 1, _float_test)

@@ -184,6 +184,7 @@ class Describe(Statement):
     """DESCRIBE table | query: its columns, types and nullability."""
 
     columns: tuple[tuple[str, pa.DataType, bool], ...]
+    lengths: tuple[int | None, ...] = ()  # a stored table's VARCHAR(n) lengths, by column
 
 
 @dataclass(frozen=True, slots=True)

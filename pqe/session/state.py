@@ -179,9 +179,12 @@ class SessionState:
             from .. import types as T
 
             cols = stmt.columns
+            lengths = stmt.lengths or (None,) * len(cols)
             return Result("DESCRIBE", table=pa.table({
                 "column_name": pa.array([c[0] for c in cols], pa.string()),
-                "column_type": pa.array([T.type_name(c[1]) for c in cols], pa.string()),
+                "column_type": pa.array([T.type_name(c[1]) if n is None else f"VARCHAR({n})"
+                                         for c, n in zip(cols, lengths, strict=True)],
+                                        pa.string()),
                 "null": pa.array(["YES" if c[2] else "NO" for c in cols], pa.string()),
             }))
         if isinstance(stmt, S.NoOp):

@@ -1025,13 +1025,15 @@ def _ordered_set_aggregates(ast: exp.Expression) -> None:
         if not isinstance(key, exp.Ordered):
             continue
         x, desc = key.this, bool(key.args.get("desc"))
+        # (any argument but the fraction, `percentile_cont(0.5, 0.6)`, is left to be refused)
+        extra = any(v not in (None, [], False) for k, v in fn.args.items() if k != "this")
         if target == "mode":
-            if desc or fn.this is not None or fn.expressions:
+            if desc or fn.this is not None or extra:
                 continue
             node.replace(exp.Anonymous(this="mode", expressions=[x.copy()]))
             continue
         q = fn.this
-        if q is None or isinstance(q, exp.Array) or fn.expressions \
+        if q is None or isinstance(q, exp.Array) or extra \
                 or (desc and target == "quantile_disc"):
             continue
         if desc:  # (a number written out: the fraction must be a constant)

@@ -1030,7 +1030,11 @@ def _describe(stmt: exp.Describe, catalog: CatalogSnapshot, sql: str) -> S.Descr
         name, quoted = name_of(target)
         real, entry = catalog.lookup(name, exact=quoted)
         if isinstance(entry, TableProvider):
-            return S.Describe(tuple((f.name, f.type, f.nullable) for f in entry.schema))
+            stored = getattr(getattr(entry, "table", None), "schema", None)  # (a MemoryTable's
+            # own schema keeps its columns' declared lengths)
+            lengths = tuple(T.max_length(f) for f in stored) \
+                if stored is not None and stored.names == entry.schema.names else ()
+            return S.Describe(tuple((f.name, f.type, f.nullable) for f in entry.schema), lengths)
         plan = Binder(catalog, sql).bind_query(exp.select("*").from_(_target_table(real)))
     else:
         query = target if isinstance(target, exp.Query) else exp.select("*").from_(target)
