@@ -420,3 +420,29 @@ def test_to_timestamp_over_columns(partitions):
     ok = ctx.sql("select case when s < 0 then to_timestamp(s * 100000000) end as x from t")
     assert sorted(map(str, ok.to_arrow().column(0).to_pylist())) == sorted(
         map(str, [None, None, None, epoch - datetime.timedelta(seconds=100000000)]))
+
+
+# ---- split_part with a negative position ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("s,d,n", [
+    ("a,b,c", ",", -1), ("a,b,c", ",", -3), ("a,b,c", ",", -4), ("", ",", -1),
+    ("aaa", "aa", -1), ("a,b,,", ",", -1), ("a,b,,", ",", -2), ("ä€b€c", "€", -2),
+    ("a,b,c", ",", -9223372036854775808), ("x", ",", -1),
+])
+def test_split_part_counts_from_the_end(s, d, n):
+    """A negative position was refused ("must be positive"); PostgreSQL 14 and DuckDB count
+    the pieces from the end."""
+    sql = f"select split_part('{s}', '{d}', {n}) as x"
+    assert pqe.Context().sql(sql).to_pylist() == [{"x": duckdb.sql(sql).fetchall()[0][0]}]
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_split_part_from_the_end_over_a_column(partitions):
+    ctx = pqe.Context(partitions=partitions)
+    ctx.register_arrow("t", pa.table({"s": ["a,b,c", None, "", "x", "1,2"]}))
+    got = ctx.sql("select split_part(s, ',', -1) a, split_part(s, ',', -2) b from t")
+    assert got.to_pylist() == [{"a": "c", "b": "b"}, {"a": None, "b": None},
+                               {"a": "", "b": ""}, {"a": "x", "b": ""}, {"a": "2", "b": "1"}]
+    with pytest.raises(pqe.DataError, match="must not be zero"):
+        ctx.sql("select split_part(s, ',', 0) from t").to_arrow()

@@ -1141,8 +1141,8 @@ def _split_part(c, e):
     k = _const_int(n, "SPLIT_PART index")
     if delim is None or k is None:
         return null_of(T.TEXT)
-    if k <= 0:
-        raise UnsupportedError("SPLIT_PART index must be positive")
+    if k == 0:
+        raise DataValueError("SPLIT_PART field position must not be zero (PostgreSQL)")
     return _call("pqe_split_part", [c(s), scalar(delim, T.TEXT), scalar(k, T.INT64)])
 
 

@@ -100,16 +100,27 @@ _register("pqe_add_months", add_months_days, {"date": pa.date32(), "months": pa.
 
 
 def split_part(ctx, strings, delims, index):
-    """SPLIT_PART(s, delim, n): the n-th (1-based) piece, '' when out of range.
-    Delimiter and n are constants (checked when the expression is compiled)."""
+    """SPLIT_PART(s, delim, n): the n-th (1-based) piece, '' when out of range; a negative n
+    counts from the end (-1 is the last piece, PostgreSQL 14). Delimiter and n are constants
+    (checked when the expression is compiled; n is not 0)."""
     delim = delims.as_py() if isinstance(delims, pa.Scalar) else delims[0].as_py()
     k = index.as_py() if isinstance(index, pa.Scalar) else index[0].as_py()
     if isinstance(strings, pa.Scalar):
         strings = pa.array([strings.as_py()], pa.string())
-    if not delim:
-        out = strings if k == 1 else pa.array([""] * len(strings), pa.string())
+    if not delim:  # the whole string is the one piece
+        out = strings if k in (1, -1) else pa.array([""] * len(strings), pa.string())
         return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))
     parts = pc.split_pattern(strings, pattern=delim)
+    if k < 0:
+        # the piece at (number of pieces + k) from each row's start in the pieces' values
+        # (the left-to-right split: splitting the reversed text would cut overlapping
+        # delimiters elsewhere, 'aaa' on 'aa')
+        pos = pc.add(pc.cast(pc.list_value_length(parts), pa.int64()), pa.scalar(k, pa.int64()))
+        ok = pc.fill_null(pc.greater_equal(pos, 0), False)
+        starts = pc.cast(parts.offsets[:-1], pa.int64())
+        at = pc.if_else(ok, pc.add(starts, pos), pa.scalar(None, pa.int64()))
+        out = pc.if_else(ok, pc.take(parts.values, at), "")
+        return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))
     idx = k - 1
     lengths = pc.list_value_length(parts)
     most = pc.max(lengths).as_py()
