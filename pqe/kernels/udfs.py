@@ -133,6 +133,50 @@ def split_part(ctx, strings, delims, index):
     return pc.if_else(pc.is_valid(strings), out, pa.scalar(None, pa.string()))
 
 
+# the years make_date builds: from 1 AD (PostgreSQL's negative years are BC, DuckDB's year 0
+# is 1 BC: refused rather than guessed) to PostgreSQL's last
+MAKE_DATE_YEARS = (1, 5_874_897)
+
+
+def make_date(ctx, years, months, days, guard):
+    """MAKE_DATE(y, m, d): the DATE, or an error naming the first (y, m, d) that is no date
+    (month 13, February 30, year 0) in a row `guard` holds for (NULL in the others: a CASE
+    branch the row does not take); NULL where an argument is NULL."""
+    n = ctx.batch_length
+    cols = []
+    valid = np.ones(n, dtype=bool)
+    for a in (years, months, days):
+        if isinstance(a, pa.Scalar):
+            a = pa.array([a.as_py()] * n, pa.int64())
+        v, ok = _to_numpy(a, np.int64)
+        if ok is not None:
+            valid &= ok.to_numpy(zero_copy_only=False)
+        cols.append(v)
+    y, m, d = cols
+    lo, hi = MAKE_DATE_YEARS
+    good = valid & (y >= lo) & (y <= hi) & (m >= 1) & (m <= 12) & (d >= 1) & (d <= 31)
+    ys, ms, ds = (np.where(good, v, 1) for v in (y, m, d))  # (stand-ins where not good)
+    month = ((ys - 1970) * 12 + (ms - 1)).astype("datetime64[M]")
+    first = month.astype("datetime64[D]")
+    length = ((month + 1).astype("datetime64[D]") - first).astype(np.int64)
+    good &= ds <= length
+    bad = valid & ~good
+    if bad.any():
+        g = guard if isinstance(guard, pa.Array) else pa.array([guard.as_py()] * n, pa.bool_())
+        failing = bad & pc.fill_null(g, False).to_numpy(zero_copy_only=False)
+        if failing.any():
+            i = int(np.argmax(failing))
+            raise DataValueError(f"MAKE_DATE: {y[i]}-{m[i]}-{d[i]} is not a date (years "
+                                 f"{lo} to {hi})")
+    out = (first + (ds - 1)).astype(np.int64).astype(np.int32)
+    return pa.array(out, pa.int32(), mask=~good).cast(pa.date32())
+
+
+_register("pqe_make_date", make_date,
+          {"y": pa.int64(), "m": pa.int64(), "d": pa.int64(), "guard": pa.bool_()}, pa.date32(),
+          "The DATE of a year, month and day; an error naming one that is no date")
+
+
 _register("pqe_split_part", split_part,
           {"s": pa.string(), "delim": pa.string(), "n": pa.int64()}, pa.string(),
           "The n-th part of a string split on a delimiter")

@@ -479,6 +479,13 @@ def _to_timestamp(fn, ts):
     raise _fail(fn, ts)
 
 
+def _make_date(fn, ts):
+    """make_date(year, month, day) of integers: a DATE (PostgreSQL, DuckDB)."""
+    if not all(T.is_integer(t) or T.is_null(t) for t in ts):
+        raise _fail(fn, ts)
+    return (T.INT64, T.INT64, T.INT64), T.DATE
+
+
 def _nullif(fn, ts):
     casts, common = _same_as_common(fn, ts)
     return casts, common
@@ -715,6 +722,7 @@ _register(SCALAR, "bitwise_xor", 2, 2, _bitwise, sqlglot="BitwiseXor",
 _register(SCALAR, "bitwise_not", 1, 1, _bitwise)
 _register(SCALAR, "last_day", 1, 1, _last_day, sqlglot="LastDay")
 _register(SCALAR, "to_timestamp", 1, 1, _to_timestamp)
+_register(SCALAR, "make_date", 3, 3, _make_date)
 _register(SCALAR, "isnan", 1, 1, _float_test, sqlglot="IsNan")
 _register(SCALAR, "isinf", 1, 1, _float_test, sqlglot="IsInf")
 _register(SCALAR, "isfinite", 1, 1, _float_test)
