@@ -12,12 +12,41 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..plan.expr import ColumnRef, SubqueryExpr, and_, has_subquery, transform
-from ..plan.logical import Filter, LogicalPlan, Project, Scan, map_expressions, transform_up
+from ..plan.logical import (Filter, LogicalPlan, Project, Scan, map_expressions, transform_up,
+                            walk_plan)
 from ..plan.tables import PlanTable
 
 
 def inline_dataframes(plan: LogicalPlan) -> LogicalPlan:
+    if not _reads_a_dataframe(plan):
+        return plan  # (most queries: a walk, not a rewrite that fingerprints every node)
     return transform_up(plan, _node)
+
+
+def _reads_a_dataframe(plan: LogicalPlan) -> bool:
+    """Whether a scan of a registered DataFrame is in `plan` or a subquery plan inside it."""
+    for node in walk_plan(plan):
+        if isinstance(node, Scan) and isinstance(node.provider, PlanTable):
+            return True
+        for e in node.expressions():
+            for sub in _subquery_plans(e):
+                if _reads_a_dataframe(sub):
+                    return True
+    return False
+
+
+def _subquery_plans(e) -> list[LogicalPlan]:
+    if not has_subquery(e):
+        return []
+    found: list[LogicalPlan] = []
+
+    def fn(x):
+        if isinstance(x, SubqueryExpr):
+            found.append(x.plan)
+        return None
+
+    transform(e, fn)
+    return found
 
 
 def _node(node: LogicalPlan) -> LogicalPlan | None:
