@@ -1205,6 +1205,10 @@ class CsvTable(FileTable):
         # None: a tab for .tsv / .tab files, else a comma (_set_schema); a delimiter given
         # is used as given
         self._delimiter_given = delimiter is not None
+        if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
+                                      or delimiter in '"\n\r'):
+            raise CatalogError(f"a CSV delimiter is one character (not a quote or a line "
+                               f"break), got {delimiter!r}")
         self.delimiter = delimiter or ","
         if header is not None and not isinstance(header, bool):
             raise CatalogError(f"header must be True, False or None (detect), got {header!r}")

@@ -144,6 +144,31 @@ def normalize(t: pa.DataType) -> pa.DataType:
         return FLOAT32
     if pa.types.is_duration(t):
         return INTERVAL  # (converted by `duration_interval`; DuckDB reads it as INTERVAL too)
+    return _variable_lists(t)
+
+
+def _variable_lists(t: pa.DataType) -> pa.DataType:
+    """`t` with every FIXED_SIZE_LIST in it (at any depth) a LIST of the same values: the list
+    kernels (subscript, UNNEST) read a list's offsets, which a fixed-size list has none of
+    (a Parquet file keeps pyarrow's fixed_size_list; registered Arrow data is converted so
+    too, context._engine_type)."""
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_variable_lists(t.value_type)))
+    if pa.types.is_list(t):
+        inner = _variable_lists(t.value_type)
+        return t if inner == t.value_type else pa.list_(t.value_field.with_type(inner))
+    if pa.types.is_large_list(t):
+        inner = _variable_lists(t.value_type)
+        return t if inner == t.value_type else pa.large_list(t.value_field.with_type(inner))
+    if pa.types.is_struct(t):
+        kids = [t.field(i) for i in range(t.num_fields)]
+        new = [k.with_type(_variable_lists(k.type)) for k in kids]
+        return t if all(a.type == b.type for a, b in zip(kids, new, strict=True)) \
+            else pa.struct(new)
+    if pa.types.is_map(t):
+        item = _variable_lists(t.item_type)
+        return t if item == t.item_type else pa.map_(t.key_field, t.item_field.with_type(item),
+                                                     t.keys_sorted)
     return t
 
 

@@ -484,3 +484,38 @@ def test_make_date_over_columns(partitions):
         ctx.sql("select make_date(y, m, 30) from t").to_arrow()
     with pytest.raises(pqe.TypeMismatchError):
         ctx.sql("select make_date(y, m, 1.5) from t").to_arrow()
+
+
+# ---- FIXED_SIZE_LIST columns read from Parquet -----------------------------------------------------
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_fixed_size_lists_from_parquet(tmp_path, partitions):
+    """A Parquet file written from pyarrow keeps a fixed_size_list column as one; the list
+    kernels read offsets it has none of: `fl[2]` was an InternalError, UNNEST an
+    AttributeError. Such a column is now read as a LIST (as registered Arrow data is)."""
+    import pyarrow.parquet as pq
+
+    mask = pa.array([False, True, False])
+    fl = pa.FixedSizeListArray.from_arrays(pa.array([1, 2, 7, 7, 3, 4], pa.int32()), 2,
+                                           mask=mask)
+    s = pa.array([{"f": [1, 2]}, None, {"f": [5, 6]}], pa.struct([("f", pa.list_(pa.int64(), 2))]))
+    pq.write_table(pa.table({"fl": fl, "s": s}), tmp_path / "f.parquet", row_group_size=2)
+    ctx = pqe.Context(partitions=partitions)
+    ctx.register_parquet("t", str(tmp_path / "f.parquet"))
+    assert ctx.sql("select fl[2] as x from t").to_arrow().column(0).to_pylist() == [2, None, 4]
+    assert sorted(ctx.sql("select unnest(fl) as x from t").to_arrow().column(0).to_pylist()) \
+        == [1, 2, 3, 4]
+    assert ctx.sql("select s.f[1] as x from t").to_arrow().column(0).to_pylist() == [1, None, 5]
+    assert ctx.sql("select count(*) as n from t where list_contains(fl, 7)").to_pylist() \
+        == [{"n": 0}]
+    assert ctx.sql("select fl from t where fl[1] = 3").to_pylist() == [{"fl": [3, 4]}]
+
+
+@pytest.mark.parametrize("delimiter", [";;", "", '"', "\n", 5])
+def test_a_csv_delimiter_is_one_character(tmp_path, delimiter):
+    """`delimiter=';;'` failed with Python's "only single character unicode strings can be
+    converted to Py_UCS4"; an empty one was silently a comma."""
+    (tmp_path / "x.csv").write_text("a;b\n1;2\n")
+    with pytest.raises(pqe.CatalogError, match="a CSV delimiter is one character"):
+        pqe.Context().register_csv("t", str(tmp_path / "x.csv"), delimiter=delimiter)

@@ -459,6 +459,36 @@ def test_dynamic_filter_skips_row_groups(clustered):
     assert "rows=2000 " in scan  # and of its rows the two keys' (the build keys' range)
 
 
+@pytest.mark.parametrize("keys,groups", [((3, 150), 2), ((0, 55, 110, 199), 4),
+                                         ((3, 4, 7), 1), ((250,), 0), ((3, 3, None), 1)])
+def test_dynamic_filter_of_a_few_spread_keys_reads_only_their_row_groups(clustered, keys,
+                                                                          groups):
+    """A small build prunes by its keys themselves, not only by their [min, max]: keys 3 and
+    150 span row groups 0 to 15 of 20, but only 2 hold either (TPC-DS Q25's store_sales
+    against five ticket numbers: 5 of 19 row groups, as DuckDB's IN-list filter)."""
+    clustered.register_arrow("pick", pa.table({"k": pa.array(keys, pa.int64()),
+                                               "w": [1] * len(keys)}))
+    sql = "SELECT count(*), sum(fact.g) FROM fact JOIN pick ON fact.k = pick.k WHERE pick.w = 1"
+    assert "dynamic_filter=[fact.k]" in clustered.sql(sql).explain()
+    expected = [i for i in range(200_000) for k in keys if k is not None and i // 1000 == k]
+    answer, parts = _scan_partition_rows(clustered, sql, "fact")
+    assert answer == [(len(expected), sum(i % 7 for i in expected) if expected else None)]
+    assert sum(parts) == groups * 10_000, parts
+
+
+def test_dynamic_filter_past_the_set_limit_prunes_by_the_range(clustered, monkeypatch):
+    """A build of more rows than SET_PRUNE_ROWS prunes by its keys' range only (sorting its
+    keys would cost every scan task)."""
+    import pqe.kernels.scan as S
+
+    monkeypatch.setattr(S, "SET_PRUNE_ROWS", 1)
+    clustered.register_arrow("pick", pa.table({"k": pa.array([3, 150], pa.int64()),
+                                               "w": [1, 1]}))
+    sql = "SELECT count(*) FROM fact JOIN pick ON fact.k = pick.k WHERE pick.w = 1"
+    answer, parts = _scan_partition_rows(clustered, sql, "fact")
+    assert answer == [(2000,)] and sum(parts) == 16 * 10_000, parts  # row groups 0 to 15
+
+
 def _scan_partition_rows(ctx, sql, table):
     """The answer to `sql` and the rows each task of `table`'s scan read (sorted)."""
     import pqe.execution.ops as O

@@ -154,8 +154,11 @@ class ReadFiles(Op):
                     if spans is None:  # rows only (_key_bounds): every unit may hold some
                         meets = [lo is not None] * len(units)  # (an empty build: none)
                         break
+                    # (a small build: its keys themselves, not only their range)
+                    keys = scan.key_set(inputs[i], key) if lo is not None else None
                     for j, span in enumerate(spans):
-                        if lo is not None and (span is None or span[1] >= lo and span[0] <= hi):
+                        if lo is not None and (span is None or span[1] >= lo and span[0] <= hi
+                                               and (keys is None or scan.meets_any(keys, span))):
                             meets[j] = True
                 keep = [k and m for k, m in zip(keep, meets, strict=True)]
             units = tuple(u for u, k in zip(units, keep, strict=True) if k)
