@@ -1706,6 +1706,25 @@ def _temporal_to_text(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E
     return x.cast(dst, safe=safe)
 
 
+def _rounds_only(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Whether a nested type's cast changes no value but by rounding integers to floats (an
+    unsafe cast of it then cuts or wraps nothing): lists, structs and maps whose leaves are
+    the same or integer to float."""
+    if src == dst:
+        return True
+    if T.is_integer(src) and T.is_floating(dst):
+        return True
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(f(src) for f in lists) and any(f(dst) for f in lists):
+        return _rounds_only(src.value_type, dst.value_type)
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        return [f.name for f in src] == [f.name for f in dst] and all(
+            _rounds_only(a.type, b.type) for a, b in zip(src, dst, strict=True))
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        return src.key_type == dst.key_type and _rounds_only(src.item_type, dst.item_type)
+    return False
+
+
 def _plain_total_cast(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E:
     if T.is_boolean(src) and T.is_text(dst):
         return _call("if_else", [x, scalar("true", T.TEXT), scalar("false", T.TEXT)])
@@ -1715,8 +1734,9 @@ def _plain_total_cast(x: E, src: pa.DataType, dst: pa.DataType, safe: bool) -> E
         return _zoned_text(x, src)
     if T.is_text(dst) and _has_fraction_digits(src):
         return _temporal_text(x)
-    if T.is_integer(src) and T.is_floating(dst):
+    if T.is_integer(src) and T.is_floating(dst) or _rounds_only(src, dst):
         # rounds to the nearest DOUBLE (SQL); Arrow's safe cast refuses integers past 2^53
+        # (also in lists and structs: BIGINT[] meeting DOUBLE[] in a UNION or COALESCE)
         return x.cast(dst, safe=False)
     if T.is_decimal(src) and T.is_text(dst):
         return _decimal_text(x, src)

@@ -491,9 +491,44 @@ def _read_unit(provider, fmt, unit: ScanUnit, row_groups: list[int], schema: pa.
         return _read_csv(provider, unit, schema, read_cols, expr, threads)
     with _reading(unit, row_groups, schema):
         frag = _fragment(provider, fmt, unit, row_groups)
-        out = frag.to_table(schema=schema, columns=read_cols, filter=expr, use_threads=threads)
+        rounded = _rounded_columns(frag, schema, read_cols)
+        if rounded:
+            out = _read_rounding(frag, schema, read_cols, expr, threads, rounded)
+        else:
+            out = frag.to_table(schema=schema, columns=read_cols, filter=expr,
+                                use_threads=threads)
         _still_planned(unit)
         return out
+
+
+def _rounded_columns(frag, schema: pa.Schema, read_cols: list[str]) -> dict[str, pa.DataType]:
+    """The columns to read that this file stores as integers where the table's (unified)
+    type is a float: BIGINT in one file, DOUBLE in another (catalog._holds: a float holds
+    any number, rounded, as in a UNION of the two)."""
+    phys = frag.physical_schema
+    out = {}
+    for name in read_cols:
+        i, j = phys.get_field_index(name), schema.get_field_index(name)
+        if i >= 0 and j >= 0 and pa.types.is_integer(phys.field(i).type) \
+                and pa.types.is_floating(schema.field(j).type):
+            out[name] = phys.field(i).type
+    return out
+
+
+def _read_rounding(frag, schema: pa.Schema, read_cols: list[str], expr, threads: bool,
+                   rounded: dict[str, pa.DataType]) -> pa.Table:
+    """A read whose integer columns become the table's float type rounded to the nearest
+    float, as CAST rounds them: the scanner's own conversion refused an integer past 2^53
+    ("Integer value 9007199254740993 not in range"). Its filter runs after the conversion."""
+    own = schema
+    for name, t in rounded.items():
+        own = own.set(own.get_field_index(name), schema.field(name).with_type(t))
+    t = frag.to_table(schema=own, columns=read_cols, use_threads=threads)
+    for name in rounded:
+        i = t.schema.get_field_index(name)
+        t = t.set_column(i, schema.field(name), t.column(i).cast(schema.field(name).type,
+                                                                  safe=False))
+    return t.filter(expr) if expr is not None else t
 
 
 def _read_csv(provider, unit: ScanUnit, schema: pa.Schema, read_cols: list[str], expr,
