@@ -563,3 +563,27 @@ def test_parquet_files_of_bigint_and_double_round_the_bigints(tmp_path, partitio
     assert ctx.sql("select k from m where c > 6 order by k").to_pylist() == [{"k": 1}, {"k": 5}]
     assert ctx.sql("select count(*) as n from m where c = 9007199254740992").to_pylist() \
         == [{"n": 1}]
+
+
+# ---- checked functions run after the conjuncts that can exclude their rows -------------------------
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("sql,want", [
+    ("select y from t where y = 2024 and make_date(y, m, d) = date '2024-02-29'", [(2024,)]),
+    ("select i from t where i < 100 and to_timestamp(i) > to_timestamp(0)", [(1,)]),
+    ("select a.y from t a join t b on a.y = b.y and b.y = 2024 "
+     "and make_date(b.y, b.m, b.d) is not null", [(2024,)]),
+    ("select y <> 2023 and make_date(y, m, d) > date '2000-01-01' as r from t",
+     [(False,), (True,)]),
+    ("select y from t where y = 2024 and last_day(make_date(y, m, d)) > date '2000-01-01'",
+     [(2024,)]),
+])
+def test_checked_functions_see_only_the_rows_an_and_keeps(sql, want, partitions):
+    """make_date and to_timestamp check each row's value but were taken for functions that
+    cannot fail: a WHERE, a join's ON and an AND ran them on rows the other conjuncts had
+    excluded (`y = 2024 AND make_date(y, m, d) = ...` failed on 2023-2-29; review)."""
+    t = pa.table({"y": [2024, 2023], "m": [2, 2], "d": [29, 29], "i": [1, 10**15]})
+    ctx = pqe.Context(partitions=partitions)
+    ctx.register_arrow("t", t)
+    assert sorted(tuple(r.values()) for r in ctx.sql(sql).to_pylist()) == want

@@ -476,6 +476,10 @@ def column_ids_all(exprs: Iterable[Expr]) -> set[str]:
 _RAISING = {"add", "subtract", "multiply", "divide", "modulo", "negate", "abs", "round", "floor",
             "ceil", "power"}
 _SIZED = {"lpad", "rpad", "repeat"}
+# functions that check each row's value whatever their types (a triple that is no date, a
+# count of seconds past TIMESTAMP, a calendar past Arrow's): an AND or a filter runs them on
+# the rows its other conjuncts kept
+_CHECKED = {"make_date", "to_timestamp", "last_day"}
 
 
 def _integer_division_never_fails(x: Call) -> bool:
@@ -502,7 +506,7 @@ def may_raise(e: Expr) -> bool:
     for x in walk(e):
         if isinstance(x, UserCall):
             return True
-        if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _RAISING and (
+        if isinstance(x, Call) and (x.fn in _SIZED or x.fn in _CHECKED or x.fn in _RAISING and (
                 T.is_integer(x.dtype) or T.is_decimal(x.dtype) or T.is_temporal(x.dtype))
                 and not _integer_division_never_fails(x)):
             return True
