@@ -587,3 +587,14 @@ def test_checked_functions_see_only_the_rows_an_and_keeps(sql, want, partitions)
     ctx = pqe.Context(partitions=partitions)
     ctx.register_arrow("t", t)
     assert sorted(tuple(r.values()) for r in ctx.sql(sql).to_pylist()) == want
+
+
+def test_a_dataframe_read_only_inside_nested_subqueries_is_inlined():
+    """inline_dataframes skips plans that read no registered DataFrame: one read only inside
+    a subquery of a subquery must still be found."""
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"x": [1, 2, 3]}))
+    ctx.register_dataframe("d", ctx.sql("select x * 10 as y from t"))
+    got = ctx.sql("select x from t where x * 10 in (select y from (select y from d "
+                  "where y > (select min(y) from d)) s) order by x").to_pylist()
+    assert got == [{"x": 2}, {"x": 3}]

@@ -2907,9 +2907,8 @@ _CALLS: dict[str, Callable[[Compiler, Call], E]] = {
     **{f"bitwise_{op}": _bitwise(op) for op in ("and", "or", "xor", "not")},
     "isnan": lambda c, e: _call("is_nan", [c(e.args[0])]), "last_day": _last_day,
     "to_timestamp": lambda c, e: _to_timestamp(c, e),
-    "make_date": lambda c, e: _call("pqe_make_date", [
-        *(c(a).cast(T.INT64) for a in e.args),
-        c.guard if c.guard is not None else scalar(True, T.BOOLEAN)]),
+    "make_date": lambda c, e: _call("pqe_make_date", [  # (its arguments: BIGINT)
+        *(c(a) for a in e.args), c.guard if c.guard is not None else scalar(True, T.BOOLEAN)]),
     "isinf": lambda c, e: _call("is_inf", [c(e.args[0])]),
     "isfinite": lambda c, e: _call("is_finite", [c(e.args[0])]),
     "abs": _abs, "round": _round, "trunc": _trunc, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..plan.expr import ColumnRef, SubqueryExpr, and_, has_subquery, transform
+from ..plan.expr import ColumnRef, SubqueryExpr, and_, has_subquery, transform, walk
 from ..plan.logical import (Filter, LogicalPlan, Project, Scan, map_expressions, transform_up,
                             walk_plan)
 from ..plan.tables import PlanTable
@@ -28,25 +28,10 @@ def _reads_a_dataframe(plan: LogicalPlan) -> bool:
     for node in walk_plan(plan):
         if isinstance(node, Scan) and isinstance(node.provider, PlanTable):
             return True
-        for e in node.expressions():
-            for sub in _subquery_plans(e):
-                if _reads_a_dataframe(sub):
-                    return True
+        if any(isinstance(x, SubqueryExpr) and _reads_a_dataframe(x.plan)
+               for e in node.expressions() if has_subquery(e) for x in walk(e)):
+            return True
     return False
-
-
-def _subquery_plans(e) -> list[LogicalPlan]:
-    if not has_subquery(e):
-        return []
-    found: list[LogicalPlan] = []
-
-    def fn(x):
-        if isinstance(x, SubqueryExpr):
-            found.append(x.plan)
-        return None
-
-    transform(e, fn)
-    return found
 
 
 def _node(node: LogicalPlan) -> LogicalPlan | None:
