@@ -144,32 +144,41 @@ def normalize(t: pa.DataType) -> pa.DataType:
         return FLOAT32
     if pa.types.is_duration(t):
         return INTERVAL  # (converted by `duration_interval`; DuckDB reads it as INTERVAL too)
-    return _variable_lists(t)
+    return _nested_layout(t)
 
 
-def _variable_lists(t: pa.DataType) -> pa.DataType:
-    """`t` with every FIXED_SIZE_LIST in it (at any depth) a LIST of the same values: the list
-    kernels (subscript, UNNEST) read a list's offsets, which a fixed-size list has none of
-    (a Parquet file keeps pyarrow's fixed_size_list; registered Arrow data is converted so
-    too, context._engine_type)."""
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_variable_lists(t.value_type)))
-    if pa.types.is_list(t):
-        inner = _variable_lists(t.value_type)
-        return t if inner == t.value_type else pa.list_(t.value_field.with_type(inner))
-    if pa.types.is_large_list(t):
-        inner = _variable_lists(t.value_type)
-        return t if inner == t.value_type else pa.large_list(t.value_field.with_type(inner))
-    if pa.types.is_struct(t):
-        kids = [t.field(i) for i in range(t.num_fields)]
-        new = [k.with_type(_variable_lists(k.type)) for k in kids]
-        return t if all(a.type == b.type for a, b in zip(kids, new, strict=True)) \
-            else pa.struct(new)
-    if pa.types.is_map(t):
-        item = _variable_lists(t.item_type)
-        return t if item == t.item_type else pa.map_(t.key_field, t.item_field.with_type(item),
-                                                     t.keys_sorted)
-    return t
+def _nested_layout(t: pa.DataType) -> pa.DataType:
+    """`t` with the values nested in it (at any depth) in the layouts pqe's kernels take, as
+    registered Arrow data is converted (context._engine_type): a FIXED_SIZE_LIST or list
+    view a LIST (subscripts and UNNEST read a list's offsets), string_view and binary_view
+    text and BLOB, a run-end encoded child its values. A Parquet file keeps pyarrow's own
+    types: `l[1]` of a list<string_view> failed ("array_take has no kernel")."""
+    def inner(x: pa.DataType) -> pa.DataType:
+        if pa.types.is_string_view(x):
+            return pa.string()
+        if pa.types.is_binary_view(x):
+            return pa.binary()
+        if pa.types.is_run_end_encoded(x):
+            return inner(x.value_type)
+        if pa.types.is_dictionary(x):
+            v = inner(x.value_type)
+            return x if v == x.value_type else pa.dictionary(x.index_type, v, x.ordered)
+        return _nested_layout(x)
+
+    def field(f: pa.Field) -> pa.Field:
+        return f.with_type(inner(f.type))
+
+    if pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t) or pa.types.is_list(t):
+        out = pa.list_(field(t.value_field))
+    elif pa.types.is_large_list(t) or pa.types.is_large_list_view(t):
+        out = pa.large_list(field(t.value_field))
+    elif pa.types.is_struct(t):
+        out = pa.struct([field(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_map(t):
+        out = pa.map_(field(t.key_field), field(t.item_field), t.keys_sorted)
+    else:
+        return t
+    return t if out == t else out
 
 
 def normalize_schema(schema: pa.Schema) -> pa.Schema:
