@@ -1000,8 +1000,9 @@ def parse(sql: str) -> list[exp.Expression]:
         raise SQLSyntaxError("cannot tokenize (unterminated string or quoted name?)",
                              line, col) from None
     statements = [s for s in statements if s is not None]
-    for s in statements:
-        _ordered_set_aggregates(s)
+    if re.search(r"within\s+group", sql, re.IGNORECASE):  # (no walk for every other query)
+        for s in statements:
+            _ordered_set_aggregates(s)
     return statements
 
 
