@@ -490,6 +490,11 @@ def engine_table(table: pa.Table) -> pa.Table:
         if not (pa.types.is_string_view(want) or pa.types.is_binary_view(want)):
             want = _engine_type(f.type, f.name)
         if want == f.type:
+            if pa.types.is_interval(want):  # (whole microseconds, as a DURATION's)
+                chunks = table.column(i).chunks
+                cut = [T.interval_micros(c) for c in chunks]
+                if any(a is not b for a, b in zip(cut, chunks, strict=True)):
+                    table = table.set_column(i, f, pa.chunked_array(cut, want))
             continue
         try:
             col = pa.chunked_array([_to_engine(c, want, f.name) for c in table.column(i).chunks],

@@ -242,10 +242,14 @@ class Cursor:
         return out
 
     def fetch_arrow_table(self) -> pa.Table:
+        """The rows not fetched yet, as an Arrow table; they count as fetched (as DuckDB's
+        cursor does: after `fetchone()` the whole table read row 1 twice)."""
         self._check()
         if self._table is None:
             raise ProgrammingError("no result set: execute a query first")
-        return self._table
+        out = self._table.slice(self._pos)
+        self._pos = self._table.num_rows
+        return out
 
     def nextset(self) -> None:
         """A statement gives at most one result set: there is never a next one."""

@@ -159,7 +159,11 @@ class QualifyMixin:
                          if isinstance(c, exp.Identifier))
         keys = {k for table_keys in self.keys.values() for k in table_keys}
         for ident in find_all(node, exp.Identifier):
-            if ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
+            if ident.quoted and ident.arg_key == "using" and ident.name in real_to_key:
+                # `JOIN u USING ("Grp")`: the column Grp, known to sqlglot by its key (it
+                # was "not a column of both sides")
+                ident.set("this", real_to_key[ident.name])
+            elif ident.quoted and isinstance(ident.parent, exp.Column) and ident.arg_key == "this":
                 if ident.name in real_to_key:
                     ident.set("this", real_to_key[ident.name])
                 elif ident.name in given and ident.name not in keys:
