@@ -12,6 +12,7 @@ RecursionError traceback or a crashed process.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
 import itertools
 import os
@@ -186,12 +187,16 @@ class _Worker:
 
 def start_deep_thread(target: Callable[[], None], name: str = "") -> None:
     """Run `target` on a deep thread (large stack, raised recursion limit): an idle one of
-    the pool, or a new one when all are busy (a query that timed out may still be stopping)."""
+    the pool, or a new one when all are busy (a query that timed out may still be stopping).
+    `target` runs in a copy of the caller's context variables: the access policy the caller
+    enforces (pqe.access) holds there too. `ctx.table("v")` bound a view's SQL on a deep
+    thread without it, as trusted code: a view over a file the policy refuses read it."""
+    context = contextvars.copy_context()
     with _idle_lock:
         worker = _idle.pop() if _idle else None
     if worker is None:
         worker = _Worker()
-    worker.jobs.put(target)
+    worker.jobs.put(lambda: context.run(target))
 
 
 def _forget_workers() -> None:

@@ -335,9 +335,23 @@ def _list_local(path: str, kind: str) -> list[FileInfo]:
             if statlib.S_ISREG(st.st_mode):
                 out.append(_local_info(p, st))
         return out
+    return _walk_local(path)[0]
+
+
+def local_directories(path: str) -> list[str]:
+    """The real paths of the directories a local directory source's listing walks: itself
+    and its subdirectories, symlinked ones included, empty ones too (a write must not add a
+    file where the next listing would read it: COPY into an empty symlinked subdirectory
+    was let through, and the table read the new file)."""
+    return _walk_local(path)[1]
+
+
+def _walk_local(path: str) -> tuple[list[FileInfo], list[str]]:
+    """(the files, the real paths of the directories walked) of a local directory source."""
     out = []
     top = os.path.realpath(path)
     walked: set[str] = {top}
+    dirs = [top]
 
     def walk(d: str, real_d: str) -> None:
         with os.scandir(d) as it:
@@ -360,13 +374,25 @@ def _list_local(path: str, kind: str) -> list[FileInfo]:
                                 for r in (top, real_d)):
                             continue
                         walked.add(real)
+                    dirs.append(real)
                     walk(e.path, real)
                 elif e.is_file():
                     out.append(_local_info(e.path, e.stat()))
             except FileNotFoundError:
                 continue
     walk(path, top)
-    return out
+    return out, dirs
+
+
+def local_glob_directories(pattern: str) -> list[str]:
+    """For a local glob, the same glob rooted at the real path of each directory its
+    directory part matches now (`l*/*.parquet` with `lnk -> real`: `real/*.parquet`), so a
+    write through another name of such a directory is seen to add to the glob's files."""
+    head, tail = os.path.split(pattern)
+    if not tail or not has_glob(head):
+        return []
+    return [os.path.join(os.path.realpath(d), tail) for d in _glob_local(head)
+            if os.path.isdir(d)]
 
 
 def _glob_local(pattern: str) -> list[str]:

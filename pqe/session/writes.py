@@ -826,6 +826,13 @@ def _guards(session: SessionState, fs_spec) -> list[tuple[str, str, str]]:
         dirs = [p for kind, p in table.sources if kind == "dir" and table.fs.is_local]
         for kind, p in table.sources:
             out.append((name, kind, _norm(table.fs, p)))
+            if table.fs.is_local and kind == "dir":
+                try:
+                    out.extend((name, "dir", d) for d in filesystems.local_directories(p))
+                except OSError:
+                    pass  # (a directory gone: nothing of it to overwrite)
+            elif table.fs.is_local and kind == "glob":
+                out.extend((name, "glob", g) for g in filesystems.local_glob_directories(p))
         try:
             files = [table.fs.fs_path(url) for url in table.files()]
         except Exception:  # noqa: BLE001 - a table whose files vanished cannot be overwritten
@@ -981,18 +988,23 @@ def refuse_empty_path(text: str, what: str) -> None:
 
 def _refuse_whole_tree(fs_spec, target: str, text: str, what: str) -> None:
     """A dataset write replaces its target as a whole (overwrite deletes the old contents):
-    never the filesystem root, the home directory, or the working directory or one holding
-    it (`'.'`, `'sub/..'`, `'~'` resolve to those), nor a whole bucket. Checked on the path
-    as resolved and on its real path (a symlink to one of them is refused too)."""
+    never the filesystem root, the home directory or the working directory or one holding
+    either (`'.'`, `'sub/..'`, `'~'` resolve to those), nor a whole bucket. Checked on the
+    paths as resolved and on their real paths (a symlink to one of them is refused too)."""
     if fs_spec.is_local:
         try:
             cwd = os.getcwd()
         except OSError:  # (a working directory that was deleted)
             cwd = None
         home = os.path.expanduser("~")
-        for p in {target, os.path.realpath(target)}:
+        # each as written and as its real path, without a trailing separator: with /home a
+        # symlink to /var/home (Fedora Silverblue), the home directory's real path was
+        # replaced; and never a directory holding either (`/home`, `/var`)
+        kept = {os.path.normpath(d) for d in (home, os.path.realpath(home), cwd,
+                                             cwd and os.path.realpath(cwd)) if d}
+        for p in {os.path.normpath(target), os.path.realpath(target)}:
             inside = p.rstrip(os.sep) + os.sep
-            if p in (os.sep, home) or (cwd is not None and (cwd == p or cwd.startswith(inside))):
+            if p == os.sep or any(k == p or k.startswith(inside) for k in kept):
                 raise ExecutionError(f"{what} '{text}': the target is the filesystem root, "
                                      f"the home directory or the working directory (or holds "
                                      f"it), which a write never replaces; write to a directory "

@@ -543,8 +543,25 @@ class SQLCompleter(Completer):
         elif cmd and "timer".startswith(cmd):
             yield from _matches(["on", "off"], at, "", quote=False)
         elif cmd and any(c.startswith(cmd) for c in ("read", "once", "output")):
-            paths = PathCompleter(expanduser=True)
-            yield from paths.get_completions(Document(arg, len(arg)), CompleteEvent())
+            yield from self._paths(arg)
+
+    def _paths(self, arg: str) -> Iterator[Completion]:
+        """File names for `.read`/`.once`/`.output`, only where the session's access flags
+        let those commands go: none without external access, and under `--allowed-path`
+        only names inside an allowed directory (completion listed any directory: the names
+        of files the shell would refuse to open)."""
+        policy = self.ctx.session.config.access
+        if policy is not None and not policy.external_access:
+            return
+        paths = PathCompleter(expanduser=True)
+        for c in paths.get_completions(Document(arg, len(arg)), CompleteEvent()):
+            if policy is not None and policy.allowed_paths is not None:
+                full = arg[:len(arg) + c.start_position] + c.text
+                try:
+                    policy.check_local(full, ".read", pattern=False)
+                except Exception:  # noqa: BLE001 - an AccessError: not offered
+                    continue
+            yield c
 
 
 class _Analysis:
