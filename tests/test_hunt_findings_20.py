@@ -261,3 +261,28 @@ def test_shell_path_completion_keeps_to_the_access_flags(tmp_path):
     assert offered(restricted, f".read {tmp_path}/allowed/") == ["ok.sql"]
     assert offered(pqe.Context(external_access=False), f".read {tmp_path}/allowed/") == []
     assert offered(pqe.Context(), f".read {tmp_path}/private/") == ["payroll.parquet"]
+
+
+# ---- subqueries and CTEs ---------------------------------------------------------------------
+
+# A recursive CTE may run its step at most max_iterations (10,000) times. One whose last
+# allowed step returned no rows had finished, but the loop only looked for an empty step at
+# the top of the next round: `n < 9999` (10,000 rows, DuckDB's answer) failed with "did not
+# finish after 10000 iterations". Checked with the bound lowered to 20 (the real one takes
+# 14 s to reach).
+@pytest.mark.parametrize("union", ["union all", "union"])
+def test_recursion_that_ends_on_its_last_allowed_round(monkeypatch, union):
+    import dataclasses
+
+    import pqe.physical.planner as planner
+
+    real = planner.RecursiveExec
+    monkeypatch.setattr(planner, "RecursiveExec",
+                        lambda *a, **k: dataclasses.replace(real(*a, **k), max_iterations=20))
+    ctx = pqe.Context(partitions=1)
+    sql = "with recursive r(n) as (select 0 {} select n + 1 from r where n < {}) " \
+          "select count(*) c, max(n) m from r"
+    assert ctx.sql(sql.format(union, 18)).to_arrow().to_pylist() == [{"c": 19, "m": 18}]
+    assert ctx.sql(sql.format(union, 19)).to_arrow().to_pylist() == [{"c": 20, "m": 19}]
+    with pytest.raises(pqe.ExecutionError, match="did not finish after 20 iterations"):
+        ctx.sql(sql.format(union, 20)).to_arrow()

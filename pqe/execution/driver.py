@@ -143,8 +143,9 @@ class _Runner:
             delta = self.table(node.step, bindings, work)
             parts.append(delta)
         else:
-            raise ExecutionError(f"recursive query {node.name.split('#')[0]} did not finish "
-                                 f"after {node.max_iterations} iterations")
+            if delta.num_rows:  # (a last round that added nothing finished it: no error)
+                raise ExecutionError(f"recursive query {node.name.split('#')[0]} did not "
+                                     f"finish after {node.max_iterations} iterations")
         result = concat(parts)
         return pa.Table.from_arrays(result.columns, names=[f.id for f in node.schema])
 
