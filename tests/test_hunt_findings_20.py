@@ -286,3 +286,21 @@ def test_recursion_that_ends_on_its_last_allowed_round(monkeypatch, union):
     assert ctx.sql(sql.format(union, 19)).to_arrow().to_pylist() == [{"c": 20, "m": 19}]
     with pytest.raises(pqe.ExecutionError, match="did not finish after 20 iterations"):
         ctx.sql(sql.format(union, 20)).to_arrow()
+
+
+# A correlated subquery reaching a Window pqe made itself (ORDER BY ... LIMIT nested in
+# another correlated subquery, EXCEPT ALL) was refused as "correlated subquery through
+# window": a window the user never wrote. The refusal now names what they did write.
+@pytest.mark.parametrize("sql", [
+    "select a, (select count(*) from u where u.a = t.a and coalesce((select b from u u2 "
+    "where u2.a = u.b order by b limit 1), 0) > 0) x from t",
+    "select a, (select count(*) from (select b from u where u.a = t.a except all "
+    "select a from t) q) x from t",
+])
+def test_refusal_names_what_the_user_wrote(sql):
+    ctx = pqe.Context(partitions=1)
+    ctx.register_arrow("t", pa.table({"a": [1, 2]}))
+    ctx.register_arrow("u", pa.table({"a": [1, 2], "b": [3, 4]}))
+    with pytest.raises(pqe.UnsupportedError, match="ORDER BY ... LIMIT") as e:
+        ctx.sql(sql).to_arrow()
+    assert "\n" not in str(e.value)

@@ -228,7 +228,20 @@ def _pull(plan: LogicalPlan) -> tuple[LogicalPlan, list[Expr]]:
                 or any(has_outer_ref(a) or has_outer_ref(b) for a, b in plan.on):
             raise UnsupportedError("outer references in an outer join condition are not supported")
         return Join(left, plan.right, plan.kind, plan.on, plan.filter, plan.null_aware), lp
-    raise UnsupportedError(
+    raise _through(plan)
+
+
+def _through(plan: LogicalPlan) -> UnsupportedError:
+    """The refusal of a correlated subquery reaching `plan`, in the user's words: a Window
+    is also how pqe runs ORDER BY ... LIMIT, OFFSET, DISTINCT ON, WITH TIES and INTERSECT /
+    EXCEPT ALL (the message named a window no one wrote)."""
+    if isinstance(plan, Window):
+        return UnsupportedError(
+            "a correlated subquery through a window function, or through what pqe runs "
+            "with one (ORDER BY ... LIMIT or OFFSET, DISTINCT ON, WITH TIES, INTERSECT ALL "
+            "or EXCEPT ALL, inside another correlated subquery or LATERAL), is not "
+            "supported yet")
+    return UnsupportedError(
         f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")
 
 
@@ -557,7 +570,7 @@ def _attach(plan: LogicalPlan, d: LogicalPlan, mapping) -> LogicalPlan:
                                   tuple(B.new_field(f.name, f.dtype, f.nullable)
                                         for f in branch.schema + copy.schema)))
         return Union(tuple(inputs), plan.fields + dfields)
-    raise UnsupportedError(f"correlated subquery through {type(plan).__name__.lower()} is not supported yet")
+    raise _through(plan)
 
 
 def _fresh(d: LogicalPlan, mapping) -> tuple[LogicalPlan, dict]:
