@@ -435,16 +435,18 @@ class Executor:
         """One graph, as `run_job` runs jobs."""
         return self.run_job(lambda: self.run_graph(graph, keys, token), token, timeout, cancel)
 
-    def run_graph(self, graph: dict, keys: list, token=None, progress=None) -> list:
+    def run_graph(self, graph: dict, keys: list, token=None, progress=None,
+                  here: bool = False) -> list:
         """Run one graph on this executor (from inside a job). `progress(done, total)` deltas
-        are reported as tasks finish: first (0, tasks in the graph), then (finished, 0)."""
+        are reported as tasks finish: first (0, tasks in the graph), then (finished, 0).
+        `here`: a small graph run task after task on this thread (not on a cluster)."""
         if token is not None and token.reason is not None:
             raise QueryCancelled(token.reason)
         try:
             if self.kind == "distributed":
                 return self._run_distributed(graph, keys, token, progress)
             with _Progress(progress, token, len(graph)):
-                if self.kind == "sync" or in_nested_query():
+                if self.kind == "sync" or here or in_nested_query():
                     # (a query started inside a task: the pool may be all its caller's)
                     return _run_here(graph, keys)
                 return list(dask.threaded.get(graph, keys, pool=self.pool(),
