@@ -342,3 +342,14 @@ def test_a_timeout_stops_a_recursion_run_on_the_callers_thread():
         ctx.sql("with recursive r(n) as (select 0 union all select n + 1 from r "
                 "where n < 9000) select count(*) from r", timeout=0.5).to_arrow()
     assert time.monotonic() - start < 5
+
+
+# `select date ?` (a parameter after a type name, which no engine reads) was refused naming
+# J_S_O_N_B_CONTAINS_TOP_KEY(), the function sqlglot reads PostgreSQL's JSONB `?` operator as.
+def test_syntax_error_names_no_function_the_user_did_not_write():
+    conn = pqe.connect()
+    with pytest.raises(pqe.SQLSyntaxError) as e:
+        conn.execute("select date ?", ["2020-01-31"])
+    assert "J_S_O_N" not in str(e.value) and "line 1, column 13" in str(e.value)
+    with pytest.raises(pqe.SQLSyntaxError, match=r"COALESCE\(\) is missing an argument"):
+        conn.execute("select coalesce()")

@@ -1107,8 +1107,13 @@ def _describe(desc: str) -> str:
     m = _REQUIRED.match(desc)
     if m:
         cls = getattr(exp, m.group(2), None)
-        if isinstance(cls, type) and issubclass(cls, exp.Func):
+        if isinstance(cls, type) and issubclass(cls, exp.Func) \
+                and not re.search(r"(^|_)[A-Z](_|$)", cls.sql_name()):
+            # (an operator sqlglot reads as a function, `date ?` its JSONB `?`, has a name
+            # no one wrote: J_S_O_N_B_CONTAINS_TOP_KEY)
             return f"incomplete statement: {cls.sql_name()}() is missing an argument"
+        if isinstance(cls, type) and issubclass(cls, exp.Func):
+            return "incomplete statement"
         return f"incomplete statement: {m.group(2).upper()} is missing what follows it"
     if desc.startswith("Required keyword:"):
         return "incomplete statement"
