@@ -459,24 +459,9 @@ def _engine_type(t: pa.DataType, column: str) -> pa.DataType:
         return pa.dictionary(t.index_type, _engine_type(t.value_type, column), t.ordered)
     if pa.types.is_run_end_encoded(t):
         return _engine_type(t.value_type, column)
-    if pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return pa.list_(_engine_field(t.value_field, column))
-    if pa.types.is_large_list_view(t):
-        return pa.large_list(_engine_field(t.value_field, column))
-    if pa.types.is_list(t):
-        return pa.list_(_engine_field(t.value_field, column))
-    if pa.types.is_large_list(t):
-        return pa.large_list(_engine_field(t.value_field, column))
-    if pa.types.is_map(t):
-        return pa.map_(_engine_field(t.key_field, column), _engine_field(t.item_field, column),
-                       t.keys_sorted)
-    if pa.types.is_struct(t):
-        return pa.struct([_engine_field(t.field(i), column) for i in range(t.num_fields)])
+    if T.is_nested_layout(t):  # (the shapes a Parquet file's nested types take, too)
+        return T._nested_layout(t, lambda x: _engine_type(x, column))
     return t
-
-
-def _engine_field(f: pa.Field, column: str) -> pa.Field:
-    return f.with_type(_engine_type(f.type, column))
 
 
 def engine_table(table: pa.Table) -> pa.Table:

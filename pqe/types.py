@@ -154,26 +154,18 @@ def normalize(t: pa.DataType) -> pa.DataType:
     return _nested_layout(t)
 
 
-def _nested_layout(t: pa.DataType) -> pa.DataType:
-    """`t` with the values nested in it (at any depth) in the layouts pqe's kernels take, as
-    registered Arrow data is converted (context._engine_type): a FIXED_SIZE_LIST or list
-    view a LIST (subscripts and UNNEST read a list's offsets), string_view and binary_view
-    text and BLOB, a run-end encoded child its values. A Parquet file keeps pyarrow's own
-    types: `l[1]` of a list<string_view> failed ("array_take has no kernel")."""
-    def inner(x: pa.DataType) -> pa.DataType:
-        if pa.types.is_string_view(x):
-            return pa.string()
-        if pa.types.is_binary_view(x):
-            return pa.binary()
-        if pa.types.is_run_end_encoded(x):
-            return inner(x.value_type)
-        if pa.types.is_dictionary(x):
-            v = inner(x.value_type)
-            return x if v == x.value_type else pa.dictionary(x.index_type, v, x.ordered)
-        return _nested_layout(x)
+def _nested_layout(t: pa.DataType, child=None) -> pa.DataType:
+    """`t` with the values nested in it (at any depth) in the layouts pqe's kernels take: a
+    FIXED_SIZE_LIST or list view a LIST (subscripts and UNNEST read a list's offsets), and
+    each child's type by `child` (by default `_child_layout`: string_view and binary_view
+    text and BLOB, a run-end encoded child its values). A Parquet file keeps pyarrow's own
+    types: `l[1]` of a list<string_view> failed ("array_take has no kernel"). Registered
+    Arrow data takes the same shapes with its own conversion of children
+    (context._engine_type: extension types, durations)."""
+    child = child or _child_layout
 
     def field(f: pa.Field) -> pa.Field:
-        return f.with_type(inner(f.type))
+        return f.with_type(child(f.type))
 
     if pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t) or pa.types.is_list(t):
         out = pa.list_(field(t.value_field))
@@ -186,6 +178,26 @@ def _nested_layout(t: pa.DataType) -> pa.DataType:
     else:
         return t
     return t if out == t else out
+
+
+def is_nested_layout(t: pa.DataType) -> bool:
+    """Whether `_nested_layout` rebuilds `t` (a list-like, struct or map type)."""
+    return (pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t) or pa.types.is_list(t)
+            or pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
+            or pa.types.is_struct(t) or pa.types.is_map(t))
+
+
+def _child_layout(x: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(x):
+        return pa.string()
+    if pa.types.is_binary_view(x):
+        return pa.binary()
+    if pa.types.is_run_end_encoded(x):
+        return _child_layout(x.value_type)
+    if pa.types.is_dictionary(x):
+        v = _child_layout(x.value_type)
+        return x if v == x.value_type else pa.dictionary(x.index_type, v, x.ordered)
+    return _nested_layout(x)
 
 
 def normalize_schema(schema: pa.Schema) -> pa.Schema:
