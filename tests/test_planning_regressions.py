@@ -1545,3 +1545,78 @@ def test_equal_columns_link_every_input_holding_one():
     expected = oracle.query(oracle.connect({"p": ctx.sql("SELECT * FROM p").to_arrow(),
                                             "f": f, "d": d}), sql)
     assert ctx.sql(sql).to_arrow().to_pylist() == expected.to_pylist()
+
+
+def _snowflake(tmp_path) -> tuple[pqe.Context, dict]:
+    """TPC-H Q5's shape: lineitem, orders, customer, supplier, nation, region, as Parquet
+    files (their statistics are what the estimates read)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(7)
+    n_l, n_o, n_c, n_s = 300_000, 75_000, 7_500, 500
+    tables = {
+        "region": pa.table({"r_regionkey": np.arange(5),
+                            "r_name": ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]}),
+        "nation": pa.table({"n_nationkey": np.arange(25), "n_name": [f"N{i}" for i in range(25)],
+                            "n_regionkey": np.arange(25) % 5}),
+        "supplier": pa.table({"s_suppkey": np.arange(n_s), "s_nationkey": rng.integers(0, 25, n_s)}),
+        "customer": pa.table({"c_custkey": np.arange(n_c), "c_nationkey": rng.integers(0, 25, n_c)}),
+        "orders": pa.table({"o_orderkey": np.arange(n_o), "o_custkey": rng.integers(0, n_c, n_o),
+                            "o_year": rng.integers(1992, 1999, n_o)}),
+        "lineitem": pa.table({"l_orderkey": np.sort(rng.integers(0, n_o, n_l)),
+                              "l_suppkey": rng.integers(0, n_s, n_l),
+                              "l_price": rng.integers(1, 1000, n_l)}),
+    }
+    ctx = pqe.Context(partitions=2)
+    for name, t in tables.items():
+        pq.write_table(t, tmp_path / f"{name}.parquet", row_group_size=50_000)
+        ctx.register_parquet(name, str(tmp_path / f"{name}.parquet"))
+    return ctx, tables
+
+
+SNOWFLAKE_Q5 = """select n_name, sum(l_price) as revenue
+from customer, orders, lineitem, supplier, nation, region
+where c_custkey = o_custkey and l_orderkey = o_orderkey and l_suppkey = s_suppkey
+  and c_nationkey = s_nationkey and s_nationkey = n_nationkey and n_regionkey = r_regionkey
+  and r_name = 'ASIA' and o_year = 1994
+group by n_name order by revenue desc"""
+
+
+def test_join_order_search_filters_both_sides_of_an_equal_column_class(tmp_path):
+    """Greedy ordering joined the smallest pair first, supplier to nation and region, and
+    then had no way to filter customer by region but a late join on c_nationkey =
+    s_nationkey (TPC-H Q5 at SF1: 910k lineitem rows met that join, 0.25 s). The search
+    over join trees (join_reorder._dp) joins customer to nation and region (customer's
+    c_nationkey is in nation's class of equal columns), then orders and lineitem, and
+    supplier last on both its keys, as DuckDB does (182k rows, 0.21 s)."""
+    duckdb = pytest.importorskip("duckdb")
+    ctx, tables = _snowflake(tmp_path)
+    plan = ctx.sql(SNOWFLAKE_Q5).explain()
+    logical = plan.split("== Physical Plan ==")[0]
+    assert "on=[customer.c_nationkey = nation.n_nationkey]" in logical
+    assert "on=[customer.c_nationkey = supplier.s_nationkey, lineitem.l_suppkey = " \
+           "supplier.s_suppkey]" in logical
+    con = duckdb.connect()
+    for name, t in tables.items():
+        con.register(name, t)
+    want = [dict(zip(["n_name", "revenue"], r, strict=True))
+            for r in con.execute(SNOWFLAKE_Q5).fetchall()]
+    assert ctx.sql(SNOWFLAKE_Q5).to_arrow().to_pylist() == want
+
+
+def test_join_order_search_keeps_greedy_within_its_margin(tmp_path, monkeypatch):
+    """The search's tree replaces greedy's only when estimated DP_GAIN cheaper: with no
+    margin to win by, the query keeps greedy's joins (supplier meets nation first) and its
+    answer."""
+    import importlib
+
+    jr = importlib.import_module("pqe.optimizer.join_reorder")
+    ctx, _ = _snowflake(tmp_path)
+    searched = ctx.sql(SNOWFLAKE_Q5).to_arrow()
+    monkeypatch.setattr(jr, "DP_GAIN", 0.0)
+    (tmp_path / "again").mkdir()
+    ctx2, _ = _snowflake(tmp_path / "again")
+    logical = ctx2.sql(SNOWFLAKE_Q5).explain().split("== Physical Plan ==")[0]
+    assert "on=[supplier.s_nationkey = nation.n_nationkey]" in logical
+    assert ctx2.sql(SNOWFLAKE_Q5).to_arrow().equals(searched)
