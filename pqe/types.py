@@ -487,6 +487,9 @@ _NAMED = {
     "blob": BINARY, "bytea": BINARY, "binary": BINARY, "varbinary": BINARY,
     "date": DATE, "date32": DATE,
     "timestamp": TIMESTAMP, "datetime": TIMESTAMP, "timestamp without time zone": TIMESTAMP,
+    # an instant; pqe's session time zone is UTC (text without an offset is UTC time)
+    "timestamptz": pa.timestamp("us", tz="UTC"), "timestamp with time zone":
+        pa.timestamp("us", tz="UTC"),
     "time": TIME, "time without time zone": TIME,
     "interval": INTERVAL,
     "decimal": pa.decimal128(18, 3), "numeric": pa.decimal128(18, 3),

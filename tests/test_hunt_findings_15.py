@@ -67,14 +67,21 @@ def test_durations_read_as_intervals(sql, partitions, source, duration_file):
 
 def test_durations_from_pandas_round_trip_exactly():
     import pandas as pd
-    frame = pd.DataFrame({"td": pd.to_timedelta([1, 2, None], unit="D") + pd.Timedelta(7, "ns")})
+    frame = pd.DataFrame({"td": (pd.to_timedelta([1, 2, None], unit="D")
+                                 + pd.Timedelta(7, "us")).astype("timedelta64[ns]")})
     ctx = pqe.Context()
     ctx.register_pandas("p", frame)
     back = ctx.sql("SELECT td FROM p").to_pandas()
     assert str(back["td"].dtype) == "timedelta64[ns]"
-    assert back["td"].equals(frame["td"])  # to the nanosecond, NaT kept
+    assert back["td"].equals(frame["td"])  # to the microsecond, NaT kept
     assert ctx.sql("SELECT max(td) AS m FROM p").to_pylist() == [
-        {"m": MDN([0, 0, 2 * DAY + 7])}]
+        {"m": MDN([0, 0, 2 * DAY + 7000])}]
+    # an INTERVAL holds whole microseconds (as DuckDB's and PostgreSQL's): nanoseconds below
+    # that are cut when registered (kept, 1 ns printed as 00:00:00 yet was not 0 seconds)
+    ns = pd.DataFrame({"td": pd.to_timedelta([1], unit="D") + pd.Timedelta(1007, "ns")})
+    ctx.register_pandas("n", ns)
+    assert ctx.sql("SELECT td FROM n").to_pylist() == [{"td": MDN([0, 0, DAY + 1000])}]
+    assert ns["td"][0] == pd.Timedelta(days=1) + pd.Timedelta(1007, "ns")  # (data untouched)
     # an INTERVAL's months count 30 days in pandas, as in DuckDB's .df()
     got = ctx.sql("SELECT INTERVAL '1 month 2 days' AS i").to_pandas()["i"][0]
     assert got == pd.Timedelta(days=32)

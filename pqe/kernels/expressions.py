@@ -2308,10 +2308,10 @@ def _text_to_boolean(x: E) -> E:
 
 
 def _parsed_temporal(t: pa.DataType) -> bool:
-    """Text casts to `t` go through `_text_to_temporal`: DATE, TIMESTAMP without a zone,
-    TIME (Arrow has no cast from text to a time of day)."""
-    return pa.types.is_date32(t) or pa.types.is_timestamp(t) and t.tz is None \
-        or pa.types.is_time(t)
+    """Text casts to `t` go through `_text_to_temporal`: DATE, TIMESTAMP with or without a
+    zone, TIME (Arrow has no cast from text to a time of day, and its cast to a zoned
+    TIMESTAMP refused text without an offset)."""
+    return pa.types.is_date32(t) or pa.types.is_timestamp(t) or pa.types.is_time(t)
 
 
 def _text_to_temporal(x: E, dst: pa.DataType, checked: bool = False) -> E:
@@ -2330,6 +2330,8 @@ def _temporal_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
     t = pc.utf8_trim(texts, T.ASCII_SPACE)
     if pa.types.is_time(dst):
         return _time_from_text(t, dst)
+    if pa.types.is_timestamp(dst) and dst.tz is not None:
+        return _zoned_from_text(t, dst)
     digits = UNIT_DIGITS[dst.unit] if pa.types.is_timestamp(dst) else 0
     # ISO text Arrow's cast reads the same way (the common case: it is fast), unless one
     # names a day the month lacks or a time past 23:59:59 (the cast fails on those)
@@ -2338,6 +2340,32 @@ def _temporal_from_text(texts: pa.Array, dst: pa.DataType) -> pa.Array:
         plain += r"(?:[ T]\d{2}:\d{2}(?::\d{2}" + (rf"(?:\.\d{{1,{digits}}})?" if digits else "") + ")?)?"
     return _split(t, plain + "$", "1970-01-01", lambda p: pc.cast(p, dst),
                   lambda rest: _any_temporal(rest, dst))
+
+
+def _zoned_from_text(t: pa.Array, dst: pa.DataType) -> pa.Array:
+    """Trimmed text -> a TIMESTAMPTZ (an instant): the time the text names at its zone
+    offset (`+02`, `-05:30`, `Z`, ` UTC`), or in UTC without one (pqe's session time zone,
+    as DuckDB's with TimeZone 'UTC'); NULL where the text names no such time."""
+    from ..plan.temporal_text import ZONED_TEXT
+
+    naive = _temporal_from_text(t, pa.timestamp(dst.unit))
+    parts = pc.extract_regex(t, ZONED_TEXT)
+
+    def number(name: str) -> pa.Array:
+        text = pc.struct_field(parts, [name])
+        return pc.if_else(pc.equal(text, ""), "0", text).cast(T.INT64)
+
+    minutes = pc.add(pc.multiply(number("oh"), 60), number("om"))
+    west = pc.equal(pc.struct_field(parts, ["sign"]), "-")
+    offset = pc.multiply(pc.if_else(west, pc.negate(minutes), minutes),
+                         60 * 10 ** UNIT_DIGITS[dst.unit])
+    try:
+        value = pc.subtract_checked(naive.cast(T.INT64), offset)
+    except pa.ArrowInvalid:
+        raise DataValueError(f"a text's time is out of the range of {T.type_name(dst)} "
+                             f"once its zone offset is applied") from None
+    return pc.if_else(pc.is_valid(parts), value, pa.scalar(None, T.INT64)).cast(
+        pa.timestamp(dst.unit)).cast(dst)
 
 
 def _time_from_text(t: pa.Array, dst: pa.DataType) -> pa.Array:

@@ -20,6 +20,11 @@ import pyarrow as pa
 TEMPORAL_TEXT = (r"^(?P<y>\d{4,6})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})"
                  r"(?:[T ]+(?P<H>\d{1,2}):(?P<M>\d{1,2})(?::(?P<S>\d{1,2})(?:\.(?P<f>\d*))?)?)?"
                  r"(?:\s*(?:Z|[+-]\d{2}(?::?\d{2})?)|\s+(?i:UTC))?$")
+# the same text, its zone offset's parts named (a TIMESTAMPTZ's text; Z, UTC or no offset at
+# all are UTC, pqe's session time zone; `+02:75` is 2 hours 75 minutes, as in DuckDB)
+ZONED_TEXT = (r"^\d{4,6}[-/]\d{1,2}[-/]\d{1,2}"
+              r"(?:[T ]+\d{1,2}:\d{1,2}(?::\d{1,2}(?:\.\d*)?)?)?"
+              r"(?:\s*(?:Z|(?P<sign>[+-])(?P<oh>\d{2})(?::?(?P<om>\d{2}))?)|\s+(?i:UTC))?$")
 _PATTERN = re.compile(TEMPORAL_TEXT, re.ASCII)  # \d as RE2 reads it in the kernels
 UNIT_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
