@@ -163,8 +163,9 @@ def _dp(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Logical
     products are `_greedy`'s to place).
 
     Every set of inputs that keys link is given one estimated row count, the output of the
-    join of the first two of its parts found (estimates of one set reached by different
-    joins differ only by the estimator's rounding), and its cheapest split into two linked
+    join of the first two of its parts found (the estimator may count one set differently by
+    the joins that reach it, which is why `_order` compares the tree found with greedy's on
+    each tree's own estimates), and its cheapest split into two linked
     parts: a set's cost is its rows plus its parts' costs plus the rows of the smaller part,
     the hash table built. Greedy ordering joins the smallest pair first and cannot undo it:
     TPC-H Q5 joined supplier to nation and region (one nation's 2k suppliers) and then had
@@ -213,8 +214,7 @@ def _dp(leaves: list[LogicalPlan], conds: list[Expr], est: Estimator) -> Logical
     used: dict[int, list[Expr]] = {}
 
     def join(s1: int, s2: int):
-        joined, usable = _candidate(built[s1], built[s2], conds, est, refs, classes)
-        return joined, usable
+        return _candidate(built[s1], built[s2], conds, est, refs, classes)
 
     full = (1 << n) - 1
     for s in range(3, full + 1):
