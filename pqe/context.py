@@ -475,9 +475,9 @@ def engine_table(table: pa.Table) -> pa.Table:
         if not (pa.types.is_string_view(want) or pa.types.is_binary_view(want)):
             want = _engine_type(f.type, f.name)
         if want == f.type:
-            if pa.types.is_interval(want):  # (whole microseconds, as a DURATION's)
+            if _holds_interval(want):  # (whole microseconds at any depth, as a DURATION's)
                 chunks = table.column(i).chunks
-                cut = [T.interval_micros(c) for c in chunks]
+                cut = [_to_engine(c, want, f.name) for c in chunks]
                 if any(a is not b for a, b in zip(cut, chunks, strict=True)):
                     table = table.set_column(i, f, pa.chunked_array(cut, want))
             continue
@@ -502,8 +502,10 @@ def _to_engine(arr: pa.Array, want: pa.DataType, column: str) -> pa.Array:
     import pyarrow.compute as pc
 
     t = arr.type
-    if t == want:
+    if t == want and not _holds_interval(t):
         return arr
+    if pa.types.is_interval(t) and t == want:
+        return T.interval_micros(arr)
     if pa.types.is_run_end_encoded(t):
         return _to_engine(pc.run_end_decode(arr), want, column)
     if isinstance(t, pa.BaseExtensionType):
@@ -523,12 +525,26 @@ def _to_engine(arr: pa.Array, want: pa.DataType, column: str) -> pa.Array:
         return pa.StructArray.from_arrays(children, fields=list(want),
                                           mask=pc.is_null(arr) if arr.null_count else None)
     if pa.types.is_map(t) and pa.types.is_map(want):
-        # (the offsets, absolute, index the whole key and item children, which convert so)
+        # (the offsets, absolute, index the whole key and item children, which convert so;
+        # Arrow builds no map from sliced offsets and a NULL mask: a slice is copied first)
+        if arr.offset and arr.null_count:
+            arr = pa.concat_arrays([arr])
         keys = _to_engine(arr.keys, want.key_type, column)
         items = _to_engine(arr.items, want.item_type, column)
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=want,
                                        mask=pc.is_null(arr) if arr.null_count else None)
     return arr.cast(want)
+
+
+def _holds_interval(t: pa.DataType) -> bool:
+    """Whether an INTERVAL is `t` or nested in it at any depth (`T.interval_micros` cuts
+    its values: a registered list of INTERVALs kept 1 ns that printed as 00:00:00 yet was
+    not equal to INTERVAL '0 seconds')."""
+    if pa.types.is_interval(t):
+        return True
+    if pa.types.is_dictionary(t):
+        return _holds_interval(t.value_type)
+    return any(_holds_interval(t.field(k).type) for k in range(t.num_fields))
 
 
 def _from_extension(arr: pa.Array) -> pa.Array:

@@ -2359,13 +2359,15 @@ def _zoned_from_text(t: pa.Array, dst: pa.DataType) -> pa.Array:
     west = pc.equal(pc.struct_field(parts, ["sign"]), "-")
     offset = pc.multiply(pc.if_else(west, pc.negate(minutes), minutes),
                          60 * 10 ** UNIT_DIGITS[dst.unit])
-    try:
-        value = pc.subtract_checked(naive.cast(T.INT64), offset)
-    except pa.ArrowInvalid:
-        raise DataValueError(f"a text's time is out of the range of {T.type_name(dst)} "
-                             f"once its zone offset is applied") from None
-    return pc.if_else(pc.is_valid(parts), value, pa.scalar(None, T.INT64)).cast(
-        pa.timestamp(dst.unit)).cast(dst)
+    # a time the offset moves past the type's range names no such time: NULL (TRY_CAST),
+    # and CAST then fails naming the text; the offset (under a day) cannot itself overflow
+    raw = naive.cast(T.INT64)
+    info = np.iinfo(np.int64)
+    ok = pc.and_(pc.greater_equal(raw, pc.add(info.min, pc.max_element_wise(offset, 0))),
+                 pc.less_equal(raw, pc.add(info.max, pc.min_element_wise(offset, 0))))
+    ok = pc.and_(ok, pc.is_valid(parts))
+    value = pc.if_else(ok, pc.subtract(raw, offset), pa.scalar(None, T.INT64))
+    return value.cast(pa.timestamp(dst.unit)).cast(dst)
 
 
 def _time_from_text(t: pa.Array, dst: pa.DataType) -> pa.Array:
