@@ -337,6 +337,13 @@ class Lowering:
                 probe_keys = tuple(node.left_keys[i] for i in node.key_filter)
                 left = [Pending(p.ops + (O.KeyFilter(filter=len(p.inputs), keys=probe_keys),),
                                 p.inputs + ((name, 0),)) for p in left]
+            if not node.dense and P.takes_key_set(node):
+                # a semi or anti join on integer keys: the build's distinct keys packed once,
+                # for every probe partition to look its rows up in (kernels.dense_join.KeySet;
+                # the table itself when the keys do not qualify, and the probes hash-join),
+                # after the key filter's cheaper drop of the rows whose one key it lacks
+                build = self._keyed_task("key-set-", dense_join.build_key_set, build,
+                                         tuple(node.right_keys))
             builds = [build] * len(left)
         else:
             left = self.lower(node.left)

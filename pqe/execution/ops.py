@@ -362,6 +362,12 @@ class HashJoin(Op):
             if out is not None:
                 return out
             build = build.table
+        elif isinstance(build, dense_join.KeySet):
+            out = dense_join.probe_key_set(data, build, self.kind, self.left_keys,
+                                           self.out_ids)
+            if out is not None:
+                return out
+            build = build.table
         elif isinstance(build, dense_join.RunsTable):
             out = None
             if self.kind == "inner" and not self.null_aware:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from .. import types as T
 from ..physical.plan import BITMAP_DENSITY, DENSE_MAX_SLOTS, bitmap_form, dense_fits
 from .expressions import filter_table
+from .hashing import sorted_unique
 
 
 @dataclass
@@ -530,3 +531,120 @@ def _members(arr: pa.Array, kf: KeyFilter) -> np.ndarray:
     offsets[~inside] = 0
     hit = (kf.bits.take(offsets >> 3) >> (offsets & 7).astype(np.uint8)) & np.uint8(1)
     return hit.view(bool) & inside
+
+
+# ---- key sets: semi and anti joins on integer keys ------------------------------------------
+
+# a key set is a bitmap over the packed keys' whole range when that range is at most this many
+# values (8 MiB); past it, the sorted distinct packed keys
+KEY_SET_BITMAP_SLOTS = 1 << 26
+# packed keys must stay below this (offsets and their products in int64, never wrapping)
+KEY_SET_MAX_SPAN = 1 << 62
+
+
+@dataclass
+class KeySet:
+    """The distinct key tuples of a broadcast semi or anti join's build, made once for every
+    probe partition, where Acero hashed the whole build again in each (TPC-DS q78's anti join
+    of 550k store sales against 290k returns on (ticket, item): built four times). Each
+    integer key k is read as an int64 offset `value - lo[k]` in [0, spans[k]), the offsets
+    packed into one int64 by `strides` (mixed radix); a probe row is in the set when its
+    packed key is: a bit of `bits` (little-endian), or one of the sorted `packed` keys.
+    `table` is the build itself, for a probe whose key types differ (hash-joined as before).
+    """
+
+    table: pa.Table
+    types: tuple
+    lo: tuple
+    spans: tuple
+    strides: tuple
+    bits: np.ndarray | None = None
+    packed: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.table.nbytes + sum(a.nbytes for a in (self.bits, self.packed)
+                                       if a is not None)
+
+
+def _int64_values(col) -> tuple[np.ndarray, np.ndarray | None]:
+    """An integer column's values as int64 (UBIGINT past int64 wrapped: the same bijection on
+    both sides of a join, so equality holds) and where it is not NULL (None: nowhere NULL)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = pc.cast(arr, pa.int64(), safe=False)
+    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False) if arr.null_count else None
+    if arr.null_count:
+        arr = arr.fill_null(0)
+    return arr.to_numpy(zero_copy_only=False), valid
+
+
+def build_key_set(table: pa.Table, keys: tuple[str, ...]) -> KeySet | pa.Table:
+    """The KeySet of the build `table` on `keys`, or the table itself when a key is not an
+    integer or the keys' ranges multiplied reach KEY_SET_MAX_SPAN (the probes hash-join).
+    Rows with a NULL key are left out: they match nothing."""
+    types = tuple(table.column(k).type for k in keys)
+    if not all(pa.types.is_integer(t) for t in types):
+        return table
+    columns, valid = [], None
+    for k in keys:
+        values, ok = _int64_values(table.column(k))
+        columns.append(values)
+        if ok is not None:
+            valid = ok if valid is None else valid & ok
+    if valid is not None:
+        columns = [c[valid] for c in columns]
+    if not len(columns[0]):  # (no key: the set is empty)
+        return KeySet(table, types, (0,) * len(keys), (1,) * len(keys), (0,) * len(keys),
+                      packed=np.empty(0, np.int64))
+    lo = tuple(int(c.min()) for c in columns)
+    spans = tuple(int(c.max()) - low + 1 for c, low in zip(columns, lo, strict=True))
+    total = 1
+    for s in spans:
+        total *= s
+    if total >= KEY_SET_MAX_SPAN:
+        return table
+    strides, stride = [], 1
+    for s in reversed(spans):
+        strides.append(stride)
+        stride *= s
+    strides = tuple(reversed(strides))
+    packed = np.zeros(len(columns[0]), np.int64)
+    for c, low, st in zip(columns, lo, strides, strict=True):
+        packed += (c - low) * st
+    if total <= KEY_SET_BITMAP_SLOTS:
+        marks = np.zeros(total, np.uint8)
+        marks[packed] = 1
+        return KeySet(table, types, lo, spans, strides,
+                      bits=np.packbits(marks, bitorder="little"))
+    return KeySet(table, types, lo, spans, strides, packed=sorted_unique(packed))
+
+
+def probe_key_set(left: pa.Table, ks: KeySet, kind: str, left_keys, out_ids) -> pa.Table | None:
+    """The rows of the probe `left` whose keys the set has (kind semi) or does not (anti; a
+    row with a NULL key is in no set), or None when a probe key's type differs from the
+    build's (the caller hash-joins)."""
+    if tuple(left.column(k).type for k in left_keys) != ks.types:
+        return None
+    n = left.num_rows
+    inside = np.ones(n, dtype=bool)
+    packed = np.zeros(n, np.int64)
+    with np.errstate(over="ignore"):
+        for k, low, span, stride in zip(left_keys, ks.lo, ks.spans, ks.strides, strict=True):
+            values, ok = _int64_values(left.column(k))
+            # wraps around only for keys outside [low, low + span): never into [0, span)
+            offsets = np.subtract(values, low, dtype=np.int64)
+            inside &= (offsets >= 0) & (offsets < span)
+            if ok is not None:
+                inside &= ok
+            packed += np.where(inside, offsets, 0) * stride
+    packed[~inside] = 0
+    if ks.bits is not None:
+        hit = ((ks.bits.take(packed >> 3) >> (packed & 7).astype(np.uint8)) & np.uint8(1))
+        hit = hit.view(bool) & inside
+    elif len(ks.packed):
+        at = np.searchsorted(ks.packed, packed)
+        np.minimum(at, len(ks.packed) - 1, out=at)
+        hit = (ks.packed.take(at) == packed) & inside
+    else:
+        hit = np.zeros(n, dtype=bool)
+    return _keep_rows(left, hit if kind == "semi" else ~hit).select(list(out_ids))

@@ -32,6 +32,16 @@ _S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _BLOCK = 1 << 20  # rows of text hashed at a time (bounds the per-word temporaries)
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """The distinct values of a 1-d array, sorted: `np.unique(a)`, by a sort and a compare.
+    numpy 2.3+'s unique hashes instead (when no index, inverse or count is asked for):
+    300,000 random int64s took 0.37 s against 5 ms sorted."""
+    s = np.sort(a)
+    if len(s) < 2:
+        return s
+    return s[np.concatenate(([True], s[1:] != s[:-1]))]
+
+
 def fmix(h: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer, in place: every output bit depends on every input bit."""
     with np.errstate(over="ignore"):

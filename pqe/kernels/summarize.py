@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from .hashing import fmix, hash_column
+from .hashing import fmix, hash_column, sorted_unique
 
 _P = 12
 _M = 1 << _P
@@ -49,7 +49,7 @@ def _dense(h: np.ndarray, regs: np.ndarray | None = None) -> np.ndarray:
 def _pack(h: np.ndarray) -> bytes:
     """A sketch: the distinct hashes themselves while there are few (exact counts, as
     HyperLogLog++'s sparse form), registers past that."""
-    h = np.unique(h)
+    h = sorted_unique(h)
     if len(h) <= _SPARSE:
         return b"S" + h.astype("<u8").tobytes()
     return b"D" + _dense(h).tobytes()
@@ -74,7 +74,7 @@ def hll_merge(states: pa.Array) -> bytes:
             sparse.append(h)
         else:
             regs = r if regs is None else np.maximum(regs, r, out=regs)
-    h = np.unique(np.concatenate(sparse)) if sparse else np.zeros(0, np.uint64)
+    h = sorted_unique(np.concatenate(sparse)) if sparse else np.zeros(0, np.uint64)
     if regs is None:
         return _pack(h)
     return b"D" + _dense(h, regs).tobytes()

@@ -132,6 +132,22 @@ def takes_runs(join) -> bool:
             and join.est_build_rows >= RUNS_MIN_BUILD_ROWS)
 
 
+def takes_key_set(join) -> bool:
+    """Whether the broadcast HashJoinExec `join` (not dense) is a semi or anti join that looks
+    its probe rows up in its build's packed distinct keys (kernels.dense_join.KeySet, built
+    once; the build task hands back the table itself when the keys are not integers, and
+    the probes hash-join): no condition beside the keys, and not NOT IN's NULL-aware anti
+    join. Probed by one partition, Acero's hash join builds once too."""
+    if not (join.kind in ("semi", "anti") and join.filter is None and not join.null_aware
+            and not join.dense and join.left.n > 1
+            and (join.mode == "broadcast" or (join.mode != "build_left" and join.right.n == 1))):
+        return False
+    left = {f.id: f.dtype for f in join.left.schema}
+    right = {f.id: f.dtype for f in join.right.schema}
+    return all(a in left and b in right and T.is_integer(left[a]) and T.is_integer(right[b])
+               for a, b in zip(join.left_keys, join.right_keys, strict=True))
+
+
 def dense_fits(span: int, rows: float) -> bool:
     """Whether keys spanning `span` values over `rows` build rows get a dense index: up to
     DENSE_DENSITY slots a row (or DENSE_SLACK slots) an array; sparser keys up to
@@ -444,7 +460,8 @@ class HashJoinExec(PhysicalPlan):
     def describe(self, names):
         keys = ", ".join(f"{names.get(a, a)} = {names.get(b, b)}"
                          for a, b in zip(self.left_keys, self.right_keys, strict=True))
-        mode = self.mode + (", dense" if self.dense else "")
+        mode = self.mode + (", dense" if self.dense else ", key set" if takes_key_set(self)
+                            else "")
         out = f"HashJoin[{mode}]: {self.kind} on=[{keys}]"
         if self.filter is not None:
             out += f" filter={_expr(self.filter)}"
