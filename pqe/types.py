@@ -348,14 +348,20 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         if len(stamps) == 2 and all(t.tz is not None for t in stamps):
             # two instants stay an instant (in another unit or zone they became a naive
             # TIMESTAMP: UNION of Polars' ms and pandas' us UTC columns lost the zone)
-            unit = "ns" if all(t.unit == "ns" for t in stamps) else "us"
+            unit = "ns" if any(t.unit == "ns" for t in stamps) else "us"  # (as below)
             return pa.timestamp(unit, a.tz if a.tz == b.tz else "UTC")
+        # an instant beside a naive TIMESTAMP or a DATE (read as UTC, pqe's session time
+        # zone) gives an instant, as PostgreSQL and DuckDB prefer TIMESTAMPTZ: coalesce(tz,
+        # ts) lost its zone (its text had no +00, pandas saw naive times)
+        zone = next((t.tz for t in stamps if t.tz is not None), None)
         if any(t.unit == "ns" for t in stamps):
             # nanoseconds (pandas' unit) meet others in nanoseconds: in microseconds a value
             # with a nanosecond part did not convert, and the comparison failed; a zoned
             # side too (its UTC instant), where the nanoseconds were cut and a zoned 00:00
             # equalled a naive 00:00:00.000000001
-            return pa.timestamp("ns")
+            return pa.timestamp("ns", zone)
+        if zone is not None:
+            return pa.timestamp("us", zone)
         return TIMESTAMP if stamps else DATE
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         return TIMESTAMP

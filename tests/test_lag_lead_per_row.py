@@ -1,5 +1,6 @@
 """LAG/LEAD with an offset or a default that varies by row (`lag(x, k, y)`), as DuckDB
-answers them: the default cast to the value's type, a negative offset looking the other way,
+answers them but for types: the value and the default meet in their common type (PostgreSQL's
+rule; DuckDB casts the default to the value's type), a negative offset looking the other way,
 a NULL offset giving NULL (not the default), offsets at BIGINT's limits past every partition.
 Checked against DuckDB at 1 and 3 partitions."""
 import duckdb
@@ -42,13 +43,29 @@ def duck():
     return con
 
 
+# pqe gives LAG/LEAD's value and default their common type, as PostgreSQL does (DuckDB casts
+# the default to the value's type: 1.5 became 2): DuckDB's query casts the value to it
+IN_DUCKDB = {"lag(x, 1, y)": "lag(x::double, 1, y)", "lag(x, k, y)": "lag(x::double, k, y)"}
+
+
 @pytest.mark.parametrize("partitions", [1, 3])
-@pytest.mark.parametrize("sql", CASES)
+@pytest.mark.parametrize("sql", [c for c in CASES if "lag(s, 1, id)" not in c])
 def test_matches_duckdb(sql, partitions, duck):
     ctx = pqe.Context(partitions=partitions)
     ctx.register_arrow("t", T)
     got = [tuple(r.values()) for r in ctx.sql(sql).to_arrow().to_pylist()]
-    assert got == duck.execute(sql).fetchall()
+    theirs = sql
+    for ours, duck_form in IN_DUCKDB.items():
+        theirs = theirs.replace(ours, duck_form)
+    assert got == duck.execute(theirs).fetchall()
+
+
+def test_text_value_with_a_number_default_is_refused():
+    ctx = pqe.Context()
+    ctx.register_arrow("t", T)
+    with pytest.raises(pqe.Error, match="LAG default of type BIGINT does not match its value "
+                                        "of type VARCHAR"):
+        ctx.sql("select lag(s, 1, id) over (order by id) from t").to_arrow()
 
 
 def test_null_offset_is_null_not_the_default():

@@ -23,7 +23,7 @@ from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Li
                    SortKey, SubqueryExpr, UserCall, and_, conjuncts, is_volatile, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
-from .temporal_text import INVALID, parse_temporal, parse_time
+from .temporal_text import INVALID, parse_temporal, parse_time, parse_zoned
 
 _IDS = itertools.count(1)
 
@@ -116,7 +116,11 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
         if pa.types.is_date(dtype) and isinstance(v, str):
             return Literal(datetime.date.fromisoformat(v.strip(T.ASCII_SPACE)), dtype)
         if pa.types.is_timestamp(dtype) and isinstance(v, str):
-            return Literal(datetime.datetime.fromisoformat(v.strip(T.ASCII_SPACE)), dtype)
+            # a zoned TIMESTAMP's text, by the kernels' grammar too (Python's fromisoformat
+            # read '2024-01-01 10.5' as 10:00:00.5, and ISO week dates, which a column's
+            # text does not convert from)
+            value = parse_zoned(v, dtype)
+            return None if value is INVALID or value is None else Literal(value, dtype)
         if pa.types.is_timestamp(dtype) and type(v) is datetime.date:
             return Literal(datetime.datetime(v.year, v.month, v.day), dtype)
         if T.is_text(dtype) and isinstance(v, str):
@@ -395,7 +399,18 @@ def case(whens: Sequence[tuple[Expr, Expr]], else_: Expr | None) -> Expr:
 
 
 def in_list(arg: Expr, values: Sequence[Expr], negated: bool = False) -> Expr:
-    values = [_string_literal_to(v, arg) for v in values]
+    # text literals take the type the tested value and the list's other values share, as
+    # PostgreSQL resolves one type for all of them: `d IN (TIMESTAMP '...', '2021-01-01
+    # 07:00')` compares TIMESTAMPs (the text read as a DATE was 2021-01-01, equal to d)
+    ref = arg
+    typed = [v for v in values if not _is_text_literal(v) and not T.is_null(v.dtype)]
+    if typed and not T.is_text(arg.dtype) and not T.is_null(arg.dtype):
+        common = arg.dtype
+        for v in typed:
+            common = T.common_type(common, v.dtype) if common is not None else None
+        if common is not None and common != arg.dtype and not T.is_text(common):
+            ref = Literal(None, common)
+    values = [_string_literal_to(v, ref) for v in values]
     dtype = arg.dtype
     if T.is_nested(dtype) or any(T.is_nested(v.dtype) for v in values):
         # (Arrow's is_in has no kernel for them: a raw error at run time)
@@ -809,6 +824,18 @@ def window_arguments(name: str, args: Sequence[Expr]) -> tuple[list[Expr], tuple
 
     value_args, consts = window_consts(name, args)
     fdef = F.WINDOW[name]
+    if name in ("lag", "lead") and len(args) > 2:
+        # the value and the default meet in their common type, as COALESCE's arguments do
+        # (PostgreSQL's anycompatible): lag(k, 1, 2.5) of a BIGINT is 2.5, not 3, and a
+        # BOOLEAN default of a number is an error; a text literal takes the value's type
+        default = _string_literal_to(args[2], value_args[0])
+        if not T.is_null(default.dtype):
+            common = T.common_type(value_args[0].dtype, default.dtype)
+            if common is None:
+                raise TypeMismatchError(
+                    f"{name.upper()} default of type {T.type_name(default.dtype)} does not "
+                    f"match its value of type {T.type_name(value_args[0].dtype)}")
+            value_args[0] = cast(value_args[0], common)
     typed = value_args[:1] if name in ("lag", "lead") else value_args
     _, dtype = fdef.resolve(name, [a.dtype for a in typed] or [T.INT64])
     if name in ("lag", "lead") and consts[1] is not None:
@@ -832,9 +859,9 @@ def check_whole(e: Literal, what: str) -> None:
 
 
 def lag_default(default: Expr, dtype: pa.DataType):
-    """LAG/LEAD's default in the function's type, as CAST converts it (2.5 -> 3 for a BIGINT,
-    5 -> '5' for text; Arrow's scalar conversion cut 2.5 to 2 and refused 5 for text): the
-    value when the cast folds, else the cast, evaluated by the window kernel."""
+    """LAG/LEAD's default in the function's type (the common type of the value and the
+    default: window_arguments), as CAST converts it: the value when the cast folds, else the
+    cast, evaluated by the window kernel."""
     out = cast(default, dtype)
     return out.value if isinstance(out, Literal) else out
 

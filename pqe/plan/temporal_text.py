@@ -60,6 +60,28 @@ def parse_temporal(text: str, dtype: pa.DataType):
         return None  # (9999-12-31 24:00)
 
 
+_ZONED_PATTERN = re.compile(ZONED_TEXT, re.ASCII)
+
+
+def parse_zoned(text: str, dtype: pa.DataType):
+    """The instant (a datetime.datetime in UTC) a TIMESTAMPTZ's text names, as the kernels
+    read a column's (kernels.expressions._zoned_from_text): `parse_temporal`'s time less its
+    zone offset. INVALID, or None where Python cannot hold the value (the kernels read it)."""
+    t = text.strip(" \t\n\r\f\v")
+    m = _ZONED_PATTERN.match(t)
+    if m is None:
+        return INVALID
+    naive = parse_temporal(t, pa.timestamp(dtype.unit))
+    if naive is INVALID or naive is None:
+        return naive
+    minutes = int(m["oh"] or 0) * 60 + int(m["om"] or 0)
+    try:
+        return naive.replace(tzinfo=datetime.timezone.utc) - datetime.timedelta(
+            minutes=-minutes if m["sign"] == "-" else minutes)
+    except OverflowError:
+        return None
+
+
 # A TIME (time of day): hour, minutes, optional seconds (one or two digits each) and a
 # fraction of any length cut to the type's unit, then the zone a TIMESTAMP may carry (ignored
 # likewise). Not 24:00 (no time of day), nor a date before it (CAST it to TIMESTAMP first).
