@@ -123,6 +123,10 @@ class Context:
         if not isinstance(df, DataFrame):
             raise CatalogError(f"register_dataframe needs a pqe.DataFrame, got "
                                f"{type(df).__module__}.{type(df).__name__}")
+        if df._session is not self._session:
+            raise CatalogError("register_dataframe: the DataFrame belongs to another Context; "
+                               "register its data instead (ctx.register_arrow(name, "
+                               "df.to_arrow()))")
         names = df.columns
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

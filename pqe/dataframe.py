@@ -334,6 +334,14 @@ class DataFrame:
 
     # ---- the builder -----------------------------------------------------------------------
 
+    def _same_context(self, other: DataFrame, what: str) -> None:
+        """Frames of two Contexts do not meet: the other's tables would be read under this
+        one's limits and settings (a closed Context's too)."""
+        if other._session is not self._session:
+            raise BindError(f"{what}() of DataFrames from two different Contexts is not "
+                            f"supported; register the other's data in this Context (e.g. "
+                            f"ctx.register_arrow(name, other.to_arrow()))")
+
     def _new(self, plan: LogicalPlan) -> DataFrame:
         return DataFrame(self._session, plan)
 
@@ -362,7 +370,11 @@ class DataFrame:
         refs = {c: ColumnRef(f) for c, f in zip(calls, window.fields, strict=True)}
         out = [(transform(e, lambda x: refs.get(x) if isinstance(x, WindowCall) else None), n)
                for e, n in resolved]
-        return window, out
+        # a sorted frame stays in its order (a window regroups its rows by its own keys:
+        # `df.sort("a").with_columns(r=rank().over(...))` came back in another order, where
+        # every other step keeps it)
+        order = _order_of(self._plan)
+        return (B.sort(window, order) if order else window), out
 
     def select(self, *exprs: str | Expr, **named: str | Expr) -> DataFrame:
         """Columns or expressions (keyword arguments name them); aggregates alone (no
@@ -410,16 +422,19 @@ class DataFrame:
         if mapping is not None and not isinstance(mapping, dict):
             raise BindError(f"rename() takes a dict of old -> new names, not "
                             f"{type(mapping).__name__}")
-        pairs = dict(mapping or {})
-        pairs.update(names)
+        pairs = list((mapping or {}).items()) + list(names.items())
         r = Resolver(self._plan.schema)
         new_names = {}
-        for old, new in pairs.items():
+        for old, new in pairs:
             if not isinstance(old, str):
                 raise BindError(f"rename: {old!r} is not a column name")
             if not isinstance(new, str) or not new:
                 raise BindError(f"rename: the new name of {old!r} must be a non-empty string")
-            new_names[r.column(old).id] = new
+            cid = r.column(old).id
+            if new_names.get(cid, new) != new:  # (one would win silently)
+                raise BindError(f"rename: column {old!r} is given two new names, "
+                                f"{new_names[cid]!r} and {new!r}")
+            new_names[cid] = new
         items = [(ColumnRef(f), new_names.get(f.id, f.name)) for f in self._plan.schema]
         _check_unique([n for _, n in items if n in new_names.values()], "rename()")
         return self._new(B.project(self._plan, items))
@@ -452,6 +467,7 @@ class DataFrame:
         if not isinstance(other, DataFrame):
             raise BindError(f"join() takes a pqe DataFrame, not {type(other).__name__} (make "
                             f"one with ctx.from_arrow() or ctx.from_pandas())")
+        self._same_context(other, "join")
         how = {"outer": "full", "full_outer": "full", "left_outer": "left"}.get(how, how)
         if how not in ("inner", "left", "right", "full", "semi", "anti", "cross"):
             raise BindError(f"unknown join type {how!r}")
@@ -573,6 +589,7 @@ class DataFrame:
         if not isinstance(other, DataFrame):
             raise BindError(f"union() takes a pqe DataFrame, not {type(other).__name__} (make "
                             f"one with ctx.from_arrow() or ctx.from_pandas())")
+        self._same_context(other, "union")
         if not isinstance(distinct, bool):  # bool("no") is True
             raise BindError(f"union() distinct= takes True or False, not {distinct!r}")
         u = B.union_all([self._plan, other._plan])
@@ -720,6 +737,57 @@ def _key_list(keys: Any, what: str) -> list:
         return list(keys)
     raise BindError(f"join {what}= takes a column, an expression or a list of them, not "
                     f"{keys!r}")
+
+
+def _order_of(plan: LogicalPlan) -> list | None:
+    """The sort keys the rows of `plan` are in, over its own columns: those of the Sort that
+    filters, limits and projections above it keep (a projection passing each key's columns
+    through), or None."""
+    from .plan.expr import SortKey
+    from .plan.logical import Filter, Limit, Project, Sort
+
+    if isinstance(plan, (Filter, Limit)):
+        return _order_of(plan.input)
+    if isinstance(plan, Sort):
+        keys = list(plan.keys)
+        below = plan.input
+        if isinstance(below, Project):  # (computed keys: sort() computes, sorts, drops them)
+            made = {f.id: e for f, e in zip(below.fields, below.exprs, strict=True)
+                    if not isinstance(e, ColumnRef)}
+            keys = [SortKey(_lifted(transform(k.expr, lambda x: made.get(x.field.id) if
+                                              isinstance(x, ColumnRef) else None), below,
+                                    computed=False),
+                            k.ascending, k.nulls_first) for k in keys]
+            if any(k.expr is None for k in keys):
+                return list(plan.keys)
+        return keys
+    if isinstance(plan, Project):
+        keys = _order_of(plan.input)
+        if keys is None:
+            return None
+        out = []
+        for k in keys:
+            e = _lifted(k.expr, plan)
+            if e is None:
+                return None
+            out.append(SortKey(e, k.ascending, k.nulls_first))
+        return out
+    return None
+
+
+def _lifted(expr, project, computed: bool = True):
+    """`expr` over `project`'s input, over its output instead (a column it computes as
+    `expr`, unless not `computed`; else through the columns it passes as they are), or None
+    when it reads a column the projection does not pass."""
+    passed = {e.field.id: ColumnRef(f) for f, e in zip(project.fields, project.exprs,
+                                                       strict=True) if isinstance(e, ColumnRef)}
+    for f, e in zip(project.fields, project.exprs, strict=True):
+        if computed and e == expr:
+            return ColumnRef(f)
+    if any(isinstance(x, ColumnRef) and x.field.id not in passed for x in walk(expr)):
+        return None
+    return transform(expr, lambda x: passed.get(x.field.id) if isinstance(x, ColumnRef)
+                     else None)
 
 
 def _rename_clashes(joined, n_left: int, suffix: str, drop: tuple, coalesce=None) -> LogicalPlan:

@@ -177,3 +177,105 @@ def test_lag_default_meets_the_value_in_their_common_type():
     assert first("lead(i, 5, k)") == 1
     with pytest.raises(pqe.Error, match="LAG default of type BOOLEAN"):
         first("lag(k, 1, true)")
+
+
+# ---- the DataFrame builder ------------------------------------------------------------------
+
+# A window regrouped a sorted frame's rows by its own keys: df.sort("a", descending=True)
+# .with_columns(r=...over(...)) came back in another order, where every other step keeps it.
+@pytest.mark.parametrize("parts", [1, 3])
+def test_a_window_keeps_a_sorted_frames_order(parts):
+    from pqe import col
+    ctx = pqe.Context(partitions=parts)
+    ctx.register_arrow("t", pa.table({"a": list(range(8)), "b": [i % 3 for i in range(8)]}))
+    s = ctx.table("t").sort("a", descending=True)
+    assert s.with_columns(w=col("a").sum().over(partition_by="b")).to_arrow()["a"] \
+        .to_pylist() == list(range(7, -1, -1))
+    assert s.select("a", r=pqe.row_number().over(order_by="a")).to_arrow()["a"] \
+        .to_pylist() == list(range(7, -1, -1))
+    # a computed sort key, and one seen through a projection
+    s2 = ctx.table("t").sort(col("a") * -1 + col("b")).select("a", "b")
+    want = s2.to_arrow()["a"].to_pylist()
+    assert want == [6, 7, 3, 4, 5, 0, 1, 2]
+    assert s2.with_columns(r=pqe.rank().over(order_by="b")).to_arrow()["a"].to_pylist() == want
+    got = s2.filter(col("b") >= 0).with_columns(r=pqe.rank().over(order_by="b")).to_arrow()
+    assert got["a"].to_pylist() == want
+
+
+# Frames of two Contexts met (a closed one's too), bypassing the other's limits; rename()
+# given two new names for one column kept one silently.
+def test_frames_of_two_contexts_do_not_meet():
+    c1, c2 = pqe.Context(), pqe.Context()
+    c1.register_arrow("t", pa.table({"k": [1, 2, 3]}))
+    c2.register_arrow("z", pa.table({"k": [1]}))
+    z = c2.table("z")
+    for call in (lambda: c1.table("t").join(z, on="k"), lambda: c1.table("t").union(z)):
+        with pytest.raises(pqe.Error, match="two different Contexts"):
+            call()
+    with pytest.raises(pqe.Error, match="another Context"):
+        c1.register_dataframe("zz", z)
+    c2.close()
+    with pytest.raises(pqe.Error, match="two different Contexts"):
+        c1.table("t").join(z, on="k")
+    # within one Context: a self-join and a union still work
+    t = c1.table("t")
+    assert t.join(t, on="k").count() == 3 and t.union(t).count() == 6
+
+
+def test_rename_refuses_two_names_for_one_column():
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"a": [1], "b": [2]}))
+    with pytest.raises(pqe.Error, match="two new names"):
+        ctx.table("t").rename({"a": "c"}, a="d")
+    assert ctx.table("t").rename({"a": "c"}, b="d").columns == ["c", "d"]
+    assert ctx.table("t").rename({"a": "c"}, a="c").columns == ["c", "b"]
+
+
+# ---- review of this session's type rules ----------------------------------------------------
+
+# Text naming more decimal places than a DECIMAL has was rounded to its scale: `3 IN (1.5,
+# '2.96')` was true once the list's text took DECIMAL(20,1), and `dec_4_1 = '123.456'` matched
+# 123.5. PostgreSQL's numeric compares the text's value exactly.
+@pytest.mark.parametrize("sql,want", [
+    ("select i from t where i in (1.5, '2.96')", []),
+    ("select i from t where i in (1.5, '3.00')", [3]),
+    ("select d from t where d = '123.456'", []),
+    ("select d from t where d = '123.50'", ["123.5"]),
+    ("select d from t where d > '123.456'", ["123.5"]),
+    ("select d from t where d in ('2.5', '9.99')", ["2.5"]),
+    ("select coalesce(d, '1.239') from t", ["123.500", "2.500", "1.239"]),
+])
+def test_text_beside_a_decimal_keeps_its_places(sql, want, tmp_path):
+    import decimal
+    import pyarrow.parquet as pq
+    t = pa.table({"i": pa.array([1, 2, 3]), "d": pa.array(
+        [decimal.Decimal("123.5"), decimal.Decimal("2.5"), None], pa.decimal128(4, 1))})
+    pq.write_table(t, tmp_path / "t.parquet", row_group_size=1)
+    for register in ("arrow", "parquet"):
+        ctx = pqe.Context(partitions=2)
+        if register == "arrow":
+            ctx.register_arrow("t", t)
+        else:
+            ctx.register_parquet("t", str(tmp_path / "t.parquet"))
+        got = ctx.sql(sql).to_arrow().column(0).to_pylist()
+        assert [str(v) if isinstance(v, decimal.Decimal) else v for v in got] == want, register
+
+
+# TIMESTAMPTZ - TIMESTAMP (or DATE) was refused, so coalesce(tz, ts) - ts, once an instant,
+# failed where it gave 1 day; the naive side is taken as UTC, as PostgreSQL casts it.
+def test_instant_minus_naive_time_is_an_interval():
+    import datetime as dt
+    t = pa.table({"tz": pa.array([dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc)],
+                                 pa.timestamp("us", "UTC")),
+                  "ts": pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("us")),
+                  "d": pa.array([dt.date(2023, 12, 31)])})
+    sql = ("select coalesce(tz, ts) - ts a, tz - ts b, ts - tz c, tz - d e, d - tz f, "
+           "tz - timestamp '2024-01-01 12:00' g from t")
+    ctx = pqe.Context()
+    ctx.register_arrow("t", t)
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.register("t", t)
+    got = [dt.timedelta(days=v.days, microseconds=v.nanoseconds // 1000)
+           for v in ctx.sql(sql).to_arrow().to_pylist()[0].values()]
+    assert tuple(got) == con.execute(sql).fetchall()[0]

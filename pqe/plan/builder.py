@@ -206,12 +206,34 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
                 raise TypeMismatchError(f"cannot convert '{e.value}' to BLOB: a backslash "
                                         f"escape or a character past ASCII")
             return Literal(e.value.encode("ascii"), T.BINARY)
+        if T.is_decimal(other.dtype):
+            # text naming more decimal places than the DECIMAL has keeps them (PostgreSQL's
+            # numeric): the value is compared exactly, not rounded to the other's scale
+            # (`dec_4_1 = '123.456'` matched 123.5; `3 IN (1.5, '2.96')` was true)
+            exact = _exact_decimal(e.value, other.dtype.scale)
+            if exact is not None:
+                return exact
         folded = _cast_literal(e, other.dtype)
         if folded is None:
             raise TypeMismatchError(
                 f"cannot convert '{e.value}' to {T.type_name(other.dtype)}")
         return folded
     return e
+
+
+def _exact_decimal(text: str, scale: int) -> Literal | None:
+    """Numeric text with more decimal places than `scale`, as a DECIMAL literal of its own
+    precision and scale (as a numeric literal is typed), or None (the text fits the scale,
+    is no number, or needs more than 38 digits)."""
+    v = _parse_number(text, T.decimal(T.MAX_DECIMAL_PRECISION, 0))
+    if v is None or not v.is_finite():
+        return None
+    _, digits, exp = v.as_tuple()
+    places = max(0, -int(exp))
+    precision = max(len(digits), places + 1)
+    if places <= scale or precision > T.MAX_DECIMAL_PRECISION:
+        return None
+    return Literal(v, pa.decimal128(precision, places))
 
 
 def _text_literals_as_the_others(args: Sequence[Expr]) -> list[Expr]:

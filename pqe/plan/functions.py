@@ -119,10 +119,12 @@ def _arith(fn: str, ts: Sequence[pa.DataType]):
         if fn == "subtract" and T.is_temporal(a) and T.is_temporal(b):
             # TIMESTAMP - TIMESTAMP (or a DATE, as its midnight): an INTERVAL of days and
             # the rest, in microseconds (DuckDB, PostgreSQL); two TIMESTAMPTZ by their
-            # instants (a zone-less one beside a zoned one would need a session zone: refused)
+            # instants, a zone-less one beside a zoned one taken as UTC (pqe's session
+            # time zone), as PostgreSQL casts it to TIMESTAMPTZ in its session's zone
             zones = [t.tz if pa.types.is_timestamp(t) else None for t in (a, b)]
-            if all(zones):
-                return tuple(pa.timestamp("us", z) for z in zones), T.INTERVAL
+            if any(zones):
+                zone = next(z for z in zones if z)
+                return tuple(pa.timestamp("us", z or zone) for z in zones), T.INTERVAL
             if not any(zones):
                 return (T.TIMESTAMP, T.TIMESTAMP), T.INTERVAL
         if T.is_interval(a) and T.is_interval(b):
