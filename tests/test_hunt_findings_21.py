@@ -279,3 +279,19 @@ def test_instant_minus_naive_time_is_an_interval():
     got = [dt.timedelta(days=v.days, microseconds=v.nanoseconds // 1000)
            for v in ctx.sql(sql).to_arrow().to_pylist()[0].values()]
     assert tuple(got) == con.execute(sql).fetchall()[0]
+
+
+# Text naming a time Python's datetime cannot hold, compared with a column, was refused
+# ("cannot convert") where CAST of the same text converts: the kernel reads it at run time.
+def test_text_past_pythons_datetimes_compares_as_its_cast_converts():
+    import datetime as dt
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({
+        "tz": pa.array([dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc)], pa.timestamp("us", "UTC")),
+        "d": pa.array([dt.date(2020, 1, 1)]), "ts": pa.array([dt.datetime(2020, 1, 1)])}))
+    got = ctx.sql("select tz < '9999-12-31 23:00-05' a, tz > '0001-01-01 00:00+05' b, "
+                  "d < '10000-01-01' c, ts < '10000-01-01 00:00' e, "
+                  "d in ('10000-01-01', '2020-01-01') f from t").to_arrow().to_pylist()
+    assert got == [{"a": True, "b": True, "c": True, "e": True, "f": True}]
+    with pytest.raises(pqe.Error, match="cannot convert 'garbage'"):
+        ctx.sql("select tz < 'garbage' from t")

@@ -214,11 +214,25 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
             if exact is not None:
                 return exact
         folded = _cast_literal(e, other.dtype)
+        if folded is None and _kernel_reads(e.value, other.dtype):
+            return cast(e, other.dtype)  # (a time Python's datetime does not hold)
         if folded is None:
             raise TypeMismatchError(
                 f"cannot convert '{e.value}' to {T.type_name(other.dtype)}")
         return folded
     return e
+
+
+def _kernel_reads(text: str, dtype: pa.DataType) -> bool:
+    """Whether text names a DATE or TIMESTAMP that Python's datetime cannot hold (a year
+    past 9999, or before 1 once a zone offset is applied): the cast's kernel reads it when
+    the query runs, as it reads a column's text (`tz < '9999-12-31 23:00-05'` was refused
+    where CAST of the same text converts)."""
+    if pa.types.is_timestamp(dtype):
+        return (parse_zoned if dtype.tz is not None else parse_temporal)(text, dtype) is None
+    if pa.types.is_date32(dtype):
+        return parse_temporal(text, dtype) is None
+    return False
 
 
 def _exact_decimal(text: str, scale: int) -> Literal | None:
