@@ -295,3 +295,15 @@ def test_text_past_pythons_datetimes_compares_as_its_cast_converts():
     assert got == [{"a": True, "b": True, "c": True, "e": True, "f": True}]
     with pytest.raises(pqe.Error, match="cannot convert 'garbage'"):
         ctx.sql("select tz < 'garbage' from t")
+
+
+# `s ~ 'pattern'` (PostgreSQL's and DuckDB's regular-expression match) was a syntax error.
+@pytest.mark.parametrize("sql", [
+    "select 'abc' ~ 'b' a, 'abc' !~ 'b' b, 'abc' ~ '^b' c, ~5 d, 'Abc' ~ 'a' e, null ~ 'a' f",
+    "select count(*) from (values ('ab'), ('cd'), (null)) t(s) where s ~ '[a-b]'",
+    "select count(*) from (values ('ab'), ('cd'), (null)) t(s) where s !~ '[a-b]'",
+    "select ~5 a, ~(~5) b, '12' ~ '1' c, 3 & ~1 d",
+])
+def test_tilde_matches_a_regular_expression(sql):
+    got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_arrow().to_pylist()]
+    assert got == duckdb.connect().execute(sql).fetchall()

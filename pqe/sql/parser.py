@@ -197,7 +197,11 @@ class PQEDialect(Dialect):
                     "^@": TokenType.CARET_AT,  # (starts_with, as in PostgreSQL and DuckDB)
                     # DuckDB's integer division, refused by name as DIV is (it was read as
                     # two slashes: "DIV is missing what follows it")
-                    "//": TokenType.DIV}
+                    "//": TokenType.DIV,
+                    # `s ~ 'pattern'`: a regular expression matching somewhere in s, as in
+                    # PostgreSQL and DuckDB (RLIKE, as sqlglot's PostgreSQL reads it; it was
+                    # a syntax error near '~'); `~x` stays bitwise NOT (Parser.UNARY_PARSERS)
+                    "~": TokenType.RLIKE}
 
         def tokenize_unchecked(self, sql: str):
             """The tokens without the check of numbers (where statements end: pqe.sql.text)."""
@@ -243,6 +247,11 @@ class PQEDialect(Dialect):
                       exp.IntDiv: lambda self, e: self.binary(e, "//")}
 
     class Parser(parser.Parser):
+        UNARY_PARSERS = {
+            **parser.Parser.UNARY_PARSERS,
+            TokenType.RLIKE: lambda self: self.expression(exp.BitwiseNot(this=self._parse_unary())),
+        }
+
         def _parse_table_sample(self, as_modifier: bool = False):
             # the standard's `TABLESAMPLE SYSTEM (10)` (a method, then a bare number in
             # parentheses) is marked: PostgreSQL reads the number as a percentage, DuckDB as
