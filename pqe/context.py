@@ -464,8 +464,17 @@ def _engine_type(t: pa.DataType, column: str) -> pa.DataType:
     if pa.types.is_run_end_encoded(t):
         return _engine_type(t.value_type, column)
     if T.is_nested_layout(t):  # (the shapes a Parquet file's nested types take, too)
-        return T._nested_layout(t, lambda x: _engine_type(x, column))
+        return T._nested_layout(t, lambda x: _nested_engine_type(x, column))
     return t
+
+
+def _nested_engine_type(t: pa.DataType, column: str) -> pa.DataType:
+    """`_engine_type` of a value nested in a STRUCT, LIST or MAP: a dictionary as its values
+    (only a top-level column stays encoded; nested, no kernel took it: `s.k = 'a'`, ORDER BY
+    s.k and max(s.k) of a categorical struct field failed)."""
+    if pa.types.is_dictionary(t):
+        return _nested_engine_type(t.value_type, column)
+    return _engine_type(t, column)
 
 
 def engine_table(table: pa.Table) -> pa.Table:

@@ -195,8 +195,9 @@ def _child_layout(x: pa.DataType) -> pa.DataType:
     if pa.types.is_run_end_encoded(x):
         return _child_layout(x.value_type)
     if pa.types.is_dictionary(x):
-        v = _child_layout(x.value_type)
-        return x if v == x.value_type else pa.dictionary(x.index_type, v, x.ordered)
+        # decoded: a dictionary nested in a STRUCT or LIST (a categorical field) was typed as
+        # its values but met no kernel as such (`s.k = 'a'`, ORDER BY s.k, max(s.k) failed)
+        return _child_layout(x.value_type)
     return _nested_layout(x)
 
 

@@ -307,3 +307,74 @@ def test_text_past_pythons_datetimes_compares_as_its_cast_converts():
 def test_tilde_matches_a_regular_expression(sql):
     got = [tuple(r.values()) for r in pqe.Context().sql(sql).to_arrow().to_pylist()]
     assert got == duckdb.connect().execute(sql).fetchall()
+
+
+# ---- nested types -----------------------------------------------------------------------------
+
+# `ORDER BY l` beside `unnest(l)` matched the UNNEST item (its bound expression is the list)
+# and sorted by the elements; ORDER BY of a list is refused, so is this.
+def test_order_by_the_unnested_list_is_refused_not_the_elements():
+    t = pa.table({"id": [1, 2], "l": pa.array([[1, 9], [2, 0]], pa.list_(pa.int64()))})
+    ctx = pqe.Context(partitions=1)
+    ctx.register_arrow("t", t)
+    for sql in ("SELECT id, unnest(l) AS u FROM t ORDER BY l",
+                "SELECT unnest(l) u FROM t ORDER BY t.l LIMIT 1",
+                "SELECT id, unnest([id, 10 - id]) AS u FROM t ORDER BY [id, 10 - id]"):
+        with pytest.raises(pqe.UnsupportedError):
+            ctx.sql(sql).to_arrow()
+    got = ctx.sql("SELECT id, unnest(l) AS u FROM t ORDER BY u, id").to_arrow()
+    assert got["u"].to_pylist() == [0, 1, 2, 9]
+
+
+# list_contains of INTERVALs raised Arrow's "no kernel" error; `=` compares them normalized.
+# list_contains([], NULL) was NULL where an empty list gives FALSE.
+def test_list_contains_intervals_and_an_empty_list():
+    M = pa.MonthDayNano
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"l": pa.array(
+        [[M([1, 0, 0])], [], None, [None, M([0, 30, 0])]], pa.list_(IV))}))
+    got = ctx.sql("select list_contains([interval '1 month'], interval '30 days') x, "
+                  "list_contains([interval '1 month'], interval '31 days') y, "
+                  "list_contains([], NULL) z").to_arrow().to_pylist()
+    assert got == [{"x": True, "y": False, "z": False}]
+    assert ctx.sql("select list_contains(l, interval '30 days') a from t").to_arrow()["a"] \
+        .to_pylist() == [True, False, None, True]
+
+
+# A dictionary (a categorical) nested in a STRUCT or LIST was typed VARCHAR but met no kernel
+# (`s.k = 'alpha'` "cannot convert", ORDER BY s.k and max(s.k) failed): decoded when read.
+@pytest.mark.parametrize("source", ["arrow", "parquet"])
+def test_dictionaries_nested_in_structs_and_lists_read_as_text(source, tmp_path):
+    import pyarrow.parquet as pq
+    k = pa.array(["zeta", "alpha", "zeta"]).dictionary_encode()
+    t = pa.table({"id": [1, 2, 3], "s": pa.StructArray.from_arrays([k], names=["k"]),
+                  "l": pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), k)})
+    ctx = pqe.Context(partitions=2)
+    if source == "arrow":
+        ctx.register_arrow("t", t)
+    else:
+        pq.write_table(t, tmp_path / "t.parquet")
+        ctx.register_parquet("t", str(tmp_path / "t.parquet"))
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ("SELECT id FROM t WHERE s.k = 'alpha'", "SELECT id FROM t ORDER BY s.k, id",
+                "SELECT max(s.k) FROM t", "SELECT upper(s.k) FROM t ORDER BY 1",
+                "SELECT list_contains(l, 'alpha') FROM t ORDER BY 1",
+                "SELECT l[1] || 'x' FROM t ORDER BY 1"):
+        got = [tuple(r.values()) for r in ctx.sql(sql).to_arrow().to_pylist()]
+        assert got == con.execute(sql).fetchall(), sql
+
+
+# A struct with two fields of one name failed with an InternalError (KeyError); a name matching
+# two fields only ignoring case picked one silently. Both are ambiguous: a clear error.
+def test_ambiguous_struct_fields_are_refused():
+    ctx = pqe.Context()
+    ctx.register_arrow("t", pa.table({"s": pa.StructArray.from_arrays(
+        [pa.array([1]), pa.array([3]), pa.array([5])], names=["a", "a", "Bc"])}))
+    ctx.register_arrow("u", pa.table({"s": pa.StructArray.from_arrays(
+        [pa.array([1]), pa.array([3])], names=["Ab", "aB"])}))
+    for sql in ("SELECT s.a FROM t", "SELECT s['a'] FROM t", "SELECT s.ab FROM u"):
+        with pytest.raises(pqe.BindError, match="ambiguous"):
+            ctx.sql(sql)
+    assert ctx.sql("SELECT s.bc v FROM t").to_arrow()["v"].to_pylist() == [5]
+    assert ctx.sql('SELECT s."aB" v FROM u').to_arrow()["v"].to_pylist() == [3]

@@ -650,6 +650,10 @@ def list_contains_kernel(ctx, lists, needles):
     hits = np.zeros(len(lists), bool)
     if len(values):
         wanted = needles.take(parents)
+        if pa.types.is_interval(values.type):
+            # as `=` compares INTERVALs: normalized, a month 30 days and a day 24 hours
+            # ('1 month' = '30 days'); Arrow has no equal kernel for them
+            values, wanted = _interval_length_key(values), _interval_length_key(wanted)
         eq = pc.equal(values, wanted)
         if pa.types.is_floating(values.type) and pa.types.is_floating(wanted.type):
             # NaN equals NaN in pqe (=, IN, joins, GROUP BY), as in DuckDB: IEEE's equal
@@ -662,10 +666,33 @@ def list_contains_kernel(ctx, lists, needles):
     return pa.array(hits, pa.bool_(), mask=null)
 
 
+def _interval_length_key(x: pa.Array) -> pa.Array:
+    """INTERVALs as one comparable value each (their normalized length: udfs._interval_key's
+    days and nanoseconds within the day, as one DECIMAL), NULLs kept."""
+    from .udfs import _interval_fields
+
+    f = _interval_fields(x)
+    day = 86_400 * 10 ** 9
+    nanos = f["nanos"]
+    whole = nanos // day
+    days = f["months"].astype(np.int64) * 30 + f["days"] + whole
+    total = pc.add(pc.multiply(pa.array(days).cast(pa.decimal128(20, 0)),
+                               pa.scalar(day, pa.decimal128(14, 0))),
+                   pa.array(nanos - whole * day).cast(pa.decimal128(19, 0)))
+    return pc.if_else(pc.is_valid(x), total, pa.scalar(None, total.type)) if x.null_count \
+        else total
+
+
 def _list_contains(c: Compiler, e: Call) -> E:
     a, x = e.args
-    if T.is_null(a.dtype) or T.is_null(x.dtype):
+    if T.is_null(a.dtype):
         return null_of(T.BOOLEAN)
+    if T.is_null(x.dtype):  # a NULL value: NULL, but FALSE in an empty list (the kernel's rule)
+        x = Literal(None, a.dtype.value_type) if not T.is_null(a.dtype.value_type) else x
+        if T.is_null(x.dtype):
+            empty = Call("list_length", (a,), T.INT64, a.nullable)
+            return _call("if_else", [_call("equal", [c(empty), scalar(0, T.INT64)]),
+                                     scalar(False, T.BOOLEAN), null_of(T.BOOLEAN)])
     name = _typed_name("pqe_list_contains", a.dtype)
     _register(name, list_contains_kernel, {"l": a.dtype, "x": a.dtype.value_type}, pa.bool_(),
               "Whether a list holds a value")

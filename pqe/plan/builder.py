@@ -381,10 +381,14 @@ def struct_field(base: Expr, name: Expr) -> Expr:
         raise UnsupportedError("STRUCT_EXTRACT with a field name that is not a constant "
                                "is not supported")
     names = [f.name for f in base.dtype]
-    hit = name.value if name.value in names else next(
-        (n for n in names if n.lower() == name.value.lower()), None)
-    if hit is None:
+    hits = [n for n in names if n == name.value] or \
+        [n for n in names if n.lower() == name.value.lower()]
+    if not hits:
         raise BindError(f"struct has no field '{name.value}' (fields: {', '.join(names)})")
+    if len(hits) > 1:  # (two fields of that name, or of that name in other cases)
+        raise BindError(f"struct field '{name.value}' is ambiguous: the struct has fields "
+                        f"{', '.join(repr(n) for n in hits)}")
+    hit = hits[0]
     ftype = base.dtype.field(hit).type
     return Call("struct_extract", (base, Literal(hit, T.TEXT)), ftype, True)
 

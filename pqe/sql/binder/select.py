@@ -179,7 +179,10 @@ class SelectMixin:
                 keys.append((o, ref))
                 continue
             e = self.expr(o.this, scope, agg=agg_ctx, clause="ORDER BY")
-            match = next((i for i, (b, _) in enumerate(bound) if b == e), None)
+            # (not the UNNEST item: its bound expression is the list, its output the elements;
+            # `ORDER BY l` beside `unnest(l)` sorted by the elements)
+            match = next((i for i, (b, _) in enumerate(bound) if b == e and i != unnest_at),
+                         None)
             if match is not None:
                 keys.append((o, match))
                 continue
