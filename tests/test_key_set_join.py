@@ -20,6 +20,13 @@ TYPES = [(pa.int8(), -128, 127), (pa.int32(), -5, 40), (pa.int64(), -2 ** 63, 2 
          (pa.int16(), -300, 300), (pa.int64(), 2 ** 62, 2 ** 62 + 100)]
 
 
+@pytest.fixture(autouse=True)
+def every_build(monkeypatch):
+    """Key sets for builds of any size (the planner takes them from 50,000 estimated rows)."""
+    from pqe.physical import plan
+    monkeypatch.setattr(plan, "KEY_SET_MIN_BUILD_ROWS", 0)
+
+
 @pytest.fixture
 def counted(monkeypatch):
     calls = {"sets": 0, "tables": 0, "probes": 0}
@@ -115,7 +122,7 @@ def test_empty_build_keeps_every_row_of_an_anti_join():
     assert dense_join.probe_key_set(probe, ks, "semi", ("a",), ("a",)).num_rows == 0
 
 
-def test_explain_names_the_key_set_only_where_it_is_used():
+def test_explain_names_the_key_set_only_where_it_is_used(monkeypatch):
     ctx = pqe.Context(partitions=4)
     n = 200_000
     ctx.register_arrow("big", pa.table({"k": np.arange(n), "j": np.arange(n) % 97,
@@ -138,3 +145,7 @@ def test_explain_names_the_key_set_only_where_it_is_used():
                   "select count(*) from big b where exists (select 1 from small s "
                   "where s.k = b.k and s.j < b.j)"):
         assert not any("key set" in line for line in joins(other)), joins(other)
+    # a build estimated below KEY_SET_MIN_BUILD_ROWS is hashed by Acero, as before
+    from pqe.physical import plan
+    monkeypatch.setattr(plan, "KEY_SET_MIN_BUILD_ROWS", 10 ** 9)
+    assert not any("key set" in line for line in joins(sql)), joins(sql)
