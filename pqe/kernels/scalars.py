@@ -21,7 +21,7 @@ from .. import types as T
 from ..errors import ExecutionError, UnsupportedError
 from .user_functions import in_flight
 from ..plan.expr import Call, Literal
-from .udfs import batch_arrays as _arrays
+from .udfs import batch_arrays as _arrays, interval_length
 from . import hashing
 from .expressions import (Compiler, E, _call, _const_int, _const_text, _register_by_type,
                           calendar_checked,
@@ -653,7 +653,7 @@ def list_contains_kernel(ctx, lists, needles):
         if pa.types.is_interval(values.type):
             # as `=` compares INTERVALs: normalized, a month 30 days and a day 24 hours
             # ('1 month' = '30 days'); Arrow has no equal kernel for them
-            values, wanted = _interval_length_key(values), _interval_length_key(wanted)
+            values, wanted = interval_length(values), interval_length(wanted)
         eq = pc.equal(values, wanted)
         if pa.types.is_floating(values.type) and pa.types.is_floating(wanted.type):
             # NaN equals NaN in pqe (=, IN, joins, GROUP BY), as in DuckDB: IEEE's equal
@@ -664,23 +664,6 @@ def list_contains_kernel(ctx, lists, needles):
     empty = pc.equal(pc.fill_null(pc.list_value_length(lists), 0), 0).to_numpy(zero_copy_only=False)
     null = ~_valid(lists) | (~_valid(needles) & ~empty)
     return pa.array(hits, pa.bool_(), mask=null)
-
-
-def _interval_length_key(x: pa.Array) -> pa.Array:
-    """INTERVALs as one comparable value each (their normalized length: udfs._interval_key's
-    days and nanoseconds within the day, as one DECIMAL), NULLs kept."""
-    from .udfs import _interval_fields
-
-    f = _interval_fields(x)
-    day = 86_400 * 10 ** 9
-    nanos = f["nanos"]
-    whole = nanos // day
-    days = f["months"].astype(np.int64) * 30 + f["days"] + whole
-    total = pc.add(pc.multiply(pa.array(days).cast(pa.decimal128(20, 0)),
-                               pa.scalar(day, pa.decimal128(14, 0))),
-                   pa.array(nanos - whole * day).cast(pa.decimal128(19, 0)))
-    return pc.if_else(pc.is_valid(x), total, pa.scalar(None, total.type)) if x.null_count \
-        else total
 
 
 def _list_contains(c: Compiler, e: Call) -> E:

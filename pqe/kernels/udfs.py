@@ -609,8 +609,9 @@ for _part in INTERVAL_PARTS:
 _DAY_NS = 86_400 * 10 ** 9
 
 
-def _interval_key(ctx, x, *, days: bool):
-    (x,) = batch_arrays(ctx, x)
+def _interval_parts(x: pa.Array, *, days: bool) -> pa.Array:
+    """An INTERVAL array's normalized days (a month 30 days, whole days of nanoseconds
+    carried) or its nanoseconds within the day, as int64, NULLs kept."""
     fields = _interval_fields(x)
     nanos = fields["nanos"]
     whole = nanos // _DAY_NS  # (floor: the rest is in [0, one day))
@@ -621,13 +622,24 @@ def _interval_key(ctx, x, *, days: bool):
                                                    pa.scalar(None, pa.int64()))
 
 
-def _interval_total(ctx, x):
-    """An INTERVAL's normalized length in nanoseconds as one DECIMAL(38, 0) (days * a day's
-    nanoseconds + the rest: up to ~5.6e24, past BIGINT), ordering intervals as `<` does."""
-    days = pa.array(_interval_key(ctx, x, days=True)).cast(pa.decimal128(20, 0))
-    rest = pa.array(_interval_key(ctx, x, days=False)).cast(pa.decimal128(19, 0))
+def interval_length(x: pa.Array) -> pa.Array:
+    """An INTERVAL array's normalized length in nanoseconds as one DECIMAL(38, 0) each (days *
+    a day's nanoseconds + the rest: up to ~5.6e24, past BIGINT), ordering and equating
+    intervals as `<` and `=` do; NULLs kept."""
+    days = _interval_parts(x, days=True).cast(pa.decimal128(20, 0))
+    rest = _interval_parts(x, days=False).cast(pa.decimal128(19, 0))
     total = pc.add(pc.multiply(days, pa.scalar(_DAY_NS, pa.decimal128(14, 0))), rest)
     return total.cast(pa.decimal128(38, 0))
+
+
+def _interval_key(ctx, x, *, days: bool):
+    (x,) = batch_arrays(ctx, x)
+    return _interval_parts(x, days=days)
+
+
+def _interval_total(ctx, x):
+    (x,) = batch_arrays(ctx, x)
+    return interval_length(x)
 
 
 def _interval_text(ctx, x):
