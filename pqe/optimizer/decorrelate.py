@@ -652,16 +652,20 @@ def _domain_scalar(outer: LogicalPlan, sub: SubqueryExpr,
         # without one is a d that HAVING (or LIMIT 0) rejected, whose value is NULL
         right = attached
     else:
-        # at most one row per outer value: any_value + a count that must not exceed 1
+        # at most one row per outer value: any_value + a count that must not exceed 1,
+        # checked where the value is used, on the outer rows the query keeps: a filter on
+        # the outer rows (`WHERE a = 1` over a view of the subquery's column) is pushed into
+        # them but not into the domain, whose other values may have several rows
         v = B.new_field(value_field.name, value_field.dtype)
-        n = B.new_field("rows", T.INT64, False)
+        n = B.new_field("rows", T.INT64)
         grouped = Aggregate(attached, dkeys,
                             tuple(B.new_field(f.name, f.dtype, f.nullable) for f in dfields),
                             (AggCall("any_value", (ColumnRef(value_field),), value_field.dtype),
                              AggCall("count_star", (), T.INT64)), (v, n))
-        right = Filter(grouped, B.call("pqe_assert_single_row", ColumnRef(n)))
-        dfields = grouped.group_fields
-        value_field = v
+        joined = _domain_join(outer, grouped, outer_exprs, grouped.group_fields)
+        checked = Case(((B.call("pqe_assert_single_row", ColumnRef(n)), ColumnRef(v)),),
+                       Literal(None, v.dtype), v.dtype)
+        return joined, checked
     joined = _domain_join(outer, right, outer_exprs, dfields)
     return joined, ColumnRef(value_field)
 
