@@ -32,7 +32,8 @@ class Context:
 
     memory_limit: with workers=, each worker's limit (Dask spills and pauses at it); on this
     machine's threads, the bytes a query may hold at once (partitions are sized to fit and
-    exchanges go through local disk past it). stall_timeout / no_workers_timeout (seconds): on
+    exchanges go through local disk past it); "auto": the memory the machine (or the process's
+    cgroup) has, as Dask sizes a LocalCluster's worker. stall_timeout / no_workers_timeout (seconds): on
     a cluster, a query fails when no task finished for that long, or no worker was there.
 
     What SQL text may reach (see the README's Security section): `external_access=False`:

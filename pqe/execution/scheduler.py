@@ -89,6 +89,36 @@ class TaskPool(_FuturesExecutor):
                     thread.join()
 
 
+class _GraphTasks:
+    """The pool as one graph's dask.threaded.get sees it: the futures of the tasks it submits,
+    so that after a failure the tasks not started are cancelled and the running ones are
+    waited for before the query's exchange files are removed. dask returns the first
+    error at once; a task still writing its pieces then wrote them after the removal, and
+    they stayed on disk until the process exited."""
+
+    def __init__(self, pool: TaskPool) -> None:
+        self.pool = pool
+        self._max_workers = pool._max_workers
+        self.futures: list[Future] = []
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future = self.pool.submit(fn, *args, **kwargs)
+        self.futures.append(future)
+        return future
+
+    def settle(self, timeout: float) -> None:
+        """Cancel what has not started and wait up to `timeout` seconds for the rest."""
+        from concurrent.futures import wait
+
+        for f in self.futures:
+            f.cancel()
+        wait(self.futures, timeout=timeout)
+
+
+# after a failed graph, how long its running tasks are waited for before its files go
+SETTLE_SECONDS = 60.0
+
+
 def _serve(tasks: queue.SimpleQueue, idle: threading.Semaphore) -> None:
     set_nested(True)  # a query a task starts (a user function's own) is nested (run_job)
     while True:
@@ -184,6 +214,12 @@ class Executor:
         # bytes a query may hold at once: per worker with workers=, for the whole process on
         # threads (the planner then uses disk-backed exchanges past it)
         self.memory_limit = _bytes(memory_limit)
+        if memory_limit == "auto" and workers is None:
+            # as a LocalCluster's 'auto' sizes a worker: the memory this process may use
+            # (the machine's, or its cgroup's limit); it was taken as no limit at all
+            from distributed.system import MEMORY_LIMIT
+
+            self.memory_limit = int(MEMORY_LIMIT)
         if workers is not None:
             if client is not None or scheduler not in (None, "distributed"):
                 raise Error("workers= starts a local cluster: do not combine it with "
@@ -442,6 +478,7 @@ class Executor:
         `here`: a small graph run task after task on this thread (not on a cluster)."""
         if token is not None and token.reason is not None:
             raise QueryCancelled(token.reason)
+        tasks = None
         try:
             if self.kind == "distributed":
                 return self._run_distributed(graph, keys, token, progress)
@@ -449,7 +486,8 @@ class Executor:
                 if self.kind == "sync" or here or in_nested_query():
                     # (a query started inside a task: the pool may be all its caller's)
                     return _run_here(graph, keys)
-                return list(dask.threaded.get(graph, keys, pool=self.pool(),
+                tasks = _GraphTasks(self.pool())
+                return list(dask.threaded.get(graph, keys, pool=tasks,
                                               num_workers=self.threads))
         except Error:
             raise
@@ -464,6 +502,8 @@ class Executor:
                                      f"{type(e).__name__}: {first}") from e
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
         finally:
+            if tasks is not None:
+                tasks.settle(SETTLE_SECONDS)  # (done already, unless a task failed)
             if self.kind != "distributed" and token is not None:
                 from .exchange import remove_query
 
