@@ -82,6 +82,9 @@ class Lowering:
         # id(scan) -> the dynamic filters of the broadcast joins being lowered above it:
         # (file column, build table's graph key, build key column id)
         self._dynamic: dict[int, list[tuple]] = {}
+        # id(scan) -> the key pushdowns of the broadcast joins being lowered above it:
+        # (graph key of the dense index or key filter, file column per key position)
+        self._members: dict[int, list[tuple]] = {}
 
     def lower_plan(self, root: P.PhysicalPlan) -> list[Pending]:
         """The pending output partitions of a whole plan."""
@@ -189,10 +192,11 @@ class Lowering:
             if hit is None:
                 # computed once for every consumer: no one consumer's dynamic filter applies
                 dynamic, self._dynamic = self._dynamic, {}
+                members, self._members = self._members, {}
                 try:
                     parts = self._lower(node)
                 finally:
-                    self._dynamic = dynamic
+                    self._dynamic, self._members = dynamic, members
                 keys = self.materialize(parts, "shared")
                 hit = [Pending((O.Concat(indices=(0,)),), (k,)) for k in keys]
                 self._shared[id(node)] = hit
@@ -236,6 +240,12 @@ class Lowering:
         else:
             groups = []
         inputs = tuple(build for g in groups for build, *_ in g)
+        # key pushdowns (kernels.scan): the probe rows whose key no build row has are dropped
+        # in the scan's filter pass
+        members = list(self._members.get(id(node), [])) \
+            if self._parents.get(id(node), 0) <= 1 else []
+        pushed = tuple((len(inputs) + k, names) for k, (_, names) in enumerate(members))
+        inputs += tuple(build for build, _ in members)
         # a dynamic filter skips the units outside the builds' key ranges: on data clustered
         # by the key (TPC-DS's fact tables by date) they are contiguous, so the planned
         # partitions would keep them in one or two of the tasks. Every task then gets all the
@@ -261,7 +271,7 @@ class Lowering:
                                               columns=node.columns, filters=node.filters,
                                               out_ids=out, dict_columns=node.dict_columns,
                                               encoded=node.encoded, nested=node.nested,
-                                              ranges=tuple(ranges),
+                                              ranges=tuple(ranges), members=pushed,
                                               share=(p, node.n) if resplit else None),),
                                  inputs))
         return parts
@@ -314,29 +324,45 @@ class Lowering:
                 scan, _column, position, spans, field, whole = dynamic
                 self._dynamic.setdefault(id(scan), []).append(
                     (build, node.right_keys[position], spans, field, whole))
+            raw, key_filter = build, None
+            if node.dense:
+                build = self._dense_build(build, node.right_keys[0], node.encode_build)
+            elif node.key_filter and not P.takes_runs(node):
+                # the build's key values, once, for every probe partition to drop the rows
+                # no build row can match before hashing (kernels.dense_join.KeyFilter)
+                keys = tuple(node.right_keys[i] for i in node.key_filter)
+                fn = functools.partial(dense_join.build_key_filter, keys=keys)
+                name = "key-filter-" + hashlib.sha1(repr((raw, keys)).encode()).hexdigest()[:16]
+                self.graph[(name, 0)] = (fn, raw)
+                key_filter = (name, 0)
+            pushdown = node.key_pushdown
+            if pushdown is not None and (node.dense or key_filter is not None):
+                # the probe scan drops the rows no build key matches in its own filter pass
+                # (kernels.scan: a dense index's keys, or the key filter's at its position,
+                # which counts the key filter's keys, not the join's)
+                names = pushdown[1] if node.dense else \
+                    tuple(pushdown[1][i] for i in node.key_filter)
+                self._members.setdefault(id(pushdown[0]), []).append(
+                    (build if node.dense else key_filter, names))
+            else:
+                pushdown = None
             try:
                 left = self.lower(node.left)
             finally:
                 if dynamic is not None:
                     self._dynamic[id(scan)].pop()
-            if node.dense:
-                build = self._dense_build(build, node.right_keys[0], node.encode_build)
-            elif P.takes_runs(node):
+                if pushdown is not None:
+                    self._members[id(pushdown[0])].pop()
+            if P.takes_runs(node) and not node.dense:
                 # a big build on a key that repeats: grouped by key once, for every probe
                 # partition (kernels.dense_join.RunsTable; the table itself when the key does
                 # not qualify, and the probes hash-join)
                 build = self._keyed_task("runs-build-", dense_join.build_runs_table, build,
                                          node.right_keys[0])
-            elif node.key_filter:
-                # the build's key values, once, for every probe partition to drop the rows
-                # no build row can match before hashing (kernels.dense_join.KeyFilter)
-                keys = tuple(node.right_keys[i] for i in node.key_filter)
-                fn = functools.partial(dense_join.build_key_filter, keys=keys)
-                name = "key-filter-" + hashlib.sha1(repr((build, keys)).encode()).hexdigest()[:16]
-                self.graph[(name, 0)] = (fn, build)
+            elif key_filter is not None:
                 probe_keys = tuple(node.left_keys[i] for i in node.key_filter)
                 left = [Pending(p.ops + (O.KeyFilter(filter=len(p.inputs), keys=probe_keys),),
-                                p.inputs + ((name, 0),)) for p in left]
+                                p.inputs + (key_filter,)) for p in left]
             if not node.dense and P.takes_key_set(node):
                 # a semi or anti join on integer keys: the build's distinct keys packed once,
                 # for every probe partition to look its rows up in (kernels.dense_join.KeySet;

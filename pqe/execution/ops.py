@@ -82,19 +82,19 @@ class ReadFiles(Op):
 
     label = "scan"
     _fields = ("provider", "units", "columns", "filters", "out_ids", "dict_columns", "encoded",
-               "nested", "ranges", "share")
+               "nested", "ranges", "members", "share")
 
     def __repr__(self):
         return (f"ReadFiles({self.provider.token}, {self.units!r}, {self.columns!r}, "
                 f"{self.filters!r}, {self.out_ids!r}, {self.dict_columns!r}, {self.encoded!r}, "
-                f"{self.nested!r}, {self.ranges!r}, {self.share!r})")
+                f"{self.nested!r}, {self.ranges!r}, {self.members!r}, {self.share!r})")
 
     def run(self, data, inputs):
         units, threads = self._reading(inputs)
         return scan.read_files(self.provider, units, self.columns,
                                self.filters + self._key_bounds(inputs),
                                self.out_ids, self.dict_columns, self.encoded, self.nested,
-                               threads=threads)
+                               threads=threads, members=self._members(inputs))
 
     def chunks(self, inputs, chunk_rows: int):
         """The same rows as run(), as tables of about chunk_rows rows (see run_pipeline)."""
@@ -102,7 +102,12 @@ class ReadFiles(Op):
         return scan.iter_read_files(self.provider, units, self.columns,
                                     self.filters + self._key_bounds(inputs), self.out_ids,
                                     self.dict_columns, self.encoded, self.nested, chunk_rows,
-                                    threads=threads)
+                                    threads=threads, members=self._members(inputs))
+
+    def _members(self, inputs) -> tuple:
+        """The key pushdowns of the joins above (planner._key_pushdown): (a dense index or key
+        filter, or what the build made instead, file column per key position)."""
+        return tuple((inputs[i], names) for i, names in self.members)
 
     def _key_bounds(self, inputs) -> tuple:
         """Filters keeping the rows inside a dynamic filter's build keys' [min, max], for each

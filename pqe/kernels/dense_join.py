@@ -533,6 +533,46 @@ def _members(arr: pa.Array, kf: KeyFilter) -> np.ndarray:
     return hit.view(bool) & inside
 
 
+# a key pushdown's mask is applied when it drops at least this share of a read's rows (one
+# that drops fewer leaves the rows to the join: a copy of nearly every row saves nothing)
+PUSHDOWN_MIN_DROP = 0.1
+
+
+def members_mask(table: pa.Table, members) -> np.ndarray | None:
+    """Whether each row of a probe scan's read `table` has its key among the builds' (a dense
+    index's key, or a key filter's at its position), as one mask over every pushdown
+    (physical.planner._key_pushdown), NULL keys not; None when no pushdown applies (a build
+    that became neither, its key column not an integer) or the mask would keep more than
+    1 - PUSHDOWN_MIN_DROP of the rows."""
+    mask = None
+    for build, names in members:
+        if isinstance(build, DenseIndex):
+            name = names[0]
+        elif isinstance(build, KeyFilter):
+            name = names[build.position] if build.position < len(names) else None
+        else:
+            continue
+        if name is None or name not in table.column_names:
+            continue
+        col = table.column(name)
+        if not pa.types.is_integer(col.type):
+            continue
+        if isinstance(build, DenseIndex):
+            pos = _positions(col, build)
+            if pos is None:
+                continue
+            m = pos >= 0
+        else:
+            chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+            parts = [_members(c, build) for c in chunks]
+            m = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts \
+                else np.zeros(0, dtype=bool)
+        mask = m if mask is None else mask & m
+    if mask is None or np.count_nonzero(mask) > (1 - PUSHDOWN_MIN_DROP) * len(mask):
+        return None
+    return mask
+
+
 # ---- key sets: semi and anti joins on integer keys ------------------------------------------
 
 # a key set is a bitmap over the packed keys' whole range when that range is at most this many

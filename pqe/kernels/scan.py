@@ -26,7 +26,7 @@ from ..errors import CatalogError, DataValueError, ExecutionError
 from ..filesystems import _first_line
 from ..plan.expr import Call, ColumnRef, Expr, Literal, and_, column_ids, may_raise
 from ..physical.planner import statistics_filters
-from . import decimals
+from . import decimals, dense_join
 from .expressions import Compiler, filter_table, project
 
 
@@ -141,10 +141,10 @@ def read_files(provider, units, columns: tuple[tuple[str, str], ...],
                filters: tuple[Expr, ...], out_ids: tuple[str, ...],
                dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = (),
                nested: tuple[tuple[str, tuple[str, ...]], ...] = (),
-               threads: bool = False) -> pa.Table:
+               threads: bool = False, members: tuple = ()) -> pa.Table:
     """All of `units` read as one table (see iter_read_files)."""
     (t,) = iter_read_files(provider, units, columns, filters, out_ids, dict_columns, encoded,
-                           nested, threads=threads)
+                           nested, threads=threads, members=members)
     return t
 
 
@@ -169,7 +169,8 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
                     filters: tuple[Expr, ...], out_ids: tuple[str, ...],
                     dict_columns: tuple[str, ...] = (), encoded: tuple[str, ...] = (),
                     nested: tuple[tuple[str, tuple[str, ...]], ...] = (),
-                    chunk_rows: int | None = None, threads: bool = False):
+                    chunk_rows: int | None = None, threads: bool = False,
+                    members: tuple = ()):
     """Read some row groups of a Parquet table (or whole files of a CSV table): file columns
     `columns` ((name, id) pairs), filtered, renamed to ids, restricted to `out_ids`.
 
@@ -186,7 +187,14 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     that many rows (chunk_units), each filtered and decoded alone: a task that consumes them
     one at a time holds one chunk's decoded columns, not the partition's. With `threads` the
     columns are decoded on Arrow's threads (for a task reading while others of its scan are
-    idle); otherwise on the task's own, beside the other tasks."""
+    idle); otherwise on the task's own, beside the other tasks.
+
+    `members` are the key pushdowns of broadcast joins above (physical.planner._key_pushdown):
+    (a dense index or key filter, the file column of each key position). A read with
+    dictionary or decimal filters keeps only the rows whose key the build has, in the pass
+    of those filters (one copy of the rows they all keep, where the join's drop was a
+    second; the decimal conversions made on fewer rows). Each join still matches its keys:
+    these drop only rows it would drop."""
     names = {cid: name for name, cid in columns}
     dict_ids = {cid for name, cid in columns if name in dict_columns}
     # filters on float columns run after reading: the scanner trusts row-group statistics,
@@ -213,6 +221,11 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
     if combined_decimal is None:  # each alone compiles; together they must run in the scanner
         plain_filters += tuple(decimal_filters)
         decimal_filters = []
+    # key pushdowns where they save a pass over the rows: a dictionary filter's copy (made
+    # once for both), a decimal filter's conversions (made on fewer rows); a plain filter,
+    # in the scanner or after, copies once either way, and the join drops its rows as
+    # cheaply itself (planner._key_pushdown)
+    members = tuple(m for m in members if not nested and (dict_filters or decimal_filters))
     kids = dict(nested)
     after = set(out_ids) | {c for f in (*dict_filters, *decimal_filters, *mixed)
                             for c in column_ids(f)}
@@ -299,8 +312,11 @@ def iter_read_files(provider, units, columns: tuple[tuple[str, str], ...],
             t = _rebuild_structs(t, columns, kids, provider.schema)
         if read_filter:
             t = filter_table(t, read_filter)
-        if dict_filters:
-            t = _filter_by_dictionary(t, dict_filters, names)
+        # the key pushdowns' mask, on the rows the plain filters kept: with dictionary
+        # filters, one mask and one copy; before decimal ones, on fewer rows
+        hit = dense_join.members_mask(t, members) if members else None
+        if dict_filters or hit is not None:
+            t = _filter_by_dictionary(t, dict_filters, names, hit)
         if decimal_filters:  # one pass for all of them
             try:
                 t = decimals.filter_int64(t, combined_decimal)
@@ -388,7 +404,8 @@ def _dictionary_schema(schema: pa.Schema, dict_columns) -> pa.Schema:
 MAX_DICTIONARY_COMBINATIONS = 1 << 14
 
 
-def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str]) -> pa.Table:
+def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str],
+                          mask: np.ndarray | None = None) -> pa.Table:
     """Apply filters that read only dictionary columns: evaluate each on the dictionary's
     values plus one NULL (the verdict for NULL rows, `s IS NULL` being true there), then look
     the results up by index; unknown results drop the row. A filter over several columns
@@ -396,8 +413,8 @@ def _filter_by_dictionary(t: pa.Table, filters: list[Expr], names: dict[str, str
     demographics) is evaluated on every combination of their values, looked up by the
     combination's number. The verdicts are bytes and the lookups numpy gathers, ANDed into
     one mask and the table filtered once (Arrow's gather of packed booleans took as long as
-    decoding the columns: TPC-H Q19)."""
-    mask = None
+    decoding the columns: TPC-H Q19). `mask`: rows already known to go (a key pushdown's),
+    dropped in the same pass."""
     for f in filters:
         cids = sorted(column_ids(f))
         cols = [t.column(names[c]) for c in cids]

@@ -451,6 +451,10 @@ class HashJoinExec(PhysicalPlan):
     # values of the one that fills the smallest share of its range, when at most half, drop
     # the probe rows without one (kernels.dense_join.KeyFilter)
     key_filter: tuple[int, ...] = ()
+    # the build's keys filter the probe scan's rows in the scan's own filter pass (inner and
+    # semi broadcast joins, dense or with a key filter): (scan, file column name per key
+    # position or None), planner._key_pushdown
+    key_pushdown: tuple | None = None
     # probe-side text columns that its scan returns still dictionary-encoded (the scan lists
     # them as encoded): the join carries the indices and decodes only the rows it outputs
     decode: tuple[str, ...] = ()
@@ -485,6 +489,10 @@ class HashJoinExec(PhysicalPlan):
         if self.key_filter:
             out += " key_filter=[" + ", ".join(names.get(self.left_keys[i], self.left_keys[i])
                                                for i in self.key_filter) + "]"
+        if self.key_pushdown is not None:
+            scan, columns = self.key_pushdown
+            out += " key_pushdown=[" + ", ".join(f"{scan.table}.{c}" for c in columns
+                                                 if c is not None) + "]"
         if self.decode:
             out += " decode=[" + ", ".join(names.get(c, c) for c in self.decode) + "]"
         if self.encode_build:
