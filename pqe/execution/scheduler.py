@@ -99,20 +99,31 @@ class _GraphTasks:
     def __init__(self, pool: TaskPool) -> None:
         self.pool = pool
         self._max_workers = pool._max_workers
-        self.futures: list[Future] = []
+        # the futures not done yet (a done one leaves at once: its result, a task's table,
+        # must not live on here after dask drops it)
+        self.pending: set[Future] = set()
+        self._lock = threading.Lock()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future = self.pool.submit(fn, *args, **kwargs)
-        self.futures.append(future)
+        with self._lock:
+            self.pending.add(future)
+        future.add_done_callback(self._done)
         return future
+
+    def _done(self, future: Future) -> None:
+        with self._lock:
+            self.pending.discard(future)
 
     def settle(self, timeout: float) -> None:
         """Cancel what has not started and wait up to `timeout` seconds for the rest."""
         from concurrent.futures import wait
 
-        for f in self.futures:
+        with self._lock:
+            left = list(self.pending)
+        for f in left:
             f.cancel()
-        wait(self.futures, timeout=timeout)
+        wait(left, timeout=timeout)
 
 
 # after a failed graph, how long its running tasks are waited for before its files go
