@@ -115,6 +115,10 @@ class _GraphTasks:
         with self._lock:
             self.pending.discard(future)
 
+    def unsettled(self) -> bool:
+        with self._lock:
+            return bool(self.pending)
+
     def settle(self, timeout: float) -> None:
         """Cancel what has not started and wait up to `timeout` seconds for the rest."""
         from concurrent.futures import wait
@@ -128,6 +132,13 @@ class _GraphTasks:
 
 # after a failed graph, how long its running tasks are waited for before its files go
 SETTLE_SECONDS = 60.0
+
+
+def _remove_when_settled(tasks: _GraphTasks, qid: str) -> None:
+    from .exchange import remove_query
+
+    tasks.settle(SETTLE_SECONDS)
+    remove_query(qid)
 
 
 def _serve(tasks: queue.SimpleQueue, idle: threading.Semaphore) -> None:
@@ -513,12 +524,18 @@ class Executor:
                                      f"{type(e).__name__}: {first}") from e
             raise InternalError(f"task graph failed: {type(e).__name__}: {e}") from e
         finally:
-            if tasks is not None:
-                tasks.settle(SETTLE_SECONDS)  # (done already, unless a task failed)
             if self.kind != "distributed" and token is not None:
                 from .exchange import remove_query
 
-                remove_query(token.qid)  # disk-backed exchanges' files of this graph
+                if tasks is not None and tasks.unsettled():
+                    # a task failed while others run: the error goes to the caller now, and
+                    # the files once they settle (they stop at their next op; one in a slow
+                    # user function was waited for before the error, 8 s for 0.03)
+                    token.cancel("another task of the query failed")
+                    threading.Thread(target=_remove_when_settled, args=(tasks, token.qid),
+                                     name="pqe-settle", daemon=True).start()
+                else:
+                    remove_query(token.qid)  # disk-backed exchanges' files of this graph
             if self.kind != "distributed" and self.memory_limit is not None:
                 from .cluster import release_memory
 
