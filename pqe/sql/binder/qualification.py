@@ -47,6 +47,7 @@ ORDER_ALL = "__pqe_order_all"
 # the meta mark of a select item's alias the user wrote (qualify adds others: `SELECT Name`
 # becomes `n.name AS name`, an output named as the data spells it, `Name`)
 USER_ALIAS = "pqe_user_alias"
+SHOWN_NAME = "pqe_shown_name"  # a select item's output name, where it differs from its key
 # the meta mark of an item of ROLLUP / CUBE / GROUPING SETS that qualify expanded from a
 # select item's alias: that alias (`SELECT x AS k, x AS k2 ... ROLLUP(k, k2)` has two keys, one
 # per select item, which the expanded copies of x no longer tell apart)
@@ -123,7 +124,8 @@ class QualifyMixin:
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
         _refuse_using_shapes(node, schema)
-        _check_star_modifiers(node, schema)
+        _check_star_modifiers(node, schema, {real: list(table_keys.values())
+                                             for real, table_keys in self.keys.items()})
         _wrap_ordered_subqueries(node)
         _check_positions(node, self.sql)
         name_unaliased_projections(node)
@@ -158,6 +160,22 @@ class QualifyMixin:
             given.update(c.name if c.quoted else c.name.lower() for c in ta.columns
                          if isinstance(c, exp.Identifier))
         keys = {k for table_keys in self.keys.values() for k in table_keys}
+        # a star's REPLACE (e AS c) replaces the column sqlglot knows by c's key, and keeps
+        # the name the data spells it with (`REPLACE (0 AS A)` over a column A gave a column
+        # a; `REPLACE (0 AS "A")` matched no key and was ignored)
+        key_to_real: dict[str, str | None] = {}
+        for table_keys in self.keys.values():
+            for k, real in table_keys.items():
+                key_to_real[k] = real if key_to_real.get(k, real) == real else None
+        for star in find_all(node, exp.Star):
+            for item in star.args.get("replace") or []:
+                ident = item.args.get("alias")
+                if not isinstance(ident, exp.Identifier):
+                    continue
+                key = real_to_key.get(ident.name) if ident.quoted else ident.name.lower()
+                if key is not None and key_to_real.get(key):
+                    ident.set("this", key)
+                    item.meta[SHOWN_NAME] = key_to_real[key]
         for ident in find_all(node, exp.Identifier):
             if ident.quoted and ident.arg_key == "using" and ident.name in real_to_key:
                 # `JOIN u USING ("Grp")`: the column Grp, known to sqlglot by its key (it
@@ -443,6 +461,16 @@ class QualifyMixin:
                 "USING with a parenthesized join on its side (a JOIN (b JOIN c ...) USING (k)) "
                 "is not supported; write that side as an aliased subquery: "
                 "a JOIN (SELECT * FROM b JOIN c ...) AS x USING (k)")
+        if msg.strip() == "Unknown table:" and node is not None and any(
+                (j.args.get("using") or j.args.get("method"))
+                and (isinstance(j.parent, exp.Table) or j.find_ancestor(exp.Paren) is not None)
+                for j in find_all(node, exp.Join)):
+            # sqlglot names no table: a USING or NATURAL join inside a parenthesized join
+            # on the right of another (`v JOIN (t JOIN u USING (a)) ON ...`)
+            return UnsupportedError(
+                "a parenthesized join holding a USING or NATURAL join, joined to another table "
+                "(a JOIN (b JOIN c USING (k)) ...), is not supported; write it as an aliased "
+                "subquery: a JOIN (SELECT * FROM b JOIN c USING (k)) AS x ...")
         m = re.fullmatch(r"Unknown table: (.+)", msg.split("\n")[0].strip())
         if m:  # `SELECT zz.* FROM t`
             name = m.group(1).replace("\x00", "")
@@ -1077,28 +1105,106 @@ def _refuse_ambiguous_outer_columns(bare: list[exp.Column], schema) -> None:
                 + " or ".join(f"{h}.{col.name}" for h in holders))
 
 
-def _source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | None:
-    """The column names (lower case) a FROM item gives, when known before qualification: a
-    table's, a WITH query's or a derived table's (a column list, or a select list without
-    `*`); None when unknown."""
+def _source_columns(source: exp.Expression, schema, ctes: dict, exact: bool = False,
+                    depth: int = 0) -> set[str] | None:
+    """The column names a FROM item gives, when known before qualification: a table's, a
+    WITH query's or a derived table's (a column list, or a select list, its stars expanded
+    from their own FROM items); None when unknown. Lower case, or with `exact` as the names
+    are matched: a quoted name as written, an unquoted one folded (`schema` then maps each
+    table to its columns as the data spells them). A `SELECT *` subquery was unknown, and the
+    checks that use this were skipped for it: a USING key two tables held, a star over a
+    USING join next to such a subquery (both gave wrong answers, hunt "names")."""
+    if depth > 32:
+        return None
     alias = source.args.get("alias")
-    if isinstance(alias, exp.TableAlias) and alias.columns:
-        return {c.name.lower() for c in alias.columns}
+    given = {_spelled(c, exact) for c in alias.columns if isinstance(c, exp.Identifier)} \
+        if isinstance(alias, exp.TableAlias) else set()
+    if isinstance(source, exp.Values) and source.expressions:
+        row = source.expressions[0]
+        width = len(row.expressions) if isinstance(row, exp.Tuple) else 1
+        n = len(alias.columns) if isinstance(alias, exp.TableAlias) else 0
+        return given | {f"col{i}" for i in range(n, width)}  # (`_name_values_columns`)
+    if given:
+        return given
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        cte = ctes.get(source.name)
+        if cte is not None and _sees_cte(source, source.name):
+            rest = {k: v for k, v in ctes.items() if k != source.name}  # (a recursive one)
+            cte_alias = cte.args.get("alias")
+            if isinstance(cte_alias, exp.TableAlias) and cte_alias.columns:
+                return {_spelled(c, exact) for c in cte_alias.columns
+                        if isinstance(c, exp.Identifier)}
+            return _query_columns(cte.this, schema, rest, exact, depth + 1)
         cols = schema.get(source.name)
         if cols is not None:
-            return {c.lower() for c in cols}
-        cte = ctes.get(source.name)
-        return _source_columns(exp.Subquery(this=cte.this, alias=cte.args.get("alias")),
-                               schema, {}) if cte is not None else None
-    if isinstance(source, exp.Subquery):
-        query = source.this
-        while isinstance(query, (exp.Union, exp.Intersect, exp.Except)):
-            query = query.this
-        if isinstance(query, exp.Select) and \
-                not any(isinstance(e, exp.Star) for e in query.expressions):
-            return {n.lower() for n in query.named_selects}
+            return {c if exact else c.lower() for c in cols}
+        return None
+    if isinstance(source, (exp.Subquery, exp.Lateral)):
+        return _query_columns(source.this, schema, ctes, exact, depth + 1)
     return None
+
+
+def _query_columns(query, schema, ctes: dict, exact: bool, depth: int) -> set[str] | None:
+    while isinstance(query, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+        query = query.this  # (a set operation's columns are named by its first query)
+    if isinstance(query, exp.Select):
+        return _select_columns(query, schema, ctes, exact, depth + 1)
+    if isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
+        out: set[str] = set()
+        for item in [query, *(j.this for j in query.args["joins"])]:
+            cols = _source_columns(item, schema, ctes, exact, depth + 1)
+            if cols is None:
+                return None
+            out |= cols
+        return out
+    return None
+
+
+def _spelled(ident: exp.Identifier, exact: bool) -> str:
+    return (ident.name if ident.quoted else ident.name.lower()) if exact else ident.name.lower()
+
+
+def _select_columns(query: exp.Select, schema, ctes: dict, exact: bool,
+                    depth: int) -> set[str] | None:
+    """The output names of a SELECT (see `_source_columns`); None when a star's FROM item is
+    unknown. Items without a name yet (an expression, named later) are left out."""
+    names: set[str] = set()
+    for e in query.expressions:
+        star = e if isinstance(e, exp.Star) else \
+            e.this if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None
+        if star is None:
+            ident = e.args.get("alias") if isinstance(e, exp.Alias) else \
+                e.this if isinstance(e, exp.Column) else None
+            if isinstance(ident, exp.TableAlias):
+                ident = ident.this
+            if isinstance(ident, exp.Identifier):
+                names.add(_spelled(ident, exact))
+            elif e.output_name:
+                names.add(e.output_name if exact else e.output_name.lower())
+            continue
+        if star.args.get("rename") or star.args.get("ilike"):
+            return None
+        frm = query.args.get("from_") or query.args.get("from")
+        items = ([frm.this] if frm is not None else []) + \
+            [j.this for j in query.args.get("joins") or []]
+        if isinstance(e, exp.Column) and e.table:
+            items = [i for i in items if i.alias_or_name.lower() == e.table.lower()]
+        if not items:
+            return None
+        cols: set[str] = set()
+        for item in items:
+            got = _source_columns(item, schema, ctes, exact, depth + 1)
+            if got is None:
+                return None
+            cols |= got
+        for x in star.args.get("except_") or []:
+            ident = x.this if isinstance(x, exp.Column) else x
+            if isinstance(ident, exp.Identifier):
+                spelled = _spelled(ident, exact)
+                cols = {c for c in cols if c != spelled
+                        and (ident.quoted or not exact or c.lower() != spelled)}
+        names |= cols
+    return names
 
 
 def _wrap_ordered_subqueries(node: exp.Expression) -> None:
@@ -1121,16 +1227,21 @@ def _wrap_ordered_subqueries(node: exp.Expression) -> None:
                     else query)
 
 
-def _check_star_modifiers(node: exp.Expression, schema) -> None:
+def _check_star_modifiers(node: exp.Expression, schema, spelled) -> None:
     """`* EXCLUDE (c)` / `* REPLACE (e AS c)` naming a column the star does not hold, or one
-    twice, is an error, as in DuckDB (sqlglot's expansion ignored it, or took the last)."""
+    twice, is an error, as in DuckDB (sqlglot's expansion ignored it, or took the last). A
+    quoted name must match exactly, as everywhere (`EXCLUDE ("a")` over a column A was
+    accepted and excluded nothing). `spelled` maps each table to its columns as the data
+    spells them. REPLACE of a USING or NATURAL join's merged key is refused: sqlglot's
+    expansion kept the key and dropped the replacement."""
     ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
     for star in find_all(node, exp.Star):
         excluded = [e for e in star.args.get("except_") or []]
-        replaced = [e.alias for e in star.args.get("replace") or []]
+        replaced = [e.args.get("alias") for e in star.args.get("replace") or []]
         if not excluded and not replaced:
             continue
-        names = [e.name.lower() for e in excluded] + [r.lower() for r in replaced]
+        idents = [e.this if isinstance(e, exp.Column) else e for e in excluded] + replaced
+        names = [_norm(i) if isinstance(i, exp.Identifier) else i.name.lower() for i in idents]
         twice = next((n for n in names if names.count(n) > 1), None)
         if twice is not None:
             raise BindError(f"column '{twice}' appears twice in the star's EXCLUDE/REPLACE list")
@@ -1143,20 +1254,37 @@ def _check_star_modifiers(node: exp.Expression, schema) -> None:
         items = [s.this for s in sources if s is not None]
         if column is not None and column.table:
             items = [i for i in items if i.alias_or_name.lower() == column.table.lower()]
+        elif replaced and sel.args.get("joins"):
+            using = _using_names(sel, schema, ctes)
+            hit = sorted(using & {r.name.lower() for r in replaced}) if using is not None \
+                else [r.name for r in replaced]
+            if hit:
+                raise UnsupportedError(
+                    f"* REPLACE of the USING or NATURAL join key '{hit[0]}' is not supported: "
+                    f"write SELECT <expression> AS {hit[0]}, * EXCLUDE ({hit[0]})")
         known: set[str] = set()
         for item in items:
-            cols = _source_columns(item, schema, ctes)
-            if cols is None:
-                return  # (a source whose columns are unknown here: sqlglot's expansion decides)
+            cols = _source_columns(item, spelled, ctes, exact=True)
+            if cols is None:  # (sqlglot's expansion ignored a name it did not find)
+                raise UnsupportedError(
+                    f"* EXCLUDE/REPLACE over {shown_sql(item)}, whose columns are not known "
+                    f"before planning, is not supported: list the columns")
             known |= cols
-        for e in excluded:
-            if e.name.lower() not in known or (isinstance(e, exp.Column) and e.table and not any(
+        folded = {c.lower() for c in known}
+
+        def holds(ident) -> bool:
+            if isinstance(ident, exp.Identifier) and ident.quoted:
+                return ident.name in known
+            return ident.name.lower() in folded
+        for e, ident in zip(excluded, idents, strict=False):
+            if not holds(ident) or (isinstance(e, exp.Column) and e.table and not any(
                     i.alias_or_name.lower() == e.table.lower() for i in items)):
                 raise BindError(f"column '{e.sql(dialect=PQEDialect)}' in EXCLUDE is not a "
                                 f"column of the star")
         for r in replaced:
-            if r.lower() not in known:
-                raise BindError(f"column '{r}' in REPLACE is not a column of the star")
+            if not holds(r):
+                raise BindError(f"column '{r.sql(dialect=PQEDialect)}' in REPLACE is not a "
+                                f"column of the star")
 
 
 def _refuse_using_shapes(node: exp.Expression, schema) -> None:
@@ -1214,12 +1342,24 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
                     raise UnsupportedError("a USING or NATURAL join after a RIGHT or FULL USING "
                                            "join is not supported: write JOIN ... ON with "
                                            "COALESCE of the keys")
-                for name in names - keys:  # (a FROM item whose columns are unknown: not counted)
+                shared = names
+                if not names:  # NATURAL: the names both sides hold
+                    shared = cols & set().union(*(c for c in left if c is not None)) \
+                        if cols is not None else set()
+                if len(left) > 1 and (cols is None and not names or None in left):
+                    # (the check below cannot see them: a NATURAL join on a duplicated left
+                    # name joined on one of the copies)
+                    raise UnsupportedError(
+                        "a USING or NATURAL join whose left side joins a FROM item whose "
+                        "columns are not known before planning is not supported: write "
+                        "JOIN ... ON")
+                for name in shared - keys:
                     holders = [c for c in left if c is not None and name in c]
                     if len(holders) > 1:
-                        raise AmbiguousColumnError(f"USING column '{name}' is ambiguous: more "
+                        kind = "USING" if names else "NATURAL join"
+                        raise AmbiguousColumnError(f"{kind} column '{name}' is ambiguous: more "
                                                    f"than one table on its left holds it")
-                keys |= names
+                keys |= shared
                 natural = natural or not names
                 outer = (j.args.get("side") or "").upper() in ("RIGHT", "FULL")
             elif star and cols is not None and (natural or cols & keys):

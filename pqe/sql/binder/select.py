@@ -21,7 +21,7 @@ from ...plan.logical import LogicalPlan, MapBatches, Sort, UserFunction, Window
 from ..parser import node_position
 from .grouping import find_aggs
 from .literals import checked_int
-from .qualification import ORDER_ALL, USER_ALIAS, own_columns
+from .qualification import ORDER_ALL, SHOWN_NAME, USER_ALIAS, own_columns
 from .scope import Scope, at, positioned
 from .windows import find_windows
 
@@ -30,6 +30,14 @@ def _shown_name(item: exp.Expression, target: exp.Expression, name: str, scope: 
     """The output name of a select item: a column the user did not alias (`SELECT Name`,
     `SELECT *`) is named as its table or subquery spells it (`Name`, as DuckDB names it),
     not by the lower-case key unquoted names are matched with; anything else by `name`."""
+    if item.meta.get(SHOWN_NAME):
+        return item.meta[SHOWN_NAME]
+    if not item.meta.get(USER_ALIAS) and isinstance(target, exp.Coalesce) and all(
+            isinstance(c, exp.Column) and c.name == name
+            for c in [target.this, *target.expressions]):
+        # a USING or NATURAL join's merged key, COALESCE(t.k, u.k) AS k: named as its
+        # first table spells it (`USING (Grp)` gave a column grp)
+        target = target.this
     if item.meta.get(USER_ALIAS) or not isinstance(target, exp.Column) \
             or not isinstance(target.this, exp.Identifier):
         return name
