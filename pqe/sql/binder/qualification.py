@@ -48,6 +48,7 @@ ORDER_ALL = "__pqe_order_all"
 # becomes `n.name AS name`, an output named as the data spells it, `Name`)
 USER_ALIAS = "pqe_user_alias"
 SHOWN_NAME = "pqe_shown_name"  # a select item's output name, where it differs from its key
+STAR_KEY = "pqe_star_key"  # a star's EXCLUDE/REPLACE name, set to the key of the column it names
 # the meta mark of an item of ROLLUP / CUBE / GROUPING SETS that qualify expanded from a
 # select item's alias: that alias (`SELECT x AS k, x AS k2 ... ROLLUP(k, k2)` has two keys, one
 # per select item, which the expanded copies of x no longer tell apart)
@@ -124,8 +125,7 @@ class QualifyMixin:
             self.keys[real] = {k: c for k, c in zip(keys, (c for c, _ in cols), strict=True)}
             schema[real] = {k: t for k, (_, t) in zip(keys, cols, strict=True)}
         _refuse_using_shapes(node, schema)
-        _check_star_modifiers(node, schema, {real: list(table_keys.values())
-                                             for real, table_keys in self.keys.items()})
+        _resolve_star_modifiers(node, schema, self.keys)
         _wrap_ordered_subqueries(node)
         _check_positions(node, self.sql)
         name_unaliased_projections(node)
@@ -160,23 +160,9 @@ class QualifyMixin:
             given.update(c.name if c.quoted else c.name.lower() for c in ta.columns
                          if isinstance(c, exp.Identifier))
         keys = {k for table_keys in self.keys.values() for k in table_keys}
-        # a star's REPLACE (e AS c) replaces the column sqlglot knows by c's key, and keeps
-        # the name the data spells it with (`REPLACE (0 AS A)` over a column A gave a column
-        # a; `REPLACE (0 AS "A")` matched no key and was ignored)
-        key_to_real: dict[str, str | None] = {}
-        for table_keys in self.keys.values():
-            for k, real in table_keys.items():
-                key_to_real[k] = real if key_to_real.get(k, real) == real else None
-        for star in find_all(node, exp.Star):
-            for item in star.args.get("replace") or []:
-                ident = item.args.get("alias")
-                if not isinstance(ident, exp.Identifier):
-                    continue
-                key = real_to_key.get(ident.name) if ident.quoted else ident.name.lower()
-                if key is not None and key_to_real.get(key):
-                    ident.set("this", key)
-                    item.meta[SHOWN_NAME] = key_to_real[key]
         for ident in find_all(node, exp.Identifier):
+            if ident.meta.get(STAR_KEY):
+                continue  # (a star's EXCLUDE/REPLACE name, already its key)
             if ident.quoted and ident.arg_key == "using" and ident.name in real_to_key:
                 # `JOIN u USING ("Grp")`: the column Grp, known to sqlglot by its key (it
                 # was "not a column of both sides")
@@ -1105,106 +1091,127 @@ def _refuse_ambiguous_outer_columns(bare: list[exp.Column], schema) -> None:
                 + " or ".join(f"{h}.{col.name}" for h in holders))
 
 
-def _source_columns(source: exp.Expression, schema, ctes: dict, exact: bool = False,
-                    depth: int = 0) -> set[str] | None:
-    """The column names a FROM item gives, when known before qualification: a table's, a
-    WITH query's or a derived table's (a column list, or a select list, its stars expanded
-    from their own FROM items); None when unknown. Lower case, or with `exact` as the names
-    are matched: a quoted name as written, an unquoted one folded (`schema` then maps each
-    table to its columns as the data spells them). A `SELECT *` subquery was unknown, and the
-    checks that use this were skipped for it: a USING key two tables held, a star over a
-    USING join next to such a subquery (both gave wrong answers, hunt "names")."""
+def _source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | None:
+    """The column names (lower case) a FROM item gives, when known before qualification
+    (`_source_pairs`); None when unknown."""
+    pairs = _source_pairs(source, {t: {k: k for k in cols} for t, cols in schema.items()}, ctes)
+    return None if pairs is None else {name.lower() for name, _ in pairs}
+
+
+def _source_pairs(source: exp.Expression, tables, ctes: dict,
+                  depth: int = 0) -> set[tuple[str, str]] | None:
+    """The columns a FROM item gives, when known before qualification, as (name, key) pairs:
+    its name as spelled (a table's column as the data spells it; a name the query gives
+    quoted as written, unquoted folded) and the key sqlglot knows it by. A table's, a WITH
+    query's, a derived table's (a column list, or a select list, its stars expanded from their
+    own FROM items), a LATERAL's, a VALUES list's, a parenthesized join's; None when unknown.
+    `tables` maps each table to its columns, key -> name. A `SELECT *` subquery was unknown,
+    and the checks that use this were skipped for it: a USING key two tables held, a star
+    over a USING join next to such a subquery (both gave wrong answers, hunt "names")."""
     if depth > 32:
         return None
     alias = source.args.get("alias")
-    given = {_spelled(c, exact) for c in alias.columns if isinstance(c, exp.Identifier)} \
-        if isinstance(alias, exp.TableAlias) else set()
+    given = [_spelled(c) for c in alias.columns if isinstance(c, exp.Identifier)] \
+        if isinstance(alias, exp.TableAlias) else []
     if isinstance(source, exp.Values) and source.expressions:
         row = source.expressions[0]
         width = len(row.expressions) if isinstance(row, exp.Tuple) else 1
-        n = len(alias.columns) if isinstance(alias, exp.TableAlias) else 0
-        return given | {f"col{i}" for i in range(n, width)}  # (`_name_values_columns`)
+        names = given + [f"col{i}" for i in range(len(given), width)]  # (_name_values_columns)
+        return {(n, n) for n in names}
     if given:
-        return given
+        return {(n, n) for n in given}
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
         cte = ctes.get(source.name)
         if cte is not None and _sees_cte(source, source.name):
             rest = {k: v for k, v in ctes.items() if k != source.name}  # (a recursive one)
             cte_alias = cte.args.get("alias")
             if isinstance(cte_alias, exp.TableAlias) and cte_alias.columns:
-                return {_spelled(c, exact) for c in cte_alias.columns
-                        if isinstance(c, exp.Identifier)}
-            return _query_columns(cte.this, schema, rest, exact, depth + 1)
-        cols = schema.get(source.name)
-        if cols is not None:
-            return {c if exact else c.lower() for c in cols}
-        return None
+                return {(n, n) for n in (_spelled(c) for c in cte_alias.columns
+                                         if isinstance(c, exp.Identifier))}
+            return _query_pairs(cte.this, tables, rest, depth + 1)
+        cols = tables.get(source.name)
+        return None if cols is None else {(name, key) for key, name in cols.items()}
     if isinstance(source, (exp.Subquery, exp.Lateral)):
-        return _query_columns(source.this, schema, ctes, exact, depth + 1)
+        return _query_pairs(source.this, tables, ctes, depth + 1)
     return None
 
 
-def _query_columns(query, schema, ctes: dict, exact: bool, depth: int) -> set[str] | None:
+def _query_pairs(query, tables, ctes: dict, depth: int) -> set[tuple[str, str]] | None:
     while isinstance(query, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
         query = query.this  # (a set operation's columns are named by its first query)
     if isinstance(query, exp.Select):
-        return _select_columns(query, schema, ctes, exact, depth + 1)
+        return _select_pairs(query, tables, ctes, depth + 1)
     if isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
-        out: set[str] = set()
+        out: set[tuple[str, str]] = set()
         for item in [query, *(j.this for j in query.args["joins"])]:
-            cols = _source_columns(item, schema, ctes, exact, depth + 1)
-            if cols is None:
+            pairs = _source_pairs(item, tables, ctes, depth + 1)
+            if pairs is None:
                 return None
-            out |= cols
+            out |= pairs
         return out
     return None
 
 
-def _spelled(ident: exp.Identifier, exact: bool) -> str:
-    return (ident.name if ident.quoted else ident.name.lower()) if exact else ident.name.lower()
+def _spelled(ident: exp.Identifier) -> str:
+    """A name the query gives, as qualify will know it: quoted exact, unquoted folded."""
+    return ident.name if ident.quoted else ident.name.lower()
 
 
-def _select_columns(query: exp.Select, schema, ctes: dict, exact: bool,
-                    depth: int) -> set[str] | None:
-    """The output names of a SELECT (see `_source_columns`); None when a star's FROM item is
+def _star_items(query: exp.Select, star_column: exp.Column | None) -> list[exp.Expression]:
+    """The FROM items a SELECT's star (`*`, or `t.*` as a Column) expands."""
+    frm = query.args.get("from_") or query.args.get("from")
+    items = ([frm.this] if frm is not None else []) + \
+        [j.this for j in query.args.get("joins") or []]
+    if star_column is not None and star_column.table:
+        items = [i for i in items if i.alias_or_name.lower() == star_column.table.lower()]
+    return items
+
+
+def _select_pairs(query: exp.Select, tables, ctes: dict,
+                  depth: int) -> set[tuple[str, str]] | None:
+    """The output columns of a SELECT (see `_source_pairs`); None when a star's FROM item is
     unknown. Items without a name yet (an expression, named later) are left out."""
-    names: set[str] = set()
-    for e in query.expressions:
-        star = e if isinstance(e, exp.Star) else \
-            e.this if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None
+    out: set[tuple[str, str]] = set()
+    for i, e in enumerate(query.expressions):
+        column = e if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None
+        star = e if isinstance(e, exp.Star) else column.this if column is not None else None
         if star is None:
             ident = e.args.get("alias") if isinstance(e, exp.Alias) else \
                 e.this if isinstance(e, exp.Column) else None
             if isinstance(ident, exp.TableAlias):
                 ident = ident.this
             if isinstance(ident, exp.Identifier):
-                names.add(_spelled(ident, exact))
-            elif e.output_name:
-                names.add(e.output_name if exact else e.output_name.lower())
+                out.add((_spelled(ident),) * 2)
+            else:  # (named by `name_unaliased_projections`)
+                name = e.sql(dialect=PQEDialect, normalize_functions="lower", comments=False)
+                out.add((name if len(name) <= 64 else f"_col_{i}",) * 2)
             continue
         if star.args.get("rename") or star.args.get("ilike"):
             return None
-        frm = query.args.get("from_") or query.args.get("from")
-        items = ([frm.this] if frm is not None else []) + \
-            [j.this for j in query.args.get("joins") or []]
-        if isinstance(e, exp.Column) and e.table:
-            items = [i for i in items if i.alias_or_name.lower() == e.table.lower()]
+        items = _star_items(query, column)
         if not items:
             return None
-        cols: set[str] = set()
+        pairs: set[tuple[str, str]] = set()
         for item in items:
-            got = _source_columns(item, schema, ctes, exact, depth + 1)
+            got = _source_pairs(item, tables, ctes, depth + 1)
             if got is None:
                 return None
-            cols |= got
+            pairs |= got
         for x in star.args.get("except_") or []:
             ident = x.this if isinstance(x, exp.Column) else x
             if isinstance(ident, exp.Identifier):
-                spelled = _spelled(ident, exact)
-                cols = {c for c in cols if c != spelled
-                        and (ident.quoted or not exact or c.lower() != spelled)}
-        names |= cols
-    return names
+                gone = _matching_keys(ident, pairs)
+                pairs = {p for p in pairs if p[1] not in gone}
+        out |= pairs
+    return out
+
+
+def _matching_keys(ident: exp.Identifier, pairs: set[tuple[str, str]]) -> set[str]:
+    """The keys of the columns among `pairs` a name in a star's EXCLUDE/REPLACE names: a
+    quoted one exactly, an unquoted one ignoring case."""
+    if not ident.quoted:
+        return {k for n, k in pairs if n.lower() == ident.name.lower()}
+    return {k for n, k in pairs if n == ident.name}
 
 
 def _wrap_ordered_subqueries(node: exp.Expression) -> None:
@@ -1227,21 +1234,30 @@ def _wrap_ordered_subqueries(node: exp.Expression) -> None:
                     else query)
 
 
-def _check_star_modifiers(node: exp.Expression, schema, spelled) -> None:
-    """`* EXCLUDE (c)` / `* REPLACE (e AS c)` naming a column the star does not hold, or one
-    twice, is an error, as in DuckDB (sqlglot's expansion ignored it, or took the last). A
-    quoted name must match exactly, as everywhere (`EXCLUDE ("a")` over a column A was
-    accepted and excluded nothing). `spelled` maps each table to its columns as the data
-    spells them. REPLACE of a USING or NATURAL join's merged key is refused: sqlglot's
-    expansion kept the key and dropped the replacement."""
+def _resolve_star_modifiers(node: exp.Expression, schema, tables) -> None:
+    """Each name in a star's `EXCLUDE (c)` / `REPLACE (e AS c)` set to the key sqlglot knows
+    the column it names by, in the star's own FROM items (`_source_pairs`): sqlglot's
+    expansion matches keys and ignored a name it did not find. A quoted name matches exactly,
+    an unquoted one ignoring case; a replaced column keeps the name the data (or the query)
+    spells it with. Errors, as in DuckDB: a name the star does not hold, or one twice.
+    Refused: REPLACE of a USING or NATURAL join's merged key (the expansion kept the key);
+    a star over a FROM item whose columns are not known before planning.
+
+    Found by the hunt "names": `REPLACE (0 AS "A")` over a column A, or over a derived
+    column "A" while a table held a column A, and `EXCLUDE ("A")` over a derived column "A"
+    were all accepted and did nothing; `EXCLUDE ("a")` over a column A too, but should fail."""
     ctes = {c.alias_or_name: c for c in find_all(node, exp.CTE)}
     for star in find_all(node, exp.Star):
-        excluded = [e for e in star.args.get("except_") or []]
-        replaced = [e.args.get("alias") for e in star.args.get("replace") or []]
+        excluded = list(star.args.get("except_") or [])
+        replaced = list(star.args.get("replace") or [])
         if not excluded and not replaced:
             continue
-        idents = [e.this if isinstance(e, exp.Column) else e for e in excluded] + replaced
-        names = [_norm(i) if isinstance(i, exp.Identifier) else i.name.lower() for i in idents]
+        idents = [e.this if isinstance(e, exp.Column) else e for e in excluded] + \
+            [r.args.get("alias") for r in replaced]
+        if not all(isinstance(i, exp.Identifier) for i in idents):
+            raise UnsupportedError(f"{shown_sql(star)}: only column names are supported in a "
+                                   f"star's EXCLUDE and REPLACE")
+        names = [_norm(i) for i in idents]
         twice = next((n for n in names if names.count(n) > 1), None)
         if twice is not None:
             raise BindError(f"column '{twice}' appears twice in the star's EXCLUDE/REPLACE list")
@@ -1249,42 +1265,65 @@ def _check_star_modifiers(node: exp.Expression, schema, spelled) -> None:
         if sel is None:
             continue
         column = star.parent if isinstance(star.parent, exp.Column) else None
-        sources = [sel.args.get("from_") or sel.args.get("from")] + list(sel.args.get("joins")
-                                                                        or [])
-        items = [s.this for s in sources if s is not None]
-        if column is not None and column.table:
-            items = [i for i in items if i.alias_or_name.lower() == column.table.lower()]
-        elif replaced and sel.args.get("joins"):
+        items = _star_items(sel, column)
+        if replaced and not (column is not None and column.table) and sel.args.get("joins"):
             using = _using_names(sel, schema, ctes)
-            hit = sorted(using & {r.name.lower() for r in replaced}) if using is not None \
-                else [r.name for r in replaced]
+            if using is None:
+                raise UnsupportedError("* REPLACE over a NATURAL join whose columns are not "
+                                       "known before planning is not supported: list the "
+                                       "columns")
+            hit = sorted(using & {_norm(r.args["alias"]).lower() for r in replaced})
             if hit:
                 raise UnsupportedError(
                     f"* REPLACE of the USING or NATURAL join key '{hit[0]}' is not supported: "
                     f"write SELECT <expression> AS {hit[0]}, * EXCLUDE ({hit[0]})")
-        known: set[str] = set()
+        per_item: list[set[tuple[str, str]]] = []
         for item in items:
-            cols = _source_columns(item, spelled, ctes, exact=True)
-            if cols is None:  # (sqlglot's expansion ignored a name it did not find)
+            got = _source_pairs(item, tables, ctes)
+            if got is None:  # (sqlglot's expansion ignored a name it did not find)
                 raise UnsupportedError(
                     f"* EXCLUDE/REPLACE over {shown_sql(item)}, whose columns are not known "
                     f"before planning, is not supported: list the columns")
-            known |= cols
-        folded = {c.lower() for c in known}
-
-        def holds(ident) -> bool:
-            if isinstance(ident, exp.Identifier) and ident.quoted:
-                return ident.name in known
-            return ident.name.lower() in folded
+            per_item.append(got)
+        pairs = set().union(*per_item)
+        new_excluded: list[exp.Expression] = []
         for e, ident in zip(excluded, idents, strict=False):
-            if not holds(ident) or (isinstance(e, exp.Column) and e.table and not any(
+            keys = _matching_keys(ident, pairs)
+            if not keys or (isinstance(e, exp.Column) and e.table and not any(
                     i.alias_or_name.lower() == e.table.lower() for i in items)):
                 raise BindError(f"column '{e.sql(dialect=PQEDialect)}' in EXCLUDE is not a "
                                 f"column of the star")
+            for key in sorted(keys):
+                marked = exp.to_identifier(key, quoted=True)
+                marked.meta[STAR_KEY] = True
+                new_excluded.append(exp.Column(this=marked, table=e.args.get("table")) if
+                                    isinstance(e, exp.Column) else marked)
+        new_replaced: list[exp.Expression] = []
         for r in replaced:
-            if not holds(r):
-                raise BindError(f"column '{r.sql(dialect=PQEDialect)}' in REPLACE is not a "
+            ident = r.args["alias"]
+            keys = _matching_keys(ident, pairs)
+            if not keys:
+                raise BindError(f"column '{ident.sql(dialect=PQEDialect)}' in REPLACE is not a "
                                 f"column of the star")
+            if len(keys) > 1 or sum(1 for p in per_item if _matching_keys(ident, p)) > 1:
+                # (each table's column was replaced; DuckDB kept one column of the name)
+                raise AmbiguousColumnError(
+                    f"column '{ident.sql(dialect=PQEDialect)}' in REPLACE is ambiguous: more "
+                    f"than one column of the star has that name; qualify the star (t.* "
+                    f"REPLACE (...))")
+            for key in sorted(keys):
+                copy = r.copy()
+                marked = exp.to_identifier(key, quoted=True)
+                marked.meta[STAR_KEY] = True
+                copy.set("alias", marked)
+                # named as the column it replaces is spelled (`REPLACE (0 AS A)` over a
+                # column A gave a column a)
+                copy.meta[SHOWN_NAME] = next(n for n, k in sorted(pairs) if k == key)
+                new_replaced.append(copy)
+        if excluded:
+            star.set("except_", new_excluded)
+        if replaced:
+            star.set("replace", new_replaced)
 
 
 def _refuse_using_shapes(node: exp.Expression, schema) -> None:
