@@ -410,13 +410,16 @@ class SelectMixin:
         return self._finish_ranked(B.filter(window, pred), width, keys)
 
     def _limit_percent(self, plan: LogicalPlan, percent, skip: int, what: str) -> LogicalPlan:
-        """LIMIT p PERCENT (DuckDB): floor(p% of all rows), taken after OFFSET m."""
+        """LIMIT p PERCENT (DuckDB): floor(p% of all rows); FETCH FIRST p PERCENT ROWS ONLY
+        (the SQL standard, Oracle): ceiling(p% of all rows), so a small share of a table
+        that has rows is at least one row (it was floor, as for LIMIT: 1 percent of 6 rows
+        was none, hunt "ordering"). Taken after OFFSET m."""
         if not 0 <= percent <= 100:
             raise BindError(f"{what} {percent} PERCENT is out of range (0 to 100)")
         width = len(plan.schema)
         window, fields, keys = self._ranked(plan, [("row_number", True), ("count_star", False)])
         rn, cnt = ColumnRef(fields[0]), ColumnRef(fields[1])
-        share = B.call("floor", B.call("divide", B.call(
+        share = B.call("floor" if what == "LIMIT" else "ceil", B.call("divide", B.call(
             "multiply", B.cast(cnt, T.FLOAT64), Literal(float(percent), T.FLOAT64)),
             Literal(100.0, T.FLOAT64)))
         pred = B.compare("le", B.cast(rn, T.FLOAT64),
