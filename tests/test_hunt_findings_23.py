@@ -169,3 +169,109 @@ def test_a_star_modifier_naming_no_column_is_an_error_over_any_from_item(ctx, sq
 ])
 def test_star_modifiers_over_values_lateral_and_nested_stars(ctx, sql, names):
     assert ctx.sql(sql).to_arrow().column_names == names
+
+
+@pytest.mark.parametrize("sql, names, first", [
+    # a derived column "A" while the table up holds a column A (key a): the name was mapped
+    # to the table's key and matched nothing, so the modifier was ignored
+    ('select * replace (0 as "A") from (select b as "A" from up) s', ["A"], [0, 0]),
+    ('select * replace (0 as A) from (select b as "A" from up) s', ["A"], [0, 0]),
+    ('select * exclude ("A") from (select b as "A", b from up) s', ["b"], [10, 20]),
+    ('select * exclude ("A") from (select "A", b from up) s', ["b"], [10, 20]),
+    ("select * exclude (A) from (select \"A\", b from up) s", ["b"], [10, 20]),
+    # a derived column named by the query keeps the query's name (it took the table's "A")
+    ("select * replace (0 as a) from (select b as a from up) s", ["a"], [0, 0]),
+    ('select * exclude ("b + 1") from (select b + 1, b from up) s', ["b"], [10, 20]),
+    ("select t.* replace (t.b * 10 as b) from up, t", ["a", "b"], [1, 2, 1, 2]),
+])
+def test_star_modifiers_name_the_star_s_own_columns(ctx, sql, names, first):
+    t = ctx.sql(sql).to_arrow()
+    assert t.column_names == names
+    assert sorted(t.column(0).to_pylist()) == sorted(first)
+
+
+def test_replace_of_a_name_two_tables_hold_is_ambiguous(ctx):
+    # both tables' b were replaced (DuckDB keeps one column of the name)
+    with pytest.raises(pqe.AmbiguousColumnError, match="in REPLACE is ambiguous"):
+        ctx.sql("select * replace (t.b * 10 as b) from up, t").to_arrow()
+
+
+# ---- a filter over GROUP BY / window keys that tells apart values the grouping holds equal
+# (hunt "joins2"): pushed below the aggregate or window it ran on input rows and made a group
+# (or a window partition) of the rows it kept
+
+EQUAL_KEYS = pa.table({
+    "f": pa.array([0.0, -0.0, -0.0], pa.float64()),
+    "iv": pa.array([pa.MonthDayNano([1, 0, 0]), pa.MonthDayNano([0, 30, 0]),
+                    pa.MonthDayNano([0, 30, 0])], pa.month_day_nano_interval()),
+    "v": pa.array([1, 2, 3], pa.int64())})
+
+
+@pytest.fixture(params=[1, 3], ids=["p1", "p3"])
+def eq_ctx(request):
+    c = pqe.Context(partitions=request.param)
+    c.register_arrow("t", EQUAL_KEYS)
+    return c
+
+
+@pytest.mark.parametrize("sql", [
+    "select * from (select f, count(*) c, sum(v) s from t group by f) z "
+    "where f::varchar = '-0.0'",
+    "select * from (select iv, count(*) c, sum(v) s from t group by iv) z "
+    "where extract(day from iv) = 30",
+    "select iv, count(*) c from t group by iv having extract(day from iv) = 30",
+    "select f, count(*) c from t group by f having f::varchar = '-0.0'",
+    "select * from (select distinct iv from t) z where extract(day from iv) = 30",
+])
+def test_a_group_filter_that_tells_equal_keys_apart_is_not_pushed_below(eq_ctx, sql):
+    # the unfiltered query has one group, keyed 0.0 (1 month): the filter rejects it. The
+    # pushed filter gave a group (-0.0, c=2) (30 days, c=2) the query does not have.
+    assert eq_ctx.sql(sql).to_arrow().num_rows == 0
+
+
+@pytest.mark.parametrize("sql", [
+    "select v, c from (select f, v, count(*) over (partition by f) c from t) z "
+    "where f::varchar = '-0.0'",
+    "select v, c from (select iv, v, count(*) over (partition by iv) c from t) z "
+    "where extract(day from iv) = 30",
+])
+def test_a_window_filter_that_tells_equal_keys_apart_keeps_the_partition(eq_ctx, sql):
+    # rows 2 and 3 pass; their partition holds all three rows (it said c = 2)
+    got = sorted(tuple(r.values()) for r in eq_ctx.sql(sql).to_arrow().to_pylist())
+    assert got == [(2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("sql", [
+    "select * from (select f, count(*) c from t group by f) z where f = 0",
+    "select * from (select iv, count(*) c from t group by iv) z where iv = interval '30 days'",
+    "select * from (select f, v, count(*) over (partition by f) c from t) z where f >= 0",
+])
+def test_comparisons_with_literals_still_go_below(eq_ctx, sql):
+    t = eq_ctx.sql(sql).to_arrow()
+    assert t.num_rows >= 1 and set(t.column("c").to_pylist()) == {3}
+    plan = eq_ctx.sql("explain " + sql).to_arrow().column(0).to_pylist()
+    text = "\n".join(str(x) for x in plan)
+    optimized = text.split("== Optimized Logical Plan ==")[-1].split("== Physical Plan ==")[0]
+    assert "filters=[" in optimized  # pushed into the scan
+
+
+# ---- FETCH FIRST p PERCENT ROWS ONLY is the ceiling of p% of the rows (hunt "ordering": it
+# was the floor, LIMIT p PERCENT's DuckDB rule, so 1 percent of 6 rows was none)
+
+@pytest.mark.parametrize("sql, ids", [
+    ("select id from s order by id fetch first 1 percent rows only", [1]),
+    ("select id from s order by id fetch first 34 percent rows only", [1, 2, 3]),
+    ("select id from s order by id offset 1 fetch first 20 percent rows only", [2, 3]),
+    ("select id from s order by id fetch first 50 percent rows only", [1, 2, 3]),
+    ("select id from s order by id fetch first 0 percent rows only", []),
+    ("select id from s order by id fetch first 100 percent rows only", [1, 2, 3, 4, 5, 6]),
+    # LIMIT p PERCENT keeps DuckDB's floor
+    ("select id from s order by id limit 34 percent", [1, 2]),
+    ("select id from s order by id limit 1 percent", []),
+])
+def test_fetch_percent_rounds_up_limit_percent_down(ctx, sql, ids):
+    ctx.register_arrow("s", pa.table({"id": list(range(1, 7))}))
+    assert ctx.sql(sql).to_arrow().column(0).to_pylist() == ids
+    if sql.startswith("select id from s order by id limit"):
+        assert ids == [r[0] for r in duck(sql.replace(" s ", " (select unnest(range(1, 7)) "
+                                                                "id) s "))[1]]
