@@ -104,10 +104,10 @@ def test_a_quoted_star_modifier_name_is_exact(ctx, sql):
     "select * from t3 join u3 on t3.a = u3.a natural join v3",
     "select * from t3 cross join u3 natural left join v3",
     "select * from t3 join (select * from u3) y on t3.a = y.a join v3 using (k)",
-    "with x as (select * from t3), y as (select * from u3) "
-    "select * from x join y on x.a = y.a join v3 using (k)",
-    "select * from t3 join (select * from (select * from u3) q) y on t3.a = y.a "
-    "natural join v3",
+    ("with x as (select * from t3), y as (select * from u3) "
+    "select * from x join y on x.a = y.a join v3 using (k)"),
+    ("select * from t3 join (select * from (select * from u3) q) y on t3.a = y.a "
+    "natural join v3"),
 ])
 def test_a_key_its_left_side_holds_twice_is_ambiguous(ctx, sql):
     # joined on t3.k and dropped the other k before: PostgreSQL and DuckDB refuse these
@@ -215,10 +215,10 @@ def eq_ctx(request):
 
 
 @pytest.mark.parametrize("sql", [
-    "select * from (select f, count(*) c, sum(v) s from t group by f) z "
-    "where f::varchar = '-0.0'",
-    "select * from (select iv, count(*) c, sum(v) s from t group by iv) z "
-    "where extract(day from iv) = 30",
+    ("select * from (select f, count(*) c, sum(v) s from t group by f) z "
+    "where f::varchar = '-0.0'"),
+    ("select * from (select iv, count(*) c, sum(v) s from t group by iv) z "
+    "where extract(day from iv) = 30"),
     "select iv, count(*) c from t group by iv having extract(day from iv) = 30",
     "select f, count(*) c from t group by f having f::varchar = '-0.0'",
     "select * from (select distinct iv from t) z where extract(day from iv) = 30",
@@ -230,10 +230,10 @@ def test_a_group_filter_that_tells_equal_keys_apart_is_not_pushed_below(eq_ctx, 
 
 
 @pytest.mark.parametrize("sql", [
-    "select v, c from (select f, v, count(*) over (partition by f) c from t) z "
-    "where f::varchar = '-0.0'",
-    "select v, c from (select iv, v, count(*) over (partition by iv) c from t) z "
-    "where extract(day from iv) = 30",
+    ("select v, c from (select f, v, count(*) over (partition by f) c from t) z "
+    "where f::varchar = '-0.0'"),
+    ("select v, c from (select iv, v, count(*) over (partition by iv) c from t) z "
+    "where extract(day from iv) = 30"),
 ])
 def test_a_window_filter_that_tells_equal_keys_apart_keeps_the_partition(eq_ctx, sql):
     # rows 2 and 3 pass; their partition holds all three rows (it said c = 2)
