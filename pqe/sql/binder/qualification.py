@@ -1091,6 +1091,9 @@ def _refuse_ambiguous_outer_columns(bare: list[exp.Column], schema) -> None:
                 + " or ".join(f"{h}.{col.name}" for h in holders))
 
 
+Pairs = list[tuple[str, str]]  # a FROM item's columns in order: (name as spelled, key)
+
+
 def _source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | None:
     """The column names (lower case) a FROM item gives, when known before qualification
     (`_source_pairs`); None when unknown."""
@@ -1098,58 +1101,68 @@ def _source_columns(source: exp.Expression, schema, ctes: dict) -> set[str] | No
     return None if pairs is None else {name.lower() for name, _ in pairs}
 
 
-def _source_pairs(source: exp.Expression, tables, ctes: dict,
-                  depth: int = 0) -> set[tuple[str, str]] | None:
-    """The columns a FROM item gives, when known before qualification, as (name, key) pairs:
-    its name as spelled (a table's column as the data spells it; a name the query gives
-    quoted as written, unquoted folded) and the key sqlglot knows it by. A table's, a WITH
-    query's, a derived table's (a column list, or a select list, its stars expanded from their
-    own FROM items), a LATERAL's, a VALUES list's, a parenthesized join's; None when unknown.
-    `tables` maps each table to its columns, key -> name. A `SELECT *` subquery was unknown,
-    and the checks that use this were skipped for it: a USING key two tables held, a star
-    over a USING join next to such a subquery (both gave wrong answers, hunt "names")."""
+def _source_pairs(source: exp.Expression, tables, ctes: dict, depth: int = 0) -> Pairs | None:
+    """The columns a FROM item gives, when known before qualification, in order, as (name,
+    key) pairs: its name as spelled (a table's column as the data spells it; a name the query
+    gives quoted as written, unquoted folded) and the key sqlglot knows it by. A table's, a
+    WITH query's, a derived table's (a select list, its stars expanded from their own FROM
+    items; repeated names made unique as `_qualify_one` makes them), a LATERAL's, a VALUES
+    list's, a parenthesized join's; a column list renames the first columns. None when
+    unknown. `tables` maps each table to its columns, key -> name. A `SELECT *` subquery was
+    unknown, and the checks that use this were skipped for it: a USING key two tables held, a
+    star over a USING join next to such a subquery (both gave wrong answers, hunt "names")."""
     if depth > 32:
         return None
     alias = source.args.get("alias")
     given = [_spelled(c) for c in alias.columns if isinstance(c, exp.Identifier)] \
         if isinstance(alias, exp.TableAlias) else []
+    pairs: Pairs | None = None
     if isinstance(source, exp.Values) and source.expressions:
         row = source.expressions[0]
         width = len(row.expressions) if isinstance(row, exp.Tuple) else 1
-        names = given + [f"col{i}" for i in range(len(given), width)]  # (_name_values_columns)
-        return {(n, n) for n in names}
-    if given:
-        return {(n, n) for n in given}
-    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        pairs = [(f"col{i}",) * 2 for i in range(width)]  # (_name_values_columns)
+    elif isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
         cte = ctes.get(source.name)
         if cte is not None and _sees_cte(source, source.name):
             rest = {k: v for k, v in ctes.items() if k != source.name}  # (a recursive one)
+            pairs = _query_pairs(cte.this, tables, rest, depth + 1)
             cte_alias = cte.args.get("alias")
             if isinstance(cte_alias, exp.TableAlias) and cte_alias.columns:
-                return {(n, n) for n in (_spelled(c) for c in cte_alias.columns
-                                         if isinstance(c, exp.Identifier))}
-            return _query_pairs(cte.this, tables, rest, depth + 1)
-        cols = tables.get(source.name)
-        return None if cols is None else {(name, key) for key, name in cols.items()}
-    if isinstance(source, (exp.Subquery, exp.Lateral)):
-        return _query_pairs(source.this, tables, ctes, depth + 1)
-    return None
+                pairs = _renamed_pairs(pairs, [_spelled(c) for c in cte_alias.columns
+                                               if isinstance(c, exp.Identifier)])
+        else:
+            cols = tables.get(source.name)
+            pairs = None if cols is None else [(name, key) for key, name in cols.items()]
+    elif isinstance(source, (exp.Subquery, exp.Lateral)):
+        pairs = _query_pairs(source.this, tables, ctes, depth + 1)
+    return _renamed_pairs(pairs, given) if given else pairs
 
 
-def _query_pairs(query, tables, ctes: dict, depth: int) -> set[tuple[str, str]] | None:
+def _renamed_pairs(pairs: Pairs | None, names: list[str]) -> Pairs | None:
+    """A column list's names over the first columns (unknown columns: only the names)."""
+    if pairs is None:
+        return [(n, n) for n in names]
+    return [(n, n) for n in names] + pairs[len(names):]
+
+
+def _query_pairs(query, tables, ctes: dict, depth: int) -> Pairs | None:
     while isinstance(query, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
         query = query.this  # (a set operation's columns are named by its first query)
+    pairs: Pairs | None = None
     if isinstance(query, exp.Select):
-        return _select_pairs(query, tables, ctes, depth + 1)
-    if isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
-        out: set[tuple[str, str]] = set()
+        pairs = _select_pairs(query, tables, ctes, depth + 1)
+    elif isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
+        pairs = []
         for item in [query, *(j.this for j in query.args["joins"])]:
-            pairs = _source_pairs(item, tables, ctes, depth + 1)
-            if pairs is None:
+            got = _source_pairs(item, tables, ctes, depth + 1)
+            if got is None:
                 return None
-            out |= pairs
-        return out
-    return None
+            pairs += got
+    if pairs is None:
+        return None
+    # a derived table's repeated names are made unique (a, a_1), as `_qualify_one` does
+    keys = unique_names([k for _, k in pairs])
+    return [(n if k == k2 else k2, k2) for (n, k), k2 in zip(pairs, keys, strict=True)]
 
 
 def _spelled(ident: exp.Identifier) -> str:
@@ -1167,11 +1180,10 @@ def _star_items(query: exp.Select, star_column: exp.Column | None) -> list[exp.E
     return items
 
 
-def _select_pairs(query: exp.Select, tables, ctes: dict,
-                  depth: int) -> set[tuple[str, str]] | None:
+def _select_pairs(query: exp.Select, tables, ctes: dict, depth: int) -> Pairs | None:
     """The output columns of a SELECT (see `_source_pairs`); None when a star's FROM item is
-    unknown. Items without a name yet (an expression, named later) are left out."""
-    out: set[tuple[str, str]] = set()
+    unknown. A star over USING or NATURAL joins gives each merged key once."""
+    out: Pairs = []
     for i, e in enumerate(query.expressions):
         column = e if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None
         star = e if isinstance(e, exp.Star) else column.this if column is not None else None
@@ -1181,37 +1193,54 @@ def _select_pairs(query: exp.Select, tables, ctes: dict,
             if isinstance(ident, exp.TableAlias):
                 ident = ident.this
             if isinstance(ident, exp.Identifier):
-                out.add((_spelled(ident),) * 2)
+                out.append((_spelled(ident),) * 2)
             else:  # (named by `name_unaliased_projections`)
                 name = e.sql(dialect=PQEDialect, normalize_functions="lower", comments=False)
-                out.add((name if len(name) <= 64 else f"_col_{i}",) * 2)
+                out.append((name if len(name) <= 64 else f"_col_{i}",) * 2)
             continue
         if star.args.get("rename") or star.args.get("ilike"):
             return None
         items = _star_items(query, column)
         if not items:
             return None
-        pairs: set[tuple[str, str]] = set()
+        merged: set[str] = set()
+        if column is None and query.args.get("joins"):
+            known = _using_names(query, {t: dict.fromkeys(c) for t, c in tables.items()}, ctes)
+            if known is None:
+                return None
+            merged = known
+        excluded = [x for x in star.args.get("except_") or []]
+        seen: set[str] = set()
         for item in items:
             got = _source_pairs(item, tables, ctes, depth + 1)
             if got is None:
                 return None
-            pairs |= got
-        for x in star.args.get("except_") or []:
-            ident = x.this if isinstance(x, exp.Column) else x
-            if isinstance(ident, exp.Identifier):
-                gone = _matching_keys(ident, pairs)
-                pairs = {p for p in pairs if p[1] not in gone}
-        out |= pairs
+            for x in excluded:
+                ident = x.this if isinstance(x, exp.Column) else x
+                if not isinstance(ident, exp.Identifier) or (
+                        isinstance(x, exp.Column) and x.table
+                        and x.table.lower() != item.alias_or_name.lower()):
+                    continue  # (`EXCLUDE (u.a)` excludes u's a only)
+                gone = _matching_keys(ident, got)
+                got = [p for p in got if p[1] not in gone]
+            for name, key in got:
+                if key.lower() in merged:
+                    if key.lower() in seen:
+                        continue  # (a merged key: once)
+                    seen.add(key.lower())
+                out.append((name, key))
     return out
 
 
-def _matching_keys(ident: exp.Identifier, pairs: set[tuple[str, str]]) -> set[str]:
+def _matching_keys(ident: exp.Identifier, pairs: Pairs) -> set[str]:
     """The keys of the columns among `pairs` a name in a star's EXCLUDE/REPLACE names: a
-    quoted one exactly, an unquoted one ignoring case."""
-    if not ident.quoted:
-        return {k for n, k in pairs if n.lower() == ident.name.lower()}
-    return {k for n, k in pairs if n == ident.name}
+    quoted one exactly; an unquoted one as a column reference binds it, its lower-case
+    spelling if a column has it (of columns x and X, `x` is x), else ignoring case."""
+    if ident.quoted:
+        return {k for n, k in pairs if n == ident.name}
+    folded = ident.name.lower()
+    exact = {k for n, k in pairs if n == folded}
+    return exact or {k for n, k in pairs if n.lower() == folded}
 
 
 def _wrap_ordered_subqueries(node: exp.Expression) -> None:
@@ -1277,7 +1306,7 @@ def _resolve_star_modifiers(node: exp.Expression, schema, tables) -> None:
                 raise UnsupportedError(
                     f"* REPLACE of the USING or NATURAL join key '{hit[0]}' is not supported: "
                     f"write SELECT <expression> AS {hit[0]}, * EXCLUDE ({hit[0]})")
-        per_item: list[set[tuple[str, str]]] = []
+        per_item: list[Pairs] = []
         for item in items:
             got = _source_pairs(item, tables, ctes)
             if got is None:  # (sqlglot's expansion ignored a name it did not find)
@@ -1285,10 +1314,13 @@ def _resolve_star_modifiers(node: exp.Expression, schema, tables) -> None:
                     f"* EXCLUDE/REPLACE over {shown_sql(item)}, whose columns are not known "
                     f"before planning, is not supported: list the columns")
             per_item.append(got)
-        pairs = set().union(*per_item)
+        pairs = [p for got in per_item for p in got]
         new_excluded: list[exp.Expression] = []
         for e, ident in zip(excluded, idents, strict=False):
-            keys = _matching_keys(ident, pairs)
+            keys = _matching_keys(ident, pairs if not (isinstance(e, exp.Column) and e.table)
+                                  else [p for item, got in zip(items, per_item, strict=True)
+                                        if item.alias_or_name.lower() == e.table.lower()
+                                        for p in got])
             if not keys or (isinstance(e, exp.Column) and e.table and not any(
                     i.alias_or_name.lower() == e.table.lower() for i in items)):
                 raise BindError(f"column '{e.sql(dialect=PQEDialect)}' in EXCLUDE is not a "
@@ -1392,6 +1424,13 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
                         "a USING or NATURAL join whose left side joins a FROM item whose "
                         "columns are not known before planning is not supported: write "
                         "JOIN ... ON")
+                if star and cols is not None and cols & (keys - shared):
+                    # (`t JOIN u USING (a) JOIN t t2 USING (b)`: t2.a was taken for the merged
+                    # a and left out of the star)
+                    raise UnsupportedError(
+                        "SELECT * over a USING or NATURAL join followed by another join of a "
+                        "table holding a column of the same name is not supported: list the "
+                        "columns")
                 for name in shared - keys:
                     holders = [c for c in left if c is not None and name in c]
                     if len(holders) > 1:
