@@ -4,6 +4,7 @@ ORDER BY (ALL), and LIMIT / OFFSET / FETCH (WITH TIES, PERCENT)."""
 from __future__ import annotations
 
 import decimal
+import fractions
 import functools
 import uuid
 
@@ -419,11 +420,16 @@ class SelectMixin:
         width = len(plan.schema)
         window, fields, keys = self._ranked(plan, [("row_number", True), ("count_star", False)])
         rn, cnt = ColumnRef(fields[0]), ColumnRef(fields[1])
-        share = B.call("floor" if what == "LIMIT" else "ceil", B.call("divide", B.call(
-            "multiply", B.cast(cnt, T.FLOAT64), Literal(float(percent), T.FLOAT64)),
-            Literal(100.0, T.FLOAT64)))
-        pred = B.compare("le", B.cast(rn, T.FLOAT64),
-                         B.call("add", share, Literal(float(skip), T.FLOAT64)))
+        # in integers, p = num / den: the j-th row after OFFSET is kept when j * 100 * den <=
+        # cnt * num (floor), or (j - 1) * 100 * den < cnt * num (ceiling). In DOUBLEs,
+        # 250 * 64.4 / 100 was 161.00000000000003, whose ceiling kept 162 rows (review)
+        share = fractions.Fraction(str(percent))
+        if share.denominator > 10**6:
+            share = share.limit_denominator(10**6)
+        j = B.call("subtract", rn, lit(skip + (0 if what == "LIMIT" else 1)))
+        pred = B.compare("le" if what == "LIMIT" else "lt",
+                         B.call("multiply", j, lit(100 * share.denominator)),
+                         B.call("multiply", cnt, lit(share.numerator)))
         if skip:
             pred = B.call("and", B.compare("gt", rn, lit(skip)), pred)
         return self._finish_ranked(B.filter(window, pred), width, keys)
