@@ -1106,17 +1106,19 @@ def _source_pairs(source: exp.Expression, tables, ctes: dict, depth: int = 0) ->
     key) pairs: its name as spelled (a table's column as the data spells it; a name the query
     gives quoted as written, unquoted folded) and the key sqlglot knows it by. A table's, a
     WITH query's, a derived table's (a select list, its stars expanded from their own FROM
-    items; repeated names made unique as `_qualify_one` makes them), a LATERAL's, a VALUES
-    list's, a parenthesized join's; a column list renames the first columns. None when
-    unknown. `tables` maps each table to its columns, key -> name. A `SELECT *` subquery was
-    unknown, and the checks that use this were skipped for it: a USING key two tables held, a
-    star over a USING join next to such a subquery (both gave wrong answers, hunt "names")."""
+    items), a LATERAL's, a VALUES list's, a parenthesized join's; a column list renames the
+    first columns, then a derived table's repeated names are made unique (a, a_1) as
+    `_qualify_one` makes them. None when unknown. `tables` maps each table to its columns,
+    key -> name. A `SELECT *` subquery was unknown, and the checks that use this were skipped
+    for it: a USING key two tables held, a star over a USING join next to such a subquery
+    (both gave wrong answers, hunt "names")."""
     if depth > 32:
         return None
     alias = source.args.get("alias")
     given = [_spelled(c) for c in alias.columns if isinstance(c, exp.Identifier)] \
         if isinstance(alias, exp.TableAlias) else []
     pairs: Pairs | None = None
+    derived = False
     if isinstance(source, exp.Values) and source.expressions:
         row = source.expressions[0]
         width = len(row.expressions) if isinstance(row, exp.Tuple) else 1
@@ -1125,17 +1127,21 @@ def _source_pairs(source: exp.Expression, tables, ctes: dict, depth: int = 0) ->
         cte = ctes.get(source.name)
         if cte is not None and _sees_cte(source, source.name):
             rest = {k: v for k, v in ctes.items() if k != source.name}  # (a recursive one)
-            pairs = _query_pairs(cte.this, tables, rest, depth + 1)
+            pairs, derived = _query_pairs(cte.this, tables, rest, depth + 1)
             cte_alias = cte.args.get("alias")
             if isinstance(cte_alias, exp.TableAlias) and cte_alias.columns:
                 pairs = _renamed_pairs(pairs, [_spelled(c) for c in cte_alias.columns
                                                if isinstance(c, exp.Identifier)])
+            if derived:
+                pairs = _unique_pairs(pairs)
         else:
             cols = tables.get(source.name)
             pairs = None if cols is None else [(name, key) for key, name in cols.items()]
     elif isinstance(source, (exp.Subquery, exp.Lateral)):
-        pairs = _query_pairs(source.this, tables, ctes, depth + 1)
-    return _renamed_pairs(pairs, given) if given else pairs
+        pairs, derived = _query_pairs(source.this, tables, ctes, depth + 1)
+    if given:
+        pairs = _renamed_pairs(pairs, given)
+    return _unique_pairs(pairs) if derived or given else pairs
 
 
 def _renamed_pairs(pairs: Pairs | None, names: list[str]) -> Pairs | None:
@@ -1145,24 +1151,30 @@ def _renamed_pairs(pairs: Pairs | None, names: list[str]) -> Pairs | None:
     return [(n, n) for n in names] + pairs[len(names):]
 
 
-def _query_pairs(query, tables, ctes: dict, depth: int) -> Pairs | None:
+def _unique_pairs(pairs: Pairs | None) -> Pairs | None:
+    """A derived table's repeated names made unique (a, a_1), as `_qualify_one` does."""
+    if pairs is None:
+        return None
+    keys = unique_names([k for _, k in pairs])
+    return [(n if k == k2 else k2, k2) for (n, k), k2 in zip(pairs, keys, strict=True)]
+
+
+def _query_pairs(query, tables, ctes: dict, depth: int) -> tuple[Pairs | None, bool]:
+    """A query's columns (`_source_pairs`), and whether it is a query (a derived table's
+    names are made unique) rather than a parenthesized join (whose are not)."""
     while isinstance(query, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
         query = query.this  # (a set operation's columns are named by its first query)
-    pairs: Pairs | None = None
     if isinstance(query, exp.Select):
-        pairs = _select_pairs(query, tables, ctes, depth + 1)
-    elif isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
-        pairs = []
+        return _select_pairs(query, tables, ctes, depth + 1), True
+    if isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
+        pairs: Pairs = []
         for item in [query, *(j.this for j in query.args["joins"])]:
             got = _source_pairs(item, tables, ctes, depth + 1)
             if got is None:
-                return None
+                return None, False
             pairs += got
-    if pairs is None:
-        return None
-    # a derived table's repeated names are made unique (a, a_1), as `_qualify_one` does
-    keys = unique_names([k for _, k in pairs])
-    return [(n if k == k2 else k2, k2) for (n, k), k2 in zip(pairs, keys, strict=True)]
+        return pairs, False
+    return None, False
 
 
 def _spelled(ident: exp.Identifier) -> str:
@@ -1397,10 +1409,25 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
         star = any(isinstance(e, exp.Star) for e in sel.expressions)
         left: list[set[str] | None] = []
         frm = sel.args.get("from_") or sel.args.get("from")
-        if frm is not None:
-            left.append(_source_columns(frm.this, schema, ctes))
         keys: set[str] = set()
         natural = outer = False
+        if frm is not None:
+            left.append(_source_columns(frm.this, schema, ctes))
+            # a parenthesized join's own USING keys (`(t JOIN u USING (a)) JOIN t t2 USING
+            # (b)`: t2.a was left out of the star, as without the parentheses)
+            inner = frm.this.this if isinstance(frm.this, (exp.Subquery, exp.Paren)) \
+                else frm.this
+            if isinstance(inner, exp.Table) and not frm.this.alias:
+                seen = _source_columns(inner, schema, ctes)
+                for j in inner.args.get("joins") or []:
+                    cols = _source_columns(j.this, schema, ctes)
+                    keys |= {i.name.lower() for i in j.args.get("using") or []}
+                    if (j.args.get("method") or "").upper() == "NATURAL":
+                        if cols is None or seen is None:
+                            natural = True  # (its keys unknown: any later join refused)
+                        else:
+                            keys |= cols & seen
+                    seen = None if seen is None or cols is None else seen | cols
         for j in joins:
             cols = _source_columns(j.this, schema, ctes)
             if j in using_joins:
@@ -1424,7 +1451,7 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
                         "a USING or NATURAL join whose left side joins a FROM item whose "
                         "columns are not known before planning is not supported: write "
                         "JOIN ... ON")
-                if star and cols is not None and cols & (keys - shared):
+                if star and cols is not None and (natural or cols & (keys - shared)):
                     # (`t JOIN u USING (a) JOIN t t2 USING (b)`: t2.a was taken for the merged
                     # a and left out of the star)
                     raise UnsupportedError(
@@ -1438,7 +1465,7 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
                         raise AmbiguousColumnError(f"{kind} column '{name}' is ambiguous: more "
                                                    f"than one table on its left holds it")
                 keys |= shared
-                natural = natural or not names
+                natural = natural or not names and (cols is None or None in left)
                 outer = (j.args.get("side") or "").upper() in ("RIGHT", "FULL")
             elif star and cols is not None and (natural or cols & keys):
                 raise UnsupportedError("SELECT * over a USING or NATURAL join followed by "
