@@ -420,16 +420,25 @@ class SelectMixin:
         width = len(plan.schema)
         window, fields, keys = self._ranked(plan, [("row_number", True), ("count_star", False)])
         rn, cnt = ColumnRef(fields[0]), ColumnRef(fields[1])
-        # in integers, p = num / den: the j-th row after OFFSET is kept when j * 100 * den <=
-        # cnt * num (floor), or (j - 1) * 100 * den < cnt * num (ceiling). In DOUBLEs,
-        # 250 * 64.4 / 100 was 161.00000000000003, whose ceiling kept 162 rows (review)
+        # exactly, p = num / den: the j-th row after OFFSET is kept when j * 100 * den <=
+        # cnt * num (floor), or (j - 1) * 100 * den < cnt * num (ceiling), in DECIMAL(38, 0).
+        # In DOUBLEs 250 * 64.4 / 100 was 161.00000000000003, whose ceiling kept 162 rows
+        # (review). p is exact to 10^-15 percent: past that it is rounded toward fewer rows
+        # for the floor and more for the ceiling, so 1e-300 percent of a table is one row
         share = fractions.Fraction(str(percent))
-        if share.denominator > 10**6:
-            share = share.limit_denominator(10**6)
+        grain = 10**15
+        if share.denominator > grain:
+            scaled = share * grain
+            share = fractions.Fraction(
+                scaled.numerator // scaled.denominator if what == "LIMIT"
+                else -(-scaled.numerator // scaled.denominator), grain)
+        wide = pa.decimal128(38, 0)
         j = B.call("subtract", rn, lit(skip + (0 if what == "LIMIT" else 1)))
-        pred = B.compare("le" if what == "LIMIT" else "lt",
-                         B.call("multiply", j, lit(100 * share.denominator)),
-                         B.call("multiply", cnt, lit(share.numerator)))
+        pred = B.compare(
+            "le" if what == "LIMIT" else "lt",
+            B.call("multiply", B.cast(j, wide), lit(decimal.Decimal(100 * share.denominator),
+                                                    wide)),
+            B.call("multiply", B.cast(cnt, wide), lit(decimal.Decimal(share.numerator), wide)))
         if skip:
             pred = B.call("and", B.compare("gt", rn, lit(skip)), pred)
         return self._finish_ranked(B.filter(window, pred), width, keys)
