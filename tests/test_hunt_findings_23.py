@@ -309,8 +309,8 @@ def rctx(request):
     # a qualified EXCLUDE inside a derived table removes that table's column only
     ("select * exclude (a) from (select * exclude (u4.a) from t4 join u4 on t4.a = u4.a) s",
      ["b", "c"], [7, 8]),
-    ("select * replace (a + 100 as a) from "
-     "(select * exclude (u4.a) from t4 join u4 on t4.a = u4.a) s", ["a", "b", "c"], [10, 20]),
+    (("select * replace (a + 100 as a) from "
+     "(select * exclude (u4.a) from t4 join u4 on t4.a = u4.a) s"), ["a", "b", "c"], [10, 20]),
     # a merged USING key is one column of the derived table
     ("select * exclude (a) from (select * from t4 join u4 using (a)) s", ["b", "c"], [7, 8]),
     # a column list renames the first columns only
@@ -332,8 +332,8 @@ def test_replace_of_a_renamed_derived_column_multiplies_it(rctx):
 @pytest.mark.parametrize("sql", [
     # a NATURAL key through a partial column list: the REPLACE was ignored
     "with w(p) as (select a, b from t4) select * replace (b + 100 as b) from w natural join t4",
-    "select * replace (y + 100 as y) from (select a as x, b as y from t4) s(p) "
-    "natural join (select 10 as y) r",
+    ("select * replace (y + 100 as y) from (select a as x, b as y from t4) s(p) "
+    "natural join (select 10 as y) r"),
 ])
 def test_replace_of_a_natural_key_through_a_column_list_is_refused(rctx, sql):
     with pytest.raises(pqe.UnsupportedError, match="REPLACE of the USING or NATURAL join key"):
@@ -406,3 +406,72 @@ def test_recursive_union_over_a_cyclic_graph_matches_duckdb(partitions):
     want = sorted(con.execute(sql).fetchall())
     got = sorted(tuple(r.values()) for r in ctx.sql(sql).to_arrow().to_pylist())
     assert got == want
+
+
+# ---- the second review (review26b)
+
+@pytest.mark.parametrize("n, clause, rows", [
+    # p with more digits than a million-denominator fraction holds: it was rounded onto a
+    # boundary (99.9999999 -> 100) and kept one row too many, or to 0 (1e-7) and kept none
+    (7, "limit 99.9999999 percent", 6),
+    (3, "limit 33.33333333 percent", 0),
+    (7, "limit 14.285714285714 percent", 0),
+    (3, "fetch first 66.66666667 percent rows only", 3),
+    (10, "fetch first 0.0000001 percent rows only", 1),
+    (10, "fetch first 1e-300 percent rows only", 1),
+    (10, "limit 1e-300 percent", 0),
+    (0, "fetch first 1e-300 percent rows only", 0),
+])
+def test_percent_with_many_digits_is_exact(rctx, n, clause, rows):
+    rctx.register_arrow("n", pa.table({"id": list(range(n))}))
+    got = rctx.sql(f"select count(*) from (select * from n order by id {clause}) s").to_arrow()
+    assert got.column(0)[0].as_py() == rows
+
+
+def test_fetch_percent_parameter(rctx):
+    rctx.register_arrow("n", pa.table({"id": list(range(10))}))
+    got = rctx.sql("select id from n order by id fetch first ? percent rows only", [1e-7])
+    assert got.to_arrow().column(0).to_pylist() == [0]
+
+
+@pytest.mark.parametrize("sql", [
+    # a parenthesized USING (or NATURAL) join on the left: t2.a was left out of the star
+    "select * from (t4 join u4 using (a)) join t4 t2 using (b)",
+    "select * from (t4 natural join u4) join t4 t2 using (b)",
+    "select * from (t4 join u4 using (a)) join (select * from t4) s using (b)",
+])
+def test_star_over_a_parenthesized_using_join_then_a_later_key(rctx, sql):
+    with pytest.raises(pqe.UnsupportedError, match="SELECT \\* over a USING or NATURAL join"):
+        rctx.sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql, names", [
+    # a column list renames before repeated names are made unique: p, b, a, c (DuckDB too)
+    ("select * exclude (a) from (select * from t4 join u4 on t4.a = u4.a) s(p)",
+     ["p", "b", "c"]),
+    # a parenthesized join is not a derived table: its names are made unique only once,
+    # at the derived table around it (a, b, a_1, c, a_2, b_1)
+    (("select * exclude (a_2) from "
+     "(select * from t4 join (u4 join t4 t2 on u4.a = t2.a) on t4.a = u4.a) s"),
+     ["a", "b", "a_1", "c", "b_1"]),
+])
+def test_unique_names_follow_column_lists_and_derived_tables_only(rctx, sql, names):
+    assert rctx.sql(sql).to_arrow().column_names == names
+
+
+@pytest.mark.parametrize("sql", [
+    "select * exclude (a_1) from (select * from t4 join u4 on t4.a = u4.a) s(p)",
+    "select * replace (0 as a_1) from (select * from t4 join u4 on t4.a = u4.a) s(p)",
+    "with s(p) as (select * from t4 join u4 on t4.a = u4.a) select * exclude (a_1) from s",
+])
+def test_a_name_the_column_list_took_away_is_not_a_column_of_the_star(rctx, sql):
+    # accepted and ignored: the binder made names unique before renaming (p, b, a_1, c)
+    with pytest.raises(pqe.BindError, match="is not a column of the star"):
+        rctx.sql(sql).to_arrow()
+
+
+def test_replace_through_a_column_list_replaces_the_right_column(rctx):
+    t = rctx.sql("select * replace (a * 100 as a) from "
+                 "(select * from t4 join u4 on t4.a = u4.a) s(p) order by p").to_arrow()
+    assert t.column_names == ["p", "b", "a", "c"]
+    assert t.column("a").to_pylist() == [100, 200] and t.column("p").to_pylist() == [1, 2]
