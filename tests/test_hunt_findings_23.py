@@ -475,3 +475,21 @@ def test_replace_through_a_column_list_replaces_the_right_column(rctx):
                  "(select * from t4 join u4 on t4.a = u4.a) s(p) order by p").to_arrow()
     assert t.column_names == ["p", "b", "a", "c"]
     assert t.column("a").to_pylist() == [100, 200] and t.column("p").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("sql", [
+    # the key merged inside a parenthesized join: the REPLACE was ignored (DuckDB: 100, 200)
+    "select * replace (a * 100 as a) from (t4 join u4 using (a))",
+    "select * replace (a * 100 as a) from (t4 natural join u4)",
+    "select * replace (a * 100 as a) from t4 x join (t4 join u4 using (a)) on x.b = t4.b",
+])
+def test_replace_of_a_key_merged_in_a_parenthesized_join_is_refused(rctx, sql):
+    with pytest.raises(pqe.UnsupportedError, match="REPLACE of the USING or NATURAL join key"):
+        rctx.sql(sql).to_arrow()
+
+
+def test_replace_of_a_name_a_parenthesized_join_holds_twice_is_ambiguous(rctx):
+    with pytest.raises(pqe.AmbiguousColumnError, match="in REPLACE is ambiguous"):
+        rctx.sql("select * replace (1 as a) from (t4 join u4 on t4.a = u4.a)").to_arrow()
+    got = rctx.sql("select * replace (c * 100 as c) from (t4 join u4 using (a)) order by a")
+    assert got.to_arrow().column("c").to_pylist() == [700, 800]

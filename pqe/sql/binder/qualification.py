@@ -1307,8 +1307,22 @@ def _resolve_star_modifiers(node: exp.Expression, schema, tables) -> None:
             continue
         column = star.parent if isinstance(star.parent, exp.Column) else None
         items = _star_items(sel, column)
-        if replaced and not (column is not None and column.table) and sel.args.get("joins"):
-            using = _using_names(sel, schema, ctes)
+        if replaced and not (column is not None and column.table):
+            using = _using_names(sel, schema, ctes) if sel.args.get("joins") else set()
+            for item in items:  # (a parenthesized join's own merged keys too)
+                inner = item.this if isinstance(item, (exp.Subquery, exp.Paren)) else item
+                if using is None or item.alias or not isinstance(inner, exp.Table):
+                    continue
+                seen = _source_columns(inner, schema, ctes)
+                for j in inner.args.get("joins") or []:
+                    cols = _source_columns(j.this, schema, ctes)
+                    using |= {i.name.lower() for i in j.args.get("using") or []}
+                    if (j.args.get("method") or "").upper() == "NATURAL":
+                        if cols is None or seen is None:
+                            using = None
+                            break
+                        using |= cols & seen
+                    seen = None if seen is None or cols is None else seen | cols
             if using is None:
                 raise UnsupportedError("* REPLACE over a NATURAL join whose columns are not "
                                        "known before planning is not supported: list the "
@@ -1349,7 +1363,7 @@ def _resolve_star_modifiers(node: exp.Expression, schema, tables) -> None:
             if not keys:
                 raise BindError(f"column '{ident.sql(dialect=PQEDialect)}' in REPLACE is not a "
                                 f"column of the star")
-            if len(keys) > 1 or sum(1 for p in per_item if _matching_keys(ident, p)) > 1:
+            if sum(1 for _, k in pairs if k in keys) > 1:
                 # (each table's column was replaced; DuckDB kept one column of the name)
                 raise AmbiguousColumnError(
                     f"column '{ident.sql(dialect=PQEDialect)}' in REPLACE is ambiguous: more "
