@@ -493,3 +493,22 @@ def test_replace_of_a_name_a_parenthesized_join_holds_twice_is_ambiguous(rctx):
         rctx.sql("select * replace (1 as a) from (t4 join u4 on t4.a = u4.a)").to_arrow()
     got = rctx.sql("select * replace (c * 100 as c) from (t4 join u4 using (a)) order by a")
     assert got.to_arrow().column("c").to_pylist() == [700, 800]
+
+
+@pytest.mark.parametrize("sql, names", [
+    # a key merged inside a parenthesized join is one column of the derived table around it:
+    # the binder counted a and a_1, and `EXCLUDE (a_1)` was accepted and did nothing
+    ("select * exclude (c) from (select * from (t4 join u4 using (a))) s", ["a", "b"]),
+    ("select * from (select * from (t4 natural join u4)) s", ["a", "b", "c"]),
+])
+def test_a_parenthesized_join_merges_its_keys_once(rctx, sql, names):
+    assert rctx.sql(sql).to_arrow().column_names == names
+
+
+@pytest.mark.parametrize("sql", [
+    "select * exclude (a_1) from (select * from (t4 join u4 using (a))) s",
+    "select * exclude (a_1) from (select * from (t4 natural join u4)) s",
+])
+def test_no_a_1_behind_a_parenthesized_using_join(rctx, sql):
+    with pytest.raises(pqe.BindError, match="is not a column of the star"):
+        rctx.sql(sql).to_arrow()

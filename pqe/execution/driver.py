@@ -141,12 +141,11 @@ class _Runner:
     def iterate(self, node: P.RecursiveExec) -> pa.Table:
         work = _work_schema(node.step, node.name)
         delta = self.table(node.anchor, {}, work)
-        parts = [delta]
-        # UNION's rows so far, for its step to drop the ones it found before, held as a few
-        # contiguous runs of decreasing size (each row is copied O(log rounds) times): the
-        # concatenation of every round's part had a chunk per round, which each round's join
-        # went through, 3,000 rounds of one row took 330 s (hunt "cte")
-        runs = [delta.combine_chunks()]
+        # UNION's rows so far, which its step drops from each round, are held as a few
+        # contiguous runs of decreasing size (each row is copied O(log rounds) times): one
+        # part per round made a chunk per round, which each round's join went through (3,000
+        # rounds of one row took 330 s, hunt "cte"). UNION ALL keeps each round's part.
+        parts = [delta.combine_chunks() if node.distinct else delta]
         for _ in range(node.max_iterations):
             if delta.num_rows == 0:
                 break
@@ -154,15 +153,16 @@ class _Runner:
                 from ..errors import QueryCancelled
 
                 raise QueryCancelled(self.token.reason)
-            everything = concat(runs) if node.distinct else delta
+            everything = concat(parts) if node.distinct else delta
             bindings = {(node.name, "delta"): delta, (node.name, "all"): everything}
             delta = self.table(node.step, bindings, work)
-            parts.append(delta)
-            if node.distinct and delta.num_rows:
-                runs.append(delta.combine_chunks())
-                while len(runs) > 1 and 2 * runs[-1].num_rows >= runs[-2].num_rows:
-                    last = runs.pop()
-                    runs[-1] = concat([runs[-1], last]).combine_chunks()
+            if not node.distinct:
+                parts.append(delta)
+            elif delta.num_rows:
+                parts.append(delta.combine_chunks())
+                while len(parts) > 1 and 2 * parts[-1].num_rows >= parts[-2].num_rows:
+                    last = parts.pop()
+                    parts[-1] = concat([parts[-1], last]).combine_chunks()
         else:
             if delta.num_rows:  # (a last round that added nothing finished it: no error)
                 raise ExecutionError(f"recursive query {node.name.split('#')[0]} did not "

@@ -612,13 +612,27 @@ def own_columns(clause: exp.Expression) -> list[exp.Column]:
 def _using_names(sel: exp.Select, schema, ctes: dict) -> set[str] | None:
     """The names (lower case) a SELECT's USING and NATURAL joins merge; None when a NATURAL
     join's columns are not known before qualification."""
-    joins = sel.args.get("joins") or []
+    frm = sel.args.get("from_")
+    return _merged_names(frm.this if frm is not None else None, sel.args.get("joins") or [],
+                         schema, ctes)
+
+
+def _paren_merged_names(item: exp.Expression, schema, ctes: dict) -> set[str] | None:
+    """The names a parenthesized join in FROM (`(t JOIN u USING (a))`, unaliased) merges
+    itself (`_using_names`); none for any other FROM item."""
+    inner = item.this if isinstance(item, (exp.Subquery, exp.Paren)) else item
+    if item.alias or not isinstance(inner, exp.Table):
+        return set()
+    return _merged_names(inner, inner.args.get("joins") or [], schema, ctes)
+
+
+def _merged_names(first: exp.Expression | None, joins: list, schema,
+                  ctes: dict) -> set[str] | None:
     natural = [j for j in joins if (j.args.get("method") or "").upper() == "NATURAL"]
     if not natural and not any(j.args.get("using") for j in joins):
         return set()
     names: set[str] = set()
-    frm = sel.args.get("from_")
-    left = [_source_columns(frm.this, schema, ctes)] if frm is not None else []
+    left = [_source_columns(first, schema, ctes)] if first is not None else []
     for j in joins:
         cols = _source_columns(j.this, schema, ctes)
         if j.args.get("using"):
@@ -1137,7 +1151,7 @@ def _source_pairs(source: exp.Expression, tables, ctes: dict, depth: int = 0) ->
         else:
             cols = tables.get(source.name)
             pairs = None if cols is None else [(name, key) for key, name in cols.items()]
-    elif isinstance(source, (exp.Subquery, exp.Lateral)):
+    elif isinstance(source, (exp.Subquery, exp.Lateral, exp.Paren)):
         pairs, derived = _query_pairs(source.this, tables, ctes, depth + 1)
     if given:
         pairs = _renamed_pairs(pairs, given)
@@ -1167,14 +1181,46 @@ def _query_pairs(query, tables, ctes: dict, depth: int) -> tuple[Pairs | None, b
     if isinstance(query, exp.Select):
         return _select_pairs(query, tables, ctes, depth + 1), True
     if isinstance(query, exp.Table) and query.args.get("joins"):  # (a JOIN b ...)
-        pairs: Pairs = []
-        for item in [query, *(j.this for j in query.args["joins"])]:
-            got = _source_pairs(item, tables, ctes, depth + 1)
-            if got is None:
-                return None, False
-            pairs += got
-        return pairs, False
+        items = [query, *(j.this for j in query.args["joins"])]
+        return _joined_pairs(items, _merged_names(query, query.args["joins"],
+                                                  _key_schema(tables), ctes),
+                             [], tables, ctes, depth), False
     return None, False
+
+
+def _key_schema(tables) -> dict:
+    """`tables` (table -> key -> name) as the schema `_source_columns` reads."""
+    return {t: dict.fromkeys(cols) for t, cols in tables.items()}
+
+
+def _joined_pairs(items: list[exp.Expression], merged: set[str] | None, excluded: list,
+                  tables, ctes: dict, depth: int) -> Pairs | None:
+    """The columns of joined FROM items in order, each merged USING/NATURAL key once (None
+    when those keys are unknown), less a star's EXCLUDE list (`EXCLUDE (u.a)` excludes u's a
+    only)."""
+    if merged is None:
+        return None
+    out: Pairs = []
+    seen: set[str] = set()
+    for item in items:
+        got = _source_pairs(item, tables, ctes, depth + 1)
+        if got is None:
+            return None
+        for x in excluded:
+            ident = x.this if isinstance(x, exp.Column) else x
+            if not isinstance(ident, exp.Identifier) or (
+                    isinstance(x, exp.Column) and x.table
+                    and x.table.lower() != item.alias_or_name.lower()):
+                continue
+            gone = _matching_keys(ident, got)
+            got = [p for p in got if p[1] not in gone]
+        for name, key in got:
+            if key.lower() in merged:
+                if key.lower() in seen:
+                    continue  # (a merged key: once)
+                seen.add(key.lower())
+            out.append((name, key))
+    return out
 
 
 def _spelled(ident: exp.Identifier) -> str:
@@ -1215,32 +1261,12 @@ def _select_pairs(query: exp.Select, tables, ctes: dict, depth: int) -> Pairs | 
         items = _star_items(query, column)
         if not items:
             return None
-        merged: set[str] = set()
-        if column is None and query.args.get("joins"):
-            known = _using_names(query, {t: dict.fromkeys(c) for t, c in tables.items()}, ctes)
-            if known is None:
-                return None
-            merged = known
-        excluded = [x for x in star.args.get("except_") or []]
-        seen: set[str] = set()
-        for item in items:
-            got = _source_pairs(item, tables, ctes, depth + 1)
-            if got is None:
-                return None
-            for x in excluded:
-                ident = x.this if isinstance(x, exp.Column) else x
-                if not isinstance(ident, exp.Identifier) or (
-                        isinstance(x, exp.Column) and x.table
-                        and x.table.lower() != item.alias_or_name.lower()):
-                    continue  # (`EXCLUDE (u.a)` excludes u's a only)
-                gone = _matching_keys(ident, got)
-                got = [p for p in got if p[1] not in gone]
-            for name, key in got:
-                if key.lower() in merged:
-                    if key.lower() in seen:
-                        continue  # (a merged key: once)
-                    seen.add(key.lower())
-                out.append((name, key))
+        merged = _using_names(query, _key_schema(tables), ctes) if column is None else set()
+        got = _joined_pairs(items, merged, list(star.args.get("except_") or []), tables,
+                            ctes, depth)
+        if got is None:
+            return None
+        out += got
     return out
 
 
@@ -1308,21 +1334,10 @@ def _resolve_star_modifiers(node: exp.Expression, schema, tables) -> None:
         column = star.parent if isinstance(star.parent, exp.Column) else None
         items = _star_items(sel, column)
         if replaced and not (column is not None and column.table):
-            using = _using_names(sel, schema, ctes) if sel.args.get("joins") else set()
+            using = _using_names(sel, schema, ctes)
             for item in items:  # (a parenthesized join's own merged keys too)
-                inner = item.this if isinstance(item, (exp.Subquery, exp.Paren)) else item
-                if using is None or item.alias or not isinstance(inner, exp.Table):
-                    continue
-                seen = _source_columns(inner, schema, ctes)
-                for j in inner.args.get("joins") or []:
-                    cols = _source_columns(j.this, schema, ctes)
-                    using |= {i.name.lower() for i in j.args.get("using") or []}
-                    if (j.args.get("method") or "").upper() == "NATURAL":
-                        if cols is None or seen is None:
-                            using = None
-                            break
-                        using |= cols & seen
-                    seen = None if seen is None or cols is None else seen | cols
+                paren = _paren_merged_names(item, schema, ctes)
+                using = None if using is None or paren is None else using | paren
             if using is None:
                 raise UnsupportedError("* REPLACE over a NATURAL join whose columns are not "
                                        "known before planning is not supported: list the "
@@ -1429,19 +1444,11 @@ def _refuse_using_shapes(node: exp.Expression, schema) -> None:
             left.append(_source_columns(frm.this, schema, ctes))
             # a parenthesized join's own USING keys (`(t JOIN u USING (a)) JOIN t t2 USING
             # (b)`: t2.a was left out of the star, as without the parentheses)
-            inner = frm.this.this if isinstance(frm.this, (exp.Subquery, exp.Paren)) \
-                else frm.this
-            if isinstance(inner, exp.Table) and not frm.this.alias:
-                seen = _source_columns(inner, schema, ctes)
-                for j in inner.args.get("joins") or []:
-                    cols = _source_columns(j.this, schema, ctes)
-                    keys |= {i.name.lower() for i in j.args.get("using") or []}
-                    if (j.args.get("method") or "").upper() == "NATURAL":
-                        if cols is None or seen is None:
-                            natural = True  # (its keys unknown: any later join refused)
-                        else:
-                            keys |= cols & seen
-                    seen = None if seen is None or cols is None else seen | cols
+            paren = _paren_merged_names(frm.this, schema, ctes)
+            if paren is None:
+                natural = True  # (a NATURAL join's keys unknown: any later join refused)
+            else:
+                keys |= paren
         for j in joins:
             cols = _source_columns(j.this, schema, ctes)
             if j in using_joins:
