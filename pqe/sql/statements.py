@@ -418,8 +418,8 @@ def _memory_table(catalog: CatalogSnapshot, target: exp.Expression, what: str,
 
 
 def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
-    refuse_unknown_args(stmt, {"this", "expression", "alternative", "conflict", "by_name"},
-                        "INSERT")
+    refuse_unknown_args(stmt, {"this", "expression", "alternative", "conflict", "by_name",
+                               "with_"}, "INSERT")
     target = stmt.this
     column_nodes = None
     if isinstance(target, exp.Schema):
@@ -427,8 +427,12 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
         target = target.this
     name, entry = _memory_table(catalog, target, "INSERT INTO")
     schema = entry.schema
+    with_ = stmt.args.get("with_")
+    source_ast = stmt.expression
+    if with_ is not None and isinstance(source_ast, exp.Query):
+        source_ast = _insert_source_with(source_ast, with_)
     if stmt.args.get("by_name"):
-        column_nodes = _by_name(stmt, catalog, sql, name, column_nodes)
+        column_nodes = _by_name(source_ast, catalog, sql, name, column_nodes)
     if column_nodes:
         cols = [_column_named(schema.names, c, name, sql, f"INSERT INTO {name}")
                 for c in column_nodes]
@@ -437,15 +441,16 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
     else:
         cols = list(schema.names)
     types = [schema.field(c).type for c in cols]
-    source_ast = stmt.expression
     if source_ast is None:
         raise UnsupportedError(f"INSERT INTO {name} without VALUES or a query is not supported")
     binder = Binder(catalog, sql)
-    if isinstance(source_ast, exp.Values) and not _has_query(source_ast):
+    if isinstance(source_ast, exp.Values) and not _has_query(source_ast) and with_ is None:
         source = _constant_values(binder, source_ast, types, name, cols)
     else:
         if isinstance(source_ast, exp.Values):
             _cast_rows_to_columns(source_ast, types, binder, name, cols)
+            if with_ is not None:
+                source_ast = _insert_source_with(source_ast, with_)
         source = binder.bind_query(source_ast)
     if len(source.schema) != len(cols):
         raise BindError(f"INSERT INTO {name} has {len(cols)} target columns but "
@@ -459,14 +464,34 @@ def _insert(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str) -> S.Insert:
     return S.Insert(name, entry, tuple(cols), source, conflict)
 
 
-def _by_name(stmt: exp.Insert, catalog: CatalogSnapshot, sql: str, name: str,
+def _insert_source_with(source: exp.Expression, with_: exp.With) -> exp.Expression:
+    """`WITH w AS (...) INSERT INTO t <source>`: the WITH queries are visible in the source
+    (PostgreSQL, DuckDB). Put on the source query itself, or, when it has a WITH of its own
+    (whose names shadow the outer ones) or is VALUES, on `SELECT * FROM <source>`, which
+    keeps its columns in order."""
+    if isinstance(source, (exp.Select, exp.SetOperation)) and source.args.get("with_") is None:
+        source = source.copy()
+        source.set("with_", with_.copy())
+        return source
+    alias = exp.TableAlias(this=exp.to_identifier("__pqe_insert_source"))
+    if isinstance(source, exp.Values):
+        inner = source.copy()
+        inner.set("alias", alias)
+    else:
+        inner = exp.Subquery(this=(source.this if isinstance(source, exp.Subquery)
+                                   else source).copy(), alias=alias)
+    wrapped = exp.select("*").from_(inner)
+    wrapped.set("with_", with_.copy())
+    return wrapped
+
+
+def _by_name(source_ast: exp.Expression | None, catalog: CatalogSnapshot, sql: str, name: str,
              column_nodes: list | None) -> list[exp.Expression]:
     """INSERT INTO t BY NAME query (DuckDB): the query's column names are the column list
     (matched as unquoted names are: exactly, else regardless of case); the table's other
     columns get NULL (pqe has no DEFAULT)."""
     if column_nodes:
         raise BindError(f"INSERT INTO {name} BY NAME takes no column list")
-    source_ast = stmt.expression
     if not isinstance(source_ast, exp.Query):
         raise BindError(f"INSERT INTO {name} BY NAME takes a query (SELECT ...), not VALUES")
     names = [f.name for f in Binder(catalog, sql).bind_query(source_ast.copy()).schema]
@@ -1089,13 +1114,8 @@ def _copy(stmt: exp.Copy, catalog: CatalogSnapshot, sql: str) -> S.Copy:
             raise BindError(f"COPY DELIMITER must be one ASCII character that no number, date "
                             f"or timestamp holds, and no quote or newline, not {d!r}")
     if "COMPRESSION" in options:
-        c = str(options["COMPRESSION"]).lower()
-        allowed = ("snappy", "zstd", "gzip", "none", "lz4", "brotli") if fmt == "parquet" \
-            else ("none", "gzip", "bz2", "zstd")
-        if c not in allowed:
-            raise BindError(f"COPY COMPRESSION {c} is not supported for {fmt} "
-                            f"(use {', '.join(allowed)})")
-        options["COMPRESSION"] = c
+        options["COMPRESSION"] = T.write_codec(fmt, str(options["COMPRESSION"]),
+                                               "COPY COMPRESSION")
     source = stmt.this
     if isinstance(source, exp.Subquery):
         source = source.this

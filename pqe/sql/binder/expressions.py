@@ -324,6 +324,9 @@ def _in(b, node, scope, rec):
                                "(SELECT ... WHERE x = a AND y = b) or compare column by column")
     arg = rec(node.this)
     query = node.args.get("query")
+    if query is None and len(node.expressions) == 1 and isinstance(node.expressions[0],
+                                                                   exp.Values):
+        query = node.expressions[0]  # x IN (VALUES (1), (2)): a subquery of its rows
     if query is not None:
         sub = query.this if isinstance(query, exp.Subquery) else query
         plan, _ = b.query(sub, scope)

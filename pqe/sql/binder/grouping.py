@@ -243,24 +243,34 @@ class GroupingMixin:
                 raise UnsupportedError("GROUP BY ALL cannot be combined with other GROUP BY items")
             # (a constant select item is no position here: it is grouped by as it is)
             expressions = [_Item(it) for it in targets if not find_aggs(it)]
+        def sets_of(g) -> list[list[int]]:
+            """The grouping sets of a ROLLUP, CUBE or GROUPING SETS item. Inside GROUPING
+            SETS an element may itself be one of these (PostgreSQL): its sets are listed in
+            place, `GROUPING SETS ((a), ROLLUP (b))` being (a), (b), (). A ROLLUP's or
+            CUBE's elements are expressions or lists of them, as in PostgreSQL."""
+            if isinstance(g, exp.Rollup):
+                cols = [items_of(x) for x in g.expressions]
+                return [sum(cols[:k], []) for k in range(len(cols), -1, -1)]
+            if isinstance(g, exp.Cube):
+                cols = [items_of(x) for x in g.expressions]
+                return [sum((c for k, c in enumerate(cols) if mask >> (len(cols) - 1 - k) & 1), [])
+                        for mask in range((1 << len(cols)) - 1, -1, -1)]
+            out: list[list[int]] = []
+            for x in g.expressions:
+                if isinstance(x, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+                    out += sets_of(x)
+                elif isinstance(x, exp.Tuple) and not x.expressions:
+                    out.append([])
+                else:
+                    out.append(items_of(x))
+            return out
+
         factors: list[list[list[int]]] = []  # cross product of per-item set lists
         has_sets = False
         for g in expressions:
-            if isinstance(g, exp.Rollup):
+            if isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)):
                 has_sets = True
-                cols = [items_of(x) for x in g.expressions]
-                factors.append([sum(cols[:k], []) for k in range(len(cols), -1, -1)])
-            elif isinstance(g, exp.Cube):
-                has_sets = True
-                cols = [items_of(x) for x in g.expressions]
-                subsets = []
-                for mask in range((1 << len(cols)) - 1, -1, -1):
-                    subsets.append(sum((c for k, c in enumerate(cols) if mask >> (len(cols) - 1 - k) & 1), []))
-                factors.append(subsets)
-            elif isinstance(g, exp.GroupingSets):
-                has_sets = True
-                factors.append([items_of(x) if not (isinstance(x, exp.Tuple) and not x.expressions)
-                                else [] for x in g.expressions])
+                factors.append(sets_of(g))
             elif isinstance(g, exp.Tuple) and not g.expressions:
                 factors.append([[]])  # GROUP BY (): the empty grouping set
             else:
