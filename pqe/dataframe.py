@@ -233,7 +233,7 @@ class DataFrame:
     # ---- writing -------------------------------------------------------------------------
 
     def write_parquet(self, path: str | os.PathLike, partition_by: str | Sequence[str] | None = None,
-                      *, overwrite: bool = False, compression: str = "snappy",
+                      *, overwrite: bool = False, compression: str | None = "snappy",
                       storage_options: dict | None = None, filesystem: Any = None,
                       timeout: float | None = None, cancel=None, progress=None) -> int:
         """Run the query and write its rows as a directory of Parquet files, in parallel:
@@ -249,6 +249,8 @@ class DataFrame:
         `overwrite=True`; a table registered from files under `path` is never overwritten.
         Returns the number of rows written. DuckDB reads the result with
         `read_parquet('path/**/*.parquet', hive_partitioning=true)`."""
+        compression = T.write_codec("parquet", "none" if compression is None else compression,
+                                    "write_parquet compression")
         return self._write(path, "parquet", partition_by, overwrite, {"compression": compression},
                            storage_options, filesystem, timeout, cancel, progress)
 

@@ -22,7 +22,7 @@ import copyreg
 
 import pyarrow as pa
 
-from .errors import TypeMismatchError, UnsupportedError
+from .errors import BindError, TypeMismatchError, UnsupportedError
 
 MAX_DECIMAL_PRECISION = 38
 
@@ -506,6 +506,13 @@ _FLOAT_RE = re.compile(r"^\s*float\s*\(\s*(\d+)\s*\)\s*$", re.I)
 _DECIMAL_RE = re.compile(r"^\s*(decimal|numeric|dec)\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*$", re.I)
 
 
+def shown_type(t: pa.DataType, other: pa.DataType) -> str:
+    """`t`'s SQL name for a message comparing it with `other`, with its Arrow type when the
+    two names are the same (TIMESTAMPTZ in two zones, a list and a large list)."""
+    name = type_name(t)
+    return f"{name} ({t})" if t != other and name == type_name(other) else name
+
+
 def parse_type(spec: str | pa.DataType) -> pa.DataType:
     """A type from an Arrow type or a SQL/Arrow spelling ('BIGINT', 'decimal(15,2)', 'string')."""
     if isinstance(spec, pa.DataType):
@@ -699,6 +706,21 @@ def interval_micros(arr: pa.Array) -> pa.Array:
         validity = pc.is_valid(arr).buffers()[1]
     return pa.Array.from_buffers(INTERVAL, n, [validity, pa.py_buffer(out.tobytes())],
                                  null_count=arr.null_count)
+
+
+# the codecs a written Parquet or CSV file may use (COPY ... (COMPRESSION c), write_parquet)
+WRITE_CODECS = {"parquet": ("snappy", "zstd", "gzip", "none", "lz4", "brotli"),
+                "csv": ("none", "gzip", "bz2", "zstd")}
+
+
+def write_codec(fmt: str, codec: object, what: str) -> str:
+    """`codec` (any case) if a `fmt` file can be written with it, else a BindError naming
+    the ones that can: checked before the query runs."""
+    c = str(codec).lower() if isinstance(codec, str) else None
+    allowed = WRITE_CODECS[fmt]
+    if c not in allowed:
+        raise BindError(f"{what} {codec} is not supported for {fmt} (use {', '.join(allowed)})")
+    return c
 
 
 def bad_csv_delimiter(d) -> bool:

@@ -165,11 +165,33 @@ def checked(out, n: int, dtype: pa.DataType, what: str) -> pa.Array:
     if len(out) != n:
         raise UserFunctionError(f"{what} returned {len(out)} values for {n} rows")
     if out.type != dtype:
-        if T.is_null(out.type) or (T.normalize(out.type) == dtype):
+        if T.is_null(out.type) or _plain(T.normalize(out.type)) == _plain(dtype):
             return out.cast(dtype)
-        raise UserFunctionError(f"{what} returned {T.type_name(out.type)} values, but it "
-                                f"was declared to return {T.type_name(dtype)}")
+        if (pa.types.is_timestamp(out.type) and pa.types.is_timestamp(dtype)
+                and out.type.unit == dtype.unit and out.type.tz is not None
+                and dtype.tz is not None):
+            return out.cast(dtype)  # the same instants, in the declared zone
+        raise UserFunctionError(f"{what} returned {T.shown_type(out.type, dtype)} values, but "
+                                f"it was declared to return {T.shown_type(dtype, out.type)}")
     return out
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """`t` with its 64-bit-offset layouts as the 32-bit ones (large_list as list, at any
+    depth): another encoding of the same values, cast when a function returns it."""
+    if pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_large_binary(t):
+        return pa.binary()
+    if pa.types.is_large_list(t) or pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_plain(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_plain(t.field(i).type))
+                          for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_plain(t.key_type)),
+                       t.item_field.with_type(_plain(t.item_type)), t.keys_sorted)
+    return t
 
 
 # ---- aggregates ----------------------------------------------------------------------------------

@@ -173,8 +173,15 @@ def check_arguments(udf: ScalarUDF | AggregateUDF, types: Sequence[pa.DataType])
             continue
         ok = T.common_type(got, w) == w or (T.is_integer(got) and T.is_numeric(w)) \
             or (T.is_decimal(got) and (T.is_decimal(w) or T.is_floating(w))) \
-            or (T.is_text(got) and T.is_text(w))
+            or (T.is_text(got) and T.is_text(w)) or _same_instants(got, w)
         if not ok:
             raise TypeMismatchError(
-                f"function {udf.name}: argument {i + 1} is {T.type_name(got)}, expected "
-                f"{T.type_name(w)}")
+                f"function {udf.name}: argument {i + 1} is {T.shown_type(got, w)}, expected "
+                f"{T.shown_type(w, got)}")
+
+
+def _same_instants(got: pa.DataType, want: pa.DataType) -> bool:
+    """A TIMESTAMPTZ in one zone passed as one declared in another: the same instants (the
+    cast changes only the zone the function sees), of the same unit."""
+    return (pa.types.is_timestamp(got) and pa.types.is_timestamp(want)
+            and got.unit == want.unit and got.tz is not None and want.tz is not None)

@@ -1,0 +1,83 @@
+"""Findings of session 27's hunts (user functions and writes, numeric limits, the shell).
+
+Each test here failed before its fix: a function registered with a type no call could meet,
+a message naming the same type twice, an option checked only after the query ran."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import pqe
+
+INSTANT = dt.datetime(2024, 1, 1, 3, tzinfo=dt.timezone.utc)
+NY = pa.timestamp("us", tz="America/New_York")
+
+
+@pytest.fixture(params=[1, 3], ids=["p1", "p3"])
+def ctx(request):
+    c = pqe.Context(partitions=request.param)
+    c.register_arrow("t", pa.table({"ts": pa.array([INSTANT], pa.timestamp("us", tz="UTC")),
+                                    "k": [1]}))
+    return c
+
+
+def test_udf_declared_in_another_zone_gets_the_same_instants(ctx):
+    # (registered, then every call failed: "argument 1 is TIMESTAMPTZ, expected TIMESTAMPTZ")
+    ctx.register_udf("local_hour", lambda a: pc.hour(a), [NY], "BIGINT")
+    ctx.register_udf("same", lambda a: a, [NY], NY)
+    got = ctx.sql("select local_hour(ts) h, same(ts) = ts eq, same(ts) s from t").to_arrow()
+    assert got.column("h").to_pylist() == [22]  # 03:00 UTC is 22:00 the day before in New York
+    assert got.column("eq").to_pylist() == [True]
+    assert got.column("s").to_pylist()[0] == INSTANT
+
+
+def test_udf_returning_another_zone_is_the_same_instants(ctx):
+    # ("returned TIMESTAMPTZ values, but it was declared to return TIMESTAMPTZ")
+    ctx.register_udf("g", lambda a: a.cast(NY), ["TIMESTAMPTZ"], "TIMESTAMPTZ")
+    got = ctx.sql("select g(ts) = ts eq, g(ts)::date d from t").to_arrow().to_pylist()
+    assert got == [{"eq": True, "d": dt.date(2024, 1, 1)}]
+
+
+def test_udf_timestamp_of_another_unit_is_refused_naming_both(ctx):
+    ctx.register_udf("n", lambda a: a, [pa.timestamp("ms", tz="UTC")], "BIGINT")
+    with pytest.raises(pqe.TypeMismatchError, match=r"timestamp\[us.*timestamp\[ms"):
+        ctx.sql("select n(ts) from t").to_arrow()
+
+
+def test_udf_may_return_a_large_list(ctx):
+    ctx.register_udf("l", lambda a: pa.array([[1, None]] * len(a), pa.large_list(pa.int64())),
+                     ["BIGINT"], pa.list_(pa.int64()))
+    assert ctx.sql("select l(k) v from t").to_arrow().to_pylist() == [{"v": [1, None]}]
+    ctx.register_udf("ls", lambda a: pa.array([{"x": ["a"]}] * len(a),
+                                              pa.struct([("x", pa.large_list(pa.large_string()))])),
+                     ["BIGINT"], pa.struct([("x", pa.list_(pa.string()))]))
+    assert ctx.sql("select ls(k) v from t").to_arrow().to_pylist() == [{"v": {"x": ["a"]}}]
+
+
+def test_udf_wrong_list_type_still_refused(ctx):
+    ctx.register_udf("l2", lambda a: pa.array([[1.5]] * len(a)), ["BIGINT"],
+                     pa.list_(pa.int64()))
+    with pytest.raises(pqe.UserFunctionError, match=r"DOUBLE\[\].*BIGINT\[\]"):
+        ctx.sql("select l2(k) from t").to_arrow()
+
+
+def test_write_parquet_codec_checked_before_the_query_runs(tmp_path):
+    ctx = pqe.Context()
+    ran = []
+    ctx.register_udf("mark", lambda a: ran.append(1) or a, ["BIGINT"], "BIGINT")
+    with pytest.raises(pqe.BindError, match="bogus.*snappy"):
+        ctx.sql("select mark(1) k").write_parquet(str(tmp_path / "x"), compression="bogus")
+    assert ran == [] and not os.path.exists(tmp_path / "x")
+    for codec, stored in [("ZSTD", "ZSTD"), ("none", "UNCOMPRESSED"), (None, "UNCOMPRESSED")]:
+        out = tmp_path / str(codec)
+        assert ctx.sql("select 1 k").write_parquet(str(out), compression=codec) == 1
+        import pyarrow.parquet as pq
+
+        (name,) = os.listdir(out)
+        meta = pq.ParquetFile(str(out / name)).metadata
+        assert meta.row_group(0).column(0).compression == stored
