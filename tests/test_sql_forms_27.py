@@ -140,3 +140,26 @@ def test_with_insert_is_a_write_in_a_read_only_session():
     ctx = pqe.Context(read_only=True)
     with pytest.raises(pqe.AccessError, match="INSERT"):
         ctx.sql("with w as (select 1 x) insert into m select x, 'q' from w")
+
+
+U = pa.table({"a": [1, 2, 9], "c": [7, 8, 9]})
+
+
+@pytest.mark.parametrize("sql", [
+    "select * from ((t join u using (a)))",
+    "select * from (((t join u using (a)))) x",
+    "select * from ((t join u on t.a = u.a))",
+    "select * from (((select a from t order by a desc nulls last) limit 2)) s",
+    "select * from ((select a from t)) s where a > 1",
+    "select * from t where a in ((select a from u))",
+])
+def test_parentheses_around_parentheses(ctx, sql):
+    # (two levels around a join were refused naming a sqlglot node; the first version of the
+    # fix moved a join out of the tree while sqlglot's qualify still walked it: a hang)
+    ctx.register_arrow("u", U)
+    con = duckdb.connect()
+    con.register("t", T)
+    con.register("u", U)
+    cur = con.execute(sql)
+    want = sorted(cur.fetchall(), key=repr)
+    assert ours(ctx, sql) == want

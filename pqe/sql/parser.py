@@ -1012,7 +1012,24 @@ def parse(sql: str) -> list[exp.Expression]:
     if re.search(r"within\s+group", sql, re.IGNORECASE):  # (no walk for every other query)
         for s in statements:
             _ordered_set_aggregates(s)
+    if re.search(r"\(\s*\(", sql):
+        for s in statements:
+            _redundant_parentheses(s)
     return statements
+
+
+def _redundant_parentheses(ast: exp.Expression) -> None:
+    """`FROM ((t JOIN u USING (a)))`: parentheses around parentheses, with nothing of their
+    own (no alias, ORDER BY, LIMIT), are one pair. The binder knows a parenthesized join;
+    two levels of them were refused naming a sqlglot node."""
+    # (innermost first: a pair taken out of the tree is never visited after)
+    for node in reversed(list(ast.find_all(exp.Subquery))):
+        inner = node.this
+        while isinstance(inner, exp.Subquery) and not any(
+                v not in (None, False, [], "") for k, v in inner.args.items() if k != "this"):
+            inner = inner.this
+        if inner is not node.this:
+            node.set("this", inner)
 
 
 # PostgreSQL's ordered-set aggregates: `percentile_cont(q) WITHIN GROUP (ORDER BY x)` is
