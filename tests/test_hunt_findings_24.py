@@ -81,3 +81,27 @@ def test_write_parquet_codec_checked_before_the_query_runs(tmp_path):
         (name,) = os.listdir(out)
         meta = pq.ParquetFile(str(out / name)).metadata
         assert meta.row_group(0).column(0).compression == stored
+
+
+@pytest.mark.parametrize("sql,value", [
+    ("select cast(c as decimal(4,2)) + 0 from t", "100.00"),
+    ("select sum(cast(c as decimal(4,2))), sum(c + 0) from t", "100.00"),
+    ("select cast(d as decimal(17,1)) + 0 from t", "10000000000000000.0"),
+    ("select cast(e as decimal(3,3)) * 1 from t", "1.000"),
+])
+def test_rounding_decimal_cast_next_to_arithmetic_checks_its_range(sql, value):
+    # (with arithmetic beside it the cast ran on unscaled int64s, which checked only integer
+    # digits: 99.995 -> DECIMAL(4,2) gave 100.00, a value its type cannot hold)
+    from decimal import Decimal as D
+
+    t = pa.table({"c": pa.array([D("99.995"), D("0.999")], pa.decimal128(5, 3)),
+                  "d": pa.array([D("9999999999999999.99"), D("1")], pa.decimal128(18, 2)),
+                  "e": pa.array([D("0.999999999"), D("0.1")], pa.decimal128(9, 9))})
+    for p in (1, 3):
+        ctx = pqe.Context(partitions=p)
+        ctx.register_arrow("t", t)
+        with pytest.raises(pqe.DataValueError, match=f"{value} is out of range"):
+            ctx.sql(sql).to_arrow()
+        # a cast with a digit to spare keeps the fast path's answer
+        got = ctx.sql("select cast(c as decimal(5,2)) + 0 r from t").to_arrow()
+        assert got.column("r").to_pylist() == [D("100.00"), D("1.00")]

@@ -416,7 +416,9 @@ class Int64DecimalCompiler(Compiler):
             raise NotFast("try_cast")
         x = self(e.arg)
         if T.is_decimal(src) and T.is_decimal(dst):
-            if dst.precision - dst.scale < src.precision - src.scale:
+            # rounding away digits can carry into a new one (99.995 -> 100.00): a cast that
+            # drops scale stays here only with an integer digit to spare
+            if dst.precision - dst.scale < src.precision - src.scale + (dst.scale < src.scale):
                 raise NotFast("narrowing cast: the decimal128 path checks the range")
             return self._rescale(x, src.scale, dst.scale)
         if T.is_decimal(src) and T.is_floating(dst):
