@@ -105,3 +105,83 @@ def test_rounding_decimal_cast_next_to_arithmetic_checks_its_range(sql, value):
         # a cast with a digit to spare keeps the fast path's answer
         got = ctx.sql("select cast(c as decimal(5,2)) + 0 r from t").to_arrow()
         assert got.column("r").to_pylist() == [D("100.00"), D("1.00")]
+
+
+# ---- the shell (hunt shell2) ------------------------------------------------------------------
+
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shell(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "pqe.shell", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, **kw)
+
+
+@pytest.mark.parametrize("where", ["directory", "unreadable"])
+def test_shell_history_file_that_cannot_be_used(tmp_path, where):
+    # (prompt_toolkit raised inside its event loop after every statement: a traceback and
+    # "Press ENTER to continue", which swallowed the next line)
+    pexpect = pytest.importorskip("pexpect")
+    history = tmp_path / "hist"
+    history.mkdir()
+    if where == "unreadable":
+        # a path under a regular file: neither read nor written, also as root
+        (tmp_path / "file").write_text("x")
+        history = tmp_path / "file" / "hist"
+    env = dict(os.environ, PQE_HISTORY=str(history), TERM="xterm-256color",
+               PROMPT_TOOLKIT_NO_CPR="1", COLUMNS="120", LINES="50")
+    child = pexpect.spawn(sys.executable, ["-m", "pqe.shell"], env=env, cwd=str(ROOT),
+                          dimensions=(50, 120), encoding="utf-8", codec_errors="replace",
+                          timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                       signal.SIG_DFL))
+    child.expect_exact("pqe> ")
+    seen = ""
+    for n in (4242, 4343, 4444):
+        child.send(f"select {n} as v;\r")
+        assert child.expect_exact(["Press ENTER", str(n)]) == 1
+        seen += child.before
+        child.expect_exact("pqe> ")
+        seen += child.before
+    assert "Traceback" not in seen and seen.count("cannot be used") == 1
+    child.send(".quit\r")
+    child.expect(pexpect.EOF)
+
+
+def test_shell_with_standard_error_closed():
+    # (every statement failed on the missing stream: nothing printed, exit 1)
+    r = subprocess.run(f"{sys.executable} -m pqe.shell -c 'select 41 + 1 as a' 2>&-",
+                       shell=True, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0 and "42" in r.stdout
+    bad = subprocess.run(f"{sys.executable} -m pqe.shell -c 'select nope' 2>&-",
+                         shell=True, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert bad.returncode == 1
+
+
+def test_shell_shows_nanosecond_times(tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"t": pa.array([1, None], pa.time64("ns"))}), tmp_path / "tns.parquet")
+    r = _shell(str(tmp_path / "tns.parquet"), "--mode", "csv", "-c", "select t from tns")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["t", "00:00:00.000000001", ""]
+
+
+def test_shell_shows_every_entry_of_a_map_with_a_repeated_key(tmp_path):
+    # (shown as {"k":2}: Arrow's lossy dict kept the last value, with a raw UserWarning)
+    import json
+
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"m": pa.array([[("k", 1), ("k", 2)], [("a", 3)]],
+                                           pa.map_(pa.string(), pa.int64()))}),
+                   tmp_path / "dupmap.parquet")
+    r = _shell(str(tmp_path / "dupmap.parquet"), "--mode", "json", "-c",
+               "select m from dupmap")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert json.loads(r.stdout) == [{"m": [{"key": "k", "value": 1}, {"key": "k", "value": 2}]},
+                                    {"m": [{"key": "a", "value": 3}]}]

@@ -546,6 +546,10 @@ def _stdin() -> Iterable[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `pqe-sql` console script; returns the exit status."""
+    if sys.stderr is None:
+        # (`pqe-sql ... 2>&-`: started with standard error closed) messages are dropped, the
+        # exit status still says; every statement failed on the missing stream (exit 1)
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the process's life
     args = parse_args(argv)
     if sys.stdout is None:  # (`pqe-sql ... >&-`: started with standard output closed)
         if sys.stderr is not None:

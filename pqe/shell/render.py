@@ -189,17 +189,40 @@ def _values(column: Any, name: str) -> list[Any]:
     column = _shortest_floats(column)
     maps = _has(column.type, pa.types.is_map)
     try:
-        return column.to_pylist(maps_as_pydicts="lossy") if maps else column.to_pylist()
+        return _pylist(column, maps)
     except (OverflowError, ValueError):
         texty = _with_text_times(column.type)
         if texty != column.type:
             try:
-                as_text = column.cast(texty)
-                return as_text.to_pylist(maps_as_pydicts="lossy") if maps \
-                    else as_text.to_pylist()
+                return _pylist(column.cast(texty), maps)
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid, OverflowError, ValueError):
                 pass
         return T.python_values(column, name)  # (its one-line error)
+
+
+def _pylist(column: Any, maps: bool) -> list[Any]:
+    """to_pylist(), MAPs as dicts; a MAP holding a key twice (Arrow and Parquet allow it) as
+    its list of {key, value} entries, every one shown (a dict kept the last value only)."""
+    if not maps:
+        return column.to_pylist()
+    try:
+        return column.to_pylist(maps_as_pydicts="strict")
+    except KeyError:  # (a repeated key)
+        return column.cast(_maps_as_entries(column.type)).to_pylist()
+
+
+def _maps_as_entries(t: pa.DataType) -> pa.DataType:
+    """`t` with every MAP in it as a list of {key, value} structs."""
+    if pa.types.is_map(t):
+        return pa.list_(pa.struct([t.key_field.with_type(_maps_as_entries(t.key_type)),
+                                   t.item_field.with_type(_maps_as_entries(t.item_type))]))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_maps_as_entries(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_maps_as_entries(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_maps_as_entries(f.type)) for f in t])
+    return t
 
 
 def _has(t: pa.DataType, test) -> bool:
@@ -215,8 +238,9 @@ def _has(t: pa.DataType, test) -> bool:
 
 
 def _with_text_times(t: pa.DataType) -> pa.DataType:
-    """`t` with text for every DATE and TIMESTAMP in it (in lists, structs and maps too)."""
-    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+    """`t` with text for every DATE, TIME and TIMESTAMP in it (in lists, structs and maps
+    too)."""
+    if pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
         return pa.string()
     if pa.types.is_list(t):
         return pa.list_(t.value_field.with_type(_with_text_times(t.value_type)))

@@ -8,6 +8,7 @@ and Ctrl-C during a query cancels it; either way the session goes on. Ctrl-D exi
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,17 +30,58 @@ STYLE = Style.from_dict({"prompt": "ansigreen bold", "continuation": "ansigreen"
 
 
 def history() -> History:
-    """`~/.pqe_history`, or the file `PQE_HISTORY` names (empty: keep no history)."""
+    """`~/.pqe_history`, or the file `PQE_HISTORY` names (empty: keep no history). A file
+    that cannot be read or written keeps the history in memory (`_FileOrMemoryHistory`);
+    a missing directory is made only for a `PQE_HISTORY` whose parent exists (HOME, missing,
+    was made as a whole tree)."""
     path = os.environ.get("PQE_HISTORY")
+    named = path is not None
     if path is None:
         path = str(Path.home() / ".pqe_history")
     if not path:
         return InMemoryHistory()
+    file = Path(path).expanduser()
     try:
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        return FileHistory(str(Path(path).expanduser()))
+        if named:
+            file.parent.mkdir(exist_ok=True)
     except OSError:
-        return InMemoryHistory()
+        pass
+    return _FileOrMemoryHistory(str(file))
+
+
+class _FileOrMemoryHistory(FileHistory):
+    """A history file that cannot be read or written (a read-only HOME or file, a path that
+    is a directory) warns once on stderr and the session's history is kept in memory:
+    prompt_toolkit's own FileHistory raised inside its event loop after every statement (a
+    traceback, and 'Press ENTER to continue' swallowing the next line)."""
+
+    def __init__(self, filename: str) -> None:
+        super().__init__(filename)
+        self.failed = False
+
+    def load_history_strings(self):
+        try:
+            return list(super().load_history_strings())
+        except OSError as e:
+            self._failure(e)
+            return []
+
+    def store_string(self, string: str) -> None:
+        if self.failed:
+            return
+        try:
+            super().store_string(string)
+        except OSError as e:
+            self._failure(e)
+
+    def _failure(self, e: OSError) -> None:
+        if not self.failed:
+            self.failed = True
+            try:
+                sys.stderr.write(f"Warning: history file {self.filename} cannot be used "
+                                 f"({e.strerror or e}); history is kept for this session only\n")
+            except (AttributeError, OSError, ValueError):  # no stderr to warn on
+                pass
 
 
 def key_bindings() -> KeyBindings:
