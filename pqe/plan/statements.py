@@ -83,6 +83,10 @@ class CreateView(Statement):
     if_not_exists: bool = False
     plan: LogicalPlan | None = None  # the query as bound now (checked at creation, EXPLAIN)
     quoted: bool = False
+    # the query as parsed and the statement text its positions refer to (the SQL front end's
+    # objects, opaque here): bound at each use (binder.scope.View)
+    query: Any = field(default=None, compare=False, repr=False)
+    source: str | None = field(default=None, compare=False, repr=False)
     writes = True
 
     @property

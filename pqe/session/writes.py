@@ -135,7 +135,8 @@ def _create_view(session: SessionState, stmt: S.CreateView, run: dict) -> Result
     _not_cancelled(run, f"CREATE VIEW {stmt.name}")
     if old is not None and old != stmt.name:
         session.catalog.drop(old, exact=True)
-    session.catalog.register(stmt.name, View(stmt.sql, stmt.column_names), by_sql=True)
+    session.catalog.register(stmt.name, View(stmt.sql, stmt.column_names, stmt.query,
+                                                stmt.source), by_sql=True)
     return Result(stmt.kind)
 
 

@@ -478,9 +478,12 @@ class QualifyMixin:
             raise BindError(f"view {name} refers to itself ({cycle})")
         from ..parser import parse
 
-        stmts = parse(view.sql)
-        inner = type(self)(self.catalog, view.sql, view_path=(*self.view_path, name))
-        plan = inner.bind_query(stmts[0])
+        if view.ast is not None:
+            query, text = view.ast.copy(), view.source or ""
+        else:
+            query, text = parse(view.sql)[0], view.sql
+        inner = type(self)(self.catalog, text, view_path=(*self.view_path, name))
+        plan = inner.bind_query(query)
         if view.column_names:
             if len(view.column_names) != len(plan.schema):
                 raise BindError(f"view {name} names {len(view.column_names)} columns "

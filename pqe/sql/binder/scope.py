@@ -4,6 +4,7 @@ and positioned errors."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...errors import AmbiguousColumnError, Error
 from ...plan.expr import AggCall, ColumnRef, Expr, Field, OuterRef
@@ -11,10 +12,18 @@ from ...plan.expr import AggCall, ColumnRef, Expr, Field, OuterRef
 
 @dataclass
 class View:
-    """A named query stored in the catalog; bound afresh at each use."""
+    """A named query stored in the catalog; bound afresh at each use.
+
+    `sql` is the query's text as sqlglot writes it back (for display); `ast` the query as it
+    was parsed, and `source` the statement text its positions refer to, bound at each use
+    when given: text written back loses what pqe's parser reads beyond sqlglot's own (a
+    window frame's EXCLUDE, `INTERVAL '1.5 days'`, `xor(a, b)`), so a view answered other
+    than its own query or could not be read at all."""
 
     sql: str
     column_names: tuple[str, ...] | None = None
+    ast: Any = field(default=None, compare=False, repr=False)
+    source: str | None = field(default=None, compare=False, repr=False)
 
 
 class Scope:
