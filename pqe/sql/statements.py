@@ -237,7 +237,8 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         if names is not None and len(names) != len(plan.schema):
             raise BindError(f"view {name} names {len(names)} columns, its query has "
                             f"{len(plan.schema)}")
-        return S.CreateView(name, text, names, replace, if_not_exists, plan, quoted)
+        return S.CreateView(name, text, names, replace, if_not_exists, plan, quoted,
+                            query.copy(), sql)
     if kind != "TABLE":
         raise UnsupportedError(f"CREATE {kind or stmt.sql(dialect=PQEDialect)[:40]} is not supported")
     refuse_unknown_args(stmt, {"kind", "this", "expression", "replace", "exists",
@@ -295,11 +296,29 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
         for c in key:
             if c not in names:
                 raise BindError(f"CREATE TABLE {name}: key column '{c}' is not a column of the table")
+            t = fields[names.index(c)].type
+            if _holds_interval(t):
+                # (keys are checked by their stored parts: '1 day' and '24 hours', one
+                # length and equal in every comparison, were two keys; DuckDB refuses too)
+                raise UnsupportedError(f"CREATE TABLE {name}: a PRIMARY KEY or UNIQUE column "
+                                       f"of type {T.type_name(t)} ({c}) is not supported")
     if primary:
         fields = [f.with_nullable(False) if f.name in primary else f for f in fields]
     unique_keys = tuple(dict.fromkeys(k for k in unique if k != primary))
     return S.CreateTable(name, pa.schema(fields), None, None, replace, if_not_exists, primary,
                          unique_keys, quoted)
+
+
+def _holds_interval(t: pa.DataType) -> bool:
+    if T.is_interval(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _holds_interval(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_holds_interval(f.type) for f in t)
+    if pa.types.is_map(t):
+        return _holds_interval(t.key_type) or _holds_interval(t.item_type)
+    return False
 
 
 def _refuse_other_kind(catalog: CatalogSnapshot, name: str, quoted: bool, kind: str,
@@ -474,13 +493,26 @@ def _insert_source_with(source: exp.Expression, with_: exp.With) -> exp.Expressi
         source.set("with_", with_.copy())
         return source
     alias = exp.TableAlias(this=exp.to_identifier("__pqe_insert_source"))
+    modifiers = {}
     if isinstance(source, exp.Values):
         inner = source.copy()
         inner.set("alias", alias)
+    elif isinstance(source, exp.Subquery):
+        # `(SELECT ...) ORDER BY ... LIMIT n`: the parenthesized query's own ORDER BY, LIMIT
+        # and OFFSET are the wrapper's (they were dropped: every row was inserted)
+        inner = exp.Subquery(this=source.this.copy(), alias=alias)
+        modifiers = {k: v.copy() if isinstance(v, exp.Expression) else v
+                     for k, v in source.args.items()
+                     if k not in ("this", "alias") and v not in (None, False, [], "")}
+        unknown = set(modifiers) - {"order", "limit", "offset"}
+        if unknown:
+            raise UnsupportedError(f"INSERT after WITH: {', '.join(sorted(unknown)).upper()} "
+                                   f"on a parenthesized query is not supported")
     else:
-        inner = exp.Subquery(this=(source.this if isinstance(source, exp.Subquery)
-                                   else source).copy(), alias=alias)
+        inner = exp.Subquery(this=source.copy(), alias=alias)
     wrapped = exp.select("*").from_(inner)
+    for k, v in modifiers.items():
+        wrapped.set(k, v)
     wrapped.set("with_", with_.copy())
     return wrapped
 
@@ -539,6 +571,12 @@ def check_storable(what: str, have: pa.DataType, want: pa.DataType, column: str)
     """Assignment typing, the same for every INSERT and UPDATE form (PostgreSQL's rule): a
     value is stored in a column of another type only when the two have a common type, or
     one is text (parsed or formatted); a number never becomes a DATE or a BOOLEAN."""
+    if T.is_null(want) and not T.is_null(have):
+        # (CREATE TABLE ... AS SELECT NULL AS c: a column of type NULL, which only NULL
+        # fits; a value failed at run time with Arrow's "Unsupported cast ... to null")
+        raise TypeMismatchError(f"{what}: column {column} has type NULL (made from an untyped "
+                                f"NULL) and holds only NULLs, not {T.type_name(have)}; give the "
+                                f"NULL a type where the table is made (CAST(NULL AS INTEGER))")
     if have != want and not T.is_null(have) and T.common_type(have, want) is None \
             and not (T.is_text(have) or T.is_text(want)):
         raise TypeMismatchError(f"{what}: cannot store {T.type_name(have)} in column {column} "
@@ -640,6 +678,7 @@ def _on_conflict(stmt: exp.Insert, entry: MemoryTable, name: str, cols: list[str
             raise BindError(f"ON CONFLICT DO UPDATE cannot change the key column {real}")
         if real in (c for c, _ in sets):
             raise BindError(f"ON CONFLICT DO UPDATE sets column {real} twice")
+        _refuse_default(eq.expression, "ON CONFLICT DO UPDATE SET column = DEFAULT")
         binder.check(eq.expression)
         value = binder.expr(_conflict_names(eq.expression, name, columns, binder.sql), scope,
                             clause="SET")
@@ -833,17 +872,25 @@ def _from_joins(items: list[exp.Expression], target: exp.Identifier, what: str,
     return joins
 
 
+def _refuse_default(value: exp.Expression, what: str) -> None:
+    """DEFAULT in a value (SET b = DEFAULT, VALUES (1, DEFAULT)): pqe has no column defaults.
+    The keyword is reserved (PostgreSQL): sqlglot reads it as a column named "default", which
+    a table may have (`SET b = DEFAULT` then copied that column; `DEFAULT + 1` added to it)."""
+    for node in walk_tree(value):
+        if isinstance(node, exp.Var) and node.name.upper() == "DEFAULT" or (
+                isinstance(node, exp.Column) and not node.table
+                and isinstance(node.this, exp.Identifier) and not node.this.quoted
+                and node.name.upper() == "DEFAULT"):
+            raise UnsupportedError(f"{what} is not supported")
+
+
 def _assignments(stmt: exp.Update, name: str, entry: MemoryTable,
                  sql: str) -> dict[str, exp.Expression]:
     sets: dict[str, exp.Expression] = {}
     for eq in stmt.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column) or eq.this.table:
             raise UnsupportedError(f"UPDATE SET {eq.sql(dialect=PQEDialect)[:60]} is not supported")
-        value = eq.expression
-        if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT" or (
-                isinstance(value, exp.Column) and not value.table and not value.this.quoted
-                and value.name.upper() == "DEFAULT"):  # (the keyword: "default" is a column)
-            raise UnsupportedError("UPDATE SET column = DEFAULT is not supported")
+        _refuse_default(eq.expression, "UPDATE SET column = DEFAULT")
         real = _column_named(entry.schema.names, eq.this, name, sql, f"UPDATE {name} SET")
         if real in sets:
             raise BindError(f"UPDATE {name} sets column {real} twice")
