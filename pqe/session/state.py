@@ -97,13 +97,22 @@ class SessionState:
     def _sql(self, text, params, timeout, cancel, progress) -> Result:
         result = None
         with enforcing(self.config.access):
-            for parsed in self.parse(text, params):
+            statements = self.parse(text, params)
+            for i, parsed in enumerate(statements):
                 # the timeout covers binding and planning too (checkpoints in the planner's
                 # tree walks), each statement's from its start
-                deadline = None if timeout is None else time.monotonic() + timeout
+                started = time.monotonic()
+                deadline = None if timeout is None else started + timeout
                 with plan_until(deadline, cancel):
                     result = self.run_parsed(parsed, text, timeout=timeout, cancel=cancel,
                                              progress=progress)
+                if result.plan is not None and i < len(statements) - 1:
+                    # a query before the last statement runs (its rows are dropped), as in
+                    # psql and DuckDB: only bound, its run-time errors (a failed cast, a
+                    # scalar subquery of two rows) were never raised and the statements
+                    # after it ran
+                    self.run(result.plan, timeout=timeout, cancel=cancel, progress=progress,
+                             started=started)
         return result
 
     def insert_rows(self, text: str, rows: Sequence[Sequence[Any]], *,
