@@ -163,3 +163,20 @@ def test_parentheses_around_parentheses(ctx, sql):
     cur = con.execute(sql)
     want = sorted(cur.fetchall(), key=repr)
     assert ours(ctx, sql) == want
+
+
+@pytest.mark.parametrize("tail,rows", [
+    ("(select x from w order by x desc) limit 1", [3]),
+    ("(select x from w) order by 1 desc limit 2", [2, 3]),
+    ("(select x from w order by x) offset 2", [3]),
+    ("(a) (select x from w) order by x desc limit 1", [3]),
+    ("(select x from w order by x desc limit 2) order by x limit 1", [2]),
+    ("(with z as (select x from w) select x from z) order by x desc limit 1", [3]),
+])
+def test_with_insert_keeps_a_parenthesized_source_s_limit(tail, rows):
+    # (the parenthesized query's own ORDER BY / LIMIT / OFFSET were dropped: every row went in)
+    ctx = pqe.Context()
+    ctx.sql("create table m2 (a bigint)")
+    ctx.sql("with w as (select 1 as x union all select 2 union all select 3) "
+            f"insert into m2 {tail}")
+    assert sorted(r["a"] for r in ctx.sql("select a from m2").to_arrow().to_pylist()) == rows

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from .. import types as T
 from ..errors import UserFunctionError
+from .layout import to_engine
 
 _LOCK = threading.Lock()
 _REGISTERED: set[str] = set()
@@ -165,8 +166,12 @@ def checked(out, n: int, dtype: pa.DataType, what: str) -> pa.Array:
     if len(out) != n:
         raise UserFunctionError(f"{what} returned {len(out)} values for {n} rows")
     if out.type != dtype:
-        if T.is_null(out.type) or _plain(T.normalize(out.type)) == _plain(dtype):
+        if T.is_null(out.type):
             return out.cast(dtype)
+        if _plain(T.normalize(out.type)) == _plain(dtype):
+            # another encoding of the declared type, converted as registered data is (Arrow's
+            # cast of a list view gave an invalid array: lists read as [] of length -2)
+            return to_engine(out, dtype, what)
         if (pa.types.is_timestamp(out.type) and pa.types.is_timestamp(dtype)
                 and out.type.unit == dtype.unit and out.type.tz is not None
                 and dtype.tz is not None):
