@@ -152,6 +152,9 @@ U = pa.table({"a": [1, 2, 9], "c": [7, 8, 9]})
     "select * from (((select a from t order by a desc nulls last) limit 2)) s",
     "select * from ((select a from t)) s where a > 1",
     "select * from t where a in ((select a from u))",
+    "select * from ((values (1, 2), (3, 4))) v(x, y)",
+    "select * from (((values (1, 2), (3, 4)))) v(x, y) where x > 1",
+    "select * from ((values (1, 2))) v(x, y) join ((values (1, 5))) w(x, z) using (x)",
 ])
 def test_parentheses_around_parentheses(ctx, sql):
     # (two levels around a join were refused naming a sqlglot node; the first version of the

@@ -1030,6 +1030,16 @@ def _redundant_parentheses(ast: exp.Expression) -> None:
             inner = inner.this
         if inner is not node.this:
             node.set("this", inner)
+        if (isinstance(inner, exp.Values) and not inner.args.get("alias")
+                and isinstance(node.parent, (exp.From, exp.Join))
+                and all(k in ("this", "alias") or v in (None, False, [], "")
+                        for k, v in node.args.items())):
+            # `FROM ((VALUES ...)) v(x, y)` is `FROM (VALUES ...) v(x, y)`, which sqlglot
+            # reads as the VALUES with the alias (as a subquery its columns were lost)
+            alias = node.args.get("alias")
+            if alias is not None:
+                inner.set("alias", alias.pop())
+            node.replace(inner.pop())
 
 
 # PostgreSQL's ordered-set aggregates: `percentile_cont(q) WITHIN GROUP (ORDER BY x)` is
