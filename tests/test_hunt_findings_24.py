@@ -294,3 +294,67 @@ def test_udf_returning_a_list_view_gives_its_lists():
     got = ctx.sql("select i, lv(i) l, len(lv(i)) n from t3 order by i").to_arrow().to_pylist()
     assert got == [{"i": 1, "l": [1, 2], "n": 2}, {"i": 2, "l": None, "n": None},
                    {"i": 3, "l": [3], "n": 1}]
+
+
+def test_view_shows_its_query_as_written():
+    # (.schema printed sqlglot's text, the query f056c73 stopped binding: run again it
+    # dropped EXCLUDE and read '1.5 days' as 1 day)
+    from pqe.shell.commands import create_table_text
+
+    query = ("select a, sum(a) over (order by a rows between unbounded preceding and current "
+             "row exclude current row) s, timestamp '2024-01-01' + interval '1.5 days' x from t")
+    ctx = pqe.Context()
+    ctx.sql("create table t (a int); insert into t values (1), (2), (3); "
+            f"create view v as {query} -- trailing\n; select 1")
+    ddl = create_table_text("v", None, ctx._session.catalog.frozen().lookup("v")[1])
+    assert ddl == f"CREATE VIEW v AS {query};"
+    again = pqe.Context()
+    again.sql("create table t (a int); insert into t values (1), (2), (3)")
+    again.sql(ddl)
+    assert again.sql("select * from v order by a").to_arrow() == \
+        ctx.sql("select * from v order by a").to_arrow()
+
+
+def test_view_with_parameters_shows_their_values():
+    con = pqe.connect()
+    cur = con.cursor()
+    cur.execute("create view v as select ? as x", [5])
+    cur.execute("select * from v")
+    assert cur.fetchall() == [(5,)]
+
+
+def test_view_that_no_longer_binds_names_itself_without_a_position():
+    # (its line and column were in the text that created it; the shell drew a caret there)
+    ctx = pqe.Context()
+    ctx.sql("create table t (a int)")
+    ctx.sql("create view v as\nselect a\nfrom t where a > 0")
+    ctx.sql("create view w as select * from v")
+    ctx.sql("drop table t")
+    ctx.sql("create table t (a varchar)")
+    with pytest.raises(pqe.Error, match=r"^in view w: in view v: cannot compare") as got:
+        ctx.sql("select * from w").to_arrow()
+    assert got.value.line is None and got.value.column is None
+
+
+def test_shell_map_with_repeated_key_inside_a_struct(tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    m = pa.array([[("k", 1), ("k", 2)], [("j", 3)]], pa.map_(pa.string(), pa.int64()))
+    pq.write_table(pa.table({"s": pa.StructArray.from_arrays([m], names=["m"])}),
+                   tmp_path / "sd.parquet")
+    r = _shell(str(tmp_path / "sd.parquet"), "--mode", "json", "-c", "select s from sd")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [
+        {"s": {"m": [{"key": "k", "value": 1}, {"key": "k", "value": 2}]}},
+        {"s": {"m": [{"key": "j", "value": 3}]}}]
+
+
+def test_udf_returning_run_end_encoded_values():
+    ctx = pqe.Context(partitions=1)
+    ctx.register_arrow("t3", pa.table({"i": [1, 2, 3]}))
+    ctx.register_udf("r", lambda a: pc.run_end_encode(pa.array(["a", "a", None]).slice(0, len(a))),
+                     ["BIGINT"], "VARCHAR")
+    got = ctx.sql("select i, r(i) v from t3 order by i").to_arrow().to_pylist()
+    assert got == [{"i": 1, "v": "a"}, {"i": 2, "v": "a"}, {"i": 3, "v": None}]

@@ -165,6 +165,8 @@ def checked(out, n: int, dtype: pa.DataType, what: str) -> pa.Array:
         raise UserFunctionError(f"{what} returned {type(out).__name__}, not a pyarrow array")
     if len(out) != n:
         raise UserFunctionError(f"{what} returned {len(out)} values for {n} rows")
+    if pa.types.is_run_end_encoded(out.type) and not pa.types.is_run_end_encoded(dtype):
+        out = pc.run_end_decode(out)  # (another encoding: as one inside a STRUCT is taken)
     if out.type != dtype:
         if T.is_null(out.type):
             return out.cast(dtype)

@@ -207,7 +207,10 @@ def _pylist(column: Any, maps: bool) -> list[Any]:
         return column.to_pylist()
     try:
         return column.to_pylist(maps_as_pydicts="strict")
-    except KeyError:  # (a repeated key)
+    except (KeyError, ValueError) as e:
+        # (a repeated key: KeyError for a map, ValueError for one inside a STRUCT)
+        if "duplicate" not in str(e):
+            raise
         return column.cast(_maps_as_entries(column.type)).to_pylist()
 
 

@@ -6,6 +6,7 @@ import datetime
 import decimal
 import difflib
 import functools
+import itertools
 import logging
 import math
 import re
@@ -805,6 +806,9 @@ _NAME_PARENTS = (exp.Table, exp.TableAlias, exp.Schema, exp.ColumnDef, exp.Colum
                  exp.Identifier, exp.Dot)
 
 
+PARAMETER = "pqe_parameter"  # meta of a node a `?` was bound to
+
+
 def _bind_parameters(sql: str, statements: list[exp.Expression],
                      params: Sequence[Any] | None) -> None:
     holes = [p for stmt in statements for p in find_all(stmt, exp.Placeholder)]
@@ -848,7 +852,42 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
             raise SQLSyntaxError("a parameter (?) cannot stand for a name (a table, column or "
                                  "alias); parameters bind values only", line, col, "?")
     for hole, value in zip(holes, params, strict=True):
-        hole.replace(parameter_literal(value))
+        bound = parameter_literal(value)
+        bound.meta[PARAMETER] = True  # (a view's text shows the value, not `?`)
+        hole.replace(bound)
+
+
+def written_query_text(sql: str, name: exp.Identifier) -> str | None:
+    """The text of `CREATE VIEW <name> [(columns)] AS <query>` after its AS, as written (to
+    the statement's end): what a view shows (sqlglot's text of a query loses what pqe's
+    parser reads beyond its own, a window frame's EXCLUDE or `INTERVAL '1.5 days'`). None
+    when it cannot be found."""
+    start = name.meta.get("start")
+    if start is None:
+        return None
+    try:
+        tokens = DIALECT().tokenize(sql)
+    except Exception:  # noqa: BLE001 - the statement parsed: this does not happen
+        return None
+    i = next((k for k, t in enumerate(tokens) if t.start >= start), None)
+    if i is None:
+        return None
+    depth = 0
+    for j in range(i + 1, len(tokens)):
+        kind = tokens[j].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+        elif kind == TokenType.ALIAS and depth == 0:
+            break
+    else:
+        return None
+    body = [t for t in itertools.takewhile(lambda t: t.token_type != TokenType.SEMICOLON,
+                                           tokens[j + 1:])]
+    if not body:
+        return None
+    return sql[body[0].start:body[-1].end + 1]
 
 
 def _item_parent(node: exp.Expression) -> exp.Expression | None:

@@ -37,7 +37,8 @@ from .binder.expressions import STATEMENT_NOW, statement_now
 from .binder.grouping import USER_AGGREGATES
 from .binder.scope import at, positioned
 from .binder.supported import sql_text
-from .parser import ParsedStatement, PQEDialect, node_position, parse
+from .parser import (PARAMETER, ParsedStatement, PQEDialect, node_position, parse,
+                     written_query_text)
 from .walk import find_all, walk as walk_tree
 
 
@@ -230,7 +231,13 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
                                        f"column list ({c.sql(dialect=PQEDialect)[:40]}) is not "
                                        f"supported; cast in the query instead")
         names = tuple(name_of(c)[0] for c in columns) if columns else None
-        text = query.sql(dialect=PQEDialect)
+        # shown as written (sqlglot's text of it is not always the same query); with
+        # parameters, as sqlglot writes it with their values
+        text = None
+        if not any(n.meta.get(PARAMETER) for n in walk_tree(query)):
+            text = written_query_text(sql, target.this)
+        if text is None:
+            text = query.sql(dialect=PQEDialect)
         # fail now, not at first use; a view that reads itself (CREATE OR REPLACE VIEW v AS
         # SELECT * FROM v) is refused here, as is any cycle through other views
         plan = Binder(catalog, sql, view_path=(name,)).bind_query(query.copy())

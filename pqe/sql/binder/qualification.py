@@ -9,6 +9,7 @@ a left-deep chain), `ORDER BY ALL` becomes a marker it leaves alone, and `LIMIT 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import re
@@ -483,7 +484,10 @@ class QualifyMixin:
         else:
             query, text = parse(view.sql)[0], view.sql
         inner = type(self)(self.catalog, text, view_path=(*self.view_path, name))
-        plan = inner.bind_query(query)
+        try:
+            plan = inner.bind_query(query)
+        except Error as e:
+            raise _in_view(e, name) from e
         if view.column_names:
             if len(view.column_names) != len(plan.schema):
                 raise BindError(f"view {name} names {len(view.column_names)} columns "
@@ -492,6 +496,19 @@ class QualifyMixin:
                                     for f, n in zip(plan.schema, view.column_names, strict=True)])
         self._views[name] = plan
         return plan
+
+
+def _in_view(e: Error, name: str) -> Error:
+    """An error binding view `name`'s query (a table it reads changed since), said to be in
+    the view: its line and column are in the text that created the view, which a caller
+    would read as a place in the statement it ran (the shell drew a caret there)."""
+    text = str(e)
+    if e.line is not None:
+        text = text.replace(f" at line {e.line}, column {e.column}", "", 1)
+    out = copy.copy(e)
+    out.args = (f"in view {name}: {text}",)
+    out.line = out.column = None
+    return out
 
 
 def shown_sql(node: exp.Expression, most: int = 40) -> str:
