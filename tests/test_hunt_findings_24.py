@@ -358,3 +358,47 @@ def test_udf_returning_run_end_encoded_values():
                      ["BIGINT"], "VARCHAR")
     got = ctx.sql("select i, r(i) v from t3 order by i").to_arrow().to_pylist()
     assert got == [{"i": 1, "v": "a"}, {"i": 2, "v": "a"}, {"i": 3, "v": None}]
+
+
+# ---- parameters (hunt params3) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sql", [
+    "select distinct on (?) a, b from t",
+    "select distinct on ((?)) a, b from t",
+    "select distinct on (a, ?) a, b from t",
+])
+def test_parameter_as_distinct_on_item_is_refused(sql):
+    # (bound to 2 it named the second column: one row per value of b, 3 rows)
+    cur = pqe.connect().cursor()
+    cur.execute("create table t (a integer, b varchar)")
+    cur.execute("insert into t values (2, 'a'), (1, 'z'), (3, 'x')")
+    with pytest.raises(pqe.UnsupportedError, match="DISTINCT ON"):
+        cur.execute(sql, (2,))
+    cur.execute("select distinct on (a + ?) a from t", (1,))  # a value in an expression
+    assert sorted(cur.fetchall()) == [(1,), (2,), (3,)]
+
+
+@pytest.mark.parametrize("sql,params", [
+    ("select cast(? as decimal(?, 2))", (1, 5)),
+    ("select ?::varchar(?)", ("a", 3)),
+    ("create table t (a varchar(?))", (3,)),
+])
+def test_parameter_in_a_type_is_refused(sql, params):
+    with pytest.raises(pqe.UnsupportedError, match="part of a type"):
+        pqe.connect().cursor().execute(sql, params)
+
+
+def test_decimal_zero_cast_to_double_is_positive_zero():
+    # (a constant DECIMAL -0.00 became -0.0 through Python's float(): atan2 gave -pi)
+    from decimal import Decimal
+
+    cur = pqe.connect().cursor()
+    cur.execute("select cast(cast('-0.001' as decimal(3,2)) as double)::varchar, "
+                "atan2(cast(cast('-0' as decimal(5,2)) as double), -1), "
+                "cast(-0.0 as double)::varchar, (-0.0::double)::varchar")
+    assert cur.fetchall() == [("0.0", pytest.approx(3.141592653589793), "0.0", "-0.0")]
+    cur.execute("create table f (x double)")
+    cur.execute("insert into f values (?)", (Decimal("-0.00"),))
+    cur.execute("select x::varchar, atan2(x, -1) from f")
+    assert cur.fetchall() == [("0.0", pytest.approx(3.141592653589793))]

@@ -94,7 +94,9 @@ def _cast_literal(e: Literal, dtype: pa.DataType) -> Literal | None:
                 return Literal(q, dtype)
             return None
         if T.is_floating(dtype) and isinstance(v, (int, decimal.Decimal, float)) and not isinstance(v, bool):
-            f = float(v)
+            # (a DECIMAL has no negative zero, and its cast gives 0.0: float(Decimal('-0.00'))
+            # is -0.0, which atan2 and text tell apart)
+            f = float(v) + 0.0 if isinstance(v, decimal.Decimal) else float(v)
             if pa.types.is_float32(dtype) and math.isfinite(f) and abs(f) > _REAL_MAX:
                 return None  # past REAL's range: the cast's kernel raises (or TRY_CAST: NULL)
             return Literal(f, dtype)
@@ -174,7 +176,7 @@ def literal_as(value_expr: Literal, dtype: pa.DataType) -> Literal | None:
             return None
         return Literal(q, dtype)
     if T.is_floating(dtype) and isinstance(v, (int, decimal.Decimal)) and not T.is_floating(value_expr.dtype):
-        f = float(v)
+        f = float(v) + 0.0  # (no negative zero from a DECIMAL)
         if decimal.Decimal(f) == decimal.Decimal(v):
             return Literal(f, dtype)
     return None

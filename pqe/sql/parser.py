@@ -839,6 +839,16 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
         if isinstance(item, (exp.Group, exp.GroupingSets, exp.Rollup, exp.Cube)):
             raise UnsupportedError("a parameter as a GROUP BY item is not supported: bound to "
                                    "an integer it would name a column by position")
+        if hole.find_ancestor(exp.DataType, exp.DataTypeParam) is not None:
+            # `CAST(x AS DECIMAL(?, 2))`, `VARCHAR(?)`: a type is SQL text, not a value
+            # (accepted, the value's literal text became part of the type)
+            raise UnsupportedError("a parameter (?) cannot stand for part of a type "
+                                   "(DECIMAL(?, 2), VARCHAR(?)); parameters bind values only")
+        if isinstance(item, exp.Distinct):
+            # (DISTINCT ON (?) bound to 2 kept one row per value of the second column;
+            # DuckDB refuses it too)
+            raise UnsupportedError("a parameter as a DISTINCT ON item is not supported: bound "
+                                   "to an integer it would name a column by position")
         parent = hole.parent
         if isinstance(parent, _NAME_PARENTS) or (
                 isinstance(parent, exp.Alias) and hole.arg_key == "alias"):
