@@ -402,3 +402,22 @@ def test_decimal_zero_cast_to_double_is_positive_zero():
     cur.execute("insert into f values (?)", (Decimal("-0.00"),))
     cur.execute("select x::varchar, atan2(x, -1) from f")
     assert cur.fetchall() == [("0.0", pytest.approx(3.141592653589793))]
+
+
+@pytest.mark.parametrize("sql,want", [
+    ("select interval '2 seconds' > '1 second'", [True]),
+    ("select interval '2 seconds' = '2000 milliseconds'", [True]),
+    ("select i from iv where i > '1 hour'", [pa.MonthDayNano([0, 1, 0])]),
+    ("select i = '1 day' from iv", [False, True, None]),
+    ("select i from iv where i in ('2 seconds', '24 hours')",
+     [pa.MonthDayNano([0, 0, 2_000_000_000]), pa.MonthDayNano([0, 1, 0])]),
+])
+def test_text_compared_with_an_interval_is_an_interval(sql, want):
+    # (PostgreSQL and DuckDB read the untyped literal as an INTERVAL; pqe said "cannot
+    # convert '1 second' to INTERVAL" although CAST('1 second' AS INTERVAL) works)
+    ctx = pqe.Context()
+    ctx.register_arrow("iv", pa.table({"i": pa.array([pa.MonthDayNano([0, 0, 2_000_000_000]),
+                                                      pa.MonthDayNano([0, 1, 0]), None])}))
+    assert ctx.sql(sql).to_arrow().column(0).to_pylist() == want
+    with pytest.raises(pqe.TypeMismatchError, match="'garbage' to INTERVAL"):
+        ctx.sql("select i from iv where i > 'garbage'").to_arrow()

@@ -23,7 +23,7 @@ from .expr import (AggCall, Call, Case, Cast, ColumnRef, Expr, Field, InList, Li
                    SortKey, SubqueryExpr, UserCall, and_, conjuncts, is_volatile, walk)
 from .logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                       Values)
-from .temporal_text import INVALID, parse_temporal, parse_time, parse_zoned
+from .temporal_text import INVALID, interval_value, parse_temporal, parse_time, parse_zoned
 
 _IDS = itertools.count(1)
 
@@ -215,6 +215,13 @@ def _string_literal_to(e: Expr, other: Expr) -> Expr:
             exact = _exact_decimal(e.value, other.dtype.scale)
             if exact is not None:
                 return exact
+        if T.is_interval(other.dtype):
+            # '1 second' compared with an INTERVAL is the INTERVAL '1 second', as PostgreSQL
+            # and DuckDB read an untyped literal (it was "cannot convert")
+            try:
+                return Literal(interval_value(e.value, None), T.INTERVAL)
+            except BindError:
+                raise TypeMismatchError(f"cannot convert '{e.value}' to INTERVAL") from None
         folded = _cast_literal(e, other.dtype)
         if folded is None and _kernel_reads(e.value, other.dtype):
             return cast(e, other.dtype)  # (a time Python's datetime does not hold)
