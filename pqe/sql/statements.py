@@ -27,6 +27,7 @@ from ..errors import (
     UnsupportedError,
     suggest,
 )
+from ..kernels.layout import holds_interval
 from ..plan import builder as B
 from ..plan import statements as S
 from ..plan.expr import ColumnRef, Literal
@@ -304,7 +305,7 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
             if c not in names:
                 raise BindError(f"CREATE TABLE {name}: key column '{c}' is not a column of the table")
             t = fields[names.index(c)].type
-            if _holds_interval(t):
+            if holds_interval(t):
                 # (keys are checked by their stored parts: '1 day' and '24 hours', one
                 # length and equal in every comparison, were two keys; DuckDB refuses too)
                 raise UnsupportedError(f"CREATE TABLE {name}: a PRIMARY KEY or UNIQUE column "
@@ -314,18 +315,6 @@ def _create(stmt: exp.Create, catalog: CatalogSnapshot, sql: str) -> S.Statement
     unique_keys = tuple(dict.fromkeys(k for k in unique if k != primary))
     return S.CreateTable(name, pa.schema(fields), None, None, replace, if_not_exists, primary,
                          unique_keys, quoted)
-
-
-def _holds_interval(t: pa.DataType) -> bool:
-    if T.is_interval(t):
-        return True
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _holds_interval(t.value_type)
-    if pa.types.is_struct(t):
-        return any(_holds_interval(f.type) for f in t)
-    if pa.types.is_map(t):
-        return _holds_interval(t.key_type) or _holds_interval(t.item_type)
-    return False
 
 
 def _refuse_other_kind(catalog: CatalogSnapshot, name: str, quoted: bool, kind: str,
