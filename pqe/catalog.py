@@ -137,6 +137,39 @@ class ScanUnit:
         return f"{self.path}@{self.version}[{','.join(map(str, self.row_groups))}]"
 
 
+def _top_level_leaves(md) -> dict[str, int]:
+    """A Parquet file's top-level columns of one leaf (not nested) -> that leaf's index among
+    its column chunks, whose statistics are the column's. A leaf's own name is no key: a
+    STRUCT's field `s.k`, a MAP's `key` or a LIST's `element` stored before a column `k`,
+    `key` or `element` lent it their statistics (a SUM's overflow bound, a scan taken as
+    grouped, row groups a join pruned: wrong answers). A name held twice has none."""
+    out: dict[str, int] = {}
+    twice: set[str] = set()
+    leaf = 0
+    for f in md.schema.to_arrow_schema():
+        n = _leaf_count(f.type)
+        if n == 1 and not T.is_nested_layout(f.type):
+            if f.name in out:
+                twice.add(f.name)
+            out[f.name] = leaf
+        leaf += n
+    for name in twice:
+        del out[name]
+    return out
+
+
+def _leaf_count(t: pa.DataType) -> int:
+    """How many Parquet leaf columns (column chunks) an Arrow type is stored as."""
+    if pa.types.is_struct(t):
+        return sum(_leaf_count(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _leaf_count(t.key_type) + _leaf_count(t.item_type)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        return _leaf_count(t.value_type)
+    return 1
+
+
 def _all_distinct_rows(table) -> bool:
     """At least two rows without NULLs, no combination of their values repeated (the sample
     test of `keys_sample_unique`, over integer columns). The columns' values, less each one's
@@ -905,6 +938,9 @@ class ParquetTable(FileTable):
         st.pruned[key] = out
         return out
 
+    def _partition_names(self) -> set[str]:
+        return {f.name for f in self.partition_fields}
+
     def unit_ranges(self, column: str) -> dict | None:
         """ScanUnit -> (min, max) of an integer or date column from row-group statistics
         (None for units without them); None when the column has no statistics at all."""
@@ -912,11 +948,21 @@ class ParquetTable(FileTable):
         if column in st.ranges:
             return st.ranges[column]
         units = self.units()
+        if column in self._partition_names():
+            # a hive partition column: its unit's value, whatever a file stores under the
+            # name (the directory's value is the column's, as pyarrow and DuckDB read it)
+            out = {}
+            for u in units:
+                v = dict(u.partition).get(column)
+                out[u] = (v, v) if isinstance(v, (int, datetime.date)) and \
+                    not isinstance(v, bool) else None
+            found = any(r is not None for r in out.values())
+            st.ranges[column] = result = out if found else None
+            return result
         columns: dict[str, tuple] = {}  # path -> (metadata, leaf index of the column or -1)
         for f in st.files:
             md = f.metadata
-            names = [md.schema.column(i).name for i in range(md.num_columns)]
-            columns[f.url] = (md, names.index(column) if column in names else -1)
+            columns[f.url] = (md, _top_level_leaves(md).get(column, -1))
         out: dict = {}
         found = False
         for u in units:
@@ -946,11 +992,14 @@ class ParquetTable(FileTable):
         key = (column, "nulls")
         if key in st.ranges:
             return st.ranges[key]
+        if column in self._partition_names():  # (its unit's value: NULL or not)
+            out = {u for u in self.units() if dict(u.partition).get(column) is None}
+            st.ranges[key] = out
+            return out
         columns: dict[str, tuple] = {}  # path -> (metadata, leaf index of the column or -1)
         for f in st.files:
             md = f.metadata
-            names = [md.schema.column(i).name for i in range(md.num_columns)]
-            columns[f.url] = (md, names.index(column) if column in names else -1)
+            columns[f.url] = (md, _top_level_leaves(md).get(column, -1))
         out = set()
         for u in self.units():
             md, idx = columns[u.path]
@@ -1025,14 +1074,17 @@ class ParquetTable(FileTable):
         rows = sum(u.num_rows for u in units)
         total = sum(u.num_bytes for u in units)
         names = self.schema.names
+        partitioned = self._partition_names()
         # min/max/null counts per column, merged over row groups
         dict_ndv: dict[str, int] = {}
         widths: dict[str, list[float]] = {}  # numeric columns: each row group's max - min
         no_dict: set[str] = set()  # numeric columns some row group stores without a dictionary
         for f in st.files:
             md = f.metadata
-            phys = {md.schema.column(i).name: i for i in range(md.num_columns)}
+            phys = _top_level_leaves(md)
             for name in names:
+                if name in partitioned:
+                    continue  # (a hive partition column: not what a file stores under it)
                 if name not in phys:
                     continue
                 t = self.schema.field(name).type

@@ -421,3 +421,70 @@ def test_text_compared_with_an_interval_is_an_interval(sql, want):
     assert ctx.sql(sql).to_arrow().column(0).to_pylist() == want
     with pytest.raises(pqe.TypeMismatchError, match="'garbage' to INTERVAL"):
         ctx.sql("select i from iv where i > 'garbage'").to_arrow()
+
+
+# ---- Parquet statistics of the right column (hunt files3) --------------------------------------
+
+
+def test_statistics_of_a_nested_leaf_named_like_a_column(tmp_path):
+    # (a leaf's own name keyed the statistics: MAP `key`, LIST `element` and STRUCT field
+    # `s.k` stored first lent their min/max to the columns key, element and k)
+    import pyarrow.parquet as pq
+
+    big = 2**62
+    t = pa.table({"m": pa.array([[(1, 1)]] * 4, pa.map_(pa.int64(), pa.int64())),
+                  "l": pa.array([[1]] * 4, pa.list_(pa.int64())),
+                  "s": pa.array([{"k": 1}] * 4),
+                  "key": pa.array([big] * 4, pa.int64()),
+                  "element": pa.array([big] * 4, pa.int64()),
+                  "k": pa.array([big] * 4, pa.int64())})
+    pq.write_table(t, tmp_path / "n.parquet")
+    ctx = pqe.Context()
+    ctx.register_parquet("t", str(tmp_path / "n.parquet"))
+    got = ctx.sql("select sum(key) a, sum(element) b, sum(k) c from t").to_arrow().to_pylist()
+    assert got == [{"a": 4 * big, "b": 4 * big, "c": 4 * big}]
+
+
+def test_grouping_and_joins_over_a_column_shadowed_by_a_struct_field(tmp_path):
+    import pyarrow.parquet as pq
+
+    t = pa.table({"s": pa.array([{"k": i} for i in range(6)]), "k": [1, 2, 1, 2, 1, 2]})
+    pq.write_table(t, tmp_path / "g.parquet", row_group_size=2)
+    n = 4000
+    j = pa.table({"s": pa.array([{"k": i} for i in range(n)]),
+                  "k": pa.array([(i * 7919) % n for i in range(n)], pa.int64())})
+    pq.write_table(j, tmp_path / "j.parquet", row_group_size=500)
+    for p in (1, 3):
+        ctx = pqe.Context(partitions=p)
+        ctx.register_parquet("g", str(tmp_path / "g.parquet"))
+        ctx.register_parquet("j", str(tmp_path / "j.parquet"))
+        ctx.register_arrow("u", pa.table({"k": pa.array([3, 2000], pa.int64())}))
+        got = ctx.sql("select k, count(*) n from g group by k order by k").to_arrow().to_pylist()
+        assert got == [{"k": 1, "n": 3}, {"k": 2, "n": 3}]
+        got = ctx.sql("select j.k from j join u on j.k = u.k order by 1").to_arrow()
+        assert got.column(0).to_pylist() == [3, 2000]
+
+
+def test_hive_partition_column_also_stored_in_the_files(tmp_path):
+    # (the planner took the files' own k statistics: groups split, count(distinct) 3, a SUM
+    # bound from 10..30 where the column holds 2^62)
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "h"
+    for sub, rows in [("k=1/a", [10]), ("k=1/b", [20]), ("k=2/c", [30])]:
+        (d / sub).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"k": rows, "v": [1] * len(rows)}), str(d / sub) + ".parquet")
+    big = 2**62
+    (tmp_path / "b" / f"k={big}").mkdir(parents=True)
+    pq.write_table(pa.table({"k": [1, 1, 1, 1]}), tmp_path / "b" / f"k={big}" / "a.parquet")
+    for p in (1, 3):
+        ctx = pqe.Context(partitions=p)
+        ctx.register_parquet("t", str(d))
+        got = ctx.sql("select k, count(*) n from t group by k order by k").to_arrow().to_pylist()
+        assert got == [{"k": 1, "n": 2}, {"k": 2, "n": 1}]
+        assert ctx.sql("select count(distinct k) c from t").to_arrow().to_pylist() == [{"c": 2}]
+        ctx.register_parquet("b", str(tmp_path / "b"))
+        assert ctx.sql("select sum(k) s from b").to_arrow().to_pylist() == [{"s": 4 * big}]
+        ctx.register_arrow("u", pa.table({"k": pa.array([2], pa.int32())}))
+        got = ctx.sql("select t.k, v from t join u on t.k = u.k").to_arrow().to_pylist()
+        assert got == [{"k": 2, "v": 1}]
