@@ -1194,6 +1194,15 @@ def csv_source(fs, url: str) -> tuple[Any, Any]:
         return pa.BufferReader(stream.read_buffer()), None
 
 
+def is_csv_name(url: str) -> bool:
+    """Whether a file name says CSV (`.csv`, `.tsv`, `.tab`, compressed or not, any case):
+    `FROM 'x.tsv.gz'` reads it as CSV, not as Parquet."""
+    low = url.lower()
+    for suffix in _COMPRESSED_SUFFIXES + (".zstd",):
+        low = low.removesuffix(suffix)
+    return low.endswith((".csv",) + _TAB_SUFFIXES)
+
+
 def _tab_separated(url: str) -> bool:
     low = url.lower()
     for suffix in _COMPRESSED_SUFFIXES:

@@ -488,3 +488,22 @@ def test_hive_partition_column_also_stored_in_the_files(tmp_path):
         ctx.register_arrow("u", pa.table({"k": pa.array([2], pa.int32())}))
         got = ctx.sql("select t.k, v from t join u on t.k = u.k").to_arrow().to_pylist()
         assert got == [{"k": 2, "v": 1}]
+
+
+@pytest.mark.parametrize("name,text", [
+    ("x.tsv.gz", "a\tb\n1\tx\n"), ("y.csv.bz2", "a,b\n1,x\n"), ("Z.CSV", "a,b\n1,x\n"),
+    ("w.tab", "a\tb\n1\tx\n"),
+])
+def test_from_a_compressed_or_tab_file_reads_csv(tmp_path, name, text):
+    # (FROM 'x.tsv.gz' was read as Parquet: "cannot read the Parquet footer")
+    import bz2
+    import gzip
+
+    data = text.encode()
+    if name.endswith(".gz"):
+        data = gzip.compress(data)
+    elif name.endswith(".bz2"):
+        data = bz2.compress(data)
+    (tmp_path / name).write_bytes(data)
+    got = pqe.Context().sql(f"select * from '{tmp_path / name}'").to_arrow().to_pylist()
+    assert got == [{"a": 1, "b": "x"}]

@@ -22,7 +22,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from ... import types as T
-from ...catalog import TableProvider, unreadable_columns
+from ...catalog import TableProvider, is_csv_name, unreadable_columns
 from ...errors import (
     AmbiguousColumnError,
     BindError,
@@ -238,7 +238,7 @@ class QualifyMixin:
         elif isinstance(fn, exp.Identifier) and fn.quoted and not self.catalog.find(fn.name, exact=True) \
                 and _looks_like_path(fn.name):
             path = fn.name
-            kind = "csv" if path.lower().endswith((".csv", ".csv.gz", ".tsv")) else "parquet"
+            kind = "csv" if is_csv_name(path) else "parquet"
             args = []
         else:
             return None
