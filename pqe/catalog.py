@@ -137,21 +137,27 @@ class ScanUnit:
         return f"{self.path}@{self.version}[{','.join(map(str, self.row_groups))}]"
 
 
-def _top_level_leaves(md) -> dict[str, int]:
+def _top_level_leaves(f: _File) -> dict[str, int]:
     """A Parquet file's top-level columns of one leaf (not nested) -> that leaf's index among
     its column chunks, whose statistics are the column's. A leaf's own name is no key: a
     STRUCT's field `s.k`, a MAP's `key` or a LIST's `element` stored before a column `k`,
     `key` or `element` lent it their statistics (a SUM's overflow bound, a scan taken as
     grouped, row groups a join pruned: wrong answers). A name held twice has none."""
+    schema = f.schema
+    if schema is None:
+        try:
+            schema = f.metadata.schema.to_arrow_schema()
+        except (pa.ArrowException, ValueError):  # (no statistics then, not a failed query)
+            return {}
     out: dict[str, int] = {}
     twice: set[str] = set()
     leaf = 0
-    for f in md.schema.to_arrow_schema():
-        n = _leaf_count(f.type)
-        if n == 1 and not T.is_nested_layout(f.type):
-            if f.name in out:
-                twice.add(f.name)
-            out[f.name] = leaf
+    for field in schema:
+        n = _leaf_count(field.type)
+        if n == 1 and not T.is_nested_layout(field.type):
+            if field.name in out:
+                twice.add(field.name)
+            out[field.name] = leaf
         leaf += n
     for name in twice:
         del out[name]
@@ -962,7 +968,7 @@ class ParquetTable(FileTable):
         columns: dict[str, tuple] = {}  # path -> (metadata, leaf index of the column or -1)
         for f in st.files:
             md = f.metadata
-            columns[f.url] = (md, _top_level_leaves(md).get(column, -1))
+            columns[f.url] = (md, _top_level_leaves(f).get(column, -1))
         out: dict = {}
         found = False
         for u in units:
@@ -999,7 +1005,7 @@ class ParquetTable(FileTable):
         columns: dict[str, tuple] = {}  # path -> (metadata, leaf index of the column or -1)
         for f in st.files:
             md = f.metadata
-            columns[f.url] = (md, _top_level_leaves(md).get(column, -1))
+            columns[f.url] = (md, _top_level_leaves(f).get(column, -1))
         out = set()
         for u in self.units():
             md, idx = columns[u.path]
@@ -1081,7 +1087,7 @@ class ParquetTable(FileTable):
         no_dict: set[str] = set()  # numeric columns some row group stores without a dictionary
         for f in st.files:
             md = f.metadata
-            phys = _top_level_leaves(md)
+            phys = _top_level_leaves(f)
             for name in names:
                 if name in partitioned:
                     continue  # (a hive partition column: not what a file stores under it)
