@@ -419,6 +419,16 @@ def _unified_schema(files: list[_File], path, partition_fields: list[pa.Field]) 
         unified = _mark_converted_views(unified, schemas)
     fields = [fld.with_nullable(True) if fld.name in nullable else fld for fld in unified]
     names = {fld.name for fld in fields}
+    for part in partition_fields:
+        if part.name in names:
+            stored = unified.field(part.name).type
+            if stored != part.type and T.common_type(part.type, stored) != stored:
+                # the directory's value is the column's, read in the files' type: 1 and 2
+                # under DATE files were 1970-01-02 and 1970-01-03, 5 under BOOLEAN True
+                raise CatalogError(
+                    f"{path!s}: hive partition column '{part.name}' is also stored in the "
+                    f"files, as {T.type_name(T.normalize(stored))}, which its directory values "
+                    f"({T.type_name(part.type)}) do not fit; rename one of them")
     out = pa.schema(fields + [f for f in partition_fields if f.name not in names])
     _refuse_case_variants(out, [list(sch) for sch in schemas], files, path)
     return out

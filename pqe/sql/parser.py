@@ -844,7 +844,8 @@ def _bind_parameters(sql: str, statements: list[exp.Expression],
             # (accepted, the value's literal text became part of the type)
             raise UnsupportedError("a parameter (?) cannot stand for part of a type "
                                    "(DECIMAL(?, 2), VARCHAR(?)); parameters bind values only")
-        if isinstance(item, exp.Distinct):
+        if isinstance(item, exp.Distinct) and isinstance(item.parent, exp.Select) \
+                and item.args.get("on") is not None:
             # (DISTINCT ON (?) bound to 2 kept one row per value of the second column;
             # DuckDB refuses it too)
             raise UnsupportedError("a parameter as a DISTINCT ON item is not supported: bound "
